@@ -1,0 +1,8 @@
+fn main() {
+    // One object per program in bpf/; loaded with include_bytes! from OUT_DIR.
+    for prog in ["xsk_redirect", "xdppoll"] {
+        if detpath_bpf_build::bpf_dir().join(format!("{prog}.bpf.c")).exists() {
+            detpath_bpf_build::compile(prog);
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! The `afxdp` datapath (not written yet).
+
+use crate::endpoint::{Datapath, Endpoint};
+use crate::error::{Error, Result};
+use crate::spec::EndpointSpec;
+
+pub static DATAPATH: Datapath = Datapath { name: "afxdp", summary: "not implemented yet", open };
+
+fn open(_spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
+    Err(Error::Unsupported { datapath: "afxdp", what: "opening an endpoint (not implemented yet)".into() })
+}

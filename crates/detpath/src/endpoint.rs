@@ -1,0 +1,271 @@
+//! The endpoint API: one trait every datapath implements, and the types that
+//! cross it (receive modes, receive metadata, batches, counters, capabilities).
+//!
+//! An endpoint owns one (IPv4 address, UDP port) on one interface and sends
+//! UDP datagrams to peers and receives them from peers. Whatever the datapath,
+//! what goes on the wire is a plain Ethernet/IPv4/UDP frame, so any two
+//! datapaths interoperate.
+
+use crate::error::Result;
+use crate::spec::EndpointSpec;
+use serde::Serialize;
+use std::net::SocketAddrV4;
+use std::time::Duration;
+
+/// How a receive call waits when nothing is there yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecvMode {
+    /// Return `Ok(None)` / `Ok(0)` at once.
+    NonBlocking,
+    /// Spin on the ring or socket (no sleeping syscall) until a datagram
+    /// arrives or the timeout passes (`None`: spin forever).
+    BusyPoll { timeout: Option<Duration> },
+    /// Sleep in the kernel (poll) until a datagram arrives or the timeout passes.
+    Blocking { timeout: Option<Duration> },
+}
+
+/// What one receive delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RxMeta {
+    /// Payload bytes copied into the caller's buffer.
+    pub len: usize,
+    /// True when the datagram was longer than the buffer (the rest is lost, as with UDP sockets).
+    pub truncated: bool,
+    /// The sender.
+    pub peer: SocketAddrV4,
+    /// CLOCK_MONOTONIC nanoseconds when the endpoint took the datagram off its
+    /// ring or socket (a software timestamp, the same clock on every datapath).
+    pub rx_ns: u64,
+}
+
+/// One datagram to send.
+#[derive(Debug, Clone, Copy)]
+pub struct TxDatagram<'a> {
+    pub payload: &'a [u8],
+    pub peer: SocketAddrV4,
+}
+
+/// Caller-owned receive batch: fixed capacity, allocated once, reused on every
+/// call so the hot path allocates nothing.
+pub struct RxBatch {
+    slot_size: usize,
+    data: Vec<u8>,
+    metas: Vec<RxMeta>,
+    len: usize,
+}
+
+impl RxBatch {
+    /// A batch of `capacity` slots of `slot_size` bytes each.
+    pub fn new(capacity: usize, slot_size: usize) -> RxBatch {
+        let empty = RxMeta { len: 0, truncated: false, peer: SocketAddrV4::new([0, 0, 0, 0].into(), 0), rx_ns: 0 };
+        RxBatch { slot_size, data: vec![0; capacity * slot_size], metas: vec![empty; capacity], len: 0 }
+    }
+    pub fn capacity(&self) -> usize {
+        self.metas.len()
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Datagram `i` of the last receive: its metadata and payload.
+    pub fn get(&self, i: usize) -> Option<(&RxMeta, &[u8])> {
+        (i < self.len).then(|| {
+            let m = &self.metas[i];
+            (m, &self.data[i * self.slot_size..i * self.slot_size + m.len])
+        })
+    }
+    pub fn iter(&self) -> impl Iterator<Item = (&RxMeta, &[u8])> {
+        (0..self.len).filter_map(move |i| self.get(i))
+    }
+    /// Empties the batch (receive calls do this first).
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+    /// The buffer of the next free slot, for a datapath filling the batch.
+    pub fn next_slot(&mut self) -> Option<&mut [u8]> {
+        (self.len < self.metas.len()).then(|| {
+            let at = self.len * self.slot_size;
+            &mut self.data[at..at + self.slot_size]
+        })
+    }
+    /// Commits the slot returned by [`next_slot`](Self::next_slot).
+    pub fn commit(&mut self, meta: RxMeta) {
+        if self.len < self.metas.len() {
+            self.metas[self.len] = meta;
+            self.len += 1;
+        }
+    }
+}
+
+/// Counters every endpoint keeps. Fields a datapath does not have stay 0.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counters {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    /// Frames addressed to this endpoint that failed parsing or checksums: counted and dropped.
+    pub rx_malformed: u64,
+    /// Frames the endpoint's XDP program saw that were not for it, passed on to the kernel stack.
+    pub rx_not_for_me: u64,
+    /// Datagrams longer than the receive buffer (the excess was cut off).
+    pub rx_truncated: u64,
+    /// Drops the kernel reports for this endpoint (socket buffer or AF_XDP RX ring full, BPF ring full).
+    pub rx_kernel_dropped: u64,
+    /// Sends that found the TX ring full.
+    pub tx_ring_full: u64,
+    /// Times the kernel found the AF_XDP fill ring empty.
+    pub fill_ring_empty: u64,
+    /// Sends that failed.
+    pub tx_errors: u64,
+}
+
+/// XDP attach mode actually in effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum XdpMode {
+    /// In the driver (XDP_FLAGS_DRV_MODE).
+    Native,
+    /// Generic, after the skb is built (XDP_FLAGS_SKB_MODE).
+    Skb,
+}
+
+impl XdpMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            XdpMode::Native => "native",
+            XdpMode::Skb => "skb",
+        }
+    }
+}
+
+/// What the endpoint actually obtained (not what was asked for).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Capabilities {
+    pub datapath: &'static str,
+    pub iface: Option<String>,
+    pub queue: Option<u32>,
+    pub xdp_mode: Option<XdpMode>,
+    /// AF_XDP: zero-copy (true) or copy mode (false).
+    pub zero_copy: Option<bool>,
+    /// AF_XDP: the need_wakeup flag is in use.
+    pub need_wakeup: Option<bool>,
+    /// Socket busy polling (SO_BUSY_POLL / SO_PREFER_BUSY_POLL) in effect.
+    pub busy_poll: bool,
+    /// Largest payload one datagram can carry.
+    pub max_payload: usize,
+    /// Largest batch one call moves.
+    pub max_batch: usize,
+    /// Anything else worth knowing about how the endpoint was set up.
+    pub notes: Vec<String>,
+}
+
+impl Capabilities {
+    /// One short line: "afxdp native copy q0 need_wakeup".
+    pub fn summary(&self) -> String {
+        let mut s = self.datapath.to_string();
+        if let Some(m) = self.xdp_mode {
+            s += &format!(" {}", m.as_str());
+        }
+        if let Some(zc) = self.zero_copy {
+            s += if zc { " zero-copy" } else { " copy" };
+        }
+        if let Some(q) = self.queue {
+            s += &format!(" q{q}");
+        }
+        if self.need_wakeup == Some(true) {
+            s += " need_wakeup";
+        }
+        if self.busy_poll {
+            s += " busy-poll";
+        }
+        s
+    }
+}
+
+/// A datagram endpoint on one datapath. The trait every datapath implements.
+///
+/// Receive calls copy into caller-owned buffers; send calls copy out of the
+/// caller's slices. Neither allocates.
+pub trait Endpoint: Send {
+    /// The (address, port) this endpoint owns.
+    fn local_addr(&self) -> SocketAddrV4;
+
+    /// What the endpoint obtained: mode, copy/zero-copy, queue, limits.
+    fn capabilities(&self) -> &Capabilities;
+
+    /// Counters so far (kernel-side counters are read when this is called).
+    fn counters(&self) -> Counters;
+
+    /// Sends one datagram.
+    fn send_to(&mut self, payload: &[u8], peer: SocketAddrV4) -> Result<()>;
+
+    /// Receives one datagram into `buf`; `Ok(None)` when the mode's wait ended with nothing.
+    fn recv(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<RxMeta>>;
+
+    /// Sends several datagrams; returns how many were sent (all, unless an error
+    /// stopped it part way, in which case the error is returned if none went).
+    fn send_batch(&mut self, batch: &[TxDatagram<'_>]) -> Result<usize> {
+        for (i, d) in batch.iter().enumerate() {
+            if let Err(e) = self.send_to(d.payload, d.peer) {
+                return if i == 0 { Err(e) } else { Ok(i) };
+            }
+        }
+        Ok(batch.len())
+    }
+
+    /// Receives up to the batch's capacity: waits per `mode` for the first
+    /// datagram, then takes whatever else is ready without waiting.
+    fn recv_batch(&mut self, batch: &mut RxBatch, mode: RecvMode) -> Result<usize> {
+        batch.clear();
+        let mut mode = mode;
+        while let Some(slot) = batch.next_slot() {
+            match self.recv(slot, mode)? {
+                Some(meta) => batch.commit(meta),
+                None => break,
+            }
+            mode = RecvMode::NonBlocking;
+        }
+        Ok(batch.len())
+    }
+}
+
+/// A datapath: a name and a way to open endpoints on it.
+pub struct Datapath {
+    /// The URI scheme, e.g. "afxdp".
+    pub name: &'static str,
+    /// One line for `--help` and reports.
+    pub summary: &'static str,
+    /// Opens an endpoint from a parsed spec.
+    pub open: fn(&EndpointSpec) -> Result<Box<dyn Endpoint>>,
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the one clock latency is measured with.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rx_batch_slots() {
+        let mut b = RxBatch::new(2, 16);
+        let peer: SocketAddrV4 = "1.2.3.4:5".parse().unwrap();
+        b.next_slot().unwrap()[..3].copy_from_slice(b"abc");
+        b.commit(RxMeta { len: 3, truncated: false, peer, rx_ns: 1 });
+        b.next_slot().unwrap()[..1].copy_from_slice(b"z");
+        b.commit(RxMeta { len: 1, truncated: false, peer, rx_ns: 2 });
+        assert!(b.next_slot().is_none());
+        let got: Vec<_> = b.iter().map(|(m, p)| (m.rx_ns, p.to_vec())).collect();
+        assert_eq!(got, vec![(1, b"abc".to_vec()), (2, b"z".to_vec())]);
+        b.clear();
+        assert!(b.is_empty());
+    }
+}

@@ -1,0 +1,297 @@
+//! Endpoint specs: the URI-style strings that name an endpoint, so one program
+//! switches datapath by argument.
+//!
+//! ```text
+//! <datapath>://<authority>[?key=value&...]
+//!
+//! authority: <ipv4>:<port>        udp://10.77.0.1:7000
+//!            <iface>              afxdp://veth0?port=7000&queue=0&mode=native
+//!            <device>             dpdk://0000:03:00.0?addr=10.0.0.1&port=7000
+//! ```
+//!
+//! Common keys: `iface`, `addr`, `port`, `queue`, `mode` (auto|native|skb),
+//! `zerocopy` (true|false), `busy_poll` (true|false), `ring` (ring size),
+//! `frame` (AF_XDP frame size), `batch`, `checksum` (verify|skip).
+//! Other keys are datapath-specific and land in [`EndpointSpec::extra`]; each
+//! datapath rejects keys it does not know.
+
+use crate::error::{Error, Result};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::Ipv4Addr;
+use std::str::FromStr;
+
+/// XDP attach mode requested.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum XdpModeRequest {
+    /// Native if the driver supports it, else skb; the endpoint reports which.
+    #[default]
+    Auto,
+    Native,
+    Skb,
+}
+
+/// A parsed endpoint spec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointSpec {
+    pub datapath: String,
+    /// Network interface (required for datapaths that attach to one).
+    pub iface: Option<String>,
+    /// Datapath-specific device name when the authority is neither an address nor an interface (e.g. a PCI address).
+    pub device: Option<String>,
+    /// Local IPv4 address; when absent, the interface's first IPv4 address.
+    pub addr: Option<Ipv4Addr>,
+    /// Local UDP port (0: any, kernel sockets only).
+    pub port: u16,
+    pub queue: u32,
+    pub mode: XdpModeRequest,
+    /// `Some(true)`: zero-copy or fail; `Some(false)` / `None`: copy mode.
+    pub zero_copy: Option<bool>,
+    pub busy_poll: bool,
+    pub ring_size: u32,
+    pub frame_size: u32,
+    pub batch: u32,
+    /// Verify UDP checksums on receive (default). `checksum=skip` accepts
+    /// frames from senders that leave partial checksums (kernel over veth with tx offload).
+    pub verify_checksum: bool,
+    pub extra: BTreeMap<String, String>,
+}
+
+impl EndpointSpec {
+    pub fn new(datapath: &str) -> EndpointSpec {
+        EndpointSpec {
+            datapath: datapath.to_string(),
+            iface: None,
+            device: None,
+            addr: None,
+            port: 0,
+            queue: 0,
+            mode: XdpModeRequest::Auto,
+            zero_copy: None,
+            busy_poll: true,
+            ring_size: 2048,
+            frame_size: 4096,
+            batch: 64,
+            verify_checksum: true,
+            extra: BTreeMap::new(),
+        }
+    }
+
+    fn bad(&self, why: impl Into<String>) -> Error {
+        Error::BadSpec { spec: self.to_string(), why: why.into() }
+    }
+
+    /// The interface, or an error naming the key to add.
+    pub fn require_iface(&self) -> Result<&str> {
+        self.iface.as_deref().ok_or_else(|| self.bad(format!("the {} datapath needs an interface: `{}://<iface>?port=N` or `iface=<iface>`", self.datapath, self.datapath)))
+    }
+
+    /// The port, or an error when it is 0 and the datapath cannot pick one.
+    pub fn require_port(&self) -> Result<u16> {
+        if self.port == 0 {
+            Err(self.bad(format!("the {} datapath needs a UDP port: add `port=N`", self.datapath)))
+        } else {
+            Ok(self.port)
+        }
+    }
+
+    /// Fails on datapath-specific keys not in `known`.
+    pub fn reject_unknown_extra(&self, known: &[&str]) -> Result<()> {
+        match self.extra.keys().find(|k| !known.contains(&k.as_str())) {
+            Some(k) => Err(self.bad(format!("unknown key `{k}` for the {} datapath", self.datapath))),
+            None => Ok(()),
+        }
+    }
+}
+
+fn parse_bool(key: &str, v: &str) -> std::result::Result<bool, String> {
+    match v {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(format!("`{key}` takes true or false, not `{v}`")),
+    }
+}
+
+fn parse_num<T: FromStr>(key: &str, v: &str) -> std::result::Result<T, String> {
+    v.parse().map_err(|_| format!("`{key}` takes a number, not `{v}`"))
+}
+
+impl FromStr for EndpointSpec {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<EndpointSpec> {
+        let bad = |why: String| Error::BadSpec { spec: s.to_string(), why };
+        let (scheme, rest) = s.split_once("://").ok_or_else(|| bad("expected <datapath>://<address or interface>".into()))?;
+        if scheme.is_empty() || !scheme.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(bad(format!("`{scheme}` is not a datapath name")));
+        }
+        let mut spec = EndpointSpec::new(scheme);
+        let (authority, query) = rest.split_once('?').unwrap_or((rest, ""));
+        if authority.is_empty() {
+            return Err(bad("empty address or interface".into()));
+        }
+        if let Ok(sa) = authority.parse::<std::net::SocketAddrV4>() {
+            spec.addr = Some(*sa.ip());
+            spec.port = sa.port();
+        } else if let Ok(ip) = authority.parse::<Ipv4Addr>() {
+            spec.addr = Some(ip);
+        } else if authority.len() <= 15 && authority.chars().all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c)) {
+            spec.iface = Some(authority.to_string());
+        } else {
+            spec.device = Some(authority.to_string());
+        }
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').ok_or_else(|| bad(format!("`{pair}` is not key=value")))?;
+            let r: std::result::Result<(), String> = (|| {
+                match k {
+                    "iface" => spec.iface = Some(v.to_string()),
+                    "addr" => spec.addr = Some(v.parse().map_err(|_| format!("`addr` takes an IPv4 address, not `{v}`"))?),
+                    "port" => spec.port = parse_num(k, v)?,
+                    "queue" => spec.queue = parse_num(k, v)?,
+                    "mode" => {
+                        spec.mode = match v {
+                            "auto" => XdpModeRequest::Auto,
+                            "native" | "drv" => XdpModeRequest::Native,
+                            "skb" | "generic" => XdpModeRequest::Skb,
+                            _ => return Err(format!("`mode` takes auto, native or skb, not `{v}`")),
+                        }
+                    }
+                    "zerocopy" => spec.zero_copy = Some(parse_bool(k, v)?),
+                    "busy_poll" => spec.busy_poll = parse_bool(k, v)?,
+                    "ring" => spec.ring_size = parse_num(k, v)?,
+                    "frame" => spec.frame_size = parse_num(k, v)?,
+                    "batch" => spec.batch = parse_num(k, v)?,
+                    "checksum" => {
+                        spec.verify_checksum = match v {
+                            "verify" => true,
+                            "skip" => false,
+                            _ => return Err(format!("`checksum` takes verify or skip, not `{v}`")),
+                        }
+                    }
+                    _ => {
+                        if spec.extra.insert(k.to_string(), v.to_string()).is_some() {
+                            return Err(format!("`{k}` given twice"));
+                        }
+                    }
+                }
+                Ok(())
+            })();
+            r.map_err(bad)?;
+        }
+        if spec.ring_size == 0 || !spec.ring_size.is_power_of_two() {
+            return Err(bad(format!("`ring` must be a power of two, not {}", spec.ring_size)));
+        }
+        if spec.batch == 0 {
+            return Err(bad("`batch` must be at least 1".into()));
+        }
+        Ok(spec)
+    }
+}
+
+impl fmt::Display for EndpointSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}://", self.datapath)?;
+        let mut q: Vec<String> = Vec::new();
+        match (&self.iface, &self.device, self.addr) {
+            (Some(i), _, _) => {
+                write!(f, "{i}")?;
+                if let Some(a) = self.addr {
+                    q.push(format!("addr={a}"));
+                }
+                if let Some(d) = &self.device {
+                    q.push(format!("device={d}"));
+                }
+            }
+            (None, Some(d), _) => {
+                write!(f, "{d}")?;
+                if let Some(a) = self.addr {
+                    q.push(format!("addr={a}"));
+                }
+            }
+            (None, None, Some(a)) => write!(f, "{a}")?,
+            (None, None, None) => write!(f, "?")?,
+        }
+        if self.iface.is_some() || self.device.is_some() || self.addr.is_none() {
+            if self.port != 0 {
+                q.push(format!("port={}", self.port));
+            }
+        } else {
+            write!(f, ":{}", self.port)?;
+        }
+        if self.queue != 0 {
+            q.push(format!("queue={}", self.queue));
+        }
+        match self.mode {
+            XdpModeRequest::Auto => {}
+            XdpModeRequest::Native => q.push("mode=native".into()),
+            XdpModeRequest::Skb => q.push("mode=skb".into()),
+        }
+        if let Some(z) = self.zero_copy {
+            q.push(format!("zerocopy={z}"));
+        }
+        for (k, v) in &self.extra {
+            q.push(format!("{k}={v}"));
+        }
+        if !q.is_empty() {
+            write!(f, "?{}", q.join("&"))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn udp_address_form() {
+        let s: EndpointSpec = "udp://10.77.0.1:7000".parse().unwrap();
+        assert_eq!(s.datapath, "udp");
+        assert_eq!(s.addr, Some(Ipv4Addr::new(10, 77, 0, 1)));
+        assert_eq!(s.port, 7000);
+        assert_eq!(s.iface, None);
+        assert_eq!(s.to_string(), "udp://10.77.0.1:7000");
+    }
+
+    #[test]
+    fn afxdp_interface_form() {
+        let s: EndpointSpec = "afxdp://veth0?port=7000&queue=1&mode=native&zerocopy=true".parse().unwrap();
+        assert_eq!(s.iface.as_deref(), Some("veth0"));
+        assert_eq!((s.port, s.queue, s.mode, s.zero_copy), (7000, 1, XdpModeRequest::Native, Some(true)));
+        let again: EndpointSpec = s.to_string().parse().unwrap();
+        assert_eq!(again, s);
+    }
+
+    #[test]
+    fn device_form_and_extra_keys() {
+        let s: EndpointSpec = "dpdk://0000:03:00.0?addr=10.0.0.1&port=7&vdev=net_tap0".parse().unwrap();
+        assert_eq!(s.device.as_deref(), Some("0000:03:00.0"));
+        assert_eq!(s.extra.get("vdev").map(String::as_str), Some("net_tap0"));
+        assert!(s.reject_unknown_extra(&["vdev"]).is_ok());
+        assert!(s.reject_unknown_extra(&[]).is_err());
+    }
+
+    #[test]
+    fn errors_name_the_problem() {
+        for (input, needle) in [
+            ("veth0", "expected <datapath>://"),
+            ("udp://", "empty"),
+            ("afxdp://veth0?mode=fast", "auto, native or skb"),
+            ("afxdp://veth0?port=x", "`port` takes a number"),
+            ("afxdp://veth0?port", "not key=value"),
+            ("afxdp://veth0?ring=1000", "power of two"),
+            ("afxdp://veth0?zerocopy=maybe", "true or false"),
+            ("afxdp://veth0?addr=1.2.3", "IPv4"),
+        ] {
+            let e = input.parse::<EndpointSpec>().unwrap_err().to_string();
+            assert!(e.contains(needle), "{input}: {e}");
+        }
+    }
+
+    #[test]
+    fn require_helpers() {
+        let s: EndpointSpec = "afxdp://10.0.0.1".parse().unwrap();
+        assert!(s.require_iface().unwrap_err().to_string().contains("needs an interface"));
+        assert!(s.require_port().unwrap_err().to_string().contains("port=N"));
+    }
+}

@@ -1,0 +1,384 @@
+//! Ethernet/IPv4/UDP frames: parse a received frame into a checked view, and
+//! build a frame with valid IPv4 and UDP checksums into a caller's buffer.
+//!
+//! What the parser accepts, and what each rejection means for an endpoint:
+//! - Ethernet II with ethertype IPv4 (no VLAN tag; tagged frames are not for a detpath endpoint).
+//! - IPv4 version 4, IHL 5..=15 (options are skipped, not interpreted), total
+//!   length within the frame (Ethernet padding after it is ignored), a valid
+//!   header checksum, not a fragment (MF set or offset non-zero: detpath does
+//!   not reassemble, so a fragment is dropped and counted).
+//! - UDP with a length that fits the IPv4 payload, and a valid checksum or
+//!   checksum 0 ("none", allowed for IPv4 by RFC 768).
+
+use crate::checksum;
+use crate::{ETH_HLEN, HEADERS_LEN, IPV4_HLEN, UDP_HLEN};
+use std::fmt;
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+pub const ETHERTYPE_IPV4: u16 = 0x0800;
+pub const ETHERTYPE_ARP: u16 = 0x0806;
+pub const IPPROTO_UDP: u8 = 17;
+
+/// An Ethernet MAC address.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct MacAddr(pub [u8; 6]);
+
+impl MacAddr {
+    pub const BROADCAST: MacAddr = MacAddr([0xff; 6]);
+
+    /// Parses `aa:bb:cc:dd:ee:ff`.
+    pub fn parse(s: &str) -> Option<MacAddr> {
+        let mut out = [0u8; 6];
+        let mut parts = s.trim().split(':');
+        for b in out.iter_mut() {
+            *b = u8::from_str_radix(parts.next()?, 16).ok()?;
+        }
+        parts.next().is_none().then_some(MacAddr(out))
+    }
+}
+
+impl fmt::Display for MacAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = self.0;
+        write!(f, "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5])
+    }
+}
+
+impl fmt::Debug for MacAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// Why a frame was not accepted as a UDP datagram. Each kind is a counter bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    #[error("frame shorter than its headers")]
+    Truncated,
+    #[error("not IPv4 (ethertype {0:#06x})")]
+    NotIpv4(u16),
+    #[error("malformed IPv4 header")]
+    BadIpHeader,
+    #[error("bad IPv4 header checksum")]
+    BadIpChecksum,
+    #[error("IPv4 fragment (detpath does not reassemble)")]
+    Fragment,
+    #[error("not UDP (IP protocol {0})")]
+    NotUdp(u8),
+    #[error("UDP length does not match the IPv4 payload")]
+    BadUdpLength,
+    #[error("bad UDP checksum")]
+    BadUdpChecksum,
+}
+
+/// A parsed, checked UDP-in-IPv4-in-Ethernet frame. The payload is
+/// `frame[payload_offset..payload_offset + payload_len]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpFrame {
+    pub dst_mac: MacAddr,
+    pub src_mac: MacAddr,
+    pub src: SocketAddrV4,
+    pub dst: SocketAddrV4,
+    pub payload_offset: usize,
+    pub payload_len: usize,
+}
+
+impl UdpFrame {
+    /// The payload bytes of the frame this view was parsed from.
+    pub fn payload<'a>(&self, frame: &'a [u8]) -> &'a [u8] {
+        &frame[self.payload_offset..self.payload_offset + self.payload_len]
+    }
+}
+
+fn be16(b: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([b[at], b[at + 1]])
+}
+
+fn ipv4_at(b: &[u8], at: usize) -> Ipv4Addr {
+    Ipv4Addr::new(b[at], b[at + 1], b[at + 2], b[at + 3])
+}
+
+/// Parses and checks a frame. Never panics; every rejection is a [`FrameError`].
+///
+/// `verify_udp_checksum` is false only where the sender is known to leave a
+/// partial checksum (a kernel sending over veth with tx checksum offload on).
+pub fn parse_udp_frame(frame: &[u8], verify_udp_checksum: bool) -> Result<UdpFrame, FrameError> {
+    if frame.len() < ETH_HLEN {
+        return Err(FrameError::Truncated);
+    }
+    let ethertype = be16(frame, 12);
+    if ethertype != ETHERTYPE_IPV4 {
+        return Err(FrameError::NotIpv4(ethertype));
+    }
+    let ip = &frame[ETH_HLEN..];
+    if ip.len() < IPV4_HLEN {
+        return Err(FrameError::Truncated);
+    }
+    let version = ip[0] >> 4;
+    let ihl = ((ip[0] & 0x0f) as usize) * 4;
+    let total_len = be16(ip, 2) as usize;
+    if version != 4 || ihl < IPV4_HLEN || total_len < ihl {
+        return Err(FrameError::BadIpHeader);
+    }
+    if ip.len() < ihl || ip.len() < total_len {
+        return Err(FrameError::Truncated);
+    }
+    if checksum::internet(&ip[..ihl]) != 0 {
+        return Err(FrameError::BadIpChecksum);
+    }
+    let frag = be16(ip, 6);
+    if frag & 0x2000 != 0 || frag & 0x1fff != 0 {
+        return Err(FrameError::Fragment);
+    }
+    if ip[9] != IPPROTO_UDP {
+        return Err(FrameError::NotUdp(ip[9]));
+    }
+    let src_ip = ipv4_at(ip, 12);
+    let dst_ip = ipv4_at(ip, 16);
+    let udp = &ip[ihl..total_len];
+    if udp.len() < UDP_HLEN {
+        return Err(FrameError::Truncated);
+    }
+    let udp_len = be16(udp, 4) as usize;
+    if udp_len < UDP_HLEN || udp_len != udp.len() {
+        return Err(FrameError::BadUdpLength);
+    }
+    let wire_csum = be16(udp, 6);
+    if verify_udp_checksum && wire_csum != 0 {
+        let acc = checksum::pseudo_header_sum(src_ip, dst_ip, IPPROTO_UDP, udp_len as u16);
+        if checksum::finish(checksum::sum(udp, acc)) != 0 {
+            return Err(FrameError::BadUdpChecksum);
+        }
+    }
+    let mut dst_mac = [0u8; 6];
+    let mut src_mac = [0u8; 6];
+    dst_mac.copy_from_slice(&frame[0..6]);
+    src_mac.copy_from_slice(&frame[6..12]);
+    Ok(UdpFrame {
+        dst_mac: MacAddr(dst_mac),
+        src_mac: MacAddr(src_mac),
+        src: SocketAddrV4::new(src_ip, be16(udp, 0)),
+        dst: SocketAddrV4::new(dst_ip, be16(udp, 2)),
+        payload_offset: ETH_HLEN + ihl + UDP_HLEN,
+        payload_len: udp_len - UDP_HLEN,
+    })
+}
+
+/// The addresses of a frame to build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpFrameHeader {
+    pub src_mac: MacAddr,
+    pub dst_mac: MacAddr,
+    pub src: SocketAddrV4,
+    pub dst: SocketAddrV4,
+    /// IPv4 identification field (informational: detpath never fragments).
+    pub ip_id: u16,
+    pub ttl: u8,
+}
+
+/// Writes header + payload into `buf` and returns the frame length, or `None`
+/// when `buf` is too small or the payload does not fit an IPv4 packet.
+/// The frame carries valid IPv4 and UDP checksums and the DF bit.
+pub fn build_udp_frame(buf: &mut [u8], h: &UdpFrameHeader, payload: &[u8]) -> Option<usize> {
+    let total = HEADERS_LEN.checked_add(payload.len())?;
+    let ip_len = u16::try_from(total - ETH_HLEN).ok()?;
+    if buf.len() < total {
+        return None;
+    }
+    let udp_len = ip_len - IPV4_HLEN as u16;
+    // Ethernet
+    buf[0..6].copy_from_slice(&h.dst_mac.0);
+    buf[6..12].copy_from_slice(&h.src_mac.0);
+    buf[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+    // IPv4
+    let ip = &mut buf[ETH_HLEN..ETH_HLEN + IPV4_HLEN];
+    ip[0] = 0x45;
+    ip[1] = 0;
+    ip[2..4].copy_from_slice(&ip_len.to_be_bytes());
+    ip[4..6].copy_from_slice(&h.ip_id.to_be_bytes());
+    ip[6..8].copy_from_slice(&0x4000u16.to_be_bytes()); // DF
+    ip[8] = h.ttl;
+    ip[9] = IPPROTO_UDP;
+    ip[10..12].copy_from_slice(&[0, 0]);
+    ip[12..16].copy_from_slice(&h.src.ip().octets());
+    ip[16..20].copy_from_slice(&h.dst.ip().octets());
+    let ip_csum = checksum::internet(ip);
+    ip[10..12].copy_from_slice(&ip_csum.to_be_bytes());
+    // UDP
+    let off = ETH_HLEN + IPV4_HLEN;
+    buf[off..off + 2].copy_from_slice(&h.src.port().to_be_bytes());
+    buf[off + 2..off + 4].copy_from_slice(&h.dst.port().to_be_bytes());
+    buf[off + 4..off + 6].copy_from_slice(&udp_len.to_be_bytes());
+    buf[off + 6..off + 8].copy_from_slice(&[0, 0]);
+    buf[HEADERS_LEN..total].copy_from_slice(payload);
+    let acc = checksum::pseudo_header_sum(*h.src.ip(), *h.dst.ip(), IPPROTO_UDP, udp_len);
+    let mut csum = checksum::finish(checksum::sum(&buf[off..total], acc));
+    if csum == 0 {
+        csum = 0xffff; // 0 means "no checksum" in UDP over IPv4 (RFC 768)
+    }
+    buf[off + 6..off + 8].copy_from_slice(&csum.to_be_bytes());
+    Some(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn header() -> UdpFrameHeader {
+        UdpFrameHeader {
+            src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
+            dst_mac: MacAddr([2, 0, 0, 0, 0, 2]),
+            src: "10.77.0.1:7000".parse().unwrap(),
+            dst: "10.77.0.2:7001".parse().unwrap(),
+            ip_id: 7,
+            ttl: 64,
+        }
+    }
+
+    fn built(payload: &[u8]) -> Vec<u8> {
+        let mut buf = vec![0u8; 2048];
+        let n = build_udp_frame(&mut buf, &header(), payload).unwrap();
+        buf.truncate(n);
+        buf
+    }
+
+    #[test]
+    fn round_trip() {
+        let f = built(b"hello");
+        let p = parse_udp_frame(&f, true).unwrap();
+        assert_eq!(p.src, header().src);
+        assert_eq!(p.dst, header().dst);
+        assert_eq!(p.src_mac, header().src_mac);
+        assert_eq!(p.payload(&f), b"hello");
+    }
+
+    #[test]
+    fn empty_payload() {
+        let f = built(b"");
+        assert_eq!(f.len(), HEADERS_LEN);
+        assert_eq!(parse_udp_frame(&f, true).unwrap().payload_len, 0);
+    }
+
+    #[test]
+    fn ethernet_padding_is_ignored() {
+        let mut f = built(b"x");
+        f.resize(60, 0); // minimum Ethernet frame, padded
+        assert_eq!(parse_udp_frame(&f, true).unwrap().payload(&f), b"x");
+    }
+
+    #[test]
+    fn every_truncation_is_rejected() {
+        let f = built(b"0123456789");
+        for n in 0..f.len() {
+            assert!(parse_udp_frame(&f[..n], true).is_err(), "accepted a frame cut at {n}");
+        }
+    }
+
+    #[test]
+    fn bad_checksums_are_rejected() {
+        let mut f = built(b"payload");
+        f[HEADERS_LEN] ^= 1;
+        assert_eq!(parse_udp_frame(&f, true), Err(FrameError::BadUdpChecksum));
+        assert!(parse_udp_frame(&f, false).is_ok());
+        let mut f = built(b"payload");
+        f[ETH_HLEN + 8] ^= 1; // TTL
+        assert_eq!(parse_udp_frame(&f, true), Err(FrameError::BadIpChecksum));
+    }
+
+    #[test]
+    fn zero_udp_checksum_means_none() {
+        let mut f = built(b"payload");
+        f[ETH_HLEN + IPV4_HLEN + 6..ETH_HLEN + IPV4_HLEN + 8].copy_from_slice(&[0, 0]);
+        assert!(parse_udp_frame(&f, true).is_ok());
+    }
+
+    fn refix_ip_checksum(f: &mut [u8], ihl: usize) {
+        f[ETH_HLEN + 10..ETH_HLEN + 12].copy_from_slice(&[0, 0]);
+        let c = checksum::internet(&f[ETH_HLEN..ETH_HLEN + ihl]);
+        f[ETH_HLEN + 10..ETH_HLEN + 12].copy_from_slice(&c.to_be_bytes());
+    }
+
+    #[test]
+    fn fragments_and_other_protocols_are_rejected() {
+        let mut f = built(b"payload");
+        f[ETH_HLEN + 6] |= 0x20; // MF
+        refix_ip_checksum(&mut f, IPV4_HLEN);
+        assert_eq!(parse_udp_frame(&f, true), Err(FrameError::Fragment));
+        let mut f = built(b"payload");
+        f[ETH_HLEN + 9] = 6; // TCP
+        refix_ip_checksum(&mut f, IPV4_HLEN);
+        assert_eq!(parse_udp_frame(&f, true), Err(FrameError::NotUdp(6)));
+        let mut f = built(b"payload");
+        f[12..14].copy_from_slice(&ETHERTYPE_ARP.to_be_bytes());
+        assert_eq!(parse_udp_frame(&f, true), Err(FrameError::NotIpv4(ETHERTYPE_ARP)));
+    }
+
+    #[test]
+    fn ip_options_are_skipped() {
+        let base = built(b"opts");
+        // Insert 4 bytes of options (NOP NOP NOP EOL) after the 20-byte IPv4 header.
+        let mut f = base[..ETH_HLEN + IPV4_HLEN].to_vec();
+        f.extend_from_slice(&[1, 1, 1, 0]);
+        f.extend_from_slice(&base[ETH_HLEN + IPV4_HLEN..]);
+        f[ETH_HLEN] = 0x46;
+        let total = (f.len() - ETH_HLEN) as u16;
+        f[ETH_HLEN + 2..ETH_HLEN + 4].copy_from_slice(&total.to_be_bytes());
+        refix_ip_checksum(&mut f, 24);
+        let p = parse_udp_frame(&f, true).unwrap();
+        assert_eq!(p.payload(&f), b"opts");
+    }
+
+    #[test]
+    fn too_small_buffer_is_refused() {
+        let mut buf = [0u8; HEADERS_LEN + 3];
+        assert!(build_udp_frame(&mut buf, &header(), b"four").is_none());
+        assert!(build_udp_frame(&mut buf, &header(), b"two").is_some());
+    }
+
+    #[test]
+    fn mac_parse_and_print() {
+        let m = MacAddr::parse("02:0a:ff:00:10:01").unwrap();
+        assert_eq!(m.to_string(), "02:0a:ff:00:10:01");
+        assert!(MacAddr::parse("02:0a:ff:00:10").is_none());
+        assert!(MacAddr::parse("02:0a:ff:00:10:01:02").is_none());
+        assert!(MacAddr::parse("zz:0a:ff:00:10:01").is_none());
+    }
+
+    proptest! {
+        #[test]
+        fn build_then_parse_is_identity(payload in proptest::collection::vec(any::<u8>(), 0..1472),
+                                        sport in any::<u16>(), dport in any::<u16>(), id in any::<u16>()) {
+            let mut h = header();
+            h.src.set_port(sport);
+            h.dst.set_port(dport);
+            h.ip_id = id;
+            let mut buf = vec![0u8; 1600];
+            let n = build_udp_frame(&mut buf, &h, &payload).unwrap();
+            let p = parse_udp_frame(&buf[..n], true).unwrap();
+            prop_assert_eq!(p.src, h.src);
+            prop_assert_eq!(p.dst, h.dst);
+            prop_assert_eq!(p.payload(&buf[..n]), &payload[..]);
+        }
+
+        #[test]
+        fn parse_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200), verify in any::<bool>()) {
+            let _ = parse_udp_frame(&bytes, verify);
+        }
+
+        #[test]
+        fn single_bit_flips_in_headers_or_payload_are_caught(payload in proptest::collection::vec(any::<u8>(), 1..64),
+                                                              bit in 0usize..8, pos in any::<prop::sample::Index>()) {
+            let mut buf = vec![0u8; 200];
+            let n = build_udp_frame(&mut buf, &header(), &payload).unwrap();
+            // Flip one bit anywhere after the MAC addresses: IP or UDP checksum, or a
+            // structural check, must reject it (the Internet checksum catches all single-bit errors).
+            let at = 12 + pos.index(n - 12);
+            buf[at] ^= 1 << bit;
+            // A UDP checksum flipped to 0 legitimately means "no checksum".
+            let csum_at = ETH_HLEN + IPV4_HLEN + 6;
+            prop_assume!(!((csum_at..csum_at + 2).contains(&at) && buf[csum_at] == 0 && buf[csum_at + 1] == 0));
+            prop_assert!(parse_udp_frame(&buf[..n], true).is_err());
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! Wire formats of detpath: the Ethernet/IPv4/UDP frames every datapath that
+//! builds its own frames sends and parses. Pure functions over byte slices:
+//! no allocation, no OS calls, no panics on any input (fuzzed in `fuzz/`).
+
+pub mod checksum;
+pub mod frame;
+
+pub use frame::{build_udp_frame, parse_udp_frame, FrameError, MacAddr, UdpFrame, UdpFrameHeader};
+
+/// Ethernet header length (no VLAN tag).
+pub const ETH_HLEN: usize = 14;
+/// IPv4 header length without options.
+pub const IPV4_HLEN: usize = 20;
+/// UDP header length.
+pub const UDP_HLEN: usize = 8;
+/// Bytes of headers in front of the payload of a frame detpath builds.
+pub const HEADERS_LEN: usize = ETH_HLEN + IPV4_HLEN + UDP_HLEN;
+
+/// Largest UDP payload that fits one frame on a link with the given MTU
+/// (the MTU counts the IPv4 packet, not the Ethernet header).
+pub const fn max_payload_for_mtu(mtu: usize) -> usize {
+    mtu.saturating_sub(IPV4_HLEN + UDP_HLEN)
+}
