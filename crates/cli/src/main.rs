@@ -3,7 +3,11 @@
 
 use clap::{Parser, Subcommand};
 
+mod bench_cmd;
+mod classify_cmd;
+mod report_cmd;
 mod testbed_cmd;
+mod tune_cmd;
 
 #[derive(Parser)]
 #[command(name = "detpath", version, about = "A deterministic datapath for Linux end devices")]
@@ -16,12 +20,24 @@ struct Cli {
 enum Command {
     /// The built-in two-namespace testbed (veth pair between two namespaces).
     Testbed(testbed_cmd::Args),
+    /// Ping-pong latency benchmark of every datapath (the main job).
+    Bench(bench_cmd::Args),
+    /// Tables and plots (PNG, SVG) from saved benchmark results.
+    Report(report_cmd::Args),
+    /// Audit, apply and revert the low-latency OS tuning.
+    Tune(tune_cmd::Args),
+    /// XDP classifier for encapsulated traffic, driven by intents.
+    Classify(classify_cmd::Args),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Testbed(args) => testbed_cmd::run(args),
+        Command::Bench(args) => bench_cmd::run(args),
+        Command::Report(args) => report_cmd::run(args),
+        Command::Tune(args) => tune_cmd::run(args),
+        Command::Classify(args) => classify_cmd::run(args),
     };
     match result {
         Ok(code) => std::process::exit(code),
