@@ -3,9 +3,9 @@
 #   make test   install what is needed, build, run every test
 SHELL := /bin/bash
 CARGO ?= cargo
-# Debian packages the build, the tests and the benchmarks need.
-DEB_PACKAGES := clang llvm libbpf-dev libelf-dev zlib1g-dev pkg-config iproute2 ethtool \
-	stress-ng sockperf libcap2-bin util-linux dpdk-dev libdpdk-dev linuxptp python3-pip
+# Debian and PyPI packages, one list per component in deps/ (see deps/README.md).
+DEB_PACKAGES := $(shell cat deps/apt-*.txt 2>/dev/null | sed 's/\#.*//')
+PIP_PACKAGES := $(shell cat deps/pip-*.txt 2>/dev/null | sed 's/\#.*//')
 RUN_ARGS ?=
 
 .PHONY: all deps build run test fuzz-smoke clean testbed-down
@@ -13,11 +13,14 @@ RUN_ARGS ?=
 all: build
 
 deps: .deps-stamp
-.deps-stamp: Makefile
+.deps-stamp: Makefile $(wildcard deps/*.txt)
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "installing:" $$missing; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+	fi
+	@if [ -n "$(strip $(PIP_PACKAGES))" ]; then \
+		python3 -m pip install -q --break-system-packages $(PIP_PACKAGES) 2>/dev/null || python3 -m pip install -q $(PIP_PACKAGES); \
 	fi
 	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust (rustup) first"; exit 1; }
 	@touch $@
