@@ -1,4 +1,80 @@
-//! `detpath testbed up|down|status` (being written).
+//! `detpath testbed up|down|status`: the built-in two-namespace testbed.
+
+use detpath::testbed::{Testbed, TestbedConfig};
+
 #[derive(clap::Args)]
-pub struct Args {}
-pub fn run(_a: Args) -> anyhow::Result<i32> { Ok(0) }
+pub struct Args {
+    #[command(subcommand)]
+    action: Action,
+}
+
+#[derive(clap::Subcommand)]
+enum Action {
+    /// Create the namespaces and veth pair (idempotent; repairs a half-built one).
+    Up,
+    /// Remove them (idempotent).
+    Down,
+    /// Show what exists; exit 0 when the testbed is complete, 1 otherwise.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let cfg = TestbedConfig::builtin();
+    match args.action {
+        Action::Up => {
+            let cfg = Testbed::up(cfg)?.keep();
+            print_layout(&cfg);
+            Ok(0)
+        }
+        Action::Down => {
+            Testbed::down(&cfg);
+            println!("testbed down ({} and {} removed)", cfg.a.netns, cfg.b.netns);
+            Ok(0)
+        }
+        Action::Status { json } => {
+            let st = Testbed::status(&cfg);
+            let complete = st.complete(&cfg);
+            if json {
+                let side = |d: &Option<detpath::netdev::NetDev>, s: &detpath::testbed::Side| {
+                    serde_json::json!({
+                        "netns": s.netns, "iface": s.iface, "expected_addr": s.addr.to_string(),
+                        "present": d.is_some(),
+                        "up": d.as_ref().map(|d| d.up),
+                        "addrs": d.as_ref().map(|d| d.ipv4.iter().map(|(a, p)| format!("{a}/{p}")).collect::<Vec<_>>()),
+                        "mtu": d.as_ref().map(|d| d.mtu),
+                    })
+                };
+                println!("{}", serde_json::to_string_pretty(&serde_json::json!({
+                    "complete": complete, "a": side(&st.a, &cfg.a), "b": side(&st.b, &cfg.b)
+                }))?);
+            } else {
+                for (d, s) in [(&st.a, &cfg.a), (&st.b, &cfg.b)] {
+                    match d {
+                        Some(d) => println!(
+                            "{:<10} {:<4} {} mtu {} {}",
+                            s.netns,
+                            s.iface,
+                            d.ipv4.iter().map(|(a, p)| format!("{a}/{p}")).collect::<Vec<_>>().join(","),
+                            d.mtu,
+                            if d.up { "up" } else { "DOWN" }
+                        ),
+                        None => println!("{:<10} {:<4} absent", s.netns, s.iface),
+                    }
+                }
+                println!("testbed {}", if complete { "complete" } else { "not complete (run `detpath testbed up`)" });
+            }
+            Ok(if complete { 0 } else { 1 })
+        }
+    }
+}
+
+fn print_layout(cfg: &TestbedConfig) {
+    println!("testbed up:");
+    for s in [&cfg.a, &cfg.b] {
+        println!("  namespace {:<10} iface {:<4} {}/{} mac {}", s.netns, s.iface, s.addr, cfg.prefix_len, s.mac);
+    }
+    println!("  e.g. ip netns exec {} ping -c1 {}", cfg.a.netns, cfg.b.addr);
+}
