@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 
 mod bench_cmd;
 mod classify_cmd;
+mod echo_cmd;
 mod report_cmd;
 mod testbed_cmd;
 mod tune_cmd;
@@ -22,6 +23,8 @@ enum Command {
     Testbed(testbed_cmd::Args),
     /// Ping-pong latency benchmark of every datapath (the main job).
     Bench(bench_cmd::Args),
+    /// Echo server on any datapath (every datagram back to its sender).
+    Echo(echo_cmd::Args),
     /// Tables and plots (PNG, SVG) from saved benchmark results.
     Report(report_cmd::Args),
     /// Audit, apply and revert the low-latency OS tuning.
@@ -35,6 +38,7 @@ fn main() {
     let result = match cli.command {
         Command::Testbed(args) => testbed_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),
+        Command::Echo(args) => echo_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Tune(args) => tune_cmd::run(args),
         Command::Classify(args) => classify_cmd::run(args),

@@ -4,6 +4,9 @@ use detpath::testbed::{Testbed, TestbedConfig};
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// Namespace name prefix: the testbed is <NAME>-a and <NAME>-b.
+    #[arg(long, default_value = "detpath", global = true)]
+    testbed: String,
     #[command(subcommand)]
     action: Action,
 }
@@ -22,7 +25,7 @@ enum Action {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let cfg = TestbedConfig::builtin();
+    let cfg = TestbedConfig::with_prefix(&args.testbed);
     match args.action {
         Action::Up => {
             let cfg = Testbed::up(cfg)?.keep();

@@ -67,6 +67,12 @@ impl TestbedConfig {
         Self::named("detpath-a", "detpath-b")
     }
 
+    /// The testbed whose namespaces are `<prefix>-a` and `<prefix>-b`
+    /// (`detpath` gives the built-in one).
+    pub fn with_prefix(prefix: &str) -> TestbedConfig {
+        Self::named(&format!("{prefix}-a"), &format!("{prefix}-b"))
+    }
+
     /// A testbed with names no other process uses (for tests running in parallel).
     pub fn unique(tag: &str) -> TestbedConfig {
         static N: AtomicU32 = AtomicU32::new(0);
