@@ -1,0 +1,240 @@
+/* detpath-dpdk-sys: a thin C shim over Debian's DPDK (22.11).
+ *
+ * DPDK's fast-path functions (rte_eth_rx_burst, rte_pktmbuf_alloc, ...) are
+ * static inline in its headers, so Rust cannot call them directly; and the
+ * structures the setup functions take change between releases. This file
+ * wraps both behind a few functions with plain C types, so the Rust side
+ * declares them by hand and depends on no DPDK struct layout.
+ *
+ * Every function returns a negative errno-style value on failure unless
+ * stated otherwise. */
+#include <errno.h>
+#include <string.h>
+#include <stdint.h>
+
+#include <rte_common.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_dev.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_lcore.h>
+#include <rte_log.h>
+
+int detpath_dpdk_eal_init(int argc, char **argv)
+{
+	int r = rte_eal_init(argc, argv);
+	return r < 0 ? -rte_errno : r;
+}
+
+int detpath_dpdk_errno(void)
+{
+	return rte_errno;
+}
+
+const char *detpath_dpdk_strerror(int e)
+{
+	return rte_strerror(e < 0 ? -e : e);
+}
+
+int detpath_dpdk_dev_probe(const char *devargs)
+{
+	return rte_dev_probe(devargs);
+}
+
+int detpath_dpdk_hotplug_remove(const char *bus, const char *name)
+{
+	return rte_eal_hotplug_remove(bus, name);
+}
+
+int detpath_dpdk_port_by_name(const char *name, uint16_t *port)
+{
+	return rte_eth_dev_get_port_by_name(name, port);
+}
+
+uint16_t detpath_dpdk_port_count(void)
+{
+	return rte_eth_dev_count_avail();
+}
+
+/* Driver name (e.g. "net_af_xdp"), the device name, the kernel ifindex the
+ * PMD reports (0 for none), the largest RX frame and MTU. */
+int detpath_dpdk_port_info(uint16_t port, char *driver, size_t driver_len,
+			   char *device, size_t device_len, uint32_t *if_index,
+			   uint32_t *max_rx_pktlen, uint16_t *max_mtu,
+			   uint16_t *max_rx_desc, uint16_t *max_tx_desc)
+{
+	struct rte_eth_dev_info info;
+	int r = rte_eth_dev_info_get(port, &info);
+	if (r != 0)
+		return r;
+	snprintf(driver, driver_len, "%s", info.driver_name ? info.driver_name : "?");
+	snprintf(device, device_len, "%s", info.device ? rte_dev_name(info.device) : "?");
+	*if_index = info.if_index;
+	*max_rx_pktlen = info.max_rx_pktlen;
+	*max_mtu = info.max_mtu;
+	*max_rx_desc = info.rx_desc_lim.nb_max;
+	*max_tx_desc = info.tx_desc_lim.nb_max;
+	return 0;
+}
+
+int detpath_dpdk_port_mac(uint16_t port, uint8_t mac[6])
+{
+	struct rte_ether_addr a;
+	int r = rte_eth_macaddr_get(port, &a);
+	if (r != 0)
+		return r;
+	memcpy(mac, a.addr_bytes, 6);
+	return 0;
+}
+
+int detpath_dpdk_port_mtu(uint16_t port, uint16_t *mtu)
+{
+	return rte_eth_dev_get_mtu(port, mtu);
+}
+
+/* One RX and one TX queue, no offloads (detpath computes checksums itself),
+ * no scatter: every received frame is one mbuf segment. */
+int detpath_dpdk_port_setup(uint16_t port, struct rte_mempool *pool,
+			    uint16_t *nb_rxd, uint16_t *nb_txd)
+{
+	struct rte_eth_conf conf;
+	int r;
+
+	memset(&conf, 0, sizeof(conf));
+	r = rte_eth_dev_configure(port, 1, 1, &conf);
+	if (r != 0)
+		return r;
+	r = rte_eth_dev_adjust_nb_rx_tx_desc(port, nb_rxd, nb_txd);
+	if (r != 0)
+		return r;
+	r = rte_eth_rx_queue_setup(port, 0, *nb_rxd, rte_eth_dev_socket_id(port), NULL, pool);
+	if (r != 0)
+		return r;
+	return rte_eth_tx_queue_setup(port, 0, *nb_txd, rte_eth_dev_socket_id(port), NULL);
+}
+
+int detpath_dpdk_port_start(uint16_t port)
+{
+	return rte_eth_dev_start(port);
+}
+
+int detpath_dpdk_port_stop(uint16_t port)
+{
+	return rte_eth_dev_stop(port);
+}
+
+int detpath_dpdk_port_close(uint16_t port)
+{
+	return rte_eth_dev_close(port);
+}
+
+int detpath_dpdk_promiscuous_get(uint16_t port)
+{
+	return rte_eth_promiscuous_get(port);
+}
+
+/* 1 up, 0 down, negative on error; speed in Mb/s. */
+int detpath_dpdk_link(uint16_t port, uint32_t *speed)
+{
+	struct rte_eth_link link;
+	int r = rte_eth_link_get_nowait(port, &link);
+	if (r != 0)
+		return r;
+	*speed = link.link_speed;
+	return link.link_status == RTE_ETH_LINK_UP;
+}
+
+/* ipackets, opackets, ibytes, obytes, imissed, ierrors, oerrors, rx_nombuf */
+int detpath_dpdk_port_stats(uint16_t port, uint64_t out[8])
+{
+	struct rte_eth_stats s;
+	int r = rte_eth_stats_get(port, &s);
+	if (r != 0)
+		return r;
+	out[0] = s.ipackets;
+	out[1] = s.opackets;
+	out[2] = s.ibytes;
+	out[3] = s.obytes;
+	out[4] = s.imissed;
+	out[5] = s.ierrors;
+	out[6] = s.oerrors;
+	out[7] = s.rx_nombuf;
+	return 0;
+}
+
+/* NULL on failure (see detpath_dpdk_errno). */
+struct rte_mempool *detpath_dpdk_pool_create(const char *name, unsigned n,
+					     unsigned cache, uint16_t data_room)
+{
+	return rte_pktmbuf_pool_create(name, n, cache, 0, data_room, rte_socket_id());
+}
+
+void detpath_dpdk_pool_free(struct rte_mempool *pool)
+{
+	rte_mempool_free(pool);
+}
+
+unsigned detpath_dpdk_pool_avail(const struct rte_mempool *pool)
+{
+	return rte_mempool_avail_count(pool);
+}
+
+uint16_t detpath_dpdk_rx_burst(uint16_t port, uint16_t queue,
+			       struct rte_mbuf **pkts, uint16_t n)
+{
+	return rte_eth_rx_burst(port, queue, pkts, n);
+}
+
+uint16_t detpath_dpdk_tx_burst(uint16_t port, uint16_t queue,
+			       struct rte_mbuf **pkts, uint16_t n)
+{
+	return rte_eth_tx_burst(port, queue, pkts, n);
+}
+
+/* Allocates n mbufs or none: 0 on success, negative when the pool has fewer. */
+int detpath_dpdk_mbuf_alloc_bulk(struct rte_mempool *pool, struct rte_mbuf **m, unsigned n)
+{
+	return rte_pktmbuf_alloc_bulk(pool, m, n);
+}
+
+void detpath_dpdk_mbuf_free(struct rte_mbuf *m)
+{
+	rte_pktmbuf_free(m);
+}
+
+void detpath_dpdk_mbuf_free_bulk(struct rte_mbuf **m, unsigned n)
+{
+	rte_pktmbuf_free_bulk(m, n);
+}
+
+/* The first segment's data and length; *segs the number of segments. */
+uint8_t *detpath_dpdk_mbuf_data(struct rte_mbuf *m, uint32_t *len, uint16_t *segs)
+{
+	*len = m->data_len;
+	*segs = m->nb_segs;
+	return rte_pktmbuf_mtod(m, uint8_t *);
+}
+
+/* Room at the data pointer of a fresh mbuf (data room minus headroom). */
+uint16_t detpath_dpdk_mbuf_room(struct rte_mbuf *m)
+{
+	return rte_pktmbuf_tailroom(m);
+}
+
+/* Sets the length of a fresh single-segment mbuf; returns its data pointer
+ * or NULL when len does not fit. */
+uint8_t *detpath_dpdk_mbuf_set_len(struct rte_mbuf *m, uint16_t len)
+{
+	if (len > rte_pktmbuf_tailroom(m) + m->data_len)
+		return NULL;
+	m->data_len = len;
+	m->pkt_len = len;
+	return rte_pktmbuf_mtod(m, uint8_t *);
+}
+
+void detpath_dpdk_log_level(uint32_t level)
+{
+	rte_log_set_global_level(level);
+}
