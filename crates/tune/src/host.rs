@@ -1,0 +1,231 @@
+//! The host being tuned: a root directory (normally `/`) under which /proc,
+//! /sys and /dev are read and written, and the NIC backend.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::cpus::CpuList;
+use crate::error::TuneError;
+use crate::nic::{EthtoolIoctl, Nic};
+
+/// Where tuning reads and writes. [`Host::real`] is the machine itself;
+/// [`Host::at`] points every /proc, /sys and /dev access at another root
+/// (a fake tree in tests).
+#[derive(Clone, Debug)]
+pub struct Host {
+    root: PathBuf,
+    nic: Arc<dyn Nic>,
+}
+
+impl Default for Host {
+    fn default() -> Self {
+        Self::real()
+    }
+}
+
+impl Host {
+    /// The running machine: root `/`, NIC settings through the ethtool ioctl.
+    pub fn real() -> Self {
+        Self { root: PathBuf::from("/"), nic: Arc::new(EthtoolIoctl) }
+    }
+
+    /// A host whose /proc, /sys and /dev live under `root`. NIC settings still go
+    /// through the ethtool ioctl unless replaced with [`Host::with_nic`].
+    pub fn at(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into(), nic: Arc::new(EthtoolIoctl) }
+    }
+
+    /// Replaces the NIC backend.
+    pub fn with_nic(mut self, nic: Arc<dyn Nic>) -> Self {
+        self.nic = nic;
+        self
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The NIC backend.
+    pub fn nic(&self) -> &dyn Nic {
+        &*self.nic
+    }
+
+    /// The real path of a host path such as `/proc/sys/vm/swappiness`.
+    pub fn path(&self, abs: &str) -> PathBuf {
+        self.root.join(abs.trim_start_matches('/'))
+    }
+
+    /// Reads a host file; `Ok(None)` when it does not exist (a knob this kernel lacks).
+    pub fn read_opt(&self, abs: &str) -> Result<Option<String>, TuneError> {
+        let p = self.path(abs);
+        match fs::read(&p) {
+            Ok(b) => Ok(Some(String::from_utf8_lossy(&b).into_owned())),
+            Err(e) if is_absent(&e) => Ok(None),
+            Err(e) => Err(TuneError::io("read", p, e)),
+        }
+    }
+
+    /// Reads a host file, trimmed; `None` when absent or unreadable.
+    pub fn read_trim(&self, abs: &str) -> Option<String> {
+        self.read_opt(abs).ok().flatten().map(|s| s.trim().to_string())
+    }
+
+    /// Whether a host path exists.
+    pub fn exists(&self, abs: &str) -> bool {
+        self.path(abs).exists()
+    }
+
+    /// Writes `value` to an existing host file in one `write(2)` (as sysfs and
+    /// procfs want), truncating it (which matters only for regular files).
+    pub fn write(&self, abs: &str, value: &str) -> Result<(), TuneError> {
+        let p = self.path(abs);
+        let r = (|| -> io::Result<()> {
+            let mut f = fs::OpenOptions::new().write(true).truncate(true).open(&p)?;
+            let n = f.write(value.as_bytes())?;
+            if n != value.len() {
+                return Err(io::Error::new(io::ErrorKind::WriteZero, format!("short write ({n} of {} bytes)", value.len())));
+            }
+            Ok(())
+        })();
+        r.map_err(|e| TuneError::io("write", p, e))
+    }
+
+    /// Names of the entries of a host directory (empty when absent).
+    pub fn list_dir(&self, abs: &str) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(self.path(abs))
+            .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        v.sort_by(|a, b| natural_cmp(a, b));
+        v
+    }
+
+    /// Online CPUs (`/sys/devices/system/cpu/online`; CPU 0 alone when absent).
+    pub fn online_cpus(&self) -> CpuList {
+        self.read_trim("/sys/devices/system/cpu/online")
+            .and_then(|s| CpuList::parse(&s).ok())
+            .unwrap_or_else(|| CpuList::from_cpus([0]))
+    }
+
+    /// Possible CPUs (`/sys/devices/system/cpu/possible`; the online ones when absent).
+    pub fn possible_cpus(&self) -> CpuList {
+        self.read_trim("/sys/devices/system/cpu/possible")
+            .and_then(|s| CpuList::parse(&s).ok())
+            .unwrap_or_else(|| self.online_cpus())
+    }
+
+    /// Isolated CPUs (`/sys/devices/system/cpu/isolated`, else `isolcpus=` of the command line).
+    pub fn isolated_cpus(&self) -> CpuList {
+        if let Some(s) = self.read_trim("/sys/devices/system/cpu/isolated") {
+            if let Ok(c) = CpuList::parse(&s) {
+                return c;
+            }
+        }
+        self.cmdline_param("isolcpus").map(|v| parse_isolcpus(&v)).unwrap_or_default()
+    }
+
+    /// The value of `name=` on the kernel command line (`/proc/cmdline`), if given.
+    pub fn cmdline_param(&self, name: &str) -> Option<String> {
+        let cmdline = self.read_trim("/proc/cmdline")?;
+        let kernel_part = cmdline.split(" -- ").next().unwrap_or("");
+        kernel_part
+            .split_whitespace()
+            .filter_map(|w| w.split_once('='))
+            .filter(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+            .last()
+    }
+
+    /// The boot id (`/proc/sys/kernel/random/boot_id`).
+    pub fn boot_id(&self) -> Result<String, TuneError> {
+        let abs = "/proc/sys/kernel/random/boot_id";
+        match self.read_opt(abs)? {
+            Some(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+            _ => Err(TuneError::io(
+                "read",
+                self.path(abs),
+                io::Error::new(io::ErrorKind::NotFound, "no boot id: is /proc mounted?"),
+            )),
+        }
+    }
+
+    /// Checks that every core is possible and online, and returns them.
+    pub fn validate_cores(&self, cores: &CpuList) -> Result<(), TuneError> {
+        if cores.is_empty() {
+            return Err(TuneError::NoCores);
+        }
+        let possible = self.possible_cpus();
+        let online = self.online_cpus();
+        for c in cores.iter() {
+            if !possible.contains(c) {
+                return Err(TuneError::CoreOutOfRange { core: c, possible });
+            }
+            if !online.contains(c) {
+                return Err(TuneError::CoreNotOnline { core: c, online });
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that a network interface exists (`/sys/class/net/IF`).
+    pub fn validate_iface(&self, iface: &str) -> Result<(), TuneError> {
+        let abs = format!("/sys/class/net/{iface}");
+        if iface.is_empty() || iface.contains('/') || iface == "." || iface == ".." || !self.exists(&abs) {
+            return Err(TuneError::NoSuchInterface { iface: iface.to_string(), path: self.path(&abs) });
+        }
+        Ok(())
+    }
+
+    /// The cores a datapath should use when none are given: the isolated ones,
+    /// else the highest-numbered online CPU (CPU 0 on a single-CPU machine).
+    pub fn default_cores(&self) -> CpuList {
+        let iso = self.isolated_cpus().intersection(&self.online_cpus());
+        if !iso.is_empty() {
+            return iso;
+        }
+        let online = self.online_cpus();
+        CpuList::from_cpus(online.iter().last())
+    }
+}
+
+/// `isolcpus=` accepts flags before the list (`isolcpus=nohz,domain,managed_irq,2-3`).
+pub(crate) fn parse_isolcpus(v: &str) -> CpuList {
+    let list: Vec<&str> = v.split(',').filter(|p| p.starts_with(|c: char| c.is_ascii_digit())).collect();
+    CpuList::parse(&list.join(",")).unwrap_or_default()
+}
+
+fn is_absent(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory)
+        || e.raw_os_error() == Some(libc::ENOTDIR)
+        || e.raw_os_error() == Some(libc::ENODEV)
+}
+
+/// Orders "irq2" before "irq10" and "state2" before "state10".
+pub(crate) fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    let key = |s: &str| {
+        let digits: String = s.chars().filter(|c| c.is_ascii_digit()).collect();
+        let text: String = s.chars().filter(|c| !c.is_ascii_digit()).collect();
+        (text, digits.parse::<u64>().unwrap_or(u64::MAX), s.to_string())
+    };
+    key(a).cmp(&key(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn isolcpus_flags() {
+        assert_eq!(parse_isolcpus("nohz,domain,managed_irq,2-3,6").to_string(), "2-3,6");
+        assert_eq!(parse_isolcpus("1").to_string(), "1");
+    }
+
+    #[test]
+    fn natural_order() {
+        let mut v = vec!["10", "2", "1", "default_smp_affinity"];
+        v.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(v, ["1", "2", "10", "default_smp_affinity"]);
+    }
+}
