@@ -1,6 +1,328 @@
-//! `detpath tune` (being written).
+//! `detpath tune`: audit, apply and revert the low-latency OS tuning.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use detpath_tune::{
+    apply_with_progress, audit, default_state_dir, discard_stale_journal, is_tuned, journal_status, plan, revert,
+    rt, ApplyRequest, AuditRequest, ChangeKind, CpuList, Host, Knob, Profile, Status, StepOutcome,
+};
+
 #[derive(clap::Args)]
-pub struct Args {}
-pub fn run(_a: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("`detpath tune` is not written yet")
+pub struct Args {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(clap::Subcommand)]
+enum Cmd {
+    /// Report every latency knob: current, recommended, why, runtime or reboot.
+    /// Exit code 0 when tuned for the cores, 1 when something is misconfigured.
+    Audit(AuditArgs),
+    /// Apply the runtime knobs for the datapath cores (journalled; undo with `revert`).
+    Apply(ApplyArgs),
+    /// Restore what the journal recorded (also after a crashed or killed apply).
+    Revert(RevertArgs),
+    /// Say whether a tuning journal is pending. Exit code 1 when one is.
+    Status(StatusArgs),
+    /// Hold /dev/cpu_dma_latency (C-state limit) until Ctrl-C or SIGTERM.
+    Hold(HoldArgs),
+}
+
+#[derive(clap::Args)]
+struct Target {
+    /// Datapath cores (kernel list format: 1 or 2-3,6). Default: the isolated
+    /// cores, else the highest-numbered online CPU.
+    #[arg(long)]
+    cores: Option<String>,
+    /// The datapath's network interface (for NIC coalescing, GRO, rings, NAPI knobs).
+    #[arg(long)]
+    iface: Option<String>,
+    /// Root of /proc, /sys and /dev (testing against a fake tree).
+    #[arg(long, default_value = "/", hide = true)]
+    root: PathBuf,
+}
+
+#[derive(clap::Args)]
+struct AuditArgs {
+    #[command(flatten)]
+    target: Target,
+    /// A JSON list of knobs instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+struct ApplyArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Tuning profile (only `latency`).
+    #[arg(long, default_value = "latency")]
+    profile: String,
+    /// Print the plan, change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Journal directory (default $DETPATH_STATE_DIR or /var/lib/detpath).
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+    /// JSON output.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+struct RevertArgs {
+    /// Journal directory (default $DETPATH_STATE_DIR or /var/lib/detpath).
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+    /// Delete a journal left from another boot (its changes died with that boot).
+    #[arg(long)]
+    discard_stale: bool,
+    /// Root of /proc, /sys and /dev (testing against a fake tree).
+    #[arg(long, default_value = "/", hide = true)]
+    root: PathBuf,
+}
+
+#[derive(clap::Args)]
+struct StatusArgs {
+    /// Journal directory (default $DETPATH_STATE_DIR or /var/lib/detpath).
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+    /// JSON output.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+struct HoldArgs {
+    /// Maximum C-state exit latency in microseconds (0: never leave C0/poll).
+    #[arg(long, default_value_t = 0)]
+    latency_us: u32,
+}
+
+pub fn run(a: Args) -> anyhow::Result<i32> {
+    match a.cmd {
+        Cmd::Audit(x) => run_audit(x),
+        Cmd::Apply(x) => run_apply(x),
+        Cmd::Revert(x) => run_revert(x),
+        Cmd::Status(x) => run_status(x),
+        Cmd::Hold(x) => run_hold(x),
+    }
+}
+
+fn cores_of(host: &Host, t: &Target) -> anyhow::Result<(CpuList, bool)> {
+    Ok(match &t.cores {
+        Some(s) => (CpuList::parse(s)?, false),
+        None => (host.default_cores(), true),
+    })
+}
+
+fn run_audit(a: AuditArgs) -> anyhow::Result<i32> {
+    let host = Host::at(&a.target.root);
+    let (cores, defaulted) = cores_of(&host, &a.target)?;
+    let knobs = audit(&host, &AuditRequest { cores: Some(cores.clone()), iface: a.target.iface.clone() })?;
+    let tuned = is_tuned(&knobs);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&knobs)?);
+    } else {
+        println!(
+            "datapath cores: {cores}{}{}",
+            if defaulted { " (default; pass --cores)" } else { "" },
+            a.target.iface.as_deref().map(|i| format!(", interface {i}")).unwrap_or_else(|| ", no --iface: NIC knobs not audited".into())
+        );
+        print_table(&knobs);
+        print_advice(&knobs, &cores);
+    }
+    Ok(if tuned { 0 } else { 1 })
+}
+
+fn print_table(knobs: &[Knob]) {
+    let rows: Vec<[String; 6]> = knobs
+        .iter()
+        .map(|k| {
+            [
+                k.name.clone(),
+                k.current.clone(),
+                k.recommended.clone(),
+                k.status.label().to_string(),
+                format!("{:?}", k.change).to_lowercase(),
+                k.why.clone(),
+            ]
+        })
+        .collect();
+    let head = ["KNOB", "CURRENT", "RECOMMENDED", "STATUS", "CHANGE", "WHY"];
+    let mut w = head.map(|h| h.len());
+    for r in &rows {
+        for (i, c) in r.iter().enumerate().take(5) {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let line = |r: &[String; 6]| {
+        let mut s = String::new();
+        for (i, c) in r.iter().enumerate() {
+            if i < 5 {
+                s.push_str(&format!("{c:<width$}  ", width = w[i]));
+            } else {
+                s.push_str(c);
+            }
+        }
+        println!("{}", s.trim_end());
+    };
+    line(&head.map(String::from));
+    for r in &rows {
+        line(r);
+    }
+}
+
+fn print_advice(knobs: &[Knob], cores: &CpuList) {
+    let bad: Vec<&Knob> = knobs.iter().filter(|k| k.status == Status::Misconfigured).collect();
+    if bad.is_empty() {
+        println!("\ntuned for cores {cores}: nothing misconfigured");
+        return;
+    }
+    println!("\n{} misconfigured:", bad.len());
+    let runtime = bad.iter().filter(|k| k.fix.is_some()).count();
+    if runtime > 0 {
+        println!("  {runtime} runtime: detpath tune apply --cores {cores}");
+    }
+    for k in bad.iter().filter(|k| k.change == ChangeKind::Manual) {
+        println!("  by hand: {} ({})", k.how, k.name);
+    }
+    let cmdline: Vec<&str> = bad.iter().filter_map(|k| if k.change == ChangeKind::Reboot { k.cmdline.as_deref() } else { None }).collect();
+    if !cmdline.is_empty() {
+        println!("  kernel command line (then reboot): {}", cmdline.join(" "));
+    }
+}
+
+fn state_dir(o: Option<PathBuf>) -> PathBuf {
+    o.unwrap_or_else(default_state_dir)
+}
+
+fn run_apply(a: ApplyArgs) -> anyhow::Result<i32> {
+    let host = Host::at(&a.target.root);
+    let Some(cores) = &a.target.cores else { anyhow::bail!("apply needs --cores (the datapath cores, e.g. --cores 1)") };
+    let cores = CpuList::parse(cores)?;
+    let profile: Profile = a.profile.parse()?;
+    let req = ApplyRequest { cores, iface: a.target.iface.clone(), profile, state_dir: state_dir(a.state_dir) };
+    if a.dry_run {
+        let p = plan(&host, &req)?;
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&p)?);
+        } else if p.is_empty() {
+            println!("nothing to change: the runtime knobs are tuned for cores {}", req.cores);
+        } else {
+            println!("plan ({} change(s), nothing changed):", p.len());
+            for c in &p {
+                println!("  {c}{}", if c.may_refuse { " [may be refused]" } else { "" });
+            }
+        }
+        return Ok(0);
+    }
+    let json = a.json;
+    let applied = apply_with_progress(&host, &req, &mut |s| {
+        if json {
+            return;
+        }
+        match &s.outcome {
+            StepOutcome::Changed => println!("changed   {}: {} -> {}", s.change.knob, s.change.from, s.change.to),
+            StepOutcome::Unchanged => {}
+            StepOutcome::Skipped(r) => println!("skipped   {}: {r}", s.change.knob),
+        }
+    })?;
+    let summary = applied.summary();
+    let changes = applied.changes().to_vec();
+    let skipped = applied.skipped().to_vec();
+    let journal = applied.keep();
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "changes": changes, "skipped": skipped, "journal": journal, "summary": summary,
+            }))?
+        );
+    } else {
+        println!("{summary}");
+        if !changes.is_empty() {
+            println!("journal: {} (undo with `detpath tune revert`)", journal.display());
+        }
+        let knobs = audit(&host, &AuditRequest { cores: Some(req.cores.clone()), iface: req.iface.clone() })?;
+        let left: Vec<&Knob> = knobs.iter().filter(|k| k.status == Status::Misconfigured && k.fix.is_none()).collect();
+        if !left.is_empty() {
+            println!(
+                "still misconfigured (reboot or by hand, see `detpath tune audit --cores {}`): {}",
+                req.cores,
+                left.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
+    Ok(0)
+}
+
+fn run_revert(a: RevertArgs) -> anyhow::Result<i32> {
+    let host = Host::at(&a.root);
+    let dir = state_dir(a.state_dir);
+    if a.discard_stale {
+        if discard_stale_journal(&host, &dir)? {
+            println!("removed the journal of another boot in {}", dir.display());
+        } else {
+            println!("no stale journal in {} (a journal of this boot is reverted with `detpath tune revert`)", dir.display());
+        }
+        return Ok(0);
+    }
+    let r = revert(&host, &dir)?;
+    if r.restored.is_empty() && r.gone.is_empty() {
+        println!("nothing to revert (no journal in {})", dir.display());
+    } else {
+        println!("restored {} setting(s)", r.restored.len());
+        if !r.gone.is_empty() {
+            println!("no longer present (nothing to restore): {}", r.gone.join(", "));
+        }
+    }
+    Ok(0)
+}
+
+fn run_status(a: StatusArgs) -> anyhow::Result<i32> {
+    let dir = state_dir(a.state_dir);
+    let j = journal_status(&dir)?;
+    let boot = Host::real().boot_id().ok();
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "pending": j.is_some(),
+                "this_boot": j.as_ref().map(|j| Some(&j.boot_id) == boot.as_ref()),
+                "journal": j,
+            }))?
+        );
+    } else {
+        match &j {
+            None => println!("no tuning journal pending in {}", dir.display()),
+            Some(j) => {
+                let this_boot = Some(&j.boot_id) == boot.as_ref();
+                println!(
+                    "tuning journal pending in {}: {} change(s), {}",
+                    dir.display(),
+                    j.entries.len(),
+                    if this_boot { "this boot (undo with `detpath tune revert`)" } else { "ANOTHER boot (`detpath tune revert --discard-stale`)" }
+                );
+                for e in &j.entries {
+                    println!("  {}: {} (was {})", e.knob, e.new, e.old.trim());
+                }
+            }
+        }
+    }
+    Ok(if j.is_some() { 1 } else { 0 })
+}
+
+fn run_hold(a: HoldArgs) -> anyhow::Result<i32> {
+    let hold = rt::CpuDmaLatencyHold::new(a.latency_us)?;
+    println!(
+        "holding /dev/cpu_dma_latency at {} us (effective now: {} us); Ctrl-C or SIGTERM to release",
+        hold.latency_us(),
+        rt::current_cpu_dma_latency().map(|v| v.to_string()).unwrap_or_else(|e| e.to_string())
+    );
+    let sig = rt::wait_for_termination_signal().context("waiting for SIGINT/SIGTERM")?;
+    drop(hold);
+    println!("released (signal {sig})");
+    Ok(0)
 }

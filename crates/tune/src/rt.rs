@@ -378,3 +378,26 @@ pub fn current_cpu_dma_latency() -> io::Result<i32> {
     }
     Ok(i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
 }
+
+/// Blocks the calling thread until SIGINT or SIGTERM arrives and returns the
+/// signal number. Blocks both signals in the calling thread first (call it
+/// before spawning threads, so they inherit the mask and the signal comes here).
+pub fn wait_for_termination_signal() -> io::Result<i32> {
+    // SAFETY: sigset_t is initialised by sigemptyset before use; the pointers are to live locals.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        let rc = libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        if rc != 0 {
+            return Err(io::Error::from_raw_os_error(rc));
+        }
+        let mut sig: libc::c_int = 0;
+        let rc = libc::sigwait(&set, &mut sig);
+        if rc != 0 {
+            return Err(io::Error::from_raw_os_error(rc));
+        }
+        Ok(sig)
+    }
+}
