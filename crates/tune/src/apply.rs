@@ -221,6 +221,10 @@ pub fn apply_with_progress(
     progress: &mut dyn FnMut(&Step<'_>),
 ) -> Result<AppliedTuning, TuneError> {
     let changes = plan(host, req)?;
+    // SAFETY: geteuid has no preconditions.
+    if host.root() == Path::new("/") && unsafe { libc::geteuid() } != 0 {
+        return Err(TuneError::NeedsRoot);
+    }
     let store = JournalStore::new(&req.state_dir);
     let _lock = store.lock()?;
     let mut journal = match store.load(host)? {
@@ -299,10 +303,13 @@ fn apply_one(
                 journal.entries.pop();
                 store.save(journal)?;
             }
-            if unchanged && ch.may_refuse && os_error(&e) == Some(libc::EIO) {
+            // As root, EIO (per-CPU IRQ) and EPERM (kernel-managed IRQ) are the
+            // kernel refusing this IRQ, not a permission problem.
+            let errno = os_error(&e);
+            if unchanged && ch.may_refuse && matches!(errno, Some(libc::EIO) | Some(libc::EPERM)) {
                 return Ok(StepOutcome::Skipped(format!(
                     "the kernel refuses to move it ({}): a per-CPU or managed interrupt",
-                    std::io::Error::from_raw_os_error(libc::EIO)
+                    std::io::Error::from_raw_os_error(errno.unwrap_or(libc::EIO))
                 )));
             }
             Err(e)

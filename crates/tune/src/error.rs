@@ -29,6 +29,9 @@ pub enum TuneError {
     /// The network interface does not exist (in this network namespace).
     #[error("network interface `{iface}` does not exist ({path} is missing); list interfaces with `ip -br link`")]
     NoSuchInterface { iface: String, path: PathBuf },
+    /// Changing the real host needs root.
+    #[error("changing the host's tuning needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN): run as root; `detpath tune audit` and `apply --dry-run` work without")]
+    NeedsRoot,
     /// Only the `latency` profile exists.
     #[error("unknown tuning profile `{0}`; the only profile is `latency`")]
     UnknownProfile(String),

@@ -135,7 +135,7 @@ impl Host {
             .filter_map(|w| w.split_once('='))
             .filter(|(k, _)| *k == name)
             .map(|(_, v)| v.to_string())
-            .last()
+            .next_back()
     }
 
     /// The boot id (`/proc/sys/kernel/random/boot_id`).

@@ -205,8 +205,7 @@ fn failure_midway_rolls_back() {
             }
         }
     })
-    .err()
-    .expect("apply must fail");
+    .expect_err("apply must fail");
     match &err {
         TuneError::ApplyFailed { knob, rolled_back, .. } => {
             assert_eq!(knob, "vm.stat_interval");
@@ -229,7 +228,7 @@ fn nic_failure_rolls_back() {
     let host = fake_host(root);
     fs::write(root.join("fake-nic/fake0/fail-gro"), "").unwrap();
     let before = canonical(snapshot(root));
-    let err = apply(&host, &req("1", s.path())).err().expect("apply must fail");
+    let err = apply(&host, &req("1", s.path())).expect_err("apply must fail");
     assert!(matches!(&err, TuneError::ApplyFailed { knob, rolled_back, .. } if knob == "nic.fake0.gro" && *rolled_back > 3), "{err}");
     assert_same(&before, &canonical(snapshot(root)));
 }
@@ -286,7 +285,7 @@ fn bad_inputs_change_nothing() {
     let root = t.path();
     let host = fake_host(root);
     let before = snapshot(root);
-    let r = |cores: &str| apply(&host, &req(cores, s.path())).err().expect("must fail");
+    let r = |cores: &str| apply(&host, &req(cores, s.path())).expect_err("must fail");
     assert!(matches!(r("9"), TuneError::CoreOutOfRange { core: 9, .. }));
     assert!(matches!(r("5"), TuneError::CoreNotOnline { core: 5, .. }));
     assert!(matches!(r("0-3"), TuneError::NoHousekeepingCore { .. }));
