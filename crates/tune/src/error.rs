@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use crate::cpus::CpuList;
 
+#[allow(missing_docs)] // variant fields are described by the error messages
 /// Why a tuning operation (audit, apply, revert) could not be done. Every
 /// variant names the setting, file or interface concerned and, where there is
 /// one, what to do about it. When an error is returned before any change was
@@ -79,6 +80,7 @@ impl TuneError {
 }
 
 /// Why real-time thread setup failed.
+#[allow(missing_docs)] // variant fields are described by the error messages
 #[derive(Debug, thiserror::Error)]
 pub enum RtError {
     /// The core number is not usable for pinning.

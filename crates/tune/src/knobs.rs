@@ -76,9 +76,19 @@ pub enum ValueFormat {
 #[serde(rename_all = "snake_case")]
 pub enum Target {
     /// A /proc or /sys file, as a path on the host (resolved under the [`Host`] root).
-    File { path: String, format: ValueFormat },
+    File {
+        /// Host path, e.g. `/proc/sys/vm/swappiness`.
+        path: String,
+        /// How the old value is written back.
+        format: ValueFormat,
+    },
     /// A NIC setting through ethtool.
-    Nic { iface: String, setting: NicSetting },
+    Nic {
+        /// Interface name.
+        iface: String,
+        /// The setting.
+        setting: NicSetting,
+    },
 }
 
 impl std::fmt::Display for Target {

@@ -37,6 +37,8 @@
 //! IRQs answer EIO to an affinity change. Those are reported as skipped
 //! ([`AppliedTuning::skipped`]), not as a failed apply.
 
+#![warn(missing_docs)]
+
 mod apply;
 mod cpus;
 mod error;
@@ -54,5 +56,5 @@ pub use apply::{
 pub use cpus::CpuList;
 pub use error::{RtError, TuneError};
 pub use host::Host;
-pub use journal::{default_state_dir, Entry, Journal, JournalStore, JOURNAL_FILE};
+pub use journal::{default_state_dir, atomic_write, Entry, Journal, JournalStore, StoreLock, JOURNAL_FILE, JOURNAL_VERSION};
 pub use knobs::{audit, audit_summary, is_tuned, normalize, AuditRequest, ChangeKind, Fix, Knob, Status, Target, ValueFormat};

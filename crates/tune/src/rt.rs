@@ -26,7 +26,9 @@ use crate::cpus::CpuList;
 use crate::error::RtError;
 use crate::host::Host;
 
-/// Something about a core that will hurt worst-case latency.
+/// Something about a core that will hurt worst-case latency. The fields name
+/// the core and what was found (IRQs as `"41 (virtio3-rx)"`).
+#[allow(missing_docs)]
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Warning {
