@@ -4,7 +4,11 @@
 fn main() {
     println!("cargo:rerun-if-changed=csrc/shim.c");
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
-    let lib = match pkg_config::Config::new().atleast_version("21.11").cargo_metadata(true).probe("libdpdk") {
+    let lib = match pkg_config::Config::new()
+        .atleast_version("21.11")
+        .cargo_metadata(true)
+        .probe("libdpdk")
+    {
         Ok(lib) => lib,
         Err(e) => {
             eprintln!(
@@ -17,13 +21,20 @@ fn main() {
         }
     };
     let mut build = cc::Build::new();
-    build.file("csrc/shim.c").warnings(true).flag_if_supported("-Wno-unused-parameter");
+    build
+        .file("csrc/shim.c")
+        .warnings(true)
+        .flag_if_supported("-Wno-unused-parameter")
+        .flag("-Werror=implicit-function-declaration")
+        .flag("-Werror=int-conversion");
     for p in &lib.include_paths {
         build.include(p);
     }
     // pkg-config --cflags also carries `-include rte_config.h` and `-march=...`,
     // which the include paths above do not: pass them through.
-    let cflags = std::process::Command::new("pkg-config").args(["--cflags", "libdpdk"]).output();
+    let cflags = std::process::Command::new("pkg-config")
+        .args(["--cflags", "libdpdk"])
+        .output();
     if let Ok(out) = cflags {
         let s = String::from_utf8_lossy(&out.stdout).to_string();
         let mut it = s.split_whitespace();

@@ -18,9 +18,11 @@
 #include <rte_dev.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_pool_ops.h>
 #include <rte_mempool.h>
 #include <rte_lcore.h>
 #include <rte_log.h>
+#include <rte_version.h>
 
 int detpath_dpdk_eal_init(int argc, char **argv)
 {
@@ -171,6 +173,46 @@ struct rte_mempool *detpath_dpdk_pool_create(const char *name, unsigned n,
 	return rte_pktmbuf_pool_create(name, n, cache, 0, data_room, rte_socket_id());
 }
 
+/* A packet mbuf pool in ONE virtually contiguous chunk (objects may cross
+ * page boundaries: RTE_MEMPOOL_F_NO_IOVA_CONTIG). net_af_xdp registers the
+ * pool's memory as its UMEM from the first chunk's address for
+ * populated_size * object size bytes: a pool split over several chunks (as
+ * rte_pktmbuf_pool_create makes with --no-huge) has mbufs outside that UMEM,
+ * whose frames the kernel silently refuses to send. Not for DMA devices. */
+struct rte_mempool *detpath_dpdk_pool_create_va(const char *name, unsigned n,
+						unsigned cache, uint16_t data_room)
+{
+	struct rte_pktmbuf_pool_private priv;
+	struct rte_mempool *mp;
+	int r;
+
+	memset(&priv, 0, sizeof(priv));
+	priv.mbuf_data_room_size = data_room;
+	priv.mbuf_priv_size = 0;
+	mp = rte_mempool_create_empty(name, n, sizeof(struct rte_mbuf) + data_room, cache,
+				      sizeof(struct rte_pktmbuf_pool_private), rte_socket_id(),
+				      RTE_MEMPOOL_F_NO_IOVA_CONTIG);
+	if (mp == NULL)
+		return NULL;
+	r = rte_mempool_set_ops_byname(mp, rte_mbuf_best_mempool_ops(), NULL);
+	if (r != 0)
+		goto fail;
+	rte_pktmbuf_pool_init(mp, &priv);
+	r = rte_mempool_populate_default(mp);
+	if (r < 0)
+		goto fail;
+	if (mp->nb_mem_chunks != 1) {
+		r = -EFAULT;
+		goto fail;
+	}
+	rte_mempool_obj_iter(mp, rte_pktmbuf_init, NULL);
+	return mp;
+fail:
+	rte_mempool_free(mp);
+	rte_errno = -r;
+	return NULL;
+}
+
 void detpath_dpdk_pool_free(struct rte_mempool *pool)
 {
 	rte_mempool_free(pool);
@@ -237,4 +279,43 @@ uint8_t *detpath_dpdk_mbuf_set_len(struct rte_mbuf *m, uint16_t len)
 void detpath_dpdk_log_level(uint32_t level)
 {
 	rte_log_set_global_level(level);
+}
+
+/* The AF_XDP socket fd of queue 0 of a net_af_xdp port named `name`, or a
+ * negative value.
+ *
+ * Why: DPDK 22.11's net_af_xdp never deletes its UMEM on close (its refcount
+ * test is off by one: fixed in 23.11 by "fetch_sub"), so the first XSK, which
+ * shares the UMEM's fd, stays open and bound to the interface queue for the
+ * life of the process: the queue cannot be opened again and the interface's
+ * network namespace is never freed. detpath records this fd at setup and
+ * closes it after rte_eth_dev_close (checking it is still the same socket).
+ * The fd lives in the driver's per-process data, the first member of which
+ * is `int rxq_xsk_fds[]`; struct rte_eth_dev's prefix (6 function pointers,
+ * data, process_private) is that of 22.11 only, hence the version guard. */
+struct rte_eth_dev;
+struct rte_eth_dev *rte_eth_dev_allocated(const char *name); /* INTERNAL in 22.11 */
+
+int detpath_dpdk_af_xdp_fd(const char *name)
+{
+#if RTE_VERSION >= RTE_VERSION_NUM(22, 11, 0, 0) && RTE_VERSION < RTE_VERSION_NUM(23, 0, 0, 0)
+	struct eth_dev_prefix {
+		void *fns[6];
+		void *data;
+		int *process_private;
+	};
+	struct rte_eth_dev *dev = rte_eth_dev_allocated(name);
+	if (dev == NULL || ((struct eth_dev_prefix *)dev)->process_private == NULL)
+		return -ENODEV;
+	return ((struct eth_dev_prefix *)dev)->process_private[0];
+#else
+	(void)name;
+	return -ENOTSUP;
+#endif
+}
+
+/* The EAL's runtime directory (e.g. /var/run/dpdk/<file-prefix>). */
+const char *detpath_dpdk_runtime_dir(void)
+{
+	return rte_eal_get_runtime_dir();
 }

@@ -1,0 +1,258 @@
+//! The `dpdk` datapath in real namespaces: a DPDK endpoint (net_af_xdp over
+//! a veth) against a kernel UDP socket in the other namespace, both ways,
+//! with real ARP; typed errors; and the interface's state after drop.
+//!
+//! Needs root and Debian's DPDK. Every test makes its own testbed
+//! (`detpath-dpdk-<pid>-<n>-{a,b}`, removed on drop even on panic); the
+//! testbed turns tx checksum offload off on both veth ends.
+
+#![cfg(feature = "dpdk")]
+
+use detpath::datapath::dpdk::DpdkError;
+use detpath::testbed::{Side, Testbed, TestbedConfig};
+use detpath::{Endpoint, Error, RecvMode, RxBatch, TxDatagram};
+use std::net::{SocketAddrV4, UdpSocket};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const N: u64 = 10_000;
+const WAIT: RecvMode = RecvMode::BusyPoll { timeout: Some(Duration::from_secs(2)) };
+
+fn testbed() -> Testbed {
+    Testbed::up(TestbedConfig::unique("dpdk")).expect("testbed up (needs root)")
+}
+
+fn open(side: &Side, query: &str) -> detpath::Result<Box<dyn Endpoint>> {
+    let uri = format!("dpdk://{}?addr={}&{query}", side.iface, side.addr);
+    side.run(|| detpath::open(&uri)).expect("entering the namespace")
+}
+
+fn kernel_socket(side: &Side, port: u16) -> UdpSocket {
+    let s = side.run(|| UdpSocket::bind(SocketAddrV4::new(side.addr, port))).unwrap().unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    s
+}
+
+/// Payload of datagram `i`: size cycles 1..=max, bytes depend on i and position.
+fn payload(i: u64, max: usize, buf: &mut [u8]) -> usize {
+    let len = (i as usize % max) + 1;
+    for (k, b) in buf[..len].iter_mut().enumerate() {
+        *b = (i as usize).wrapping_mul(31).wrapping_add(k.wrapping_mul(7)) as u8;
+    }
+    len
+}
+
+fn ip_in(ns: &str, args: &[&str]) -> String {
+    let out = Command::new("ip").arg("-n").arg(ns).args(args).output().expect("ip");
+    assert!(out.status.success(), "ip -n {ns} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn dpdk_err(e: &Error) -> &DpdkError {
+    DpdkError::of(e).unwrap_or_else(|| panic!("expected a DPDK error, got: {e}"))
+}
+
+/// DPDK client → kernel echo server, then kernel client → DPDK echo server
+/// (batched), 10,000 datagrams each way, sizes 1..=max, every byte checked.
+#[test]
+fn exchanges_with_a_kernel_socket_both_ways() {
+    let tb = testbed();
+    let (a, b) = (tb.a().clone(), tb.b().clone());
+    let mut ep = open(&a, "port=7000").unwrap_or_else(|e| panic!("open: {e}"));
+    let caps = ep.capabilities().clone();
+    assert_eq!(caps.datapath, "dpdk");
+    assert!(caps.notes.iter().any(|n| n == "pmd=net_af_xdp"), "{:?}", caps.notes);
+    let max = caps.max_payload;
+    assert_eq!(max, 1472, "max payload on a 1500-byte MTU");
+    let server = SocketAddrV4::new(b.addr, 7100);
+
+    // 1. DPDK client, kernel echo server. The first send resolves b by ARP.
+    let sock = kernel_socket(&b, 7100);
+    let echo = std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        for _ in 0..N {
+            let (n, from) = sock.recv_from(&mut buf).expect("kernel server: no datagram within 2 s");
+            sock.send_to(&buf[..n], from).unwrap();
+        }
+        sock
+    });
+    let (mut out, mut back) = (vec![0u8; 2048], vec![0u8; 2048]);
+    let t0 = Instant::now();
+    for i in 0..N {
+        let len = payload(i, max, &mut out);
+        ep.send_to(&out[..len], server).unwrap_or_else(|e| panic!("send #{i}: {e}"));
+        let rx = ep.recv(&mut back, WAIT).unwrap().unwrap_or_else(|| panic!("no echo of #{i} ({len} B)"));
+        assert_eq!((rx.peer, rx.len, rx.truncated), (server, len, false), "#{i}");
+        assert_eq!(&back[..len], &out[..len], "#{i}: payload bytes");
+    }
+    let rtt = t0.elapsed() / N as u32;
+    let sock = echo.join().unwrap();
+    eprintln!("dpdk client -> kernel server: {N} echoes, mean RTT {rtt:?}");
+
+    // 2. Kernel client, DPDK echo server with recv_batch/send_batch. The
+    //    kernel resolves the DPDK endpoint's address: DPDK answers the ARP.
+    let me = ep.local_addr();
+    let server_thread = std::thread::spawn(move || {
+        let mut batch = RxBatch::new(32, 2048);
+        let mut echoed = 0u64;
+        while echoed < N {
+            let n = ep.recv_batch(&mut batch, WAIT).unwrap();
+            assert!(n > 0, "dpdk server: nothing within 2 s after {echoed}");
+            let out: Vec<TxDatagram> = batch.iter().map(|(m, p)| TxDatagram { payload: p, peer: m.peer }).collect();
+            assert_eq!(ep.send_batch(&out).unwrap(), n);
+            echoed += n as u64;
+        }
+        ep
+    });
+    let client_addr = sock.local_addr().unwrap();
+    for i in 0..N {
+        let len = payload(i, max, &mut out);
+        sock.send_to(&out[..len], me).unwrap();
+        let (n, from) = sock.recv_from(&mut back).unwrap_or_else(|e| panic!("kernel client: no echo of #{i}: {e}"));
+        assert_eq!((from, n), (std::net::SocketAddr::V4(me), len), "#{i}");
+        assert_eq!(&back[..n], &out[..len], "#{i}: payload bytes");
+    }
+    let ep = server_thread.join().unwrap();
+    let c = ep.counters();
+    assert_eq!((c.tx_packets, c.rx_packets), (2 * N, 2 * N), "{c:?}");
+    assert_eq!((c.rx_malformed, c.tx_errors, c.rx_truncated), (0, 0, 0), "{c:?}");
+    assert!(client_addr.port() == 7100);
+
+    // ARP for real: the kernel learned the DPDK side's MAC by asking (not a static entry).
+    let neigh = ip_in(&b.netns, &["neigh", "show", "dev", &b.iface, &a.addr.to_string()]);
+    assert!(neigh.contains(&a.mac) && !neigh.contains("PERMANENT"), "kernel neighbour entry: {neigh}");
+    drop(ep);
+}
+
+/// ARP: an address nobody has is not resolved (typed error within the timeout);
+/// a static `neigh=` entry is used without asking.
+#[test]
+fn arp_unresolved_is_typed_and_static_neighbours_work() {
+    let tb = testbed();
+    let (a, b) = (tb.a().clone(), tb.b().clone());
+    let mut ep = open(&a, "port=7000&arp_timeout=300").unwrap();
+    let t0 = Instant::now();
+    let e = ep.send_to(b"x", "10.77.0.99:9".parse().unwrap()).unwrap_err();
+    assert!(matches!(dpdk_err(&e), DpdkError::Unresolved { ms: 300, .. }), "{e}");
+    assert!(t0.elapsed() < Duration::from_secs(2));
+    assert!(e.to_string().contains("neigh=10.77.0.99@"), "the fix is named: {e}");
+    drop(ep);
+
+    // A static neighbour: b's real MAC, given in the spec. b gets the datagram.
+    let sock = kernel_socket(&b, 7200);
+    let mut ep = open(&a, &format!("port=7001&neigh={}@{}", b.addr, b.mac)).unwrap();
+    ep.send_to(b"static", SocketAddrV4::new(b.addr, 7200)).unwrap();
+    let mut buf = [0u8; 64];
+    let (n, _) = sock.recv_from(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"static");
+}
+
+/// Typed errors: no such interface, interface down, no such PCI port, port
+/// already in use, no hugepages, pool exhausted, bad keys.
+#[test]
+fn typed_errors() {
+    let tb = testbed();
+    let a = tb.a().clone();
+    let e = a.run(|| detpath::open("dpdk://nosuchif0?port=7000")).unwrap().err().unwrap();
+    assert!(matches!(e, Error::NoSuchInterface { ref iface } if iface == "nosuchif0"), "{e}");
+
+    let e = detpath::open("dpdk://0000:ff:1f.7?addr=10.0.0.1&port=7000").err().unwrap();
+    assert!(matches!(dpdk_err(&e), DpdkError::NoSuchPort { .. }), "{e}");
+    assert!(e.to_string().contains("no such PCI device"), "{e}");
+
+    let e = open(&a, "port=7000&huge=on").err().unwrap();
+    if hugepages_free_mb() < 256 {
+        assert!(matches!(dpdk_err(&e), DpdkError::NoHugepages { .. }), "{e}");
+        assert!(e.to_string().contains("/proc/sys/vm/nr_hugepages"), "{e}");
+    }
+
+    let e = open(&a, "port=7000&mbufs=600").err().unwrap();
+    assert!(matches!(dpdk_err(&e), DpdkError::PoolExhausted { .. }), "{e}");
+
+    let first = open(&a, "port=7000").unwrap();
+    let e = open(&a, "port=7001").err().unwrap();
+    assert!(matches!(dpdk_err(&e), DpdkError::PortInUse { .. }), "{e}");
+    drop(first);
+    // Released on drop: the port can be opened again.
+    drop(open(&a, "port=7000").unwrap());
+
+    let e = open(&a, "port=7000&vdev=pcap").err().unwrap();
+    assert!(matches!(e, Error::BadSpec { .. }), "{e}");
+
+    ip_in(&a.netns, &["link", "set", &a.iface, "down"]);
+    let e = open(&a, "port=7000").err().unwrap();
+    assert!(matches!(e, Error::InterfaceDown { .. }), "{e}");
+    ip_in(&a.netns, &["link", "set", &a.iface, "up"]);
+}
+
+fn hugepages_free_mb() -> u64 {
+    let t = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let f = |k: &str| t.lines().find_map(|l| l.strip_prefix(k)).map(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().unwrap()).unwrap();
+    f("HugePages_Free:") * f("Hugepagesize:") / 1024
+}
+
+/// After drop the interface is as it was: same promiscuity, up, no XDP
+/// program, and every neighbour entry back (stopping a DPDK port on a veth
+/// wipes them, even permanent ones).
+#[test]
+fn interface_state_is_restored_after_drop() {
+    let tb = testbed();
+    let (a, b) = (tb.a().clone(), tb.b().clone());
+    ip_in(&a.netns, &["neigh", "replace", "10.77.0.50", "lladdr", "02:00:00:00:00:50", "dev", &a.iface, "nud", "permanent"]);
+    let sock = kernel_socket(&a, 7300); // kernel socket on a's side, to learn b's MAC the kernel way
+    sock.send_to(b"hi", SocketAddrV4::new(b.addr, 9)).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let link_before = ip_in(&a.netns, &["-d", "link", "show", "dev", &a.iface]);
+    let neigh_before = ip_in(&a.netns, &["neigh", "show", "dev", &a.iface]);
+    assert!(neigh_before.contains("10.77.0.50") && neigh_before.contains(&b.mac), "{neigh_before}");
+
+    let mut ep = open(&a, "port=7000").unwrap();
+    let during = ip_in(&a.netns, &["link", "show", "dev", &a.iface]);
+    assert!(during.contains("xdp"), "net_af_xdp attached its program: {during}");
+    let peer = kernel_socket(&b, 7301);
+    ep.send_to(b"ping", SocketAddrV4::new(b.addr, 7301)).unwrap();
+    let mut buf = [0u8; 16];
+    assert_eq!(peer.recv_from(&mut buf).unwrap().0, 4);
+    drop(ep);
+
+    let link_after = ip_in(&a.netns, &["-d", "link", "show", "dev", &a.iface]);
+    assert!(!link_after.contains("xdp"), "XDP program left behind: {link_after}");
+    assert!(link_after.contains("state UP"), "{link_after}");
+    let promisc = |s: &str| s.contains("PROMISC") || s.contains("promiscuity 1");
+    assert_eq!(promisc(&link_after), promisc(&link_before), "promiscuity: before {link_before} after {link_after}");
+    let neigh_after = ip_in(&a.netns, &["neigh", "show", "dev", &a.iface]);
+    assert!(neigh_after.contains("10.77.0.50 lladdr 02:00:00:00:00:50 PERMANENT"), "permanent entry not restored: {neigh_after}");
+    assert!(neigh_after.contains(&b.mac), "learned entry not restored: {neigh_after}");
+    // No libxdp pins or DPDK runtime files for this process's device remain on the interface.
+    drop(sock);
+}
+
+/// Two DPDK endpoints in one process (one EAL), one per namespace, talk to each other.
+#[test]
+fn two_dpdk_endpoints_share_the_eal() {
+    let tb = testbed();
+    let (a, b) = (tb.a().clone(), tb.b().clone());
+    let mut x = open(&a, "port=7000").unwrap();
+    let mut y = open(&b, "port=7000").unwrap();
+    let (xa, ya) = (x.local_addr(), y.local_addr());
+    let t = std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        for _ in 0..1000 {
+            let rx = y.recv(&mut buf, WAIT).unwrap().expect("y: nothing within 2 s");
+            y.send_to(&buf[..rx.len], rx.peer).unwrap();
+        }
+        y
+    });
+    let (mut out, mut back) = ([0u8; 2048], [0u8; 2048]);
+    for i in 0..1000u64 {
+        let len = payload(i, 1472, &mut out);
+        x.send_to(&out[..len], ya).unwrap();
+        let rx = x.recv(&mut back, WAIT).unwrap().expect("x: no echo");
+        assert_eq!((rx.peer, rx.len), (ya, len));
+        assert_eq!(&back[..len], &out[..len]);
+    }
+    let y = t.join().unwrap();
+    assert_eq!(x.counters().rx_packets, 1000);
+    assert_eq!(xa.port(), 7000);
+    drop((x, y));
+}
