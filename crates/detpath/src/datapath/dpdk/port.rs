@@ -436,7 +436,11 @@ fn probe_vdev(owner: &mut PortOwner, devargs: &str, name: &str, iface: &str, vde
             "{} could not be created over `{iface}` ({}); run with `log=info` to see the driver's reason{}",
             vdev.driver(),
             sys::strerror(r),
-            if vdev == Vdev::AfXdp { ", or try `vdev=af_packet`" } else { "" }
+            match vdev {
+                Vdev::AfXdp => ", or try `vdev=af_packet`",
+                Vdev::Tap => "; net_tap's remote mode needs the multiq qdisc and flower classifier (`modprobe sch_multiq cls_flower`), or use `vdev=af_xdp`",
+                Vdev::AfPacket => "",
+            }
         );
         return Err(if r == -libc::EBUSY || r == -libc::EEXIST {
             DpdkError::PortInUse { device: devargs.to_string(), by: "(the driver says busy)".into() }.into()
