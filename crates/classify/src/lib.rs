@@ -1,1 +1,32 @@
-//! (being written)
+//! detpath classify: an XDP classifier for encapsulated traffic, driven by
+//! intents (paper 004, "DPPnApp").
+//!
+//! - `bpf/classify.bpf.c` parses Ethernet [802.1Q/QinQ] / IPv4|IPv6 / UDP|TCP,
+//!   VXLAN / Ethernet / IP / L4 and GTP-U [extension headers] / IP / L4,
+//!   builds the flow key from the innermost 5-tuple + VNI + TEID, and applies
+//!   the highest-priority matching rule: pass, steer to a CPU (cpumap),
+//!   redirect to an AF_XDP socket (xskmap), drop, or forward-when-overloaded
+//!   (rewrite outer destination MAC/IP to an alternative node, XDP_TX).
+//! - [`intent::parse_intent`] turns an intent document into a [`intent::Rule`]
+//!   (pure; the fuzz entry point).
+//! - [`classifier::Classifier`] loads, attaches (BPF link: detached on drop and
+//!   on process exit) and programs the maps.
+//! - [`api::Service`] is the northbound API; [`server::serve`] carries it over
+//!   HTTP; [`client::request`] is the CLI's side.
+//!
+//! Needs root (CAP_BPF, CAP_NET_ADMIN) and Linux >= 5.9 (BPF links for XDP).
+
+pub mod api;
+pub mod classifier;
+pub mod client;
+pub mod error;
+pub mod frames;
+pub mod intent;
+pub mod maps;
+pub mod server;
+pub mod sys;
+
+pub use classifier::{AltNode, Classifier, DefaultAction, Settings};
+pub use error::{Error, Result};
+pub use intent::{parse_intent, Action, IntentError, Rule};
+pub use sys::XdpMode;

@@ -1,0 +1,670 @@
+// SPDX-License-Identifier: Apache-2.0
+/* detpath classify: XDP classifier for encapsulated traffic.
+ *
+ * Parses Ethernet [802.1Q/802.1ad x2] / IPv4|IPv6 / UDP|TCP, then
+ * VXLAN / Ethernet [VLAN] / IP / L4, then GTP-U [ext headers] / IP / L4,
+ * builds the flow key from the innermost 5-tuple + VNI + TEID + outer VLAN,
+ * looks it up under each active mask (tuple-space search, highest priority
+ * wins) and applies the rule's action. Frames that are truncated or whose
+ * lengths disagree are never matched (CLS_T_MALFORMED, XDP_PASS). Non-IP
+ * frames pass untouched. */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "classify.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cls_config);
+} cls_config SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CLS_MAX_MASKS);
+	__type(key, __u32);
+	__type(value, struct cls_mask);
+} cls_masks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CLS_MAX_RULES);
+	__type(key, struct cls_rule_key);
+	__type(value, struct cls_rule);
+} cls_rules SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CLS_MAX_RULES);
+	__type(key, __u32);
+	__type(value, struct cls_stat);
+} cls_rule_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CLS_T_MAX);
+	__type(key, __u32);
+	__type(value, struct cls_total_ctr);
+} cls_totals SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cls_rate);
+} cls_rate SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CLS_MAX_ALT);
+	__type(key, __u32);
+	__type(value, struct cls_alt);
+} cls_alt SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CPUMAP);
+	__uint(max_entries, CLS_MAX_CPUS);
+	__type(key, __u32);
+	__type(value, struct bpf_cpumap_val);
+} cls_cpus SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, CLS_MAX_XSK);
+	__type(key, __u32);
+	__type(value, __u32);
+} cls_xsks SEC(".maps");
+
+/* Headers we parse lie in the first 2 KiB of a frame. */
+#define OFF_MAX 0x7ff
+
+#define ETH_P_8021Q_BE  bpf_htons(0x8100)
+#define ETH_P_8021AD_BE bpf_htons(0x88a8)
+#define ETH_P_IP_BE     bpf_htons(0x0800)
+#define ETH_P_IPV6_BE   bpf_htons(0x86dd)
+
+enum { P_OK = 0, P_NOT_IP = 1, P_BAD = 2 };
+
+/* What parsing one IP layer found. */
+struct l3 {
+	__u32 ip_off;    /* offset of the IP header */
+	__u32 ip_end;    /* offset one past the IP packet (by its length field) */
+	__u32 l4_off;    /* offset of the L4 header, if any */
+	__u32 l4_end;    /* one past the UDP datagram (by its length field) */
+	__u16 dport;
+	__u8  proto;
+	__u8  has_l4;    /* TCP/UDP header present and checked */
+	__u8  v6;
+	__u8  frag;      /* fragmented (any fragment) */
+};
+
+/* Pointer to `len` bytes at `off`, or NULL when they are not in the frame. */
+static __always_inline void *hdr(void *data, void *data_end, __u32 off, __u32 len)
+{
+	if (off > OFF_MAX)
+		return NULL;
+	/* Mask in the register the pointer is computed from, where the
+	 * compiler cannot drop it as redundant: the verifier needs the bound. */
+	__u64 o = off;
+	asm volatile("%0 &= 0x7ff" : "+r"(o));
+	void *p = data + o;
+	if (p + len > data_end)
+		return NULL;
+	return p;
+}
+
+/* Parses the IP header at o->ip_off (and the TCP/UDP header after it) into
+ * `k`, overwriting the addresses, protocol and ports found by an outer layer.
+ * The IP packet must end at or before o->ip_end (the limit). A global
+ * function: the verifier checks it once, not once per call site. */
+__noinline int parse_ip(struct xdp_md *ctx, __u32 ethertype, struct cls_flow_key *k, struct l3 *o)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u32 l4_off;
+
+	if (!k || !o)
+		return P_BAD;
+	__u32 off = o->ip_off;   /* in: where the IP header starts */
+	__u32 limit = o->ip_end; /* in: where the enclosing packet ends */
+	__u8 proto;
+	int frag_later = 0;
+
+	o->ip_off = off;
+	o->has_l4 = 0;
+	o->frag = 0;
+	__builtin_memset(k->src, 0, 32);
+	k->sport = 0;
+	k->dport = 0;
+	k->flags &= ~(CLS_F_IPV6 | CLS_F_L4);
+
+	if (ethertype == ETH_P_IP_BE) {
+		__u8 *ip = hdr(data, data_end, off, 20);
+		if (!ip)
+			return P_BAD;
+		if ((ip[0] >> 4) != 4)
+			return P_BAD;
+		__u32 ihl = (ip[0] & 0x0f) * 4;
+		if (ihl < 20)
+			return P_BAD;
+		__u32 tot = ((__u32)ip[2] << 8) | ip[3];
+		if (tot < ihl || off + tot > limit)
+			return P_BAD;
+		__u16 fo = ((__u16)(ip[6] & 0x3f) << 8) | ip[7]; /* MF + offset */
+		if (fo & 0x1fff)
+			frag_later = 1;
+		if (fo)
+			o->frag = 1;
+		proto = ip[9];
+		__builtin_memcpy(k->src, ip + 12, 4);
+		__builtin_memcpy(k->dst, ip + 16, 4);
+		o->v6 = 0;
+		o->ip_end = off + tot;
+		l4_off = off + ihl;
+	} else if (ethertype == ETH_P_IPV6_BE) {
+		__u8 *ip6 = hdr(data, data_end, off, 40);
+		if (!ip6)
+			return P_BAD;
+		if ((ip6[0] >> 4) != 6)
+			return P_BAD;
+		__u32 plen = ((__u32)ip6[4] << 8) | ip6[5];
+		if (plen == 0 || off + 40 + plen > limit)
+			return P_BAD;
+		proto = ip6[6];
+		__builtin_memcpy(k->src, ip6 + 8, 16);
+		__builtin_memcpy(k->dst, ip6 + 24, 16);
+		k->flags |= CLS_F_IPV6;
+		o->v6 = 1;
+		o->ip_end = off + 40 + plen;
+		l4_off = off + 40;
+		for (int i = 0; i < CLS_MAX_V6_EXT; i++) {
+			__u32 elen;
+			if (proto == 0 || proto == 43 || proto == 60) {
+				__u8 *e = hdr(data, data_end, l4_off, 2);
+				if (!e)
+					return P_BAD;
+				proto = e[0];
+				elen = ((__u32)e[1] + 1) * 8;
+			} else if (proto == 44) {
+				__u8 *e = hdr(data, data_end, l4_off, 8);
+				if (!e)
+					return P_BAD;
+				proto = e[0];
+				o->frag = 1;
+				if ((((__u16)e[2] << 8) | e[3]) & 0xfff8)
+					frag_later = 1;
+				elen = 8;
+			} else if (proto == 51) {
+				__u8 *e = hdr(data, data_end, l4_off, 2);
+				if (!e)
+					return P_BAD;
+				proto = e[0];
+				elen = ((__u32)e[1] + 2) * 4;
+			} else {
+				break;
+			}
+			l4_off += elen;
+			if (l4_off > o->ip_end)
+				return P_BAD;
+		}
+		if (proto == 0 || proto == 43 || proto == 60 || proto == 44 || proto == 51)
+			return P_BAD; /* more extension headers than we follow */
+	} else {
+		return P_NOT_IP;
+	}
+
+	k->proto = proto;
+	o->proto = proto;
+	o->l4_off = l4_off;
+	o->l4_end = o->ip_end;
+	if (frag_later)
+		return P_OK; /* no L4 header in this fragment */
+
+	if (proto == IPPROTO_UDP) {
+		__u8 *u = hdr(data, data_end, l4_off, 8);
+		if (!u)
+			return P_BAD;
+		__u32 ulen = ((__u32)u[4] << 8) | u[5];
+		if (!o->frag) {
+			if (ulen < 8 || l4_off + ulen > o->ip_end)
+				return P_BAD;
+			o->l4_end = l4_off + ulen;
+		}
+		k->sport = ((__u16)u[0] << 8) | u[1];
+		k->dport = ((__u16)u[2] << 8) | u[3];
+	} else if (proto == IPPROTO_TCP) {
+		__u8 *t = hdr(data, data_end, l4_off, 20);
+		if (!t)
+			return P_BAD;
+		__u32 doff = (t[12] >> 4) * 4;
+		if (doff < 20 || l4_off + doff > o->ip_end)
+			return P_BAD;
+		k->sport = ((__u16)t[0] << 8) | t[1];
+		k->dport = ((__u16)t[2] << 8) | t[3];
+	} else {
+		return P_OK;
+	}
+	o->dport = k->dport;
+	o->has_l4 = 1;
+	k->flags |= CLS_F_L4;
+	return P_OK;
+}
+
+/* Skips up to CLS_MAX_VLAN tags starting at the ethertype at `*off - 2`. */
+static __always_inline int skip_vlans(void *data, void *data_end, __u32 *off, __u16 *proto,
+				      struct cls_flow_key *k, int record)
+{
+	for (int i = 0; i < CLS_MAX_VLAN; i++) {
+		if (*proto != ETH_P_8021Q_BE && *proto != ETH_P_8021AD_BE)
+			break;
+		__u8 *v = hdr(data, data_end, *off, 4);
+		if (!v)
+			return P_BAD;
+		if (record && i == 0) {
+			k->vlan = (((__u16)v[0] << 8) | v[1]) & 0x0fff;
+			k->flags |= CLS_F_VLAN;
+		}
+		*proto = *(__u16 *)(v + 2);
+		*off += 4;
+	}
+	if (*proto == ETH_P_8021Q_BE || *proto == ETH_P_8021AD_BE)
+		return P_BAD; /* more tags than we follow */
+	return P_OK;
+}
+
+/* Parses a GTP-U header at `off`; on success *inner is the offset of the
+ * T-PDU and *end one past it. */
+__noinline int parse_gtp(struct xdp_md *ctx, __u32 off, __u32 limit, struct cls_flow_key *k,
+			 struct l3 *o)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+
+	if (!k || !o)
+		return P_BAD;
+	__u8 *g = hdr(data, data_end, off, 8);
+	if (!g)
+		return P_BAD;
+	__u8 fl = g[0];
+	if ((fl >> 5) != 1 || !(fl & 0x10))
+		return P_BAD; /* not GTPv1, or GTP' */
+	__u32 glen = ((__u32)g[2] << 8) | g[3];
+	if (off + 8 + glen > limit)
+		return P_BAD;
+	if (g[1] != 0xff)
+		return P_NOT_IP; /* echo, error indication, end marker: no user flow */
+	k->teid = ((__u32)g[4] << 24) | ((__u32)g[5] << 16) | ((__u32)g[6] << 8) | g[7];
+	k->flags |= CLS_F_GTP;
+	__u32 p = off + 8;
+	__u32 end = off + 8 + glen;
+	if (fl & 0x07) {
+		__u8 *opt = hdr(data, data_end, p, 4);
+		if (!opt)
+			return P_BAD;
+		__u8 next = (fl & 0x04) ? opt[3] : 0;
+		p += 4;
+		for (int i = 0; i < CLS_MAX_GTP_EXT; i++) {
+			if (next == 0)
+				break;
+			__u8 *e = hdr(data, data_end, p, 4);
+			if (!e)
+				return P_BAD;
+			__u32 elen = (__u32)e[0] * 4;
+			if (elen == 0)
+				return P_BAD;
+			__u8 *last = hdr(data, data_end, p + elen - 1, 1);
+			if (!last)
+				return P_BAD;
+			next = *last;
+			p += elen;
+		}
+		if (next != 0)
+			return P_BAD; /* more extension headers than we follow */
+	}
+	if (p >= end)
+		return P_BAD;
+	o->ip_off = p;
+	o->ip_end = end;
+	return P_OK;
+}
+
+static __always_inline void count(__u32 what, __u64 bytes)
+{
+	struct cls_total_ctr *c = bpf_map_lookup_elem(&cls_totals, &what);
+	if (c) {
+		c->packets++;
+		c->bytes += bytes;
+	}
+}
+
+static __always_inline __u32 key_hash(const struct cls_flow_key *k)
+{
+	const __u32 *w = (const __u32 *)k;
+	__u32 h = 0x9e3779b9;
+	for (int i = 0; i < (int)(sizeof(*k) / 4); i++) {
+		h ^= w[i];
+		h *= 0x01000193;
+		h ^= h >> 15;
+	}
+	return h;
+}
+
+static __always_inline __u16 csum_fold(__u64 s)
+{
+	s = (s & 0xffffffff) + (s >> 32);
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	return ~(__u16)s;
+}
+
+/* Rewrites the outer destination MAC and IP to the alt node and returns
+ * XDP_TX, or -1 when no alt node fits (the caller passes the frame). */
+__noinline int forward(struct xdp_md *ctx, const struct cls_flow_key *k, __u32 arg, __u32 n,
+		       const struct l3 *outer)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+
+	if (!k || !outer)
+		return -1;
+	if (n == 0 || n > CLS_MAX_ALT)
+		return -1;
+	__u32 idx = arg == CLS_ALT_BY_HASH ? key_hash(k) % n : arg;
+	struct cls_alt *alt = bpf_map_lookup_elem(&cls_alt, &idx);
+	if (!alt || alt->family != (outer->v6 ? 6 : 4))
+		return -1;
+
+	__u8 *eth = hdr(data, data_end, 0, 14);
+	if (!eth)
+		return -1;
+	__u32 daddr_off = outer->ip_off + (outer->v6 ? 24 : 16);
+	__u32 alen = outer->v6 ? 16 : 4;
+
+	/* One's complement difference of the address change (RFC 1624), for the
+	 * IPv4 header checksum and the L4 pseudo-header. */
+	__u32 old[4] = {}, new[4] = {};
+	if (outer->v6) {
+		__u8 *d6 = hdr(data, data_end, daddr_off, 16);
+		if (!d6)
+			return -1;
+		__builtin_memcpy(old, d6, 16);
+	} else {
+		__u8 *d4 = hdr(data, data_end, daddr_off, 4);
+		if (!d4)
+			return -1;
+		__builtin_memcpy(old, d4, 4);
+	}
+	__builtin_memcpy(new, alt->ip, 16);
+	if (alen == 4) {
+		new[1] = 0;
+		new[2] = 0;
+		new[3] = 0;
+	}
+	__s64 diff = bpf_csum_diff(old, 16, new, 16, 0);
+	if (diff < 0)
+		return -1;
+
+	if (outer->v6) {
+		__u8 *d6 = hdr(data, data_end, daddr_off, 16);
+		if (!d6)
+			return -1;
+		__builtin_memcpy(d6, alt->ip, 16);
+	} else {
+		__u8 *ip4 = hdr(data, data_end, outer->ip_off, 20);
+		if (!ip4)
+			return -1;
+		__u16 *ck = (__u16 *)(ip4 + 10);
+		*ck = csum_fold((__u64)(__u16)~*ck + (__u32)diff);
+		__builtin_memcpy(ip4 + 16, alt->ip, 4);
+	}
+
+	/* The outer L4 checksum covers the pseudo-header. */
+	if (outer->has_l4 && !outer->frag) {
+		__u32 coff = outer->l4_off + (outer->proto == IPPROTO_UDP ? 6 : 16);
+		__u16 *cs = hdr(data, data_end, coff, 2);
+		if (cs && (outer->proto == IPPROTO_TCP || *cs != 0)) {
+			__u16 nc = csum_fold((__u64)(__u16)~*cs + (__u32)diff);
+			if (outer->proto == IPPROTO_UDP && nc == 0)
+				nc = 0xffff;
+			*cs = nc;
+		}
+	}
+
+	__builtin_memcpy(eth + 6, eth, 6); /* we are the sender now */
+	__builtin_memcpy(eth, alt->mac, 6);
+	return XDP_TX;
+}
+
+/* Looks the key up under every active mask; copies the highest-priority rule to *out. */
+__noinline int lookup_rule(const struct cls_flow_key *k, struct cls_rule *out)
+{
+	int found = 0;
+
+	if (!k || !out)
+		return 0;
+	for (__u32 m = 0; m < CLS_MAX_MASKS; m++) {
+		__u32 mi = m;
+		struct cls_mask *mask = bpf_map_lookup_elem(&cls_masks, &mi);
+		if (!mask || !mask->active)
+			continue;
+		struct cls_rule_key rk = {};
+		const __u64 *kw = (const __u64 *)k;
+		const __u64 *mw = (const __u64 *)&mask->m;
+		__u64 *rw = (__u64 *)&rk.k;
+		for (int i = 0; i < (int)(sizeof(*k) / 8); i++)
+			rw[i] = kw[i] & mw[i];
+		rk.mask_id = m;
+		struct cls_rule *r = bpf_map_lookup_elem(&cls_rules, &rk);
+		if (r && (!found || r->priority > out->priority)) {
+			*out = *r;
+			found = 1;
+		}
+	}
+	return found;
+}
+
+SEC("xdp")
+int cls_main(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u64 len = data_end - data;
+	__u32 zero = 0;
+
+	struct cls_config *cfg = bpf_map_lookup_elem(&cls_config, &zero);
+	if (!cfg)
+		return XDP_PASS;
+
+	struct cls_flow_key k = {};
+	struct l3 outer = {}, cur = {};
+	__u32 off = 14;
+
+	__u8 *eth = hdr(data, data_end, 0, 14);
+	if (!eth) {
+		count(CLS_T_MALFORMED, len);
+		return XDP_PASS;
+	}
+	__u16 proto = *(__u16 *)(eth + 12);
+	if (skip_vlans(data, data_end, &off, &proto, &k, 1) != P_OK) {
+		count(CLS_T_MALFORMED, len);
+		return XDP_PASS;
+	}
+	outer.ip_off = off;
+	outer.ip_end = (__u32)len;
+	int r = parse_ip(ctx, proto, &k, &outer);
+	if (r != P_OK) {
+		count(r == P_NOT_IP ? CLS_T_NOT_IP : CLS_T_MALFORMED, len);
+		return XDP_PASS;
+	}
+	cur = outer;
+
+	/* VXLAN: UDP / VXLAN / Ethernet [VLAN] / IP / L4 */
+	if (cur.has_l4 && !cur.frag && cur.proto == IPPROTO_UDP && cur.dport == cfg->vxlan_port) {
+		__u32 voff = cur.l4_off + 8;
+		__u8 *vx = hdr(data, data_end, voff, 8);
+		if (!vx || !(vx[0] & 0x08) || voff + 8 + 14 > cur.l4_end) {
+			count(CLS_T_MALFORMED, len);
+			return XDP_PASS;
+		}
+		k.vni = ((__u32)vx[4] << 16) | ((__u32)vx[5] << 8) | vx[6];
+		k.flags |= CLS_F_VXLAN;
+		__u32 ioff = voff + 8 + 14;
+		__u8 *ieth = hdr(data, data_end, voff + 8, 14);
+		if (!ieth) {
+			count(CLS_T_MALFORMED, len);
+			return XDP_PASS;
+		}
+		__u16 iproto = *(__u16 *)(ieth + 12);
+		if (skip_vlans(data, data_end, &ioff, &iproto, &k, 0) != P_OK) {
+			count(CLS_T_MALFORMED, len);
+			return XDP_PASS;
+		}
+		struct l3 in = {};
+		in.ip_off = ioff;
+		in.ip_end = cur.l4_end;
+		r = parse_ip(ctx, iproto, &k, &in);
+		if (r != P_OK) {
+			count(r == P_NOT_IP ? CLS_T_NOT_IP : CLS_T_MALFORMED, len);
+			return XDP_PASS;
+		}
+		cur = in;
+	}
+
+	/* GTP-U: UDP / GTP-U [ext] / IP / L4 */
+	if (cur.has_l4 && !cur.frag && cur.proto == IPPROTO_UDP && cur.dport == cfg->gtpu_port) {
+		struct l3 g = {};
+		r = parse_gtp(ctx, cur.l4_off + 8, cur.l4_end, &k, &g);
+		__u32 inner = g.ip_off, end = g.ip_end;
+		if (r != P_OK) {
+			count(r == P_NOT_IP ? CLS_T_NOT_IP : CLS_T_MALFORMED, len);
+			return XDP_PASS;
+		}
+		__u8 *v = hdr(data, data_end, inner, 1);
+		if (!v) {
+			count(CLS_T_MALFORMED, len);
+			return XDP_PASS;
+		}
+		__u16 ip_proto = (v[0] >> 4) == 6 ? ETH_P_IPV6_BE : ETH_P_IP_BE;
+		struct l3 in = {};
+		in.ip_off = inner;
+		in.ip_end = end;
+		r = parse_ip(ctx, ip_proto, &k, &in);
+		if (r != P_OK) {
+			count(CLS_T_MALFORMED, len);
+			return XDP_PASS;
+		}
+		cur = in;
+	}
+
+	/* Overload signal: the user-space flag, or this CPU's packets in the window. */
+	int overloaded = cfg->load_flag != 0;
+	struct cls_rate *rate = bpf_map_lookup_elem(&cls_rate, &zero);
+	__u64 now = bpf_ktime_get_ns();
+	if (rate) {
+		if (now - rate->window_start >= cfg->window_ns) {
+			rate->last_count = rate->count;
+			rate->count = 0;
+			rate->window_start = now;
+		}
+		rate->count++;
+		if (cfg->rate_threshold && rate->count > cfg->rate_threshold)
+			overloaded = 1;
+	}
+	if (overloaded)
+		count(CLS_T_OVERLOADED, len);
+
+	/* Tuple-space search: one lookup per active mask, highest priority wins. */
+	struct cls_rule rule = {};
+	int found = lookup_rule(&k, &rule);
+
+	int encapsulated = (k.flags & (CLS_F_VXLAN | CLS_F_GTP)) != 0;
+	if (!found) {
+		if (encapsulated && overloaded && cfg->default_action == CLS_ACT_FORWARD) {
+			r = forward(ctx, &k, CLS_ALT_BY_HASH, cfg->alt_count, &outer);
+			if (r == XDP_TX) {
+				count(CLS_T_FORWARD, len);
+				return XDP_TX;
+			}
+			count(CLS_T_FORWARD_NO_ALT, len);
+			return XDP_PASS;
+		}
+		count(CLS_T_PASS_UNMATCHED, len);
+		return XDP_PASS;
+	}
+
+	__u32 slot = rule.slot;
+	struct cls_stat *st = bpf_map_lookup_elem(&cls_rule_stats, &slot);
+	if (st) {
+		st->packets++;
+		st->bytes += len;
+		st->last_seen_ns = now;
+	}
+	switch (rule.action) {
+	case CLS_ACT_DROP:
+		count(CLS_T_DROP, len);
+		return XDP_DROP;
+	case CLS_ACT_STEER:
+		r = bpf_redirect_map(&cls_cpus, rule.arg, XDP_PASS);
+		count(r == XDP_REDIRECT ? CLS_T_STEER : CLS_T_STEER_MISS, len);
+		return r;
+	case CLS_ACT_XSK:
+		r = bpf_redirect_map(&cls_xsks, rule.arg, XDP_PASS);
+		count(r == XDP_REDIRECT ? CLS_T_XSK : CLS_T_XSK_MISS, len);
+		return r;
+	case CLS_ACT_FORWARD:
+		if (overloaded) {
+			r = forward(ctx, &k, rule.arg, cfg->alt_count, &outer);
+			if (r == XDP_TX) {
+				if (st)
+					st->forwarded++;
+				count(CLS_T_FORWARD, len);
+				return XDP_TX;
+			}
+			count(CLS_T_FORWARD_NO_ALT, len);
+			return XDP_PASS;
+		}
+		count(CLS_T_PASS_RULE, len);
+		return XDP_PASS;
+	default:
+		count(CLS_T_PASS_RULE, len);
+		return XDP_PASS;
+	}
+}
+
+/* The baseline of the benchmark: counts and drops everything. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} cls_noop_count SEC(".maps");
+
+SEC("xdp")
+int cls_noop(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	__u64 *c = bpf_map_lookup_elem(&cls_noop_count, &zero);
+	if (c)
+		*c += 1;
+	return XDP_DROP;
+}
+
+/* The benchmark's generator: run with BPF_PROG_RUN live frames, sends its frame out. */
+SEC("xdp")
+int cls_gen(struct xdp_md *ctx)
+{
+	return XDP_TX;
+}
+
+/* Gives the peer of a veth an XDP program, which veth needs to deliver XDP_TX frames. */
+SEC("xdp")
+int cls_pass(struct xdp_md *ctx)
+{
+	return XDP_PASS;
+}

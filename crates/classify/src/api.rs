@@ -1,0 +1,308 @@
+//! The northbound API as plain functions: a request (method, path, body) in,
+//! a status and a JSON body out. `server.rs` carries it over HTTP; the
+//! OpenAPI description is `docs/classify-openapi.yaml`.
+//!
+//! | method | path                 | does                                            |
+//! |--------|----------------------|-------------------------------------------------|
+//! | GET    | /v1/health           | interface, XDP mode, rule count                 |
+//! | POST   | /v1/intents          | install an intent (201), 4xx with a reason       |
+//! | GET    | /v1/intents          | list intents                                    |
+//! | GET    | /v1/intents/{id}     | one intent                                      |
+//! | DELETE | /v1/intents/{id}     | remove it                                       |
+//! | GET    | /v1/stats            | per-rule and per-action statistics              |
+//! | GET    | /v1/config           | overload signal, default action, alt nodes      |
+//! | PUT    | /v1/config           | change them (fields given are changed)          |
+
+use crate::classifier::{Classifier, Installed, Settings};
+use crate::intent::{parse_intent_value, IntentError, Rule, MAX_INTENT_BYTES};
+use crate::maps;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+
+/// An answer that is not a success: status, code, message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{status} {code}: {message}")]
+pub struct ApiError {
+    pub status: u16,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn bad(code: &'static str, message: String) -> ApiError {
+        ApiError { status: 400, code, message }
+    }
+    pub fn conflict(code: &'static str, message: String) -> ApiError {
+        ApiError { status: 409, code, message }
+    }
+    pub fn not_found(message: String) -> ApiError {
+        ApiError { status: 404, code: "not_found", message }
+    }
+    pub fn internal(message: String) -> ApiError {
+        ApiError { status: 500, code: "internal", message }
+    }
+    pub fn body(&self) -> Value {
+        json!({"error": {"code": self.code, "message": self.message}})
+    }
+}
+
+impl From<IntentError> for ApiError {
+    fn from(e: IntentError) -> ApiError {
+        let status = if matches!(e, IntentError::TooLarge(_)) { 413 } else { 400 };
+        ApiError { status, code: e.code(), message: e.to_string() }
+    }
+}
+
+/// An installed intent.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub id: String,
+    /// The document as posted (kept for the state file and the listing).
+    pub intent: Value,
+    pub rule: Rule,
+    pub installed: Installed,
+}
+
+/// What the state file holds.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateFile {
+    pub version: u32,
+    pub iface: String,
+    pub settings: Settings,
+    pub intents: Vec<StoredIntent>,
+}
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoredIntent {
+    pub id: String,
+    pub intent: Value,
+}
+
+/// The service behind the API: the classifier and its intents.
+pub struct Service {
+    pub cls: Classifier,
+    pub iface: String,
+    pub entries: Vec<Entry>,
+    pub state_path: Option<PathBuf>,
+    next_id: u64,
+}
+
+type Reply = Result<(u16, Value), ApiError>;
+
+impl Service {
+    /// A service over a loaded (and usually attached) classifier. With a state
+    /// file, the intents and settings in it are reinstalled; one that cannot
+    /// be is an error (the daemon does not start half-configured).
+    pub fn new(cls: Classifier, iface: &str, state_path: Option<PathBuf>, settings: Option<Settings>) -> crate::Result<Service> {
+        let mut s = Service { cls, iface: iface.to_string(), entries: Vec::new(), state_path, next_id: 1 };
+        let mut stored = Vec::new();
+        let mut loaded_settings = None;
+        if let Some(p) = &s.state_path {
+            match std::fs::read(p) {
+                Ok(b) => {
+                    let st: StateFile = serde_json::from_slice(&b).map_err(|e| crate::Error::State { path: p.display().to_string(), why: format!("{e}; fix or remove the file") })?;
+                    if st.iface != iface {
+                        return Err(crate::Error::State { path: p.display().to_string(), why: format!("it is the state of interface {}, not {iface}; pass another --state", st.iface) });
+                    }
+                    loaded_settings = Some(st.settings);
+                    stored = st.intents;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(crate::Error::State { path: p.display().to_string(), why: e.to_string() }),
+            }
+        }
+        // Command-line settings win over stored ones.
+        if let Some(st) = settings.or(loaded_settings) {
+            s.cls.apply_settings(&st)?;
+        }
+        for si in stored {
+            let path = s.state_path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+            s.add(si.intent.clone(), Some(si.id.clone()))
+                .map_err(|e| crate::Error::State { path: path.clone(), why: format!("stored intent {} cannot be reinstalled: {e}; remove it from the file or fix the host", si.id) })?;
+        }
+        s.save().map_err(|e| crate::Error::State { path: format!("{:?}", s.state_path), why: e.message })?;
+        Ok(s)
+    }
+
+    fn save(&self) -> Result<(), ApiError> {
+        let Some(p) = &self.state_path else { return Ok(()) };
+        let st = StateFile {
+            version: 1,
+            iface: self.iface.clone(),
+            settings: self.cls.settings().clone(),
+            intents: self.entries.iter().map(|e| StoredIntent { id: e.id.clone(), intent: e.intent.clone() }).collect(),
+        };
+        let body = serde_json::to_vec_pretty(&st).map_err(|e| ApiError::internal(e.to_string()))?;
+        if let Some(dir) = p.parent() {
+            if !dir.as_os_str().is_empty() {
+                std::fs::create_dir_all(dir).map_err(|e| ApiError::internal(format!("creating {}: {e}", dir.display())))?;
+            }
+        }
+        let tmp = p.with_extension("tmp");
+        std::fs::write(&tmp, body).map_err(|e| ApiError::internal(format!("writing {}: {e}", tmp.display())))?;
+        std::fs::rename(&tmp, p).map_err(|e| ApiError::internal(format!("renaming to {}: {e}", p.display())))?;
+        Ok(())
+    }
+
+    fn entry_json(&self, e: &Entry) -> Value {
+        json!({
+            "id": e.id,
+            "rule": e.rule,
+            "priority": e.rule.effective_priority(),
+            "slot": e.installed.slot,
+            "intent": e.intent,
+        })
+    }
+
+    /// Installs an intent; `id` overrides the intent's own (state reload).
+    pub fn add(&mut self, intent: Value, id: Option<String>) -> Reply {
+        let rule = parse_intent_value(&intent)?;
+        if let Some(i) = &rule.interface {
+            if *i != self.iface {
+                return Err(ApiError::bad("wrong_interface", format!("the intent is for interface {i}; this daemon classifies {}", self.iface)));
+            }
+        }
+        let id = match id.or_else(|| rule.id.clone()) {
+            Some(id) => id,
+            None => loop {
+                let c = format!("{:08X}", self.next_id);
+                self.next_id += 1;
+                if !self.entries.iter().any(|e| e.id == c) {
+                    break c;
+                }
+            },
+        };
+        if self.entries.iter().any(|e| e.id == id) {
+            return Err(ApiError::conflict("duplicate_id", format!("an intent with id {id} is installed; delete it first or use another flow_hash")));
+        }
+        let installed = self.cls.install(&rule, Some(&self.iface))?;
+        let entry = Entry { id: id.clone(), intent, rule, installed };
+        self.entries.push(entry);
+        if let Err(e) = self.save() {
+            // Not persisted: undo, so what is installed is what is stored.
+            if let Some(e2) = self.entries.pop() {
+                let _ = self.cls.remove(&e2.installed);
+            }
+            return Err(e);
+        }
+        let e = self.entries.last().map(|e| self.entry_json(e)).unwrap_or(Value::Null);
+        Ok((201, e))
+    }
+
+    pub fn remove(&mut self, id: &str) -> Reply {
+        let i = self.entries.iter().position(|e| e.id == id).ok_or_else(|| ApiError::not_found(format!("no intent with id {id} (GET /v1/intents lists them)")))?;
+        let e = self.entries.remove(i);
+        self.cls.remove(&e.installed)?;
+        self.save()?;
+        Ok((200, json!({"deleted": id})))
+    }
+
+    pub fn stats(&self) -> Value {
+        let totals = self.cls.totals();
+        let mut t = serde_json::Map::new();
+        for (n, c) in maps::TOTAL_NAMES.iter().zip(totals.iter()) {
+            t.insert(n.to_string(), json!(c));
+        }
+        let classified: u64 = totals.iter().take(9).map(|c| c.packets).sum();
+        let fwd = totals[maps::total_index("forward").unwrap_or(0)].packets;
+        let rules: Vec<Value> = self
+            .entries
+            .iter()
+            .map(|e| {
+                let s = self.cls.rule_stat(e.installed.slot);
+                json!({"id": e.id, "action": e.rule.action, "packets": s.packets, "bytes": s.bytes, "forwarded": s.forwarded, "last_seen_ns": s.last_seen_ns})
+            })
+            .collect();
+        json!({
+            "iface": self.iface,
+            "clock": "CLOCK_MONOTONIC",
+            "totals": t,
+            "forwarded_fraction": if classified == 0 { 0.0 } else { fwd as f64 / classified as f64 },
+            "rules": rules,
+        })
+    }
+
+    fn put_config(&mut self, body: &Value) -> Reply {
+        let mut cur = serde_json::to_value(self.cls.settings()).map_err(|e| ApiError::internal(e.to_string()))?;
+        let obj = body.as_object().ok_or_else(|| ApiError::bad("bad_json", "the config is a JSON object".into()))?;
+        let cur_obj = cur.as_object_mut().ok_or_else(|| ApiError::internal("settings are not an object".into()))?;
+        for (k, v) in obj {
+            if !cur_obj.contains_key(k) {
+                let known: Vec<&String> = cur_obj.keys().collect();
+                return Err(ApiError::bad("unknown_field", format!("unknown field `{k}` in the config; known fields: {known:?}")));
+            }
+            cur_obj.insert(k.clone(), v.clone());
+        }
+        let new: Settings = serde_json::from_value(cur).map_err(|e| ApiError::bad("bad_value", e.to_string()))?;
+        // Rules naming an alt node must keep it.
+        for e in &self.entries {
+            if let crate::intent::Action::ForwardWhenOverloaded { alt_node: Some(n) } = e.rule.action {
+                if n as usize >= new.alt_nodes.len() {
+                    return Err(ApiError::conflict("alt_node_in_use", format!("intent {} forwards to alternative node {n}; keep at least {} nodes or delete it first", e.id, n + 1)));
+                }
+            }
+        }
+        let old = self.cls.settings().clone();
+        self.cls.apply_settings(&new)?;
+        if let Err(e) = self.save() {
+            let _ = self.cls.apply_settings(&old);
+            return Err(e);
+        }
+        Ok((200, json!(self.cls.settings())))
+    }
+
+    /// Handles one request. `body` is the raw request body.
+    pub fn handle(&mut self, method: &str, path: &str, body: &[u8]) -> (u16, Value) {
+        match self.route(method, path, body) {
+            Ok(r) => r,
+            Err(e) => (e.status, e.body()),
+        }
+    }
+
+    fn route(&mut self, method: &str, path: &str, body: &[u8]) -> Reply {
+        let path = path.split('?').next().unwrap_or("").trim_end_matches('/');
+        let json_body = |b: &[u8]| -> Result<Value, ApiError> {
+            if b.len() > MAX_INTENT_BYTES {
+                return Err(IntentError::TooLarge(b.len()).into());
+            }
+            serde_json::from_slice(b).map_err(|e| ApiError::bad("bad_json", format!("malformed JSON: {e}")))
+        };
+        match (method, path) {
+            ("GET", "/v1/health") => Ok((
+                200,
+                json!({
+                    "iface": self.iface,
+                    "attached": self.cls.link().is_some(),
+                    "xdp_mode": self.cls.link().map(|l| l.mode.name()),
+                    "intents": self.entries.len(),
+                    "kernel_rules": self.cls.kernel_rule_count(),
+                }),
+            )),
+            ("GET", "/v1/intents") => Ok((200, json!({"intents": self.entries.iter().map(|e| self.entry_json(e)).collect::<Vec<_>>()}))),
+            ("POST", "/v1/intents") => {
+                let v = json_body(body)?;
+                self.add(v, None)
+            }
+            ("GET", "/v1/stats") => Ok((200, self.stats())),
+            ("GET", "/v1/config") => Ok((200, json!(self.cls.settings()))),
+            ("PUT", "/v1/config") => {
+                let v = json_body(body)?;
+                self.put_config(&v)
+            }
+            (m, p) if p.starts_with("/v1/intents/") => {
+                let id = &p["/v1/intents/".len()..];
+                match m {
+                    "GET" => self.entries.iter().find(|e| e.id == id).map(|e| (200, self.entry_json(e))).ok_or_else(|| ApiError::not_found(format!("no intent with id {id}"))),
+                    "DELETE" => self.remove(id),
+                    _ => Err(ApiError { status: 405, code: "method_not_allowed", message: format!("{m} {p}: use GET or DELETE") }),
+                }
+            }
+            (m, p @ ("/v1/health" | "/v1/intents" | "/v1/stats" | "/v1/config")) => {
+                Err(ApiError { status: 405, code: "method_not_allowed", message: format!("{m} is not allowed on {p}") })
+            }
+            (_, p) => Err(ApiError::not_found(format!("no endpoint {p}; see docs/classify-openapi.yaml"))),
+        }
+    }
+}

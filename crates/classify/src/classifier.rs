@@ -1,0 +1,453 @@
+//! The XDP classifier in the kernel: loads `bpf/classify.bpf.c`, attaches it
+//! (a BPF link, so it detaches on drop and when the process dies), and keeps
+//! its maps: rules, masks, statistics, overload signal, alternative nodes,
+//! cpumap and xskmap.
+
+use crate::api::ApiError;
+use crate::error::{Error, Result};
+use crate::intent::{Action, Rule};
+use crate::maps::{self, ConfigValue, Counter, FlowKey, RuleStat, RuleValue};
+use crate::sys::{self, XdpLink, XdpMode};
+use libbpf_rs::{MapCore, MapFlags, MapHandle, Object, ObjectBuilder, ProgramInput};
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::os::fd::{AsFd, AsRawFd};
+
+static OBJ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/classify.bpf.o"));
+
+/// An alternative node for forward-when-overloaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AltNode {
+    /// Destination MAC written into forwarded frames, "02:00:00:00:00:01".
+    #[serde(with = "mac_serde")]
+    pub mac: [u8; 6],
+    /// Destination IP written into the outer IP header (same version as the traffic).
+    pub ip: IpAddr,
+}
+
+/// Parses "aa:bb:cc:dd:ee:ff".
+pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut out = [0u8; 6];
+    let mut n = 0;
+    for (i, p) in s.trim().split(':').enumerate() {
+        if i >= 6 || p.len() != 2 {
+            return None;
+        }
+        out[i] = u8::from_str_radix(p, 16).ok()?;
+        n += 1;
+    }
+    (n == 6).then_some(out)
+}
+
+pub fn format_mac(m: &[u8; 6]) -> String {
+    m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+}
+
+mod mac_serde {
+    pub fn serialize<S: serde::Serializer>(m: &[u8; 6], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::format_mac(m))
+    }
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<[u8; 6], D::Error> {
+        let s: String = serde::Deserialize::deserialize(d)?;
+        super::parse_mac(&s).ok_or_else(|| serde::de::Error::custom(format!("`{s}` is not a MAC address like 02:00:00:00:00:01")))
+    }
+}
+
+/// What unmatched encapsulated flows get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DefaultAction {
+    /// Always pass.
+    Pass,
+    /// Forward to an alternative node while overloaded (the paper's behaviour), pass otherwise.
+    #[default]
+    Forward,
+}
+
+/// The overload signal and the other knobs of the program.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// User-space load flag: while true, the host counts as overloaded.
+    pub load_flag: bool,
+    /// Per-CPU packet rate above which that CPU counts as overloaded (0 = off).
+    /// Measured in windows of `window_us`: the packets beyond
+    /// `rate_threshold_pps * window` in a window are the overload.
+    pub rate_threshold_pps: u64,
+    /// Rate window in microseconds (default 1000).
+    pub window_us: u64,
+    pub default_action: DefaultAction,
+    pub alt_nodes: Vec<AltNode>,
+    pub vxlan_port: u16,
+    pub gtpu_port: u16,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings { load_flag: false, rate_threshold_pps: 0, window_us: 1000, default_action: DefaultAction::Forward, alt_nodes: Vec::new(), vxlan_port: 4789, gtpu_port: 2152 }
+    }
+}
+
+impl Settings {
+    pub fn validate(&self) -> Result<(), ApiError> {
+        if self.alt_nodes.len() > maps::MAX_ALT {
+            return Err(ApiError::bad("too_many_alt_nodes", format!("{} alternative nodes; at most {}", self.alt_nodes.len(), maps::MAX_ALT)));
+        }
+        if self.window_us == 0 || self.window_us > 10_000_000 {
+            return Err(ApiError::bad("bad_value", "window_us must be 1..=10000000".into()));
+        }
+        if self.vxlan_port == 0 || self.gtpu_port == 0 || self.vxlan_port == self.gtpu_port {
+            return Err(ApiError::bad("bad_value", "vxlan_port and gtpu_port must be non-zero and different".into()));
+        }
+        Ok(())
+    }
+
+    fn to_value(&self) -> ConfigValue {
+        let window_ns = self.window_us * 1000;
+        let per_window = if self.rate_threshold_pps == 0 { 0 } else { (self.rate_threshold_pps as u128 * window_ns as u128 / 1_000_000_000).max(1) as u64 };
+        ConfigValue {
+            load_flag: self.load_flag as u32,
+            alt_count: self.alt_nodes.len() as u32,
+            rate_threshold: per_window,
+            window_ns,
+            default_action: match self.default_action {
+                DefaultAction::Pass => maps::ACT_PASS as u32,
+                DefaultAction::Forward => maps::ACT_FORWARD as u32,
+            },
+            vxlan_port: self.vxlan_port,
+            gtpu_port: self.gtpu_port,
+        }
+    }
+}
+
+/// Where an installed rule lives in the maps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Installed {
+    pub slot: u32,
+    pub mask_id: u32,
+    pub key: FlowKey,
+}
+
+struct Maps {
+    config: MapHandle,
+    masks: MapHandle,
+    rules: MapHandle,
+    rule_stats: MapHandle,
+    totals: MapHandle,
+    alt: MapHandle,
+    cpus: MapHandle,
+    xsks: MapHandle,
+    noop_count: MapHandle,
+}
+
+/// The loaded classifier.
+pub struct Classifier {
+    obj: Object,
+    maps: Maps,
+    link: Option<XdpLink>,
+    masks: [Option<(FlowKey, u32)>; maps::MAX_MASKS],
+    used: HashMap<(u32, FlowKey), u32>,
+    slots: Vec<bool>,
+    settings: Settings,
+    cpus: Vec<u32>,
+    ncpus_possible: usize,
+}
+
+fn map_handle(obj: &Object, name: &'static str) -> Result<MapHandle> {
+    let m = obj.maps().find(|m| m.name() == name).ok_or_else(|| Error::Load(format!("map {name} missing from the object")))?;
+    MapHandle::try_from(&m).map_err(|e| Error::Load(format!("map {name}: {e}")))
+}
+
+fn map_err(map: &'static str, what: impl Into<String>, e: libbpf_rs::Error) -> Error {
+    Error::Map { map, what: what.into(), why: e.to_string() }
+}
+
+impl Classifier {
+    /// Loads the program and its maps (nothing attached yet). Needs root.
+    pub fn load(max_rules: u32) -> Result<Classifier> {
+        if max_rules == 0 || max_rules > maps::MAX_RULES {
+            return Err(Error::Config(format!("max rules must be 1..={}", maps::MAX_RULES)));
+        }
+        let mut b = ObjectBuilder::default();
+        let open = b.open_memory(OBJ).map_err(|e| Error::Load(e.to_string()))?;
+        let obj = open.load().map_err(|e| Error::Load(e.to_string()))?;
+        let maps = Maps {
+            config: map_handle(&obj, "cls_config")?,
+            masks: map_handle(&obj, "cls_masks")?,
+            rules: map_handle(&obj, "cls_rules")?,
+            rule_stats: map_handle(&obj, "cls_rule_stats")?,
+            totals: map_handle(&obj, "cls_totals")?,
+            alt: map_handle(&obj, "cls_alt")?,
+            cpus: map_handle(&obj, "cls_cpus")?,
+            xsks: map_handle(&obj, "cls_xsks")?,
+            noop_count: map_handle(&obj, "cls_noop_count")?,
+        };
+        let ncpus_possible = libbpf_rs::num_possible_cpus().map_err(|e| Error::Load(e.to_string()))?;
+        let mut c = Classifier {
+            obj,
+            maps,
+            link: None,
+            masks: [None; maps::MAX_MASKS],
+            used: HashMap::new(),
+            slots: vec![false; max_rules as usize],
+            settings: Settings::default(),
+            cpus: Vec::new(),
+            ncpus_possible,
+        };
+        c.apply_settings(&Settings::default()).map_err(|e| Error::Load(e.to_string()))?;
+        // One cpumap entry (a kthread) per online CPU, so steering needs no setup later.
+        for cpu in sys::online_cpus() {
+            if cpu >= maps::MAX_CPUS {
+                continue;
+            }
+            let mut val = Vec::new();
+            val.extend_from_slice(&2048u32.to_ne_bytes()); // qsize
+            val.extend_from_slice(&0i32.to_ne_bytes()); // no program on the CPU
+            c.maps.cpus.update(&cpu.to_ne_bytes(), &val, MapFlags::ANY).map_err(|e| map_err("cls_cpus", format!("adding CPU {cpu}"), e))?;
+            c.cpus.push(cpu);
+        }
+        Ok(c)
+    }
+
+    fn prog_fd(&self, name: &str) -> Result<i32> {
+        self.obj.progs().find(|p| p.name() == name).map(|p| p.as_fd().as_raw_fd()).ok_or_else(|| Error::Load(format!("program {name} missing")))
+    }
+
+    /// Attaches the classifier to `iface` (in the calling thread's namespace).
+    pub fn attach(&mut self, iface: &str, mode: XdpMode) -> Result<()> {
+        let fd = self.prog_fd("cls_main")?;
+        self.link = Some(XdpLink::attach(fd, iface, mode)?);
+        Ok(())
+    }
+
+    /// Attaches one of the object's helper programs (`cls_noop`, `cls_pass`, `cls_gen`) elsewhere.
+    pub fn attach_helper(&self, prog: &str, iface: &str, mode: XdpMode) -> Result<XdpLink> {
+        XdpLink::attach(self.prog_fd(prog)?, iface, mode)
+    }
+
+    /// Detaches (the interface is as before). Also done on drop.
+    pub fn detach(&mut self) {
+        self.link = None;
+    }
+
+    pub fn link(&self) -> Option<&XdpLink> {
+        self.link.as_ref()
+    }
+
+    pub fn online_cpus(&self) -> &[u32] {
+        &self.cpus
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Writes the overload signal, alternative nodes and ports.
+    pub fn apply_settings(&mut self, s: &Settings) -> Result<(), ApiError> {
+        s.validate()?;
+        for (i, a) in s.alt_nodes.iter().enumerate() {
+            self.maps.alt.update(&(i as u32).to_ne_bytes(), &maps::alt_bytes(a.mac, a.ip), MapFlags::ANY).map_err(|e| ApiError::internal(format!("writing alt node {i}: {e}")))?;
+        }
+        let v = s.to_value();
+        self.maps.config.update(&0u32.to_ne_bytes(), &v.to_bytes(), MapFlags::ANY).map_err(|e| ApiError::internal(format!("writing config: {e}")))?;
+        self.settings = s.clone();
+        Ok(())
+    }
+
+    /// Checks what the rule's action needs from the host: the CPU is online,
+    /// the queue exists on the interface, the alt node is configured.
+    pub fn check_action(&self, a: &Action, iface: Option<&str>) -> Result<(), ApiError> {
+        match *a {
+            Action::SteerCpu { cpu } => {
+                if !self.cpus.contains(&cpu) {
+                    return Err(ApiError::bad("no_such_cpu", format!("CPU {cpu} is not online (online: {:?}); steer to one of those", self.cpus)));
+                }
+            }
+            Action::Xsk { queue } => {
+                let n = match iface {
+                    Some(i) => sys::rx_queues(i).map_err(|e| ApiError::internal(e.to_string()))?,
+                    None => 1,
+                };
+                if queue >= n {
+                    return Err(ApiError::bad("no_such_queue", format!("{} has {n} receive queue(s) (0..{n}); queue {queue} does not exist", iface.unwrap_or("the interface"))));
+                }
+            }
+            Action::ForwardWhenOverloaded { alt_node: Some(n) } => {
+                if n as usize >= self.settings.alt_nodes.len() {
+                    return Err(ApiError::bad(
+                        "no_such_alt_node",
+                        format!("alternative node {n} is not configured ({} configured; set them with PUT /v1/config or --alt)", self.settings.alt_nodes.len()),
+                    ));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Installs a rule: all of it or nothing.
+    pub fn install(&mut self, rule: &Rule, iface: Option<&str>) -> Result<Installed, ApiError> {
+        self.check_action(&rule.action, iface)?;
+        let (key, mask) = rule.key_mask();
+        let key = key.and(&mask);
+        // The mask: an existing one of the same shape, or a free one.
+        let (mask_id, new_mask) = match self.masks.iter().position(|m| m.is_some_and(|(mm, _)| mm == mask)) {
+            Some(i) => (i as u32, false),
+            None => match self.masks.iter().position(|m| m.is_none()) {
+                Some(i) => (i as u32, true),
+                None => {
+                    return Err(ApiError::conflict(
+                        "masks_full",
+                        format!("the rules already use {} distinct match shapes (the most the program searches); reuse the fields of an existing rule", maps::MAX_MASKS),
+                    ))
+                }
+            },
+        };
+        if self.used.contains_key(&(mask_id, key)) {
+            return Err(ApiError::conflict("duplicate", "a rule with exactly this match is installed; delete it first".into()));
+        }
+        let slot = match self.slots.iter().position(|u| !u) {
+            Some(s) => s as u32,
+            None => {
+                return Err(ApiError::conflict(
+                    "table_full",
+                    format!("the rule table is full ({} rules); delete a rule or restart the daemon with a larger --max-rules (up to {})", self.slots.len(), maps::MAX_RULES),
+                ))
+            }
+        };
+        let (action, arg) = match rule.action {
+            Action::Pass => (maps::ACT_PASS, 0),
+            Action::SteerCpu { cpu } => (maps::ACT_STEER, cpu),
+            Action::Xsk { queue } => (maps::ACT_XSK, queue),
+            Action::Drop => (maps::ACT_DROP, 0),
+            Action::ForwardWhenOverloaded { alt_node } => (maps::ACT_FORWARD, alt_node.unwrap_or(maps::ALT_BY_HASH)),
+        };
+        // Fresh statistics for the slot.
+        let zero = vec![vec![0u8; 32]; self.ncpus_possible];
+        self.maps.rule_stats.update_percpu(&slot.to_ne_bytes(), &zero, MapFlags::ANY).map_err(|e| ApiError::internal(format!("resetting statistics slot {slot}: {e}")))?;
+        if new_mask {
+            self.maps.masks.update(&mask_id.to_ne_bytes(), &maps::mask_bytes(&mask, true), MapFlags::ANY).map_err(|e| ApiError::internal(format!("writing mask {mask_id}: {e}")))?;
+        }
+        let val = RuleValue { slot, arg, priority: rule.effective_priority(), action };
+        if let Err(e) = self.maps.rules.update(&maps::rule_key_bytes(&key, mask_id), &val.to_bytes(), MapFlags::NO_EXIST) {
+            if new_mask {
+                let _ = self.maps.masks.update(&mask_id.to_ne_bytes(), &maps::mask_bytes(&FlowKey::default(), false), MapFlags::ANY);
+            }
+            let full = e.kind() == libbpf_rs::ErrorKind::Other && e.to_string().contains("E2BIG") || e.to_string().contains("too big") || e.to_string().contains("No space");
+            return Err(if full { ApiError::conflict("table_full", format!("the kernel rule map is full: {e}")) } else { ApiError::internal(format!("inserting the rule: {e}")) });
+        }
+        self.slots[slot as usize] = true;
+        self.used.insert((mask_id, key), slot);
+        match &mut self.masks[mask_id as usize] {
+            Some((_, n)) => *n += 1,
+            m @ None => *m = Some((mask, 1)),
+        }
+        Ok(Installed { slot, mask_id, key })
+    }
+
+    /// Removes an installed rule.
+    pub fn remove(&mut self, ins: &Installed) -> Result<(), ApiError> {
+        match self.maps.rules.delete(&maps::rule_key_bytes(&ins.key, ins.mask_id)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => {}
+            Err(e) => return Err(ApiError::internal(format!("deleting the rule: {e}"))),
+        }
+        self.used.remove(&(ins.mask_id, ins.key));
+        if let Some(s) = self.slots.get_mut(ins.slot as usize) {
+            *s = false;
+        }
+        if let Some(Some((_, n))) = self.masks.get_mut(ins.mask_id as usize) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.masks[ins.mask_id as usize] = None;
+                let _ = self.maps.masks.update(&ins.mask_id.to_ne_bytes(), &maps::mask_bytes(&FlowKey::default(), false), MapFlags::ANY);
+            }
+        }
+        Ok(())
+    }
+
+    /// Rules in the kernel map (for tests: nothing half-installed).
+    pub fn kernel_rule_count(&self) -> usize {
+        self.maps.rules.keys().count()
+    }
+
+    /// Masks active in the kernel map.
+    pub fn kernel_mask_count(&self) -> usize {
+        (0..maps::MAX_MASKS as u32)
+            .filter(|i| self.maps.masks.lookup(&i.to_ne_bytes(), MapFlags::ANY).ok().flatten().is_some_and(|v| v.get(48) == Some(&1)))
+            .count()
+    }
+
+    /// Statistics of one slot, summed over CPUs.
+    pub fn rule_stat(&self, slot: u32) -> RuleStat {
+        let mut s = RuleStat::default();
+        if let Ok(Some(per_cpu)) = self.maps.rule_stats.lookup_percpu(&slot.to_ne_bytes(), MapFlags::ANY) {
+            for v in per_cpu {
+                s.add_bytes(&v);
+            }
+        }
+        s
+    }
+
+    /// Totals per action, summed over CPUs, in the order of [`maps::TOTAL_NAMES`].
+    pub fn totals(&self) -> Vec<Counter> {
+        (0..maps::TOTAL_NAMES.len() as u32)
+            .map(|i| {
+                let mut c = Counter::default();
+                if let Ok(Some(per_cpu)) = self.maps.totals.lookup_percpu(&i.to_ne_bytes(), MapFlags::ANY) {
+                    for v in per_cpu {
+                        c.add_bytes(&v);
+                    }
+                }
+                c
+            })
+            .collect()
+    }
+
+    /// One total by name.
+    pub fn total(&self, name: &str) -> Counter {
+        maps::total_index(name).and_then(|i| self.totals().get(i).copied()).unwrap_or_default()
+    }
+
+    /// Packets the benchmark's no-op program counted.
+    pub fn noop_count(&self) -> u64 {
+        let mut n = 0;
+        if let Ok(Some(per_cpu)) = self.maps.noop_count.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY) {
+            for v in per_cpu {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(&v[..8]);
+                n += u64::from_ne_bytes(a);
+            }
+        }
+        n
+    }
+
+    /// Puts an AF_XDP socket into an XSKMAP slot (the rx queue it is bound to).
+    pub fn set_xsk(&self, queue: u32, xsk_fd: i32) -> Result<()> {
+        self.maps.xsks.update(&queue.to_ne_bytes(), &xsk_fd.to_ne_bytes(), MapFlags::ANY).map_err(|e| map_err("cls_xsks", format!("slot {queue}"), e))
+    }
+
+    /// Runs the classifier once over `frame` (BPF_PROG_TEST_RUN): the XDP
+    /// verdict and the frame as the program left it.
+    pub fn test_run(&self, frame: &[u8]) -> Result<(u32, Vec<u8>)> {
+        self.test_run_prog("cls_main", frame, 1).map(|(r, f, _)| (r, f))
+    }
+
+    /// Runs program `prog` `repeat` times over `frame`: verdict, frame out, mean ns per run.
+    pub fn test_run_prog(&self, prog: &str, frame: &[u8], repeat: u32) -> Result<(u32, Vec<u8>, u64)> {
+        let p = self.obj.progs_mut().find(|p| p.name() == prog).ok_or_else(|| Error::Load(format!("program {prog} missing")))?;
+        let mut out = vec![0u8; frame.len() + 256];
+        let input = ProgramInput { data_in: Some(frame), data_out: Some(&mut out), repeat, ..Default::default() };
+        let o = p.test_run(input).map_err(|e| Error::Load(format!("BPF_PROG_TEST_RUN: {e}")))?;
+        let n = o.data.map(|d| d.len()).unwrap_or(0);
+        let ret = o.return_value;
+        let ns = o.duration.as_nanos() as u64;
+        out.truncate(n);
+        Ok((ret, out, ns))
+    }
+
+    /// The fd of one of the object's programs (for BPF_PROG_RUN live frames).
+    pub fn program_fd(&self, name: &str) -> Result<i32> {
+        self.prog_fd(name)
+    }
+}

@@ -1,0 +1,253 @@
+//! Byte-exact mirrors of the structures in `bpf/classify.h`. Values are
+//! encoded by hand (no `unsafe` casts); `tests::sizes` pins the sizes to the C
+//! layout, and the BPF_PROG_TEST_RUN tests prove the two sides agree.
+
+/// Distinct match shapes (masks) the program searches.
+pub const MAX_MASKS: usize = 8;
+/// Alternative nodes for forward-when-overloaded.
+pub const MAX_ALT: usize = 16;
+/// AF_XDP socket slots.
+pub const MAX_XSK: u32 = 64;
+/// cpumap entries.
+pub const MAX_CPUS: u32 = 64;
+/// Rule hash map capacity (and rule statistics slots).
+pub const MAX_RULES: u32 = 1024;
+/// `arg` of a forward rule that picks the alt node by flow hash.
+pub const ALT_BY_HASH: u32 = u32::MAX;
+
+pub const F_IPV6: u8 = 0x01;
+pub const F_L4: u8 = 0x02;
+pub const F_VXLAN: u8 = 0x04;
+pub const F_GTP: u8 = 0x08;
+pub const F_VLAN: u8 = 0x10;
+
+/// `struct cls_flow_key` (48 bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct FlowKey {
+    pub src: [u8; 16],
+    pub dst: [u8; 16],
+    pub vni: u32,
+    pub teid: u32,
+    pub sport: u16,
+    pub dport: u16,
+    pub vlan: u16,
+    pub proto: u8,
+    pub flags: u8,
+}
+
+pub const FLOW_KEY_LEN: usize = 48;
+
+impl FlowKey {
+    pub fn to_bytes(&self) -> [u8; FLOW_KEY_LEN] {
+        let mut b = [0u8; FLOW_KEY_LEN];
+        b[0..16].copy_from_slice(&self.src);
+        b[16..32].copy_from_slice(&self.dst);
+        b[32..36].copy_from_slice(&self.vni.to_ne_bytes());
+        b[36..40].copy_from_slice(&self.teid.to_ne_bytes());
+        b[40..42].copy_from_slice(&self.sport.to_ne_bytes());
+        b[42..44].copy_from_slice(&self.dport.to_ne_bytes());
+        b[44..46].copy_from_slice(&self.vlan.to_ne_bytes());
+        b[46] = self.proto;
+        b[47] = self.flags;
+        b
+    }
+
+    /// Bitwise AND (what the program does with a mask).
+    pub fn and(&self, m: &FlowKey) -> FlowKey {
+        let a = self.to_bytes();
+        let b = m.to_bytes();
+        let mut out = [0u8; FLOW_KEY_LEN];
+        for i in 0..FLOW_KEY_LEN {
+            out[i] = a[i] & b[i];
+        }
+        FlowKey::from_bytes(&out)
+    }
+
+    pub fn from_bytes(b: &[u8; FLOW_KEY_LEN]) -> FlowKey {
+        let u16_at = |i: usize| u16::from_ne_bytes([b[i], b[i + 1]]);
+        let u32_at = |i: usize| u32::from_ne_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let mut src = [0u8; 16];
+        let mut dst = [0u8; 16];
+        src.copy_from_slice(&b[0..16]);
+        dst.copy_from_slice(&b[16..32]);
+        FlowKey { src, dst, vni: u32_at(32), teid: u32_at(36), sport: u16_at(40), dport: u16_at(42), vlan: u16_at(44), proto: b[46], flags: b[47] }
+    }
+
+    /// Number of set bits (the default priority of a rule: more specific wins).
+    pub fn popcount(&self) -> u32 {
+        self.to_bytes().iter().map(|b| b.count_ones()).sum()
+    }
+}
+
+/// `struct cls_rule_key` (56 bytes).
+pub fn rule_key_bytes(k: &FlowKey, mask_id: u32) -> Vec<u8> {
+    let mut v = k.to_bytes().to_vec();
+    v.extend_from_slice(&mask_id.to_ne_bytes());
+    v.extend_from_slice(&[0u8; 4]);
+    v
+}
+
+/// `enum cls_action`.
+pub const ACT_PASS: u8 = 0;
+pub const ACT_STEER: u8 = 1;
+pub const ACT_XSK: u8 = 2;
+pub const ACT_DROP: u8 = 3;
+pub const ACT_FORWARD: u8 = 4;
+
+/// `struct cls_rule` (16 bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuleValue {
+    pub slot: u32,
+    pub arg: u32,
+    pub priority: u16,
+    pub action: u8,
+}
+
+impl RuleValue {
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(16);
+        v.extend_from_slice(&self.slot.to_ne_bytes());
+        v.extend_from_slice(&self.arg.to_ne_bytes());
+        v.extend_from_slice(&self.priority.to_ne_bytes());
+        v.push(self.action);
+        v.extend_from_slice(&[0u8; 5]);
+        v
+    }
+}
+
+/// `struct cls_mask` (56 bytes).
+pub fn mask_bytes(m: &FlowKey, active: bool) -> Vec<u8> {
+    let mut v = m.to_bytes().to_vec();
+    v.extend_from_slice(&u32::from(active).to_ne_bytes());
+    v.extend_from_slice(&[0u8; 4]);
+    v
+}
+
+/// `struct cls_alt` (24 bytes).
+pub fn alt_bytes(mac: [u8; 6], ip: std::net::IpAddr) -> Vec<u8> {
+    let mut v = mac.to_vec();
+    let mut addr = [0u8; 16];
+    match ip {
+        std::net::IpAddr::V4(a) => {
+            v.push(4);
+            addr[..4].copy_from_slice(&a.octets());
+        }
+        std::net::IpAddr::V6(a) => {
+            v.push(6);
+            addr.copy_from_slice(&a.octets());
+        }
+    }
+    v.push(0);
+    v.extend_from_slice(&addr);
+    v
+}
+
+/// `struct cls_config` (32 bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConfigValue {
+    pub load_flag: u32,
+    pub alt_count: u32,
+    pub rate_threshold: u64,
+    pub window_ns: u64,
+    pub default_action: u32,
+    pub vxlan_port: u16,
+    pub gtpu_port: u16,
+}
+
+impl ConfigValue {
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(32);
+        v.extend_from_slice(&self.load_flag.to_ne_bytes());
+        v.extend_from_slice(&self.alt_count.to_ne_bytes());
+        v.extend_from_slice(&self.rate_threshold.to_ne_bytes());
+        v.extend_from_slice(&self.window_ns.to_ne_bytes());
+        v.extend_from_slice(&self.default_action.to_ne_bytes());
+        v.extend_from_slice(&self.vxlan_port.to_ne_bytes());
+        v.extend_from_slice(&self.gtpu_port.to_ne_bytes());
+        v
+    }
+}
+
+fn u64_at(b: &[u8], i: usize) -> u64 {
+    let mut a = [0u8; 8];
+    if let Some(s) = b.get(i..i + 8) {
+        a.copy_from_slice(s);
+    }
+    u64::from_ne_bytes(a)
+}
+
+/// `struct cls_stat` (32 bytes), summed over CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct RuleStat {
+    pub packets: u64,
+    pub bytes: u64,
+    pub forwarded: u64,
+    /// CLOCK_MONOTONIC ns of the last packet on any CPU (0 = never).
+    pub last_seen_ns: u64,
+}
+
+impl RuleStat {
+    pub fn add_bytes(&mut self, b: &[u8]) {
+        self.packets += u64_at(b, 0);
+        self.bytes += u64_at(b, 8);
+        self.forwarded += u64_at(b, 16);
+        self.last_seen_ns = self.last_seen_ns.max(u64_at(b, 24));
+    }
+}
+
+/// `struct cls_total_ctr` (16 bytes), summed over CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Counter {
+    pub packets: u64,
+    pub bytes: u64,
+}
+
+impl Counter {
+    pub fn add_bytes(&mut self, b: &[u8]) {
+        self.packets += u64_at(b, 0);
+        self.bytes += u64_at(b, 8);
+    }
+}
+
+/// `enum cls_total`, in order, with the names the API uses.
+pub const TOTAL_NAMES: [&str; 12] = [
+    "pass_unmatched",
+    "pass_rule",
+    "steer",
+    "steer_miss",
+    "xsk",
+    "xsk_miss",
+    "drop",
+    "forward",
+    "forward_no_alt",
+    "malformed",
+    "not_ip",
+    "overloaded",
+];
+
+/// Index of a total by name.
+pub fn total_index(name: &str) -> Option<usize> {
+    TOTAL_NAMES.iter().position(|n| *n == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(FlowKey::default().to_bytes().len(), 48);
+        assert_eq!(rule_key_bytes(&FlowKey::default(), 0).len(), 56);
+        assert_eq!(RuleValue { slot: 0, arg: 0, priority: 0, action: 0 }.to_bytes().len(), 16);
+        assert_eq!(mask_bytes(&FlowKey::default(), true).len(), 56);
+        assert_eq!(alt_bytes([0; 6], "1.2.3.4".parse().unwrap()).len(), 24);
+        let c = ConfigValue { load_flag: 0, alt_count: 0, rate_threshold: 0, window_ns: 0, default_action: 0, vxlan_port: 0, gtpu_port: 0 };
+        assert_eq!(c.to_bytes().len(), 32);
+    }
+
+    #[test]
+    fn key_roundtrip() {
+        let k = FlowKey { src: [1; 16], dst: [2; 16], vni: 3, teid: 4, sport: 5, dport: 6, vlan: 7, proto: 8, flags: 9 };
+        assert_eq!(FlowKey::from_bytes(&k.to_bytes()), k);
+    }
+}
