@@ -53,3 +53,312 @@ fn loads_and_passes_non_ip() {
     assert_eq!(c.test_run(&arp).unwrap().0, XDP_PASS);
     assert_eq!(c.total("not_ip").packets, 1);
 }
+
+const XDP_REDIRECT: u32 = 4;
+
+fn pin_cpu0() {
+    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET writes inside it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(0, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+fn plain_udp(dport: u16) -> Vec<u8> {
+    build(&[Layer::eth(MAC_E, MAC_G), Layer::Ip { src: ip("10.0.0.1"), dst: ip("10.0.0.2") }, Layer::Udp { sport: 1234, dport }], b"hello")
+}
+
+#[test]
+fn each_encapsulation_alone_and_nested() {
+    let mut c = load();
+    let cases: Vec<(&str, &str, Vec<u8>)> = vec![
+        ("plain udp by port", r#"{"dstPort": 7000, "protocol": "udp"}"#, plain_udp(7000)),
+        (
+            "plain tcp v6",
+            r#"{"srcIP": "fd00::1", "dstPort": 443, "protocol": "tcp"}"#,
+            build(&[Layer::eth(MAC_E, MAC_G), Layer::Ip { src: ip("fd00::1"), dst: ip("fd00::2") }, Layer::Tcp { sport: 5555, dport: 443 }], b"x"),
+        ),
+        (
+            "vlan",
+            r#"{"encapsulationType1": "vlan", "encapsulationID1": 100}, {"dstPort": 7001}"#,
+            build(&[Layer::Eth { dst: MAC_E, src: MAC_G, vlans: vec![(0x8100, 100)] }, Layer::Ip { src: ip("10.0.0.1"), dst: ip("10.0.0.2") }, Layer::Udp { sport: 1, dport: 7001 }], b"x"),
+        ),
+        (
+            "qinq",
+            r#"{"encapsulationType1": "vlan", "encapsulationID1": 200}, {"encapsulationType2": "vlan"}, {"dstPort": 7002}"#,
+            build(
+                &[Layer::Eth { dst: MAC_E, src: MAC_G, vlans: vec![(0x88a8, 200), (0x8100, 300)] }, Layer::Ip { src: ip("10.0.0.1"), dst: ip("10.0.0.2") }, Layer::Udp { sport: 1, dport: 7002 }],
+                b"x",
+            ),
+        ),
+        (
+            "vxlan alone",
+            r#"{"encapsulationType1": "vxlan", "encapsulationID1": "000123"}, {"dstIP": "10.9.0.2"}"#,
+            build(
+                &[
+                    Layer::eth(MAC_E, MAC_G),
+                    Layer::Ip { src: ip("10.0.0.1"), dst: ip("10.0.0.2") },
+                    Layer::Udp { sport: 4000, dport: 4789 },
+                    Layer::Vxlan { vni: 0x123 },
+                    Layer::eth([2; 6], [4; 6]),
+                    Layer::Ip { src: ip("10.9.0.1"), dst: ip("10.9.0.2") },
+                    Layer::Tcp { sport: 9, dport: 10 },
+                ],
+                b"x",
+            ),
+        ),
+        (
+            "gtp alone",
+            r#"{"encapsulationType1": "gtp", "encapsulationID1": "00ABCDEF"}"#,
+            build(
+                &[
+                    Layer::eth(MAC_E, MAC_G),
+                    Layer::Ip { src: ip("10.0.0.1"), dst: ip("10.0.0.2") },
+                    Layer::Udp { sport: 2152, dport: 2152 },
+                    Layer::Gtpu { teid: 0xABCDEF, exts: vec![], msg_type: 0xff },
+                    Layer::Ip { src: ip("172.16.0.9"), dst: ip("172.17.0.1") },
+                    Layer::Udp { sport: 1, dport: 2 },
+                ],
+                b"x",
+            ),
+        ),
+        (
+            "gtp with two extension headers, inner v6",
+            r#"{"encapsulationType1": "gtp", "encapsulationID1": "00000042"}, {"srcIP": "2001:db8::/32", "dstPort": 5004}"#,
+            build(
+                &[
+                    Layer::eth(MAC_E, MAC_G),
+                    Layer::Ip { src: ip("10.0.0.1"), dst: ip("10.0.0.2") },
+                    Layer::Udp { sport: 2152, dport: 2152 },
+                    Layer::Gtpu { teid: 0x42, exts: vec![(0x32, vec![1, 2, 3, 4, 5, 6]), Layer::pdu_session(9)], msg_type: 0xff },
+                    Layer::Ip { src: ip("2001:db8::7"), dst: ip("2001:db8::1") },
+                    Layer::Udp { sport: 1, dport: 5004 },
+                ],
+                b"x",
+            ),
+        ),
+        (
+            "paper nesting (listing 1)",
+            r#"{"encapsulationID1": "00000445", "encapsulationType1": "vxlan"}, {"encapsulationID2": "8894D0D4", "encapsulationType2": "gtp"}, {"srcIP": "192.188.0.140", "dstPort": "5004"}"#,
+            nested(false, vec![], 0x445, 0x8894D0D4, vec![], "192.188.0.140", 5004),
+        ),
+        (
+            "paper nesting over qinq + v6 outer + pdu session",
+            r#"{"encapsulationType1": "vlan", "encapsulationID1": 5}, {"encapsulationID2": "7", "encapsulationType2": "vxlan"}, {"encapsulationID3": "1", "encapsulationType3": "gtp"}, {"dstPort": 6000}"#,
+            nested(true, vec![(0x88a8, 5), (0x8100, 6)], 7, 1, vec![Layer::pdu_session(1)], "172.16.0.1", 6000),
+        ),
+    ];
+    for (i, (name, res, frame)) in cases.iter().enumerate() {
+        let rule = intent(res, &format!(r#""actionName": "DROP", "flow_hash": "R{i}""#));
+        let ins = c.install(&rule, None).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let (v, _) = c.test_run(frame).unwrap();
+        assert_eq!(v, XDP_DROP, "{name}: the rule's frame is dropped");
+        assert_eq!(c.rule_stat(ins.slot).packets, 1, "{name}");
+        assert_eq!(c.rule_stat(ins.slot).bytes, frame.len() as u64, "{name}");
+        assert!(c.rule_stat(ins.slot).last_seen_ns > 0, "{name}");
+        c.remove(&ins).unwrap();
+        assert_eq!(c.test_run(frame).unwrap().0, XDP_PASS, "{name}: passes once the rule is gone");
+    }
+    assert_eq!(c.kernel_rule_count(), 0);
+    assert_eq!(c.kernel_mask_count(), 0);
+    assert_eq!(c.total("malformed").packets, 0);
+}
+
+#[test]
+fn a_rule_does_not_match_its_neighbours() {
+    let mut c = load();
+    let r = intent(r#"{"encapsulationID1": "445", "encapsulationType1": "vxlan"}, {"encapsulationID2": "10", "encapsulationType2": "gtp"}, {"dstPort": 5004}"#, r#""actionName": "DROP""#);
+    c.install(&r, None).unwrap();
+    assert_eq!(c.test_run(&nested(false, vec![], 0x445, 0x10, vec![], "172.16.0.1", 5004)).unwrap().0, XDP_DROP);
+    for f in [
+        nested(false, vec![], 0x446, 0x10, vec![], "172.16.0.1", 5004), // other VNI
+        nested(false, vec![], 0x445, 0x11, vec![], "172.16.0.1", 5004), // other TEID
+        nested(false, vec![], 0x445, 0x10, vec![], "172.16.0.1", 5005), // other port
+        plain_udp(5004),                                                 // not encapsulated
+    ] {
+        assert_eq!(c.test_run(&f).unwrap().0, XDP_PASS);
+    }
+}
+
+#[test]
+fn every_truncation_point_is_never_the_rule() {
+    let mut c = load();
+    let frames = vec![
+        nested(false, vec![], 0x445, 0x8894D0D4, vec![], "192.188.0.140", 5004),
+        nested(true, vec![(0x88a8, 5), (0x8100, 6)], 0x445, 0x8894D0D4, vec![(0x32, vec![1, 2]), Layer::pdu_session(3)], "192.188.0.140", 5004),
+    ];
+    let r = intent(r#"{"encapsulationID1": "445", "encapsulationType1": "vxlan"}, {"encapsulationID2": "8894D0D4", "encapsulationType2": "gtp"}, {"srcIP": "192.188.0.140"}"#, r#""actionName": "DROP""#);
+    let ins = c.install(&r, None).unwrap();
+    // A second, coarse rule that only needs the VXLAN VNI: also never matched by a truncated frame.
+    let r2 = intent(r#"{"encapsulationID1": "445", "encapsulationType1": "vxlan"}"#, r#""actionName": "STEER_CPU", "cpu": 0"#);
+    let ins2 = c.install(&r2, None).unwrap();
+    for f in &frames {
+        let before = c.rule_stat(ins.slot).packets;
+        assert_eq!(c.test_run(f).unwrap().0, XDP_DROP);
+        assert_eq!(c.rule_stat(ins.slot).packets, before + 1);
+        let malformed0 = c.total("malformed").packets;
+        let mut runs = 0;
+        for len in 14..f.len() {
+            let (v, _) = c.test_run(&f[..len]).unwrap();
+            assert_eq!(v, XDP_PASS, "truncated to {len} of {}: must pass", f.len());
+            runs += 1;
+        }
+        assert_eq!(c.rule_stat(ins.slot).packets, before + 1, "no truncated frame counted for the rule");
+        assert_eq!(c.rule_stat(ins2.slot).packets, 0);
+        // Truncated inside the outer headers: malformed; every other cut too, since lengths disagree.
+        assert_eq!(c.total("malformed").packets - malformed0, runs, "every truncated frame is counted as malformed");
+    }
+}
+
+#[test]
+fn malformed_headers_are_never_matched() {
+    let mut c = load();
+    let r = intent(r#"{"encapsulationID1": "445", "encapsulationType1": "vxlan"}"#, r#""actionName": "DROP""#);
+    c.install(&r, None).unwrap();
+    let good = nested(false, vec![], 0x445, 0x10, vec![], "172.16.0.1", 5004);
+    assert_eq!(c.test_run(&good).unwrap().0, XDP_DROP);
+    let vx = 14 + 20 + 8; // VXLAN header offset
+    let mut bad = Vec::new();
+    let mut f = good.clone();
+    f[vx] = 0; // VXLAN I flag cleared
+    bad.push(("vxlan without I flag", f));
+    let mut f = good.clone();
+    f[14] = 0x44; // IPv4 IHL 4
+    bad.push(("ihl < 5", f));
+    let mut f = good.clone();
+    f[16] = 0xff; // total length beyond the frame
+    bad.push(("ip total length too long", f));
+    let mut f = good.clone();
+    f[14 + 20 + 4] = 0xff; // UDP length beyond the IP packet
+    bad.push(("udp length too long", f));
+    let gtp = vx + 8 + 14 + 20 + 8;
+    let mut f = good.clone();
+    f[gtp] = 0x50; // GTP version 2
+    bad.push(("gtp version 2", f));
+    let mut f = good.clone();
+    f[gtp + 2] = 0xff; // GTP length beyond the datagram
+    bad.push(("gtp length", f));
+    let mut f = good.clone();
+    f[gtp + 8] = 0x55; // inner IP version 5
+    bad.push(("inner ip version", f));
+    for (name, f) in &bad {
+        let m0 = c.total("malformed").packets;
+        assert_eq!(c.test_run(f).unwrap().0, XDP_PASS, "{name}");
+        assert_eq!(c.total("malformed").packets, m0 + 1, "{name} counted malformed");
+    }
+    // GTP-U echo request: a valid message with no user flow.
+    let echo = build(
+        &[Layer::eth(MAC_E, MAC_G), Layer::Ip { src: ip("10.0.0.1"), dst: ip("10.0.0.2") }, Layer::Udp { sport: 2152, dport: 2152 }, Layer::Gtpu { teid: 0, exts: vec![], msg_type: 1 }],
+        &[0, 0, 0, 0],
+    );
+    assert_eq!(c.test_run(&echo).unwrap().0, XDP_PASS);
+    assert_eq!(c.total("not_ip").packets, 1);
+}
+
+#[test]
+fn fragments_have_no_ports() {
+    let mut c = load();
+    c.install(&intent(r#"{"dstPort": 7000}"#, r#""actionName": "DROP""#), None).unwrap();
+    let later = build(&[Layer::eth(MAC_E, MAC_G), Layer::IpFrag { src: ip("10.0.0.1"), dst: ip("10.0.0.2"), more: false, offset8: 100 }, Layer::Udp { sport: 0, dport: 7000 }], b"x");
+    assert_eq!(c.test_run(&later).unwrap().0, XDP_PASS, "a later fragment has no UDP header");
+    let later6 = build(&[Layer::eth(MAC_E, MAC_G), Layer::IpFrag { src: ip("fd00::1"), dst: ip("fd00::2"), more: false, offset8: 100 }, Layer::Udp { sport: 0, dport: 7000 }], b"x");
+    assert_eq!(c.test_run(&later6).unwrap().0, XDP_PASS);
+    let first6 = build(&[Layer::eth(MAC_E, MAC_G), Layer::IpFrag { src: ip("fd00::1"), dst: ip("fd00::2"), more: true, offset8: 0 }, Layer::Udp { sport: 0, dport: 7000 }], b"x");
+    assert_eq!(c.test_run(&first6).unwrap().0, XDP_DROP, "the first fragment carries the ports");
+    c.install(&intent(r#"{"srcIP": "10.0.0.1"}"#, r#""actionName": "DROP""#), None).unwrap();
+    assert_eq!(c.test_run(&later).unwrap().0, XDP_DROP, "an address rule matches every fragment");
+}
+
+#[test]
+fn highest_priority_wins() {
+    let mut c = load();
+    let f = nested(false, vec![], 0x445, 0x10, vec![], "172.16.0.1", 5004);
+    c.install(&intent(r#"{"encapsulationID1": "445", "encapsulationType1": "vxlan"}"#, r#""actionName": "DROP""#), None).unwrap();
+    let specific = c.install(&intent(r#"{"encapsulationID1": "10", "encapsulationType1": "gtp"}, {"dstPort": 5004}"#, r#""actionName": "PASS""#), None).unwrap();
+    assert_eq!(c.test_run(&f).unwrap().0, XDP_PASS, "the more specific rule wins by default");
+    assert_eq!(c.rule_stat(specific.slot).packets, 1);
+    c.install(&intent(r#"{"dstPort": 5004}"#, r#""actionName": "DROP", "priority": 60000"#), None).unwrap();
+    assert_eq!(c.test_run(&f).unwrap().0, XDP_DROP, "an explicit priority wins");
+}
+
+#[test]
+fn steer_and_xsk_actions() {
+    let mut c = load();
+    let cpu = c.online_cpus()[0];
+    c.install(&intent(r#"{"encapsulationID1": "10", "encapsulationType1": "gtp"}"#, &format!(r#""actionName": "PRIO_QUEUE", "rx_queue": {cpu}"#)), None).unwrap();
+    c.install(&intent(r#"{"encapsulationID1": "11", "encapsulationType1": "gtp"}"#, r#""actionName": "XSK", "queue": 0"#), None).unwrap();
+    assert_eq!(c.test_run(&nested(false, vec![], 1, 0x10, vec![], "172.16.0.1", 1)).unwrap().0, XDP_REDIRECT);
+    assert_eq!(c.total("steer").packets, 1);
+    assert_eq!(c.test_run(&nested(false, vec![], 1, 0x11, vec![], "172.16.0.1", 1)).unwrap().0, XDP_PASS, "no socket in the slot: pass");
+    assert_eq!(c.total("xsk_miss").packets, 1);
+    let e = c.install(&intent(r#"{"encapsulationID1": "12", "encapsulationType1": "gtp"}"#, r#""actionName": "STEER_CPU", "cpu": 63"#), None).unwrap_err();
+    assert_eq!(e.code, "no_such_cpu");
+    assert_eq!(c.kernel_rule_count(), 2, "nothing half-installed");
+}
+
+fn alt_settings(load_flag: bool, v6: bool) -> Settings {
+    Settings {
+        load_flag,
+        alt_nodes: vec![AltNode { mac: MAC_ALT, ip: if v6 { ip("fd00::aa") } else { ip("10.0.0.170") } }],
+        default_action: DefaultAction::Forward,
+        ..Settings::default()
+    }
+}
+
+#[test]
+fn forward_when_overloaded_rewrites_mac_ip_and_checksums() {
+    for v6 in [false, true] {
+        let mut c = load();
+        c.apply_settings(&alt_settings(false, v6)).unwrap();
+        let fw = c.install(&intent(r#"{"encapsulationID1": "20", "encapsulationType1": "gtp"}"#, r#""actionName": "FORWARD_WHEN_OVERLOADED", "alt_node": 0"#), None).unwrap();
+        let f = nested(v6, vec![(0x8100, 9)], 1, 0x20, vec![], "172.16.0.1", 1);
+        assert_eq!(c.test_run(&f).unwrap().0, XDP_PASS, "not overloaded: pass");
+        c.apply_settings(&alt_settings(true, v6)).unwrap();
+        let (v, out) = c.test_run(&f).unwrap();
+        assert_eq!(v, XDP_TX, "overloaded: forwarded");
+        assert_eq!(out.len(), f.len());
+        assert_eq!(&out[0..6], &MAC_ALT);
+        assert_eq!(&out[6..12], &MAC_E, "sent from our own MAC");
+        let ip_off = 18;
+        if v6 {
+            assert_eq!(&out[ip_off + 24..ip_off + 40], &ip("fd00::aa").to_string().parse::<std::net::Ipv6Addr>().unwrap().octets());
+        } else {
+            assert_eq!(&out[ip_off + 16..ip_off + 20], &[10, 0, 0, 170]);
+            assert!(ipv4_header_ok(&out, ip_off), "IPv4 header checksum still valid");
+        }
+        assert!(udp_checksum_ok(&out, ip_off), "outer UDP checksum still valid (v6={v6})");
+        let after_udp = ip_off + if v6 { 40 } else { 20 } + 8;
+        assert_eq!(&out[after_udp..], &f[after_udp..], "VXLAN and everything inside untouched");
+        assert_eq!(c.rule_stat(fw.slot).forwarded, 1);
+        assert_eq!(c.rule_stat(fw.slot).packets, 2);
+        // Unmatched encapsulated traffic follows the default action; plain traffic is never forwarded.
+        assert_eq!(c.test_run(&nested(v6, vec![], 1, 0x99, vec![], "172.16.0.1", 1)).unwrap().0, XDP_TX);
+        assert_eq!(c.test_run(&plain_udp(22)).unwrap().0, XDP_PASS);
+        let mut s = alt_settings(true, v6);
+        s.default_action = DefaultAction::Pass;
+        c.apply_settings(&s).unwrap();
+        assert_eq!(c.test_run(&nested(v6, vec![], 1, 0x99, vec![], "172.16.0.1", 1)).unwrap().0, XDP_PASS);
+        // An alt node of the other IP version is not usable: pass, counted.
+        let mut s = alt_settings(true, !v6);
+        s.default_action = DefaultAction::Forward;
+        c.apply_settings(&s).unwrap();
+        assert_eq!(c.test_run(&f).unwrap().0, XDP_PASS);
+        assert_eq!(c.total("forward_no_alt").packets, 1);
+        assert_eq!(c.total("forward").packets, 2);
+    }
+}
+
+#[test]
+fn per_cpu_rate_threshold_forwards_the_excess() {
+    pin_cpu0();
+    let mut c = load();
+    let mut s = alt_settings(false, false);
+    s.rate_threshold_pps = 1;
+    s.window_us = 5_000_000; // 5 packets per 5 s window
+    c.apply_settings(&s).unwrap();
+    let f = nested(false, vec![], 1, 0x77, vec![], "172.16.0.1", 1);
+    let verdicts: Vec<u32> = (0..8).map(|_| c.test_run(&f).unwrap().0).collect();
+    assert_eq!(verdicts, vec![XDP_PASS, XDP_PASS, XDP_PASS, XDP_PASS, XDP_PASS, XDP_TX, XDP_TX, XDP_TX]);
+    assert_eq!(c.total("overloaded").packets, 3);
+}
