@@ -1,6 +1,245 @@
-//! `detpath classify` (being written).
+//! `detpath classify`: the XDP classifier daemon and its client.
+//!
+//! ```text
+//! detpath classify serve --iface eth0 [--listen 127.0.0.1:7460] [--token T] [--alt MAC,IP]...
+//! detpath classify add intent.json      # or - for stdin
+//! detpath classify ls | stats | rm ID
+//! detpath classify config --load-flag on
+//! ```
+
+use anyhow::{bail, Context};
+use clap::{Parser, Subcommand};
+use detpath_classify::classifier::{parse_mac, AltNode, DefaultAction, Settings};
+use detpath_classify::server::{self, ServeConfig};
+use detpath_classify::{client, XdpMode};
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
 #[derive(clap::Args)]
-pub struct Args {}
-pub fn run(_a: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("`detpath classify` is not written yet")
+pub struct Args {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Parser, Clone)]
+struct ClientOpts {
+    /// Address of the daemon's API.
+    #[arg(long, default_value = "127.0.0.1:7460", global = true)]
+    server: SocketAddr,
+    /// Bearer token (or DETPATH_CLASSIFY_TOKEN).
+    #[arg(long, global = true)]
+    token: Option<String>,
+    /// Print the daemon's JSON instead of a table.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Attach the classifier to an interface and serve the intent API until SIGINT/SIGTERM.
+    Serve(ServeArgs),
+    /// Post an intent (a JSON file, or - for stdin).
+    Add {
+        file: PathBuf,
+        #[command(flatten)]
+        c: ClientOpts,
+    },
+    /// Delete an intent by id.
+    Rm {
+        id: String,
+        #[command(flatten)]
+        c: ClientOpts,
+    },
+    /// List the intents.
+    Ls {
+        #[command(flatten)]
+        c: ClientOpts,
+    },
+    /// Per-rule and per-action statistics.
+    Stats {
+        #[command(flatten)]
+        c: ClientOpts,
+    },
+    /// Show or change the overload signal, default action and alternative nodes.
+    Config {
+        /// The user-space load flag (on = overloaded).
+        #[arg(long, value_parser = parse_on_off)]
+        load_flag: Option<bool>,
+        #[arg(long)]
+        rate_threshold_pps: Option<u64>,
+        #[arg(long)]
+        default_action: Option<String>,
+        /// Replace the alternative nodes (MAC,IP), repeatable.
+        #[arg(long = "alt")]
+        alt: Vec<String>,
+        #[command(flatten)]
+        c: ClientOpts,
+    },
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Interface to classify.
+    #[arg(long)]
+    iface: String,
+    /// Address of the HTTP API (a non-loopback address needs --token).
+    #[arg(long, default_value = "127.0.0.1:7460")]
+    listen: SocketAddr,
+    /// Bearer token clients must send (or DETPATH_CLASSIFY_TOKEN).
+    #[arg(long)]
+    token: Option<String>,
+    /// State file (intents and settings, reinstalled on start).
+    /// Default /var/lib/detpath/classify-IFACE.json.
+    #[arg(long)]
+    state: Option<PathBuf>,
+    /// native (driver) or skb (generic); never a silent fallback.
+    #[arg(long, default_value = "native")]
+    xdp_mode: XdpMode,
+    /// Rule table size (1..=1024).
+    #[arg(long, default_value_t = 1024)]
+    max_rules: u32,
+    /// Attach inside this network namespace (the API stays in the current one).
+    #[arg(long)]
+    netns: Option<String>,
+    /// Alternative node for forward-when-overloaded, MAC,IP (repeatable, index = order).
+    #[arg(long = "alt")]
+    alt: Vec<String>,
+    /// Start with the load flag set.
+    #[arg(long)]
+    load_flag: bool,
+    /// Per-CPU packet rate above which a CPU counts as overloaded (0 = off).
+    #[arg(long, default_value_t = 0)]
+    rate_threshold_pps: u64,
+    /// What unmatched encapsulated flows get: forward (when overloaded) or pass.
+    #[arg(long, default_value = "forward")]
+    default_action: String,
+}
+
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" | "true" | "1" => Ok(true),
+        "off" | "false" | "0" => Ok(false),
+        _ => Err(format!("`{s}`: on or off")),
+    }
+}
+
+fn parse_alt(s: &str) -> anyhow::Result<AltNode> {
+    let (mac, ip) = s.split_once(',').with_context(|| format!("--alt `{s}`: expected MAC,IP such as 02:00:00:00:00:aa,10.0.0.9"))?;
+    let mac = parse_mac(mac).with_context(|| format!("--alt `{s}`: `{mac}` is not a MAC address"))?;
+    let ip = ip.trim().parse().with_context(|| format!("--alt `{s}`: `{ip}` is not an IP address"))?;
+    Ok(AltNode { mac, ip })
+}
+
+fn parse_default(s: &str) -> anyhow::Result<DefaultAction> {
+    match s {
+        "forward" => Ok(DefaultAction::Forward),
+        "pass" => Ok(DefaultAction::Pass),
+        _ => bail!("--default-action `{s}`: forward or pass"),
+    }
+}
+
+fn token(t: Option<String>) -> Option<String> {
+    t.or_else(|| std::env::var("DETPATH_CLASSIFY_TOKEN").ok().filter(|s| !s.is_empty()))
+}
+
+fn call(c: &ClientOpts, method: &str, path: &str, body: Option<&[u8]>) -> anyhow::Result<(u16, serde_json::Value)> {
+    Ok(client::request(c.server, token(c.token.clone()).as_deref(), method, path, body)?)
+}
+
+/// Prints the answer; non-2xx becomes exit code 1 with the daemon's message.
+fn report(status: u16, v: &serde_json::Value, json: bool, table: impl FnOnce(&serde_json::Value)) -> i32 {
+    if !(200..300).contains(&status) {
+        let code = v["error"]["code"].as_str().unwrap_or("error");
+        let msg = v["error"]["message"].as_str().unwrap_or("");
+        eprintln!("detpath classify: {status} {code}: {msg}");
+        return 1;
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+    } else {
+        table(v);
+    }
+    0
+}
+
+pub fn run(a: Args) -> anyhow::Result<i32> {
+    match a.cmd {
+        Cmd::Serve(s) => {
+            let alt = s.alt.iter().map(|x| parse_alt(x)).collect::<anyhow::Result<Vec<_>>>()?;
+            let explicit = !alt.is_empty() || s.load_flag || s.rate_threshold_pps != 0 || s.default_action != "forward";
+            let settings = explicit.then(|| -> anyhow::Result<Settings> {
+                Ok(Settings { load_flag: s.load_flag, rate_threshold_pps: s.rate_threshold_pps, default_action: parse_default(&s.default_action)?, alt_nodes: alt, ..Settings::default() })
+            });
+            let settings = settings.transpose()?;
+            let state = s.state.clone().unwrap_or_else(|| server::default_state_path(&s.iface, s.netns.as_deref()));
+            let cfg = ServeConfig { iface: s.iface, listen: s.listen, token: token(s.token), state: Some(state), xdp_mode: s.xdp_mode, max_rules: s.max_rules, netns: s.netns, settings };
+            let stop = server::stop_on_signal();
+            server::serve(cfg, stop, None)?;
+            Ok(0)
+        }
+        Cmd::Add { file, c } => {
+            let mut body = Vec::new();
+            if file.as_os_str() == "-" {
+                std::io::stdin().read_to_end(&mut body)?;
+            } else {
+                body = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            }
+            let (st, v) = call(&c, "POST", "/v1/intents", Some(&body))?;
+            Ok(report(st, &v, c.json, |v| println!("installed {} (slot {}, priority {})", v["id"].as_str().unwrap_or("?"), v["slot"], v["priority"])))
+        }
+        Cmd::Rm { id, c } => {
+            let (st, v) = call(&c, "DELETE", &format!("/v1/intents/{id}"), None)?;
+            Ok(report(st, &v, c.json, |_| println!("deleted {id}")))
+        }
+        Cmd::Ls { c } => {
+            let (st, v) = call(&c, "GET", "/v1/intents", None)?;
+            Ok(report(st, &v, c.json, |v| {
+                println!("{:<18} {:>5} {:>8}  {:<28} match", "id", "slot", "priority", "action");
+                for e in v["intents"].as_array().into_iter().flatten() {
+                    let mut m = e["rule"]["matches"].clone();
+                    if let Some(o) = m.as_object_mut() {
+                        o.retain(|_, v| !matches!(v, serde_json::Value::Bool(false)));
+                    }
+                    println!("{:<18} {:>5} {:>8}  {:<28} {}", e["id"].as_str().unwrap_or("?"), e["slot"], e["priority"], e["rule"]["action"].to_string(), m);
+                }
+            }))
+        }
+        Cmd::Stats { c } => {
+            let (st, v) = call(&c, "GET", "/v1/stats", None)?;
+            Ok(report(st, &v, c.json, |v| {
+                println!("interface {}  forwarded fraction {:.4}", v["iface"].as_str().unwrap_or("?"), v["forwarded_fraction"].as_f64().unwrap_or(0.0));
+                println!("{:<16} {:>14} {:>16}", "total", "packets", "bytes");
+                for (k, t) in v["totals"].as_object().into_iter().flatten() {
+                    println!("{:<16} {:>14} {:>16}", k, t["packets"], t["bytes"]);
+                }
+                println!("{:<18} {:>14} {:>16} {:>12} {:>20}", "rule", "packets", "bytes", "forwarded", "last_seen_ns");
+                for r in v["rules"].as_array().into_iter().flatten() {
+                    println!("{:<18} {:>14} {:>16} {:>12} {:>20}", r["id"].as_str().unwrap_or("?"), r["packets"], r["bytes"], r["forwarded"], r["last_seen_ns"]);
+                }
+            }))
+        }
+        Cmd::Config { load_flag, rate_threshold_pps, default_action, alt, c } => {
+            let mut body = serde_json::Map::new();
+            if let Some(f) = load_flag {
+                body.insert("load_flag".into(), f.into());
+            }
+            if let Some(r) = rate_threshold_pps {
+                body.insert("rate_threshold_pps".into(), r.into());
+            }
+            if let Some(d) = default_action {
+                body.insert("default_action".into(), serde_json::to_value(parse_default(&d)?)?);
+            }
+            if !alt.is_empty() {
+                let nodes = alt.iter().map(|x| parse_alt(x)).collect::<anyhow::Result<Vec<_>>>()?;
+                body.insert("alt_nodes".into(), serde_json::to_value(nodes)?);
+            }
+            let (st, v) = if body.is_empty() {
+                call(&c, "GET", "/v1/config", None)?
+            } else {
+                call(&c, "PUT", "/v1/config", Some(&serde_json::to_vec(&body)?))?
+            };
+            Ok(report(st, &v, true, |_| {}))
+        }
+    }
 }
