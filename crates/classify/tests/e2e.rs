@@ -169,6 +169,5 @@ fn sixteen_services_eight_prioritised_over_vxlan_gtpu() {
     assert!(!has_xdp(&e, &ee), "detaching leaves the interface as it was");
     drop(helper);
     assert!(!has_xdp(&g, &ge));
-    drop(ns);
-    assert_none_left();
+    remove_and_check(ns);
 }

@@ -62,11 +62,12 @@ impl Drop for Namespaces {
     }
 }
 
-/// No namespace of this process is left.
-pub fn assert_none_left() {
-    let pid = std::process::id();
+/// Drops the namespaces and checks none of them is left.
+pub fn remove_and_check(ns: Namespaces) {
+    let prefix = format!("{}-", ns.prefix);
+    drop(ns);
     let list = sh_out(&["ip", "netns", "list"]);
-    assert!(!list.contains(&format!("detpath-cls-{pid}-")), "namespaces left: {list}");
+    assert!(!list.contains(&prefix), "namespaces left: {list}");
 }
 
 /// A veth pair `a` (in ns_a) <-> `b` (in ns_b), both up, with fixed MACs and MTU 1500.
