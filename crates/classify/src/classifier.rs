@@ -450,4 +450,32 @@ impl Classifier {
     pub fn program_fd(&self, name: &str) -> Result<i32> {
         self.prog_fd(name)
     }
+
+    /// Runs program `prog` `repeat` times over `frame` in BPF_PROG_RUN live-frames
+    /// mode (Linux >= 5.18) as if received on `ifindex` (of the calling thread's
+    /// namespace): XDP_TX frames really leave that interface. The benchmark's
+    /// generator (`cls_gen` returns XDP_TX).
+    pub fn live_frames(&self, prog: &str, frame: &[u8], ifindex: u32, repeat: u32) -> Result<()> {
+        use libbpf_rs::libbpf_sys as sys;
+        let fd = self.prog_fd(prog)?;
+        let ctx = sys::xdp_md { data: 0, data_end: frame.len() as u32, data_meta: 0, ingress_ifindex: ifindex, rx_queue_index: 0, egress_ifindex: 0 };
+        let opts = sys::bpf_test_run_opts {
+            sz: std::mem::size_of::<sys::bpf_test_run_opts>() as _,
+            data_in: frame.as_ptr().cast(),
+            data_size_in: frame.len() as u32,
+            ctx_in: (&ctx as *const sys::xdp_md).cast(),
+            ctx_size_in: std::mem::size_of::<sys::xdp_md>() as u32,
+            repeat: repeat as i32,
+            flags: sys::BPF_F_TEST_XDP_LIVE_FRAMES,
+            batch_size: 64,
+            ..Default::default()
+        };
+        let mut opts = opts;
+        // SAFETY: opts points at live buffers (frame, ctx) for the duration of the call.
+        let r = unsafe { sys::bpf_prog_test_run_opts(fd, &mut opts) };
+        if r != 0 {
+            return Err(Error::Load(format!("BPF_PROG_RUN live frames: {} (needs Linux >= 5.18)", std::io::Error::last_os_error())));
+        }
+        Ok(())
+    }
 }
