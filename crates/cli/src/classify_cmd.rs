@@ -186,7 +186,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
                 body = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
             }
             let (st, v) = call(&c, "POST", "/v1/intents", Some(&body))?;
-            Ok(report(st, &v, c.json, |v| println!("installed {} (slot {}, priority {})", v["id"].as_str().unwrap_or("?"), v["slot"], v["priority"])))
+            Ok(report(st, &v, c.json, |v| println!("installed {} (slot {}, priority {})", v["id"].as_str().unwrap_or("?"), v["slot"].to_string(), v["priority"].to_string())))
         }
         Cmd::Rm { id, c } => {
             let (st, v) = call(&c, "DELETE", &format!("/v1/intents/{id}"), None)?;
@@ -201,7 +201,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
                     if let Some(o) = m.as_object_mut() {
                         o.retain(|_, v| !matches!(v, serde_json::Value::Bool(false)));
                     }
-                    println!("{:<18} {:>5} {:>8}  {:<28} {}", e["id"].as_str().unwrap_or("?"), e["slot"], e["priority"], e["rule"]["action"].to_string(), m);
+                    println!("{:<18} {:>5} {:>8}  {:<28} {}", e["id"].as_str().unwrap_or("?"), e["slot"].to_string(), e["priority"].to_string(), e["rule"]["action"].to_string(), m);
                 }
             }))
         }
@@ -211,11 +211,18 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
                 println!("interface {}  forwarded fraction {:.4}", v["iface"].as_str().unwrap_or("?"), v["forwarded_fraction"].as_f64().unwrap_or(0.0));
                 println!("{:<16} {:>14} {:>16}", "total", "packets", "bytes");
                 for (k, t) in v["totals"].as_object().into_iter().flatten() {
-                    println!("{:<16} {:>14} {:>16}", k, t["packets"], t["bytes"]);
+                    println!("{:<16} {:>14} {:>16}", k, t["packets"].to_string(), t["bytes"].to_string());
                 }
                 println!("{:<18} {:>14} {:>16} {:>12} {:>20}", "rule", "packets", "bytes", "forwarded", "last_seen_ns");
                 for r in v["rules"].as_array().into_iter().flatten() {
-                    println!("{:<18} {:>14} {:>16} {:>12} {:>20}", r["id"].as_str().unwrap_or("?"), r["packets"], r["bytes"], r["forwarded"], r["last_seen_ns"]);
+                    println!(
+                        "{:<18} {:>14} {:>16} {:>12} {:>20}",
+                        r["id"].as_str().unwrap_or("?"),
+                        r["packets"].to_string(),
+                        r["bytes"].to_string(),
+                        r["forwarded"].to_string(),
+                        r["last_seen_ns"].to_string()
+                    );
                 }
             }))
         }
