@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+/* detpath_filter.h: the match logic every detpath XDP datapath program shares
+ * (xsk_redirect.bpf.c for afxdp, xdppoll.bpf.c for xdppoll).
+ *
+ * A frame is "ours" when it is Ethernet II / IPv4 (any IHL; options skipped,
+ * not interpreted) / UDP with destination address == dp_config.addr and
+ * destination port == dp_config.port. Everything else (ARP, IPv6, VLAN-tagged,
+ * TCP, ICMP, other addresses or ports, truncated headers) is NOT ours and
+ * the program returns XDP_PASS, so the rest of the host keeps working.
+ *
+ * IPv4 fragments: the first fragment (offset 0) carries the UDP header and is
+ * matched by its port like any frame (user space then counts it malformed and
+ * drops it: detpath does not reassemble). Later fragments (offset != 0) carry
+ * no UDP header, so their port is unknown: they are NOT ours and pass.
+ *
+ * Checksums are not checked here; user space verifies them.
+ *
+ * Maps (user space: crates/detpath/src/xdp.rs):
+ *   dp_config  ARRAY[1] of struct dp_filter_config, written before attach.
+ *              An all-zero config matches nothing.
+ *   dp_stats   PERCPU_ARRAY[DP_STAT_MAX] of __u64:
+ *              DP_STAT_MATCHED  ours, handed to user space (redirected / queued)
+ *              DP_STAT_PASSED   not ours, XDP_PASS to the kernel stack
+ *              DP_STAT_DROPPED  ours, but could not be handed over (no socket
+ *                               on this queue, ring full): XDP_DROP
+ *
+ * This header is a stable interface: programs include it, user space reads
+ * the maps by these names and indices. */
+#ifndef DETPATH_FILTER_H
+#define DETPATH_FILTER_H
+
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+/* Network byte order, as on the wire. */
+struct dp_filter_config {
+	__be32 addr;
+	__be16 port;
+	__u16 _pad;
+};
+
+enum dp_stat {
+	DP_STAT_MATCHED = 0,
+	DP_STAT_PASSED = 1,
+	DP_STAT_DROPPED = 2,
+	DP_STAT_MAX = 3,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dp_filter_config);
+} dp_config SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DP_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} dp_stats SEC(".maps");
+
+/* Adds one to counter idx (an enum dp_stat) on this CPU. */
+static __always_inline void dp_count(__u32 idx)
+{
+	__u64 *c = bpf_map_lookup_elem(&dp_stats, &idx);
+
+	if (c)
+		*c += 1;
+}
+
+/* The configuration, or NULL (never, for an ARRAY of 1; checked for the verifier). */
+static __always_inline const struct dp_filter_config *dp_get_config(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&dp_config, &zero);
+}
+
+/* 1 when the frame in [data, data_end) is for this endpoint, else 0. */
+static __always_inline int dp_is_ours(void *data, void *data_end, const struct dp_filter_config *cfg)
+{
+	struct ethhdr *eth = data;
+	struct iphdr *ip;
+	struct udphdr *udp;
+	__u32 ihl;
+
+	if (!cfg || cfg->addr == 0)
+		return 0;
+	if ((void *)(eth + 1) > data_end)
+		return 0;
+	if (eth->h_proto != bpf_htons(ETH_P_IP))
+		return 0;
+	ip = (void *)(eth + 1);
+	if ((void *)(ip + 1) > data_end)
+		return 0;
+	if (ip->version != 4 || ip->ihl < 5)
+		return 0;
+	if (ip->protocol != IPPROTO_UDP || ip->daddr != cfg->addr)
+		return 0;
+	if (ip->frag_off & bpf_htons(0x1fff))
+		return 0; /* a later fragment: no UDP header to match */
+	ihl = (__u32)ip->ihl * 4; /* 20..60 */
+	udp = (void *)ip + ihl;
+	if ((void *)(udp + 1) > data_end)
+		return 0;
+	return udp->dest == cfg->port;
+}
+
+#endif /* DETPATH_FILTER_H */

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+/* xsk_redirect: the afxdp datapath's XDP program.
+ *
+ * Frames that are ours (detpath_filter.h: IPv4/UDP to dp_config's address
+ * and port) go to the AF_XDP socket registered in xsks_map at the frame's
+ * RX queue index. If no socket is registered on that queue (e.g. RSS put the
+ * flow on a queue the endpoint is not bound to) the frame is dropped and
+ * counted in DP_STAT_DROPPED rather than handed to a kernel stack that has
+ * no socket for it. Everything else: XDP_PASS, counted in DP_STAT_PASSED. */
+#include "detpath_filter.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Queue index -> AF_XDP socket. User space inserts its socket at its queue. */
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, __u32);
+} xsks_map SEC(".maps");
+
+SEC("xdp")
+int xsk_redirect(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	long act;
+
+	if (!dp_is_ours(data, data_end, dp_get_config())) {
+		dp_count(DP_STAT_PASSED);
+		return XDP_PASS;
+	}
+	act = bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_DROP);
+	dp_count(act == XDP_REDIRECT ? DP_STAT_MATCHED : DP_STAT_DROPPED);
+	return act;
+}
