@@ -1,0 +1,404 @@
+//! The `afxdp` datapath over a real veth pair between two namespaces (the
+//! library's testbed guard: `10.77.0.1` on `dpa` in `<ns>-a`, `10.77.0.2` on
+//! `dpb` in `<ns>-b`, tx checksum offload off, MTU 1500, one queue).
+//!
+//! Needs root (namespaces, XDP, AF_XDP). Each test makes its own uniquely
+//! named namespaces and removes them on drop, even when it fails.
+
+use detpath::datapath::afxdp::open_afxdp;
+use detpath::netdev::NetDev;
+use detpath::testbed::{Side, Testbed, TestbedConfig};
+use detpath::{Endpoint, EndpointSpec, Error, RecvMode, RxBatch, TxDatagram, XdpMode};
+use detpath_wire::{build_udp_frame, MacAddr, UdpFrameHeader};
+use std::io::{Read, Write};
+use std::net::{SocketAddrV4, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+const PORT: u16 = 7100;
+const WAIT: RecvMode = RecvMode::BusyPoll { timeout: Some(Duration::from_secs(2)) };
+
+fn spec(side: &Side, port: u16, extra: &str) -> EndpointSpec {
+    format!("{}{extra}", side.uri("afxdp", port)).parse().unwrap()
+}
+
+fn open_in(side: &Side, port: u16, extra: &str) -> detpath::Result<detpath::datapath::afxdp::AfxdpEndpoint> {
+    let s = spec(side, port, extra);
+    side.run(|| open_afxdp(&s)).expect("enter namespace")
+}
+
+/// No XDP program left on the side's interface, by the kernel's query and by `ip -d link`.
+fn assert_no_xdp(side: &Side) {
+    let attached = side.run(|| detpath::xdp::query(NetDev::lookup(&side.iface).unwrap().ifindex).unwrap()).unwrap();
+    assert_eq!(attached.any(), None, "XDP program left on {}: {attached:?}", side.iface);
+    let out = std::process::Command::new("ip").args(["-n", &side.netns, "-d", "link", "show", "dev", &side.iface]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("prog/xdp"), "ip -d link still shows XDP: {text}");
+}
+
+fn payload(i: usize, len: usize, buf: &mut [u8]) {
+    for (k, b) in buf[..len].iter_mut().enumerate() {
+        *b = (i.wrapping_mul(131) ^ k.wrapping_mul(7)) as u8;
+    }
+}
+
+/// Runs an afxdp echo server in side b on a thread until `stop`; returns its counters.
+fn echo_server(mut ep: impl Endpoint + 'static, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<(u64, detpath::Counters)> {
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 2048];
+        let mut echoed = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            if let Some(rx) = ep.recv(&mut buf, RecvMode::BusyPoll { timeout: Some(Duration::from_millis(20)) }).unwrap() {
+                ep.send_to(&buf[..rx.len], rx.peer).unwrap();
+                echoed += 1;
+            }
+        }
+        (echoed, ep.counters())
+    })
+}
+
+/// afxdp server (in `mode`) echoing to a kernel UDP client: every size 1..=max, every byte.
+fn echo_with_kernel_client(mode: &str, want: XdpMode) {
+    let tb = Testbed::up(TestbedConfig::unique("afx")).unwrap();
+    let ep = open_in(tb.b(), PORT, &format!("&mode={mode}")).unwrap_or_else(|e| panic!("open afxdp mode={mode}: {e}"));
+    let caps = ep.capabilities().clone();
+    assert_eq!(caps.xdp_mode, Some(want), "{caps:?}");
+    assert_eq!(caps.zero_copy, Some(false));
+    assert_eq!(caps.queue, Some(0));
+    assert_eq!(caps.need_wakeup, Some(true));
+    assert_eq!(caps.max_payload, 1472);
+    eprintln!("afxdp {mode}: {} {:?}", caps.summary(), caps.notes);
+    let server = ep.local_addr();
+    let stop = Arc::new(AtomicBool::new(false));
+    let srv = echo_server(ep, stop.clone());
+
+    let max = caps.max_payload;
+    let client = tb.a().run(|| UdpSocket::bind((tb.a().addr, 0)).unwrap()).unwrap();
+    client.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let (mut out, mut back) = (vec![0u8; 2048], vec![0u8; 2048]);
+    let mut rtts = Vec::with_capacity(max);
+    for len in 1..=max {
+        payload(len, len, &mut out);
+        let t0 = std::time::Instant::now();
+        client.send_to(&out[..len], server).unwrap();
+        let (n, from) = client.recv_from(&mut back).unwrap_or_else(|e| panic!("mode={mode}: no echo of {len} B: {e}"));
+        rtts.push(t0.elapsed());
+        assert_eq!(from, std::net::SocketAddr::V4(server));
+        assert_eq!(n, len, "echoed length");
+        assert_eq!(&back[..n], &out[..len], "payload bytes of {len} B");
+    }
+    // One more than max does not fit the MTU for the server's send path; nothing else arrives.
+    client.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    assert!(client.recv_from(&mut back).is_err(), "an extra datagram arrived");
+    stop.store(true, Ordering::Relaxed);
+    let (echoed, c) = srv.join().unwrap();
+    rtts.sort();
+    eprintln!("afxdp {mode} echo to kernel UDP: median RTT {:?} (debug build, poll-free busy loop)", rtts[rtts.len() / 2]);
+    assert_eq!(echoed, max as u64);
+    assert_eq!((c.rx_packets, c.tx_packets, c.rx_malformed), (max as u64, max as u64, 0), "{c:?}");
+    assert_no_xdp(tb.b());
+}
+
+#[test]
+fn echo_skb_mode_to_kernel_udp() {
+    echo_with_kernel_client("skb", XdpMode::Skb);
+}
+
+#[test]
+fn echo_native_mode_to_kernel_udp() {
+    echo_with_kernel_client("native", XdpMode::Native);
+}
+
+#[test]
+fn auto_mode_reports_what_it_picked() {
+    let tb = Testbed::up(TestbedConfig::unique("afx")).unwrap();
+    let ep = open_in(tb.b(), PORT, "").unwrap();
+    let caps = ep.capabilities();
+    assert_eq!(caps.xdp_mode, Some(XdpMode::Native), "veth at MTU 1500 takes native XDP: {caps:?}");
+    assert!(caps.notes.iter().any(|n| n.contains("auto picked native")), "{:?}", caps.notes);
+    drop(ep);
+    assert_no_xdp(tb.b());
+}
+
+/// afxdp on both ends, batched both ways, in different modes.
+#[test]
+fn batches_between_two_afxdp_endpoints() {
+    let tb = Testbed::up(TestbedConfig::unique("afx")).unwrap();
+    let mut server = open_in(tb.b(), PORT, "&mode=native&batch=32").unwrap();
+    let mut client = open_in(tb.a(), PORT + 1, "&mode=skb&batch=32").unwrap();
+    assert_eq!(client.capabilities().max_batch, 32);
+    let server_addr = server.local_addr();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let srv = std::thread::spawn(move || {
+        let mut batch = RxBatch::new(32, 2048);
+        let mut echoed = 0u64;
+        let mut bufs: Vec<Vec<u8>> = vec![Vec::with_capacity(2048); 32];
+        while !stop2.load(Ordering::Relaxed) {
+            let n = server.recv_batch(&mut batch, RecvMode::BusyPoll { timeout: Some(Duration::from_millis(20)) }).unwrap();
+            if n == 0 {
+                continue;
+            }
+            let mut peer = None;
+            for (i, (m, p)) in batch.iter().enumerate() {
+                bufs[i].clear();
+                bufs[i].extend_from_slice(p);
+                peer = Some(m.peer);
+            }
+            let out: Vec<TxDatagram> = bufs[..n].iter().map(|b| TxDatagram { payload: b, peer: peer.unwrap() }).collect();
+            assert_eq!(server.send_batch(&out).unwrap(), n);
+            echoed += n as u64;
+        }
+        (echoed, server.counters())
+    });
+
+    const ROUNDS: usize = 40;
+    const PER: usize = 25;
+    let mut payloads: Vec<Vec<u8>> = Vec::new();
+    let mut batch = RxBatch::new(32, 2048);
+    let mut total = 0usize;
+    for r in 0..ROUNDS {
+        payloads.clear();
+        for k in 0..PER {
+            let len = 1 + (r * PER + k) * 37 % 1472;
+            let mut p = vec![0u8; len];
+            payload(r * PER + k, len, &mut p);
+            payloads.push(p);
+        }
+        let out: Vec<TxDatagram> = payloads.iter().map(|p| TxDatagram { payload: p, peer: server_addr }).collect();
+        assert_eq!(client.send_batch(&out).unwrap(), PER);
+        let mut got = 0;
+        while got < PER {
+            let n = client.recv_batch(&mut batch, WAIT).unwrap();
+            assert!(n > 0, "round {r}: only {got} of {PER} echoes");
+            for (m, p) in batch.iter() {
+                assert_eq!(m.peer, server_addr);
+                assert_eq!(p, &payloads[got][..], "round {r} datagram {got}");
+                got += 1;
+            }
+        }
+        total += got;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let (echoed, sc) = srv.join().unwrap();
+    let cc = client.counters();
+    assert_eq!(total, ROUNDS * PER);
+    assert_eq!(echoed, (ROUNDS * PER) as u64);
+    assert_eq!((cc.tx_packets, cc.rx_packets, cc.rx_malformed), (total as u64, total as u64, 0), "{cc:?}");
+    assert_eq!((sc.tx_packets, sc.rx_packets, sc.rx_malformed), (total as u64, total as u64, 0), "{sc:?}");
+    drop(client);
+    assert_no_xdp(tb.a());
+    assert_no_xdp(tb.b());
+}
+
+/// While the endpoint is open, another UDP port and TCP still reach the kernel.
+#[test]
+fn other_traffic_still_reaches_the_kernel() {
+    let tb = Testbed::up(TestbedConfig::unique("afx")).unwrap();
+    for mode in ["skb", "native"] {
+        let ep = open_in(tb.b(), PORT, &format!("&mode={mode}")).unwrap();
+        let b = tb.b().addr;
+        let (udp, tcp) = tb.b().run(|| (UdpSocket::bind((b, PORT + 1)).unwrap(), TcpListener::bind((b, PORT)).unwrap())).unwrap();
+        udp.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let a = tb.a().addr;
+        let (csock, conn) = tb
+            .a()
+            .run(|| {
+                let c = UdpSocket::bind((a, 0)).unwrap();
+                c.send_to(b"kernel udp", (b, PORT + 1)).unwrap();
+                let t = TcpStream::connect_timeout(&SocketAddrV4::new(b, PORT).into(), Duration::from_secs(2));
+                (c, t)
+            })
+            .unwrap();
+        let mut buf = [0u8; 64];
+        let (n, _) = udp.recv_from(&mut buf).unwrap_or_else(|e| panic!("{mode}: UDP to another port did not reach the kernel: {e}"));
+        assert_eq!(&buf[..n], b"kernel udp");
+        let mut conn = conn.unwrap_or_else(|e| panic!("{mode}: TCP connect to the same address failed: {e}"));
+        let (mut accepted, _) = tcp.accept().unwrap();
+        conn.write_all(b"tcp ok").unwrap();
+        let mut got = [0u8; 6];
+        accepted.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"tcp ok");
+        let c = ep.counters();
+        assert!(c.rx_not_for_me >= 3, "{mode}: passed frames not counted: {c:?}");
+        assert_eq!(c.rx_packets, 0);
+        drop((csock, accepted, conn, udp, tcp));
+        drop(ep);
+        assert_no_xdp(tb.b());
+    }
+}
+
+#[test]
+fn second_endpoint_on_the_interface_is_busy_and_names_the_program() {
+    let tb = Testbed::up(TestbedConfig::unique("afx")).unwrap();
+    let first = open_in(tb.b(), PORT, "&mode=skb").unwrap();
+    let id = first.prog_id();
+    let err = open_in(tb.b(), PORT + 1, "&mode=skb").err().expect("second endpoint must fail");
+    match &err {
+        Error::XdpBusy { iface, prog_id } => assert_eq!((iface.as_str(), *prog_id), ("dpb", id)),
+        e => panic!("expected XdpBusy, got {e}"),
+    }
+    let msg = err.to_string();
+    assert!(msg.contains(&id.to_string()) && msg.contains("xdp off"), "{msg}");
+    // The first endpoint's program is untouched.
+    let attached = tb.b().run(|| detpath::xdp::query(NetDev::lookup("dpb").unwrap().ifindex).unwrap()).unwrap();
+    assert_eq!(attached.any(), Some(id));
+    drop(first);
+    assert_no_xdp(tb.b());
+}
+
+#[test]
+fn zero_copy_on_veth_is_refused() {
+    let tb = Testbed::up(TestbedConfig::unique("afx")).unwrap();
+    let err = open_in(tb.b(), PORT, "&zerocopy=true").err().expect("veth has no zero-copy");
+    assert!(matches!(err, Error::ZeroCopyRefused { ref iface, queue: 0 } if iface == "dpb"), "{err}");
+    assert!(err.to_string().contains("zerocopy=false"), "{err}");
+    assert_no_xdp(tb.b());
+}
+
+#[test]
+fn bad_interface_queue_and_spec() {
+    let tb = Testbed::up(TestbedConfig::unique("afx")).unwrap();
+    let s: EndpointSpec = "afxdp://nosuch0?port=7000".parse().unwrap();
+    let e = tb.b().run(|| open_afxdp(&s).err().unwrap()).unwrap();
+    assert!(matches!(e, Error::NoSuchInterface { ref iface } if iface == "nosuch0"), "{e}");
+    let e = open_in(tb.b(), PORT, "&queue=3").err().unwrap();
+    assert!(matches!(e, Error::NoSuchQueue { queue: 3, count: 1, .. }), "{e}");
+    let e = open_in(tb.b(), PORT, "&frame=1000").err().unwrap();
+    assert!(matches!(e, Error::BadSpec { .. }), "{e}");
+    let e = open_in(tb.b(), PORT, "&addr=10.1.2.3").err().unwrap();
+    assert!(matches!(e, Error::AddressNotOnInterface { .. }), "{e}");
+    let e = open_in(tb.b(), 0, "").err().unwrap();
+    assert!(e.to_string().contains("port=N"), "{e}");
+    assert_no_xdp(tb.b());
+}
+
+#[test]
+fn receive_modes_time_out_empty() {
+    let tb = Testbed::up(TestbedConfig::unique("afx")).unwrap();
+    let mut ep = open_in(tb.b(), PORT, "&mode=skb").unwrap();
+    let mut buf = [0u8; 64];
+    assert!(ep.recv(&mut buf, RecvMode::NonBlocking).unwrap().is_none());
+    for mode in [RecvMode::BusyPoll { timeout: Some(Duration::from_millis(30)) }, RecvMode::Blocking { timeout: Some(Duration::from_millis(30)) }] {
+        let t0 = std::time::Instant::now();
+        assert!(ep.recv(&mut buf, mode).unwrap().is_none());
+        let took = t0.elapsed();
+        assert!(took >= Duration::from_millis(29) && took < Duration::from_secs(1), "{mode:?} took {took:?}");
+    }
+    // Blocking wakes up for a datagram, and a short buffer truncates it.
+    let a = tb.a().addr;
+    let dst = ep.local_addr();
+    let sender = std::thread::spawn({
+        let side = tb.a().clone();
+        move || {
+            side.run(|| {
+                std::thread::sleep(Duration::from_millis(50));
+                UdpSocket::bind((a, 0)).unwrap().send_to(&[9u8; 100], dst).unwrap();
+            })
+            .unwrap()
+        }
+    });
+    let rx = ep.recv(&mut buf, RecvMode::Blocking { timeout: Some(Duration::from_secs(2)) }).unwrap().expect("woken by the datagram");
+    assert_eq!((rx.len, rx.truncated), (64, true));
+    assert!(buf.iter().all(|&b| b == 9));
+    assert_eq!(ep.counters().rx_truncated, 1);
+    sender.join().unwrap();
+}
+
+/// Raw frames to the endpoint's port that are malformed are counted and never delivered.
+#[test]
+fn malformed_frames_are_counted_and_dropped() {
+    let tb = Testbed::up(TestbedConfig::unique("afx")).unwrap();
+    let mut ep = open_in(tb.b(), PORT, "&mode=skb").unwrap();
+    let dst = ep.local_addr();
+    let src: SocketAddrV4 = SocketAddrV4::new(tb.a().addr, 4444);
+    let h = UdpFrameHeader {
+        src_mac: MacAddr::parse(&tb.a().mac).unwrap(),
+        dst_mac: MacAddr::parse(&tb.b().mac).unwrap(),
+        src,
+        dst,
+        ip_id: 1,
+        ttl: 64,
+    };
+    let good = |p: &[u8]| {
+        let mut f = vec![0u8; 2048];
+        let n = build_udp_frame(&mut f, &h, p).unwrap();
+        f.truncate(n);
+        f
+    };
+    let fix_ip_csum = |f: &mut Vec<u8>| {
+        let ihl = (f[14] & 0xf) as usize * 4;
+        f[24] = 0;
+        f[25] = 0;
+        let c = detpath_wire::checksum::internet(&f[14..14 + ihl]);
+        f[24..26].copy_from_slice(&c.to_be_bytes());
+    };
+    let mut bad: Vec<(&str, Vec<u8>)> = Vec::new();
+    let mut f = good(b"bad udp checksum");
+    let last = f.len() - 1;
+    f[last] ^= 0xff;
+    bad.push(("bad UDP checksum", f));
+    let mut f = good(b"first fragment");
+    f[20] |= 0x20; // MF
+    f[20] &= !0x40; // no DF
+    fix_ip_csum(&mut f);
+    bad.push(("first fragment", f));
+    let mut f = good(b"bad ip checksum");
+    f[24] ^= 0x55;
+    bad.push(("bad IPv4 checksum", f));
+    let mut f = good(b"udp length too long");
+    let ul = u16::from_be_bytes([f[38], f[39]]) + 10;
+    f[38..40].copy_from_slice(&ul.to_be_bytes());
+    bad.push(("UDP length beyond the packet", f));
+    let mut f = good(b"truncated");
+    f.truncate(14 + 20 + 8 + 2); // IP total length says more than is there
+    bad.push(("truncated", f));
+
+    // IPv4 options (IHL 6, one NOP+EOL word) are fine: delivered.
+    let mut opt = good(b"with options");
+    opt.splice(34..34, [1u8, 1, 1, 0]);
+    opt[14] = 0x46;
+    let tl = u16::from_be_bytes([opt[16], opt[17]]) + 4;
+    opt[16..18].copy_from_slice(&tl.to_be_bytes());
+    fix_ip_csum(&mut opt);
+
+    let frames: Vec<Vec<u8>> = bad.iter().map(|(_, f)| f.clone()).chain([opt, good(b"the good one")]).collect();
+    let side = tb.a().clone();
+    tb.a()
+        .run(|| {
+            let ifindex = NetDev::lookup(&side.iface).unwrap().ifindex;
+            // SAFETY: plain socket(2) in the test; checked.
+            let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, (libc::ETH_P_ALL as u16).to_be() as i32) };
+            assert!(fd >= 0, "AF_PACKET socket: {}", std::io::Error::last_os_error());
+            // SAFETY: fd is ours.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            // SAFETY: sockaddr_ll is plain data.
+            let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+            sll.sll_family = libc::AF_PACKET as u16;
+            sll.sll_ifindex = ifindex as i32;
+            sll.sll_halen = 6;
+            for f in &frames {
+                // SAFETY: f is a readable frame; sll is a valid address of its size.
+                let r = unsafe {
+                    libc::sendto(fd.as_raw_fd(), f.as_ptr().cast(), f.len(), 0, (&sll as *const libc::sockaddr_ll).cast(), std::mem::size_of::<libc::sockaddr_ll>() as u32)
+                };
+                assert_eq!(r, f.len() as isize, "raw send: {}", std::io::Error::last_os_error());
+            }
+        })
+        .unwrap();
+
+    let mut buf = [0u8; 2048];
+    let rx = ep.recv(&mut buf, WAIT).unwrap().expect("the frame with IPv4 options");
+    assert_eq!(&buf[..rx.len], b"with options");
+    assert_eq!(rx.peer, src);
+    let rx = ep.recv(&mut buf, WAIT).unwrap().expect("the good frame");
+    assert_eq!(&buf[..rx.len], b"the good one");
+    assert!(ep.recv(&mut buf, RecvMode::BusyPoll { timeout: Some(Duration::from_millis(100)) }).unwrap().is_none());
+    let c = ep.counters();
+    assert_eq!(c.rx_malformed, bad.len() as u64, "{c:?} (sent: {:?})", bad.iter().map(|(n, _)| *n).collect::<Vec<_>>());
+    assert_eq!(c.rx_packets, 2);
+    drop(ep);
+    assert_no_xdp(tb.b());
+}
