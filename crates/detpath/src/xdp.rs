@@ -158,7 +158,7 @@ const CAP_SYS_ADMIN: u32 = 21;
 const CAP_BPF: u32 = 39;
 
 fn has_cap(caps: Option<u64>, cap: u32) -> bool {
-    caps.map_or(true, |c| c & (1 << cap) != 0)
+    !matches!(caps, Some(c) if c & (1 << cap) == 0)
 }
 
 fn memlock_limit() -> String {
@@ -310,9 +310,6 @@ impl XdpProgram {
                 unsafe { libbpf_sys::bpf_link_detach(dup.as_raw_fd()) };
             }),
         );
-        drop(prog);
-        drop(config);
-        drop(stats_map);
         Ok(XdpProgram { iface, ifindex: dev.ifindex, mode, prog_id, notes, stats, link, object: obj, _cleanup })
     }
 

@@ -95,7 +95,7 @@ fn echo_with_kernel_client(mode: &str, want: XdpMode) {
     stop.store(true, Ordering::Relaxed);
     let (echoed, c) = srv.join().unwrap();
     rtts.sort();
-    eprintln!("afxdp {mode} echo to kernel UDP: median RTT {:?} (debug build, poll-free busy loop)", rtts[rtts.len() / 2]);
+    eprintln!("afxdp {mode} echo to kernel UDP: median RTT {:?}", rtts[rtts.len() / 2]);
     assert_eq!(echoed, max as u64);
     assert_eq!((c.rx_packets, c.tx_packets, c.rx_malformed), (max as u64, max as u64, 0), "{c:?}");
     assert_no_xdp(tb.b());
@@ -135,7 +135,7 @@ fn batches_between_two_afxdp_endpoints() {
     let srv = std::thread::spawn(move || {
         let mut batch = RxBatch::new(32, 2048);
         let mut echoed = 0u64;
-        let mut bufs: Vec<Vec<u8>> = vec![Vec::with_capacity(2048); 32];
+        let mut bufs: Vec<Vec<u8>> = (0..32).map(|_| Vec::with_capacity(2048)).collect();
         while !stop2.load(Ordering::Relaxed) {
             let n = server.recv_batch(&mut batch, RecvMode::BusyPoll { timeout: Some(Duration::from_millis(20)) }).unwrap();
             if n == 0 {
@@ -401,4 +401,132 @@ fn malformed_frames_are_counted_and_dropped() {
     assert_eq!(c.rx_packets, 2);
     drop(ep);
     assert_no_xdp(tb.b());
+}
+
+fn pin_to(cpu: usize) {
+    // SAFETY: cpu_set_t is plain data; sched_setaffinity on the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// Round-trip figures (printed, never asserted): afxdp client and server,
+/// busy-polling, pinned to different cores. `--release --nocapture` to read them.
+#[test]
+fn round_trip_figures_afxdp_to_afxdp() {
+    let tb = Testbed::up(TestbedConfig::unique("afx")).unwrap();
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    for (mode, size) in [("native", 64usize), ("native", 1024), ("skb", 64)] {
+        let server = open_in(tb.b(), PORT, &format!("&mode={mode}")).unwrap();
+        let mut client = open_in(tb.a(), PORT + 1, &format!("&mode={mode}")).unwrap();
+        let server_addr = server.local_addr();
+        let stop = Arc::new(AtomicBool::new(false));
+        let srv = {
+            let stop = stop.clone();
+            let mut ep = server;
+            std::thread::spawn(move || {
+                pin_to(1 % cpus);
+                let mut buf = vec![0u8; 2048];
+                while !stop.load(Ordering::Relaxed) {
+                    if let Some(rx) = ep.recv(&mut buf, RecvMode::BusyPoll { timeout: Some(Duration::from_millis(20)) }).unwrap() {
+                        ep.send_to(&buf[..rx.len], rx.peer).unwrap();
+                    }
+                }
+            })
+        };
+        pin_to(0);
+        let out = vec![7u8; size];
+        let mut back = vec![0u8; 2048];
+        let n = 5000;
+        let mut rtt = Vec::with_capacity(n);
+        for i in 0..n + 500 {
+            let t0 = detpath::monotonic_ns();
+            client.send_to(&out, server_addr).unwrap();
+            let rx = client.recv(&mut back, WAIT).unwrap().expect("echo");
+            if i >= 500 {
+                rtt.push(rx.rx_ns - t0);
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        srv.join().unwrap();
+        rtt.sort_unstable();
+        eprintln!(
+            "afxdp<->afxdp {mode:6} {size:4} B: median {:.1} us, p99 {:.1} us, max {:.1} us over {n} round trips",
+            rtt[n / 2] as f64 / 1e3,
+            rtt[n * 99 / 100] as f64 / 1e3,
+            rtt[n - 1] as f64 / 1e3
+        );
+        drop(client);
+    }
+    assert_no_xdp(tb.a());
+    assert_no_xdp(tb.b());
+}
+
+/// A program detpath did not attach (here: loaded by `ip link`, through
+/// netlink) is never replaced: opening fails with XdpBusy naming it, and it
+/// stays attached.
+#[test]
+fn foreign_xdp_program_is_never_replaced() {
+    let tb = Testbed::up(TestbedConfig::unique("afx")).unwrap();
+    let b = tb.b();
+    let obj = concat!(env!("OUT_DIR"), "/xsk_redirect.bpf.o");
+    let st = std::process::Command::new("ip").args(["-n", &b.netns, "link", "set", "dev", &b.iface, "xdpgeneric", "obj", obj, "sec", "xdp"]).status().unwrap();
+    assert!(st.success(), "ip link set xdpgeneric obj failed");
+    let ifindex = b.run(|| NetDev::lookup(&b.iface).unwrap().ifindex).unwrap();
+    let foreign = b.run(|| detpath::xdp::query(ifindex).unwrap().any()).unwrap().expect("foreign program attached");
+    for mode in ["skb", "native", "auto"] {
+        let err = open_in(b, PORT, &format!("&mode={mode}")).err().expect("must not attach over a foreign program");
+        assert!(matches!(err, Error::XdpBusy { prog_id, .. } if prog_id == foreign), "{mode}: {err}");
+    }
+    assert_eq!(b.run(|| detpath::xdp::query(ifindex).unwrap().any()).unwrap(), Some(foreign), "the foreign program was touched");
+    let st = std::process::Command::new("ip").args(["-n", &b.netns, "link", "set", "dev", &b.iface, "xdpgeneric", "off"]).status().unwrap();
+    assert!(st.success());
+    assert_no_xdp(b);
+}
+
+const CHILD_NETNS: &str = "DETPATH_AFXDP_TEST_CHILD_NETNS";
+
+/// Not a test on its own: the body of the child process of
+/// `killed_process_leaves_no_xdp_program`, which holds an endpoint until killed.
+#[test]
+#[ignore]
+fn child_holds_an_endpoint_until_killed() {
+    let Ok(ns) = std::env::var(CHILD_NETNS) else { return };
+    let s: EndpointSpec = format!("afxdp://dpb?port={PORT}&mode=native").parse().unwrap();
+    let _ep = detpath::netns::run_in(&ns, || open_afxdp(&s)).unwrap().unwrap();
+    println!("OPEN");
+    std::thread::sleep(Duration::from_secs(30));
+}
+
+/// The attachment is a BPF link: even SIGKILL (no handler, no Drop) leaves
+/// no XDP program behind.
+#[test]
+fn killed_process_leaves_no_xdp_program() {
+    let tb = Testbed::up(TestbedConfig::unique("afx")).unwrap();
+    let b = tb.b();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_holds_an_endpoint_until_killed", "--ignored", "--nocapture", "--test-threads=1"])
+        .env(CHILD_NETNS, &b.netns)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ifindex = b.run(|| NetDev::lookup(&b.iface).unwrap().ifindex).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while b.run(|| detpath::xdp::query(ifindex).unwrap().any()).unwrap().is_none() {
+        if std::time::Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            panic!("the child never attached its program");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while b.run(|| detpath::xdp::query(ifindex).unwrap().any()).unwrap().is_some() {
+        assert!(std::time::Instant::now() < deadline, "XDP program left behind by a killed process");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_no_xdp(b);
 }

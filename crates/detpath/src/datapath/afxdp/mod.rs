@@ -241,11 +241,9 @@ pub fn open_afxdp(spec: &EndpointSpec) -> Result<AfxdpEndpoint> {
         }
         std::thread::sleep(Duration::from_millis(5));
     };
-    if r.as_ref().err().and_then(|e| e.raw_os_error()) == Some(libc::EINVAL) {
-        if bind(&fd, dev.ifindex, spec.queue, mode_flag).is_ok() {
-            need_wakeup = false;
-            r = Ok(());
-        }
+    if r.as_ref().err().and_then(|e| e.raw_os_error()) == Some(libc::EINVAL) && bind(&fd, dev.ifindex, spec.queue, mode_flag).is_ok() {
+        need_wakeup = false;
+        r = Ok(());
     }
     if let Err(e) = r {
         return Err(match e.raw_os_error() {
