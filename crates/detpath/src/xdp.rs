@@ -154,6 +154,7 @@ fn effective_caps() -> Option<u64> {
     u64::from_str_radix(line["CapEff:".len()..].trim(), 16).ok()
 }
 
+const CAP_NET_ADMIN: u32 = 12;
 const CAP_SYS_ADMIN: u32 = 21;
 const CAP_BPF: u32 = 39;
 
@@ -179,8 +180,13 @@ fn load_error(prog_name: &str, e: libbpf_rs::Error) -> Error {
     let what = format!("loading the XDP program `{prog_name}`");
     if e.kind() == ErrorKind::PermissionDenied {
         let caps = effective_caps();
-        if !has_cap(caps, CAP_BPF) && !has_cap(caps, CAP_SYS_ADMIN) {
+        let sys_admin = has_cap(caps, CAP_SYS_ADMIN);
+        if !has_cap(caps, CAP_BPF) && !sys_admin {
             return Error::MissingCapability { cap: "CAP_BPF (or CAP_SYS_ADMIN)", what };
+        }
+        // XDP is a networking program type: loading it also needs CAP_NET_ADMIN.
+        if !has_cap(caps, CAP_NET_ADMIN) && !sys_admin {
+            return Error::MissingCapability { cap: "CAP_NET_ADMIN", what };
         }
         return Error::MemlockLimit { what, limit: memlock_limit() };
     }
@@ -401,7 +407,7 @@ mod tests {
     #[test]
     fn capability_bits() {
         assert!(has_cap(Some(1 << CAP_BPF), CAP_BPF));
-        assert!(!has_cap(Some(0), 12));
+        assert!(!has_cap(Some(0), CAP_NET_ADMIN));
         assert!(has_cap(None, CAP_SYS_ADMIN));
     }
 }

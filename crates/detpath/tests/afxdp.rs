@@ -530,3 +530,50 @@ fn killed_process_leaves_no_xdp_program() {
     }
     assert_no_xdp(b);
 }
+
+/// Not a test on its own: the child of `missing_capabilities_are_named`,
+/// run with a reduced capability set; prints the error it gets.
+#[test]
+#[ignore]
+fn child_opens_with_reduced_capabilities() {
+    // Started by `ip netns exec`: already in the namespace.
+    if std::env::var(CHILD_NETNS).is_err() {
+        return;
+    }
+    let s: EndpointSpec = format!("afxdp://dpb?port={PORT}&mode=skb").parse().unwrap();
+    match open_afxdp(&s) {
+        Ok(_) => println!("RESULT: opened"),
+        Err(e) => println!("RESULT: {e}"),
+    }
+}
+
+/// The privilege errors for real: the test binary re-run inside the
+/// namespace (`ip netns exec`) by `setpriv` with only some capabilities.
+#[test]
+fn missing_capabilities_are_named() {
+    if std::process::Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("SKIP: setpriv (util-linux) not installed");
+        return;
+    }
+    let tb = Testbed::up(TestbedConfig::unique("afx")).unwrap();
+    for (keep, want) in [
+        ("", "CAP_NET_RAW"),
+        // Without CAP_IPC_LOCK the 16 MiB UMEM counts against RLIMIT_MEMLOCK (set to 8 MiB).
+        (",+net_raw", "locked-memory limit"),
+        (",+net_raw,+ipc_lock", "CAP_BPF"),
+        (",+net_raw,+ipc_lock,+bpf", "CAP_NET_ADMIN"),
+    ] {
+        let caps = format!("-all{keep}");
+        let out = std::process::Command::new("ip")
+            .args(["netns", "exec", &tb.b().netns, "prlimit", "--memlock=8388608", "setpriv", "--inh-caps", &caps, "--ambient-caps", "-all", "--bounding-set", &caps, "--"])
+            .arg(std::env::current_exe().unwrap())
+            .args(["--exact", "child_opens_with_reduced_capabilities", "--ignored", "--nocapture", "--test-threads=1"])
+            .env(CHILD_NETNS, &tb.b().netns)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text.lines().find(|l| l.contains("RESULT:")).unwrap_or_else(|| panic!("child printed no result: {text}"));
+        assert!(line.contains(want), "with caps {keep}: expected a {want} error, got `{line}`");
+        assert_no_xdp(tb.b());
+    }
+}

@@ -189,7 +189,7 @@ pub fn open_afxdp(spec: &EndpointSpec) -> Result<AfxdpEndpoint> {
     let reg = libc::xdp_umem_reg { addr: umem.base() as u64, len: umem.len() as u64, chunk_size: frame_size, headroom: 0, flags: 0, tx_metadata_len: 0 };
     sockopt(&fd, libc::SOL_XDP, libc::XDP_UMEM_REG, &reg).map_err(|e| match e.raw_os_error() {
         Some(libc::ENOBUFS) | Some(libc::ENOMEM) | Some(libc::EPERM) => Error::MemlockLimit {
-            what: format!("registering {} KiB of AF_XDP UMEM ({nframes} frames of {frame_size} B)", umem.len() / 1024),
+            what: format!("registering {} KiB of AF_XDP UMEM ({nframes} frames of {frame_size} B: 2 x ring={ring_size}; a smaller `ring=` needs less, CAP_IPC_LOCK lifts the limit)", umem.len() / 1024),
             limit: memlock_limit(),
         },
         _ => Error::io(format!("registering the AF_XDP UMEM ({nframes} frames of {frame_size} B; chunks must be a power of two from 2048 to the page size, the area page-aligned)"), e),
