@@ -577,3 +577,34 @@ fn missing_capabilities_are_named() {
         assert_no_xdp(tb.b());
     }
 }
+
+/// Native XDP on a jumbo-MTU veth: an explicit request fails naming the MTU
+/// and its limit; `auto` falls back to skb and says why.
+#[test]
+fn jumbo_mtu_refuses_native_and_auto_says_so() {
+    use detpath::xdp::{FilterConfig, XdpProgram, NATIVE_MAX_MTU};
+    use detpath::XdpModeRequest;
+    static OBJ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/xsk_redirect.bpf.o"));
+    let tb = Testbed::up(TestbedConfig::unique("afx")).unwrap();
+    for s in [tb.a(), tb.b()] {
+        assert!(std::process::Command::new("ip").args(["-n", &s.netns, "link", "set", "dev", &s.iface, "mtu", "9000"]).status().unwrap().success());
+    }
+    let e = open_in(tb.b(), PORT, "&mode=native").err().unwrap();
+    assert!(matches!(e, Error::MtuTooLarge { mtu: 9000, max, .. } if max == NATIVE_MAX_MTU), "{e}");
+    assert!(e.to_string().contains("mtu"), "{e}");
+    let filter = FilterConfig { addr: tb.b().addr, port: PORT };
+    tb.b()
+        .run(|| {
+            let dev = NetDev::lookup(&tb.b().iface).unwrap();
+            let e = XdpProgram::attach(OBJ, "xsk_redirect", &dev, XdpModeRequest::Native, filter).unwrap_err();
+            assert!(matches!(e, Error::MtuTooLarge { .. }), "{e}");
+            let p = XdpProgram::attach(OBJ, "xsk_redirect", &dev, XdpModeRequest::Auto, filter).unwrap();
+            assert_eq!(p.mode(), XdpMode::Skb);
+            assert!(p.notes().iter().any(|n| n.contains("native refused")), "{:?}", p.notes());
+            assert_eq!(p.stats(), Default::default());
+            assert!(p.map_handle("xsks_map").is_ok());
+            assert!(p.map_handle("no_such_map").is_err());
+        })
+        .unwrap();
+    assert_no_xdp(tb.b());
+}

@@ -165,6 +165,9 @@ pub fn open_afxdp(spec: &EndpointSpec) -> Result<AfxdpEndpoint> {
     if let Ok(Some(prog_id)) = crate::xdp::query(dev.ifindex).map(|a| a.any()) {
         return Err(Error::XdpBusy { iface: dev.name.clone(), prog_id });
     }
+    if spec.mode == crate::spec::XdpModeRequest::Native && dev.mtu > crate::xdp::NATIVE_MAX_MTU {
+        return Err(Error::MtuTooLarge { iface: dev.name.clone(), mtu: dev.mtu, max: crate::xdp::NATIVE_MAX_MTU, mode: "native" });
+    }
     let frame_need = dev.mtu + 14 + XDP_PACKET_HEADROOM;
     if frame_need > frame_size {
         return Err(bad_spec(spec, format!("a {}-byte MTU frame plus the kernel's {XDP_PACKET_HEADROOM}-byte headroom needs `frame` of at least {frame_need}; use frame=4096 or lower the MTU of `{}`", dev.mtu, dev.name)));
