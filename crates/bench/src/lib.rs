@@ -1,1 +1,16 @@
-//! (being written)
+//! The detpath ping-pong instrument (paper 000, "Methodology" and "Metrics"):
+//! exact statistics to six nines ([`stats`]), per-round raw records and loss
+//! accounting ([`records`]), result directories ([`results`]), the human
+//! tables ([`table`]) and the plots of `detpath report` ([`report`]). The
+//! runner that drives the datapaths is [`run`].
+
+pub mod records;
+pub mod report;
+pub mod results;
+pub mod run;
+pub mod stats;
+pub mod table;
+
+pub use records::{Accounting, Arrival, LossCounts, Pacer, Record, RecordWriter, Status};
+pub use results::{Environment, ResultDir, RunConfig, RunResult};
+pub use stats::{Quantile, Summary};

@@ -1,0 +1,482 @@
+//! What one benchmark run produced ([`RunResult`]), the environment it came
+//! from ([`Environment`]), and the result directory it is saved in
+//! ([`ResultDir`]).
+//!
+//! # Result directory layout
+//!
+//! ```text
+//! results/<UTC timestamp, e.g. 20250131T142501Z>[-N]/
+//!     summary.json                 every run saved so far: {"format": "detpath-bench/1", "runs": [RunResult...]}
+//!     <datapath>-<config>.csv      raw per-round records of one run (see crate::records)
+//!     table.txt                    the human tables of every run saved so far
+//! ```
+//!
+//! `<config>` is `default`, `default-stress`, `tuned` or `tuned-stress`
+//! (a `-2`, `-3`... suffix when the same name is saved twice). A new
+//! directory never reuses an existing one (a `-2`, `-3`... suffix is added),
+//! and every file is written to a temporary name, synced and renamed, so a
+//! run killed at any point leaves the runs saved before it intact and
+//! readable.
+
+use crate::records::{self, LossCounts, Record};
+use crate::stats::Summary;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::ffi::CStr;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// The `format` tag of summary.json.
+pub const FORMAT: &str = "detpath-bench/1";
+
+/// How a run was configured (what the user asked for and what was obtained).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct RunConfig {
+    /// Datapath name as on the command line (`udp`, `afxdp`, `xdppoll`,
+    /// `dpdk`, or `sockperf` for the sockperf reference run).
+    pub datapath: String,
+    /// The mode the datapath obtained, e.g. "native, zero-copy, busy-poll"
+    /// or "skb, copy" (not the one requested).
+    pub mode: String,
+    /// Probe (UDP payload) size in bytes.
+    pub size: usize,
+    /// Ping period in ns (10^9 * 8 * size / period = offered bit rate).
+    pub period_ns: u64,
+    /// Rounds requested.
+    pub rounds: u64,
+    /// Per-round timeout after which a pong counts as lost, ns.
+    pub timeout_ns: u64,
+    /// CPU stress (stress-ng) on the datapath cores, percent; 0 = none.
+    pub stress_percent: u8,
+    /// Whether the low-latency tuning was applied for this run.
+    pub tuned: bool,
+    /// Tuning state as the tune crate describes it (e.g. "default",
+    /// "tuned: 7/7 settings applied", "not available yet").
+    pub tuning: String,
+    /// Core the client polling thread was pinned to, if pinned.
+    pub cpu_client: Option<u32>,
+    /// Core the server polling thread was pinned to, if pinned.
+    pub cpu_server: Option<u32>,
+    /// The server's address when client and server run on two hosts.
+    pub peer: Option<String>,
+    /// Anything else worth keeping (driver, interface, queue, NIC, ...).
+    #[serde(default)]
+    pub extra: BTreeMap<String, String>,
+}
+
+impl RunConfig {
+    /// Paper 000's configuration label: `D` (default), `D&S` (default and
+    /// stress), `T` (tuned), `T&S` (tuned and stress).
+    pub fn configuration(&self) -> &'static str {
+        match (self.tuned, self.stress_percent > 0) {
+            (false, false) => "D",
+            (false, true) => "D&S",
+            (true, false) => "T",
+            (true, true) => "T&S",
+        }
+    }
+
+    /// The configuration as a file-name part.
+    pub fn configuration_slug(&self) -> &'static str {
+        match (self.tuned, self.stress_percent > 0) {
+            (false, false) => "default",
+            (false, true) => "default-stress",
+            (true, false) => "tuned",
+            (true, true) => "tuned-stress",
+        }
+    }
+
+    /// Offered load in Mbit/s (UDP payload bits per period).
+    pub fn rate_mbps(&self) -> f64 {
+        if self.period_ns == 0 {
+            return 0.0;
+        }
+        self.size as f64 * 8.0 * 1e3 / self.period_ns as f64
+    }
+}
+
+/// The host a result came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Environment {
+    /// `uname -srvm`.
+    pub kernel: String,
+    /// `model name` of /proc/cpuinfo.
+    pub cpu_model: String,
+    /// Online CPUs.
+    pub cpus: u32,
+    pub hostname: String,
+    /// UTC, ISO 8601 (`2025-01-31T14:25:01Z`).
+    pub date: String,
+    /// The detpath version that measured.
+    pub detpath_version: String,
+    /// /proc/cmdline (shows isolcpus, nohz_full, ... of a tuned host).
+    #[serde(default)]
+    pub kernel_cmdline: String,
+}
+
+impl Environment {
+    /// Reads the environment of this host now. Never fails: a value that
+    /// cannot be read is "unknown".
+    pub fn capture() -> Environment {
+        Environment {
+            kernel: uname().unwrap_or_else(|| "unknown".into()),
+            cpu_model: cpu_model().unwrap_or_else(|| "unknown".into()),
+            cpus: std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(0),
+            hostname: hostname().unwrap_or_else(|| "unknown".into()),
+            date: utc_iso8601(now_unix()),
+            detpath_version: env!("CARGO_PKG_VERSION").to_string(),
+            kernel_cmdline: std::fs::read_to_string("/proc/cmdline")
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+fn uname() -> Option<String> {
+    // SAFETY: utsname is plain old data; uname fills it and NUL-terminates each field.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, writable utsname.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return None;
+    }
+    let f = |a: &[libc::c_char]| {
+        // SAFETY: the kernel NUL-terminates every utsname field within its array.
+        unsafe { CStr::from_ptr(a.as_ptr()) }.to_string_lossy().into_owned()
+    };
+    Some(format!("{} {} {} {}", f(&u.sysname), f(&u.release), f(&u.version), f(&u.machine)))
+}
+
+fn hostname() -> Option<String> {
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() }; // SAFETY: POD.
+    // SAFETY: `u` is a valid, writable utsname.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return None;
+    }
+    // SAFETY: NUL-terminated by the kernel.
+    Some(unsafe { CStr::from_ptr(u.nodename.as_ptr()) }.to_string_lossy().into_owned())
+}
+
+fn cpu_model() -> Option<String> {
+    let s = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    s.lines()
+        .find(|l| l.starts_with("model name") || l.starts_with("Model") || l.starts_with("Hardware"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
+}
+
+fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// (year, month, day, hour, minute, second) in UTC of a Unix time.
+fn civil(t: u64) -> (i64, u32, u32, u32, u32, u32) {
+    let days = (t / 86_400) as i64;
+    let secs = t % 86_400;
+    // Howard Hinnant's days-to-civil.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d, (secs / 3_600) as u32, (secs / 60 % 60) as u32, (secs % 60) as u32)
+}
+
+/// `2025-01-31T14:25:01Z`.
+pub fn utc_iso8601(t: u64) -> String {
+    let (y, mo, d, h, mi, s) = civil(t);
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+}
+
+/// `20250131T142501Z` (the result directory name).
+pub fn utc_compact(t: u64) -> String {
+    let (y, mo, d, h, mi, s) = civil(t);
+    format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}Z")
+}
+
+/// Everything one run produced. Latency is one-way = RTT / 2 (paper 000).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct RunResult {
+    /// File stem in the result directory (`afxdp-default`); set by
+    /// [`ResultDir::save_run`].
+    #[serde(default)]
+    pub name: String,
+    pub config: RunConfig,
+    /// `D`, `D&S`, `T` or `T&S` (copy of [`RunConfig::configuration`]).
+    pub configuration: String,
+    pub environment: Environment,
+    /// When the run started (UTC ISO 8601).
+    pub started: String,
+    /// Wall-clock length of the measuring, seconds.
+    pub duration_s: f64,
+    /// One-way latency (RTT / 2), ns.
+    pub latency: Summary,
+    pub rtt: Summary,
+    /// Server send - server receive, ns.
+    pub server_time: Summary,
+    /// How late each ping left after its absolute deadline, ns.
+    pub send_lateness: Summary,
+    pub loss: LossCounts,
+    /// False if the run stopped before all rounds (see `interrupted`).
+    pub complete: bool,
+    /// Why the run stopped early (Ctrl-C, server gone, error).
+    pub interrupted: Option<String>,
+    /// Raw records file name inside the result directory, if any.
+    pub records_file: Option<String>,
+    /// Free-form remarks (fallbacks taken, warnings), shown under the table.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+impl RunResult {
+    /// Computes every statistic from the run's records. `loss` is the
+    /// runner's [`crate::Accounting::counts`] (it knows late and unexpected
+    /// pongs); `None` derives the counts from the records' statuses.
+    /// `complete` is set to true: set it (and `interrupted`) after.
+    pub fn from_records(
+        config: RunConfig,
+        environment: Environment,
+        records: &[Record],
+        loss: Option<LossCounts>,
+    ) -> RunResult {
+        let mut lat = Vec::with_capacity(records.len());
+        let mut rtt = Vec::with_capacity(records.len());
+        let mut srv = Vec::with_capacity(records.len());
+        let mut late = Vec::with_capacity(records.len());
+        for r in records {
+            if let Some(x) = r.rtt_ns() {
+                rtt.push(x);
+                lat.push(x / 2);
+            }
+            if let Some(x) = r.server_time_ns() {
+                srv.push(x);
+            }
+            if r.status != records::Status::Duplicate {
+                late.push(r.send_lateness_ns);
+            }
+        }
+        let first = records.iter().map(|r| r.client_send_ns).filter(|&t| t != 0).min();
+        let last = records.iter().map(|r| r.client_send_ns.max(r.client_recv_ns)).max();
+        let duration_s = match (first, last) {
+            (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
+            _ => 0.0,
+        };
+        RunResult {
+            name: String::new(),
+            configuration: config.configuration().to_string(),
+            started: environment.date.clone(),
+            config,
+            environment,
+            duration_s,
+            latency: Summary::from_samples(&mut lat),
+            rtt: Summary::from_samples(&mut rtt),
+            server_time: Summary::from_samples(&mut srv),
+            send_lateness: Summary::from_samples(&mut late),
+            loss: loss.unwrap_or_else(|| records::LossCounts::from_records(records)),
+            complete: true,
+            interrupted: None,
+            records_file: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// `afxdp D&S`-style label for legends.
+    pub fn label(&self) -> String {
+        format!("{} {}", self.config.datapath, self.configuration)
+    }
+}
+
+/// summary.json as a whole.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SummaryFile {
+    pub format: String,
+    pub runs: Vec<RunResult>,
+}
+
+/// Why a result directory could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{path}: not a detpath result summary: {source}")]
+    Json { path: PathBuf, source: serde_json::Error },
+    #[error("{path}: format {found:?}, this detpath reads {FORMAT:?}")]
+    Format { path: PathBuf, found: String },
+    #[error("{path}: {source}")]
+    Records { path: PathBuf, source: records::ReadError },
+}
+
+/// A result directory being filled by a benchmark.
+#[derive(Debug)]
+pub struct ResultDir {
+    path: PathBuf,
+    runs: Vec<RunResult>,
+}
+
+impl ResultDir {
+    /// Creates `base/<UTC timestamp>` (creating `base` if needed), or
+    /// `base/<timestamp>-2`, `-3`, ... if that exists: never an existing one.
+    pub fn create(base: &Path) -> io::Result<ResultDir> {
+        ResultDir::create_named(base, &utc_compact(now_unix()))
+    }
+
+    /// As [`ResultDir::create`] with a chosen name instead of the timestamp.
+    pub fn create_named(base: &Path, name: &str) -> io::Result<ResultDir> {
+        std::fs::create_dir_all(base)?;
+        for i in 1u32.. {
+            let p = if i == 1 { base.join(name) } else { base.join(format!("{name}-{i}")) };
+            match std::fs::create_dir(&p) {
+                Ok(()) => return Ok(ResultDir { path: p, runs: Vec::new() }),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        unreachable!()
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The runs saved so far.
+    pub fn runs(&self) -> &[RunResult] {
+        &self.runs
+    }
+
+    /// Saves one run: its raw records as `<datapath>-<config>.csv`, then
+    /// summary.json and table.txt rewritten with every run so far. Each file
+    /// is written atomically. Returns the saved copy (with `name` and
+    /// `records_file` set). Records may be empty (e.g. sockperf): then no
+    /// CSV is written.
+    pub fn save_run(&mut self, run: &RunResult, records: &[Record]) -> io::Result<&RunResult> {
+        let mut run = run.clone();
+        let stem = slug(&format!("{}-{}", run.config.datapath, run.config.configuration_slug()));
+        let mut name = stem.clone();
+        for i in 2u32.. {
+            let taken = self.runs.iter().any(|r| r.name == name)
+                || self.path.join(format!("{name}.csv")).exists();
+            if !taken {
+                break;
+            }
+            name = format!("{stem}-{i}");
+        }
+        if !records.is_empty() {
+            let file = format!("{name}.csv");
+            atomic_write(&self.path.join(&file), |w| {
+                let mut rw = records::RecordWriter::new(w)?;
+                rw.write_all(records)?;
+                rw.finish().map(|_| ())
+            })?;
+            run.records_file = Some(file);
+        }
+        run.name = name;
+        self.runs.push(run);
+        self.write_summary()?;
+        Ok(self.runs.last().expect("just pushed"))
+    }
+
+    fn write_summary(&self) -> io::Result<()> {
+        let s = SummaryFile { format: FORMAT.into(), runs: self.runs.clone() };
+        atomic_write(&self.path.join("summary.json"), |w| {
+            serde_json::to_writer_pretty(&mut *w, &s)?;
+            w.write_all(b"\n")
+        })?;
+        let table = crate::table::render(&self.runs);
+        atomic_write(&self.path.join("table.txt"), |w| w.write_all(table.as_bytes()))
+    }
+
+    /// Reads the runs of a result directory (its summary.json).
+    pub fn load(dir: &Path) -> Result<Vec<RunResult>, LoadError> {
+        let path = dir.join("summary.json");
+        let text = std::fs::read_to_string(&path).map_err(|source| LoadError::Io { path: path.clone(), source })?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|source| LoadError::Json { path: path.clone(), source })?;
+        let found = v.get("format").and_then(|f| f.as_str()).unwrap_or("").to_string();
+        if found != FORMAT {
+            return Err(LoadError::Format { path, found });
+        }
+        let s: SummaryFile = serde_json::from_value(v).map_err(|source| LoadError::Json { path, source })?;
+        Ok(s.runs)
+    }
+
+    /// Reads the raw records of one run of a result directory (empty if the
+    /// run has none).
+    pub fn load_records(dir: &Path, run: &RunResult) -> Result<Vec<Record>, LoadError> {
+        let Some(f) = &run.records_file else { return Ok(Vec::new()) };
+        let path = dir.join(f);
+        records::read_csv_file(&path).map_err(|source| LoadError::Records { path, source })
+    }
+}
+
+/// Lower-case letters, digits, `-`, `_` and `.`; anything else becomes `_`.
+fn slug(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c.to_ascii_lowercase() } else { '_' })
+        .collect()
+}
+
+/// Writes `path` through a temporary file in the same directory, synced and
+/// renamed over it: readers see the old file or the new one, never half.
+pub fn atomic_write(path: &Path, f: impl FnOnce(&mut std::fs::File) -> io::Result<()>) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.tmp{}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
+        std::process::id()
+    ));
+    let res = (|| {
+        let mut file = std::fs::File::create(&tmp)?;
+        f(&mut file)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(utc_iso8601(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc_iso8601(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(utc_iso8601(1_738_333_501), "2025-01-31T14:25:01Z");
+        assert_eq!(utc_compact(1_738_333_501), "20250131T142501Z");
+    }
+
+    #[test]
+    fn environment_is_captured() {
+        let e = Environment::capture();
+        assert!(e.kernel.starts_with("Linux "), "{}", e.kernel);
+        assert!(!e.hostname.is_empty());
+        assert!(e.cpus >= 1);
+        assert!(e.date.ends_with('Z'));
+    }
+
+    #[test]
+    fn configuration_labels() {
+        let mut c = RunConfig::default();
+        assert_eq!(c.configuration(), "D");
+        c.stress_percent = 80;
+        assert_eq!(c.configuration(), "D&S");
+        c.tuned = true;
+        assert_eq!((c.configuration(), c.configuration_slug()), ("T&S", "tuned-stress"));
+        c.size = 1024;
+        c.period_ns = 100_000;
+        assert!((c.rate_mbps() - 81.92).abs() < 1e-9);
+    }
+}
