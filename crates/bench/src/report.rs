@@ -1,0 +1,434 @@
+//! `detpath report`: plots (PNG and SVG) and tables from saved results.
+//!
+//! Three figures, each written as `<name>.png` and `<name>.svg`:
+//! - `boxplot`: one-way latency per datapath on a log axis, one box per
+//!   configuration, box from p25 to p75, median line, whiskers at p0.01 and
+//!   p99.99 and every sample beyond them as a dot (paper 000, Figures 2-3).
+//!   Runs with fewer than 10,000 samples get whiskers at min and max.
+//! - `ccdf`: P(latency > x) on log-log axes, one line per run: the run
+//!   whose line drops first has the shorter tail.
+//! - `timeline`: latency over the run, one panel per run: each round when
+//!   there are few, else the median and the maximum of consecutive buckets
+//!   (no spike is hidden by the downsampling).
+
+use crate::records::Record;
+use crate::results::{LoadError, ResultDir, RunResult};
+use crate::stats::{self, BoxStats};
+use crate::table;
+use anyhow::{anyhow, Context, Result};
+use plotters::coord::combinators::{BindKeyPoints, LogCoord, WithKeyPoints};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::path::{Path, PathBuf};
+
+/// A run with the samples the plots need, loaded from its result directory.
+#[derive(Debug, Clone)]
+pub struct LoadedRun {
+    /// The result directory it came from.
+    pub dir: PathBuf,
+    pub run: RunResult,
+    /// Legend label, unique among the runs of a report.
+    pub label: String,
+    /// One-way latency samples (ns), sorted.
+    pub sorted: Vec<u64>,
+    /// (time since the first ping in ns, one-way latency in ns), send order.
+    pub series: Vec<(u64, u64)>,
+}
+
+impl LoadedRun {
+    /// From a run and its raw records (no records: no plots for it).
+    pub fn new(dir: PathBuf, run: RunResult, records: &[Record]) -> LoadedRun {
+        let t0 = records.iter().map(|r| r.client_send_ns).filter(|&t| t != 0).min().unwrap_or(0);
+        let series: Vec<(u64, u64)> = records
+            .iter()
+            .filter_map(|r| r.latency_ns().map(|l| (r.client_send_ns.saturating_sub(t0), l)))
+            .collect();
+        let mut sorted: Vec<u64> = series.iter().map(|&(_, l)| l).collect();
+        sorted.sort_unstable();
+        let label = run.label();
+        LoadedRun { dir, run, label, sorted, series }
+    }
+}
+
+/// Loads every run of the given result directories with its records, and
+/// makes the labels unique (adding the directory name where needed).
+pub fn load_dirs(dirs: &[PathBuf]) -> Result<Vec<LoadedRun>, LoadError> {
+    let mut out = Vec::new();
+    for d in dirs {
+        for run in ResultDir::load(d)? {
+            let recs = ResultDir::load_records(d, &run)?;
+            out.push(LoadedRun::new(d.clone(), run, &recs));
+        }
+    }
+    let labels: Vec<String> = out.iter().map(|r| r.label.clone()).collect();
+    for (i, r) in out.iter_mut().enumerate() {
+        if labels.iter().filter(|l| **l == labels[i]).count() > 1 {
+            let dn = r.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let more = if r.run.name.is_empty() { dn } else { format!("{dn}/{}", r.run.name) };
+            r.label = format!("{} ({})", r.label, more);
+        }
+    }
+    Ok(out)
+}
+
+/// The tables of `detpath report` for loaded runs.
+pub fn tables(runs: &[LoadedRun]) -> String {
+    let rs: Vec<RunResult> = runs.iter().map(|r| r.run.clone()).collect();
+    table::render(&rs)
+}
+
+/// Writes boxplot, ccdf and timeline as PNG and SVG into `out` (created if
+/// missing). Returns the files written.
+pub fn render(runs: &[LoadedRun], out: &Path) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let plotted: Vec<&LoadedRun> = runs.iter().filter(|r| !r.sorted.is_empty()).collect();
+    if plotted.is_empty() {
+        anyhow::bail!("no run has raw records with latency samples: nothing to plot");
+    }
+    let mut files = Vec::new();
+    let rows = plotted.len().div_ceil(2);
+    let figs: [(&str, (u32, u32)); 3] = [
+        ("boxplot", (1200, 720)),
+        ("ccdf", (1100, 720)),
+        ("timeline", (1400, (260 * rows as u32 + 60).max(400))),
+    ];
+    for (name, size) in figs {
+        let png = out.join(format!("{name}.png"));
+        let svg = out.join(format!("{name}.svg"));
+        {
+            let root = BitMapBackend::new(&png, size).into_drawing_area();
+            draw(name, &root, &plotted).with_context(|| format!("drawing {}", png.display()))?;
+            root.present().map_err(|e| anyhow!("writing {}: {e:?}", png.display()))?;
+        }
+        {
+            let root = SVGBackend::new(&svg, size).into_drawing_area();
+            draw(name, &root, &plotted).with_context(|| format!("drawing {}", svg.display()))?;
+            root.present().map_err(|e| anyhow!("writing {}: {e:?}", svg.display()))?;
+        }
+        files.push(png);
+        files.push(svg);
+    }
+    Ok(files)
+}
+
+fn draw<DB: DrawingBackend>(name: &str, root: &DrawingArea<DB, Shift>, runs: &[&LoadedRun]) -> Result<()> {
+    match name {
+        "boxplot" => boxplot(root, runs),
+        "ccdf" => ccdf(root, runs),
+        _ => timeline(root, runs),
+    }
+}
+
+fn e<E: std::fmt::Debug>(err: E) -> anyhow::Error {
+    anyhow!("plotting: {err:?}")
+}
+
+/// Colours of the configurations (D, D&S, T, T&S, other).
+fn config_color(c: &str) -> RGBColor {
+    match c {
+        "D" => RGBColor(31, 119, 180),
+        "D&S" => RGBColor(214, 39, 40),
+        "T" => RGBColor(44, 160, 44),
+        "T&S" => RGBColor(255, 127, 14),
+        _ => RGBColor(127, 127, 127),
+    }
+}
+
+/// Distinct colours for series (tab10).
+fn series_color(i: usize) -> RGBColor {
+    const C: [RGBColor; 10] = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(127, 127, 127),
+        RGBColor(188, 189, 34),
+        RGBColor(23, 190, 207),
+    ];
+    C[i % C.len()]
+}
+
+/// ns -> µs, kept above 1 ns for the log axes.
+fn us(ns: u64) -> f64 {
+    (ns.max(1)) as f64 / 1_000.0
+}
+
+/// Labelled ticks of a log axis over [lo, hi]: 1-2-5 per decade (only the
+/// powers of ten beyond four decades); and the light grid 1..9 per decade.
+fn log_ticks(lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {
+    let (a, b) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    let steps: &[f64] = if b - a > 4 { &[1.0] } else { &[1.0, 2.0, 5.0] };
+    let mut major = Vec::new();
+    let mut light = Vec::new();
+    for k in a..=b {
+        let p = 10f64.powi(k);
+        for &m in steps {
+            if (lo..=hi).contains(&(m * p)) {
+                major.push(m * p);
+            }
+        }
+        for m in 1..10 {
+            if (lo..=hi).contains(&(m as f64 * p)) {
+                light.push(m as f64 * p);
+            }
+        }
+    }
+    (major, light)
+}
+
+fn log_axis(lo: f64, hi: f64) -> WithKeyPoints<LogCoord<f64>> {
+    let (major, light) = log_ticks(lo, hi);
+    (lo..hi).log_scale().with_key_points(major).with_light_points(light)
+}
+
+/// A log range covering [lo, hi] with some margin.
+fn log_bounds(lo: f64, hi: f64) -> (f64, f64) {
+    let lo = lo.max(1e-3);
+    let hi = hi.max(lo * 1.01);
+    (lo / 1.6, hi * 1.6)
+}
+
+fn boxplot<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, runs: &[&LoadedRun]) -> Result<()> {
+    root.fill(&WHITE).map_err(e)?;
+    // Groups = row labels (datapath), in order of appearance; boxes = runs.
+    let all: Vec<RunResult> = runs.iter().map(|r| r.run.clone()).collect();
+    let mut groups: Vec<String> = Vec::new();
+    for r in &all {
+        let g = table::row_label(r, &all);
+        if !groups.contains(&g) {
+            groups.push(g);
+        }
+    }
+    let configs = table::configurations(&all);
+    let boxes: Vec<(usize, usize, &LoadedRun, BoxStats)> = runs
+        .iter()
+        .zip(&all)
+        .filter_map(|(lr, r)| {
+            let g = groups.iter().position(|x| *x == table::row_label(r, &all))?;
+            let c = configs.iter().position(|x| *x == r.configuration)?;
+            Some((g, c, *lr, BoxStats::from_sorted(&lr.sorted, 2_000)?))
+        })
+        .collect();
+    let lo = boxes.iter().map(|b| us(*b.3.outliers.iter().min().unwrap_or(&b.3.whisker_lo).min(&b.3.whisker_lo)));
+    let hi = boxes.iter().map(|b| us(*b.3.outliers.iter().max().unwrap_or(&b.3.whisker_hi).max(&b.3.whisker_hi)));
+    let (ylo, yhi) = log_bounds(lo.fold(f64::INFINITY, f64::min), hi.fold(0.0, f64::max));
+    let n = groups.len();
+    let mut chart = ChartBuilder::on(root)
+        .caption(
+            "One-way latency (RTT/2) per datapath: box p25-p75, line median, whiskers p0.01-p99.99, dots beyond",
+            ("sans-serif", 20),
+        )
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(80)
+        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), log_axis(ylo, yhi))
+        .map_err(e)?;
+    let names = groups.clone();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n.max(2) * 4)
+        .x_label_formatter(&move |x| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < names.len() {
+                names[i as usize].clone()
+            } else {
+                String::new()
+            }
+        })
+        .x_label_style(("sans-serif", 16))
+        .y_desc("one-way latency (µs, log scale)")
+        .y_label_style(("sans-serif", 14))
+        .y_label_formatter(&|v| fmt_axis(*v))
+        .axis_desc_style(("sans-serif", 16))
+        .draw()
+        .map_err(e)?;
+    let k = configs.len().max(1) as f64;
+    let slot = 0.8 / k;
+    for (g, c, _lr, b) in &boxes {
+        let color = config_color(&configs[*c]);
+        let x0 = *g as f64 - 0.4 + *c as f64 * slot + slot * 0.15;
+        let x1 = x0 + slot * 0.7;
+        let xm = (x0 + x1) / 2.0;
+        let st = color.stroke_width(2);
+        chart
+            .draw_series([
+                Rectangle::new([(x0, us(b.p25)), (x1, us(b.p75))], color.mix(0.25).filled()),
+                Rectangle::new([(x0, us(b.p25)), (x1, us(b.p75))], st),
+            ])
+            .map_err(e)?;
+        let (wl, wh) = (us(b.whisker_lo), us(b.whisker_hi));
+        let cap = (x1 - x0) * 0.25;
+        chart
+            .draw_series(
+                [
+                    vec![(x0, us(b.median)), (x1, us(b.median))],
+                    vec![(xm, us(b.p75)), (xm, wh)],
+                    vec![(xm, us(b.p25)), (xm, wl)],
+                    vec![(xm - cap, wh), (xm + cap, wh)],
+                    vec![(xm - cap, wl), (xm + cap, wl)],
+                ]
+                .into_iter()
+                .map(|pts| PathElement::new(pts, st)),
+            )
+            .map_err(e)?;
+        chart
+            .draw_series(b.outliers.iter().map(|&o| Circle::new((xm, us(o)), 2, color.stroke_width(1))))
+            .map_err(e)?;
+    }
+    for c in &configs {
+        let color = config_color(c);
+        let label = match c.as_str() {
+            "D" => "D = Default",
+            "D&S" => "D&S = Default & Stress",
+            "T" => "T = Tuned",
+            "T&S" => "T&S = Tuned & Stress",
+            other => other,
+        };
+        chart
+            .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
+            .map_err(e)?
+            .label(label)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.mix(0.4).filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 15))
+        .draw()
+        .map_err(e)?;
+    Ok(())
+}
+
+/// Axis numbers: 0.5, 1, 10, 100, 1000, 1e4...
+fn fmt_axis(v: f64) -> String {
+    if v >= 100_000.0 || (v > 0.0 && v < 0.01) {
+        format!("{v:.0e}")
+    } else if v >= 1.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v}")
+    }
+}
+
+fn ccdf<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, runs: &[&LoadedRun]) -> Result<()> {
+    root.fill(&WHITE).map_err(e)?;
+    let series: Vec<Vec<(f64, f64)>> = runs
+        .iter()
+        .map(|r| stats::ccdf_points(&r.sorted, 600).into_iter().map(|(x, p)| (us(x), p)).collect())
+        .collect();
+    let xlo = series.iter().flatten().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let xhi = series.iter().flatten().map(|p| p.0).fold(0.0, f64::max);
+    let (xlo, xhi) = log_bounds(xlo, xhi);
+    let nmax = runs.iter().map(|r| r.sorted.len()).max().unwrap_or(1) as f64;
+    let ylo = 10f64.powf((1.0 / nmax).log10().floor());
+    let mut chart = ChartBuilder::on(root)
+        .caption("CCDF of one-way latency: P(latency > x), one line per run", ("sans-serif", 20))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(80)
+        .build_cartesian_2d(log_axis(xlo, xhi), (ylo..1.5f64).log_scale())
+        .map_err(e)?;
+    chart
+        .configure_mesh()
+        .x_desc("one-way latency x (µs, log scale)")
+        .y_desc("P(latency > x) (log scale)")
+        .x_label_formatter(&|v| fmt_axis(*v))
+        .y_label_formatter(&|v| format!("{v:.0e}"))
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 16))
+        .draw()
+        .map_err(e)?;
+    for (i, (r, pts)) in runs.iter().zip(&series).enumerate() {
+        let color = series_color(i);
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+            .map_err(e)?
+            .label(r.label.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 15))
+        .draw()
+        .map_err(e)?;
+    Ok(())
+}
+
+/// Above this many rounds a run's timeline is drawn from buckets.
+const TIMELINE_BUCKETS: usize = 1_000;
+
+fn timeline<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, runs: &[&LoadedRun]) -> Result<()> {
+    root.fill(&WHITE).map_err(e)?;
+    let root = root
+        .titled(
+            "One-way latency over time (per bucket of rounds: max as dots, median as line)",
+            ("sans-serif", 22),
+        )
+        .map_err(e)?;
+    let cols = if runs.len() > 1 { 2 } else { 1 };
+    let rows = runs.len().div_ceil(cols);
+    let panels = root.split_evenly((rows, cols));
+    let lo = runs.iter().map(|r| us(r.sorted[0])).fold(f64::INFINITY, f64::min);
+    let hi = runs.iter().map(|r| us(*r.sorted.last().unwrap())).fold(0.0, f64::max);
+    let (ylo, yhi) = log_bounds(lo, hi);
+    for (i, (r, area)) in runs.iter().zip(panels.iter()).enumerate() {
+        let tmax = r.series.last().map(|s| s.0 as f64 / 1e9).unwrap_or(0.0).max(1e-6);
+        let mut chart = ChartBuilder::on(area)
+            .caption(&r.label, ("sans-serif", 16))
+            .margin(8)
+            .x_label_area_size(35)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..tmax * 1.01, log_axis(ylo, yhi))
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .x_desc("time since first ping (s)")
+            .y_desc("latency (µs)")
+            .y_label_formatter(&|v| fmt_axis(*v))
+            .x_labels(6)
+            .draw()
+            .map_err(e)?;
+        let color = series_color(i);
+        let lat: Vec<u64> = r.series.iter().map(|s| s.1).collect();
+        if lat.len() <= TIMELINE_BUCKETS {
+            chart
+                .draw_series(r.series.iter().map(|&(t, l)| Circle::new((t as f64 / 1e9, us(l)), 2, color.filled())))
+                .map_err(e)?;
+        } else {
+            let b = stats::downsample(&lat, TIMELINE_BUCKETS);
+            let t = |k: usize| r.series[k].0 as f64 / 1e9;
+            chart
+                .draw_series(b.iter().map(|b| Circle::new((t(b.start), us(b.max)), 1, RED.mix(0.8).filled())))
+                .map_err(e)?;
+            chart
+                .draw_series(LineSeries::new(b.iter().map(|b| (t(b.start), us(b.median))), color.stroke_width(1)))
+                .map_err(e)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_labels() {
+        assert_eq!(fmt_axis(10.0), "10");
+        assert_eq!(fmt_axis(0.5), "0.5");
+        assert_eq!(fmt_axis(1e6), "1e6");
+        let (major, light) = log_ticks(7.0, 300.0);
+        assert_eq!(major, vec![10.0, 20.0, 50.0, 100.0, 200.0]);
+        assert_eq!(light.len(), 3 + 9 + 3);
+        assert_eq!(log_ticks(1.0, 1e6).0.len(), 7);
+    }
+}
