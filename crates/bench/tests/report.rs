@@ -22,12 +22,13 @@ fn synthetic_dir(base: &std::path::Path) -> std::path::PathBuf {
 
 #[test]
 fn report_writes_valid_png_and_svg() {
-    let base = tempfile::tempdir().unwrap();
-    let dir = synthetic_dir(base.path());
+    // DETPATH_REPORT_KEEP=/some/dir keeps the result directory and the figures for a look.
+    let tmp = tempfile::tempdir().unwrap();
+    let base: std::path::PathBuf = std::env::var_os("DETPATH_REPORT_KEEP").map(Into::into).unwrap_or_else(|| tmp.path().into());
+    let dir = synthetic_dir(&base.join("results"));
     let runs = report::load_dirs(&[dir.clone()]).unwrap();
     assert_eq!(runs.len(), 6);
-    // DETPATH_REPORT_KEEP=/some/dir keeps the figures for a look.
-    let out = std::env::var_os("DETPATH_REPORT_KEEP").map(Into::into).unwrap_or_else(|| base.path().join("plots"));
+    let out = base.join("plots");
     let files = report::render(&runs, &out).unwrap();
     assert_eq!(files.len(), 6);
     for f in &files {

@@ -1,6 +1,89 @@
-//! `detpath report` (being written).
+//! `detpath report <result dirs...> [--out DIR]`: prints the tables of saved
+//! benchmark results and renders their plots (box plot, CCDF and latency
+//! over time, each as PNG and SVG).
+
+use anyhow::{bail, Context};
+use detpath_bench::report;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
 #[derive(clap::Args)]
-pub struct Args {}
-pub fn run(_a: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("`detpath report` is not written yet")
+pub struct Args {
+    /// Result directories written by `detpath bench` (results/<timestamp>).
+    /// A directory holding such directories (e.g. `results`) stands for the
+    /// newest one in it.
+    #[arg(required = true, value_name = "RESULT_DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Where to write the plots [default: <first result dir>/report].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print the runs as JSON (the summary.json runs of every directory) instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Tables only, no plots.
+    #[arg(long)]
+    pub no_plots: bool,
+}
+
+/// A result directory, or the newest result directory inside `p`.
+fn resolve(p: &Path) -> anyhow::Result<PathBuf> {
+    if p.join("summary.json").is_file() {
+        return Ok(p.to_path_buf());
+    }
+    if !p.is_dir() {
+        bail!("{}: no such result directory (expected a directory made by `detpath bench`)", p.display());
+    }
+    let mut subs: Vec<PathBuf> = std::fs::read_dir(p)
+        .with_context(|| format!("reading {}", p.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|d| d.join("summary.json").is_file())
+        .collect();
+    subs.sort();
+    match subs.pop() {
+        Some(newest) => {
+            eprintln!("detpath report: {} is not a result directory; using the newest one in it, {}", p.display(), newest.display());
+            Ok(newest)
+        }
+        None => bail!(
+            "{}: no summary.json here or in its subdirectories: run `detpath bench` first, then pass its results/<timestamp> directory",
+            p.display()
+        ),
+    }
+}
+
+pub fn run(a: Args) -> anyhow::Result<i32> {
+    let dirs = a.dirs.iter().map(|d| resolve(d)).collect::<anyhow::Result<Vec<_>>>()?;
+    let runs = report::load_dirs(&dirs)?;
+    if runs.is_empty() {
+        bail!("no runs in {}", dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "));
+    }
+    // Writes to stdout ignore a closed pipe (`detpath report ... | head`).
+    let mut stdout = std::io::stdout().lock();
+    if a.json {
+        let v: Vec<&detpath_bench::RunResult> = runs.iter().map(|r| &r.run).collect();
+        let _ = writeln!(stdout, "{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        let _ = write!(stdout, "{}", report::tables(&runs));
+    }
+    if !a.no_plots {
+        let out = a.out.clone().unwrap_or_else(|| dirs[0].join("report"));
+        let files = report::render(&runs, &out)?;
+        let mut say = |s: String| {
+            if a.json {
+                eprintln!("{s}");
+            } else {
+                let _ = writeln!(stdout, "{s}");
+            }
+        };
+        say(String::new());
+        say(format!("plots written to {}:", out.display()));
+        for f in files {
+            say(format!("  {}", f.display()));
+        }
+    }
+    let incomplete = runs.iter().filter(|r| !r.run.complete).count();
+    if incomplete > 0 {
+        eprintln!("detpath report: {incomplete} run(s) did not complete (marked *)");
+    }
+    Ok(0)
 }
