@@ -137,7 +137,10 @@ impl<W: Write> RecordWriter<W> {
         let mut out = BufWriter::with_capacity(1 << 16, inner);
         out.write_all(CSV_HEADER.as_bytes())?;
         out.write_all(b"\n")?;
-        Ok(RecordWriter { out, line: String::with_capacity(128) })
+        Ok(RecordWriter {
+            out,
+            line: String::with_capacity(128),
+        })
     }
 
     pub fn write(&mut self, r: &Record) -> io::Result<()> {
@@ -145,7 +148,12 @@ impl<W: Write> RecordWriter<W> {
         self.line.clear();
         let opt = |v: u64| if v == 0 { None } else { Some(v) };
         let _ = write!(self.line, "{},", r.seq);
-        for v in [r.client_send_ns, r.server_recv_ns, r.server_send_ns, r.client_recv_ns] {
+        for v in [
+            r.client_send_ns,
+            r.server_recv_ns,
+            r.server_send_ns,
+            r.client_recv_ns,
+        ] {
             if let Some(v) = opt(v) {
                 let _ = write!(self.line, "{v}");
             }
@@ -221,7 +229,8 @@ fn parse_line(l: &str) -> Result<Record, String> {
         if s.is_empty() && empty_ok {
             return Ok(0);
         }
-        s.parse::<u64>().map_err(|e| format!("field {name}: {s:?}: {e}"))
+        s.parse::<u64>()
+            .map_err(|e| format!("field {name}: {s:?}: {e}"))
     };
     let seq = num("seq", false)?;
     let client_send_ns = num("client_send_ns", true)?;
@@ -233,7 +242,15 @@ fn parse_line(l: &str) -> Result<Record, String> {
     if f.next().is_some() {
         return Err("too many fields".into());
     }
-    Ok(Record { seq, client_send_ns, server_recv_ns, server_send_ns, client_recv_ns, send_lateness_ns, status })
+    Ok(Record {
+        seq,
+        client_send_ns,
+        server_recv_ns,
+        server_send_ns,
+        client_recv_ns,
+        send_lateness_ns,
+        status,
+    })
 }
 
 /// Counts of a run's loss accounting. Every sent sequence id ends in
@@ -335,7 +352,10 @@ impl Accounting {
     }
 
     pub fn with_capacity(rounds: usize) -> Accounting {
-        Accounting { state: Vec::with_capacity(rounds), ..Default::default() }
+        Accounting {
+            state: Vec::with_capacity(rounds),
+            ..Default::default()
+        }
     }
 
     /// Records that `seq` was sent. Sequence ids must be consecutive from
@@ -438,12 +458,16 @@ pub struct Pacer {
 
 impl Pacer {
     pub fn new(start_ns: u64, period_ns: u64) -> Pacer {
-        Pacer { start_ns, period_ns }
+        Pacer {
+            start_ns,
+            period_ns,
+        }
     }
 
     /// Deadline of the `i`-th ping (0-based), saturating.
     pub fn deadline(&self, i: u64) -> u64 {
-        self.start_ns.saturating_add(i.saturating_mul(self.period_ns))
+        self.start_ns
+            .saturating_add(i.saturating_mul(self.period_ns))
     }
 
     /// How late ping `i` left if it was sent at `sent_ns` (0 if early/on time).
@@ -471,8 +495,13 @@ mod tests {
 
     #[test]
     fn csv_round_trip_and_format() {
-        let rs = vec![rec(0, Status::Ok), rec(1, Status::Lost), rec(2, Status::Reordered),
-                      rec(2, Status::Duplicate), rec(3, Status::Corrupted)];
+        let rs = vec![
+            rec(0, Status::Ok),
+            rec(1, Status::Lost),
+            rec(2, Status::Reordered),
+            rec(2, Status::Duplicate),
+            rec(3, Status::Corrupted),
+        ];
         let mut w = RecordWriter::new(Vec::new()).unwrap();
         w.write_all(&rs).unwrap();
         let bytes = w.finish().unwrap();
@@ -498,7 +527,10 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let bad = format!("{CSV_HEADER}\n0,1,2,3,4,0,fine\n");
-        assert!(read_csv(bad.as_bytes()).unwrap_err().to_string().contains("unknown status"));
+        assert!(read_csv(bad.as_bytes())
+            .unwrap_err()
+            .to_string()
+            .contains("unknown status"));
     }
 
     #[test]
@@ -579,16 +611,27 @@ mod tests {
         assert_eq!(acc.on_received(104, true), Arrival::Late);
         assert_eq!(acc.on_received(99, true), Arrival::Unexpected);
         let c = acc.counts();
-        assert_eq!((c.sent, c.ok, c.lost, c.late, c.unexpected), (10, 2, 8, 1, 1));
+        assert_eq!(
+            (c.sent, c.ok, c.lost, c.late, c.unexpected),
+            (10, 2, 8, 1, 1)
+        );
         acc.on_timeout(103); // already received: no effect
         assert_eq!(acc.counts().ok, 2);
     }
 
     #[test]
     fn counts_from_records() {
-        let rs = [rec(0, Status::Ok), rec(1, Status::Lost), rec(1, Status::Duplicate), rec(2, Status::Reordered)];
+        let rs = [
+            rec(0, Status::Ok),
+            rec(1, Status::Lost),
+            rec(1, Status::Duplicate),
+            rec(2, Status::Reordered),
+        ];
         let c = LossCounts::from_records(&rs);
-        assert_eq!((c.sent, c.ok, c.lost, c.duplicates, c.reordered), (3, 1, 1, 1, 1));
+        assert_eq!(
+            (c.sent, c.ok, c.lost, c.duplicates, c.reordered),
+            (3, 1, 1, 1, 1)
+        );
     }
 
     /// An artificially stalled client: it stalls for 10 periods before ping
@@ -611,8 +654,14 @@ mod tests {
         }
         assert_eq!(&lateness[..5], &[0, 0, 0, 0, 0]);
         assert_eq!(lateness[5], 9 * period + send_cost);
-        assert!(lateness[5..16].windows(2).all(|w| w[1] < w[0]), "backlog drains");
-        assert!(lateness[16..].iter().all(|&l| l == 0), "back on schedule: {lateness:?}");
+        assert!(
+            lateness[5..16].windows(2).all(|w| w[1] < w[0]),
+            "backlog drains"
+        );
+        assert!(
+            lateness[16..].iter().all(|&l| l == 0),
+            "back on schedule: {lateness:?}"
+        );
         assert_eq!(p.deadline(29), 1_000_000 + 29 * period, "no drift");
         assert_eq!(p.lateness(0, 0), 0);
     }

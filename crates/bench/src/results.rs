@@ -121,7 +121,9 @@ impl Environment {
         Environment {
             kernel: uname().unwrap_or_else(|| "unknown".into()),
             cpu_model: cpu_model().unwrap_or_else(|| "unknown".into()),
-            cpus: std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(0),
+            cpus: std::thread::available_parallelism()
+                .map(|n| n.get() as u32)
+                .unwrap_or(0),
             hostname: hostname().unwrap_or_else(|| "unknown".into()),
             date: utc_iso8601(now_unix()),
             detpath_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -141,25 +143,39 @@ fn uname() -> Option<String> {
     }
     let f = |a: &[libc::c_char]| {
         // SAFETY: the kernel NUL-terminates every utsname field within its array.
-        unsafe { CStr::from_ptr(a.as_ptr()) }.to_string_lossy().into_owned()
+        unsafe { CStr::from_ptr(a.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
     };
-    Some(format!("{} {} {} {}", f(&u.sysname), f(&u.release), f(&u.version), f(&u.machine)))
+    Some(format!(
+        "{} {} {} {}",
+        f(&u.sysname),
+        f(&u.release),
+        f(&u.version),
+        f(&u.machine)
+    ))
 }
 
 fn hostname() -> Option<String> {
     let mut u: libc::utsname = unsafe { std::mem::zeroed() }; // SAFETY: POD.
-    // SAFETY: `u` is a valid, writable utsname.
+                                                              // SAFETY: `u` is a valid, writable utsname.
     if unsafe { libc::uname(&mut u) } != 0 {
         return None;
     }
     // SAFETY: NUL-terminated by the kernel.
-    Some(unsafe { CStr::from_ptr(u.nodename.as_ptr()) }.to_string_lossy().into_owned())
+    Some(
+        unsafe { CStr::from_ptr(u.nodename.as_ptr()) }
+            .to_string_lossy()
+            .into_owned(),
+    )
 }
 
 fn cpu_model() -> Option<String> {
     let s = std::fs::read_to_string("/proc/cpuinfo").ok()?;
     s.lines()
-        .find(|l| l.starts_with("model name") || l.starts_with("Model") || l.starts_with("Hardware"))
+        .find(|l| {
+            l.starts_with("model name") || l.starts_with("Model") || l.starts_with("Hardware")
+        })
         .and_then(|l| l.split_once(':'))
         .map(|(_, v)| v.trim().to_string())
 }
@@ -185,7 +201,14 @@ fn civil(t: u64) -> (i64, u32, u32, u32, u32, u32) {
     let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d, (secs / 3_600) as u32, (secs / 60 % 60) as u32, (secs % 60) as u32)
+    (
+        y,
+        m,
+        d,
+        (secs / 3_600) as u32,
+        (secs / 60 % 60) as u32,
+        (secs % 60) as u32,
+    )
 }
 
 /// `2025-01-31T14:25:01Z`.
@@ -261,8 +284,15 @@ impl RunResult {
                 late.push(r.send_lateness_ns);
             }
         }
-        let first = records.iter().map(|r| r.client_send_ns).filter(|&t| t != 0).min();
-        let last = records.iter().map(|r| r.client_send_ns.max(r.client_recv_ns)).max();
+        let first = records
+            .iter()
+            .map(|r| r.client_send_ns)
+            .filter(|&t| t != 0)
+            .min();
+        let last = records
+            .iter()
+            .map(|r| r.client_send_ns.max(r.client_recv_ns))
+            .max();
         let duration_s = match (first, last) {
             (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
             _ => 0.0,
@@ -305,11 +335,17 @@ pub enum LoadError {
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: io::Error },
     #[error("{path}: not a detpath result summary: {source}")]
-    Json { path: PathBuf, source: serde_json::Error },
+    Json {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
     #[error("{path}: format {found:?}, this detpath reads {FORMAT:?}")]
     Format { path: PathBuf, found: String },
     #[error("{path}: {source}")]
-    Records { path: PathBuf, source: records::ReadError },
+    Records {
+        path: PathBuf,
+        source: records::ReadError,
+    },
 }
 
 /// A result directory being filled by a benchmark.
@@ -330,9 +366,18 @@ impl ResultDir {
     pub fn create_named(base: &Path, name: &str) -> io::Result<ResultDir> {
         std::fs::create_dir_all(base)?;
         for i in 1u32.. {
-            let p = if i == 1 { base.join(name) } else { base.join(format!("{name}-{i}")) };
+            let p = if i == 1 {
+                base.join(name)
+            } else {
+                base.join(format!("{name}-{i}"))
+            };
             match std::fs::create_dir(&p) {
-                Ok(()) => return Ok(ResultDir { path: p, runs: Vec::new() }),
+                Ok(()) => {
+                    return Ok(ResultDir {
+                        path: p,
+                        runs: Vec::new(),
+                    })
+                }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
             }
@@ -356,7 +401,11 @@ impl ResultDir {
     /// CSV is written.
     pub fn save_run(&mut self, run: &RunResult, records: &[Record]) -> io::Result<&RunResult> {
         let mut run = run.clone();
-        let stem = slug(&format!("{}-{}", run.config.datapath, run.config.configuration_slug()));
+        let stem = slug(&format!(
+            "{}-{}",
+            run.config.datapath,
+            run.config.configuration_slug()
+        ));
         let mut name = stem.clone();
         for i in 2u32.. {
             let taken = self.runs.iter().any(|r| r.name == name)
@@ -382,33 +431,51 @@ impl ResultDir {
     }
 
     fn write_summary(&self) -> io::Result<()> {
-        let s = SummaryFile { format: FORMAT.into(), runs: self.runs.clone() };
+        let s = SummaryFile {
+            format: FORMAT.into(),
+            runs: self.runs.clone(),
+        };
         atomic_write(&self.path.join("summary.json"), |w| {
             serde_json::to_writer_pretty(&mut *w, &s)?;
             w.write_all(b"\n")
         })?;
         let table = crate::table::render(&self.runs);
-        atomic_write(&self.path.join("table.txt"), |w| w.write_all(table.as_bytes()))
+        atomic_write(&self.path.join("table.txt"), |w| {
+            w.write_all(table.as_bytes())
+        })
     }
 
     /// Reads the runs of a result directory (its summary.json).
     pub fn load(dir: &Path) -> Result<Vec<RunResult>, LoadError> {
         let path = dir.join("summary.json");
-        let text = std::fs::read_to_string(&path).map_err(|source| LoadError::Io { path: path.clone(), source })?;
+        let text = std::fs::read_to_string(&path).map_err(|source| LoadError::Io {
+            path: path.clone(),
+            source,
+        })?;
         let v: serde_json::Value =
-            serde_json::from_str(&text).map_err(|source| LoadError::Json { path: path.clone(), source })?;
-        let found = v.get("format").and_then(|f| f.as_str()).unwrap_or("").to_string();
+            serde_json::from_str(&text).map_err(|source| LoadError::Json {
+                path: path.clone(),
+                source,
+            })?;
+        let found = v
+            .get("format")
+            .and_then(|f| f.as_str())
+            .unwrap_or("")
+            .to_string();
         if found != FORMAT {
             return Err(LoadError::Format { path, found });
         }
-        let s: SummaryFile = serde_json::from_value(v).map_err(|source| LoadError::Json { path, source })?;
+        let s: SummaryFile =
+            serde_json::from_value(v).map_err(|source| LoadError::Json { path, source })?;
         Ok(s.runs)
     }
 
     /// Reads the raw records of one run of a result directory (empty if the
     /// run has none).
     pub fn load_records(dir: &Path, run: &RunResult) -> Result<Vec<Record>, LoadError> {
-        let Some(f) = &run.records_file else { return Ok(Vec::new()) };
+        let Some(f) = &run.records_file else {
+            return Ok(Vec::new());
+        };
         let path = dir.join(f);
         records::read_csv_file(&path).map_err(|source| LoadError::Records { path, source })
     }
@@ -417,13 +484,22 @@ impl ResultDir {
 /// Lower-case letters, digits, `-`, `_` and `.`; anything else becomes `_`.
 fn slug(s: &str) -> String {
     s.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c.to_ascii_lowercase() } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
 /// Writes `path` through a temporary file in the same directory, synced and
 /// renamed over it: readers see the old file or the new one, never half.
-pub fn atomic_write(path: &Path, f: impl FnOnce(&mut std::fs::File) -> io::Result<()>) -> io::Result<()> {
+pub fn atomic_write(
+    path: &Path,
+    f: impl FnOnce(&mut std::fs::File) -> io::Result<()>,
+) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = dir.join(format!(
         ".{}.tmp{}",
@@ -474,7 +550,10 @@ mod tests {
         c.stress_percent = 80;
         assert_eq!(c.configuration(), "D&S");
         c.tuned = true;
-        assert_eq!((c.configuration(), c.configuration_slug()), ("T&S", "tuned-stress"));
+        assert_eq!(
+            (c.configuration(), c.configuration_slug()),
+            ("T&S", "tuned-stress")
+        );
         c.size = 1024;
         c.period_ns = 100_000;
         assert!((c.rate_mbps() - 81.92).abs() < 1e-9);

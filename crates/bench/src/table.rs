@@ -37,8 +37,9 @@ pub fn fmt_us_f(ns: f64) -> String {
 pub fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
+    let first = s.len() % 3;
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && i % 3 == first % 3 {
             out.push(',');
         }
         out.push(c);
@@ -72,7 +73,10 @@ pub fn display_name(datapath: &str) -> String {
 const CONFIG_ORDER: [&str; 4] = ["D", "D&S", "T", "T&S"];
 
 fn config_rank(c: &str) -> usize {
-    CONFIG_ORDER.iter().position(|&x| x == c).unwrap_or(CONFIG_ORDER.len())
+    CONFIG_ORDER
+        .iter()
+        .position(|&x| x == c)
+        .unwrap_or(CONFIG_ORDER.len())
 }
 
 /// The configurations present, in paper order.
@@ -94,7 +98,10 @@ pub fn row_label(r: &RunResult, runs: &[RunResult]) -> String {
     if runs.iter().any(|o| o.config.size != r.config.size) {
         let _ = write!(l, " {} B", r.config.size);
     }
-    if runs.iter().any(|o| o.config.period_ns != r.config.period_ns) {
+    if runs
+        .iter()
+        .any(|o| o.config.period_ns != r.config.period_ns)
+    {
         let _ = write!(l, " {:.0} Mbit/s", r.config.rate_mbps());
     }
     l
@@ -152,8 +159,16 @@ pub fn paper_table(runs: &[RunResult]) -> String {
     }
     let configs = configurations(runs);
     let mut title = "One-way latency (RTT/2) in µs".to_string();
-    if let (Some(size), Some(_)) = (common(runs, |r| r.config.size), common(runs, |r| r.config.period_ns)) {
-        let _ = write!(title, ", {} B probes at {:.1} Mbit/s", size, runs[0].config.rate_mbps());
+    if let (Some(size), Some(_)) = (
+        common(runs, |r| r.config.size),
+        common(runs, |r| r.config.period_ns),
+    ) {
+        let _ = write!(
+            title,
+            ", {} B probes at {:.1} Mbit/s",
+            size,
+            runs[0].config.rate_mbps()
+        );
     }
     if configs.len() == 1 {
         let _ = write!(title, ", configuration {}", configs[0]);
@@ -169,12 +184,15 @@ pub fn paper_table(runs: &[RunResult]) -> String {
             rows.push(l);
         }
     }
-    let metrics: [(&str, fn(&Summary) -> String); 5] = [
+    type Metric = (&'static str, fn(&Summary) -> String);
+    let metrics: [Metric; 5] = [
         ("Median", |s| cell(s, Quantile::MEDIAN)),
         ("p99", |s| cell(s, Quantile::P99)),
         ("p99.99", |s| cell(s, Quantile::P99_99)),
         ("Max", |s| cell(s, Quantile::MAX)),
-        ("Jitter", |s| s.jitter_ns.map(fmt_us).unwrap_or_else(|| "-".into())),
+        ("Jitter", |s| {
+            s.jitter_ns.map(fmt_us).unwrap_or_else(|| "-".into())
+        }),
     ];
     let multi = configs.len() > 1;
     let mut grid = Grid { rows: Vec::new() };
@@ -195,7 +213,10 @@ pub fn paper_table(runs: &[RunResult]) -> String {
         let mut line = vec![row.clone()];
         for (_, f) in &metrics {
             for c in &configs {
-                let run = runs.iter().rev().find(|r| &r.configuration == c && &row_label(r, runs) == row);
+                let run = runs
+                    .iter()
+                    .rev()
+                    .find(|r| &r.configuration == c && &row_label(r, runs) == row);
                 line.push(match run {
                     None => "-".into(),
                     Some(r) => {
@@ -228,14 +249,18 @@ pub fn detail_table(runs: &[RunResult]) -> String {
     if runs.is_empty() {
         return out;
     }
-    out.push_str("Latency per run (one-way = RTT/2, µs; exact nearest-rank percentiles over all samples)\n");
-    let mut g = Grid { rows: vec![[
-        "Run", "samples", "min", "mean", "median", "p99", "p99.9", "p99.99", "p99.999", "p99.9999", "max",
-        "jitter", "std dev",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()] };
+    out.push_str(
+        "Latency per run (one-way = RTT/2, µs; exact nearest-rank percentiles over all samples)\n",
+    );
+    let mut g = Grid {
+        rows: vec![[
+            "Run", "samples", "min", "mean", "median", "p99", "p99.9", "p99.99", "p99.999",
+            "p99.9999", "max", "jitter", "std dev",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()],
+    };
     for r in runs {
         let s = &r.latency;
         let mut row = vec![run_label(r), thousands(s.count)];
@@ -253,17 +278,38 @@ pub fn detail_table(runs: &[RunResult]) -> String {
     g.render(&mut out, 1);
     out.push('\n');
     out.push_str("Loss, server processing time and send lateness per run (µs)\n");
-    let mut g = Grid { rows: vec![[
-        "Run", "sent", "lost", "dup", "reord", "corrupt", "late", "server med", "server p99.99", "server max",
-        "lateness med", "lateness p99.99", "lateness max", "complete",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()] };
+    let mut g = Grid {
+        rows: vec![[
+            "Run",
+            "sent",
+            "lost",
+            "dup",
+            "reord",
+            "corrupt",
+            "late",
+            "server med",
+            "server p99.99",
+            "server max",
+            "lateness med",
+            "lateness p99.99",
+            "lateness max",
+            "complete",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()],
+    };
     for r in runs {
         let l = &r.loss;
         let mut row = vec![run_label(r)];
-        for v in [l.sent, l.lost, l.duplicates, l.reordered, l.corrupted, l.late] {
+        for v in [
+            l.sent,
+            l.lost,
+            l.duplicates,
+            l.reordered,
+            l.corrupted,
+            l.late,
+        ] {
             row.push(thousands(v));
         }
         for s in [&r.server_time, &r.send_lateness] {
@@ -297,7 +343,10 @@ pub fn environment_note(runs: &[RunResult]) -> String {
     let mut envs: Vec<&crate::results::Environment> = Vec::new();
     for r in runs {
         let e = &r.environment;
-        if !envs.iter().any(|x| x.hostname == e.hostname && x.kernel == e.kernel && x.cpu_model == e.cpu_model) {
+        if !envs
+            .iter()
+            .any(|x| x.hostname == e.hostname && x.kernel == e.kernel && x.cpu_model == e.cpu_model)
+        {
             envs.push(e);
         }
     }
@@ -366,6 +415,9 @@ mod tests {
         assert_eq!(fmt_us(3_051_000), "3051");
         assert_eq!(thousands(1_000_000), "1,000,000");
         assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000), "1,000");
+        assert_eq!(thousands(12_345_678), "12,345,678");
+        assert_eq!(thousands(0), "0");
         assert_eq!(cell(&Summary::default(), Quantile::P99), "-");
         let s = Summary::from_sorted(&[1_000, 2_000]);
         assert_eq!(cell(&s, Quantile::P99_99), "n/a (needs 10,000)");

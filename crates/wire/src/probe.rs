@@ -146,7 +146,10 @@ impl Probe {
     /// written once by [`Probe::encode`]).
     pub fn encode_header(&self, buf: &mut [u8]) -> Result<(), ProbeError> {
         if buf.len() < HEADER_LEN {
-            return Err(ProbeError::TooShort { need: HEADER_LEN, got: buf.len() });
+            return Err(ProbeError::TooShort {
+                need: HEADER_LEN,
+                got: buf.len(),
+            });
         }
         buf[OFF_MAGIC..OFF_MAGIC + 4].copy_from_slice(&MAGIC.to_be_bytes());
         buf[OFF_VERSION] = VERSION;
@@ -203,7 +206,10 @@ fn diff(from: u64, to: u64) -> Option<u64> {
 /// Checks that `buf` holds a probe header of this version.
 pub fn check(buf: &[u8]) -> Result<(), ProbeError> {
     if buf.len() < HEADER_LEN {
-        return Err(ProbeError::TooShort { need: HEADER_LEN, got: buf.len() });
+        return Err(ProbeError::TooShort {
+            need: HEADER_LEN,
+            got: buf.len(),
+        });
     }
     let magic = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
     if magic != MAGIC {
@@ -282,9 +288,18 @@ mod tests {
     #[test]
     fn typed_errors() {
         let mut short = [0u8; HEADER_LEN - 1];
-        assert_eq!(sample().encode(&mut short), Err(ProbeError::TooShort { need: 56, got: 55 }));
-        assert_eq!(Probe::decode(&short), Err(ProbeError::TooShort { need: 56, got: 55 }));
-        assert_eq!(Probe::decode(&[]), Err(ProbeError::TooShort { need: 56, got: 0 }));
+        assert_eq!(
+            sample().encode(&mut short),
+            Err(ProbeError::TooShort { need: 56, got: 55 })
+        );
+        assert_eq!(
+            Probe::decode(&short),
+            Err(ProbeError::TooShort { need: 56, got: 55 })
+        );
+        assert_eq!(
+            Probe::decode(&[]),
+            Err(ProbeError::TooShort { need: 56, got: 0 })
+        );
         let mut b = [0u8; 128];
         sample().encode(&mut b).unwrap();
         let mut bad = b;
@@ -294,7 +309,9 @@ mod tests {
         bad[4] = 2;
         assert_eq!(Probe::decode(&bad), Err(ProbeError::BadVersion(2)));
         // Error messages say what to do.
-        assert!(ProbeError::BadVersion(2).to_string().contains("same detpath version"));
+        assert!(ProbeError::BadVersion(2)
+            .to_string()
+            .contains("same detpath version"));
     }
 
     #[test]
@@ -321,7 +338,14 @@ mod tests {
     fn unstamped_or_backwards_times_give_none() {
         let p = Probe::ping(1, 1, 100);
         assert_eq!(p.rtt_ns(), None);
-        assert_eq!(Probe { client_recv_ns: 50, ..p }.rtt_ns(), None);
+        assert_eq!(
+            Probe {
+                client_recv_ns: 50,
+                ..p
+            }
+            .rtt_ns(),
+            None
+        );
         assert_eq!(p.server_time_ns(), None);
     }
 
