@@ -1,11 +1,249 @@
-//! The `xdppoll` datapath (not written yet).
+//! The `xdppoll` datapath (paper 000's "XDP Poll"): an XDP program copies
+//! each frame for this endpoint into a BPF ring buffer, which user space
+//! busy-polls through shared memory (no syscall per packet); transmit goes
+//! through a kernel UDP socket bound to the same address and port.
+//!
+//! Spec: `xdppoll://<iface>?port=N[&addr=A][&mode=auto|native|skb]`.
 
-use crate::endpoint::{Datapath, Endpoint};
-use crate::error::{Error, Result};
+use crate::datapath::udp::poll_timeout_ms;
+use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxMeta};
+use crate::error::{last_os_error, Error, Result};
+use crate::netdev::NetDev;
 use crate::spec::EndpointSpec;
+use crate::xdp::{FilterConfig, XdpProgram};
+use std::net::{SocketAddrV4, UdpSocket};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Instant;
 
-pub static DATAPATH: Datapath = Datapath { name: "xdppoll", summary: "not implemented yet", open };
+pub static DATAPATH: Datapath = Datapath { name: "xdppoll", summary: "XDP program → BPF ring buffer, busy-polled; TX via UDP socket", open };
 
-fn open(_spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
-    Err(Error::Unsupported { datapath: "xdppoll", what: "opening an endpoint (not implemented yet)".into() })
+static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/xdppoll.bpf.o"));
+
+// Ring buffer record header bits (include/uapi/linux/bpf.h).
+const BPF_RINGBUF_BUSY_BIT: u32 = 1 << 31;
+const BPF_RINGBUF_DISCARD_BIT: u32 = 1 << 30;
+const BPF_RINGBUF_HDR_SZ: usize = 8;
+/// Bytes in front of the frame inside a record (struct dp_poll_record in bpf/xdppoll.bpf.c).
+const RECORD_FRAME_OFFSET: usize = 8;
+
+/// User-space side of a BPF ring buffer, read through shared memory.
+struct RingConsumer {
+    consumer: *mut u8,
+    producer: *mut u8,
+    data_size: usize,
+    page: usize,
+    fd: OwnedFd,
+}
+
+// SAFETY: the mappings belong to this value alone; the kernel is the only other party.
+unsafe impl Send for RingConsumer {}
+
+impl RingConsumer {
+    fn new(fd: OwnedFd, data_size: usize) -> Result<RingConsumer> {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let map = |len: usize, prot: i32, off: usize, what: &str| -> Result<*mut u8> {
+            // SAFETY: mapping a ring buffer map fd at the offsets the kernel defines for it.
+            let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd.as_raw_fd(), off as libc::off_t) };
+            if p == libc::MAP_FAILED {
+                return Err(Error::io(format!("mapping the BPF ring buffer ({what})"), last_os_error()));
+            }
+            Ok(p.cast())
+        };
+        let consumer = map(page, libc::PROT_READ | libc::PROT_WRITE, 0, "consumer page")?;
+        // The data area is mapped twice in a row so a record never wraps.
+        let producer = match map(page + 2 * data_size, libc::PROT_READ, page, "producer page and data") {
+            Ok(p) => p,
+            Err(e) => {
+                // SAFETY: consumer was mapped above with this length.
+                unsafe { libc::munmap(consumer.cast(), page) };
+                return Err(e);
+            }
+        };
+        Ok(RingConsumer { consumer, producer, data_size, page, fd })
+    }
+
+    fn consumer_pos(&self) -> &AtomicU64 {
+        // SAFETY: the first 8 bytes of the consumer page are the consumer position, 8-aligned.
+        unsafe { &*(self.consumer as *const AtomicU64) }
+    }
+
+    fn producer_pos(&self) -> &AtomicU64 {
+        // SAFETY: the first 8 bytes of the producer page are the producer position, 8-aligned.
+        unsafe { &*(self.producer as *const AtomicU64) }
+    }
+
+    /// Hands the next committed record to `f` and releases it. `None` when empty.
+    fn consume_one<T>(&mut self, mut f: impl FnMut(&[u8]) -> T) -> Option<T> {
+        loop {
+            let cons = self.consumer_pos().load(Ordering::Relaxed);
+            let prod = self.producer_pos().load(Ordering::Acquire);
+            if cons >= prod {
+                return None;
+            }
+            let off = (cons as usize) & (self.data_size - 1);
+            // SAFETY: off < data_size and the header lies inside the double-mapped data area.
+            let hdr = unsafe { &*(self.producer.add(self.page + off) as *const AtomicU32) };
+            let len_word = hdr.load(Ordering::Acquire);
+            if len_word & BPF_RINGBUF_BUSY_BIT != 0 {
+                return None; // reserved but not yet submitted
+            }
+            let len = (len_word & !(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT)) as usize;
+            let next = cons + ((len + BPF_RINGBUF_HDR_SZ + 7) & !7) as u64;
+            let out = if len_word & BPF_RINGBUF_DISCARD_BIT == 0 && len <= self.data_size {
+                // SAFETY: the record [off+8, off+8+len) lies in the double mapping (len <= data_size).
+                let rec = unsafe { std::slice::from_raw_parts(self.producer.add(self.page + off + BPF_RINGBUF_HDR_SZ), len) };
+                Some(f(rec))
+            } else {
+                None
+            };
+            self.consumer_pos().store(next, Ordering::Release);
+            if out.is_some() {
+                return out;
+            }
+        }
+    }
+
+    fn has_data(&self) -> bool {
+        self.consumer_pos().load(Ordering::Relaxed) < self.producer_pos().load(Ordering::Acquire)
+    }
+}
+
+impl Drop for RingConsumer {
+    fn drop(&mut self) {
+        // SAFETY: both regions were mapped in new() with these lengths.
+        unsafe {
+            libc::munmap(self.consumer.cast(), self.page);
+            libc::munmap(self.producer.cast(), self.page + 2 * self.data_size);
+        }
+    }
+}
+
+pub struct XdpPollEndpoint {
+    ring: RingConsumer,
+    tx: UdpSocket,
+    local: SocketAddrV4,
+    verify_checksum: bool,
+    caps: Capabilities,
+    counters: Counters,
+    // Declared last: detached after the ring is unmapped.
+    prog: XdpProgram,
+}
+
+fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
+    spec.reject_unknown_extra(&[])?;
+    let dev = NetDev::lookup(spec.require_iface()?)?;
+    dev.require_up()?;
+    let addr = dev.pick_ipv4(spec.addr)?;
+    let port = spec.require_port()?;
+    let local = SocketAddrV4::new(addr, port);
+    // Bind the transmit socket first: it reserves the port on this host, so
+    // two endpoints cannot claim the same one.
+    let tx = UdpSocket::bind(local).map_err(|e| Error::os(format!("binding UDP {local} for xdppoll transmit"), e, "CAP_NET_BIND_SERVICE"))?;
+    let prog = XdpProgram::attach(OBJECT, "detpath_xdppoll", &dev, spec.mode, FilterConfig { addr, port })?;
+    let map = prog.map_handle("dp_ring")?;
+    let fd = map.as_fd().try_clone_to_owned().map_err(|e| Error::io("duplicating the ring buffer fd", e))?;
+    let ring = RingConsumer::new(fd, 1 << 22)?;
+    let caps = Capabilities {
+        datapath: "xdppoll",
+        iface: Some(dev.name.clone()),
+        xdp_mode: Some(prog.mode()),
+        max_payload: detpath_wire::max_payload_for_mtu(dev.mtu as usize),
+        max_batch: 64,
+        notes: vec!["rx: BPF ring buffer (copy), tx: kernel UDP socket".into()],
+        ..Default::default()
+    };
+    Ok(Box::new(XdpPollEndpoint { ring, tx, local, verify_checksum: spec.verify_checksum, caps, counters: Counters::default(), prog }))
+}
+
+impl XdpPollEndpoint {
+    /// Takes records off the ring until one parses; `None` when the ring is empty.
+    fn try_recv(&mut self, buf: &mut [u8]) -> Option<RxMeta> {
+        let verify = self.verify_checksum;
+        let local = self.local;
+        loop {
+            let got = self.ring.consume_one(|rec| {
+                let frame_len = rec.get(..4).map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as usize);
+                let frame = rec.get(RECORD_FRAME_OFFSET..RECORD_FRAME_OFFSET + frame_len)?;
+                let f = detpath_wire::parse_udp_frame(frame, verify).ok().filter(|f| f.dst == local)?;
+                let payload = f.payload(frame);
+                let n = payload.len().min(buf.len());
+                buf[..n].copy_from_slice(&payload[..n]);
+                Some(RxMeta { len: n, truncated: n < payload.len(), peer: f.src, rx_ns: 0 })
+            })?;
+            match got {
+                Some(mut m) => {
+                    m.rx_ns = monotonic_ns();
+                    self.counters.rx_packets += 1;
+                    self.counters.rx_bytes += m.len as u64;
+                    self.counters.rx_truncated += m.truncated as u64;
+                    return Some(m);
+                }
+                None => self.counters.rx_malformed += 1,
+            }
+        }
+    }
+
+    fn wait(&self, deadline: Option<Instant>) -> Result<()> {
+        let mut pfd = libc::pollfd { fd: self.ring.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&mut pfd, 1, poll_timeout_ms(deadline)) } < 0 && last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return Err(Error::io("waiting on the BPF ring buffer", last_os_error()));
+        }
+        Ok(())
+    }
+}
+
+impl Endpoint for XdpPollEndpoint {
+    fn local_addr(&self) -> SocketAddrV4 {
+        self.local
+    }
+
+    fn capabilities(&self) -> &Capabilities {
+        &self.caps
+    }
+
+    fn counters(&self) -> Counters {
+        let s = self.prog.stats();
+        Counters { rx_not_for_me: s.passed, rx_kernel_dropped: s.dropped, ..self.counters }
+    }
+
+    fn send_to(&mut self, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
+        loop {
+            match self.tx.send_to(payload, peer) {
+                Ok(_) => {
+                    self.counters.tx_packets += 1;
+                    self.counters.tx_bytes += payload.len() as u64;
+                    return Ok(());
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => self.counters.tx_ring_full += 1,
+                Err(e) => {
+                    self.counters.tx_errors += 1;
+                    return Err(Error::io(format!("sending to {peer}"), e));
+                }
+            }
+        }
+    }
+
+    fn recv(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<RxMeta>> {
+        let (deadline, sleep) = match mode {
+            RecvMode::NonBlocking => return Ok(self.try_recv(buf)),
+            RecvMode::BusyPoll { timeout } => (timeout.map(|t| Instant::now() + t), false),
+            RecvMode::Blocking { timeout } => (timeout.map(|t| Instant::now() + t), true),
+        };
+        loop {
+            if let Some(m) = self.try_recv(buf) {
+                return Ok(Some(m));
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(None);
+            }
+            if sleep && !self.ring.has_data() {
+                self.wait(deadline)?;
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
 }
