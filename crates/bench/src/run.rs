@@ -1,1 +1,266 @@
-//! The ping-pong runner (lead).
+//! The ping-pong loops of paper 000's method, over any [`Endpoint`].
+//!
+//! Client: sends probe `i` at `start + i * period` (absolute deadlines, so
+//! a stall never shifts the schedule) and records how late each send was;
+//! between sends it polls for pongs. Each probe carries a sequence id, a
+//! random nonce and four timestamps: client send (t0, just before the send
+//! call), server receive (t1, when the server took it off its ring/socket),
+//! server send (t2, just before the echo), client receive (t3).
+//! Open loop: a lost pong never stalls the run; a pong later than the loss
+//! timeout counts as lost.
+//!
+//! Server: echoes every probe over the same datapath, filling t1 and t2.
+//! [`ServerFaults`] makes it drop, duplicate or delay chosen sequence
+//! numbers, which is how the loss accounting is tested.
+
+use detpath::{monotonic_ns, Endpoint, RecvMode};
+use crate::records::{Record, Status};
+use detpath_wire::probe::{self, Probe};
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddrV4;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct PingPongConfig {
+    /// UDP payload bytes of every probe (at least [`probe::HEADER_LEN`]).
+    pub size: usize,
+    /// Send period in ns.
+    pub period_ns: u64,
+    /// Measured rounds (after warm-up).
+    pub rounds: u64,
+    /// Rounds sent first and left out of the statistics (ARP, caches, page faults).
+    pub warmup: u64,
+    /// A pong arriving later than this after its ping counts as lost.
+    pub loss_timeout_ns: u64,
+    /// Test hook: sleep this long just before sending this round (an artificially stalled client).
+    pub stall: Option<(u64, Duration)>,
+}
+
+impl PingPongConfig {
+    pub fn total_rounds(&self) -> u64 {
+        self.warmup + self.rounds
+    }
+}
+
+/// What happened to one round, from the client's side.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Round {
+    pub nonce: u64,
+    /// t0..t3 in ns (t1, t2 on the server's clock); 0 = not happened.
+    pub client_tx: u64,
+    pub server_rx: u64,
+    pub server_tx: u64,
+    pub client_rx: u64,
+    /// t0 - scheduled send time.
+    pub lateness: u64,
+    pub duplicates: u32,
+    pub corrupted: bool,
+    pub late: bool,
+    /// Arrived after a higher sequence number had.
+    pub reordered: bool,
+}
+
+impl Round {
+    pub fn answered(&self) -> bool {
+        self.client_rx != 0 && !self.corrupted && !self.late
+    }
+    pub fn rtt(&self) -> Option<u64> {
+        self.answered().then(|| self.client_rx.saturating_sub(self.client_tx))
+    }
+}
+
+impl ClientOutcome {
+    /// The measured rounds (warm-up left out) as raw records, one per sent
+    /// round plus one per duplicate.
+    pub fn records(&self, warmup: u64) -> Vec<Record> {
+        let mut out = Vec::with_capacity(self.sent as usize);
+        for (seq, r) in self.rounds.iter().enumerate().take(self.sent as usize).skip(warmup as usize) {
+            let status = if r.corrupted {
+                Status::Corrupted
+            } else if !r.answered() {
+                Status::Lost
+            } else if r.reordered {
+                Status::Reordered
+            } else {
+                Status::Ok
+            };
+            let answered = r.answered();
+            out.push(Record {
+                seq: seq as u64,
+                client_send_ns: r.client_tx,
+                server_recv_ns: if answered { r.server_rx } else { 0 },
+                server_send_ns: if answered { r.server_tx } else { 0 },
+                client_recv_ns: if answered { r.client_rx } else { 0 },
+                send_lateness_ns: r.lateness,
+                status,
+            });
+            for _ in 0..r.duplicates {
+                out.push(Record { seq: seq as u64, status: Status::Duplicate, ..Record::default() });
+            }
+        }
+        out
+    }
+}
+
+/// Everything the client saw.
+#[derive(Debug, Clone)]
+pub struct ClientOutcome {
+    /// Indexed by sequence id: warm-up rounds first.
+    pub rounds: Vec<Round>,
+    /// Rounds actually sent (less than total when interrupted).
+    pub sent: u64,
+    /// Datagrams that were not probes at all, or not for a round we sent.
+    pub foreign: u64,
+    pub interrupted: bool,
+    pub started_ns: u64,
+    pub finished_ns: u64,
+}
+
+/// Runs the client side. `progress` is called with the number of rounds
+/// sent, every 4096 rounds. `stop` ends the run early (kept as interrupted).
+pub fn run_client(
+    ep: &mut dyn Endpoint,
+    server: SocketAddrV4,
+    cfg: &PingPongConfig,
+    stop: &AtomicBool,
+    mut progress: impl FnMut(u64),
+) -> detpath::Result<ClientOutcome> {
+    let total = cfg.total_rounds();
+    let size = cfg.size.max(probe::HEADER_LEN);
+    let mut rounds = vec![Round::default(); total as usize];
+    let mut tx = vec![0u8; size];
+    let mut rx = vec![0u8; size.max(2048)];
+    let mut rng = XorShift::seeded();
+    let mut foreign = 0u64;
+    let mut next = 0u64;
+    let mut answered = 0u64;
+    let mut highest_seen: Option<u64> = None;
+    let start = monotonic_ns() + 1_000_000;
+    let mut last_send = start;
+    let mut interrupted = false;
+    loop {
+        let now = monotonic_ns();
+        if next < total {
+            let deadline = start + next * cfg.period_ns;
+            if now >= deadline {
+                if let Some((seq, pause)) = cfg.stall {
+                    if seq == next {
+                        std::thread::sleep(pause);
+                    }
+                }
+                let nonce = rng.next();
+                let t0 = monotonic_ns();
+                let p = Probe { seq: next, nonce, client_send_ns: t0, ..Probe::default() };
+                p.encode(&mut tx).expect("probe buffer sized above");
+                ep.send_to(&tx, server)?;
+                rounds[next as usize] = Round { nonce, client_tx: t0, lateness: t0 - deadline, ..Round::default() };
+                last_send = t0;
+                next += 1;
+                if next % 4096 == 0 {
+                    progress(next);
+                    if stop.load(Ordering::Relaxed) {
+                        interrupted = next < total;
+                        break;
+                    }
+                }
+                continue;
+            }
+        } else if answered == total || now > last_send + cfg.loss_timeout_ns {
+            break;
+        }
+        if let Some(meta) = ep.recv(&mut rx, RecvMode::NonBlocking)? {
+            let Ok(p) = Probe::decode(&rx[..meta.len]) else {
+                foreign += 1;
+                continue;
+            };
+            let Some(r) = rounds.get_mut(p.seq as usize).filter(|_| p.seq < next) else {
+                foreign += 1;
+                continue;
+            };
+            if r.client_rx != 0 || r.corrupted {
+                r.duplicates += 1;
+            } else if p.nonce != r.nonce || p.client_send_ns != r.client_tx {
+                r.corrupted = true;
+            } else {
+                r.client_rx = meta.rx_ns;
+                r.server_rx = p.server_recv_ns;
+                r.server_tx = p.server_send_ns;
+                r.late = meta.rx_ns.saturating_sub(r.client_tx) > cfg.loss_timeout_ns;
+                r.reordered = highest_seen.is_some_and(|h| p.seq < h);
+                highest_seen = Some(highest_seen.map_or(p.seq, |h| h.max(p.seq)));
+                answered += 1;
+            }
+        }
+    }
+    progress(next);
+    Ok(ClientOutcome { rounds, sent: next, foreign, interrupted, started_ns: start, finished_ns: monotonic_ns() })
+}
+
+/// Deliberate misbehaviour of the server, for testing the accounting.
+#[derive(Debug, Clone, Default)]
+pub struct ServerFaults {
+    pub drop: BTreeSet<u64>,
+    pub duplicate: BTreeSet<u64>,
+    pub delay: BTreeMap<u64, Duration>,
+    /// Echo this sequence id with a wrong nonce.
+    pub corrupt: BTreeSet<u64>,
+}
+
+/// What the server did.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ServerReport {
+    pub echoed: u64,
+    pub not_probes: u64,
+}
+
+/// Echoes probes until `stop` is set. Busy-polls; checks `stop` every 10 ms of silence.
+pub fn run_server(ep: &mut dyn Endpoint, stop: &AtomicBool, faults: &ServerFaults) -> detpath::Result<ServerReport> {
+    let mut buf = vec![0u8; 4096];
+    let mut report = ServerReport::default();
+    let wait = RecvMode::BusyPoll { timeout: Some(Duration::from_millis(10)) };
+    while !stop.load(Ordering::Relaxed) {
+        let Some(meta) = ep.recv(&mut buf, wait)? else { continue };
+        let Ok(mut p) = Probe::decode(&buf[..meta.len]) else {
+            report.not_probes += 1;
+            continue;
+        };
+        p.server_recv_ns = meta.rx_ns;
+        if faults.drop.contains(&p.seq) {
+            continue;
+        }
+        if let Some(d) = faults.delay.get(&p.seq) {
+            std::thread::sleep(*d);
+        }
+        if faults.corrupt.contains(&p.seq) {
+            p.nonce ^= 0x5a5a;
+        }
+        let copies = if faults.duplicate.contains(&p.seq) { 2 } else { 1 };
+        for _ in 0..copies {
+            p.server_send_ns = monotonic_ns();
+            p.encode(&mut buf[..meta.len]).expect("decoded from this length");
+            ep.send_to(&buf[..meta.len], meta.peer)?;
+            report.echoed += 1;
+        }
+    }
+    Ok(report)
+}
+
+/// xorshift64*: nonces need to be unpredictable to a confused peer, not secure.
+struct XorShift(u64);
+
+impl XorShift {
+    fn seeded() -> XorShift {
+        let mut seed = [0u8; 8];
+        // SAFETY: getrandom writes at most 8 bytes into seed.
+        unsafe { libc::getrandom(seed.as_mut_ptr().cast(), 8, 0) };
+        XorShift(u64::from_ne_bytes(seed) | 1)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
