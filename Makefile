@@ -37,7 +37,7 @@ test: build
 
 # A short run of every fuzz target (the long runs are done by hand: see README).
 # cargo-fuzz needs the nightly toolchain (rustup); it is installed from crates.io when missing.
-FUZZ_TARGETS := frame_parse
+FUZZ_TARGETS := frame_parse probe_decode
 fuzz-smoke:
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
 	cd fuzz && for t in $(FUZZ_TARGETS); do cargo +nightly fuzz run $$t -- -runs=200000 -max_len=2048 || exit 1; done
