@@ -9,6 +9,7 @@ pub mod report;
 pub mod results;
 pub mod run;
 pub mod stats;
+pub mod stress;
 pub mod table;
 
 pub use records::{Accounting, Arrival, LossCounts, Pacer, Record, RecordWriter, Status};
