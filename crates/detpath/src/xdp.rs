@@ -162,7 +162,8 @@ fn has_cap(caps: Option<u64>, cap: u32) -> bool {
     !matches!(caps, Some(c) if c & (1 << cap) == 0)
 }
 
-fn memlock_limit() -> String {
+/// The RLIMIT_MEMLOCK soft limit, for error messages ("8192 KiB", "unlimited").
+pub(crate) fn memlock_limit() -> String {
     let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: r is a valid out-parameter.
     if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut r) } != 0 {

@@ -47,7 +47,7 @@ use crate::error::{last_os_error, Error, Result};
 use crate::neigh::Neighbours;
 use crate::netdev::NetDev;
 use crate::spec::EndpointSpec;
-use crate::xdp::{FilterConfig, FilterStats, XdpProgram};
+use crate::xdp::{memlock_limit, FilterConfig, FilterStats, XdpProgram};
 use detpath_wire::{build_udp_frame, parse_udp_frame, MacAddr, UdpFrameHeader};
 use libbpf_rs::{MapCore, MapFlags};
 use ring::{Ring, RingKind};
@@ -335,19 +335,6 @@ fn bind(fd: &OwnedFd, ifindex: u32, queue: u32, flags: u16) -> std::io::Result<(
         Ok(())
     } else {
         Err(last_os_error())
-    }
-}
-
-fn memlock_limit() -> String {
-    let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: r is a valid out-parameter.
-    if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut r) } != 0 {
-        return "unknown".into();
-    }
-    if r.rlim_cur == libc::RLIM_INFINITY {
-        "unlimited".into()
-    } else {
-        format!("{} KiB", r.rlim_cur / 1024)
     }
 }
 
