@@ -59,6 +59,10 @@ pub enum Error {
 
     #[error("{what}: {source}")]
     Io { what: String, #[source] source: io::Error },
+
+    /// The endpoint's real-time polling thread could not be set up (`rt_core=` keys).
+    #[error("real-time polling thread: {0}")]
+    Realtime(#[from] detpath_tune::RtError),
 }
 
 impl Error {

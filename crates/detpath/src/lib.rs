@@ -23,21 +23,29 @@ pub mod error;
 pub mod neigh;
 pub mod netdev;
 pub mod netns;
+pub mod realtime;
 pub mod spec;
 pub mod testbed;
 pub mod xdp;
 
 pub use endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxBatch, RxMeta, TxDatagram, XdpMode};
 pub use error::{Error, Result};
-pub use spec::{EndpointSpec, XdpModeRequest};
+pub use spec::{EndpointSpec, RealtimeSpec, XdpModeRequest};
 
 /// Opens an endpoint from a spec string such as `afxdp://veth0?port=7000`.
 pub fn open(spec: &str) -> Result<Box<dyn Endpoint>> {
     open_spec(&spec.parse()?)
 }
 
-/// Opens an endpoint from a parsed spec.
+/// Opens an endpoint from a parsed spec. With `rt_*` keys the calling thread
+/// becomes the endpoint's real-time polling thread first ([`realtime`]).
 pub fn open_spec(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
     let dp = datapath::find(&spec.datapath).ok_or_else(|| Error::UnknownDatapath(spec.datapath.clone()))?;
-    (dp.open)(spec)
+    match &spec.realtime {
+        None => (dp.open)(spec),
+        Some(rt) => {
+            let (notes, hold) = realtime::prepare_thread(rt)?;
+            Ok(Box::new(realtime::RealtimeEndpoint::wrap((dp.open)(spec)?, notes, hold)))
+        }
+    }
 }

@@ -12,6 +12,11 @@
 //! Common keys: `iface`, `addr`, `port`, `queue`, `mode` (auto|native|skb),
 //! `zerocopy` (true|false), `busy_poll` (true|false), `ring` (ring size),
 //! `frame` (AF_XDP frame size), `batch`, `checksum` (verify|skip).
+//! Real-time polling thread (see [`crate::realtime`]): `rt_core` (pin the
+//! thread that opens and polls the endpoint to this core), `rt_priority`
+//! (SCHED_FIFO 1..99), `rt_mlock` (true|false, default true), `rt_strict`
+//! (refuse a core that is not isolated or carries IRQs), `rt_dma_latency`
+//! (hold /dev/cpu_dma_latency at this many us while the endpoint lives).
 //! Other keys are datapath-specific and land in [`EndpointSpec::extra`]; each
 //! datapath rejects keys it does not know.
 
@@ -54,7 +59,21 @@ pub struct EndpointSpec {
     /// Verify UDP checksums on receive (default). `checksum=skip` accepts
     /// frames from senders that leave partial checksums (kernel over veth with tx offload).
     pub verify_checksum: bool,
+    /// Run the polling thread real-time (`rt_*` keys); `None`: leave the thread as it is.
+    pub realtime: Option<RealtimeSpec>,
     pub extra: BTreeMap<String, String>,
+}
+
+/// How the thread that opens (and then polls) an endpoint runs: the `rt_*` keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RealtimeSpec {
+    pub core: usize,
+    /// SCHED_FIFO priority; `None` keeps SCHED_OTHER (pinning and mlock only).
+    pub fifo_priority: Option<u8>,
+    pub lock_memory: bool,
+    pub strict: bool,
+    /// Hold the C-state exit-latency limit at this many us while the endpoint lives.
+    pub dma_latency_us: Option<u32>,
 }
 
 impl EndpointSpec {
@@ -73,6 +92,7 @@ impl EndpointSpec {
             frame_size: 4096,
             batch: 64,
             verify_checksum: true,
+            realtime: None,
             extra: BTreeMap::new(),
         }
     }
@@ -127,6 +147,9 @@ impl FromStr for EndpointSpec {
         }
         let mut spec = EndpointSpec::new(scheme);
         let (authority, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let mut rt_core: Option<usize> = None;
+        let mut rt = RealtimeSpec { core: 0, fifo_priority: None, lock_memory: true, strict: false, dma_latency_us: None };
+        let mut rt_keys: Vec<&str> = Vec::new();
         if authority.is_empty() {
             return Err(bad("empty address or interface".into()));
         }
@@ -161,6 +184,27 @@ impl FromStr for EndpointSpec {
                     "ring" => spec.ring_size = parse_num(k, v)?,
                     "frame" => spec.frame_size = parse_num(k, v)?,
                     "batch" => spec.batch = parse_num(k, v)?,
+                    "rt_core" => rt_core = Some(parse_num(k, v)?),
+                    "rt_priority" => {
+                        let p: u8 = parse_num(k, v)?;
+                        if !(1..=99).contains(&p) {
+                            return Err(format!("`rt_priority` takes a SCHED_FIFO priority 1..99, not `{v}`"));
+                        }
+                        rt.fifo_priority = Some(p);
+                        rt_keys.push(k);
+                    }
+                    "rt_mlock" => {
+                        rt.lock_memory = parse_bool(k, v)?;
+                        rt_keys.push(k);
+                    }
+                    "rt_strict" => {
+                        rt.strict = parse_bool(k, v)?;
+                        rt_keys.push(k);
+                    }
+                    "rt_dma_latency" => {
+                        rt.dma_latency_us = Some(parse_num(k, v)?);
+                        rt_keys.push(k);
+                    }
                     "checksum" => {
                         spec.verify_checksum = match v {
                             "verify" => true,
@@ -177,6 +221,11 @@ impl FromStr for EndpointSpec {
                 Ok(())
             })();
             r.map_err(bad)?;
+        }
+        match (rt_core, rt_keys.first()) {
+            (Some(core), _) => spec.realtime = Some(RealtimeSpec { core, ..rt }),
+            (None, Some(k)) => return Err(bad(format!("`{k}` needs `rt_core=N` (the core the polling thread runs on)"))),
+            (None, None) => {}
         }
         if spec.ring_size == 0 || !spec.ring_size.is_power_of_two() {
             return Err(bad(format!("`ring` must be a power of two, not {}", spec.ring_size)));
@@ -228,6 +277,21 @@ impl fmt::Display for EndpointSpec {
         }
         if let Some(z) = self.zero_copy {
             q.push(format!("zerocopy={z}"));
+        }
+        if let Some(rt) = &self.realtime {
+            q.push(format!("rt_core={}", rt.core));
+            if let Some(p) = rt.fifo_priority {
+                q.push(format!("rt_priority={p}"));
+            }
+            if !rt.lock_memory {
+                q.push("rt_mlock=false".into());
+            }
+            if rt.strict {
+                q.push("rt_strict=true".into());
+            }
+            if let Some(us) = rt.dma_latency_us {
+                q.push(format!("rt_dma_latency={us}"));
+            }
         }
         for (k, v) in &self.extra {
             q.push(format!("{k}={v}"));
@@ -282,6 +346,23 @@ mod tests {
             ("afxdp://veth0?ring=1000", "power of two"),
             ("afxdp://veth0?zerocopy=maybe", "true or false"),
             ("afxdp://veth0?addr=1.2.3", "IPv4"),
+        ] {
+            let e = input.parse::<EndpointSpec>().unwrap_err().to_string();
+            assert!(e.contains(needle), "{input}: {e}");
+        }
+    }
+
+    #[test]
+    fn realtime_keys() {
+        let s: EndpointSpec = "afxdp://veth0?port=7&rt_core=1&rt_priority=50&rt_strict=true&rt_dma_latency=0".parse().unwrap();
+        let rt = s.realtime.clone().unwrap();
+        assert_eq!((rt.core, rt.fifo_priority, rt.lock_memory, rt.strict, rt.dma_latency_us), (1, Some(50), true, true, Some(0)));
+        assert_eq!(s.to_string().parse::<EndpointSpec>().unwrap(), s);
+        assert!("udp://10.0.0.1:7".parse::<EndpointSpec>().unwrap().realtime.is_none());
+        for (input, needle) in [
+            ("udp://10.0.0.1:7?rt_priority=50", "needs `rt_core=N`"),
+            ("udp://10.0.0.1:7?rt_core=1&rt_priority=0", "1..99"),
+            ("udp://10.0.0.1:7?rt_core=x", "`rt_core` takes a number"),
         ] {
             let e = input.parse::<EndpointSpec>().unwrap_err().to_string();
             assert!(e.contains(needle), "{input}: {e}");
