@@ -56,6 +56,10 @@ pub struct Args {
     /// Cores the tuning isolates (default: the server core; one core must stay with the OS).
     #[arg(long)]
     tune_cores: Option<String>,
+    /// SCHED_FIFO priority of the polling threads in tuned runs (the server's
+    /// thread also holds /dev/cpu_dma_latency at 0 for the run).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u8).range(1..=99))]
+    rt_priority: u8,
     /// Print the results as JSON instead of tables.
     #[arg(long)]
     json: bool,
@@ -123,7 +127,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 &detpath_tune::ApplyRequest::new(cores),
             ) {
                 Ok(t) => {
-                    let s = format!("tuned (cores {tune_cores}): {}", t.summary());
+                    let s = format!(
+                        "tuned (cores {tune_cores}; polling threads SCHED_FIFO {}, memory locked, cpu_dma_latency 0): {}",
+                        args.rt_priority,
+                        t.summary()
+                    );
                     (Some(t), s)
                 }
                 Err(e) => {
@@ -157,7 +165,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             } else {
                 None
             };
-            let outcome = bench_one(&tb, dp, port, &pp, cpu_client, cpu_server);
+            let rt = tuned.then_some(args.rt_priority);
+            let outcome = bench_one(&tb, dp, port, &pp, (cpu_client, cpu_server), rt);
             drop(stress);
             match outcome {
                 Ok((mode, outcome)) => {
@@ -213,21 +222,37 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     })
 }
 
+/// The endpoint spec of one side: pinned to `core`; with `rt`, its polling
+/// thread runs SCHED_FIFO at that priority with memory locked (the
+/// `rt_*` keys of detpath::realtime), and the server holds the C-states.
+fn side_uri(side: &detpath::testbed::Side, dp: &str, port: u16, core: u32, rt: Option<u8>, server: bool) -> String {
+    let mut uri = format!("{}&rt_core={core}", side.uri(dp, port));
+    match rt {
+        Some(prio) => {
+            uri += &format!("&rt_priority={prio}");
+            if server {
+                uri += "&rt_dma_latency=0";
+            }
+        }
+        None => uri += "&rt_mlock=false",
+    }
+    uri
+}
+
 /// One datapath: server thread in namespace b, client on this thread's helper in namespace a.
 fn bench_one(
     tb: &Testbed,
     dp: &str,
     port: u16,
     pp: &PingPongConfig,
-    cpu_client: u32,
-    cpu_server: u32,
+    (cpu_client, cpu_server): (u32, u32),
+    rt: Option<u8>,
 ) -> anyhow::Result<(String, detpath_bench::run::ClientOutcome)> {
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = mpsc::channel();
-    let server_uri = tb.b().uri(dp, port);
+    let server_uri = side_uri(tb.b(), dp, port, cpu_server, rt, true);
     let stop_s = stop.clone();
     let server = tb.b().spawn(move || -> anyhow::Result<()> {
-        let _ = detpath_tune::rt::pin_current_thread(cpu_server as usize);
         let mut ep = match detpath::open(&server_uri) {
             Ok(ep) => ep,
             Err(e) => {
@@ -242,11 +267,10 @@ fn bench_one(
     let (server_addr, server_mode) = ready_rx
         .recv()?
         .map_err(|e| anyhow::anyhow!("server: {e}"))?;
-    let client_uri = tb.a().uri(dp, port + 1);
+    let client_uri = side_uri(tb.a(), dp, port + 1, cpu_client, rt, false);
     let pp2 = pp.clone();
     let client = tb.a().spawn(
         move || -> anyhow::Result<(String, detpath_bench::run::ClientOutcome)> {
-            let _ = detpath_tune::rt::pin_current_thread(cpu_client as usize);
             let mut ep = detpath::open(&client_uri)?;
             let mode = format!(
                 "client {} / server {}",
