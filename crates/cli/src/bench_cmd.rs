@@ -1,236 +1,177 @@
-//! `detpath bench`: paper 000's ping-pong over every datapath in the built-in
-//! testbed. Client in namespace a, server in namespace b, each a thread
-//! pinned to its own core; results saved under `results/<timestamp>/`.
+//! `detpath bench`: paper 000's ping-pong. Without a subcommand, every
+//! datapath in the built-in testbed ([`bench_testbed`](crate::bench_testbed));
+//! `bench server` / `bench client --peer` run the two sides on two hosts
+//! ([`bench_remote`](crate::bench_remote)). This module holds what both share:
+//! the probe options, turning a client outcome into a saved result, the
+//! progress bar and the closing table.
 
-use anyhow::Context;
-use detpath::cleanup::{self, OnSignal};
-use detpath::testbed::{Testbed, TestbedConfig};
-use detpath_bench::run::{run_client, run_server, PingPongConfig, ServerFaults};
+use detpath_bench::run::{ClientOutcome, PingPongConfig};
 use detpath_bench::{Environment, ResultDir, RunConfig, RunResult};
-use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
-use std::sync::{mpsc, Arc};
 
 #[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
-    /// Datapaths to measure (default: every registered one).
-    #[arg(long, value_delimiter = ',')]
-    datapath: Vec<String>,
-    /// Probe (UDP payload) size in bytes (paper: 1024; 128 as the small option).
-    #[arg(long, default_value_t = 1024)]
-    size: usize,
-    /// Send period in microseconds (100 us with 1024 B is about 80 Mbit/s).
-    #[arg(long, default_value_t = 100.0)]
-    period_us: f64,
-    /// Measured rounds per datapath (paper: 1,000,000 for a full run).
-    #[arg(long, default_value_t = 100_000)]
-    rounds: u64,
-    /// Rounds sent first and left out of the statistics.
-    #[arg(long, default_value_t = 1000)]
-    warmup: u64,
-    /// Per-round loss timeout in milliseconds.
-    #[arg(long, default_value_t = 100)]
-    timeout_ms: u64,
-    /// Cores for the client and server polling threads.
-    #[arg(long, value_delimiter = ',', default_values_t = [0u32, 1])]
-    cpu: Vec<u32>,
-    /// Where result directories go.
-    #[arg(long, default_value = "results")]
-    out: PathBuf,
-    /// Testbed namespace prefix (<NAME>-a, <NAME>-b).
-    #[arg(long, default_value = "detpath")]
-    testbed: String,
-    /// CPU load (percent) from stress-ng on the datapath cores during each run.
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=100))]
-    stress: u8,
-    /// Apply the low-latency tuning (detpath tune apply) for the run, revert afterwards.
-    #[arg(long)]
-    tuned: bool,
-    /// Paper 000's three configurations for every datapath: Default,
-    /// Default & Stress (--matrix-stress %), Tuned & Stress.
-    #[arg(long)]
-    matrix: bool,
-    /// Stress level of the matrix's stress columns.
-    #[arg(long, default_value_t = 80)]
-    matrix_stress: u8,
-    /// Cores the tuning isolates (default: the server core; one core must stay with the OS).
-    #[arg(long)]
-    tune_cores: Option<String>,
-    /// SCHED_FIFO priority of the polling threads in tuned runs (the server's
-    /// thread also holds /dev/cpu_dma_latency at 0 for the run).
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u8).range(1..=99))]
-    rt_priority: u8,
-    /// Print the results as JSON instead of tables.
-    #[arg(long)]
-    json: bool,
+    #[command(subcommand)]
+    role: Option<Role>,
+    #[command(flatten)]
+    testbed: crate::bench_testbed::Args,
+}
+
+#[derive(clap::Subcommand)]
+enum Role {
+    /// Echo probes on this host (the other host runs `detpath bench client`).
+    Server(crate::bench_remote::ServerArgs),
+    /// Measure against a `detpath bench server` on another host.
+    Client(crate::bench_remote::ClientArgs),
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    cleanup::install_signal_handler(OnSignal::SetFlag);
-    let datapaths: Vec<String> = if args.datapath.is_empty() {
-        detpath::datapath::DATAPATHS
-            .iter()
-            .map(|d| d.name.to_string())
-            .collect()
-    } else {
-        args.datapath.clone()
-    };
-    for d in &datapaths {
+    match args.role {
+        None => crate::bench_testbed::run(args.testbed),
+        Some(Role::Server(a)) => crate::bench_remote::server(a),
+        Some(Role::Client(a)) => crate::bench_remote::client(a),
+    }
+}
+
+/// What every probe stream is made of: size, rate, length.
+#[derive(clap::Args, Clone)]
+pub struct ProbeArgs {
+    /// Probe (UDP payload) size in bytes (paper: 1024; 128 as the small option).
+    #[arg(long, default_value_t = 1024)]
+    pub size: usize,
+    /// Send period, e.g. `100us`, `1ms`, `250000ns` (a bare number is µs).
+    /// Default 100 µs, about 80 Mbit/s with 1024 B.
+    #[arg(long, alias = "period-us", conflicts_with = "rate")]
+    pub period: Option<String>,
+    /// Offered rate in Mbit/s of probe payload (the period follows from --size).
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Measured rounds per run (paper: 1,000,000 for a full run; default 100,000).
+    #[arg(long, conflicts_with = "duration")]
+    pub rounds: Option<u64>,
+    /// Measured duration per run in seconds (rounds = duration / period).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Rounds sent first and left out of the statistics.
+    #[arg(long, default_value_t = 1000)]
+    pub warmup: u64,
+    /// Per-round loss timeout in milliseconds.
+    #[arg(long, default_value_t = 100)]
+    pub timeout_ms: u64,
+}
+
+/// Default measured rounds (a short run; the paper's full run is 1,000,000).
+pub const DEFAULT_ROUNDS: u64 = 100_000;
+
+impl ProbeArgs {
+    /// The ping-pong configuration these options describe, or what is wrong with them.
+    pub fn config(&self) -> anyhow::Result<PingPongConfig> {
         anyhow::ensure!(
-            detpath::datapath::find(d).is_some(),
-            "unknown datapath `{d}`"
+            self.size >= detpath_wire::probe::HEADER_LEN,
+            "--size must be at least {} bytes (the probe header)",
+            detpath_wire::probe::HEADER_LEN
         );
-    }
-    anyhow::ensure!(
-        args.size >= detpath_wire::probe::HEADER_LEN,
-        "--size must be at least {} bytes",
-        detpath_wire::probe::HEADER_LEN
-    );
-    anyhow::ensure!(args.period_us > 0.0, "--period-us must be positive");
-    let (cpu_client, cpu_server) = (
-        args.cpu.first().copied().unwrap_or(0),
-        args.cpu.get(1).copied().unwrap_or(1),
-    );
-    let tb = Testbed::up(TestbedConfig::with_prefix(&args.testbed))?;
-    let env = Environment::capture();
-    let mut dir = ResultDir::create(&args.out)
-        .with_context(|| format!("creating a result directory under {}", args.out.display()))?;
-    let pp = PingPongConfig {
-        size: args.size,
-        period_ns: (args.period_us * 1000.0) as u64,
-        rounds: args.rounds,
-        warmup: args.warmup,
-        loss_timeout_ns: args.timeout_ms * 1_000_000,
-        stall: None,
-    };
-    let configs: Vec<(u8, bool)> = if args.matrix {
-        vec![
-            (0, false),
-            (args.matrix_stress, false),
-            (args.matrix_stress, true),
-        ]
-    } else {
-        vec![(args.stress, args.tuned)]
-    };
-    let tune_cores = args
-        .tune_cores
-        .clone()
-        .unwrap_or_else(|| cpu_server.to_string());
-    let mut failed = false;
-    for (stress_pct, tuned) in configs {
-        // Tuning is applied for the whole configuration and reverted when `_tuning` drops
-        // (also on Ctrl-C: the drop runs when the loop ends; the journal covers a SIGKILL).
-        let (_tuning, tuning_state) = if tuned {
-            let cores = detpath_tune::CpuList::parse(&tune_cores)?;
-            match detpath_tune::apply(
-                &detpath_tune::Host::real(),
-                &detpath_tune::ApplyRequest::new(cores),
-            ) {
-                Ok(t) => {
-                    let s = format!(
-                        "tuned (cores {tune_cores}; polling threads SCHED_FIFO {}, memory locked, cpu_dma_latency 0): {}",
-                        args.rt_priority,
-                        t.summary()
-                    );
-                    (Some(t), s)
-                }
-                Err(e) => {
-                    eprintln!("bench: cannot apply the tuning: {e}");
-                    failed = true;
-                    continue;
-                }
+        let period_ns = match (&self.period, self.rate) {
+            (Some(p), _) => parse_period(p)?,
+            (None, Some(mbps)) => {
+                anyhow::ensure!(mbps > 0.0 && mbps.is_finite(), "--rate must be a positive number of Mbit/s");
+                (self.size as f64 * 8.0 * 1000.0 / mbps).round() as u64
             }
-        } else {
-            (None, "default".to_string())
+            (None, None) => 100_000,
         };
-        for (i, dp) in datapaths.iter().enumerate() {
-            if cleanup::interrupted() {
-                break;
+        anyhow::ensure!(period_ns >= 1000, "the period must be at least 1 µs (got {period_ns} ns)");
+        let rounds = match (self.rounds, self.duration) {
+            (Some(r), _) => r,
+            (None, Some(s)) => {
+                anyhow::ensure!(s > 0.0 && s.is_finite(), "--duration must be a positive number of seconds");
+                ((s * 1e9) / period_ns as f64).round().max(1.0) as u64
             }
-            let port = 7100 + i as u16 * 2;
-            eprintln!("bench: {dp}: {} rounds of {} B every {} us, stress {stress_pct} %, {tuning_state} ...", pp.rounds, pp.size, args.period_us);
-            // stress-ng runs for exactly this run; a missing stress-ng fails before the run.
-            let stress = if stress_pct > 0 {
-                match detpath_bench::stress::Stress::start(
-                    stress_pct,
-                    &[cpu_client as usize, cpu_server as usize],
-                ) {
-                    Ok(s) => Some(s),
-                    Err(e) => {
-                        eprintln!("bench: {dp}: {e}");
-                        failed = true;
-                        continue;
-                    }
-                }
-            } else {
-                None
-            };
-            let rt = tuned.then_some(args.rt_priority);
-            let outcome = bench_one(&tb, dp, port, &pp, (cpu_client, cpu_server), rt);
-            drop(stress);
-            match outcome {
-                Ok((mode, outcome)) => {
-                    let records = outcome.records(pp.warmup);
-                    let config = RunConfig {
-                        datapath: dp.clone(),
-                        mode,
-                        size: pp.size,
-                        period_ns: pp.period_ns,
-                        rounds: pp.rounds,
-                        timeout_ns: pp.loss_timeout_ns,
-                        stress_percent: stress_pct,
-                        tuned,
-                        tuning: tuning_state.clone(),
-                        cpu_client: Some(cpu_client),
-                        cpu_server: Some(cpu_server),
-                        peer: None,
-                        extra: Default::default(),
-                    };
-                    let mut result = RunResult::from_records(config, env.clone(), &records, None);
-                    result.duration_s = (outcome.finished_ns - outcome.started_ns) as f64 / 1e9;
-                    if outcome.interrupted {
-                        result.complete = false;
-                        result.interrupted = Some("interrupted by a signal".into());
-                    }
-                    if outcome.foreign > 0 {
-                        result.notes.push(format!(
-                            "{} datagrams that were not our probes",
-                            outcome.foreign
-                        ));
-                    }
-                    dir.save_run(&result, &records)?;
-                }
-                Err(e) => {
-                    eprintln!("bench: {dp}: {e:#}");
-                    failed = true;
-                }
-            }
-        }
+            (None, None) => DEFAULT_ROUNDS,
+        };
+        anyhow::ensure!(rounds > 0, "--rounds must be at least 1");
+        Ok(PingPongConfig {
+            size: self.size,
+            period_ns,
+            rounds,
+            warmup: self.warmup,
+            loss_timeout_ns: self.timeout_ms * 1_000_000,
+            stall: None,
+        })
     }
-    drop(tb);
-    if args.json {
+}
+
+/// `100us`, `1ms`, `2.5ms`, `250000ns`, `0.001s`; a bare number is µs.
+pub fn parse_period(s: &str) -> anyhow::Result<u64> {
+    let s = s.trim();
+    let split = s.find(|c: char| c.is_ascii_alphabetic() || c == 'µ').unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num.trim().parse().map_err(|_| anyhow::anyhow!("--period `{s}`: expected a number with a unit (ns, us, ms, s)"))?;
+    let scale = match unit.trim() {
+        "ns" => 1.0,
+        "" | "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        u => anyhow::bail!("--period `{s}`: unknown unit `{u}` (ns, us, ms, s)"),
+    };
+    anyhow::ensure!(v > 0.0 && v.is_finite(), "--period must be positive");
+    Ok((v * scale).round() as u64)
+}
+
+/// Builds the result of one client run and saves it (records first, then the summary).
+pub fn save_outcome(
+    dir: &mut ResultDir,
+    config: RunConfig,
+    env: &Environment,
+    pp: &PingPongConfig,
+    outcome: &ClientOutcome,
+) -> anyhow::Result<()> {
+    let records = outcome.records(pp.warmup);
+    let mut result = RunResult::from_records(config, env.clone(), &records, None);
+    result.duration_s = (outcome.finished_ns - outcome.started_ns) as f64 / 1e9;
+    if outcome.interrupted {
+        result.complete = false;
+        result.interrupted = Some("interrupted by a signal".into());
+    }
+    if outcome.foreign > 0 {
+        result.notes.push(format!("{} datagrams that were not our probes", outcome.foreign));
+    }
+    dir.save_run(&result, &records)?;
+    Ok(())
+}
+
+/// Prints the runs of a result directory (table or JSON) and returns the exit
+/// code: 0 when every run is complete without loss and nothing failed.
+pub fn finish(dir: &ResultDir, json: bool, failed: bool) -> anyhow::Result<i32> {
+    if json {
         println!("{}", serde_json::to_string_pretty(dir.runs())?);
     } else {
         print!("{}", detpath_bench::table::render(dir.runs()));
     }
     eprintln!("results saved in {}", dir.path().display());
     let incomplete = dir.runs().iter().any(|r| !r.complete || r.loss.lost > 0);
-    Ok(if failed || cleanup::interrupted() || incomplete {
-        1
-    } else {
-        0
-    })
+    Ok(if failed || detpath::cleanup::interrupted() || incomplete { 1 } else { 0 })
 }
 
-/// The endpoint spec of one side: pinned to `core`; with `rt`, its polling
-/// thread runs SCHED_FIFO at that priority with memory locked (the
-/// `rt_*` keys of detpath::realtime), and the server holds the C-states.
-fn side_uri(side: &detpath::testbed::Side, dp: &str, port: u16, core: u32, rt: Option<u8>, server: bool) -> String {
-    let mut uri = format!("{}&rt_core={core}", side.uri(dp, port));
+/// The progress bar of a client run (rate and ETA).
+pub fn progress_bar(total: u64) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("  {bar:40} {pos}/{len} rounds  {per_sec}  eta {eta}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// Appends the `rt_*` keys that pin an endpoint's polling thread to `core`
+/// and, with `rt`, run it SCHED_FIFO at that priority with memory locked
+/// (see detpath::realtime); `hold_cstates` also holds cpu_dma_latency at 0.
+pub fn with_rt_keys(spec: &str, core: Option<u32>, rt: Option<u8>, hold_cstates: bool) -> String {
+    let Some(core) = core else { return spec.to_string() };
+    let mut uri = format!("{spec}{}rt_core={core}", if spec.contains('?') { '&' } else { '?' });
     match rt {
         Some(prio) => {
             uri += &format!("&rt_priority={prio}");
-            if server {
+            if hold_cstates {
                 uri += "&rt_dma_latency=0";
             }
         }
@@ -239,71 +180,42 @@ fn side_uri(side: &detpath::testbed::Side, dp: &str, port: u16, core: u32, rt: O
     uri
 }
 
-/// One datapath: server thread in namespace b, client on this thread's helper in namespace a.
-fn bench_one(
-    tb: &Testbed,
-    dp: &str,
-    port: u16,
-    pp: &PingPongConfig,
-    (cpu_client, cpu_server): (u32, u32),
-    rt: Option<u8>,
-) -> anyhow::Result<(String, detpath_bench::run::ClientOutcome)> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let (ready_tx, ready_rx) = mpsc::channel();
-    let server_uri = side_uri(tb.b(), dp, port, cpu_server, rt, true);
-    let stop_s = stop.clone();
-    let server = tb.b().spawn(move || -> anyhow::Result<()> {
-        let mut ep = match detpath::open(&server_uri) {
-            Ok(ep) => ep,
-            Err(e) => {
-                let _ = ready_tx.send(Err(e.to_string()));
-                return Ok(());
-            }
-        };
-        let _ = ready_tx.send(Ok((ep.local_addr(), ep.capabilities().summary())));
-        run_server(ep.as_mut(), &stop_s, &ServerFaults::default())?;
-        Ok(())
-    });
-    let (server_addr, server_mode) = ready_rx
-        .recv()?
-        .map_err(|e| anyhow::anyhow!("server: {e}"))?;
-    let client_uri = side_uri(tb.a(), dp, port + 1, cpu_client, rt, false);
-    let pp2 = pp.clone();
-    let client = tb.a().spawn(
-        move || -> anyhow::Result<(String, detpath_bench::run::ClientOutcome)> {
-            let mut ep = detpath::open(&client_uri)?;
-            let mode = format!(
-                "client {} / server {}",
-                ep.capabilities().summary(),
-                server_mode
-            );
-            let never = AtomicBool::new(false);
-            let bar = indicatif_bar(pp2.total_rounds());
-            let out = run_client(ep.as_mut(), server_addr, &pp2, &never, |n| {
-                bar.set_position(n);
-                if cleanup::interrupted() {
-                    never.store(true, std::sync::atomic::Ordering::Relaxed);
-                }
-            })?;
-            bar.finish_and_clear();
-            Ok((mode, out))
-        },
-    );
-    let result = client
-        .join()
-        .map_err(|_| anyhow::anyhow!("client thread panicked"))?;
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let _ = server.join();
-    result?
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn indicatif_bar(total: u64) -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::new(total);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "  {bar:40} {pos}/{len} rounds  {per_sec}  eta {eta}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    bar
+    fn probe(period: Option<&str>, rate: Option<f64>, rounds: Option<u64>, duration: Option<f64>) -> ProbeArgs {
+        ProbeArgs { size: 1024, period: period.map(String::from), rate, rounds, duration, warmup: 0, timeout_ms: 100 }
+    }
+
+    #[test]
+    fn periods_parse_with_units() {
+        assert_eq!(parse_period("100").unwrap(), 100_000);
+        assert_eq!(parse_period("100us").unwrap(), 100_000);
+        assert_eq!(parse_period("2.5ms").unwrap(), 2_500_000);
+        assert_eq!(parse_period("250000ns").unwrap(), 250_000);
+        assert_eq!(parse_period("0.001s").unwrap(), 1_000_000);
+        assert!(parse_period("fast").unwrap_err().to_string().contains("expected a number"));
+        assert!(parse_period("10h").unwrap_err().to_string().contains("unknown unit"));
+        assert!(parse_period("-5us").is_err());
+    }
+
+    #[test]
+    fn rate_and_duration_give_period_and_rounds() {
+        // 1024 B at 81.92 Mbit/s is the paper's 100 µs.
+        let c = probe(None, Some(81.92), None, Some(2.0)).config().unwrap();
+        assert_eq!(c.period_ns, 100_000);
+        assert_eq!(c.rounds, 20_000);
+        let d = probe(None, None, None, None).config().unwrap();
+        assert_eq!((d.period_ns, d.rounds), (100_000, DEFAULT_ROUNDS));
+        assert!(probe(None, Some(0.0), None, None).config().is_err());
+        assert!(probe(Some("100ns"), None, None, None).config().unwrap_err().to_string().contains("at least 1 µs"));
+    }
+
+    #[test]
+    fn rt_keys_are_appended() {
+        assert_eq!(with_rt_keys("udp://1.2.3.4:5", Some(1), Some(50), true), "udp://1.2.3.4:5?rt_core=1&rt_priority=50&rt_dma_latency=0");
+        assert_eq!(with_rt_keys("afxdp://eth0?port=5", Some(0), None, true), "afxdp://eth0?port=5&rt_core=0&rt_mlock=false");
+        assert_eq!(with_rt_keys("udp://1.2.3.4:5", None, Some(50), true), "udp://1.2.3.4:5");
+    }
 }

@@ -4,6 +4,8 @@
 use clap::{Parser, Subcommand};
 
 mod bench_cmd;
+mod bench_remote;
+mod bench_testbed;
 mod classify_cmd;
 mod echo_cmd;
 mod report_cmd;

@@ -20,7 +20,7 @@
 use crate::endpoint::{Capabilities, Counters, Endpoint, RecvMode, RxBatch, RxMeta, TxDatagram};
 use crate::error::Result;
 use crate::spec::RealtimeSpec;
-use detpath_tune::rt::{CpuDmaLatencyHold, RealtimeConfig};
+use detpath_tune::rt::{CpuDmaLatencyHold, RealtimeConfig, Warning};
 use std::net::SocketAddrV4;
 
 /// Applies `rt` to the calling thread; returns the notes to attach to the
@@ -30,7 +30,9 @@ pub(crate) fn prepare_thread(rt: &RealtimeSpec) -> Result<(Vec<String>, Option<C
     let warnings = cfg.apply_to_current_thread()?;
     let hold = rt.dma_latency_us.map(CpuDmaLatencyHold::new).transpose()?;
     let mut notes = vec![describe(rt)];
-    notes.extend(warnings.iter().map(|w| format!("warning: {w}")));
+    // RT throttling only matters to a SCHED_FIFO thread.
+    let relevant = |w: &&Warning| rt.fifo_priority.is_some() || !matches!(w, Warning::RtThrottling { .. });
+    notes.extend(warnings.iter().filter(relevant).map(|w| format!("warning: {w}")));
     Ok((notes, hold))
 }
 

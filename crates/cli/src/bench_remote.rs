@@ -1,0 +1,155 @@
+//! `detpath bench server` / `detpath bench client --peer`: the two sides of
+//! the ping-pong on two hosts (or two namespaces: `--netns`). The server
+//! echoes probes with its receive and send timestamps until SIGINT/SIGTERM;
+//! the client measures and saves results like the testbed run does.
+//!
+//! ```text
+//! host B$ detpath bench server --endpoint afxdp://eth1?port=7100 --cpu 2
+//! host A$ detpath bench client --endpoint afxdp://eth1?port=7101 --peer 10.0.0.2:7100 --cpu 2
+//! ```
+
+use crate::bench_cmd::{finish, progress_bar, save_outcome, with_rt_keys, ProbeArgs};
+use anyhow::Context;
+use detpath::cleanup::{self, OnSignal};
+use detpath_bench::run::{run_client, run_server, ServerFaults};
+use detpath_bench::{Environment, ResultDir, RunConfig};
+use std::net::SocketAddrV4;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where and how one side runs.
+#[derive(clap::Args)]
+pub struct SideArgs {
+    /// Local endpoint spec, e.g. `afxdp://eth1?port=7100` or `udp://10.0.0.2:7100`.
+    #[arg(long)]
+    endpoint: String,
+    /// Pin the polling thread to this core.
+    #[arg(long)]
+    cpu: Option<u32>,
+    /// Run the polling thread SCHED_FIFO at this priority, memory locked
+    /// (with --cpu; see `detpath tune` to isolate the core first).
+    #[arg(long, requires = "cpu", value_parser = clap::value_parser!(u8).range(1..=99))]
+    rt_priority: Option<u8>,
+    /// Run inside this network namespace.
+    #[arg(long)]
+    netns: Option<String>,
+}
+
+impl SideArgs {
+    /// Enters the namespace (for the calling thread) and opens the endpoint.
+    fn open(&self, hold_cstates: bool) -> anyhow::Result<(Option<detpath::netns::NetnsGuard>, Box<dyn detpath::Endpoint>)> {
+        let ns = self.netns.as_deref().map(detpath::netns::enter).transpose()?;
+        let spec = with_rt_keys(&self.endpoint, self.cpu, self.rt_priority, hold_cstates);
+        let ep = detpath::open(&spec).with_context(|| format!("opening {spec}"))?;
+        Ok((ns, ep))
+    }
+}
+
+#[derive(clap::Args)]
+pub struct ServerArgs {
+    #[command(flatten)]
+    side: SideArgs,
+}
+
+#[derive(clap::Args)]
+pub struct ClientArgs {
+    #[command(flatten)]
+    side: SideArgs,
+    /// The server's address and port (where `detpath bench server` listens).
+    #[arg(long)]
+    peer: SocketAddrV4,
+    #[command(flatten)]
+    probe: ProbeArgs,
+    /// Where result directories go.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// Print the results as JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Echoes probes until SIGINT/SIGTERM; prints what it echoed.
+pub fn server(args: ServerArgs) -> anyhow::Result<i32> {
+    cleanup::install_signal_handler(OnSignal::SetFlag);
+    let (_ns, mut ep) = args.side.open(true)?;
+    let caps = ep.capabilities().clone();
+    eprintln!("bench server on {} ({})", ep.local_addr(), caps.summary());
+    for note in &caps.notes {
+        eprintln!("  {note}");
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher_stop = stop.clone();
+    // run_server checks `stop` every 10 ms of silence; the watcher turns a signal into it.
+    let watcher = std::thread::spawn(move || {
+        while !cleanup::interrupted() && !watcher_stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        watcher_stop.store(true, Ordering::Relaxed);
+    });
+    let report = run_server(ep.as_mut(), &stop, &ServerFaults::default());
+    stop.store(true, Ordering::Relaxed);
+    let _ = watcher.join();
+    let report = report?;
+    eprintln!(
+        "bench server: echoed {} probes, {} datagrams were not probes; counters {:?}",
+        report.echoed,
+        report.not_probes,
+        ep.counters()
+    );
+    Ok(0)
+}
+
+/// Measures against a remote server and saves the result.
+pub fn client(args: ClientArgs) -> anyhow::Result<i32> {
+    cleanup::install_signal_handler(OnSignal::SetFlag);
+    let pp = args.probe.config()?;
+    let env = Environment::capture();
+    let mut dir = ResultDir::create(&args.out)
+        .with_context(|| format!("creating a result directory under {}", args.out.display()))?;
+    let (_ns, mut ep) = args.side.open(false)?;
+    let caps = ep.capabilities().clone();
+    let datapath = caps.datapath.to_string();
+    eprintln!(
+        "bench client: {} -> {}: {} rounds of {} B every {} µs",
+        caps.summary(),
+        args.peer,
+        pp.rounds,
+        pp.size,
+        pp.period_ns as f64 / 1000.0
+    );
+    let stop_now = AtomicBool::new(false);
+    let bar = progress_bar(pp.total_rounds());
+    let outcome = run_client(ep.as_mut(), args.peer, &pp, &stop_now, |n| {
+        bar.set_position(n);
+        if cleanup::interrupted() {
+            stop_now.store(true, Ordering::Relaxed);
+        }
+    })?;
+    bar.finish_and_clear();
+    let config = RunConfig {
+        datapath,
+        mode: format!("client {} / server remote", caps.summary()),
+        size: pp.size,
+        period_ns: pp.period_ns,
+        rounds: pp.rounds,
+        timeout_ns: pp.loss_timeout_ns,
+        stress_percent: 0,
+        tuned: args.side.rt_priority.is_some(),
+        tuning: match args.side.rt_priority {
+            Some(p) => format!("client polling thread SCHED_FIFO {p}"),
+            None => "default".into(),
+        },
+        cpu_client: args.side.cpu,
+        cpu_server: None,
+        peer: Some(args.peer.to_string()),
+        extra: [("client_endpoint".to_string(), args.side.endpoint.clone())].into_iter().collect(),
+    };
+    save_outcome(&mut dir, config, &env, &pp, &outcome)?;
+    let answered = outcome.rounds.iter().take(outcome.sent as usize).filter(|r| r.answered()).count();
+    if answered == 0 && outcome.sent > 0 {
+        eprintln!("bench client: no probe was answered: is `detpath bench server` running at {}?", args.peer);
+    }
+    finish(&dir, args.json, false)
+}
