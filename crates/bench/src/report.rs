@@ -349,6 +349,11 @@ fn boxplot<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, runs: &[&LoadedRun
                 Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.mix(0.4).filled())
             });
     }
+    draw_legend(&mut chart)
+}
+
+/// The legend box of every chart: upper right, translucent, framed.
+fn draw_legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(chart: &mut ChartContext<'a, DB, CT>) -> Result<()> {
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperRight)
@@ -421,15 +426,7 @@ fn ccdf<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, runs: &[&LoadedRun]) 
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
             });
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 15))
-        .draw()
-        .map_err(e)?;
-    Ok(())
+    draw_legend(&mut chart)
 }
 
 /// Above this many rounds a run's timeline is drawn from buckets.
