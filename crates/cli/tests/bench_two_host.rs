@@ -12,19 +12,37 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_detpath");
 
+/// The tests busy-poll on both cores: one at a time, or pongs miss the loss timeout.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A child process we started, killed (by its PID) if the test ends early.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 #[test]
 fn client_and_server_in_two_namespaces() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tb = Testbed::up(TestbedConfig::unique("2host")).expect("testbed up");
     let out = std::env::temp_dir().join(format!("detpath-2host-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let server_spec = format!("afxdp://{}?port=7300", tb.b().iface);
-    let mut server = Command::new(BIN)
-        .args(["bench", "server", "--endpoint", &server_spec, "--netns", &tb.b().netns, "--cpu", "1"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the server");
+    let mut server = Child(
+        Command::new(BIN)
+            .args(["bench", "server", "--endpoint", &server_spec, "--netns", &tb.b().netns, "--cpu", "1"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the server"),
+    );
     std::thread::sleep(Duration::from_millis(1500));
-    assert!(server.try_wait().unwrap().is_none(), "server exited early");
+    assert!(server.0.try_wait().unwrap().is_none(), "server exited early");
 
     let client = Command::new(BIN)
         .args(["bench", "client", "--endpoint"])
@@ -39,18 +57,18 @@ fn client_and_server_in_two_namespaces() {
     assert!(client.status.success(), "client failed: {stderr}");
 
     // SIGTERM to the server we started, by its PID.
-    let rc = Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
+    let rc = Command::new("kill").args(["-TERM", &server.0.id().to_string()]).status().unwrap();
     assert!(rc.success());
     let started = Instant::now();
     let status = loop {
-        if let Some(s) = server.try_wait().unwrap() {
+        if let Some(s) = server.0.try_wait().unwrap() {
             break s;
         }
         assert!(started.elapsed() < Duration::from_secs(10), "server still running 10 s after SIGTERM");
         std::thread::sleep(Duration::from_millis(50));
     };
     let mut server_log = String::new();
-    std::io::Read::read_to_string(server.stderr.as_mut().unwrap(), &mut server_log).unwrap();
+    std::io::Read::read_to_string(server.0.stderr.as_mut().unwrap(), &mut server_log).unwrap();
     assert!(status.success(), "server exit {status}: {server_log}");
     assert!(server_log.contains("echoed 3100 probes"), "{server_log}");
 
@@ -67,5 +85,58 @@ fn client_and_server_in_two_namespaces() {
     let ifindex = tb.b().run(|| detpath::netdev::ifindex(&tb.b().iface)).unwrap().unwrap();
     let attached = tb.b().run(|| detpath::xdp::query(ifindex)).unwrap().unwrap();
     assert_eq!(attached.any(), None, "XDP program left on {}", tb.b().iface);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Paper 000's fault: the server dies mid-run. The client finishes its
+/// schedule, counts the unanswered rounds as lost, keeps every record, and
+/// exits non-zero.
+#[test]
+fn server_killed_mid_run_is_counted_as_loss() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tb = Testbed::up(TestbedConfig::unique("2kill")).expect("testbed up");
+    let out = std::env::temp_dir().join(format!("detpath-2kill-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let mut server = Child(
+        Command::new(BIN)
+            .args(["bench", "server", "--endpoint"])
+            .arg(format!("udp://{}:7310", tb.b().addr))
+            .args(["--netns", &tb.b().netns])
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the server"),
+    );
+    std::thread::sleep(Duration::from_millis(800));
+    let client = Command::new(BIN)
+        .args(["bench", "client", "--endpoint"])
+        .arg(format!("udp://{}:7311", tb.a().addr))
+        .args(["--netns", &tb.a().netns, "--peer"])
+        .arg(format!("{}:7310", tb.b().addr))
+        .args(["--duration", "3", "--period", "1ms", "--warmup", "10", "--timeout-ms", "50", "--json", "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the client");
+    std::thread::sleep(Duration::from_millis(1500));
+    server.0.kill().expect("SIGKILL the server we started");
+    server.0.wait().unwrap();
+    let client = client.wait_with_output().unwrap();
+    assert_eq!(client.status.code(), Some(1), "non-zero exit on loss: {}", String::from_utf8_lossy(&client.stderr));
+    let runs: serde_json::Value = serde_json::from_slice(&client.stdout).expect("client --json output");
+    let run = &runs[0];
+    let lost = run["loss"]["lost"].as_u64().unwrap();
+    let answered = run["latency"]["count"].as_u64().unwrap();
+    assert!(lost > 500 && answered > 500, "lost {lost}, answered {answered}");
+    assert_eq!(lost + answered, 3000, "every round accounted for");
+    // The records file keeps all 3000 rounds.
+    let dir = std::fs::read_dir(&out).unwrap().next().unwrap().unwrap().path();
+    let csv = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "csv"))
+        .expect("a records CSV");
+    let rows = std::fs::read_to_string(&csv).unwrap().lines().filter(|l| !l.starts_with('#') && !l.starts_with("seq")).count();
+    assert_eq!(rows, 3000, "{}", csv.display());
     let _ = std::fs::remove_dir_all(&out);
 }
