@@ -36,6 +36,11 @@ pub struct PingPongConfig {
     pub loss_timeout_ns: u64,
     /// Test hook: sleep this long just before sending this round (an artificially stalled client).
     pub stall: Option<(u64, Duration)>,
+    /// When set, once the last probe's pong is in, the client sleeps until this
+    /// long before the next send deadline instead of spinning, so a SCHED_FIFO
+    /// client leaves its core to the OS between rounds (tuned runs on a host
+    /// with few cores). `None`: busy-poll all the time (the paper's method).
+    pub sleep_slack_ns: Option<u64>,
 }
 
 impl PingPongConfig {
@@ -170,6 +175,14 @@ pub fn run_client(
         } else if answered == total || now > last_send + cfg.loss_timeout_ns {
             break;
         }
+        if let Some(slack) = cfg.sleep_slack_ns {
+            let deadline = start + next * cfg.period_ns;
+            let last_answered = next == 0 || rounds[next as usize - 1].client_rx != 0;
+            if next < total && last_answered && deadline > now + slack {
+                sleep_until_ns(deadline - slack);
+                continue;
+            }
+        }
         if let Some(meta) = ep.recv(&mut rx, RecvMode::NonBlocking)? {
             let Ok(p) = Probe::decode(&rx[..meta.len]) else {
                 foreign += 1;
@@ -196,6 +209,13 @@ pub fn run_client(
     }
     progress(next);
     Ok(ClientOutcome { rounds, sent: next, foreign, interrupted, started_ns: start, finished_ns: monotonic_ns() })
+}
+
+/// Sleeps until CLOCK_MONOTONIC reaches `t` ns (absolute, so no drift).
+fn sleep_until_ns(t: u64) {
+    let ts = libc::timespec { tv_sec: (t / 1_000_000_000) as libc::time_t, tv_nsec: (t % 1_000_000_000) as libc::c_long };
+    // SAFETY: a valid timespec; a null remainder is allowed with TIMER_ABSTIME. EINTR just ends the sleep early.
+    unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
 }
 
 /// Deliberate misbehaviour of the server, for testing the accounting.

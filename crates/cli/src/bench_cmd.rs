@@ -96,6 +96,7 @@ impl ProbeArgs {
             warmup: self.warmup,
             loss_timeout_ns: self.timeout_ms * 1_000_000,
             stall: None,
+            sleep_slack_ns: None,
         })
     }
 }

@@ -56,6 +56,9 @@ pub struct Args {
     json: bool,
 }
 
+/// How early a real-time client wakes before its next send deadline.
+const CLIENT_WAKE_SLACK_NS: u64 = 30_000;
+
 /// One column of the matrix: stress level and whether tuned.
 #[derive(Clone, Copy)]
 struct Configuration {
@@ -135,6 +138,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 None
             };
             let rt = conf.tuned.then_some(args.rt_priority);
+            // A real-time client spinning on the OS's core would starve it: between
+            // rounds it sleeps until 30 µs before the next deadline (hrtimer wake-up).
+            let pp = PingPongConfig { sleep_slack_ns: rt.map(|_| CLIENT_WAKE_SLACK_NS), ..pp.clone() };
             let outcome = bench_one(&tb, dp, port, &pp, cpus, rt);
             drop(stress);
             match outcome {
