@@ -236,11 +236,28 @@ pub struct ServerReport {
 }
 
 /// Echoes probes until `stop` is set. Busy-polls; checks `stop` every 10 ms of silence.
+/// A delayed probe (faults) is held and sent when due while later probes are
+/// echoed, so a delay can reorder pongs as a network would.
 pub fn run_server(ep: &mut dyn Endpoint, stop: &AtomicBool, faults: &ServerFaults) -> detpath::Result<ServerReport> {
     let mut buf = vec![0u8; 4096];
     let mut report = ServerReport::default();
-    let wait = RecvMode::BusyPoll { timeout: Some(Duration::from_millis(10)) };
+    let idle_wait = RecvMode::BusyPoll { timeout: Some(Duration::from_millis(10)) };
+    // (due time, probe, length, peer), only when faults delay something.
+    let mut held: Vec<(u64, Probe, usize, SocketAddrV4)> = Vec::new();
     while !stop.load(Ordering::Relaxed) {
+        if !held.is_empty() {
+            let now = monotonic_ns();
+            let mut i = 0;
+            while i < held.len() {
+                if held[i].0 <= now {
+                    let (_, p, len, peer) = held.swap_remove(i);
+                    echo(ep, &mut buf, p, len, peer, 1, &mut report)?;
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        let wait = if held.is_empty() { idle_wait } else { RecvMode::NonBlocking };
         let Some(meta) = ep.recv(&mut buf, wait)? else { continue };
         let Ok(mut p) = Probe::decode(&buf[..meta.len]) else {
             report.not_probes += 1;
@@ -250,21 +267,36 @@ pub fn run_server(ep: &mut dyn Endpoint, stop: &AtomicBool, faults: &ServerFault
         if faults.drop.contains(&p.seq) {
             continue;
         }
-        if let Some(d) = faults.delay.get(&p.seq) {
-            std::thread::sleep(*d);
-        }
         if faults.corrupt.contains(&p.seq) {
             p.nonce ^= 0x5a5a;
         }
-        let copies = if faults.duplicate.contains(&p.seq) { 2 } else { 1 };
-        for _ in 0..copies {
-            p.server_send_ns = monotonic_ns();
-            p.encode(&mut buf[..meta.len]).expect("decoded from this length");
-            ep.send_to(&buf[..meta.len], meta.peer)?;
-            report.echoed += 1;
+        if let Some(d) = faults.delay.get(&p.seq) {
+            held.push((monotonic_ns() + d.as_nanos() as u64, p, meta.len, meta.peer));
+            continue;
         }
+        let copies = if faults.duplicate.contains(&p.seq) { 2 } else { 1 };
+        echo(ep, &mut buf, p, meta.len, meta.peer, copies, &mut report)?;
     }
     Ok(report)
+}
+
+/// Stamps t2 and sends `copies` pongs of `p` (`len` bytes) to `peer`.
+fn echo(
+    ep: &mut dyn Endpoint,
+    buf: &mut [u8],
+    mut p: Probe,
+    len: usize,
+    peer: SocketAddrV4,
+    copies: u32,
+    report: &mut ServerReport,
+) -> detpath::Result<()> {
+    for _ in 0..copies {
+        p.server_send_ns = monotonic_ns();
+        p.encode(&mut buf[..len]).expect("decoded from this length");
+        ep.send_to(&buf[..len], peer)?;
+        report.echoed += 1;
+    }
+    Ok(())
 }
 
 /// xorshift64*: nonces need to be unpredictable to a confused peer, not secure.

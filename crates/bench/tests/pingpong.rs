@@ -1,0 +1,168 @@
+//! The ping-pong runner over real endpoints in a testbed: a server that
+//! deliberately drops, duplicates, delays and corrupts chosen sequence
+//! numbers, and a client that stalls, must be accounted for exactly.
+//!
+//! Needs root (namespaces; afxdp needs XDP). The tests busy-poll, so they run
+//! one at a time.
+
+use detpath::testbed::{Testbed, TestbedConfig};
+use detpath_bench::run::{run_client, run_server, ClientOutcome, PingPongConfig, ServerFaults};
+use detpath_bench::{Environment, Record, RunConfig, RunResult, Status};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+const WARMUP: u64 = 100;
+
+fn config(rounds: u64, period_ns: u64, loss_timeout_ns: u64) -> PingPongConfig {
+    PingPongConfig { size: 256, period_ns, rounds, warmup: WARMUP, loss_timeout_ns, stall: None, sleep_slack_ns: None }
+}
+
+/// Runs one client against one faulty server over `datapath`, both in a fresh testbed.
+fn ping_pong(tag: &str, datapath: &str, port: u16, cfg: &PingPongConfig, faults: ServerFaults) -> ClientOutcome {
+    let tb = Testbed::up(TestbedConfig::unique(tag)).expect("testbed up");
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let uri = tb.b().uri(datapath, port);
+    let stop_s = stop.clone();
+    let server = tb.b().spawn(move || {
+        let mut ep = detpath::open(&uri).unwrap_or_else(|e| panic!("{uri}: {e}"));
+        ready_tx.send(ep.local_addr()).unwrap();
+        run_server(ep.as_mut(), &stop_s, &faults).unwrap()
+    });
+    let server_addr = ready_rx.recv().expect("server opened");
+    let client_uri = tb.a().uri(datapath, port + 1);
+    let outcome = tb
+        .a()
+        .run(|| {
+            let mut ep = detpath::open(&client_uri).unwrap_or_else(|e| panic!("{client_uri}: {e}"));
+            run_client(ep.as_mut(), server_addr, cfg, &AtomicBool::new(false), |_| {}).unwrap()
+        })
+        .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    server.join().unwrap().unwrap();
+    outcome
+}
+
+fn status_by_seq(records: &[Record]) -> BTreeMap<u64, Vec<Status>> {
+    let mut m: BTreeMap<u64, Vec<Status>> = BTreeMap::new();
+    for r in records {
+        m.entry(r.seq).or_default().push(r.status);
+    }
+    m
+}
+
+fn result(records: &[Record], cfg: &PingPongConfig) -> RunResult {
+    let config = RunConfig {
+        datapath: "udp".into(),
+        mode: "test".into(),
+        size: cfg.size,
+        period_ns: cfg.period_ns,
+        rounds: cfg.rounds,
+        timeout_ns: cfg.loss_timeout_ns,
+        stress_percent: 0,
+        tuned: false,
+        tuning: "default".into(),
+        cpu_client: None,
+        cpu_server: None,
+        peer: None,
+        extra: Default::default(),
+    };
+    RunResult::from_records(config, Environment::capture(), records, None)
+}
+
+fn faulty_server_is_accounted_exactly(tag: &str, datapath: &str, port: u16) {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // 1 ms period, 50 ms loss timeout; sequence ids count the warm-up too.
+    let cfg = config(1000, 1_000_000, 50_000_000);
+    let faults = ServerFaults {
+        drop: [210, 220].into(),
+        duplicate: [230].into(),
+        // 5 ms: pongs of 1..4 later rounds overtake it (reordered, not lost);
+        // 200 ms: beyond the loss timeout (lost, and counted late if it comes).
+        delay: [(240, Duration::from_millis(5)), (260, Duration::from_millis(200))].into(),
+        corrupt: [280].into(),
+    };
+    let outcome = ping_pong(tag, datapath, port, &cfg, faults);
+    assert_eq!(outcome.sent, cfg.total_rounds());
+    let records = outcome.records(WARMUP);
+    let by_seq = status_by_seq(&records);
+    assert_eq!(by_seq.len() as u64, cfg.rounds, "one row per measured round");
+    let expect: BTreeMap<u64, Vec<Status>> = [
+        (210, vec![Status::Lost]),
+        (220, vec![Status::Lost]),
+        (230, vec![Status::Ok, Status::Duplicate]),
+        (240, vec![Status::Reordered]),
+        (260, vec![Status::Lost]),
+        (280, vec![Status::Corrupted]),
+    ]
+    .into();
+    for (seq, statuses) in &by_seq {
+        match expect.get(seq) {
+            Some(want) => assert_eq!(statuses, want, "{datapath}: round {seq}"),
+            None => assert_eq!(statuses, &vec![Status::Ok], "{datapath}: round {seq} had no fault"),
+        }
+    }
+    let loss = result(&records, &cfg).loss;
+    assert_eq!(loss.sent, 1000);
+    assert_eq!(loss.lost, 3, "{loss:?}");
+    assert_eq!(loss.duplicates, 1, "{loss:?}");
+    assert_eq!(loss.reordered, 1, "{loss:?}");
+    assert_eq!(loss.corrupted, 1, "{loss:?}");
+    assert_eq!(loss.ok, 1000 - 3 - 1 - 1, "{loss:?}");
+}
+
+#[test]
+fn faulty_server_is_accounted_exactly_over_udp() {
+    faulty_server_is_accounted_exactly("ppu", "udp", 12000);
+}
+
+#[test]
+fn faulty_server_is_accounted_exactly_over_afxdp() {
+    faulty_server_is_accounted_exactly("ppx", "afxdp", 12010);
+}
+
+/// A client stalled for 20 ms before round 400 records that lateness, and the
+/// schedule is not shifted: every send is `lateness` after `start + seq * period`.
+#[test]
+fn stalled_client_records_its_lateness_and_keeps_the_schedule() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let period = 1_000_000;
+    let mut cfg = config(500, period, 100_000_000);
+    cfg.stall = Some((400, Duration::from_millis(20)));
+    let outcome = ping_pong("pps", "udp", 12020, &cfg, ServerFaults::default());
+    let r = &outcome.rounds;
+    assert!(r[400].lateness >= 20_000_000, "round 400 lateness {} ns", r[400].lateness);
+    // Rounds 401.. were due while the client slept: sent at once, each 1 ms less late.
+    assert!(r[405].lateness >= 14_000_000, "round 405 lateness {} ns", r[405].lateness);
+    // The deadline of every round is start + seq * period, whatever happened before.
+    let deadline = |i: usize| r[i].client_tx - r[i].lateness;
+    for i in 1..r.len() {
+        assert_eq!(deadline(i) - deadline(0), i as u64 * period, "round {i} left the schedule");
+    }
+    // All answered: a stall is not a loss.
+    assert!(r.iter().all(|x| x.answered()));
+    let records = outcome.records(WARMUP);
+    let s = result(&records, &cfg).send_lateness;
+    assert!(s.max_ns.unwrap() >= 20_000_000, "lateness max {:?}", s.max_ns);
+}
+
+/// The tuned runs' client sleeps between rounds instead of spinning: the
+/// run is still complete and on schedule.
+#[test]
+fn sleeping_client_completes_on_schedule() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let period = 200_000;
+    let mut cfg = config(2000, period, 100_000_000);
+    cfg.sleep_slack_ns = Some(30_000);
+    let outcome = ping_pong("ppz", "udp", 12030, &cfg, ServerFaults::default());
+    assert_eq!(outcome.sent, cfg.total_rounds());
+    assert!(outcome.rounds.iter().all(|x| x.answered()), "every round answered");
+    let r = &outcome.rounds;
+    for i in 1..r.len() {
+        assert_eq!((r[i].client_tx - r[i].lateness) - (r[0].client_tx - r[0].lateness), i as u64 * period);
+    }
+}
