@@ -1,0 +1,204 @@
+//! End to end: `detpath bench` over each datapath in its own testbed with a
+//! small round count produces a complete result (summary, records, table,
+//! environment), `detpath report` turns it into PNG and SVG plots that name
+//! the datapath, Ctrl-C keeps what was measured, and two runs never share a
+//! result directory.
+//!
+//! Needs root (namespaces, XDP; DPDK from Debian's libdpdk). The runs
+//! busy-poll both cores, so they go one at a time.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_detpath");
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// A temporary output directory, removed at the end.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("detpath-e2e-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The result directories under `out`, oldest first.
+fn result_dirs(out: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("summary.json").is_file())
+        .collect();
+    v.sort();
+    v
+}
+
+fn summary(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
+}
+
+/// Data rows of a records CSV (the header line excluded).
+fn csv_rows(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("seq,client_send_ns,server_recv_ns,server_send_ns,client_recv_ns,send_lateness_ns,status")
+    );
+    lines.map(String::from).collect()
+}
+
+fn namespaces() -> String {
+    String::from_utf8(Command::new("ip").args(["netns", "list"]).output().unwrap().stdout).unwrap()
+}
+
+fn bench_and_report(datapath: &str, testbed: &str) {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = TempDir::new(datapath);
+    let run = Command::new(BIN)
+        .args(["bench", "--datapath", datapath, "--rounds", "2000", "--warmup", "200", "--testbed", testbed, "--out"])
+        .arg(&out.0)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{datapath}: bench failed: {stderr}");
+    let table = String::from_utf8_lossy(&run.stdout);
+    assert!(table.contains("Median") && table.contains("p99"), "{table}");
+
+    let dirs = result_dirs(&out.0);
+    assert_eq!(dirs.len(), 1);
+    let s = summary(&dirs[0]);
+    let r = &s["runs"][0];
+    assert_eq!(r["config"]["datapath"], datapath);
+    assert_eq!(r["complete"], true, "{r}");
+    assert_eq!(r["latency"]["count"], 2000);
+    assert_eq!(r["loss"]["lost"], 0);
+    assert!(r["config"]["mode"].as_str().unwrap().contains(datapath), "mode {}", r["config"]["mode"]);
+    let env = &r["environment"];
+    assert!(env["kernel"].as_str().unwrap().starts_with("Linux"), "{env}");
+    assert!(!env["cpu_model"].as_str().unwrap().is_empty(), "{env}");
+    let records = dirs[0].join(r["records_file"].as_str().expect("records file named"));
+    let rows = csv_rows(&records);
+    assert_eq!(rows.len(), 2000);
+    assert!(rows.iter().all(|l| l.ends_with(",ok")), "every round ok");
+    assert!(dirs[0].join("table.txt").is_file());
+    assert!(!namespaces().contains(testbed), "testbed {testbed} left behind");
+
+    let plots = out.0.join("plots");
+    let rep = Command::new(BIN).arg("report").arg(&dirs[0]).arg("--out").arg(&plots).output().unwrap();
+    assert!(rep.status.success(), "report failed: {}", String::from_utf8_lossy(&rep.stderr));
+    let files: Vec<PathBuf> = std::fs::read_dir(&plots).unwrap().map(|e| e.unwrap().path()).collect();
+    let pngs: Vec<&PathBuf> = files.iter().filter(|p| p.extension().is_some_and(|e| e == "png")).collect();
+    let svgs: Vec<&PathBuf> = files.iter().filter(|p| p.extension().is_some_and(|e| e == "svg")).collect();
+    assert!(pngs.len() >= 3 && svgs.len() >= 3, "box plot, CCDF, timeline as PNG and SVG: {files:?}");
+    for p in &pngs {
+        let bytes = std::fs::read(p).unwrap();
+        assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "{}: not a PNG", p.display());
+        assert!(bytes.len() > 5_000, "{}: {} bytes", p.display(), bytes.len());
+    }
+    // The box plot labels boxes with the datapath's display name, the CCDF and
+    // timeline label series with the run's name ("<datapath> D" for Default).
+    for (plot, label) in [
+        ("boxplot", detpath_bench::table::display_name(datapath)),
+        ("ccdf", format!("{datapath} D")),
+        ("timeline", format!("{datapath} D")),
+    ] {
+        let p = plots.join(format!("{plot}.svg"));
+        let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        assert!(text.contains("<svg") && text.trim_end().ends_with("</svg>"), "{}: not an SVG", p.display());
+        assert!(text.contains(&label), "{}: no series labelled {label}", p.display());
+        assert!(plots.join(format!("{plot}.png")).is_file());
+    }
+}
+
+#[test]
+fn bench_and_report_udp() {
+    bench_and_report("udp", "detpath-e2u");
+}
+
+#[test]
+fn bench_and_report_xdppoll() {
+    bench_and_report("xdppoll", "detpath-e2p");
+}
+
+#[test]
+fn bench_and_report_afxdp() {
+    bench_and_report("afxdp", "detpath-e2x");
+}
+
+#[test]
+fn bench_and_report_dpdk() {
+    bench_and_report("dpdk", "detpath-e2d");
+}
+
+/// SIGINT mid-run: the run stops, exits non-zero, and keeps its records,
+/// marked interrupted; the testbed is removed.
+#[test]
+fn ctrl_c_keeps_what_was_measured() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = TempDir::new("sigint");
+    let mut child = Command::new(BIN)
+        .args(["bench", "--datapath", "udp", "--rounds", "200000", "--testbed", "detpath-e2c", "--out"])
+        .arg(&out.0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let rc = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(rc.success());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("bench still running 20 s after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(1), "interrupted run exits 1");
+    let dirs = result_dirs(&out.0);
+    assert_eq!(dirs.len(), 1, "the result directory is kept");
+    let s = summary(&dirs[0]);
+    let r = &s["runs"][0];
+    assert_eq!(r["complete"], false);
+    assert!(r["interrupted"].as_str().unwrap_or("").contains("interrupted"), "{r}");
+    let rows = csv_rows(&dirs[0].join(r["records_file"].as_str().unwrap()));
+    assert!(rows.len() > 1000 && rows.len() < 200_000, "{} records kept", rows.len());
+    assert!(!namespaces().contains("detpath-e2c"), "testbed left behind after SIGINT");
+}
+
+/// Two runs into the same --out: two result directories, nothing overwritten.
+#[test]
+fn results_are_never_overwritten() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = TempDir::new("twice");
+    for _ in 0..2 {
+        let st = Command::new(BIN)
+            .args(["bench", "--datapath", "udp", "--rounds", "300", "--warmup", "10", "--testbed", "detpath-e2t", "--out"])
+            .arg(&out.0)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let dirs = result_dirs(&out.0);
+    assert_eq!(dirs.len(), 2, "{dirs:?}");
+    for d in &dirs {
+        assert_eq!(summary(d)["runs"][0]["latency"]["count"], 300);
+    }
+}
