@@ -407,3 +407,39 @@ print(raw(f(IP(src="192.188.0.140", dst="172.17.0.1")/UDP(sport=1, dport=5005)))
     assert_eq!(c.test_run(&frames[2]).unwrap().0, XDP_PASS, "another port");
     assert_eq!(c.total("malformed").packets, 0);
 }
+
+/// Paper 004's guarantee: however overloaded the node (user-space load flag
+/// set AND this CPU's rate far over its threshold), a prioritised service is
+/// steered or passed, never bounced to the alternative node; only the
+/// non-prioritised traffic is forwarded.
+#[test]
+fn prioritised_flows_are_never_forwarded_even_when_overloaded() {
+    pin_cpu0();
+    let mut c = load();
+    let mut s = alt_settings(true, false);
+    s.rate_threshold_pps = 1;
+    s.window_us = 10_000_000;
+    c.apply_settings(&s).unwrap();
+    let cpu = c.online_cpus()[0];
+    // Prioritised: PRIO_QUEUE (steer), PASS with a priority, XSK (no socket: pass).
+    c.install(&intent(r#"{"encapsulationID1": "30", "encapsulationType1": "gtp"}"#, &format!(r#""actionName": "PRIO_QUEUE", "rx_queue": {cpu}"#)), None).unwrap();
+    c.install(&intent(r#"{"encapsulationID1": "31", "encapsulationType1": "gtp"}"#, r#""actionName": "PASS", "priority": 100"#), None).unwrap();
+    c.install(&intent(r#"{"encapsulationID1": "32", "encapsulationType1": "gtp"}"#, r#""actionName": "XSK", "queue": 0"#), None).unwrap();
+    // Non-prioritised: an explicit forward rule, and unmatched encapsulated traffic.
+    c.install(&intent(r#"{"encapsulationID1": "33", "encapsulationType1": "gtp"}"#, r#""actionName": "FORWARD_WHEN_OVERLOADED", "alt_node": 0"#), None).unwrap();
+    let frame = |teid: u32| nested(false, vec![], 1, teid, vec![], "172.16.0.1", 1);
+    let mut forwarded = 0;
+    for round in 0..50 {
+        assert_eq!(c.test_run(&frame(0x30)).unwrap().0, XDP_REDIRECT, "round {round}: steered");
+        assert_eq!(c.test_run(&frame(0x31)).unwrap().0, XDP_PASS, "round {round}: passed");
+        assert_eq!(c.test_run(&frame(0x32)).unwrap().0, XDP_PASS, "round {round}: xsk slot empty, passed");
+        for teid in [0x33, 0x99] {
+            if c.test_run(&frame(teid)).unwrap().0 == XDP_TX {
+                forwarded += 1;
+            }
+        }
+    }
+    assert_eq!(forwarded, 100, "every non-prioritised frame forwarded");
+    assert_eq!(c.total("forward").packets, 100, "and nothing else");
+    assert_eq!(c.total("overloaded").packets, 250, "the node was overloaded for every frame");
+}
