@@ -18,55 +18,11 @@ pub fn ifindex(iface: &str) -> Result<u32> {
     Ok(idx)
 }
 
-fn dgram_socket() -> Result<OwnedFd> {
-    // SAFETY: plain socket(2); the result is checked before use.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(Error::io("socket for interface ioctls", std::io::Error::last_os_error()));
-    }
-    // SAFETY: fd is a fresh descriptor we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-#[repr(C)]
-struct EthtoolChannels {
-    cmd: u32,
-    max_rx: u32,
-    max_tx: u32,
-    max_other: u32,
-    max_combined: u32,
-    rx_count: u32,
-    tx_count: u32,
-    other_count: u32,
-    combined_count: u32,
-}
-
-#[repr(C)]
-struct IfreqData {
-    name: [libc::c_char; libc::IFNAMSIZ],
-    data: *mut libc::c_void,
-    _pad: [u8; 16],
-}
-
-const ETHTOOL_GCHANNELS: u32 = 0x3c;
-const SIOCETHTOOL: libc::c_ulong = 0x8946;
-
 /// Receive queues of an interface (ETHTOOL_GCHANNELS: rx + combined), or 1
 /// when the driver does not say.
 pub fn rx_queues(iface: &str) -> Result<u32> {
     ifindex(iface)?;
-    let sock = dgram_socket()?;
-    let mut ch = EthtoolChannels { cmd: ETHTOOL_GCHANNELS, max_rx: 0, max_tx: 0, max_other: 0, max_combined: 0, rx_count: 0, tx_count: 0, other_count: 0, combined_count: 0 };
-    let mut ifr = IfreqData { name: [0; libc::IFNAMSIZ], data: &mut ch as *mut _ as *mut libc::c_void, _pad: [0; 16] };
-    for (d, s) in ifr.name.iter_mut().zip(iface.bytes().take(libc::IFNAMSIZ - 1)) {
-        *d = s as libc::c_char;
-    }
-    // SAFETY: ifr points at a live ethtool_channels for the duration of the call.
-    let r = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCETHTOOL, &mut ifr) };
-    if r < 0 {
-        return Ok(1);
-    }
-    Ok((ch.rx_count + ch.combined_count).max(1))
+    Ok(detpath_tune::nic::EthtoolIoctl.rx_queues(iface).unwrap_or(1))
 }
 
 /// The CPUs that are online (from /sys/devices/system/cpu/online).

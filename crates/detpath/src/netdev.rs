@@ -95,7 +95,7 @@ impl NetDev {
             mtu,
             up: flags & libc::IFF_UP != 0 && flags & libc::IFF_RUNNING != 0,
             ipv4: ipv4_addrs(name)?,
-            queues: queue_count(&fd, name).unwrap_or(1),
+            queues: detpath_tune::nic::EthtoolIoctl.rx_queues(name).unwrap_or(1),
         })
     }
 
@@ -164,32 +164,6 @@ fn ipv4_addrs(name: &str) -> Result<Vec<(Ipv4Addr, u8)>> {
     // SAFETY: head came from getifaddrs and is freed once.
     unsafe { libc::freeifaddrs(head) };
     Ok(out)
-}
-
-/// Number of RX (or combined) queues, via ETHTOOL_GCHANNELS.
-fn queue_count(fd: &OwnedFd, name: &str) -> Option<u32> {
-    #[repr(C)]
-    #[derive(Default)]
-    struct EthtoolChannels {
-        cmd: u32,
-        max_rx: u32,
-        max_tx: u32,
-        max_other: u32,
-        max_combined: u32,
-        rx_count: u32,
-        tx_count: u32,
-        other_count: u32,
-        combined_count: u32,
-    }
-    const ETHTOOL_GCHANNELS: u32 = 0x3c;
-    let mut ch = EthtoolChannels { cmd: ETHTOOL_GCHANNELS, ..Default::default() };
-    let mut ifr = ifreq_for(name).ok()?;
-    ifr.ifr_ifru.ifru_data = (&mut ch as *mut EthtoolChannels).cast();
-    // SAFETY: SIOCETHTOOL with ifru_data pointing to a live ethtool_channels struct.
-    if unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCETHTOOL as _, &mut ifr as *mut libc::ifreq) } < 0 {
-        return None;
-    }
-    Some(ch.combined_count.max(ch.rx_count).max(1))
 }
 
 #[cfg(test)]

@@ -99,6 +99,22 @@ const ETHTOOL_SFLAGS: u32 = 0x26;
 const ETHTOOL_GGRO: u32 = 0x2b;
 const ETHTOOL_SGRO: u32 = 0x2c;
 const ETH_FLAG_LRO: u32 = 1 << 15;
+const ETHTOOL_GCHANNELS: u32 = 0x3c;
+
+/// `struct ethtool_channels`.
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+struct Channels {
+    cmd: u32,
+    max_rx: u32,
+    max_tx: u32,
+    max_other: u32,
+    max_combined: u32,
+    rx_count: u32,
+    tx_count: u32,
+    other_count: u32,
+    combined_count: u32,
+}
 
 /// `struct ethtool_coalesce`: the command word and 22 u32 fields.
 #[repr(C)]
@@ -188,6 +204,14 @@ impl EthtoolIoctl {
         Ok(r)
     }
 
+    /// Receive queues of `iface` (`ethtool -l`: combined + rx-only channels),
+    /// at least 1; an error when the driver does not report channels.
+    pub fn rx_queues(&self, iface: &str) -> io::Result<u32> {
+        let mut ch = Channels { cmd: ETHTOOL_GCHANNELS, ..Default::default() };
+        self.call(iface, &mut ch)?;
+        Ok((ch.combined_count + ch.rx_count).max(1))
+    }
+
     fn value(&self, iface: &str, cmd: u32) -> io::Result<u32> {
         let mut v = Value { cmd, data: 0 };
         self.call(iface, &mut v)?;
@@ -261,6 +285,7 @@ mod tests {
     fn struct_sizes_match_the_kernel() {
         assert_eq!(std::mem::size_of::<Coalesce>(), 23 * 4);
         assert_eq!(std::mem::size_of::<Ring>(), 9 * 4);
+        assert_eq!(std::mem::size_of::<Channels>(), 9 * 4);
         assert_eq!(std::mem::size_of::<IfReq>(), 40);
     }
 
