@@ -562,8 +562,10 @@ int cls_main(struct xdp_md *ctx)
 		cur = in;
 	}
 
-	/* Overload signal: the user-space flag, or this CPU's packets in the window. */
+	/* Overload signal: the user-space flag, or this CPU's packets in the window.
+	 * Saturation (a higher per-CPU rate) is when even prioritised flows go. */
 	int overloaded = cfg->load_flag != 0;
+	int saturated = 0;
 	struct cls_rate *rate = bpf_map_lookup_elem(&cls_rate, &zero);
 	__u64 now = bpf_ktime_get_ns();
 	if (rate) {
@@ -575,6 +577,8 @@ int cls_main(struct xdp_md *ctx)
 		rate->count++;
 		if (cfg->rate_threshold && rate->count > cfg->rate_threshold)
 			overloaded = 1;
+		if (cfg->saturation_threshold && rate->count > cfg->saturation_threshold)
+			saturated = 1;
 	}
 	if (overloaded)
 		count(CLS_T_OVERLOADED, len);
@@ -604,6 +608,18 @@ int cls_main(struct xdp_md *ctx)
 		st->packets++;
 		st->bytes += len;
 		st->last_seen_ns = now;
+	}
+	/* A prioritised flow stays, however overloaded the host, until this CPU is
+	 * saturated: then its excess is forwarded rather than lost. */
+	if (saturated && rule.action != CLS_ACT_DROP && rule.action != CLS_ACT_FORWARD) {
+		r = forward(ctx, &k, CLS_ALT_BY_HASH, cfg->alt_count, &outer);
+		if (r == XDP_TX) {
+			if (st)
+				st->forwarded++;
+			count(CLS_T_FORWARD, len);
+			return XDP_TX;
+		}
+		count(CLS_T_FORWARD_NO_ALT, len);
 	}
 	switch (rule.action) {
 	case CLS_ACT_DROP:

@@ -82,6 +82,8 @@ struct cls_config {
 	__u32 default_action; /* unmatched encapsulated flows: CLS_ACT_PASS or CLS_ACT_FORWARD */
 	__u16 vxlan_port;     /* UDP port of VXLAN (4789) */
 	__u16 gtpu_port;      /* UDP port of GTP-U (2152) */
+	__u64 saturation_threshold; /* packets per window per CPU above which even prioritised
+	                             * flows are forwarded (the excess the CPU cannot take); 0 = never */
 };
 
 /* Per-CPU rate window. */

@@ -76,6 +76,13 @@ pub struct Settings {
     pub rate_threshold_pps: u64,
     /// Rate window in microseconds (default 1000).
     pub window_us: u64,
+    /// Per-CPU packet rate above which the CPU is saturated: then even
+    /// prioritised flows (steer, pass, XSK rules) are forwarded to an
+    /// alternative node, so the excess is processed elsewhere instead of lost
+    /// (paper 004: "packets exceeding the system capacities"). 0 = never:
+    /// prioritised flows always stay.
+    #[serde(default)]
+    pub saturation_pps: u64,
     pub default_action: DefaultAction,
     pub alt_nodes: Vec<AltNode>,
     pub vxlan_port: u16,
@@ -84,7 +91,7 @@ pub struct Settings {
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { load_flag: false, rate_threshold_pps: 0, window_us: 1000, default_action: DefaultAction::Forward, alt_nodes: Vec::new(), vxlan_port: 4789, gtpu_port: 2152 }
+        Settings { load_flag: false, rate_threshold_pps: 0, window_us: 1000, saturation_pps: 0, default_action: DefaultAction::Forward, alt_nodes: Vec::new(), vxlan_port: 4789, gtpu_port: 2152 }
     }
 }
 
@@ -96,6 +103,9 @@ impl Settings {
         if self.window_us == 0 || self.window_us > 10_000_000 {
             return Err(ApiError::bad("bad_value", "window_us must be 1..=10000000".into()));
         }
+        if self.saturation_pps != 0 && self.saturation_pps < self.rate_threshold_pps {
+            return Err(ApiError::bad("bad_value", format!("saturation_pps ({}) must be at least rate_threshold_pps ({}): saturated is beyond overloaded", self.saturation_pps, self.rate_threshold_pps)));
+        }
         if self.vxlan_port == 0 || self.gtpu_port == 0 || self.vxlan_port == self.gtpu_port {
             return Err(ApiError::bad("bad_value", "vxlan_port and gtpu_port must be non-zero and different".into()));
         }
@@ -104,11 +114,12 @@ impl Settings {
 
     fn to_value(&self) -> ConfigValue {
         let window_ns = self.window_us * 1000;
-        let per_window = if self.rate_threshold_pps == 0 { 0 } else { (self.rate_threshold_pps as u128 * window_ns as u128 / 1_000_000_000).max(1) as u64 };
+        let per_window = |pps: u64| if pps == 0 { 0 } else { (pps as u128 * window_ns as u128 / 1_000_000_000).max(1) as u64 };
         ConfigValue {
             load_flag: self.load_flag as u32,
             alt_count: self.alt_nodes.len() as u32,
-            rate_threshold: per_window,
+            rate_threshold: per_window(self.rate_threshold_pps),
+            saturation_threshold: per_window(self.saturation_pps),
             window_ns,
             default_action: match self.default_action {
                 DefaultAction::Pass => maps::ACT_PASS as u32,

@@ -142,7 +142,7 @@ pub fn alt_bytes(mac: [u8; 6], ip: std::net::IpAddr) -> Vec<u8> {
     v
 }
 
-/// `struct cls_config` (32 bytes).
+/// `struct cls_config` (40 bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConfigValue {
     pub load_flag: u32,
@@ -152,11 +152,12 @@ pub struct ConfigValue {
     pub default_action: u32,
     pub vxlan_port: u16,
     pub gtpu_port: u16,
+    pub saturation_threshold: u64,
 }
 
 impl ConfigValue {
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(32);
+        let mut v = Vec::with_capacity(40);
         v.extend_from_slice(&self.load_flag.to_ne_bytes());
         v.extend_from_slice(&self.alt_count.to_ne_bytes());
         v.extend_from_slice(&self.rate_threshold.to_ne_bytes());
@@ -164,6 +165,7 @@ impl ConfigValue {
         v.extend_from_slice(&self.default_action.to_ne_bytes());
         v.extend_from_slice(&self.vxlan_port.to_ne_bytes());
         v.extend_from_slice(&self.gtpu_port.to_ne_bytes());
+        v.extend_from_slice(&self.saturation_threshold.to_ne_bytes());
         v
     }
 }
@@ -241,8 +243,8 @@ mod tests {
         assert_eq!(RuleValue { slot: 0, arg: 0, priority: 0, action: 0 }.to_bytes().len(), 16);
         assert_eq!(mask_bytes(&FlowKey::default(), true).len(), 56);
         assert_eq!(alt_bytes([0; 6], "1.2.3.4".parse().unwrap()).len(), 24);
-        let c = ConfigValue { load_flag: 0, alt_count: 0, rate_threshold: 0, window_ns: 0, default_action: 0, vxlan_port: 0, gtpu_port: 0 };
-        assert_eq!(c.to_bytes().len(), 32);
+        let c = ConfigValue { load_flag: 0, alt_count: 0, rate_threshold: 0, window_ns: 0, default_action: 0, vxlan_port: 0, gtpu_port: 0, saturation_threshold: 0 };
+        assert_eq!(c.to_bytes().len(), 40);
     }
 
     #[test]

@@ -411,7 +411,9 @@ print(raw(f(IP(src="192.188.0.140", dst="172.17.0.1")/UDP(sport=1, dport=5005)))
 /// Paper 004's guarantee: however overloaded the node (user-space load flag
 /// set AND this CPU's rate far over its threshold), a prioritised service is
 /// steered or passed, never bounced to the alternative node; only the
-/// non-prioritised traffic is forwarded.
+/// non-prioritised traffic is forwarded. Only beyond the saturation rate
+/// ("packets exceeding the system capacities") does the prioritised excess
+/// go to the alternative node too, rather than be lost.
 #[test]
 fn prioritised_flows_are_never_forwarded_even_when_overloaded() {
     pin_cpu0();
@@ -442,4 +444,17 @@ fn prioritised_flows_are_never_forwarded_even_when_overloaded() {
     assert_eq!(forwarded, 100, "every non-prioritised frame forwarded");
     assert_eq!(c.total("forward").packets, 100, "and nothing else");
     assert_eq!(c.total("overloaded").packets, 250, "the node was overloaded for every frame");
+
+    // Saturation: 10 pps over a 10 s window = 100 frames per window, and this
+    // CPU has seen 250 already, so the prioritised frames now go too.
+    let mut sat = s.clone();
+    sat.saturation_pps = 10;
+    c.apply_settings(&sat).unwrap();
+    for teid in [0x30, 0x31, 0x32] {
+        assert_eq!(c.test_run(&frame(teid)).unwrap().0, XDP_TX, "saturated: prioritised teid {teid:#x} forwarded");
+    }
+    assert_eq!(c.total("forward").packets, 103);
+    // Saturation below the overload threshold makes no sense and is refused.
+    let e = c.apply_settings(&Settings { saturation_pps: 1, rate_threshold_pps: 5, ..sat.clone() }).unwrap_err();
+    assert_eq!(e.code, "bad_value", "{e:?}");
 }

@@ -68,6 +68,9 @@ enum Cmd {
         load_flag: Option<bool>,
         #[arg(long)]
         rate_threshold_pps: Option<u64>,
+        /// Per-CPU rate above which even prioritised flows are forwarded (0 = never).
+        #[arg(long)]
+        saturation_pps: Option<u64>,
         #[arg(long)]
         default_action: Option<String>,
         /// Replace the alternative nodes (MAC,IP), repeatable.
@@ -111,6 +114,10 @@ struct ServeArgs {
     /// Per-CPU packet rate above which a CPU counts as overloaded (0 = off).
     #[arg(long, default_value_t = 0)]
     rate_threshold_pps: u64,
+    /// Per-CPU packet rate above which even prioritised flows are forwarded
+    /// (their excess is processed elsewhere, not lost); 0 = never.
+    #[arg(long, default_value_t = 0)]
+    saturation_pps: u64,
     /// What unmatched encapsulated flows get: forward (when overloaded) or pass.
     #[arg(long, default_value = "forward")]
     default_action: String,
@@ -167,9 +174,9 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     match a.cmd {
         Cmd::Serve(s) => {
             let alt = s.alt.iter().map(|x| parse_alt(x)).collect::<anyhow::Result<Vec<_>>>()?;
-            let explicit = !alt.is_empty() || s.load_flag || s.rate_threshold_pps != 0 || s.default_action != "forward";
+            let explicit = !alt.is_empty() || s.load_flag || s.rate_threshold_pps != 0 || s.saturation_pps != 0 || s.default_action != "forward";
             let settings = explicit.then(|| -> anyhow::Result<Settings> {
-                Ok(Settings { load_flag: s.load_flag, rate_threshold_pps: s.rate_threshold_pps, default_action: parse_default(&s.default_action)?, alt_nodes: alt, ..Settings::default() })
+                Ok(Settings { load_flag: s.load_flag, rate_threshold_pps: s.rate_threshold_pps, saturation_pps: s.saturation_pps, default_action: parse_default(&s.default_action)?, alt_nodes: alt, ..Settings::default() })
             });
             let settings = settings.transpose()?;
             let state = s.state.clone().unwrap_or_else(|| server::default_state_path(&s.iface, s.netns.as_deref()));
@@ -226,13 +233,16 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
                 }
             }))
         }
-        Cmd::Config { load_flag, rate_threshold_pps, default_action, alt, c } => {
+        Cmd::Config { load_flag, rate_threshold_pps, saturation_pps, default_action, alt, c } => {
             let mut body = serde_json::Map::new();
             if let Some(f) = load_flag {
                 body.insert("load_flag".into(), f.into());
             }
             if let Some(r) = rate_threshold_pps {
                 body.insert("rate_threshold_pps".into(), r.into());
+            }
+            if let Some(s) = saturation_pps {
+                body.insert("saturation_pps".into(), s.into());
             }
             if let Some(d) = default_action {
                 body.insert("default_action".into(), serde_json::to_value(parse_default(&d)?)?);

@@ -5,7 +5,11 @@
 //!
 //! Spec: `afxdp://<iface>?port=N[&addr=A][&queue=Q][&mode=auto|native|skb]
 //! [&zerocopy=true|false][&busy_poll=true|false][&ring=R][&frame=F][&batch=B]
-//! [&checksum=verify|skip]`.
+//! [&checksum=verify|skip][&xdp=own|shared]`.
+//!
+//! - **xdp=shared** (default `own`): attach no program; join the XSKMAP of
+//!   the XDP program already on the interface (e.g. `detpath classify`'s,
+//!   whose XSK action then hands a flow to this endpoint). See [`feed`].
 //!
 //! - **Mode** is explicit: `native` or `skb` fail when refused
 //!   ([`Error::XdpModeRefused`], [`Error::MtuTooLarge`]); `auto` (default)
@@ -39,6 +43,7 @@
 //! Needs CAP_NET_RAW (the socket), CAP_BPF and CAP_NET_ADMIN (the program);
 //! Linux 5.11+ for busy polling, 5.9+ for the BPF link.
 
+mod feed;
 mod ring;
 mod umem;
 
@@ -47,9 +52,9 @@ use crate::error::{last_os_error, Error, Result};
 use crate::neigh::Neighbours;
 use crate::netdev::NetDev;
 use crate::spec::EndpointSpec;
-use crate::xdp::{memlock_limit, FilterConfig, FilterStats, XdpProgram};
+use crate::xdp::{memlock_limit, FilterConfig, FilterStats};
+use feed::XdpFeed;
 use detpath_wire::{build_udp_frame, parse_udp_frame, MacAddr, UdpFrameHeader};
-use libbpf_rs::{MapCore, MapFlags};
 use ring::{Ring, RingKind};
 use std::net::SocketAddrV4;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -93,7 +98,7 @@ pub struct XskStats {
 /// detached first, then the rings are unmapped, the socket closed and the
 /// UMEM unmapped.
 pub struct AfxdpEndpoint {
-    prog: XdpProgram,
+    feed: XdpFeed,
     rx: Ring<libc::xdp_desc>,
     tx: Ring<libc::xdp_desc>,
     fill: Ring<u64>,
@@ -143,7 +148,12 @@ fn bad_spec(spec: &EndpointSpec, why: String) -> Error {
 /// [`AfxdpEndpoint::xsk_stats`] or [`AfxdpEndpoint::filter_stats`]).
 /// Call it on a thread inside the interface's network namespace.
 pub fn open_afxdp(spec: &EndpointSpec) -> Result<AfxdpEndpoint> {
-    spec.reject_unknown_extra(&[])?;
+    spec.reject_unknown_extra(&["xdp"])?;
+    let shared = match spec.extra.get("xdp").map(String::as_str) {
+        None | Some("own") => false,
+        Some("shared") => true,
+        Some(v) => return Err(bad_spec(spec, format!("`xdp` takes own or shared, not `{v}`"))),
+    };
     let iface = spec.require_iface()?;
     let port = spec.require_port()?;
     let frame_size = spec.frame_size;
@@ -161,9 +171,12 @@ pub fn open_afxdp(spec: &EndpointSpec) -> Result<AfxdpEndpoint> {
         return Err(Error::NoSuchQueue { iface: dev.name.clone(), queue: spec.queue, count: dev.queues.min(XSKMAP_ENTRIES) });
     }
     // Before taking the queue: an interface with an XDP program already
-    // attached is refused with that program's id (see XdpProgram::attach).
-    if let Ok(Some(prog_id)) = crate::xdp::query(dev.ifindex).map(|a| a.any()) {
-        return Err(Error::XdpBusy { iface: dev.name.clone(), prog_id });
+    // attached is refused with that program's id (see XdpProgram::attach),
+    // unless we are to join it.
+    if !shared {
+        if let Ok(Some(prog_id)) = crate::xdp::query(dev.ifindex).map(|a| a.any()) {
+            return Err(Error::XdpBusy { iface: dev.name.clone(), prog_id });
+        }
     }
     if spec.mode == crate::spec::XdpModeRequest::Native && dev.mtu > crate::xdp::NATIVE_MAX_MTU {
         return Err(Error::MtuTooLarge { iface: dev.name.clone(), mtu: dev.mtu, max: crate::xdp::NATIVE_MAX_MTU, mode: "native" });
@@ -269,17 +282,18 @@ pub fn open_afxdp(spec: &EndpointSpec) -> Result<AfxdpEndpoint> {
         return Err(Error::ZeroCopyRefused { iface: dev.name.clone(), queue: spec.queue });
     }
 
-    // The XDP program, then our socket in its XSKMAP at our queue.
-    let prog = XdpProgram::attach(XSK_REDIRECT_OBJ, "xsk_redirect", &dev, spec.mode, FilterConfig { addr, port })?;
-    let xsks = prog.map_handle("xsks_map")?;
-    xsks.update(&spec.queue.to_ne_bytes(), &(fd.as_raw_fd() as u32).to_ne_bytes(), MapFlags::ANY)
-        .map_err(|e| Error::Bpf { what: format!("registering the AF_XDP socket at queue {} in xsks_map", spec.queue), source: e })?;
+    // The XDP program (ours, or the one we join), with our socket in its XSKMAP at our queue.
+    let feed = if shared {
+        XdpFeed::shared(&dev, spec.queue, fd.as_raw_fd())?
+    } else {
+        XdpFeed::own(XSK_REDIRECT_OBJ, &dev, spec.mode, FilterConfig { addr, port }, spec.queue, fd.as_raw_fd())?
+    };
 
     let mut caps = Capabilities {
         datapath: "afxdp",
         iface: Some(dev.name.clone()),
         queue: Some(spec.queue),
-        xdp_mode: Some(prog.mode()),
+        xdp_mode: feed.mode(),
         zero_copy: Some(zero_copy),
         need_wakeup: Some(need_wakeup),
         busy_poll: false,
@@ -287,8 +301,7 @@ pub fn open_afxdp(spec: &EndpointSpec) -> Result<AfxdpEndpoint> {
         max_batch: spec.batch.min(ring_size) as usize,
         notes: Vec::new(),
     };
-    caps.notes.extend(prog.notes().iter().cloned());
-    caps.notes.push(format!("XDP program xsk_redirect id {}", prog.prog_id()));
+    caps.notes.extend(feed.notes());
     if !need_wakeup {
         caps.notes.push("the kernel refused XDP_USE_NEED_WAKEUP: every receive and send makes a syscall".into());
     }
@@ -305,7 +318,7 @@ pub fn open_afxdp(spec: &EndpointSpec) -> Result<AfxdpEndpoint> {
     }
     let neigh = Neighbours::new(&dev)?;
     Ok(AfxdpEndpoint {
-        prog,
+        feed,
         rx,
         tx,
         fill,
@@ -394,12 +407,12 @@ impl AfxdpEndpoint {
 
     /// The XDP program's counters (matched, passed to the kernel, dropped).
     pub fn filter_stats(&self) -> FilterStats {
-        self.prog.stats()
+        self.feed.stats()
     }
 
-    /// The id of the attached XDP program.
+    /// The id of the XDP program that feeds the socket (ours, or the shared one).
     pub fn prog_id(&self) -> u32 {
-        self.prog.prog_id()
+        self.feed.prog_id()
     }
 
     /// Kicks the kernel to receive: `recvfrom(MSG_DONTWAIT)` (drives busy polling too).
@@ -467,7 +480,7 @@ impl AfxdpEndpoint {
             if Instant::now() >= deadline {
                 self.counters.tx_errors += 1;
                 return Err(Error::io(
-                    format!("sending on afxdp `{}`: no TX frame completed within {} ms (link down or the kernel stopped transmitting)", self.prog.iface(), TX_STALL.as_millis()),
+                    format!("sending on afxdp `{}`: no TX frame completed within {} ms (link down or the kernel stopped transmitting)", self.feed.iface(), TX_STALL.as_millis()),
                     std::io::Error::from_raw_os_error(libc::ETIMEDOUT),
                 ));
             }
@@ -478,7 +491,7 @@ impl AfxdpEndpoint {
     /// Builds one frame into a free TX frame and writes its descriptor at ring position `i`.
     fn build(&mut self, i: u32, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
         if payload.len() > self.caps.max_payload {
-            return Err(Error::PayloadTooLarge { iface: self.prog.iface().to_string(), len: payload.len(), max: self.caps.max_payload });
+            return Err(Error::PayloadTooLarge { iface: self.feed.iface().to_string(), len: payload.len(), max: self.caps.max_payload });
         }
         let dst_mac = self.neigh.resolve(*peer.ip())?;
         let addr = match self.tx_free.pop() {
@@ -489,7 +502,7 @@ impl AfxdpEndpoint {
         let h = UdpFrameHeader { src_mac: self.src_mac, dst_mac, src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64 };
         let Some(len) = build_udp_frame(self.umem.frame_mut(addr), &h, payload) else {
             self.tx_free.push(addr);
-            return Err(Error::PayloadTooLarge { iface: self.prog.iface().to_string(), len: payload.len(), max: self.caps.max_payload });
+            return Err(Error::PayloadTooLarge { iface: self.feed.iface().to_string(), len: payload.len(), max: self.caps.max_payload });
         };
         self.tx.write(i, libc::xdp_desc { addr, len: len as u32, options: 0 });
         self.counters.tx_packets += 1;
@@ -624,7 +637,7 @@ impl Endpoint for AfxdpEndpoint {
 
     fn counters(&self) -> Counters {
         let x = self.xsk_stats();
-        let f = self.prog.stats();
+        let f = self.feed.stats();
         Counters {
             rx_not_for_me: f.passed,
             rx_kernel_dropped: x.rx_dropped + x.rx_ring_full + f.dropped,
