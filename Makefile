@@ -31,16 +31,23 @@ build: deps
 run: build
 	./target/release/detpath bench $(RUN_ARGS)
 
+# Every test, then the leftover check (no namespace, veth or XDP program of
+# ours may survive the suite), then a short run of every fuzz target.
 test: build
 	$(CARGO) test --release --workspace --no-fail-fast 2>&1 | tee target/test.log; test $${PIPESTATUS[0]} -eq 0
+	$(CARGO) test --release -p detpath --test zz_leftovers -- --ignored 2>&1 | tee -a target/test.log; test $${PIPESTATUS[0]} -eq 0
 	$(MAKE) fuzz-smoke
 
 # A short run of every fuzz target (the long runs are done by hand: see README).
-# cargo-fuzz needs the nightly toolchain (rustup); it is installed from crates.io when missing.
-FUZZ_TARGETS := frame_parse probe_decode
+# cargo-fuzz is installed from crates.io when missing. It needs nightly
+# features: the nightly toolchain when rustup has one, else stable with
+# RUSTC_BOOTSTRAP=1 (stable ships the sanitizer runtimes too).
+FUZZ_TARGETS := frame_parse probe_decode intent_parse
+FUZZ_CARGO := $(shell rustup toolchain list 2>/dev/null | grep -q '^nightly' && echo 'cargo +nightly' || echo 'RUSTC_BOOTSTRAP=1 cargo')
 fuzz-smoke:
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
-	cd fuzz && for t in $(FUZZ_TARGETS); do cargo +nightly fuzz run $$t -- -runs=200000 -max_len=2048 || exit 1; done
+	cd fuzz && for t in $(FUZZ_TARGETS); do mkdir -p corpus/$$t; \
+		$(FUZZ_CARGO) fuzz run $$t corpus/$$t $$(test -d seeds/$$t && echo seeds/$$t) -- -runs=200000 -max_len=4096 || exit 1; done
 
 testbed-down:
 	-./target/release/detpath testbed down
