@@ -27,6 +27,9 @@ pub enum Error {
     #[error("locked-memory limit too low for {what} ({limit}); raise it with `ulimit -l unlimited` or LimitMEMLOCK=infinity")]
     MemlockLimit { what: String, limit: String },
 
+    #[error("the kernel's BPF verifier rejected `{program}` ({errno}); libbpf printed the verifier log above. This kernel ({kernel}) does not accept detpath's program: please report it with that log")]
+    VerifierRejected { program: String, errno: &'static str, kernel: String },
+
     #[error("interface `{iface}` already has XDP program id {prog_id} attached, which detpath did not attach; remove it with `ip link set dev {iface} xdp off` (or `xdp-loader unload {iface} --all`) if it is not needed")]
     XdpBusy { iface: String, prog_id: u32 },
 

@@ -176,22 +176,59 @@ pub(crate) fn memlock_limit() -> String {
     }
 }
 
+/// Why a program load failed, decided from the errno, the thread's
+/// capabilities and the memlock limit (pure, so it is unit-tested).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LoadFailure {
+    MissingCapability(&'static str),
+    /// EPERM with the capabilities present and a finite RLIMIT_MEMLOCK:
+    /// kernels before 5.11 charge BPF maps to it.
+    Memlock,
+    /// EACCES with the capabilities present: the verifier said no.
+    Verifier,
+    Other,
+}
+
+fn classify_load_failure(errno: Option<i32>, caps: Option<u64>, memlock_unlimited: bool) -> LoadFailure {
+    let sys_admin = has_cap(caps, CAP_SYS_ADMIN);
+    let missing = if !has_cap(caps, CAP_BPF) && !sys_admin {
+        Some("CAP_BPF (or CAP_SYS_ADMIN)")
+    } else if !has_cap(caps, CAP_NET_ADMIN) && !sys_admin {
+        // XDP is a networking program type: loading it also needs CAP_NET_ADMIN.
+        Some("CAP_NET_ADMIN")
+    } else {
+        None
+    };
+    match (errno, missing) {
+        (Some(libc::EPERM) | Some(libc::EACCES), Some(cap)) => LoadFailure::MissingCapability(cap),
+        (Some(libc::EACCES), None) => LoadFailure::Verifier,
+        (Some(libc::EPERM), None) if !memlock_unlimited => LoadFailure::Memlock,
+        _ => LoadFailure::Other,
+    }
+}
+
+/// The errno inside a libbpf error ("... (os error 13)"): libbpf-rs keeps the
+/// io::Error but does not hand it out.
+fn errno_of(e: &libbpf_rs::Error) -> Option<i32> {
+    let text = format!("{e:#}");
+    let at = text.rfind("os error ")? + "os error ".len();
+    text[at..].chars().take_while(char::is_ascii_digit).collect::<String>().parse().ok()
+}
+
 /// Maps a failed load to the error that says what to do.
 fn load_error(prog_name: &str, e: libbpf_rs::Error) -> Error {
     let what = format!("loading the XDP program `{prog_name}`");
-    if e.kind() == ErrorKind::PermissionDenied {
-        let caps = effective_caps();
-        let sys_admin = has_cap(caps, CAP_SYS_ADMIN);
-        if !has_cap(caps, CAP_BPF) && !sys_admin {
-            return Error::MissingCapability { cap: "CAP_BPF (or CAP_SYS_ADMIN)", what };
-        }
-        // XDP is a networking program type: loading it also needs CAP_NET_ADMIN.
-        if !has_cap(caps, CAP_NET_ADMIN) && !sys_admin {
-            return Error::MissingCapability { cap: "CAP_NET_ADMIN", what };
-        }
-        return Error::MemlockLimit { what, limit: memlock_limit() };
+    let errno = errno_of(&e).or(if e.kind() == ErrorKind::PermissionDenied { Some(libc::EPERM) } else { None });
+    match classify_load_failure(errno, effective_caps(), memlock_limit() == "unlimited") {
+        LoadFailure::MissingCapability(cap) => Error::MissingCapability { cap, what },
+        LoadFailure::Memlock => Error::MemlockLimit { what, limit: memlock_limit() },
+        LoadFailure::Verifier => Error::VerifierRejected {
+            program: prog_name.to_string(),
+            errno: "EACCES",
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string(),
+        },
+        LoadFailure::Other => Error::Bpf { what, source: e },
     }
-    Error::Bpf { what, source: e }
 }
 
 fn mode_flags(mode: XdpMode) -> u32 {
@@ -403,6 +440,27 @@ mod tests {
     fn filter_config_layout_matches_the_c_struct() {
         let b = FilterConfig { addr: Ipv4Addr::new(10, 77, 0, 1), port: 7000 }.to_bytes();
         assert_eq!(b, [10, 77, 0, 1, 0x1b, 0x58, 0, 0]);
+    }
+
+    #[test]
+    fn load_failures_are_told_apart() {
+        let all = Some((1 << CAP_BPF) | (1 << CAP_NET_ADMIN));
+        assert_eq!(classify_load_failure(Some(libc::EACCES), all, false), LoadFailure::Verifier);
+        assert_eq!(classify_load_failure(Some(libc::EACCES), all, true), LoadFailure::Verifier);
+        assert_eq!(classify_load_failure(Some(libc::EPERM), all, false), LoadFailure::Memlock);
+        assert_eq!(classify_load_failure(Some(libc::EPERM), all, true), LoadFailure::Other);
+        assert_eq!(classify_load_failure(Some(libc::EPERM), Some(1 << CAP_NET_ADMIN), false), LoadFailure::MissingCapability("CAP_BPF (or CAP_SYS_ADMIN)"));
+        assert_eq!(classify_load_failure(Some(libc::EACCES), Some(1 << CAP_BPF), false), LoadFailure::MissingCapability("CAP_NET_ADMIN"));
+        assert_eq!(classify_load_failure(Some(libc::EINVAL), all, false), LoadFailure::Other);
+        assert_eq!(classify_load_failure(None, all, false), LoadFailure::Other);
+    }
+
+    #[test]
+    fn errno_is_read_from_the_message() {
+        let e = libbpf_rs::Error::from(std::io::Error::from_raw_os_error(libc::EACCES));
+        assert_eq!(errno_of(&e), Some(libc::EACCES));
+        let e = libbpf_rs::Error::from(std::io::Error::other("no number here"));
+        assert_eq!(errno_of(&e), None);
     }
 
     #[test]
