@@ -5,14 +5,14 @@
 //! Needs root (namespaces, XDP, AF_XDP). Each test makes its own uniquely
 //! named namespaces and removes them on drop, even when it fails.
 
+mod common;
+
+use common::{assert_malformed_frames_counted, assert_no_xdp, assert_other_traffic_reaches_the_kernel};
 use detpath::datapath::afxdp::open_afxdp;
 use detpath::netdev::NetDev;
 use detpath::testbed::{Side, Testbed, TestbedConfig};
 use detpath::{Endpoint, EndpointSpec, Error, RecvMode, RxBatch, TxDatagram, XdpMode};
-use detpath_wire::{build_udp_frame, MacAddr, UdpFrameHeader};
-use std::io::{Read, Write};
-use std::net::{SocketAddrV4, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,15 +27,6 @@ fn spec(side: &Side, port: u16, extra: &str) -> EndpointSpec {
 fn open_in(side: &Side, port: u16, extra: &str) -> detpath::Result<detpath::datapath::afxdp::AfxdpEndpoint> {
     let s = spec(side, port, extra);
     side.run(|| open_afxdp(&s)).expect("enter namespace")
-}
-
-/// No XDP program left on the side's interface, by the kernel's query and by `ip -d link`.
-fn assert_no_xdp(side: &Side) {
-    let attached = side.run(|| detpath::xdp::query(NetDev::lookup(&side.iface).unwrap().ifindex).unwrap()).unwrap();
-    assert_eq!(attached.any(), None, "XDP program left on {}: {attached:?}", side.iface);
-    let out = std::process::Command::new("ip").args(["-n", &side.netns, "-d", "link", "show", "dev", &side.iface]).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(!text.contains("prog/xdp"), "ip -d link still shows XDP: {text}");
 }
 
 fn payload(i: usize, len: usize, buf: &mut [u8]) {
@@ -199,32 +190,7 @@ fn other_traffic_still_reaches_the_kernel() {
     let tb = Testbed::up(TestbedConfig::unique("afx")).unwrap();
     for mode in ["skb", "native"] {
         let ep = open_in(tb.b(), PORT, &format!("&mode={mode}")).unwrap();
-        let b = tb.b().addr;
-        let (udp, tcp) = tb.b().run(|| (UdpSocket::bind((b, PORT + 1)).unwrap(), TcpListener::bind((b, PORT)).unwrap())).unwrap();
-        udp.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-        let a = tb.a().addr;
-        let (csock, conn) = tb
-            .a()
-            .run(|| {
-                let c = UdpSocket::bind((a, 0)).unwrap();
-                c.send_to(b"kernel udp", (b, PORT + 1)).unwrap();
-                let t = TcpStream::connect_timeout(&SocketAddrV4::new(b, PORT).into(), Duration::from_secs(2));
-                (c, t)
-            })
-            .unwrap();
-        let mut buf = [0u8; 64];
-        let (n, _) = udp.recv_from(&mut buf).unwrap_or_else(|e| panic!("{mode}: UDP to another port did not reach the kernel: {e}"));
-        assert_eq!(&buf[..n], b"kernel udp");
-        let mut conn = conn.unwrap_or_else(|e| panic!("{mode}: TCP connect to the same address failed: {e}"));
-        let (mut accepted, _) = tcp.accept().unwrap();
-        conn.write_all(b"tcp ok").unwrap();
-        let mut got = [0u8; 6];
-        accepted.read_exact(&mut got).unwrap();
-        assert_eq!(&got, b"tcp ok");
-        let c = ep.counters();
-        assert!(c.rx_not_for_me >= 3, "{mode}: passed frames not counted: {c:?}");
-        assert_eq!(c.rx_packets, 0);
-        drop((csock, accepted, conn, udp, tcp));
+        assert_other_traffic_reaches_the_kernel(&tb, &ep, PORT, &format!("afxdp {mode}"));
         drop(ep);
         assert_no_xdp(tb.b());
     }
@@ -312,93 +278,7 @@ fn receive_modes_time_out_empty() {
 fn malformed_frames_are_counted_and_dropped() {
     let tb = Testbed::up(TestbedConfig::unique("afx")).unwrap();
     let mut ep = open_in(tb.b(), PORT, "&mode=skb").unwrap();
-    let dst = ep.local_addr();
-    let src: SocketAddrV4 = SocketAddrV4::new(tb.a().addr, 4444);
-    let h = UdpFrameHeader {
-        src_mac: MacAddr::parse(&tb.a().mac).unwrap(),
-        dst_mac: MacAddr::parse(&tb.b().mac).unwrap(),
-        src,
-        dst,
-        ip_id: 1,
-        ttl: 64,
-    };
-    let good = |p: &[u8]| {
-        let mut f = vec![0u8; 2048];
-        let n = build_udp_frame(&mut f, &h, p).unwrap();
-        f.truncate(n);
-        f
-    };
-    let fix_ip_csum = |f: &mut Vec<u8>| {
-        let ihl = (f[14] & 0xf) as usize * 4;
-        f[24] = 0;
-        f[25] = 0;
-        let c = detpath_wire::checksum::internet(&f[14..14 + ihl]);
-        f[24..26].copy_from_slice(&c.to_be_bytes());
-    };
-    let mut bad: Vec<(&str, Vec<u8>)> = Vec::new();
-    let mut f = good(b"bad udp checksum");
-    let last = f.len() - 1;
-    f[last] ^= 0xff;
-    bad.push(("bad UDP checksum", f));
-    let mut f = good(b"first fragment");
-    f[20] |= 0x20; // MF
-    f[20] &= !0x40; // no DF
-    fix_ip_csum(&mut f);
-    bad.push(("first fragment", f));
-    let mut f = good(b"bad ip checksum");
-    f[24] ^= 0x55;
-    bad.push(("bad IPv4 checksum", f));
-    let mut f = good(b"udp length too long");
-    let ul = u16::from_be_bytes([f[38], f[39]]) + 10;
-    f[38..40].copy_from_slice(&ul.to_be_bytes());
-    bad.push(("UDP length beyond the packet", f));
-    let mut f = good(b"truncated");
-    f.truncate(14 + 20 + 8 + 2); // IP total length says more than is there
-    bad.push(("truncated", f));
-
-    // IPv4 options (IHL 6, one NOP+EOL word) are fine: delivered.
-    let mut opt = good(b"with options");
-    opt.splice(34..34, [1u8, 1, 1, 0]);
-    opt[14] = 0x46;
-    let tl = u16::from_be_bytes([opt[16], opt[17]]) + 4;
-    opt[16..18].copy_from_slice(&tl.to_be_bytes());
-    fix_ip_csum(&mut opt);
-
-    let frames: Vec<Vec<u8>> = bad.iter().map(|(_, f)| f.clone()).chain([opt, good(b"the good one")]).collect();
-    let side = tb.a().clone();
-    tb.a()
-        .run(|| {
-            let ifindex = NetDev::lookup(&side.iface).unwrap().ifindex;
-            // SAFETY: plain socket(2) in the test; checked.
-            let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, (libc::ETH_P_ALL as u16).to_be() as i32) };
-            assert!(fd >= 0, "AF_PACKET socket: {}", std::io::Error::last_os_error());
-            // SAFETY: fd is ours.
-            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-            // SAFETY: sockaddr_ll is plain data.
-            let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-            sll.sll_family = libc::AF_PACKET as u16;
-            sll.sll_ifindex = ifindex as i32;
-            sll.sll_halen = 6;
-            for f in &frames {
-                // SAFETY: f is a readable frame; sll is a valid address of its size.
-                let r = unsafe {
-                    libc::sendto(fd.as_raw_fd(), f.as_ptr().cast(), f.len(), 0, (&sll as *const libc::sockaddr_ll).cast(), std::mem::size_of::<libc::sockaddr_ll>() as u32)
-                };
-                assert_eq!(r, f.len() as isize, "raw send: {}", std::io::Error::last_os_error());
-            }
-        })
-        .unwrap();
-
-    let mut buf = [0u8; 2048];
-    let rx = ep.recv(&mut buf, WAIT).unwrap().expect("the frame with IPv4 options");
-    assert_eq!(&buf[..rx.len], b"with options");
-    assert_eq!(rx.peer, src);
-    let rx = ep.recv(&mut buf, WAIT).unwrap().expect("the good frame");
-    assert_eq!(&buf[..rx.len], b"the good one");
-    assert!(ep.recv(&mut buf, RecvMode::BusyPoll { timeout: Some(Duration::from_millis(100)) }).unwrap().is_none());
-    let c = ep.counters();
-    assert_eq!(c.rx_malformed, bad.len() as u64, "{c:?} (sent: {:?})", bad.iter().map(|(n, _)| *n).collect::<Vec<_>>());
-    assert_eq!(c.rx_packets, 2);
+    assert_malformed_frames_counted(&tb, &mut ep);
     drop(ep);
     assert_no_xdp(tb.b());
 }

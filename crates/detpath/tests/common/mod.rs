@@ -1,0 +1,165 @@
+//! What the XDP datapaths' tests share: checks that no XDP program is left,
+//! the "other traffic still reaches the kernel" check, and a set of
+//! malformed frames injected through AF_PACKET.
+#![allow(dead_code)]
+
+use detpath::netdev::NetDev;
+use detpath::testbed::{Side, Testbed};
+use detpath::{Endpoint, RecvMode};
+use detpath_wire::{build_udp_frame, MacAddr, UdpFrameHeader};
+use std::io::{Read, Write};
+use std::net::{SocketAddrV4, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::Duration;
+
+/// No XDP program left on the side's interface, by the kernel's query and by `ip -d link`.
+pub fn assert_no_xdp(side: &Side) {
+    let attached = side.run(|| detpath::xdp::query(NetDev::lookup(&side.iface).unwrap().ifindex).unwrap()).unwrap();
+    assert_eq!(attached.any(), None, "XDP program left on {}: {attached:?}", side.iface);
+    let out = std::process::Command::new("ip").args(["-n", &side.netns, "-d", "link", "show", "dev", &side.iface]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("prog/xdp"), "ip -d link still shows XDP: {text}");
+}
+
+/// While `ep` (on side b, UDP port `port`) is open, a kernel UDP socket on
+/// port + 1 and a TCP listener on `port` of the same address still get their
+/// traffic from side a; the endpoint receives none of it and counts it as
+/// not for it.
+pub fn assert_other_traffic_reaches_the_kernel(tb: &Testbed, ep: &dyn Endpoint, port: u16, what: &str) {
+    let b = tb.b().addr;
+    let (udp, tcp) = tb.b().run(|| (UdpSocket::bind((b, port + 1)).unwrap(), TcpListener::bind((b, port)).unwrap())).unwrap();
+    udp.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let a = tb.a().addr;
+    let (csock, conn) = tb
+        .a()
+        .run(|| {
+            let c = UdpSocket::bind((a, 0)).unwrap();
+            c.send_to(b"kernel udp", (b, port + 1)).unwrap();
+            let t = TcpStream::connect_timeout(&SocketAddrV4::new(b, port).into(), Duration::from_secs(2));
+            (c, t)
+        })
+        .unwrap();
+    let mut buf = [0u8; 64];
+    let (n, _) = udp.recv_from(&mut buf).unwrap_or_else(|e| panic!("{what}: UDP to another port did not reach the kernel: {e}"));
+    assert_eq!(&buf[..n], b"kernel udp");
+    let mut conn = conn.unwrap_or_else(|e| panic!("{what}: TCP connect to the same address failed: {e}"));
+    let (mut accepted, _) = tcp.accept().unwrap();
+    conn.write_all(b"tcp ok").unwrap();
+    let mut got = [0u8; 6];
+    accepted.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"tcp ok");
+    let c = ep.counters();
+    assert!(c.rx_not_for_me >= 3, "{what}: passed frames not counted: {c:?}");
+    assert_eq!(c.rx_packets, 0, "{what}: the endpoint took traffic that was not its own");
+    drop((csock, accepted, conn));
+}
+
+/// Frames for `dst` from side a: each malformed one named, then one with
+/// IPv4 options (valid: delivered) and one good frame.
+pub struct FrameSet {
+    pub bad: Vec<(&'static str, Vec<u8>)>,
+    pub with_options: Vec<u8>,
+    pub good: Vec<u8>,
+}
+
+fn fix_ip_csum(f: &mut [u8]) {
+    let ihl = (f[14] & 0xf) as usize * 4;
+    f[24] = 0;
+    f[25] = 0;
+    let c = detpath_wire::checksum::internet(&f[14..14 + ihl]);
+    f[24..26].copy_from_slice(&c.to_be_bytes());
+}
+
+/// Builds the frame set from side a (`src`) to `dst` on side b.
+pub fn frame_set(tb: &Testbed, src: SocketAddrV4, dst: SocketAddrV4) -> FrameSet {
+    let h = UdpFrameHeader {
+        src_mac: MacAddr::parse(&tb.a().mac).unwrap(),
+        dst_mac: MacAddr::parse(&tb.b().mac).unwrap(),
+        src,
+        dst,
+        ip_id: 1,
+        ttl: 64,
+    };
+    let good = |p: &[u8]| {
+        let mut f = vec![0u8; 2048];
+        let n = build_udp_frame(&mut f, &h, p).unwrap();
+        f.truncate(n);
+        f
+    };
+    let mut bad: Vec<(&'static str, Vec<u8>)> = Vec::new();
+    let mut f = good(b"bad udp checksum");
+    let last = f.len() - 1;
+    f[last] ^= 0xff;
+    bad.push(("bad UDP checksum", f));
+    let mut f = good(b"first fragment");
+    f[20] |= 0x20; // MF
+    f[20] &= !0x40; // no DF
+    fix_ip_csum(&mut f);
+    bad.push(("first fragment", f));
+    let mut f = good(b"bad ip checksum");
+    f[24] ^= 0x55;
+    bad.push(("bad IPv4 checksum", f));
+    let mut f = good(b"udp length too long");
+    let ul = u16::from_be_bytes([f[38], f[39]]) + 10;
+    f[38..40].copy_from_slice(&ul.to_be_bytes());
+    bad.push(("UDP length beyond the packet", f));
+    let mut f = good(b"truncated");
+    f.truncate(14 + 20 + 8 + 2); // IP total length says more than is there
+    bad.push(("truncated", f));
+
+    // IPv4 options (IHL 6, one NOP+EOL word) are fine: delivered.
+    let mut opt = good(b"with options");
+    opt.splice(34..34, [1u8, 1, 1, 0]);
+    opt[14] = 0x46;
+    let tl = u16::from_be_bytes([opt[16], opt[17]]) + 4;
+    opt[16..18].copy_from_slice(&tl.to_be_bytes());
+    fix_ip_csum(&mut opt);
+    FrameSet { bad, with_options: opt, good: good(b"the good one") }
+}
+
+/// Sends raw frames out of side's interface through an AF_PACKET socket.
+pub fn inject(side: &Side, frames: &[Vec<u8>]) {
+    let iface = side.iface.clone();
+    side.run(|| {
+        let ifindex = NetDev::lookup(&iface).unwrap().ifindex;
+        // SAFETY: plain socket(2) in the test; checked.
+        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, (libc::ETH_P_ALL as u16).to_be() as i32) };
+        assert!(fd >= 0, "AF_PACKET socket: {}", std::io::Error::last_os_error());
+        // SAFETY: fd is ours.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: sockaddr_ll is plain data.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_ifindex = ifindex as i32;
+        sll.sll_halen = 6;
+        for f in frames {
+            // SAFETY: f is a readable frame; sll is a valid address of its size.
+            let r = unsafe {
+                libc::sendto(fd.as_raw_fd(), f.as_ptr().cast(), f.len(), 0, (&sll as *const libc::sockaddr_ll).cast(), std::mem::size_of::<libc::sockaddr_ll>() as u32)
+            };
+            assert_eq!(r, f.len() as isize, "raw send: {}", std::io::Error::last_os_error());
+        }
+    })
+    .unwrap();
+}
+
+/// Injects the frame set at `ep` (on side b) and checks: every malformed
+/// frame counted in `rx_malformed` and never delivered, the frame with IPv4
+/// options and the good one delivered, in order.
+pub fn assert_malformed_frames_counted(tb: &Testbed, ep: &mut dyn Endpoint) {
+    let src = SocketAddrV4::new(tb.a().addr, 4444);
+    let set = frame_set(tb, src, ep.local_addr());
+    let frames: Vec<Vec<u8>> = set.bad.iter().map(|(_, f)| f.clone()).chain([set.with_options.clone(), set.good.clone()]).collect();
+    inject(tb.a(), &frames);
+    let wait = RecvMode::BusyPoll { timeout: Some(Duration::from_secs(2)) };
+    let mut buf = [0u8; 2048];
+    let rx = ep.recv(&mut buf, wait).unwrap().expect("the frame with IPv4 options");
+    assert_eq!(&buf[..rx.len], b"with options");
+    assert_eq!(rx.peer, src);
+    let rx = ep.recv(&mut buf, wait).unwrap().expect("the good frame");
+    assert_eq!(&buf[..rx.len], b"the good one");
+    assert!(ep.recv(&mut buf, RecvMode::BusyPoll { timeout: Some(Duration::from_millis(100)) }).unwrap().is_none());
+    let c = ep.counters();
+    assert_eq!(c.rx_malformed, set.bad.len() as u64, "{c:?} (sent: {:?})", set.bad.iter().map(|(n, _)| *n).collect::<Vec<_>>());
+    assert_eq!(c.rx_packets, 2);
+}
