@@ -90,6 +90,13 @@ impl RxBatch {
             &mut self.data[at..at + self.slot_size]
         })
     }
+    /// The free slots as one area (`slot_size` bytes each) and the slot
+    /// size, for a datapath filling several slots in one system call; commit
+    /// each filled slot in order afterwards.
+    pub(crate) fn free_area(&mut self) -> (&mut [u8], usize) {
+        let at = self.len * self.slot_size;
+        (&mut self.data[at..], self.slot_size)
+    }
     /// Commits the slot returned by [`next_slot`](Self::next_slot).
     pub fn commit(&mut self, meta: RxMeta) {
         if self.len < self.metas.len() {
