@@ -8,6 +8,7 @@ pub mod records;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod sockperf;
 pub mod stats;
 pub mod stress;
 pub mod table;

@@ -51,6 +51,10 @@ pub struct Args {
     /// thread also holds /dev/cpu_dma_latency at 0 for the run).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u8).range(1..=99))]
     rt_priority: u8,
+    /// Also run sockperf ping-pong (kernel UDP, Debian's sockperf) with the
+    /// same size and rate in each configuration, as a reference row.
+    #[arg(long)]
+    with_sockperf: bool,
     /// Print the results as JSON instead of tables.
     #[arg(long)]
     json: bool,
@@ -92,6 +96,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let mut dir = ResultDir::create(&args.out)
         .with_context(|| format!("creating a result directory under {}", args.out.display()))?;
     let tune_cores = args.tune_cores.clone().unwrap_or_else(|| cpus.1.to_string());
+    let mut runs: Vec<&str> = datapaths.iter().map(String::as_str).collect();
+    if args.with_sockperf {
+        runs.push(SOCKPERF);
+    }
     let mut failed = false;
     for conf in configurations {
         if cleanup::interrupted() {
@@ -111,7 +119,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         } else {
             (None, "default".to_string())
         };
-        for (i, dp) in datapaths.iter().enumerate() {
+        for (i, dp) in runs.iter().copied().enumerate() {
             if cleanup::interrupted() {
                 break;
             }
@@ -141,26 +149,35 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             // A real-time client spinning on the OS's core would starve it: between
             // rounds it sleeps until 30 µs before the next deadline (hrtimer wake-up).
             let pp = PingPongConfig { sleep_slack_ns: rt.map(|_| CLIENT_WAKE_SLACK_NS), ..pp.clone() };
+            let config = RunConfig {
+                datapath: dp.to_string(),
+                mode: String::new(),
+                size: pp.size,
+                period_ns: pp.period_ns,
+                rounds: pp.rounds,
+                timeout_ns: pp.loss_timeout_ns,
+                stress_percent: conf.stress,
+                tuned: conf.tuned,
+                tuning: tuning_state.clone(),
+                cpu_client: Some(cpus.0),
+                cpu_server: Some(cpus.1),
+                peer: None,
+                extra: Default::default(),
+            };
+            if dp == SOCKPERF {
+                let r = run_sockperf(&tb, &pp, cpus, config, &env, &mut dir);
+                drop(stress);
+                if let Err(e) = r {
+                    eprintln!("bench: sockperf: {e:#}");
+                    failed = true;
+                }
+                continue;
+            }
             let outcome = bench_one(&tb, dp, port, &pp, cpus, rt);
             drop(stress);
             match outcome {
                 Ok((mode, outcome)) => {
-                    let config = RunConfig {
-                        datapath: dp.clone(),
-                        mode,
-                        size: pp.size,
-                        period_ns: pp.period_ns,
-                        rounds: pp.rounds,
-                        timeout_ns: pp.loss_timeout_ns,
-                        stress_percent: conf.stress,
-                        tuned: conf.tuned,
-                        tuning: tuning_state.clone(),
-                        cpu_client: Some(cpus.0),
-                        cpu_server: Some(cpus.1),
-                        peer: None,
-                        extra: Default::default(),
-                    };
-                    save_outcome(&mut dir, config, &env, &pp, &outcome)?;
+                    save_outcome(&mut dir, RunConfig { mode, ..config }, &env, &pp, &outcome)?;
                 }
                 Err(e) => {
                     eprintln!("bench: {dp}: {e:#}");
@@ -171,6 +188,29 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     drop(tb);
     finish(&dir, args.json, failed)
+}
+
+/// The name of the sockperf reference run in results and tables.
+const SOCKPERF: &str = "sockperf";
+
+/// sockperf ping-pong over kernel UDP in the testbed, for as long as the
+/// probe stream would take (whole seconds), saved like a datapath's run.
+fn run_sockperf(tb: &Testbed, pp: &PingPongConfig, cpus: (u32, u32), config: RunConfig, env: &Environment, dir: &mut ResultDir) -> anyhow::Result<()> {
+    let seconds = ((pp.total_rounds() * pp.period_ns) as f64 / 1e9).ceil().max(1.0) as u64;
+    let cfg = detpath_bench::sockperf::SockperfConfig {
+        binary: "sockperf".into(),
+        size: pp.size,
+        period_ns: pp.period_ns,
+        seconds,
+        cpu_client: cpus.0,
+        cpu_server: cpus.1,
+        port: 11111,
+    };
+    let outcome = detpath_bench::sockperf::run(tb, &cfg)?;
+    let config = RunConfig { mode: "sockperf ping-pong, kernel UDP, blocking recvfrom".into(), rounds: outcome.rows.len() as u64, ..config };
+    let (result, records) = outcome.run_result(config, env.clone());
+    dir.save_run(&result, &records)?;
+    Ok(())
 }
 
 /// Applies the latency profile for `cores` (detpath tune apply); the returned

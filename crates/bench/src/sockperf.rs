@@ -1,0 +1,258 @@
+//! The reference run: sockperf (Debian's package, what people use for this
+//! today) ping-pong over the kernel UDP path of the same testbed, with the
+//! same size and rate, so its figures sit in the same table.
+//!
+//! `sockperf server` runs in namespace b pinned to the server core,
+//! `sockperf ping-pong --full-log` in namespace a pinned to the client core.
+//! The full log has one row per measured message after a header block:
+//!
+//! ```text
+//! packet, txTime(sec), rxTime(sec), latency(usec)
+//! 0, 2.400896615, 2.400972718, 38.051
+//! ```
+//!
+//! `latency` is sockperf's one-way figure, (rxTime − txTime) / 2, the same
+//! definition as ours; an rxTime of 0 is a message never answered. sockperf
+//! leaves out a warm-up and a cool-down of its own, has no server timestamps
+//! and does not report send lateness: those are absent from its result, not
+//! zero. It receives with a blocking `recvfrom` by default (it sleeps), where
+//! detpath's `udp` datapath busy-polls.
+
+use crate::records::{Record, Status};
+use crate::results::{Environment, RunConfig, RunResult};
+use crate::stats::Summary;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct SockperfConfig {
+    /// The sockperf binary (default "sockperf").
+    pub binary: PathBuf,
+    /// Message (UDP payload) size, bytes.
+    pub size: usize,
+    /// Send period, ns (sockperf's --mps = 1e9 / period).
+    pub period_ns: u64,
+    /// Test duration in whole seconds (sockperf's -t), at least 1.
+    pub seconds: u64,
+    pub cpu_client: u32,
+    pub cpu_server: u32,
+    pub port: u16,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SockperfError {
+    #[error("sockperf is not installed ({0} not found); install it with `apt-get install sockperf` (or `make deps`)")]
+    Missing(String),
+    #[error("sockperf {what}: {why}")]
+    Failed { what: &'static str, why: String },
+    #[error("sockperf full log {path}, line {line}: {why}")]
+    BadLog { path: String, line: usize, why: String },
+}
+
+/// One row of sockperf's full log.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Row {
+    pub packet: u64,
+    pub tx_s: f64,
+    /// 0 when the message was not answered.
+    pub rx_s: f64,
+    pub latency_us: f64,
+}
+
+/// A finished sockperf run: its rows and its own summary lines.
+#[derive(Debug, Clone)]
+pub struct SockperfOutcome {
+    pub rows: Vec<Row>,
+    /// sockperf's printed statistics (percentiles, drops), for cross-checking.
+    pub summary: Vec<String>,
+}
+
+const HEADER: &str = "packet, txTime(sec), rxTime(sec), latency(usec)";
+
+/// Parses a full log: everything before the header line is sockperf's
+/// summary; every line after it must be a row.
+pub fn parse_full_log(text: &str, path: &str) -> Result<SockperfOutcome, SockperfError> {
+    let bad = |line: usize, why: String| SockperfError::BadLog { path: path.to_string(), line, why };
+    let mut lines = text.lines().enumerate();
+    let mut summary = Vec::new();
+    loop {
+        match lines.next() {
+            Some((_, l)) if l.trim() == HEADER => break,
+            Some((_, l)) => {
+                if l.starts_with("sockperf:") {
+                    summary.push(strip_ansi(l));
+                }
+            }
+            None => return Err(bad(text.lines().count(), format!("no `{HEADER}` line"))),
+        }
+    }
+    let mut rows = Vec::new();
+    for (i, l) in lines {
+        if l.trim().is_empty() {
+            continue;
+        }
+        if l.starts_with("---") {
+            break; // sockperf closes the log with a line of dashes
+        }
+        let f: Vec<&str> = l.split(',').map(str::trim).collect();
+        if f.len() != 4 {
+            return Err(bad(i + 1, format!("expected 4 fields, found {}: `{l}`", f.len())));
+        }
+        let num = |k: usize, what: &str| -> Result<f64, SockperfError> {
+            f[k].parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0).ok_or_else(|| bad(i + 1, format!("{what} `{}` is not a non-negative number", f[k])))
+        };
+        let packet = f[0].parse::<u64>().map_err(|_| bad(i + 1, format!("packet `{}` is not a number", f[0])))?;
+        rows.push(Row { packet, tx_s: num(1, "txTime")?, rx_s: num(2, "rxTime")?, latency_us: num(3, "latency")? });
+    }
+    Ok(SockperfOutcome { rows, summary })
+}
+
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut esc = false;
+    for c in s.chars() {
+        match (esc, c) {
+            (false, '\u{1b}') => esc = true,
+            (true, c) if c.is_ascii_alphabetic() => esc = false,
+            (true, _) => {}
+            (false, c) => out.push(c),
+        }
+    }
+    out
+}
+
+impl SockperfOutcome {
+    /// The rows as raw records: client times from sockperf's clock, no server
+    /// times, no send lateness (sockperf does not report it).
+    pub fn records(&self) -> Vec<Record> {
+        self.rows
+            .iter()
+            .map(|r| {
+                let answered = r.rx_s > 0.0;
+                Record {
+                    seq: r.packet,
+                    client_send_ns: (r.tx_s * 1e9).round() as u64,
+                    client_recv_ns: if answered { (r.rx_s * 1e9).round() as u64 } else { 0 },
+                    status: if answered { Status::Ok } else { Status::Lost },
+                    ..Record::default()
+                }
+            })
+            .collect()
+    }
+
+    /// A result for the table: `config.datapath` should be "sockperf".
+    pub fn run_result(&self, config: RunConfig, env: Environment) -> (RunResult, Vec<Record>) {
+        let records = self.records();
+        let mut r = RunResult::from_records(config, env, &records, None);
+        r.send_lateness = Summary::from_samples(&mut []);
+        r.notes.push("sockperf reports no server timestamps and no send lateness; its own summary follows".into());
+        r.notes.extend(self.summary.iter().filter(|l| l.contains("percentile") || l.contains("observation") || l.contains("dropped")).cloned());
+        (r, records)
+    }
+}
+
+/// A child process killed (by its PID) and reaped on drop.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn in_netns(ns: &str, cpu: u32, binary: &Path) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns, "taskset", "-c", &cpu.to_string()]).arg(binary);
+    c
+}
+
+/// Runs sockperf server (namespace b) and ping-pong (namespace a) in the testbed.
+pub fn run(tb: &detpath::testbed::Testbed, cfg: &SockperfConfig) -> Result<SockperfOutcome, SockperfError> {
+    let found = Command::new(&cfg.binary).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status();
+    if found.is_err() {
+        return Err(SockperfError::Missing(cfg.binary.display().to_string()));
+    }
+    let (a, b) = (tb.a(), tb.b());
+    let mut server = Reaped(
+        in_netns(&b.netns, cfg.cpu_server, &cfg.binary)
+            .args(["server", "-i", &b.addr.to_string(), "-p", &cfg.port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| SockperfError::Failed { what: "server", why: e.to_string() })?,
+    );
+    // Listening when its UDP port shows up in the namespace.
+    let t = Instant::now();
+    loop {
+        let ss = Command::new("ip").args(["netns", "exec", &b.netns, "ss", "-Hlun", "sport", "=", &format!(":{}", cfg.port)]).output();
+        if ss.is_ok_and(|o| !o.stdout.is_empty()) {
+            break;
+        }
+        if let Ok(Some(st)) = server.0.try_wait() {
+            return Err(SockperfError::Failed { what: "server", why: format!("exited at once ({st})") });
+        }
+        if t.elapsed() > Duration::from_secs(5) {
+            return Err(SockperfError::Failed { what: "server", why: "not listening after 5 s".into() });
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = std::env::temp_dir().join(format!("detpath-sockperf-{}-{}.csv", std::process::id(), cfg.port));
+    let mps = (1e9 / cfg.period_ns.max(1) as f64).round().max(1.0) as u64;
+    let out = in_netns(&a.netns, cfg.cpu_client, &cfg.binary)
+        .args(["ping-pong", "-i", &b.addr.to_string(), "-p", &cfg.port.to_string(), "-m", &cfg.size.to_string()])
+        .args(["--mps", &mps.to_string(), "-t", &cfg.seconds.max(1).to_string(), "--full-log"])
+        .arg(&log)
+        .output()
+        .map_err(|e| SockperfError::Failed { what: "ping-pong", why: e.to_string() })?;
+    drop(server);
+    if !out.status.success() {
+        let _ = std::fs::remove_file(&log);
+        return Err(SockperfError::Failed { what: "ping-pong", why: format!("{}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim()) });
+    }
+    let text = std::fs::read_to_string(&log).map_err(|e| SockperfError::Failed { what: "full log", why: format!("{}: {e}", log.display()) });
+    let _ = std::fs::remove_file(&log);
+    parse_full_log(&text?, &log.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "------------------------------\n\
+sockperf: \u{1b}[2;35m====> avg-latency=31.243 (std-dev=9.858)\u{1b}[0m\n\
+sockperf: # dropped messages = 0; # duplicated messages = 0; # out-of-order messages = 0\n\
+sockperf: ---> percentile 99.000 =   43.019\n\
+------------------------------\n\
+packet, txTime(sec), rxTime(sec), latency(usec)\n\
+0, 2.400896615, 2.400972718, 38.051\n\
+1, 2.401096183, 0.000000000, 0.000\n\
+2, 2.401296187, 2.401357902, 30.857\n\
+------------------------------\n";
+
+    #[test]
+    fn full_log_rows_and_summary() {
+        let o = parse_full_log(SAMPLE, "sample").unwrap();
+        assert_eq!(o.rows.len(), 3);
+        assert_eq!(o.rows[0], Row { packet: 0, tx_s: 2.400896615, rx_s: 2.400972718, latency_us: 38.051 });
+        assert_eq!(o.summary.len(), 3);
+        assert!(o.summary[0].contains("avg-latency=31.243") && !o.summary[0].contains('\u{1b}'));
+        let r = o.records();
+        assert_eq!(r[0].status, Status::Ok);
+        // RTT / 2 from the times equals sockperf's latency column.
+        assert_eq!(r[0].latency_ns(), Some(38_051));
+        assert_eq!((r[1].status, r[1].client_recv_ns), (Status::Lost, 0));
+    }
+
+    #[test]
+    fn malformed_logs_name_the_line() {
+        let no_header = parse_full_log("sockperf: nothing\n", "x").unwrap_err().to_string();
+        assert!(no_header.contains("no `packet, txTime"), "{no_header}");
+        for (bad, needle) in [("0, 1.0, 2.0\n", "line 2: expected 4 fields"), ("x, 1.0, 2.0, 3\n", "line 2: packet `x`"), ("0, 1.0, -2, 3\n", "line 2: rxTime `-2`"), ("0, 1.0, 2.0, NaN\n", "latency `NaN`")] {
+            let e = parse_full_log(&format!("{HEADER}\n{bad}"), "x").unwrap_err().to_string();
+            assert!(e.contains(needle), "{bad}: {e}");
+        }
+    }
+}
