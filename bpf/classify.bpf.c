@@ -609,10 +609,13 @@ int cls_main(struct xdp_md *ctx)
 		st->bytes += len;
 		st->last_seen_ns = now;
 	}
-	/* A prioritised flow stays, however overloaded the host, until this CPU is
-	 * saturated: then its excess is forwarded rather than lost. */
-	if (saturated && rule.action != CLS_ACT_DROP && rule.action != CLS_ACT_FORWARD) {
-		r = forward(ctx, &k, CLS_ALT_BY_HASH, cfg->alt_count, &outer);
+	/* Forward-when-overloaded rules go to their alternative node while the host
+	 * is overloaded. A prioritised flow (any other rule but drop) stays however
+	 * overloaded the host is, until this CPU is saturated: then its excess is
+	 * forwarded rather than lost. */
+	int is_fwd_rule = rule.action == CLS_ACT_FORWARD;
+	if (is_fwd_rule ? overloaded : (saturated && rule.action != CLS_ACT_DROP)) {
+		r = forward(ctx, &k, is_fwd_rule ? rule.arg : CLS_ALT_BY_HASH, cfg->alt_count, &outer);
 		if (r == XDP_TX) {
 			if (st)
 				st->forwarded++;
@@ -620,6 +623,8 @@ int cls_main(struct xdp_md *ctx)
 			return XDP_TX;
 		}
 		count(CLS_T_FORWARD_NO_ALT, len);
+		if (is_fwd_rule)
+			return XDP_PASS;
 	}
 	switch (rule.action) {
 	case CLS_ACT_DROP:
@@ -633,20 +638,6 @@ int cls_main(struct xdp_md *ctx)
 		r = bpf_redirect_map(&cls_xsks, rule.arg, XDP_PASS);
 		count(r == XDP_REDIRECT ? CLS_T_XSK : CLS_T_XSK_MISS, len);
 		return r;
-	case CLS_ACT_FORWARD:
-		if (overloaded) {
-			r = forward(ctx, &k, rule.arg, cfg->alt_count, &outer);
-			if (r == XDP_TX) {
-				if (st)
-					st->forwarded++;
-				count(CLS_T_FORWARD, len);
-				return XDP_TX;
-			}
-			count(CLS_T_FORWARD_NO_ALT, len);
-			return XDP_PASS;
-		}
-		count(CLS_T_PASS_RULE, len);
-		return XDP_PASS;
 	default:
 		count(CLS_T_PASS_RULE, len);
 		return XDP_PASS;
