@@ -72,7 +72,10 @@ fn bench_and_report(datapath: &str, testbed: &str) {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(run.status.success(), "{datapath}: bench failed: {stderr}");
+    // Exit 1 with a complete result means pongs were lost: a measurement (the
+    // kernel UDP path drops when its socket buffer overflows while the server
+    // thread is descheduled), not a failure of the tool.
+    assert!(matches!(run.status.code(), Some(0) | Some(1)), "{datapath}: bench failed: {stderr}");
     let table = String::from_utf8_lossy(&run.stdout);
     assert!(table.contains("Median") && table.contains("p99"), "{table}");
 
@@ -82,8 +85,10 @@ fn bench_and_report(datapath: &str, testbed: &str) {
     let r = &s["runs"][0];
     assert_eq!(r["config"]["datapath"], datapath);
     assert_eq!(r["complete"], true, "{r}");
-    assert_eq!(r["latency"]["count"], 2000);
-    assert_eq!(r["loss"]["lost"], 0);
+    let (count, lost) = (r["latency"]["count"].as_u64().unwrap(), r["loss"]["lost"].as_u64().unwrap());
+    assert_eq!(count + lost, 2000, "every round is a sample or lost");
+    assert_eq!(run.status.code(), Some(if lost == 0 { 0 } else { 1 }), "exit code says whether rounds were lost");
+    assert!(lost < 200, "{datapath}: {lost} of 2000 rounds lost");
     assert!(r["config"]["mode"].as_str().unwrap().contains(datapath), "mode {}", r["config"]["mode"]);
     let env = &r["environment"];
     assert!(env["kernel"].as_str().unwrap().starts_with("Linux"), "{env}");
@@ -91,7 +96,8 @@ fn bench_and_report(datapath: &str, testbed: &str) {
     let records = dirs[0].join(r["records_file"].as_str().expect("records file named"));
     let rows = csv_rows(&records);
     assert_eq!(rows.len(), 2000);
-    assert!(rows.iter().all(|l| l.ends_with(",ok")), "every round ok");
+    assert_eq!(rows.iter().filter(|l| l.ends_with(",ok")).count() as u64, count, "ok rows = samples");
+    assert_eq!(rows.iter().filter(|l| l.ends_with(",lost")).count() as u64, lost, "lost rows = lost");
     assert!(dirs[0].join("table.txt").is_file());
     assert!(!namespaces().contains(testbed), "testbed {testbed} left behind");
 
@@ -194,11 +200,12 @@ fn results_are_never_overwritten() {
             .stderr(Stdio::null())
             .status()
             .unwrap();
-        assert!(st.success());
+        assert!(matches!(st.code(), Some(0) | Some(1)), "{st}");
     }
     let dirs = result_dirs(&out.0);
     assert_eq!(dirs.len(), 2, "{dirs:?}");
     for d in &dirs {
-        assert_eq!(summary(d)["runs"][0]["latency"]["count"], 300);
+        let r = &summary(d)["runs"][0];
+        assert_eq!(r["latency"]["count"].as_u64().unwrap() + r["loss"]["lost"].as_u64().unwrap(), 300);
     }
 }

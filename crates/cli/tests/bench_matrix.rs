@@ -58,7 +58,10 @@ fn matrix_runs_three_configurations_and_restores_the_host() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     let after = snapshot();
     let _ = std::fs::remove_dir_all(&out);
-    assert!(run.status.success(), "matrix failed: {stderr}");
+    // Exit 1 with complete runs means some pongs were lost under stress (a
+    // measurement); anything else is a failure.
+    assert!(matches!(run.status.code(), Some(0) | Some(1)), "matrix failed: {stderr}");
+    assert!(!stderr.contains("cannot") && !stderr.contains("error"), "{stderr}");
     let runs: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
     let runs = runs.as_array().unwrap();
     let got: Vec<(String, u64, bool)> = runs
@@ -78,7 +81,7 @@ fn matrix_runs_three_configurations_and_restores_the_host() {
     );
     for r in runs {
         assert_eq!(r["complete"], true, "{r}");
-        assert_eq!(r["latency"]["count"], 1000);
+        assert_eq!(r["latency"]["count"].as_u64().unwrap() + r["loss"]["lost"].as_u64().unwrap(), 1000, "{r}");
     }
     let tuning = runs[2]["config"]["tuning"].as_str().unwrap();
     assert!(tuning.contains("SCHED_FIFO") && tuning.contains("change"), "{tuning}");
