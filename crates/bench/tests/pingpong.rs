@@ -26,7 +26,10 @@ fn ping_pong(tag: &str, datapath: &str, port: u16, cfg: &PingPongConfig, faults:
     let tb = Testbed::up(TestbedConfig::unique(tag)).expect("testbed up");
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let uri = tb.b().uri(datapath, port);
+    // The exact accounting below must not see kernel drops: give a udp
+    // server a socket buffer that outlasts any stall of this VM.
+    let extra = if datapath == "udp" { "&rcvbuf=8388608" } else { "" };
+    let uri = format!("{}{extra}", tb.b().uri(datapath, port));
     let stop_s = stop.clone();
     let server = tb.b().spawn(move || {
         let mut ep = detpath::open(&uri).unwrap_or_else(|e| panic!("{uri}: {e}"));
