@@ -31,9 +31,11 @@ build: deps
 run: build
 	./target/release/detpath bench $(RUN_ARGS)
 
-# Every test, then the leftover check (no namespace, veth or XDP program of
-# ours may survive the suite), then a short run of every fuzz target.
+# Lints (clippy, warnings are errors), every test, then the leftover check (no
+# namespace, veth or XDP program of ours may survive the suite), then a short
+# run of every fuzz target.
 test: build
+	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 	$(CARGO) test --release --workspace --no-fail-fast 2>&1 | tee target/test.log; test $${PIPESTATUS[0]} -eq 0
 	$(CARGO) test --release -p detpath --test zz_leftovers -- --ignored 2>&1 | tee -a target/test.log; test $${PIPESTATUS[0]} -eq 0
 	$(MAKE) fuzz-smoke

@@ -4,11 +4,7 @@
 fn main() {
     println!("cargo:rerun-if-changed=csrc/shim.c");
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
-    let lib = match pkg_config::Config::new()
-        .atleast_version("21.11")
-        .cargo_metadata(true)
-        .probe("libdpdk")
-    {
+    let lib = match pkg_config::Config::new().atleast_version("21.11").cargo_metadata(true).probe("libdpdk") {
         Ok(lib) => lib,
         Err(e) => {
             eprintln!(
@@ -32,9 +28,7 @@ fn main() {
     }
     // pkg-config --cflags also carries `-include rte_config.h` and `-march=...`,
     // which the include paths above do not: pass them through.
-    let cflags = std::process::Command::new("pkg-config")
-        .args(["--cflags", "libdpdk"])
-        .output();
+    let cflags = std::process::Command::new("pkg-config").args(["--cflags", "libdpdk"]).output();
     if let Ok(out) = cflags {
         let s = String::from_utf8_lossy(&out.stdout).to_string();
         let mut it = s.split_whitespace();

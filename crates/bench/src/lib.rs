@@ -2,8 +2,10 @@
 //! exact statistics to six nines ([`stats`]), per-round raw records and loss
 //! accounting ([`records`]), result directories ([`results`]), the human
 //! tables ([`table`]) and the plots of `detpath report` ([`report`]). The
-//! runner that drives the datapaths is [`run`].
+//! runner that drives the datapaths is [`run`]; the main job over the
+//! testbed (configurations, tuning, stress, sockperf) is [`matrix`].
 
+pub mod matrix;
 pub mod records;
 pub mod report;
 pub mod results;
@@ -13,6 +15,6 @@ pub mod stats;
 pub mod stress;
 pub mod table;
 
-pub use records::{Accounting, Arrival, LossCounts, Pacer, Record, RecordWriter, Status};
+pub use records::{LossCounts, Record, RecordWriter, Status};
 pub use results::{Environment, ResultDir, RunConfig, RunResult};
 pub use stats::{Quantile, Summary};

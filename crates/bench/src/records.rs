@@ -92,7 +92,7 @@ pub struct Record {
     pub server_recv_ns: u64,
     pub server_send_ns: u64,
     pub client_recv_ns: u64,
-    /// How late the ping left after its absolute deadline ([`Pacer`]).
+    /// How late the ping left after its absolute deadline (`start + seq * period`).
     pub send_lateness_ns: u64,
     pub status: Status,
 }
@@ -121,8 +121,7 @@ impl Record {
 }
 
 /// The CSV header line (without newline).
-pub const CSV_HEADER: &str =
-    "seq,client_send_ns,server_recv_ns,server_send_ns,client_recv_ns,send_lateness_ns,status";
+pub const CSV_HEADER: &str = "seq,client_send_ns,server_recv_ns,server_send_ns,client_recv_ns,send_lateness_ns,status";
 
 /// Writes records as CSV through a `BufWriter` (1M rows in well under a
 /// second in release builds).
@@ -137,10 +136,7 @@ impl<W: Write> RecordWriter<W> {
         let mut out = BufWriter::with_capacity(1 << 16, inner);
         out.write_all(CSV_HEADER.as_bytes())?;
         out.write_all(b"\n")?;
-        Ok(RecordWriter {
-            out,
-            line: String::with_capacity(128),
-        })
+        Ok(RecordWriter { out, line: String::with_capacity(128) })
     }
 
     pub fn write(&mut self, r: &Record) -> io::Result<()> {
@@ -148,12 +144,7 @@ impl<W: Write> RecordWriter<W> {
         self.line.clear();
         let opt = |v: u64| if v == 0 { None } else { Some(v) };
         let _ = write!(self.line, "{},", r.seq);
-        for v in [
-            r.client_send_ns,
-            r.server_recv_ns,
-            r.server_send_ns,
-            r.client_recv_ns,
-        ] {
+        for v in [r.client_send_ns, r.server_recv_ns, r.server_send_ns, r.client_recv_ns] {
             if let Some(v) = opt(v) {
                 let _ = write!(self.line, "{v}");
             }
@@ -229,8 +220,7 @@ fn parse_line(l: &str) -> Result<Record, String> {
         if s.is_empty() && empty_ok {
             return Ok(0);
         }
-        s.parse::<u64>()
-            .map_err(|e| format!("field {name}: {s:?}: {e}"))
+        s.parse::<u64>().map_err(|e| format!("field {name}: {s:?}: {e}"))
     };
     let seq = num("seq", false)?;
     let client_send_ns = num("client_send_ns", true)?;
@@ -242,15 +232,7 @@ fn parse_line(l: &str) -> Result<Record, String> {
     if f.next().is_some() {
         return Err("too many fields".into());
     }
-    Ok(Record {
-        seq,
-        client_send_ns,
-        server_recv_ns,
-        server_send_ns,
-        client_recv_ns,
-        send_lateness_ns,
-        status,
-    })
+    Ok(Record { seq, client_send_ns, server_recv_ns, server_send_ns, client_recv_ns, send_lateness_ns, status })
 }
 
 /// Counts of a run's loss accounting. Every sent sequence id ends in
@@ -296,186 +278,6 @@ impl LossCounts {
     }
 }
 
-/// What [`Accounting::on_received`] makes of one arrival.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arrival {
-    /// First valid pong of this round, in order: a sample.
-    Ok,
-    /// First valid pong of this round, after a later one: a sample.
-    Reordered,
-    /// Another valid pong of a round already received.
-    Duplicate,
-    /// Wrong nonce: not a sample (a later valid pong may still come).
-    Corrupted,
-    /// Valid pong of a round that already timed out: not a sample.
-    Late,
-    /// Sequence id never sent (or before the first one): ignored.
-    Unexpected,
-}
-
-impl Arrival {
-    /// The record status for this arrival; `None` for `Late`/`Unexpected`,
-    /// which leave the round's record as it was.
-    pub fn status(self) -> Option<Status> {
-        match self {
-            Arrival::Ok => Some(Status::Ok),
-            Arrival::Reordered => Some(Status::Reordered),
-            Arrival::Duplicate => Some(Status::Duplicate),
-            Arrival::Corrupted => Some(Status::Corrupted),
-            Arrival::Late | Arrival::Unexpected => None,
-        }
-    }
-}
-
-const RECEIVED: u8 = 1;
-const CORRUPTED: u8 = 2;
-const TIMED_OUT: u8 = 4;
-const REORDERED: u8 = 8;
-
-/// Streaming loss accounting over the pongs the client receives, against
-/// the sequence ids it sent (consecutive from the first one sent). No
-/// allocation after [`Accounting::with_capacity`] for `rounds` rounds;
-/// O(1) per event.
-#[derive(Debug, Clone, Default)]
-pub struct Accounting {
-    base: Option<u64>,
-    state: Vec<u8>,
-    highest_received: Option<u64>,
-    duplicates: u64,
-    late: u64,
-    unexpected: u64,
-}
-
-impl Accounting {
-    pub fn new() -> Accounting {
-        Accounting::default()
-    }
-
-    pub fn with_capacity(rounds: usize) -> Accounting {
-        Accounting {
-            state: Vec::with_capacity(rounds),
-            ..Default::default()
-        }
-    }
-
-    /// Records that `seq` was sent. Sequence ids must be consecutive from
-    /// the first one (a gap is recorded as rounds sent and never answered).
-    pub fn on_sent(&mut self, seq: u64) {
-        let base = *self.base.get_or_insert(seq);
-        if seq < base {
-            return;
-        }
-        let i = (seq - base) as usize;
-        if i >= self.state.len() {
-            self.state.resize(i + 1, 0);
-        }
-    }
-
-    /// Records that the round `seq` timed out: a valid pong arriving later
-    /// is counted as `late` and the round as lost.
-    pub fn on_timeout(&mut self, seq: u64) {
-        if let Some(i) = self.index(seq) {
-            if self.state[i] & RECEIVED == 0 {
-                self.state[i] |= TIMED_OUT;
-            }
-        }
-    }
-
-    fn index(&self, seq: u64) -> Option<usize> {
-        let base = self.base?;
-        let i = seq.checked_sub(base)? as usize;
-        (i < self.state.len()).then_some(i)
-    }
-
-    /// Classifies one arriving pong: its sequence id and whether its nonce
-    /// matched the one sent with that sequence id.
-    pub fn on_received(&mut self, seq: u64, nonce_ok: bool) -> Arrival {
-        let Some(i) = self.index(seq) else {
-            self.unexpected += 1;
-            return Arrival::Unexpected;
-        };
-        let st = &mut self.state[i];
-        if !nonce_ok {
-            if *st & RECEIVED == 0 {
-                *st |= CORRUPTED;
-            }
-            return Arrival::Corrupted;
-        }
-        if *st & RECEIVED != 0 {
-            self.duplicates += 1;
-            return Arrival::Duplicate;
-        }
-        if *st & TIMED_OUT != 0 {
-            self.late += 1;
-            return Arrival::Late;
-        }
-        *st |= RECEIVED;
-        if self.highest_received.is_some_and(|h| h > seq) {
-            *st |= REORDERED;
-            return Arrival::Reordered;
-        }
-        self.highest_received = Some(seq);
-        Arrival::Ok
-    }
-
-    /// The counts so far (a round not yet answered counts as lost).
-    pub fn counts(&self) -> LossCounts {
-        let mut c = LossCounts {
-            sent: self.state.len() as u64,
-            duplicates: self.duplicates,
-            late: self.late,
-            unexpected: self.unexpected,
-            ..Default::default()
-        };
-        for &st in &self.state {
-            if st & RECEIVED != 0 {
-                if st & REORDERED != 0 {
-                    c.reordered += 1;
-                } else {
-                    c.ok += 1;
-                }
-            } else if st & CORRUPTED != 0 {
-                c.corrupted += 1;
-            } else {
-                c.lost += 1;
-            }
-        }
-        c
-    }
-}
-
-/// Absolute-deadline pacing: ping `i` is due at `start + i * period`, never
-/// "period after the previous send", so a stalled client does not drift and
-/// cannot hide its stall (no coordinated omission): every ping sent after
-/// its deadline carries its lateness, and the pings whose deadlines passed
-/// during a stall are sent back to back, each with its own lateness.
-/// Time is passed in, never read here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pacer {
-    pub start_ns: u64,
-    pub period_ns: u64,
-}
-
-impl Pacer {
-    pub fn new(start_ns: u64, period_ns: u64) -> Pacer {
-        Pacer {
-            start_ns,
-            period_ns,
-        }
-    }
-
-    /// Deadline of the `i`-th ping (0-based), saturating.
-    pub fn deadline(&self, i: u64) -> u64 {
-        self.start_ns
-            .saturating_add(i.saturating_mul(self.period_ns))
-    }
-
-    /// How late ping `i` left if it was sent at `sent_ns` (0 if early/on time).
-    pub fn lateness(&self, i: u64, sent_ns: u64) -> u64 {
-        sent_ns.saturating_sub(self.deadline(i))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -495,13 +297,7 @@ mod tests {
 
     #[test]
     fn csv_round_trip_and_format() {
-        let rs = vec![
-            rec(0, Status::Ok),
-            rec(1, Status::Lost),
-            rec(2, Status::Reordered),
-            rec(2, Status::Duplicate),
-            rec(3, Status::Corrupted),
-        ];
+        let rs = vec![rec(0, Status::Ok), rec(1, Status::Lost), rec(2, Status::Reordered), rec(2, Status::Duplicate), rec(3, Status::Corrupted)];
         let mut w = RecordWriter::new(Vec::new()).unwrap();
         w.write_all(&rs).unwrap();
         let bytes = w.finish().unwrap();
@@ -527,10 +323,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let bad = format!("{CSV_HEADER}\n0,1,2,3,4,0,fine\n");
-        assert!(read_csv(bad.as_bytes())
-            .unwrap_err()
-            .to_string()
-            .contains("unknown status"));
+        assert!(read_csv(bad.as_bytes()).unwrap_err().to_string().contains("unknown status"));
     }
 
     #[test]
@@ -546,123 +339,10 @@ mod tests {
         eprintln!("1M records written and read back in {:?}", t.elapsed());
     }
 
-    /// A synthetic server that drops, duplicates, delays (reorders) and
-    /// corrupts chosen sequence ids; the client side's accounting must find
-    /// exactly those.
-    #[test]
-    fn accounting_against_a_faulty_server() {
-        let n = 1_000u64;
-        let drop = [3u64, 500, 999];
-        let dup = [10u64, 11, 700];
-        let delay = [20u64, 21, 300]; // each delivered 5 positions later
-        let corrupt = [40u64, 41];
-        let corrupt_then_ok = 60u64;
-        let mut acc = Accounting::with_capacity(n as usize);
-        let mut wire: Vec<(u64, bool)> = Vec::new();
-        for s in 0..n {
-            acc.on_sent(s);
-            if drop.contains(&s) {
-                continue;
-            }
-            let ok = !corrupt.contains(&s);
-            if s == corrupt_then_ok {
-                wire.push((s, false));
-            }
-            wire.push((s, ok));
-            if dup.contains(&s) {
-                wire.push((s, true));
-            }
-        }
-        for d in delay {
-            let pos = wire.iter().position(|&(s, _)| s == d).unwrap();
-            let item = wire.remove(pos);
-            wire.insert(pos + 5, item);
-        }
-        wire.push((5_000, true)); // never sent
-        let mut arrivals = Vec::new();
-        for (s, ok) in wire {
-            arrivals.push((s, acc.on_received(s, ok)));
-        }
-        let c = acc.counts();
-        assert_eq!(c.sent, n);
-        assert_eq!(c.lost, 3);
-        assert_eq!(c.duplicates, 3);
-        assert_eq!(c.reordered, 3);
-        assert_eq!(c.corrupted, 2);
-        assert_eq!(c.unexpected, 1);
-        assert_eq!(c.ok, n - 3 - 3 - 2);
-        assert_eq!(c.sent, c.ok + c.reordered + c.corrupted + c.lost);
-        assert!(arrivals.contains(&(20, Arrival::Reordered)));
-        assert!(arrivals.contains(&(60, Arrival::Corrupted)));
-        assert!(arrivals.contains(&(60, Arrival::Ok)));
-        assert!(arrivals.contains(&(700, Arrival::Duplicate)));
-        assert!(arrivals.contains(&(5_000, Arrival::Unexpected)));
-    }
-
-    #[test]
-    fn timeouts_make_late_pongs_lost() {
-        let mut acc = Accounting::new();
-        for s in 100..110 {
-            acc.on_sent(s);
-        }
-        acc.on_timeout(104);
-        assert_eq!(acc.on_received(103, true), Arrival::Ok);
-        assert_eq!(acc.on_received(105, true), Arrival::Ok);
-        assert_eq!(acc.on_received(104, true), Arrival::Late);
-        assert_eq!(acc.on_received(99, true), Arrival::Unexpected);
-        let c = acc.counts();
-        assert_eq!(
-            (c.sent, c.ok, c.lost, c.late, c.unexpected),
-            (10, 2, 8, 1, 1)
-        );
-        acc.on_timeout(103); // already received: no effect
-        assert_eq!(acc.counts().ok, 2);
-    }
-
     #[test]
     fn counts_from_records() {
-        let rs = [
-            rec(0, Status::Ok),
-            rec(1, Status::Lost),
-            rec(1, Status::Duplicate),
-            rec(2, Status::Reordered),
-        ];
+        let rs = [rec(0, Status::Ok), rec(1, Status::Lost), rec(1, Status::Duplicate), rec(2, Status::Reordered)];
         let c = LossCounts::from_records(&rs);
-        assert_eq!(
-            (c.sent, c.ok, c.lost, c.duplicates, c.reordered),
-            (3, 1, 1, 1, 1)
-        );
-    }
-
-    /// An artificially stalled client: it stalls for 10 periods before ping
-    /// 5; absolute deadlines make the stall visible as lateness on ping 5 and
-    /// on the backlog sent right after it, and the schedule does not drift.
-    #[test]
-    fn lateness_of_a_stalled_client() {
-        let period = 100_000;
-        let p = Pacer::new(1_000_000, period);
-        let mut now = 1_000_000u64;
-        let send_cost = 1_000;
-        let mut lateness = Vec::new();
-        for i in 0..30u64 {
-            if i == 5 {
-                now += 10 * period; // the stall
-            }
-            now = now.max(p.deadline(i)); // wait for the deadline (busy-poll)
-            lateness.push(p.lateness(i, now));
-            now += send_cost;
-        }
-        assert_eq!(&lateness[..5], &[0, 0, 0, 0, 0]);
-        assert_eq!(lateness[5], 9 * period + send_cost);
-        assert!(
-            lateness[5..16].windows(2).all(|w| w[1] < w[0]),
-            "backlog drains"
-        );
-        assert!(
-            lateness[16..].iter().all(|&l| l == 0),
-            "back on schedule: {lateness:?}"
-        );
-        assert_eq!(p.deadline(29), 1_000_000 + 29 * period, "no drift");
-        assert_eq!(p.lateness(0, 0), 0);
+        assert_eq!((c.sent, c.ok, c.lost, c.duplicates, c.reordered), (3, 1, 1, 1, 1));
     }
 }

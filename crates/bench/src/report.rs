@@ -38,29 +38,12 @@ pub struct LoadedRun {
 impl LoadedRun {
     /// From a run and its raw records (no records: no plots for it).
     pub fn new(dir: PathBuf, run: RunResult, records: &[Record]) -> LoadedRun {
-        let t0 = records
-            .iter()
-            .map(|r| r.client_send_ns)
-            .filter(|&t| t != 0)
-            .min()
-            .unwrap_or(0);
-        let series: Vec<(u64, u64)> = records
-            .iter()
-            .filter_map(|r| {
-                r.latency_ns()
-                    .map(|l| (r.client_send_ns.saturating_sub(t0), l))
-            })
-            .collect();
+        let t0 = records.iter().map(|r| r.client_send_ns).filter(|&t| t != 0).min().unwrap_or(0);
+        let series: Vec<(u64, u64)> = records.iter().filter_map(|r| r.latency_ns().map(|l| (r.client_send_ns.saturating_sub(t0), l))).collect();
         let mut sorted: Vec<u64> = series.iter().map(|&(_, l)| l).collect();
         sorted.sort_unstable();
         let label = run.label();
-        LoadedRun {
-            dir,
-            run,
-            label,
-            sorted,
-            series,
-        }
+        LoadedRun { dir, run, label, sorted, series }
     }
 }
 
@@ -77,16 +60,8 @@ pub fn load_dirs(dirs: &[PathBuf]) -> Result<Vec<LoadedRun>, LoadError> {
     let labels: Vec<String> = out.iter().map(|r| r.label.clone()).collect();
     for (i, r) in out.iter_mut().enumerate() {
         if labels.iter().filter(|l| **l == labels[i]).count() > 1 {
-            let dn = r
-                .dir
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let more = if r.run.name.is_empty() {
-                dn
-            } else {
-                format!("{dn}/{}", r.run.name)
-            };
+            let dn = r.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let more = if r.run.name.is_empty() { dn } else { format!("{dn}/{}", r.run.name) };
             r.label = format!("{} ({})", r.label, more);
         }
     }
@@ -109,25 +84,19 @@ pub fn render(runs: &[LoadedRun], out: &Path) -> Result<Vec<PathBuf>> {
     }
     let mut files = Vec::new();
     let rows = plotted.len().div_ceil(2);
-    let figs: [(&str, (u32, u32)); 3] = [
-        ("boxplot", (1200, 720)),
-        ("ccdf", (1100, 720)),
-        ("timeline", (1400, (260 * rows as u32 + 60).max(400))),
-    ];
+    let figs: [(&str, (u32, u32)); 3] = [("boxplot", (1200, 720)), ("ccdf", (1100, 720)), ("timeline", (1400, (260 * rows as u32 + 60).max(400)))];
     for (name, size) in figs {
         let png = out.join(format!("{name}.png"));
         let svg = out.join(format!("{name}.svg"));
         {
             let root = BitMapBackend::new(&png, size).into_drawing_area();
             draw(name, &root, &plotted).with_context(|| format!("drawing {}", png.display()))?;
-            root.present()
-                .map_err(|e| anyhow!("writing {}: {e:?}", png.display()))?;
+            root.present().map_err(|e| anyhow!("writing {}: {e:?}", png.display()))?;
         }
         {
             let root = SVGBackend::new(&svg, size).into_drawing_area();
             draw(name, &root, &plotted).with_context(|| format!("drawing {}", svg.display()))?;
-            root.present()
-                .map_err(|e| anyhow!("writing {}: {e:?}", svg.display()))?;
+            root.present().map_err(|e| anyhow!("writing {}: {e:?}", svg.display()))?;
         }
         files.push(png);
         files.push(svg);
@@ -135,11 +104,7 @@ pub fn render(runs: &[LoadedRun], out: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-fn draw<DB: DrawingBackend>(
-    name: &str,
-    root: &DrawingArea<DB, Shift>,
-    runs: &[&LoadedRun],
-) -> Result<()> {
+fn draw<DB: DrawingBackend>(name: &str, root: &DrawingArea<DB, Shift>, runs: &[&LoadedRun]) -> Result<()> {
     match name {
         "boxplot" => boxplot(root, runs),
         "ccdf" => ccdf(root, runs),
@@ -209,10 +174,7 @@ fn log_ticks(lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {
 
 fn log_axis(lo: f64, hi: f64) -> WithKeyPoints<LogCoord<f64>> {
     let (major, light) = log_ticks(lo, hi);
-    (lo..hi)
-        .log_scale()
-        .with_key_points(major)
-        .with_light_points(light)
+    (lo..hi).log_scale().with_key_points(major).with_light_points(light)
 }
 
 /// A log range covering [lo, hi] with some margin.
@@ -238,38 +200,17 @@ fn boxplot<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, runs: &[&LoadedRun
         .iter()
         .zip(&all)
         .filter_map(|(lr, r)| {
-            let g = groups
-                .iter()
-                .position(|x| *x == table::row_label(r, &all))?;
+            let g = groups.iter().position(|x| *x == table::row_label(r, &all))?;
             let c = configs.iter().position(|x| *x == r.configuration)?;
             Some((g, c, *lr, BoxStats::from_sorted(&lr.sorted, 2_000)?))
         })
         .collect();
-    let lo = boxes.iter().map(|b| {
-        us(*b
-            .3
-            .outliers
-            .iter()
-            .min()
-            .unwrap_or(&b.3.whisker_lo)
-            .min(&b.3.whisker_lo))
-    });
-    let hi = boxes.iter().map(|b| {
-        us(*b
-            .3
-            .outliers
-            .iter()
-            .max()
-            .unwrap_or(&b.3.whisker_hi)
-            .max(&b.3.whisker_hi))
-    });
+    let lo = boxes.iter().map(|b| us(*b.3.outliers.iter().min().unwrap_or(&b.3.whisker_lo).min(&b.3.whisker_lo)));
+    let hi = boxes.iter().map(|b| us(*b.3.outliers.iter().max().unwrap_or(&b.3.whisker_hi).max(&b.3.whisker_hi)));
     let (ylo, yhi) = log_bounds(lo.fold(f64::INFINITY, f64::min), hi.fold(0.0, f64::max));
     let n = groups.len();
     let mut chart = ChartBuilder::on(root)
-        .caption(
-            "One-way latency (RTT/2) per datapath: box p25-p75, line median, whiskers p0.01-p99.99, dots beyond",
-            ("sans-serif", 20),
-        )
+        .caption("One-way latency (RTT/2) per datapath: box p25-p75, line median, whiskers p0.01-p99.99, dots beyond", ("sans-serif", 20))
         .margin(15)
         .x_label_area_size(45)
         .y_label_area_size(80)
@@ -304,10 +245,7 @@ fn boxplot<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, runs: &[&LoadedRun
         let xm = (x0 + x1) / 2.0;
         let st = color.stroke_width(2);
         chart
-            .draw_series([
-                Rectangle::new([(x0, us(b.p25)), (x1, us(b.p75))], color.mix(0.25).filled()),
-                Rectangle::new([(x0, us(b.p25)), (x1, us(b.p75))], st),
-            ])
+            .draw_series([Rectangle::new([(x0, us(b.p25)), (x1, us(b.p75))], color.mix(0.25).filled()), Rectangle::new([(x0, us(b.p25)), (x1, us(b.p75))], st)])
             .map_err(e)?;
         let (wl, wh) = (us(b.whisker_lo), us(b.whisker_hi));
         let cap = (x1 - x0) * 0.25;
@@ -324,13 +262,7 @@ fn boxplot<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, runs: &[&LoadedRun
                 .map(|pts| PathElement::new(pts, st)),
             )
             .map_err(e)?;
-        chart
-            .draw_series(
-                b.outliers
-                    .iter()
-                    .map(|&o| Circle::new((xm, us(o)), 2, color.stroke_width(1))),
-            )
-            .map_err(e)?;
+        chart.draw_series(b.outliers.iter().map(|&o| Circle::new((xm, us(o)), 2, color.stroke_width(1)))).map_err(e)?;
     }
     for c in &configs {
         let color = config_color(c);
@@ -345,9 +277,7 @@ fn boxplot<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, runs: &[&LoadedRun
             .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
             .map_err(e)?
             .label(label)
-            .legend(move |(x, y)| {
-                Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.mix(0.4).filled())
-            });
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.mix(0.4).filled()));
     }
     draw_legend(&mut chart)
 }
@@ -378,29 +308,14 @@ fn fmt_axis(v: f64) -> String {
 
 fn ccdf<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, runs: &[&LoadedRun]) -> Result<()> {
     root.fill(&WHITE).map_err(e)?;
-    let series: Vec<Vec<(f64, f64)>> = runs
-        .iter()
-        .map(|r| {
-            stats::ccdf_points(&r.sorted, 600)
-                .into_iter()
-                .map(|(x, p)| (us(x), p))
-                .collect()
-        })
-        .collect();
-    let xlo = series
-        .iter()
-        .flatten()
-        .map(|p| p.0)
-        .fold(f64::INFINITY, f64::min);
+    let series: Vec<Vec<(f64, f64)>> = runs.iter().map(|r| stats::ccdf_points(&r.sorted, 600).into_iter().map(|(x, p)| (us(x), p)).collect()).collect();
+    let xlo = series.iter().flatten().map(|p| p.0).fold(f64::INFINITY, f64::min);
     let xhi = series.iter().flatten().map(|p| p.0).fold(0.0, f64::max);
     let (xlo, xhi) = log_bounds(xlo, xhi);
     let nmax = runs.iter().map(|r| r.sorted.len()).max().unwrap_or(1) as f64;
     let ylo = 10f64.powf((1.0 / nmax).log10().floor());
     let mut chart = ChartBuilder::on(root)
-        .caption(
-            "CCDF of one-way latency: P(latency > x), one line per run",
-            ("sans-serif", 20),
-        )
+        .caption("CCDF of one-way latency: P(latency > x), one line per run", ("sans-serif", 20))
         .margin(15)
         .x_label_area_size(45)
         .y_label_area_size(80)
@@ -422,9 +337,7 @@ fn ccdf<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, runs: &[&LoadedRun]) 
             .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
             .map_err(e)?
             .label(r.label.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
-            });
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3)));
     }
     draw_legend(&mut chart)
 }
@@ -434,31 +347,15 @@ const TIMELINE_BUCKETS: usize = 1_000;
 
 fn timeline<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, runs: &[&LoadedRun]) -> Result<()> {
     root.fill(&WHITE).map_err(e)?;
-    let root = root
-        .titled(
-            "One-way latency over time (per bucket of rounds: max as dots, median as line)",
-            ("sans-serif", 22),
-        )
-        .map_err(e)?;
+    let root = root.titled("One-way latency over time (per bucket of rounds: max as dots, median as line)", ("sans-serif", 22)).map_err(e)?;
     let cols = if runs.len() > 1 { 2 } else { 1 };
     let rows = runs.len().div_ceil(cols);
     let panels = root.split_evenly((rows, cols));
-    let lo = runs
-        .iter()
-        .map(|r| us(r.sorted[0]))
-        .fold(f64::INFINITY, f64::min);
-    let hi = runs
-        .iter()
-        .map(|r| us(*r.sorted.last().unwrap()))
-        .fold(0.0, f64::max);
+    let lo = runs.iter().map(|r| us(r.sorted[0])).fold(f64::INFINITY, f64::min);
+    let hi = runs.iter().map(|r| us(*r.sorted.last().unwrap())).fold(0.0, f64::max);
     let (ylo, yhi) = log_bounds(lo, hi);
     for (i, (r, area)) in runs.iter().zip(panels.iter()).enumerate() {
-        let tmax = r
-            .series
-            .last()
-            .map(|s| s.0 as f64 / 1e9)
-            .unwrap_or(0.0)
-            .max(1e-6);
+        let tmax = r.series.last().map(|s| s.0 as f64 / 1e9).unwrap_or(0.0).max(1e-6);
         let mut chart = ChartBuilder::on(area)
             .caption(&r.label, ("sans-serif", 16))
             .margin(8)
@@ -466,39 +363,16 @@ fn timeline<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, runs: &[&LoadedRu
             .y_label_area_size(60)
             .build_cartesian_2d(0f64..tmax * 1.01, log_axis(ylo, yhi))
             .map_err(e)?;
-        chart
-            .configure_mesh()
-            .x_desc("time since first ping (s)")
-            .y_desc("latency (µs)")
-            .y_label_formatter(&|v| fmt_axis(*v))
-            .x_labels(6)
-            .draw()
-            .map_err(e)?;
+        chart.configure_mesh().x_desc("time since first ping (s)").y_desc("latency (µs)").y_label_formatter(&|v| fmt_axis(*v)).x_labels(6).draw().map_err(e)?;
         let color = series_color(i);
         let lat: Vec<u64> = r.series.iter().map(|s| s.1).collect();
         if lat.len() <= TIMELINE_BUCKETS {
-            chart
-                .draw_series(
-                    r.series
-                        .iter()
-                        .map(|&(t, l)| Circle::new((t as f64 / 1e9, us(l)), 2, color.filled())),
-                )
-                .map_err(e)?;
+            chart.draw_series(r.series.iter().map(|&(t, l)| Circle::new((t as f64 / 1e9, us(l)), 2, color.filled()))).map_err(e)?;
         } else {
             let b = stats::downsample(&lat, TIMELINE_BUCKETS);
             let t = |k: usize| r.series[k].0 as f64 / 1e9;
-            chart
-                .draw_series(
-                    b.iter()
-                        .map(|b| Circle::new((t(b.start), us(b.max)), 1, RED.mix(0.8).filled())),
-                )
-                .map_err(e)?;
-            chart
-                .draw_series(LineSeries::new(
-                    b.iter().map(|b| (t(b.start), us(b.median))),
-                    color.stroke_width(1),
-                ))
-                .map_err(e)?;
+            chart.draw_series(b.iter().map(|b| Circle::new((t(b.start), us(b.max)), 1, RED.mix(0.8).filled()))).map_err(e)?;
+            chart.draw_series(LineSeries::new(b.iter().map(|b| (t(b.start), us(b.median))), color.stroke_width(1))).map_err(e)?;
         }
     }
     Ok(())

@@ -121,15 +121,11 @@ impl Environment {
         Environment {
             kernel: uname().unwrap_or_else(|| "unknown".into()),
             cpu_model: cpu_model().unwrap_or_else(|| "unknown".into()),
-            cpus: std::thread::available_parallelism()
-                .map(|n| n.get() as u32)
-                .unwrap_or(0),
+            cpus: std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(0),
             hostname: hostname().unwrap_or_else(|| "unknown".into()),
             date: utc_iso8601(now_unix()),
             detpath_version: env!("CARGO_PKG_VERSION").to_string(),
-            kernel_cmdline: std::fs::read_to_string("/proc/cmdline")
-                .map(|s| s.trim().to_string())
-                .unwrap_or_default(),
+            kernel_cmdline: std::fs::read_to_string("/proc/cmdline").map(|s| s.trim().to_string()).unwrap_or_default(),
         }
     }
 }
@@ -143,17 +139,9 @@ fn uname() -> Option<String> {
     }
     let f = |a: &[libc::c_char]| {
         // SAFETY: the kernel NUL-terminates every utsname field within its array.
-        unsafe { CStr::from_ptr(a.as_ptr()) }
-            .to_string_lossy()
-            .into_owned()
+        unsafe { CStr::from_ptr(a.as_ptr()) }.to_string_lossy().into_owned()
     };
-    Some(format!(
-        "{} {} {} {}",
-        f(&u.sysname),
-        f(&u.release),
-        f(&u.version),
-        f(&u.machine)
-    ))
+    Some(format!("{} {} {} {}", f(&u.sysname), f(&u.release), f(&u.version), f(&u.machine)))
 }
 
 fn hostname() -> Option<String> {
@@ -163,28 +151,19 @@ fn hostname() -> Option<String> {
         return None;
     }
     // SAFETY: NUL-terminated by the kernel.
-    Some(
-        unsafe { CStr::from_ptr(u.nodename.as_ptr()) }
-            .to_string_lossy()
-            .into_owned(),
-    )
+    Some(unsafe { CStr::from_ptr(u.nodename.as_ptr()) }.to_string_lossy().into_owned())
 }
 
 fn cpu_model() -> Option<String> {
     let s = std::fs::read_to_string("/proc/cpuinfo").ok()?;
     s.lines()
-        .find(|l| {
-            l.starts_with("model name") || l.starts_with("Model") || l.starts_with("Hardware")
-        })
+        .find(|l| l.starts_with("model name") || l.starts_with("Model") || l.starts_with("Hardware"))
         .and_then(|l| l.split_once(':'))
         .map(|(_, v)| v.trim().to_string())
 }
 
 fn now_unix() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
 /// (year, month, day, hour, minute, second) in UTC of a Unix time.
@@ -201,14 +180,7 @@ fn civil(t: u64) -> (i64, u32, u32, u32, u32, u32) {
     let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     let y = yoe + era * 400 + i64::from(m <= 2);
-    (
-        y,
-        m,
-        d,
-        (secs / 3_600) as u32,
-        (secs / 60 % 60) as u32,
-        (secs % 60) as u32,
-    )
+    (y, m, d, (secs / 3_600) as u32, (secs / 60 % 60) as u32, (secs % 60) as u32)
 }
 
 /// `2025-01-31T14:25:01Z`.
@@ -259,15 +231,10 @@ pub struct RunResult {
 
 impl RunResult {
     /// Computes every statistic from the run's records. `loss` is the
-    /// runner's [`crate::Accounting::counts`] (it knows late and unexpected
+    /// runner's own counts (it knows late and unexpected
     /// pongs); `None` derives the counts from the records' statuses.
     /// `complete` is set to true: set it (and `interrupted`) after.
-    pub fn from_records(
-        config: RunConfig,
-        environment: Environment,
-        records: &[Record],
-        loss: Option<LossCounts>,
-    ) -> RunResult {
+    pub fn from_records(config: RunConfig, environment: Environment, records: &[Record], loss: Option<LossCounts>) -> RunResult {
         let mut lat = Vec::with_capacity(records.len());
         let mut rtt = Vec::with_capacity(records.len());
         let mut srv = Vec::with_capacity(records.len());
@@ -284,15 +251,8 @@ impl RunResult {
                 late.push(r.send_lateness_ns);
             }
         }
-        let first = records
-            .iter()
-            .map(|r| r.client_send_ns)
-            .filter(|&t| t != 0)
-            .min();
-        let last = records
-            .iter()
-            .map(|r| r.client_send_ns.max(r.client_recv_ns))
-            .max();
+        let first = records.iter().map(|r| r.client_send_ns).filter(|&t| t != 0).min();
+        let last = records.iter().map(|r| r.client_send_ns.max(r.client_recv_ns)).max();
         let duration_s = match (first, last) {
             (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
             _ => 0.0,
@@ -335,17 +295,11 @@ pub enum LoadError {
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: io::Error },
     #[error("{path}: not a detpath result summary: {source}")]
-    Json {
-        path: PathBuf,
-        source: serde_json::Error,
-    },
+    Json { path: PathBuf, source: serde_json::Error },
     #[error("{path}: format {found:?}, this detpath reads {FORMAT:?}")]
     Format { path: PathBuf, found: String },
     #[error("{path}: {source}")]
-    Records {
-        path: PathBuf,
-        source: records::ReadError,
-    },
+    Records { path: PathBuf, source: records::ReadError },
 }
 
 /// A result directory being filled by a benchmark.
@@ -366,18 +320,9 @@ impl ResultDir {
     pub fn create_named(base: &Path, name: &str) -> io::Result<ResultDir> {
         std::fs::create_dir_all(base)?;
         for i in 1u32.. {
-            let p = if i == 1 {
-                base.join(name)
-            } else {
-                base.join(format!("{name}-{i}"))
-            };
+            let p = if i == 1 { base.join(name) } else { base.join(format!("{name}-{i}")) };
             match std::fs::create_dir(&p) {
-                Ok(()) => {
-                    return Ok(ResultDir {
-                        path: p,
-                        runs: Vec::new(),
-                    })
-                }
+                Ok(()) => return Ok(ResultDir { path: p, runs: Vec::new() }),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
             }
@@ -401,15 +346,10 @@ impl ResultDir {
     /// CSV is written.
     pub fn save_run(&mut self, run: &RunResult, records: &[Record]) -> io::Result<&RunResult> {
         let mut run = run.clone();
-        let stem = slug(&format!(
-            "{}-{}",
-            run.config.datapath,
-            run.config.configuration_slug()
-        ));
+        let stem = slug(&format!("{}-{}", run.config.datapath, run.config.configuration_slug()));
         let mut name = stem.clone();
         for i in 2u32.. {
-            let taken = self.runs.iter().any(|r| r.name == name)
-                || self.path.join(format!("{name}.csv")).exists();
+            let taken = self.runs.iter().any(|r| r.name == name) || self.path.join(format!("{name}.csv")).exists();
             if !taken {
                 break;
             }
@@ -431,42 +371,25 @@ impl ResultDir {
     }
 
     fn write_summary(&self) -> io::Result<()> {
-        let s = SummaryFile {
-            format: FORMAT.into(),
-            runs: self.runs.clone(),
-        };
+        let s = SummaryFile { format: FORMAT.into(), runs: self.runs.clone() };
         atomic_write(&self.path.join("summary.json"), |w| {
             serde_json::to_writer_pretty(&mut *w, &s)?;
             w.write_all(b"\n")
         })?;
         let table = crate::table::render(&self.runs);
-        atomic_write(&self.path.join("table.txt"), |w| {
-            w.write_all(table.as_bytes())
-        })
+        atomic_write(&self.path.join("table.txt"), |w| w.write_all(table.as_bytes()))
     }
 
     /// Reads the runs of a result directory (its summary.json).
     pub fn load(dir: &Path) -> Result<Vec<RunResult>, LoadError> {
         let path = dir.join("summary.json");
-        let text = std::fs::read_to_string(&path).map_err(|source| LoadError::Io {
-            path: path.clone(),
-            source,
-        })?;
-        let v: serde_json::Value =
-            serde_json::from_str(&text).map_err(|source| LoadError::Json {
-                path: path.clone(),
-                source,
-            })?;
-        let found = v
-            .get("format")
-            .and_then(|f| f.as_str())
-            .unwrap_or("")
-            .to_string();
+        let text = std::fs::read_to_string(&path).map_err(|source| LoadError::Io { path: path.clone(), source })?;
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|source| LoadError::Json { path: path.clone(), source })?;
+        let found = v.get("format").and_then(|f| f.as_str()).unwrap_or("").to_string();
         if found != FORMAT {
             return Err(LoadError::Format { path, found });
         }
-        let s: SummaryFile =
-            serde_json::from_value(v).map_err(|source| LoadError::Json { path, source })?;
+        let s: SummaryFile = serde_json::from_value(v).map_err(|source| LoadError::Json { path, source })?;
         Ok(s.runs)
     }
 
@@ -483,29 +406,14 @@ impl ResultDir {
 
 /// Lower-case letters, digits, `-`, `_` and `.`; anything else becomes `_`.
 fn slug(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c.to_ascii_lowercase()
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c.to_ascii_lowercase() } else { '_' }).collect()
 }
 
 /// Writes `path` through a temporary file in the same directory, synced and
 /// renamed over it: readers see the old file or the new one, never half.
-pub fn atomic_write(
-    path: &Path,
-    f: impl FnOnce(&mut std::fs::File) -> io::Result<()>,
-) -> io::Result<()> {
+pub fn atomic_write(path: &Path, f: impl FnOnce(&mut std::fs::File) -> io::Result<()>) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.tmp{}",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
-        std::process::id()
-    ));
+    let tmp = dir.join(format!(".{}.tmp{}", path.file_name().and_then(|n| n.to_str()).unwrap_or("file"), std::process::id()));
     let res = (|| {
         let mut file = std::fs::File::create(&tmp)?;
         f(&mut file)?;
@@ -550,10 +458,7 @@ mod tests {
         c.stress_percent = 80;
         assert_eq!(c.configuration(), "D&S");
         c.tuned = true;
-        assert_eq!(
-            (c.configuration(), c.configuration_slug()),
-            ("T&S", "tuned-stress")
-        );
+        assert_eq!((c.configuration(), c.configuration_slug()), ("T&S", "tuned-stress"));
         c.size = 1024;
         c.period_ns = 100_000;
         assert!((c.rate_mbps() - 81.92).abs() < 1e-9);

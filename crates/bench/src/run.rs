@@ -10,13 +10,13 @@
 //! timeout counts as lost.
 //!
 //! Server: echoes every probe over the same datapath, filling t1 and t2.
-//! [`ServerFaults`] makes it drop, duplicate or delay chosen sequence
-//! numbers, which is how the loss accounting is tested.
+//! Faults (drop, duplicate, delay, corrupt) are not the runner's business: a
+//! server opened on the `fault` datapath (`fault://...?inner=udp&drop=...`)
+//! misbehaves at chosen sends, which is how the loss accounting is tested.
 
-use detpath::{monotonic_ns, Endpoint, RecvMode};
 use crate::records::{Record, Status};
+use detpath::{monotonic_ns, Endpoint, RecvMode};
 use detpath_wire::probe::{self, Probe};
-use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -163,7 +163,7 @@ pub fn run_client(
                 rounds[next as usize] = Round { nonce, client_tx: t0, lateness: t0 - deadline, ..Round::default() };
                 last_send = t0;
                 next += 1;
-                if next % 4096 == 0 {
+                if next.is_multiple_of(4096) {
                     progress(next);
                     if stop.load(Ordering::Relaxed) {
                         interrupted = next < total;
@@ -218,16 +218,6 @@ fn sleep_until_ns(t: u64) {
     unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
 }
 
-/// Deliberate misbehaviour of the server, for testing the accounting.
-#[derive(Debug, Clone, Default)]
-pub struct ServerFaults {
-    pub drop: BTreeSet<u64>,
-    pub duplicate: BTreeSet<u64>,
-    pub delay: BTreeMap<u64, Duration>,
-    /// Echo this sequence id with a wrong nonce.
-    pub corrupt: BTreeSet<u64>,
-}
-
 /// What the server did.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ServerReport {
@@ -236,67 +226,23 @@ pub struct ServerReport {
 }
 
 /// Echoes probes until `stop` is set. Busy-polls; checks `stop` every 10 ms of silence.
-/// A delayed probe (faults) is held and sent when due while later probes are
-/// echoed, so a delay can reorder pongs as a network would.
-pub fn run_server(ep: &mut dyn Endpoint, stop: &AtomicBool, faults: &ServerFaults) -> detpath::Result<ServerReport> {
+pub fn run_server(ep: &mut dyn Endpoint, stop: &AtomicBool) -> detpath::Result<ServerReport> {
     let mut buf = vec![0u8; 4096];
     let mut report = ServerReport::default();
     let idle_wait = RecvMode::BusyPoll { timeout: Some(Duration::from_millis(10)) };
-    // (due time, probe, length, peer), only when faults delay something.
-    let mut held: Vec<(u64, Probe, usize, SocketAddrV4)> = Vec::new();
     while !stop.load(Ordering::Relaxed) {
-        if !held.is_empty() {
-            let now = monotonic_ns();
-            let mut i = 0;
-            while i < held.len() {
-                if held[i].0 <= now {
-                    let (_, p, len, peer) = held.swap_remove(i);
-                    echo(ep, &mut buf, p, len, peer, 1, &mut report)?;
-                } else {
-                    i += 1;
-                }
-            }
-        }
-        let wait = if held.is_empty() { idle_wait } else { RecvMode::NonBlocking };
-        let Some(meta) = ep.recv(&mut buf, wait)? else { continue };
+        let Some(meta) = ep.recv(&mut buf, idle_wait)? else { continue };
         let Ok(mut p) = Probe::decode(&buf[..meta.len]) else {
             report.not_probes += 1;
             continue;
         };
         p.server_recv_ns = meta.rx_ns;
-        if faults.drop.contains(&p.seq) {
-            continue;
-        }
-        if faults.corrupt.contains(&p.seq) {
-            p.nonce ^= 0x5a5a;
-        }
-        if let Some(d) = faults.delay.get(&p.seq) {
-            held.push((monotonic_ns() + d.as_nanos() as u64, p, meta.len, meta.peer));
-            continue;
-        }
-        let copies = if faults.duplicate.contains(&p.seq) { 2 } else { 1 };
-        echo(ep, &mut buf, p, meta.len, meta.peer, copies, &mut report)?;
-    }
-    Ok(report)
-}
-
-/// Stamps t2 and sends `copies` pongs of `p` (`len` bytes) to `peer`.
-fn echo(
-    ep: &mut dyn Endpoint,
-    buf: &mut [u8],
-    mut p: Probe,
-    len: usize,
-    peer: SocketAddrV4,
-    copies: u32,
-    report: &mut ServerReport,
-) -> detpath::Result<()> {
-    for _ in 0..copies {
         p.server_send_ns = monotonic_ns();
-        p.encode(&mut buf[..len]).expect("decoded from this length");
-        ep.send_to(&buf[..len], peer)?;
+        p.encode(&mut buf[..meta.len]).expect("decoded from this length");
+        ep.send_to(&buf[..meta.len], meta.peer)?;
         report.echoed += 1;
     }
-    Ok(())
+    Ok(report)
 }
 
 /// xorshift64*: nonces need to be unpredictable to a confused peer, not secure.

@@ -250,7 +250,12 @@ packet, txTime(sec), rxTime(sec), latency(usec)\n\
     fn malformed_logs_name_the_line() {
         let no_header = parse_full_log("sockperf: nothing\n", "x").unwrap_err().to_string();
         assert!(no_header.contains("no `packet, txTime"), "{no_header}");
-        for (bad, needle) in [("0, 1.0, 2.0\n", "line 2: expected 4 fields"), ("x, 1.0, 2.0, 3\n", "line 2: packet `x`"), ("0, 1.0, -2, 3\n", "line 2: rxTime `-2`"), ("0, 1.0, 2.0, NaN\n", "latency `NaN`")] {
+        for (bad, needle) in [
+            ("0, 1.0, 2.0\n", "line 2: expected 4 fields"),
+            ("x, 1.0, 2.0, 3\n", "line 2: packet `x`"),
+            ("0, 1.0, -2, 3\n", "line 2: rxTime `-2`"),
+            ("0, 1.0, 2.0, NaN\n", "latency `NaN`"),
+        ] {
             let e = parse_full_log(&format!("{HEADER}\n{bad}"), "x").unwrap_err().to_string();
             assert!(e.contains(needle), "{bad}: {e}");
         }

@@ -41,13 +41,8 @@ impl Quantile {
     pub const MAX: Quantile = Quantile(1_000_000);
 
     /// The tail percentiles the benchmark reports, with their labels.
-    pub const TAIL: [(Quantile, &'static str); 5] = [
-        (Quantile::P99, "p99"),
-        (Quantile::P99_9, "p99.9"),
-        (Quantile::P99_99, "p99.99"),
-        (Quantile::P99_999, "p99.999"),
-        (Quantile::P99_9999, "p99.9999"),
-    ];
+    pub const TAIL: [(Quantile, &'static str); 5] =
+        [(Quantile::P99, "p99"), (Quantile::P99_9, "p99.9"), (Quantile::P99_99, "p99.99"), (Quantile::P99_999, "p99.999"), (Quantile::P99_9999, "p99.9999")];
 
     /// Samples needed for this quantile to be reported (see the module doc).
     pub const fn needs(self) -> u64 {
@@ -132,10 +127,7 @@ impl Summary {
 
     /// Summarises samples already sorted ascending.
     pub fn from_sorted(sorted: &[u64]) -> Summary {
-        debug_assert!(
-            sorted.windows(2).all(|w| w[0] <= w[1]),
-            "samples not sorted"
-        );
+        debug_assert!(sorted.windows(2).all(|w| w[0] <= w[1]), "samples not sorted");
         let n = sorted.len();
         if n == 0 {
             return Summary::default();
@@ -263,17 +255,13 @@ pub fn ccdf_points(sorted: &[u64], max_points: usize) -> Vec<(u64, f64)> {
         let ln = (n as f64).ln();
         (0..max_points)
             .map(|j| {
-                let k = (ln * (1.0 - j as f64 / (max_points - 1) as f64))
-                    .exp()
-                    .round() as usize;
+                let k = (ln * (1.0 - j as f64 / (max_points - 1) as f64)).exp().round() as usize;
                 n - k.clamp(1, n)
             })
             .collect()
     };
     idx.dedup();
-    idx.into_iter()
-        .map(|i| (sorted[i], (n - i) as f64 / n as f64))
-        .collect()
+    idx.into_iter().map(|i| (sorted[i], (n - i) as f64 / n as f64)).collect()
 }
 
 /// One bucket of a downsampled time series.
@@ -303,12 +291,7 @@ pub fn downsample(series: &[u64], buckets: usize) -> Vec<Bucket> {
         scratch.clear();
         scratch.extend_from_slice(&series[s..e]);
         scratch.sort_unstable();
-        out.push(Bucket {
-            start: s,
-            min: scratch[0],
-            median: scratch[(scratch.len() - 1) / 2],
-            max: scratch[scratch.len() - 1],
-        });
+        out.push(Bucket { start: s, min: scratch[0], median: scratch[(scratch.len() - 1) / 2], max: scratch[scratch.len() - 1] });
     }
     out
 }
@@ -373,10 +356,7 @@ mod tests {
     fn one_sample() {
         let s = Summary::from_samples(&mut [42]);
         assert_eq!(s.count, 1);
-        assert_eq!(
-            (s.min_ns, s.median_ns, s.max_ns),
-            (Some(42), Some(42), Some(42))
-        );
+        assert_eq!((s.min_ns, s.median_ns, s.max_ns), (Some(42), Some(42), Some(42)));
         assert_eq!(s.jitter_ns, Some(0));
         assert_eq!(s.stddev_ns, Some(0.0));
         assert_eq!(s.p99_ns, None);
@@ -416,11 +396,7 @@ mod tests {
         assert_eq!(s.max_ns, Some(u64::MAX / 2));
         assert_eq!(s.jitter_ns, Some(u64::MAX / 2));
         assert_eq!(s.median_ns, Some(10_000));
-        assert_eq!(
-            s.p99_99_ns,
-            Some(10_000),
-            "rank 9,999 of 10,000 is below the single outlier"
-        );
+        assert_eq!(s.p99_99_ns, Some(10_000), "rank 9,999 of 10,000 is below the single outlier");
         assert!(s.mean_ns.unwrap() > 1e14 && s.mean_ns.unwrap().is_finite());
         let b = BoxStats::from_sorted(&v, 100).unwrap();
         assert!(!b.whiskers_are_extremes);
@@ -434,10 +410,7 @@ mod tests {
         let v: Vec<u64> = (1..=1_000).collect();
         let b = BoxStats::from_sorted(&v, 100).unwrap();
         assert!(b.whiskers_are_extremes);
-        assert_eq!(
-            (b.whisker_lo, b.p25, b.median, b.p75, b.whisker_hi),
-            (1, 250, 500, 750, 1_000)
-        );
+        assert_eq!((b.whisker_lo, b.p25, b.median, b.p75, b.whisker_hi), (1, 250, 500, 750, 1_000));
     }
 
     #[test]

@@ -14,9 +14,7 @@ pub struct Stress {
 /// Why stress could not start; said before the run begins.
 #[derive(Debug, thiserror::Error)]
 pub enum StressError {
-    #[error(
-        "stress-ng is not installed; install it with `apt-get install stress-ng` (or `make deps`)"
-    )]
+    #[error("stress-ng is not installed; install it with `apt-get install stress-ng` (or `make deps`)")]
     Missing,
     #[error("stress level {0}% is out of range (1..=100)")]
     BadPercent(u8),
@@ -31,32 +29,14 @@ impl Stress {
         if percent == 0 || percent > 100 {
             return Err(StressError::BadPercent(percent));
         }
-        let taskset = cores
-            .iter()
-            .map(|c| c.to_string())
-            .collect::<Vec<_>>()
-            .join(",");
+        let taskset = cores.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",");
         let mut child = Command::new("stress-ng")
-            .args([
-                "--cpu",
-                &cores.len().to_string(),
-                "--cpu-load",
-                &percent.to_string(),
-                "--taskset",
-                &taskset,
-                "--quiet",
-            ])
+            .args(["--cpu", &cores.len().to_string(), "--cpu-load", &percent.to_string(), "--taskset", &taskset, "--quiet"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| {
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    StressError::Missing
-                } else {
-                    StressError::Failed(e.to_string())
-                }
-            })?;
+            .map_err(|e| if e.kind() == std::io::ErrorKind::NotFound { StressError::Missing } else { StressError::Failed(e.to_string()) })?;
         // Give it a moment to fail on bad arguments or a missing facility.
         std::thread::sleep(Duration::from_millis(300));
         if let Ok(Some(status)) = child.try_wait() {
@@ -67,11 +47,7 @@ impl Stress {
             }
             return Err(StressError::Failed(format!("{status}: {}", err.trim())));
         }
-        Ok(Stress {
-            child,
-            percent,
-            cores: cores.to_vec(),
-        })
+        Ok(Stress { child, percent, cores: cores.to_vec() })
     }
 
     /// Process id of the stress-ng parent.

@@ -73,10 +73,7 @@ pub fn display_name(datapath: &str) -> String {
 const CONFIG_ORDER: [&str; 4] = ["D", "D&S", "T", "T&S"];
 
 fn config_rank(c: &str) -> usize {
-    CONFIG_ORDER
-        .iter()
-        .position(|&x| x == c)
-        .unwrap_or(CONFIG_ORDER.len())
+    CONFIG_ORDER.iter().position(|&x| x == c).unwrap_or(CONFIG_ORDER.len())
 }
 
 /// The configurations present, in paper order.
@@ -98,10 +95,7 @@ pub fn row_label(r: &RunResult, runs: &[RunResult]) -> String {
     if runs.iter().any(|o| o.config.size != r.config.size) {
         let _ = write!(l, " {} B", r.config.size);
     }
-    if runs
-        .iter()
-        .any(|o| o.config.period_ns != r.config.period_ns)
-    {
+    if runs.iter().any(|o| o.config.period_ns != r.config.period_ns) {
         let _ = write!(l, " {:.0} Mbit/s", r.config.rate_mbps());
     }
     l
@@ -159,16 +153,8 @@ pub fn paper_table(runs: &[RunResult]) -> String {
     }
     let configs = configurations(runs);
     let mut title = "One-way latency (RTT/2) in µs".to_string();
-    if let (Some(size), Some(_)) = (
-        common(runs, |r| r.config.size),
-        common(runs, |r| r.config.period_ns),
-    ) {
-        let _ = write!(
-            title,
-            ", {} B probes at {:.1} Mbit/s",
-            size,
-            runs[0].config.rate_mbps()
-        );
+    if let (Some(size), Some(_)) = (common(runs, |r| r.config.size), common(runs, |r| r.config.period_ns)) {
+        let _ = write!(title, ", {} B probes at {:.1} Mbit/s", size, runs[0].config.rate_mbps());
     }
     if configs.len() == 1 {
         let _ = write!(title, ", configuration {}", configs[0]);
@@ -190,9 +176,7 @@ pub fn paper_table(runs: &[RunResult]) -> String {
         ("p99", |s| cell(s, Quantile::P99)),
         ("p99.99", |s| cell(s, Quantile::P99_99)),
         ("Max", |s| cell(s, Quantile::MAX)),
-        ("Jitter", |s| {
-            s.jitter_ns.map(fmt_us).unwrap_or_else(|| "-".into())
-        }),
+        ("Jitter", |s| s.jitter_ns.map(fmt_us).unwrap_or_else(|| "-".into())),
     ];
     let multi = configs.len() > 1;
     let mut grid = Grid { rows: Vec::new() };
@@ -213,10 +197,7 @@ pub fn paper_table(runs: &[RunResult]) -> String {
         let mut line = vec![row.clone()];
         for (_, f) in &metrics {
             for c in &configs {
-                let run = runs
-                    .iter()
-                    .rev()
-                    .find(|r| &r.configuration == c && &row_label(r, runs) == row);
+                let run = runs.iter().rev().find(|r| &r.configuration == c && &row_label(r, runs) == row);
                 line.push(match run {
                     None => "-".into(),
                     Some(r) => {
@@ -249,17 +230,12 @@ pub fn detail_table(runs: &[RunResult]) -> String {
     if runs.is_empty() {
         return out;
     }
-    out.push_str(
-        "Latency per run (one-way = RTT/2, µs; exact nearest-rank percentiles over all samples)\n",
-    );
+    out.push_str("Latency per run (one-way = RTT/2, µs; exact nearest-rank percentiles over all samples)\n");
     let mut g = Grid {
-        rows: vec![[
-            "Run", "samples", "min", "mean", "median", "p99", "p99.9", "p99.99", "p99.999",
-            "p99.9999", "max", "jitter", "std dev",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()],
+        rows: vec![["Run", "samples", "min", "mean", "median", "p99", "p99.9", "p99.99", "p99.999", "p99.9999", "max", "jitter", "std dev"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()],
     };
     for r in runs {
         let s = &r.latency;
@@ -302,14 +278,7 @@ pub fn detail_table(runs: &[RunResult]) -> String {
     for r in runs {
         let l = &r.loss;
         let mut row = vec![run_label(r)];
-        for v in [
-            l.sent,
-            l.lost,
-            l.duplicates,
-            l.reordered,
-            l.corrupted,
-            l.late,
-        ] {
+        for v in [l.sent, l.lost, l.duplicates, l.reordered, l.corrupted, l.late] {
             row.push(thousands(v));
         }
         for s in [&r.server_time, &r.send_lateness] {
@@ -343,29 +312,19 @@ pub fn environment_note(runs: &[RunResult]) -> String {
     let mut envs: Vec<&crate::results::Environment> = Vec::new();
     for r in runs {
         let e = &r.environment;
-        if !envs
-            .iter()
-            .any(|x| x.hostname == e.hostname && x.kernel == e.kernel && x.cpu_model == e.cpu_model)
-        {
+        if !envs.iter().any(|x| x.hostname == e.hostname && x.kernel == e.kernel && x.cpu_model == e.cpu_model) {
             envs.push(e);
         }
     }
     for e in envs {
-        let _ = writeln!(
-            out,
-            "Environment: host {}, {}, CPU {} ({} CPUs), detpath {}, {}",
-            e.hostname, e.kernel, e.cpu_model, e.cpus, e.detpath_version, e.date
-        );
+        let _ =
+            writeln!(out, "Environment: host {}, {}, CPU {} ({} CPUs), detpath {}, {}", e.hostname, e.kernel, e.cpu_model, e.cpus, e.detpath_version, e.date);
     }
     for r in runs {
         let c = &r.config;
         let pin = match (c.cpu_client, c.cpu_server) {
             (None, None) => "not pinned".to_string(),
-            (a, b) => format!(
-                "client cpu {}, server cpu {}",
-                a.map(|x| x.to_string()).unwrap_or("-".into()),
-                b.map(|x| x.to_string()).unwrap_or("-".into())
-            ),
+            (a, b) => format!("client cpu {}, server cpu {}", a.map(|x| x.to_string()).unwrap_or("-".into()), b.map(|x| x.to_string()).unwrap_or("-".into())),
         };
         let _ = writeln!(
             out,

@@ -6,7 +6,7 @@
 //! one at a time.
 
 use detpath::testbed::{Testbed, TestbedConfig};
-use detpath_bench::run::{run_client, run_server, ClientOutcome, PingPongConfig, ServerFaults};
+use detpath_bench::run::{run_client, run_server, ClientOutcome, PingPongConfig};
 use detpath_bench::{Environment, Record, RunConfig, RunResult, Status};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,20 +21,25 @@ fn config(rounds: u64, period_ns: u64, loss_timeout_ns: u64) -> PingPongConfig {
     PingPongConfig { size: 256, period_ns, rounds, warmup: WARMUP, loss_timeout_ns, stall: None, sleep_slack_ns: None }
 }
 
-/// Runs one client against one faulty server over `datapath`, both in a fresh testbed.
-fn ping_pong(tag: &str, datapath: &str, port: u16, cfg: &PingPongConfig, faults: ServerFaults) -> ClientOutcome {
+/// Runs one client against one server over `datapath`, both in a fresh
+/// testbed. With `faults` (keys of the `fault` datapath, e.g. `drop=3`), the
+/// server's endpoint is the fault injector wrapped around `datapath`.
+fn ping_pong(tag: &str, datapath: &str, port: u16, cfg: &PingPongConfig, faults: &str) -> ClientOutcome {
     let tb = Testbed::up(TestbedConfig::unique(tag)).expect("testbed up");
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     // The exact accounting below must not see kernel drops: give a udp
     // server a socket buffer that outlasts any stall of this VM.
     let extra = if datapath == "udp" { "&rcvbuf=8388608" } else { "" };
-    let uri = format!("{}{extra}", tb.b().uri(datapath, port));
+    let uri = match faults {
+        "" => format!("{}{extra}", tb.b().uri(datapath, port)),
+        f => format!("{}&inner={datapath}&{f}{extra}", tb.b().uri("fault", port)),
+    };
     let stop_s = stop.clone();
     let server = tb.b().spawn(move || {
         let mut ep = detpath::open(&uri).unwrap_or_else(|e| panic!("{uri}: {e}"));
         ready_tx.send(ep.local_addr()).unwrap();
-        run_server(ep.as_mut(), &stop_s, &faults).unwrap()
+        run_server(ep.as_mut(), &stop_s).unwrap()
     });
     let server_addr = ready_rx.recv().expect("server opened");
     let client_uri = tb.a().uri(datapath, port + 1);
@@ -81,15 +86,12 @@ fn faulty_server_is_accounted_exactly(tag: &str, datapath: &str, port: u16) {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     // 1 ms period, 50 ms loss timeout; sequence ids count the warm-up too.
     let cfg = config(1000, 1_000_000, 50_000_000);
-    let faults = ServerFaults {
-        drop: [210, 220].into(),
-        duplicate: [230].into(),
-        // 5 ms: pongs of 1..4 later rounds overtake it (reordered, not lost);
-        // 200 ms: beyond the loss timeout (lost, and counted late if it comes).
-        delay: [(240, Duration::from_millis(5)), (260, Duration::from_millis(200))].into(),
-        corrupt: [280].into(),
-    };
-    let outcome = ping_pong(tag, datapath, port, &cfg, faults);
+    // Send index n of the server is its reply to probe n (it echoes each once, in order).
+    // 5 ms delay: pongs of 1..4 later rounds overtake it (reordered, not lost);
+    // 200 ms: beyond the loss timeout (lost, and counted late if it comes).
+    // Corrupting the nonce byte makes the client see a wrong nonce.
+    let faults = format!("drop=210,220&dup=230&delay=240:5ms,260:200ms&corrupt=280&corrupt_byte={}", detpath_wire::probe::NONCE_OFFSET);
+    let outcome = ping_pong(tag, datapath, port, &cfg, &faults);
     assert_eq!(outcome.sent, cfg.total_rounds());
     let records = outcome.records(WARMUP);
     let by_seq = status_by_seq(&records);
@@ -136,7 +138,7 @@ fn stalled_client_records_its_lateness_and_keeps_the_schedule() {
     let period = 1_000_000;
     let mut cfg = config(500, period, 100_000_000);
     cfg.stall = Some((400, Duration::from_millis(20)));
-    let outcome = ping_pong("pps", "udp", 12020, &cfg, ServerFaults::default());
+    let outcome = ping_pong("pps", "udp", 12020, &cfg, "");
     let r = &outcome.rounds;
     assert!(r[400].lateness >= 20_000_000, "round 400 lateness {} ns", r[400].lateness);
     // Rounds 401.. were due while the client slept: sent at once, each 1 ms less late.
@@ -161,7 +163,7 @@ fn sleeping_client_completes_on_schedule() {
     let period = 200_000;
     let mut cfg = config(2000, period, 100_000_000);
     cfg.sleep_slack_ns = Some(30_000);
-    let outcome = ping_pong("ppz", "udp", 12030, &cfg, ServerFaults::default());
+    let outcome = ping_pong("ppz", "udp", 12030, &cfg, "");
     assert_eq!(outcome.sent, cfg.total_rounds());
     assert!(outcome.rounds.iter().all(|x| x.answered()), "every round answered");
     let r = &outcome.rounds;

@@ -9,21 +9,10 @@ fn synthetic_dir(base: &std::path::Path) -> std::path::PathBuf {
     let mut d = ResultDir::create(base).unwrap();
     // Three datapaths, two configurations; 20,000 rounds so the whiskers
     // are at p0.01/p99.99 and there are outliers; different tails.
-    let cases = [
-        ("udp", 25_000, 4_000.0, 400_000),
-        ("afxdp", 12_000, 1_500.0, 150_000),
-        ("xdppoll", 9_000, 800.0, 60_000),
-    ];
+    let cases = [("udp", 25_000, 4_000.0, 400_000), ("afxdp", 12_000, 1_500.0, 150_000), ("xdppoll", 9_000, 800.0, 60_000)];
     for (i, (dp, base_ns, spread, spike)) in cases.into_iter().enumerate() {
         for stress in [0u8, 80] {
-            let recs = common::records(
-                i as u64 * 7 + stress as u64,
-                20_000,
-                base_ns,
-                spread * (1.0 + stress as f64 / 40.0),
-                spike,
-                2_500,
-            );
+            let recs = common::records(i as u64 * 7 + stress as u64, 20_000, base_ns, spread * (1.0 + stress as f64 / 40.0), spike, 2_500);
             let run = common::run(dp, stress, false, &recs);
             d.save_run(&run, &recs).unwrap();
         }
@@ -35,9 +24,7 @@ fn synthetic_dir(base: &std::path::Path) -> std::path::PathBuf {
 fn report_writes_valid_png_and_svg() {
     // DETPATH_REPORT_KEEP=/some/dir keeps the result directory and the figures for a look.
     let tmp = tempfile::tempdir().unwrap();
-    let base: std::path::PathBuf = std::env::var_os("DETPATH_REPORT_KEEP")
-        .map(Into::into)
-        .unwrap_or_else(|| tmp.path().into());
+    let base: std::path::PathBuf = std::env::var_os("DETPATH_REPORT_KEEP").map(Into::into).unwrap_or_else(|| tmp.path().into());
     let dir = synthetic_dir(&base.join("results"));
     let runs = report::load_dirs(std::slice::from_ref(&dir)).unwrap();
     assert_eq!(runs.len(), 6);
@@ -57,31 +44,16 @@ fn report_writes_valid_png_and_svg() {
             let s = String::from_utf8(bytes).unwrap();
             assert!(s.starts_with("<svg"), "{name}");
             for dp in ["udp", "afxdp", "xdppoll"] {
-                assert!(
-                    s.contains(dp) || s.contains(&detpath_bench::table::display_name(dp)),
-                    "{name} names {dp}"
-                );
+                assert!(s.contains(dp) || s.contains(&detpath_bench::table::display_name(dp)), "{name} names {dp}");
             }
         }
     }
     let boxplot = std::fs::read_to_string(out.join("boxplot.svg")).unwrap();
-    for l in [
-        "UDP socket",
-        "AF_XDP",
-        "XDP poll",
-        "D = Default",
-        "D&amp;S = Default &amp; Stress",
-        "µs",
-    ] {
+    for l in ["UDP socket", "AF_XDP", "XDP poll", "D = Default", "D&amp;S = Default &amp; Stress", "µs"] {
         assert!(boxplot.contains(l), "boxplot.svg lacks {l}");
     }
     let ccdf = std::fs::read_to_string(out.join("ccdf.svg")).unwrap();
-    for l in [
-        "udp D",
-        "afxdp D&amp;S",
-        "xdppoll D&amp;S",
-        "P(latency &gt; x)",
-    ] {
+    for l in ["udp D", "afxdp D&amp;S", "xdppoll D&amp;S", "P(latency &gt; x)"] {
         assert!(ccdf.contains(l), "ccdf.svg lacks {l}");
     }
     // The tables of the same runs.
@@ -96,8 +68,7 @@ fn duplicate_labels_across_dirs_are_made_unique() {
     let b = ResultDir::create_named(base.path(), "b").unwrap();
     for mut d in [a, b] {
         let recs = common::records(9, 300, 10_000, 100.0, 0, 0);
-        d.save_run(&common::run("udp", 0, false, &recs), &recs)
-            .unwrap();
+        d.save_run(&common::run("udp", 0, false, &recs), &recs).unwrap();
     }
     let runs = report::load_dirs(&[base.path().join("a"), base.path().join("b")]).unwrap();
     assert_eq!(runs[0].label, "udp D (a/udp-default)");
@@ -111,8 +82,7 @@ fn nothing_to_plot_is_an_error() {
     let base = tempfile::tempdir().unwrap();
     let mut d = ResultDir::create(base.path()).unwrap();
     let recs = common::records(9, 10, 10_000, 100.0, 0, 0);
-    d.save_run(&common::run("sockperf", 0, false, &recs), &[])
-        .unwrap();
+    d.save_run(&common::run("sockperf", 0, false, &recs), &[]).unwrap();
     let runs = report::load_dirs(&[d.path().to_path_buf()]).unwrap();
     let err = report::render(&runs, &base.path().join("out")).unwrap_err();
     assert!(err.to_string().contains("nothing to plot"));

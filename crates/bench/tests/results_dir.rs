@@ -9,11 +9,7 @@ fn save_and_load_a_result_directory() {
     let base = tempfile::tempdir().unwrap();
     let mut d = ResultDir::create(base.path()).unwrap();
     let name = d.path().file_name().unwrap().to_str().unwrap().to_string();
-    assert_eq!(
-        name.len(),
-        16,
-        "timestamp name like 20250131T142501Z: {name}"
-    );
+    assert_eq!(name.len(), 16, "timestamp name like 20250131T142501Z: {name}");
 
     let r1 = common::records(1, 3_000, 10_000, 2_000.0, 200_000, 1_000);
     let r2 = common::records(2, 3_000, 20_000, 5_000.0, 0, 0);
@@ -30,22 +26,9 @@ fn save_and_load_a_result_directory() {
     sp.config.datapath = "sockperf".into();
     assert_eq!(d.save_run(&sp, &[]).unwrap().records_file, None);
 
-    let mut files: Vec<String> = std::fs::read_dir(d.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
+    let mut files: Vec<String> = std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     files.sort();
-    assert_eq!(
-        files,
-        [
-            "afxdp-default-2.csv",
-            "afxdp-default-stress.csv",
-            "afxdp-default.csv",
-            "summary.json",
-            "table.txt"
-        ],
-        "no temporary files left"
-    );
+    assert_eq!(files, ["afxdp-default-2.csv", "afxdp-default-stress.csv", "afxdp-default.csv", "summary.json", "table.txt"], "no temporary files left");
 
     let back = ResultDir::load(d.path()).unwrap();
     assert_eq!(back.len(), 4);
@@ -57,27 +40,15 @@ fn save_and_load_a_result_directory() {
     assert_eq!(recs, r2);
     let json = std::fs::read_to_string(d.path().join("summary.json")).unwrap();
     assert!(json.contains(FORMAT));
-    assert!(
-        json.contains("\"p99_9999_ns\": null"),
-        "unsupported percentiles are null"
-    );
+    assert!(json.contains("\"p99_9999_ns\": null"), "unsupported percentiles are null");
     let t = std::fs::read_to_string(d.path().join("table.txt")).unwrap();
-    assert!(
-        t.contains("AF_XDP") && t.contains("D&S") && t.contains("n/a (needs 10,000)"),
-        "{t}"
-    );
+    assert!(t.contains("AF_XDP") && t.contains("D&S") && t.contains("n/a (needs 10,000)"), "{t}");
 
     // A second directory in the same second gets a suffix.
     let d2 = ResultDir::create_named(base.path(), &name).unwrap();
-    assert_eq!(
-        d2.path().file_name().unwrap().to_str().unwrap(),
-        format!("{name}-2")
-    );
+    assert_eq!(d2.path().file_name().unwrap().to_str().unwrap(), format!("{name}-2"));
     let d3 = ResultDir::create_named(base.path(), &name).unwrap();
-    assert_eq!(
-        d3.path().file_name().unwrap().to_str().unwrap(),
-        format!("{name}-3")
-    );
+    assert_eq!(d3.path().file_name().unwrap().to_str().unwrap(), format!("{name}-3"));
     assert_eq!(table::render(&back), t);
 }
 
@@ -87,20 +58,10 @@ fn load_errors_are_clear() {
     let err = ResultDir::load(base.path()).unwrap_err();
     assert!(matches!(err, LoadError::Io { .. }));
     assert!(err.to_string().contains("summary.json"));
-    std::fs::write(
-        base.path().join("summary.json"),
-        r#"{"format":"other/9","runs":[]}"#,
-    )
-    .unwrap();
-    assert!(ResultDir::load(base.path())
-        .unwrap_err()
-        .to_string()
-        .contains("detpath-bench/1"));
+    std::fs::write(base.path().join("summary.json"), r#"{"format":"other/9","runs":[]}"#).unwrap();
+    assert!(ResultDir::load(base.path()).unwrap_err().to_string().contains("detpath-bench/1"));
     std::fs::write(base.path().join("summary.json"), "{").unwrap();
-    assert!(matches!(
-        ResultDir::load(base.path()),
-        Err(LoadError::Json { .. })
-    ));
+    assert!(matches!(ResultDir::load(base.path()), Err(LoadError::Json { .. })));
 }
 
 #[test]
@@ -115,8 +76,5 @@ fn interrupted_runs_are_kept_and_marked() {
     let back = ResultDir::load(d.path()).unwrap();
     assert!(!back[0].complete);
     let t = table::render(&back);
-    assert!(
-        t.contains("*") && t.contains("incomplete run") && t.contains("INTERRUPTED"),
-        "{t}"
-    );
+    assert!(t.contains("*") && t.contains("incomplete run") && t.contains("INTERRUPTED"), "{t}");
 }

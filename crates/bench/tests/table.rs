@@ -8,14 +8,7 @@ fn paper_table_layout_with_three_configurations() {
     let mut runs = Vec::new();
     for (i, dp) in ["xdppoll", "afxdp", "udp"].iter().enumerate() {
         for (stress, tuned) in [(0, false), (80, false), (80, true)] {
-            let recs = common::records(
-                i as u64 * 10 + stress as u64 + tuned as u64,
-                12_000,
-                10_000 * (i as u64 + 1),
-                1_000.0,
-                1_000_000,
-                4_000,
-            );
+            let recs = common::records(i as u64 * 10 + stress as u64 + tuned as u64, 12_000, 10_000 * (i as u64 + 1), 1_000.0, 1_000_000, 4_000);
             runs.push(common::run(dp, stress, tuned, &recs));
         }
     }
@@ -37,10 +30,7 @@ fn paper_table_layout_with_three_configurations() {
 
     let d = table::detail_table(&runs);
     print!("{d}");
-    assert!(
-        d.contains("n/a (needs 100,000)"),
-        "p99.999 of 12,000 samples"
-    );
+    assert!(d.contains("n/a (needs 100,000)"), "p99.999 of 12,000 samples");
     assert!(d.contains("n/a (needs 1,000,000)"));
     let env = table::environment_note(&runs);
     assert!(env.starts_with("Environment: host "));
@@ -50,10 +40,7 @@ fn paper_table_layout_with_three_configurations() {
 #[test]
 fn one_configuration_has_one_header_line() {
     let recs = common::records(5, 150, 8_000, 500.0, 0, 0);
-    let runs = vec![
-        common::run("udp", 0, false, &recs),
-        common::run("dpdk", 0, false, &recs),
-    ];
+    let runs = vec![common::run("udp", 0, false, &recs), common::run("dpdk", 0, false, &recs)];
     let t = table::paper_table(&runs);
     print!("{t}");
     assert!(t.lines().next().unwrap().ends_with("configuration D"));

@@ -25,8 +25,7 @@ pub fn bpf_dir() -> PathBuf {
 pub fn compile(name: &str) {
     let dir = bpf_dir();
     let src = dir.join(format!("{name}.bpf.c"));
-    let out = PathBuf::from(std::env::var("OUT_DIR").expect("run from a build script"))
-        .join(format!("{name}.bpf.o"));
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("run from a build script")).join(format!("{name}.bpf.o"));
     println!("cargo:rerun-if-changed={}", src.display());
     for entry in std::fs::read_dir(&dir).expect("bpf/ directory exists").flatten() {
         if entry.path().extension().is_some_and(|e| e == "h") {
@@ -44,9 +43,7 @@ pub fn compile(name: &str) {
         .arg("-o")
         .arg(&out)
         .status()
-        .unwrap_or_else(|e| {
-            panic!("cannot run `{clang}` to build {}: {e}. Install it with `make deps` (apt-get install clang libbpf-dev)", src.display())
-        });
+        .unwrap_or_else(|e| panic!("cannot run `{clang}` to build {}: {e}. Install it with `make deps` (apt-get install clang libbpf-dev)", src.display()));
     if !status.success() {
         panic!("clang failed to compile {} (see the errors above)", src.display());
     }

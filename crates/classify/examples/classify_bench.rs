@@ -65,8 +65,8 @@ fn run(gen: &Classifier, g: &str, ge: &str, f: &[u8], secs: f64, counted: &dyn F
     let stop = Arc::new(AtomicBool::new(false));
     let t0 = Instant::now();
     let mut offered = 0u64;
-    let _guard = detpath_classify::sys::enter_netns(g).expect("namespace");
-    let ifindex = detpath_classify::sys::ifindex(ge).unwrap();
+    let _guard = detpath_sys::netns::enter(g).expect("namespace");
+    let ifindex = detpath_sys::netdev::ifindex(ge).unwrap();
     while t0.elapsed().as_secs_f64() < secs && !stop.load(Ordering::Relaxed) {
         let batch = 100_000;
         gen.live_frames("cls_gen", f, ifindex, batch).expect("live frames");
@@ -98,7 +98,11 @@ fn main() {
     let mut cls = Classifier::load(64).expect("load");
     for s in 0..16u32 {
         let action = if s == 5 { r#""actionName": "DROP""# } else { r#""actionName": "PASS""# };
-        let res = if s < 8 { format!(r#"{{"encapsulationID1": "{:08X}", "encapsulationType1": "gtp"}}"#, 0x1000 + s) } else { format!(r#"{{"encapsulationID1": "64", "encapsulationType1": "vxlan"}}, {{"dstPort": {}}}"#, 6000 + s) };
+        let res = if s < 8 {
+            format!(r#"{{"encapsulationID1": "{:08X}", "encapsulationType1": "gtp"}}"#, 0x1000 + s)
+        } else {
+            format!(r#"{{"encapsulationID1": "64", "encapsulationType1": "vxlan"}}, {{"dstPort": {}}}"#, 6000 + s)
+        };
         let r = parse_intent(format!(r#"{{"Resources": [{res}], "Action": {{"actionType": "INSERT", {action}}}}}"#).as_bytes()).unwrap();
         cls.install(&r, None).unwrap();
     }
@@ -112,14 +116,14 @@ fn main() {
     // Through the interface.
     let counted_drop = || cls.total("drop").packets;
     let link = {
-        let _g = detpath_classify::sys::enter_netns(&e).unwrap();
+        let _g = detpath_sys::netns::enter(&e).unwrap();
         cls.attach_helper("cls_main", &ee, XdpMode::Native).expect("attach classifier")
     };
     let threaded = set_threaded();
     let (off_c, got_c, el_c) = run(&gen, &g, &ge, &f, secs, &counted_drop);
     drop(link);
     let link = {
-        let _g = detpath_classify::sys::enter_netns(&e).unwrap();
+        let _g = detpath_sys::netns::enter(&e).unwrap();
         cls.attach_helper("cls_noop", &ee, XdpMode::Native).expect("attach no-op")
     };
     let threaded = threaded && set_threaded();
@@ -128,9 +132,26 @@ fn main() {
     drop(link);
 
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let cpu = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default().lines().find(|l| l.starts_with("model name")).unwrap_or("").split(':').nth(1).unwrap_or("").trim().to_string();
-    println!("detpath classify bench: kernel {} cpu {} ({} online), veth native XDP, NAPI threaded: {threaded}", kernel.trim(), cpu, detpath_classify::sys::online_cpus().len());
-    println!("frame: {} B, VXLAN+GTP-U(+PDU session)+IPv4/UDP; classifier: 16 rules, 2 masks; generator: BPF_PROG_RUN live frames, XDP_TX out of the peer veth", f.len());
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .unwrap_or("")
+        .split(':')
+        .nth(1)
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    println!(
+        "detpath classify bench: kernel {} cpu {} ({} online), veth native XDP, NAPI threaded: {threaded}",
+        kernel.trim(),
+        cpu,
+        detpath_tune::Host::real().online_cpus().iter().collect::<Vec<_>>().len()
+    );
+    println!(
+        "frame: {} B, VXLAN+GTP-U(+PDU session)+IPv4/UDP; classifier: 16 rules, 2 masks; generator: BPF_PROG_RUN live frames, XDP_TX out of the peer veth",
+        f.len()
+    );
     println!();
     println!("{:<34} {:>12} {:>12} {:>12}", "program on the receiving veth", "offered Mpps", "seen Mpps", "loss %");
     for (name, off, got, el) in [("classifier (cls_main)", off_c, got_c, el_c), ("no-op (cls_noop)", off_n, got_n, el_n)] {
@@ -140,6 +161,12 @@ fn main() {
     let rn = got_n as f64 / el_n;
     println!("ratio classifier / no-op through the interface: {:.3}", rc / rn.max(1.0));
     println!();
-    println!("BPF_PROG_TEST_RUN, one core, no I/O: classifier {} ns/frame ({:.2} Mpps), no-op {} ns/frame ({:.2} Mpps), classification costs {} ns",
-        ns_cls, 1e3 / ns_cls.max(1) as f64, ns_noop, 1e3 / ns_noop.max(1) as f64, ns_cls.saturating_sub(ns_noop));
+    println!(
+        "BPF_PROG_TEST_RUN, one core, no I/O: classifier {} ns/frame ({:.2} Mpps), no-op {} ns/frame ({:.2} Mpps), classification costs {} ns",
+        ns_cls,
+        1e3 / ns_cls.max(1) as f64,
+        ns_noop,
+        1e3 / ns_noop.max(1) as f64,
+        ns_cls.saturating_sub(ns_noop)
+    );
 }

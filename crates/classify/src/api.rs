@@ -102,9 +102,13 @@ impl Service {
         if let Some(p) = &s.state_path {
             match std::fs::read(p) {
                 Ok(b) => {
-                    let st: StateFile = serde_json::from_slice(&b).map_err(|e| crate::Error::State { path: p.display().to_string(), why: format!("{e}; fix or remove the file") })?;
+                    let st: StateFile = serde_json::from_slice(&b)
+                        .map_err(|e| crate::Error::State { path: p.display().to_string(), why: format!("{e}; fix or remove the file") })?;
                     if st.iface != iface {
-                        return Err(crate::Error::State { path: p.display().to_string(), why: format!("it is the state of interface {}, not {iface}; pass another --state", st.iface) });
+                        return Err(crate::Error::State {
+                            path: p.display().to_string(),
+                            why: format!("it is the state of interface {}, not {iface}; pass another --state", st.iface),
+                        });
                     }
                     loaded_settings = Some(st.settings);
                     stored = st.intents;
@@ -119,8 +123,10 @@ impl Service {
         }
         for si in stored {
             let path = s.state_path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
-            s.add(si.intent.clone(), Some(si.id.clone()))
-                .map_err(|e| crate::Error::State { path: path.clone(), why: format!("stored intent {} cannot be reinstalled: {e}; remove it from the file or fix the host", si.id) })?;
+            s.add(si.intent.clone(), Some(si.id.clone())).map_err(|e| crate::Error::State {
+                path: path.clone(),
+                why: format!("stored intent {} cannot be reinstalled: {e}; remove it from the file or fix the host", si.id),
+            })?;
         }
         s.save().map_err(|e| crate::Error::State { path: format!("{:?}", s.state_path), why: e.message })?;
         Ok(s)
@@ -192,7 +198,8 @@ impl Service {
     }
 
     pub fn remove(&mut self, id: &str) -> Reply {
-        let i = self.entries.iter().position(|e| e.id == id).ok_or_else(|| ApiError::not_found(format!("no intent with id {id} (GET /v1/intents lists them)")))?;
+        let i =
+            self.entries.iter().position(|e| e.id == id).ok_or_else(|| ApiError::not_found(format!("no intent with id {id} (GET /v1/intents lists them)")))?;
         let e = self.entries.remove(i);
         self.cls.remove(&e.installed)?;
         self.save()?;
@@ -240,7 +247,10 @@ impl Service {
         for e in &self.entries {
             if let crate::intent::Action::ForwardWhenOverloaded { alt_node: Some(n) } = e.rule.action {
                 if n as usize >= new.alt_nodes.len() {
-                    return Err(ApiError::conflict("alt_node_in_use", format!("intent {} forwards to alternative node {n}; keep at least {} nodes or delete it first", e.id, n + 1)));
+                    return Err(ApiError::conflict(
+                        "alt_node_in_use",
+                        format!("intent {} forwards to alternative node {n}; keep at least {} nodes or delete it first", e.id, n + 1),
+                    ));
                 }
             }
         }
@@ -275,7 +285,7 @@ impl Service {
                 json!({
                     "iface": self.iface,
                     "attached": self.cls.link().is_some(),
-                    "xdp_mode": self.cls.link().map(|l| l.mode.name()),
+                    "xdp_mode": self.cls.link().map(|l| l.mode().as_str()),
                     "intents": self.entries.len(),
                     "kernel_rules": self.cls.kernel_rule_count(),
                 }),
@@ -294,7 +304,12 @@ impl Service {
             (m, p) if p.starts_with("/v1/intents/") => {
                 let id = &p["/v1/intents/".len()..];
                 match m {
-                    "GET" => self.entries.iter().find(|e| e.id == id).map(|e| (200, self.entry_json(e))).ok_or_else(|| ApiError::not_found(format!("no intent with id {id}"))),
+                    "GET" => self
+                        .entries
+                        .iter()
+                        .find(|e| e.id == id)
+                        .map(|e| (200, self.entry_json(e)))
+                        .ok_or_else(|| ApiError::not_found(format!("no intent with id {id}"))),
                     "DELETE" => self.remove(id),
                     _ => Err(ApiError { status: 405, code: "method_not_allowed", message: format!("{m} {p}: use GET or DELETE") }),
                 }

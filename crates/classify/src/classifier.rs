@@ -7,11 +7,12 @@ use crate::api::ApiError;
 use crate::error::{Error, Result};
 use crate::intent::{Action, Rule};
 use crate::maps::{self, ConfigValue, Counter, FlowKey, RuleStat, RuleValue};
-use crate::sys::{self, XdpLink, XdpMode};
-use libbpf_rs::{MapCore, MapFlags, MapHandle, Object, ObjectBuilder, ProgramInput};
+use detpath_sys::xdp::{self, XdpLink, XdpMode};
+use detpath_sys::NetDev;
+use libbpf_rs::{MapCore, MapFlags, MapHandle, Object, ProgramInput};
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsRawFd;
 
 static OBJ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/classify.bpf.o"));
 
@@ -91,7 +92,16 @@ pub struct Settings {
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { load_flag: false, rate_threshold_pps: 0, window_us: 1000, saturation_pps: 0, default_action: DefaultAction::Forward, alt_nodes: Vec::new(), vxlan_port: 4789, gtpu_port: 2152 }
+        Settings {
+            load_flag: false,
+            rate_threshold_pps: 0,
+            window_us: 1000,
+            saturation_pps: 0,
+            default_action: DefaultAction::Forward,
+            alt_nodes: Vec::new(),
+            vxlan_port: 4789,
+            gtpu_port: 2152,
+        }
     }
 }
 
@@ -104,7 +114,13 @@ impl Settings {
             return Err(ApiError::bad("bad_value", "window_us must be 1..=10000000".into()));
         }
         if self.saturation_pps != 0 && self.saturation_pps < self.rate_threshold_pps {
-            return Err(ApiError::bad("bad_value", format!("saturation_pps ({}) must be at least rate_threshold_pps ({}): saturated is beyond overloaded", self.saturation_pps, self.rate_threshold_pps)));
+            return Err(ApiError::bad(
+                "bad_value",
+                format!(
+                    "saturation_pps ({}) must be at least rate_threshold_pps ({}): saturated is beyond overloaded",
+                    self.saturation_pps, self.rate_threshold_pps
+                ),
+            ));
         }
         if self.vxlan_port == 0 || self.gtpu_port == 0 || self.vxlan_port == self.gtpu_port {
             return Err(ApiError::bad("bad_value", "vxlan_port and gtpu_port must be non-zero and different".into()));
@@ -179,9 +195,7 @@ impl Classifier {
         if max_rules == 0 || max_rules > maps::MAX_RULES {
             return Err(Error::Config(format!("max rules must be 1..={}", maps::MAX_RULES)));
         }
-        let mut b = ObjectBuilder::default();
-        let open = b.open_memory(OBJ).map_err(|e| Error::Load(e.to_string()))?;
-        let obj = open.load().map_err(|e| Error::Load(e.to_string()))?;
+        let obj = xdp::load(OBJ, "cls_main")?;
         let maps = Maps {
             config: map_handle(&obj, "cls_config")?,
             masks: map_handle(&obj, "cls_masks")?,
@@ -207,7 +221,7 @@ impl Classifier {
         };
         c.apply_settings(&Settings::default()).map_err(|e| Error::Load(e.to_string()))?;
         // One cpumap entry (a kthread) per online CPU, so steering needs no setup later.
-        for cpu in sys::online_cpus() {
+        for cpu in detpath_tune::Host::real().online_cpus().iter().map(|c| c as u32) {
             if cpu >= maps::MAX_CPUS {
                 continue;
             }
@@ -221,19 +235,18 @@ impl Classifier {
     }
 
     fn prog_fd(&self, name: &str) -> Result<i32> {
-        self.obj.progs().find(|p| p.name() == name).map(|p| p.as_fd().as_raw_fd()).ok_or_else(|| Error::Load(format!("program {name} missing")))
+        Ok(xdp::program(&self.obj, name)?.as_raw_fd())
     }
 
     /// Attaches the classifier to `iface` (in the calling thread's namespace).
     pub fn attach(&mut self, iface: &str, mode: XdpMode) -> Result<()> {
-        let fd = self.prog_fd("cls_main")?;
-        self.link = Some(XdpLink::attach(fd, iface, mode)?);
+        self.link = Some(XdpLink::attach(xdp::program(&self.obj, "cls_main")?, "cls_main", &NetDev::lookup(iface)?, Some(mode))?);
         Ok(())
     }
 
     /// Attaches one of the object's helper programs (`cls_noop`, `cls_pass`, `cls_gen`) elsewhere.
     pub fn attach_helper(&self, prog: &str, iface: &str, mode: XdpMode) -> Result<XdpLink> {
-        XdpLink::attach(self.prog_fd(prog)?, iface, mode)
+        Ok(XdpLink::attach(xdp::program(&self.obj, prog)?, prog, &NetDev::lookup(iface)?, Some(mode))?)
     }
 
     /// Detaches (the interface is as before). Also done on drop.
@@ -257,7 +270,10 @@ impl Classifier {
     pub fn apply_settings(&mut self, s: &Settings) -> Result<(), ApiError> {
         s.validate()?;
         for (i, a) in s.alt_nodes.iter().enumerate() {
-            self.maps.alt.update(&(i as u32).to_ne_bytes(), &maps::alt_bytes(a.mac, a.ip), MapFlags::ANY).map_err(|e| ApiError::internal(format!("writing alt node {i}: {e}")))?;
+            self.maps
+                .alt
+                .update(&(i as u32).to_ne_bytes(), &maps::alt_bytes(a.mac, a.ip), MapFlags::ANY)
+                .map_err(|e| ApiError::internal(format!("writing alt node {i}: {e}")))?;
         }
         let v = s.to_value();
         self.maps.config.update(&0u32.to_ne_bytes(), &v.to_bytes(), MapFlags::ANY).map_err(|e| ApiError::internal(format!("writing config: {e}")))?;
@@ -269,27 +285,29 @@ impl Classifier {
     /// the queue exists on the interface, the alt node is configured.
     pub fn check_action(&self, a: &Action, iface: Option<&str>) -> Result<(), ApiError> {
         match *a {
-            Action::SteerCpu { cpu } => {
-                if !self.cpus.contains(&cpu) {
-                    return Err(ApiError::bad("no_such_cpu", format!("CPU {cpu} is not online (online: {:?}); steer to one of those", self.cpus)));
-                }
+            Action::SteerCpu { cpu } if !self.cpus.contains(&cpu) => {
+                return Err(ApiError::bad("no_such_cpu", format!("CPU {cpu} is not online (online: {:?}); steer to one of those", self.cpus)));
             }
             Action::Xsk { queue } => {
                 let n = match iface {
-                    Some(i) => sys::rx_queues(i).map_err(|e| ApiError::internal(e.to_string()))?,
+                    Some(i) => {
+                        detpath_sys::netdev::ifindex(i).map_err(|e| ApiError::internal(e.to_string()))?;
+                        detpath_sys::ethtool::rx_queues(i).unwrap_or(1)
+                    }
                     None => 1,
                 };
                 if queue >= n {
-                    return Err(ApiError::bad("no_such_queue", format!("{} has {n} receive queue(s) (0..{n}); queue {queue} does not exist", iface.unwrap_or("the interface"))));
-                }
-            }
-            Action::ForwardWhenOverloaded { alt_node: Some(n) } => {
-                if n as usize >= self.settings.alt_nodes.len() {
                     return Err(ApiError::bad(
-                        "no_such_alt_node",
-                        format!("alternative node {n} is not configured ({} configured; set them with PUT /v1/config or --alt)", self.settings.alt_nodes.len()),
+                        "no_such_queue",
+                        format!("{} has {n} receive queue(s) (0..{n}); queue {queue} does not exist", iface.unwrap_or("the interface")),
                     ));
                 }
+            }
+            Action::ForwardWhenOverloaded { alt_node: Some(n) } if n as usize >= self.settings.alt_nodes.len() => {
+                return Err(ApiError::bad(
+                    "no_such_alt_node",
+                    format!("alternative node {n} is not configured ({} configured; set them with PUT /v1/config or --alt)", self.settings.alt_nodes.len()),
+                ));
             }
             _ => {}
         }
@@ -309,7 +327,10 @@ impl Classifier {
                 None => {
                     return Err(ApiError::conflict(
                         "masks_full",
-                        format!("the rules already use {} distinct match shapes (the most the program searches); reuse the fields of an existing rule", maps::MAX_MASKS),
+                        format!(
+                            "the rules already use {} distinct match shapes (the most the program searches); reuse the fields of an existing rule",
+                            maps::MAX_MASKS
+                        ),
                     ))
                 }
             },
@@ -322,7 +343,11 @@ impl Classifier {
             None => {
                 return Err(ApiError::conflict(
                     "table_full",
-                    format!("the rule table is full ({} rules); delete a rule or restart the daemon with a larger --max-rules (up to {})", self.slots.len(), maps::MAX_RULES),
+                    format!(
+                        "the rule table is full ({} rules); delete a rule or restart the daemon with a larger --max-rules (up to {})",
+                        self.slots.len(),
+                        maps::MAX_RULES
+                    ),
                 ))
             }
         };
@@ -335,17 +360,29 @@ impl Classifier {
         };
         // Fresh statistics for the slot.
         let zero = vec![vec![0u8; 32]; self.ncpus_possible];
-        self.maps.rule_stats.update_percpu(&slot.to_ne_bytes(), &zero, MapFlags::ANY).map_err(|e| ApiError::internal(format!("resetting statistics slot {slot}: {e}")))?;
+        self.maps
+            .rule_stats
+            .update_percpu(&slot.to_ne_bytes(), &zero, MapFlags::ANY)
+            .map_err(|e| ApiError::internal(format!("resetting statistics slot {slot}: {e}")))?;
         if new_mask {
-            self.maps.masks.update(&mask_id.to_ne_bytes(), &maps::mask_bytes(&mask, true), MapFlags::ANY).map_err(|e| ApiError::internal(format!("writing mask {mask_id}: {e}")))?;
+            self.maps
+                .masks
+                .update(&mask_id.to_ne_bytes(), &maps::mask_bytes(&mask, true), MapFlags::ANY)
+                .map_err(|e| ApiError::internal(format!("writing mask {mask_id}: {e}")))?;
         }
         let val = RuleValue { slot, arg, priority: rule.effective_priority(), action };
         if let Err(e) = self.maps.rules.update(&maps::rule_key_bytes(&key, mask_id), &val.to_bytes(), MapFlags::NO_EXIST) {
             if new_mask {
                 let _ = self.maps.masks.update(&mask_id.to_ne_bytes(), &maps::mask_bytes(&FlowKey::default(), false), MapFlags::ANY);
             }
-            let full = e.kind() == libbpf_rs::ErrorKind::Other && e.to_string().contains("E2BIG") || e.to_string().contains("too big") || e.to_string().contains("No space");
-            return Err(if full { ApiError::conflict("table_full", format!("the kernel rule map is full: {e}")) } else { ApiError::internal(format!("inserting the rule: {e}")) });
+            let full = e.kind() == libbpf_rs::ErrorKind::Other && e.to_string().contains("E2BIG")
+                || e.to_string().contains("too big")
+                || e.to_string().contains("No space");
+            return Err(if full {
+                ApiError::conflict("table_full", format!("the kernel rule map is full: {e}"))
+            } else {
+                ApiError::internal(format!("inserting the rule: {e}"))
+            });
         }
         self.slots[slot as usize] = true;
         self.used.insert((mask_id, key), slot);

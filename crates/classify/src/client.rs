@@ -29,7 +29,11 @@ pub fn request(addr: SocketAddr, token: Option<&str>, method: &str, path: &str, 
     if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
         payload = dechunk(&payload);
     }
-    let v = if payload.iter().all(|b| b.is_ascii_whitespace()) { serde_json::Value::Null } else { serde_json::from_slice(&payload).map_err(|e| Error::Config(format!("the daemon's answer is not JSON: {e}")))? };
+    let v = if payload.iter().all(|b| b.is_ascii_whitespace()) {
+        serde_json::Value::Null
+    } else {
+        serde_json::from_slice(&payload).map_err(|e| Error::Config(format!("the daemon's answer is not JSON: {e}")))?
+    };
     Ok((status, v))
 }
 

@@ -5,16 +5,13 @@ use crate::intent::IntentError;
 /// What went wrong, with the interface, capability or setting concerned.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("no interface `{0}` in this network namespace (list them with `ip link`; with --netns, in that namespace)")]
-    NoSuchInterface(String),
     #[error("cannot load the classifier BPF program: {0}. Run as root (CAP_BPF and CAP_NET_ADMIN) on a kernel with BPF enabled")]
     Load(String),
-    #[error("cannot attach XDP to {iface} in {mode} mode: {why}")]
-    Attach { iface: String, mode: &'static str, why: String },
     #[error("BPF map {map}: {what}: {why}")]
     Map { map: &'static str, what: String, why: String },
-    #[error("network namespace `{ns}`: {why}")]
-    Netns { ns: String, why: String },
+    /// An interface, namespace or XDP attachment said no (names the fix).
+    #[error(transparent)]
+    Sys(#[from] detpath_sys::Error),
     #[error("state file {path}: {why}")]
     State { path: String, why: String },
     #[error("cannot listen on {addr}: {why}")]

@@ -26,16 +26,40 @@ use std::net::IpAddr;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Layer {
     /// Ethernet; `vlans` are (TPID, VLAN ID), outermost first.
-    Eth { dst: [u8; 6], src: [u8; 6], vlans: Vec<(u16, u16)> },
+    Eth {
+        dst: [u8; 6],
+        src: [u8; 6],
+        vlans: Vec<(u16, u16)>,
+    },
     /// IPv4 or IPv6 (by the address); the protocol comes from the next layer.
-    Ip { src: IpAddr, dst: IpAddr },
+    Ip {
+        src: IpAddr,
+        dst: IpAddr,
+    },
     /// IPv4 or IPv6 with explicit protocol and IPv4 fragment field / IPv6 fragment header.
-    IpFrag { src: IpAddr, dst: IpAddr, more: bool, offset8: u16 },
-    Udp { sport: u16, dport: u16 },
-    Tcp { sport: u16, dport: u16 },
-    Vxlan { vni: u32 },
+    IpFrag {
+        src: IpAddr,
+        dst: IpAddr,
+        more: bool,
+        offset8: u16,
+    },
+    Udp {
+        sport: u16,
+        dport: u16,
+    },
+    Tcp {
+        sport: u16,
+        dport: u16,
+    },
+    Vxlan {
+        vni: u32,
+    },
     /// GTP-U; each extension header is (type, content), content padded to 4n-2 bytes.
-    Gtpu { teid: u32, exts: Vec<(u8, Vec<u8>)>, msg_type: u8 },
+    Gtpu {
+        teid: u32,
+        exts: Vec<(u8, Vec<u8>)>,
+        msg_type: u8,
+    },
 }
 
 impl Layer {
@@ -201,7 +225,7 @@ fn wrap(l: &Layer, next: Option<&Layer>, inner: Vec<u8>) -> Vec<u8> {
 
 fn ip(src: &IpAddr, dst: &IpAddr, proto: u8, frag: Option<(bool, u16)>, mut inner: Vec<u8>) -> Vec<u8> {
     let mut out = Vec::with_capacity(inner.len() + 48);
-    let first = frag.map_or(true, |(_, off)| off == 0);
+    let first = frag.is_none_or(|(_, off)| off == 0);
     let whole = frag.is_none();
     if whole || first {
         l4_checksum(src, dst, proto, &mut inner);

@@ -103,13 +103,19 @@ pub enum Action {
     /// Into the kernel stack as usual.
     Pass,
     /// Redirect through the cpumap to this CPU (the stack runs there).
-    SteerCpu { cpu: u32 },
+    SteerCpu {
+        cpu: u32,
+    },
     /// Redirect to the AF_XDP socket in this XSKMAP slot (= the rx queue it is bound to).
-    Xsk { queue: u32 },
+    Xsk {
+        queue: u32,
+    },
     Drop,
     /// When overloaded: rewrite to an alternative node and send back out; otherwise pass.
     /// `alt_node: None` picks one by flow hash.
-    ForwardWhenOverloaded { alt_node: Option<u32> },
+    ForwardWhenOverloaded {
+        alt_node: Option<u32>,
+    },
 }
 
 /// A parsed intent: one rule.
@@ -365,7 +371,10 @@ pub fn parse_intent_value(v: &Value) -> Result<Rule, IntentError> {
                 }
             }
             let name = o.get("paramName").and_then(Value::as_str).ok_or_else(|| IntentError::Missing { field: "paramName".into(), place: place.clone() })?;
-            let val = o.get("paramValue").and_then(Value::as_str).ok_or_else(|| IntentError::Missing { field: "paramValue (a string)".into(), place: place.clone() })?;
+            let val = o
+                .get("paramValue")
+                .and_then(Value::as_str)
+                .ok_or_else(|| IntentError::Missing { field: "paramValue (a string)".into(), place: place.clone() })?;
             match name {
                 "interfaceName" => {
                     let val = val.trim().to_string();
@@ -403,10 +412,10 @@ fn parse_resource(obj: &Map<String, Value>, place: &str, m: &mut FlowMatch, enca
     for (k, v) in obj {
         let layer = |prefix: &str| -> Option<R<u64>> {
             k.strip_prefix(prefix).map(|n| {
-                n.parse::<u64>().ok().filter(|n| (1..=8).contains(n)).ok_or_else(|| IntentError::BadValue {
-                    field: k.clone(),
-                    why: format!("the layer number after `{prefix}` must be 1..=8"),
-                })
+                n.parse::<u64>()
+                    .ok()
+                    .filter(|n| (1..=8).contains(n))
+                    .ok_or_else(|| IntentError::BadValue { field: k.clone(), why: format!("the layer number after `{prefix}` must be 1..=8") })
             })
         };
         if let Some(n) = layer("encapsulationID") {
@@ -439,11 +448,7 @@ fn parse_resource(obj: &Map<String, Value>, place: &str, m: &mut FlowMatch, enca
             "vxlan" => Encap::Vxlan,
             "gtp" | "gtpu" | "gtp-u" | "gtp_u" => Encap::Gtp,
             "vlan" | "802.1q" | "dot1q" => Encap::Vlan,
-            other => {
-                return Err(IntentError::Unsupported(format!(
-                    "encapsulationType{n} `{other}`: the classifier parses vxlan, gtp (GTP-U) and vlan"
-                )))
-            }
+            other => return Err(IntentError::Unsupported(format!("encapsulationType{n} `{other}`: the classifier parses vxlan, gtp (GTP-U) and vlan"))),
         };
         let id = match layer_ids.iter().find(|(m, _)| m == n) {
             None => None,
@@ -568,9 +573,7 @@ fn parse_action(o: &Map<String, Value>) -> R<(Option<String>, Action, Option<u16
         "XSK" => &["queue"],
         "FORWARD_WHEN_OVERLOADED" => &["alt_node"],
         "PASS" | "DROP" => &[],
-        other => {
-            return Err(IntentError::BadValue { field: "actionName".into(), why: format!("`{other}` is not one of {}", known(ACTION_NAMES)) })
-        }
+        other => return Err(IntentError::BadValue { field: "actionName".into(), why: format!("`{other}` is not one of {}", known(ACTION_NAMES)) }),
     };
     for p in params {
         if o.contains_key(p) && !allowed.contains(&p) {
@@ -619,7 +622,9 @@ fn check_consistency(r: &Rule) -> R<()> {
     }
     let (_, mask) = r.key_mask();
     if mask == FlowKey::default() {
-        return Err(IntentError::Impossible("the intent matches every IP packet; give at least one field (the default action covers unmatched traffic)".into()));
+        return Err(IntentError::Impossible(
+            "the intent matches every IP packet; give at least one field (the default action covers unmatched traffic)".into(),
+        ));
     }
     Ok(())
 }
@@ -666,16 +671,26 @@ mod tests {
         assert_eq!(err(r#"{"Resources":[{"dstPort":1},{"dstPort":2}],"Action":{"actionType":"INSERT","actionName":"PASS"}}"#).code(), "contradictory");
         assert_eq!(err(r#"{"Resources":[{"srcIP":"10.0.0.1","dstIP":"::1"}],"Action":{"actionType":"INSERT","actionName":"PASS"}}"#).code(), "contradictory");
         assert_eq!(err(r#"{"Resources":[{"dstPort":1,"protocol":"icmp"}],"Action":{"actionType":"INSERT","actionName":"PASS"}}"#).code(), "contradictory");
-        assert_eq!(err(r#"{"Resources":[{"encapsulationType1":"gtp"},{"encapsulationType2":"vxlan"}],"Action":{"actionType":"INSERT","actionName":"PASS"}}"#).code(), "impossible");
+        assert_eq!(
+            err(r#"{"Resources":[{"encapsulationType1":"gtp"},{"encapsulationType2":"vxlan"}],"Action":{"actionType":"INSERT","actionName":"PASS"}}"#).code(),
+            "impossible"
+        );
         assert_eq!(err(r#"{"Resources":[{"resourceId":"x"}],"Action":{"actionType":"INSERT","actionName":"PASS"}}"#).code(), "impossible");
         assert_eq!(err(r#"{"Resources":[{"dstPort":1}],"Action":{"actionType":"INSERT","actionName":"PASS","rx_queue":1}}"#).code(), "contradictory");
         assert_eq!(err(r#"{"Resources":[{"dstPort":70000}],"Action":{"actionType":"INSERT","actionName":"PASS"}}"#).code(), "bad_value");
-        assert_eq!(err(r#"{"Resources":[{"encapsulationID1":"1000000","encapsulationType1":"vxlan"}],"Action":{"actionType":"INSERT","actionName":"PASS"}}"#).code(), "bad_value");
+        assert_eq!(
+            err(r#"{"Resources":[{"encapsulationID1":"1000000","encapsulationType1":"vxlan"}],"Action":{"actionType":"INSERT","actionName":"PASS"}}"#).code(),
+            "bad_value"
+        );
         assert_eq!(err(r#"{"Resources":[{"encapsulationID1":"1"}],"Action":{"actionType":"INSERT","actionName":"PASS"}}"#).code(), "missing_field");
         assert_eq!(err(r#"{"Resources":[{"encapsulationType1":"geneve"}],"Action":{"actionType":"INSERT","actionName":"PASS"}}"#).code(), "unsupported");
         assert_eq!(err(r#"{"Resources":[{"dstPort":1}],"Action":{"actionType":"INSERT","actionName":"STEER_CPU"}}"#).code(), "missing_field");
         assert_eq!(err(r#"{"Resources":[{"dstPort":1}],"Action":{"actionType":"INSERT","actionName":"TELEPORT"}}"#).code(), "bad_value");
-        assert_eq!(err(r#"{"Resources":[{"dstPort":1}],"Action":{"actionType":"INSERT","actionName":"PASS"},"Params":[{"paramName":"mode","paramValue":"x"}]}"#).code(), "unknown_field");
+        assert_eq!(
+            err(r#"{"Resources":[{"dstPort":1}],"Action":{"actionType":"INSERT","actionName":"PASS"},"Params":[{"paramName":"mode","paramValue":"x"}]}"#)
+                .code(),
+            "unknown_field"
+        );
     }
 
     #[test]

@@ -24,9 +24,8 @@ pub mod frames;
 pub mod intent;
 pub mod maps;
 pub mod server;
-pub mod sys;
 
 pub use classifier::{AltNode, Classifier, DefaultAction, Settings};
+pub use detpath_sys::XdpMode;
 pub use error::{Error, Result};
 pub use intent::{parse_intent, Action, IntentError, Rule};
-pub use sys::XdpMode;

@@ -212,20 +212,8 @@ impl Counter {
 }
 
 /// `enum cls_total`, in order, with the names the API uses.
-pub const TOTAL_NAMES: [&str; 12] = [
-    "pass_unmatched",
-    "pass_rule",
-    "steer",
-    "steer_miss",
-    "xsk",
-    "xsk_miss",
-    "drop",
-    "forward",
-    "forward_no_alt",
-    "malformed",
-    "not_ip",
-    "overloaded",
-];
+pub const TOTAL_NAMES: [&str; 12] =
+    ["pass_unmatched", "pass_rule", "steer", "steer_miss", "xsk", "xsk_miss", "drop", "forward", "forward_no_alt", "malformed", "not_ip", "overloaded"];
 
 /// Index of a total by name.
 pub fn total_index(name: &str) -> Option<usize> {
@@ -243,7 +231,16 @@ mod tests {
         assert_eq!(RuleValue { slot: 0, arg: 0, priority: 0, action: 0 }.to_bytes().len(), 16);
         assert_eq!(mask_bytes(&FlowKey::default(), true).len(), 56);
         assert_eq!(alt_bytes([0; 6], "1.2.3.4".parse().unwrap()).len(), 24);
-        let c = ConfigValue { load_flag: 0, alt_count: 0, rate_threshold: 0, window_ns: 0, default_action: 0, vxlan_port: 0, gtpu_port: 0, saturation_threshold: 0 };
+        let c = ConfigValue {
+            load_flag: 0,
+            alt_count: 0,
+            rate_threshold: 0,
+            window_ns: 0,
+            default_action: 0,
+            vxlan_port: 0,
+            gtpu_port: 0,
+            saturation_threshold: 0,
+        };
         assert_eq!(c.to_bytes().len(), 40);
     }
 

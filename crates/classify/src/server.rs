@@ -7,7 +7,7 @@ use crate::api::Service;
 use crate::classifier::{Classifier, Settings};
 use crate::error::{Error, Result};
 use crate::intent::MAX_INTENT_BYTES;
-use crate::sys::{self, XdpMode};
+use detpath_sys::XdpMode;
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -89,7 +89,7 @@ pub fn serve(cfg: ServeConfig, stop: Arc<AtomicBool>, ready: Option<std::sync::m
     let server = tiny_http::Server::http(cfg.listen).map_err(|e| Error::Listen { addr: cfg.listen.to_string(), why: e.to_string() })?;
     let addr = server.server_addr().to_ip().unwrap_or(cfg.listen);
     if let Some(ns) = &cfg.netns {
-        sys::move_to_netns(ns)?;
+        detpath_sys::netns::move_to(ns)?;
     }
     let mut cls = Classifier::load(cfg.max_rules)?;
     cls.attach(&cfg.iface, cfg.xdp_mode)?;
@@ -97,7 +97,7 @@ pub fn serve(cfg: ServeConfig, stop: Arc<AtomicBool>, ready: Option<std::sync::m
     eprintln!(
         "detpath classify: XDP classifier on {} ({} mode), {} intent(s) installed, API on http://{addr}/v1/",
         cfg.iface,
-        cfg.xdp_mode.name(),
+        cfg.xdp_mode.as_str(),
         svc.entries.len()
     );
     if let Some(r) = ready {

@@ -7,13 +7,11 @@ use common::*;
 use detpath_classify::client::request;
 use detpath_classify::frames::{build, Layer};
 use detpath_classify::server::ServeConfig;
-use detpath_classify::sys::PacketSocket;
+use detpath_sys::packet::PacketSocket;
 use std::path::PathBuf;
 
 fn intent(teid: u32, action: &str) -> String {
-    format!(
-        r#"{{"Resources": [{{"encapsulationID1": "{teid:08X}", "encapsulationType1": "gtp"}}], "Action": {{"actionType": "INSERT", {action}}}}}"#
-    )
+    format!(r#"{{"Resources": [{{"encapsulationID1": "{teid:08X}", "encapsulationType1": "gtp"}}], "Action": {{"actionType": "INSERT", {action}}}}}"#)
 }
 
 struct TempDir(PathBuf);

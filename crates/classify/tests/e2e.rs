@@ -14,8 +14,8 @@ mod common;
 use common::*;
 use detpath_classify::frames::{build, parse_gtpu_payload, Layer};
 use detpath_classify::server::ServeConfig;
-use detpath_classify::sys::PacketSocket;
 use detpath_classify::{AltNode, Settings};
+use detpath_sys::packet::PacketSocket;
 use std::collections::BTreeMap;
 use std::net::UdpSocket;
 use std::time::Duration;
@@ -104,7 +104,7 @@ fn sixteen_services_eight_prioritised_over_vxlan_gtpu() {
     let d = Daemon::start(cfg).expect("daemon");
     assert!(has_xdp(&e, &ee));
 
-    let cpus = detpath_classify::sys::online_cpus();
+    let cpus = detpath_tune::Host::real().online_cpus().iter().collect::<Vec<_>>();
     let steer_cpu = *cpus.last().unwrap();
     for s in 0..8u32 {
         let action = if s < 4 { format!(r#""actionName": "PRIO_QUEUE", "rx_queue": "{steer_cpu}""#) } else { r#""actionName": "PASS""#.to_string() };

@@ -24,7 +24,8 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
         any::<bool>().prop_map(serde_json::Value::from),
         any::<i64>().prop_map(serde_json::Value::from),
         "[a-zA-Z0-9:./ -]{0,12}".prop_map(serde_json::Value::from),
-        prop_oneof![Just("vxlan"), Just("gtp"), Just("vlan"), Just("INSERT"), Just("PASS"), Just("10.0.0.1"), Just("fd00::1/64"), Just("0x445")].prop_map(serde_json::Value::from),
+        prop_oneof![Just("vxlan"), Just("gtp"), Just("vlan"), Just("INSERT"), Just("PASS"), Just("10.0.0.1"), Just("fd00::1/64"), Just("0x445")]
+            .prop_map(serde_json::Value::from),
     ];
     leaf.prop_recursive(4, 48, 6, |inner| {
         let key = prop_oneof![

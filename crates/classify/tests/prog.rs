@@ -82,13 +82,24 @@ fn each_encapsulation_alone_and_nested() {
         (
             "vlan",
             r#"{"encapsulationType1": "vlan", "encapsulationID1": 100}, {"dstPort": 7001}"#,
-            build(&[Layer::Eth { dst: MAC_E, src: MAC_G, vlans: vec![(0x8100, 100)] }, Layer::Ip { src: ip("10.0.0.1"), dst: ip("10.0.0.2") }, Layer::Udp { sport: 1, dport: 7001 }], b"x"),
+            build(
+                &[
+                    Layer::Eth { dst: MAC_E, src: MAC_G, vlans: vec![(0x8100, 100)] },
+                    Layer::Ip { src: ip("10.0.0.1"), dst: ip("10.0.0.2") },
+                    Layer::Udp { sport: 1, dport: 7001 },
+                ],
+                b"x",
+            ),
         ),
         (
             "qinq",
             r#"{"encapsulationType1": "vlan", "encapsulationID1": 200}, {"encapsulationType2": "vlan"}, {"dstPort": 7002}"#,
             build(
-                &[Layer::Eth { dst: MAC_E, src: MAC_G, vlans: vec![(0x88a8, 200), (0x8100, 300)] }, Layer::Ip { src: ip("10.0.0.1"), dst: ip("10.0.0.2") }, Layer::Udp { sport: 1, dport: 7002 }],
+                &[
+                    Layer::Eth { dst: MAC_E, src: MAC_G, vlans: vec![(0x88a8, 200), (0x8100, 300)] },
+                    Layer::Ip { src: ip("10.0.0.1"), dst: ip("10.0.0.2") },
+                    Layer::Udp { sport: 1, dport: 7002 },
+                ],
                 b"x",
             ),
         ),
@@ -168,14 +179,17 @@ fn each_encapsulation_alone_and_nested() {
 #[test]
 fn a_rule_does_not_match_its_neighbours() {
     let mut c = load();
-    let r = intent(r#"{"encapsulationID1": "445", "encapsulationType1": "vxlan"}, {"encapsulationID2": "10", "encapsulationType2": "gtp"}, {"dstPort": 5004}"#, r#""actionName": "DROP""#);
+    let r = intent(
+        r#"{"encapsulationID1": "445", "encapsulationType1": "vxlan"}, {"encapsulationID2": "10", "encapsulationType2": "gtp"}, {"dstPort": 5004}"#,
+        r#""actionName": "DROP""#,
+    );
     c.install(&r, None).unwrap();
     assert_eq!(c.test_run(&nested(false, vec![], 0x445, 0x10, vec![], "172.16.0.1", 5004)).unwrap().0, XDP_DROP);
     for f in [
         nested(false, vec![], 0x446, 0x10, vec![], "172.16.0.1", 5004), // other VNI
         nested(false, vec![], 0x445, 0x11, vec![], "172.16.0.1", 5004), // other TEID
         nested(false, vec![], 0x445, 0x10, vec![], "172.16.0.1", 5005), // other port
-        plain_udp(5004),                                                 // not encapsulated
+        plain_udp(5004),                                                // not encapsulated
     ] {
         assert_eq!(c.test_run(&f).unwrap().0, XDP_PASS);
     }
@@ -188,7 +202,10 @@ fn every_truncation_point_is_never_the_rule() {
         nested(false, vec![], 0x445, 0x8894D0D4, vec![], "192.188.0.140", 5004),
         nested(true, vec![(0x88a8, 5), (0x8100, 6)], 0x445, 0x8894D0D4, vec![(0x32, vec![1, 2]), Layer::pdu_session(3)], "192.188.0.140", 5004),
     ];
-    let r = intent(r#"{"encapsulationID1": "445", "encapsulationType1": "vxlan"}, {"encapsulationID2": "8894D0D4", "encapsulationType2": "gtp"}, {"srcIP": "192.188.0.140"}"#, r#""actionName": "DROP""#);
+    let r = intent(
+        r#"{"encapsulationID1": "445", "encapsulationType1": "vxlan"}, {"encapsulationID2": "8894D0D4", "encapsulationType2": "gtp"}, {"srcIP": "192.188.0.140"}"#,
+        r#""actionName": "DROP""#,
+    );
     let ins = c.install(&r, None).unwrap();
     // A second, coarse rule that only needs the VXLAN VNI: also never matched by a truncated frame.
     let r2 = intent(r#"{"encapsulationID1": "445", "encapsulationType1": "vxlan"}"#, r#""actionName": "STEER_CPU", "cpu": 0"#);
@@ -249,7 +266,12 @@ fn malformed_headers_are_never_matched() {
     }
     // GTP-U echo request: a valid message with no user flow.
     let echo = build(
-        &[Layer::eth(MAC_E, MAC_G), Layer::Ip { src: ip("10.0.0.1"), dst: ip("10.0.0.2") }, Layer::Udp { sport: 2152, dport: 2152 }, Layer::Gtpu { teid: 0, exts: vec![], msg_type: 1 }],
+        &[
+            Layer::eth(MAC_E, MAC_G),
+            Layer::Ip { src: ip("10.0.0.1"), dst: ip("10.0.0.2") },
+            Layer::Udp { sport: 2152, dport: 2152 },
+            Layer::Gtpu { teid: 0, exts: vec![], msg_type: 1 },
+        ],
         &[0, 0, 0, 0],
     );
     assert_eq!(c.test_run(&echo).unwrap().0, XDP_PASS);
@@ -260,11 +282,24 @@ fn malformed_headers_are_never_matched() {
 fn fragments_have_no_ports() {
     let mut c = load();
     c.install(&intent(r#"{"dstPort": 7000}"#, r#""actionName": "DROP""#), None).unwrap();
-    let later = build(&[Layer::eth(MAC_E, MAC_G), Layer::IpFrag { src: ip("10.0.0.1"), dst: ip("10.0.0.2"), more: false, offset8: 100 }, Layer::Udp { sport: 0, dport: 7000 }], b"x");
+    let later = build(
+        &[
+            Layer::eth(MAC_E, MAC_G),
+            Layer::IpFrag { src: ip("10.0.0.1"), dst: ip("10.0.0.2"), more: false, offset8: 100 },
+            Layer::Udp { sport: 0, dport: 7000 },
+        ],
+        b"x",
+    );
     assert_eq!(c.test_run(&later).unwrap().0, XDP_PASS, "a later fragment has no UDP header");
-    let later6 = build(&[Layer::eth(MAC_E, MAC_G), Layer::IpFrag { src: ip("fd00::1"), dst: ip("fd00::2"), more: false, offset8: 100 }, Layer::Udp { sport: 0, dport: 7000 }], b"x");
+    let later6 = build(
+        &[Layer::eth(MAC_E, MAC_G), Layer::IpFrag { src: ip("fd00::1"), dst: ip("fd00::2"), more: false, offset8: 100 }, Layer::Udp { sport: 0, dport: 7000 }],
+        b"x",
+    );
     assert_eq!(c.test_run(&later6).unwrap().0, XDP_PASS);
-    let first6 = build(&[Layer::eth(MAC_E, MAC_G), Layer::IpFrag { src: ip("fd00::1"), dst: ip("fd00::2"), more: true, offset8: 0 }, Layer::Udp { sport: 0, dport: 7000 }], b"x");
+    let first6 = build(
+        &[Layer::eth(MAC_E, MAC_G), Layer::IpFrag { src: ip("fd00::1"), dst: ip("fd00::2"), more: true, offset8: 0 }, Layer::Udp { sport: 0, dport: 7000 }],
+        b"x",
+    );
     assert_eq!(c.test_run(&first6).unwrap().0, XDP_DROP, "the first fragment carries the ports");
     c.install(&intent(r#"{"srcIP": "10.0.0.1"}"#, r#""actionName": "DROP""#), None).unwrap();
     assert_eq!(c.test_run(&later).unwrap().0, XDP_DROP, "an address rule matches every fragment");
@@ -275,7 +310,8 @@ fn highest_priority_wins() {
     let mut c = load();
     let f = nested(false, vec![], 0x445, 0x10, vec![], "172.16.0.1", 5004);
     c.install(&intent(r#"{"encapsulationID1": "445", "encapsulationType1": "vxlan"}"#, r#""actionName": "DROP""#), None).unwrap();
-    let specific = c.install(&intent(r#"{"encapsulationID1": "10", "encapsulationType1": "gtp"}, {"dstPort": 5004}"#, r#""actionName": "PASS""#), None).unwrap();
+    let specific =
+        c.install(&intent(r#"{"encapsulationID1": "10", "encapsulationType1": "gtp"}, {"dstPort": 5004}"#, r#""actionName": "PASS""#), None).unwrap();
     assert_eq!(c.test_run(&f).unwrap().0, XDP_PASS, "the more specific rule wins by default");
     assert_eq!(c.rule_stat(specific.slot).packets, 1);
     c.install(&intent(r#"{"dstPort": 5004}"#, r#""actionName": "DROP", "priority": 60000"#), None).unwrap();
@@ -286,7 +322,8 @@ fn highest_priority_wins() {
 fn steer_and_xsk_actions() {
     let mut c = load();
     let cpu = c.online_cpus()[0];
-    c.install(&intent(r#"{"encapsulationID1": "10", "encapsulationType1": "gtp"}"#, &format!(r#""actionName": "PRIO_QUEUE", "rx_queue": {cpu}"#)), None).unwrap();
+    c.install(&intent(r#"{"encapsulationID1": "10", "encapsulationType1": "gtp"}"#, &format!(r#""actionName": "PRIO_QUEUE", "rx_queue": {cpu}"#)), None)
+        .unwrap();
     c.install(&intent(r#"{"encapsulationID1": "11", "encapsulationType1": "gtp"}"#, r#""actionName": "XSK", "queue": 0"#), None).unwrap();
     assert_eq!(c.test_run(&nested(false, vec![], 1, 0x10, vec![], "172.16.0.1", 1)).unwrap().0, XDP_REDIRECT);
     assert_eq!(c.total("steer").packets, 1);
@@ -311,7 +348,9 @@ fn forward_when_overloaded_rewrites_mac_ip_and_checksums() {
     for v6 in [false, true] {
         let mut c = load();
         c.apply_settings(&alt_settings(false, v6)).unwrap();
-        let fw = c.install(&intent(r#"{"encapsulationID1": "20", "encapsulationType1": "gtp"}"#, r#""actionName": "FORWARD_WHEN_OVERLOADED", "alt_node": 0"#), None).unwrap();
+        let fw = c
+            .install(&intent(r#"{"encapsulationID1": "20", "encapsulationType1": "gtp"}"#, r#""actionName": "FORWARD_WHEN_OVERLOADED", "alt_node": 0"#), None)
+            .unwrap();
         let f = nested(v6, vec![(0x8100, 9)], 1, 0x20, vec![], "172.16.0.1", 1);
         assert_eq!(c.test_run(&f).unwrap().0, XDP_PASS, "not overloaded: pass");
         c.apply_settings(&alt_settings(true, v6)).unwrap();
@@ -424,11 +463,13 @@ fn prioritised_flows_are_never_forwarded_even_when_overloaded() {
     c.apply_settings(&s).unwrap();
     let cpu = c.online_cpus()[0];
     // Prioritised: PRIO_QUEUE (steer), PASS with a priority, XSK (no socket: pass).
-    c.install(&intent(r#"{"encapsulationID1": "30", "encapsulationType1": "gtp"}"#, &format!(r#""actionName": "PRIO_QUEUE", "rx_queue": {cpu}"#)), None).unwrap();
+    c.install(&intent(r#"{"encapsulationID1": "30", "encapsulationType1": "gtp"}"#, &format!(r#""actionName": "PRIO_QUEUE", "rx_queue": {cpu}"#)), None)
+        .unwrap();
     c.install(&intent(r#"{"encapsulationID1": "31", "encapsulationType1": "gtp"}"#, r#""actionName": "PASS", "priority": 100"#), None).unwrap();
     c.install(&intent(r#"{"encapsulationID1": "32", "encapsulationType1": "gtp"}"#, r#""actionName": "XSK", "queue": 0"#), None).unwrap();
     // Non-prioritised: an explicit forward rule, and unmatched encapsulated traffic.
-    c.install(&intent(r#"{"encapsulationID1": "33", "encapsulationType1": "gtp"}"#, r#""actionName": "FORWARD_WHEN_OVERLOADED", "alt_node": 0"#), None).unwrap();
+    c.install(&intent(r#"{"encapsulationID1": "33", "encapsulationType1": "gtp"}"#, r#""actionName": "FORWARD_WHEN_OVERLOADED", "alt_node": 0"#), None)
+        .unwrap();
     let frame = |teid: u32| nested(false, vec![], 1, teid, vec![], "172.16.0.1", 1);
     let mut forwarded = 0;
     for round in 0..50 {

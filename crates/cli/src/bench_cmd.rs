@@ -5,8 +5,8 @@
 //! the probe options, turning a client outcome into a saved result, the
 //! progress bar and the closing table.
 
-use detpath_bench::run::{ClientOutcome, PingPongConfig};
-use detpath_bench::{Environment, ResultDir, RunConfig, RunResult};
+use detpath_bench::run::PingPongConfig;
+use detpath_bench::ResultDir;
 
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -66,11 +66,7 @@ pub const DEFAULT_ROUNDS: u64 = 100_000;
 impl ProbeArgs {
     /// The ping-pong configuration these options describe, or what is wrong with them.
     pub fn config(&self) -> anyhow::Result<PingPongConfig> {
-        anyhow::ensure!(
-            self.size >= detpath_wire::probe::HEADER_LEN,
-            "--size must be at least {} bytes (the probe header)",
-            detpath_wire::probe::HEADER_LEN
-        );
+        anyhow::ensure!(self.size >= detpath_wire::probe::HEADER_LEN, "--size must be at least {} bytes (the probe header)", detpath_wire::probe::HEADER_LEN);
         let period_ns = match (&self.period, self.rate) {
             (Some(p), _) => parse_period(p)?,
             (None, Some(mbps)) => {
@@ -118,28 +114,6 @@ pub fn parse_period(s: &str) -> anyhow::Result<u64> {
     Ok((v * scale).round() as u64)
 }
 
-/// Builds the result of one client run and saves it (records first, then the summary).
-pub fn save_outcome(
-    dir: &mut ResultDir,
-    config: RunConfig,
-    env: &Environment,
-    pp: &PingPongConfig,
-    outcome: &ClientOutcome,
-) -> anyhow::Result<()> {
-    let records = outcome.records(pp.warmup);
-    let mut result = RunResult::from_records(config, env.clone(), &records, None);
-    result.duration_s = (outcome.finished_ns - outcome.started_ns) as f64 / 1e9;
-    if outcome.interrupted {
-        result.complete = false;
-        result.interrupted = Some("interrupted by a signal".into());
-    }
-    if outcome.foreign > 0 {
-        result.notes.push(format!("{} datagrams that were not our probes", outcome.foreign));
-    }
-    dir.save_run(&result, &records)?;
-    Ok(())
-}
-
 /// Prints the runs of a result directory (table or JSON) and returns the exit
 /// code: 0 when every run is complete without loss and nothing failed.
 pub fn finish(dir: &ResultDir, json: bool, failed: bool) -> anyhow::Result<i32> {
@@ -150,7 +124,7 @@ pub fn finish(dir: &ResultDir, json: bool, failed: bool) -> anyhow::Result<i32> 
     }
     eprintln!("results saved in {}", dir.path().display());
     let incomplete = dir.runs().iter().any(|r| !r.complete || r.loss.lost > 0);
-    Ok(if failed || detpath::cleanup::interrupted() || incomplete { 1 } else { 0 })
+    Ok(if failed || detpath::sys::cleanup::interrupted() || incomplete { 1 } else { 0 })
 }
 
 /// The progress bar of a client run (rate and ETA).
@@ -161,24 +135,6 @@ pub fn progress_bar(total: u64) -> indicatif::ProgressBar {
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     bar
-}
-
-/// Appends the `rt_*` keys that pin an endpoint's polling thread to `core`
-/// and, with `rt`, run it SCHED_FIFO at that priority with memory locked
-/// (see detpath::realtime); `hold_cstates` also holds cpu_dma_latency at 0.
-pub fn with_rt_keys(spec: &str, core: Option<u32>, rt: Option<u8>, hold_cstates: bool) -> String {
-    let Some(core) = core else { return spec.to_string() };
-    let mut uri = format!("{spec}{}rt_core={core}", if spec.contains('?') { '&' } else { '?' });
-    match rt {
-        Some(prio) => {
-            uri += &format!("&rt_priority={prio}");
-            if hold_cstates {
-                uri += "&rt_dma_latency=0";
-            }
-        }
-        None => uri += "&rt_mlock=false",
-    }
-    uri
 }
 
 #[cfg(test)]
@@ -211,12 +167,5 @@ mod tests {
         assert_eq!((d.period_ns, d.rounds), (100_000, DEFAULT_ROUNDS));
         assert!(probe(None, Some(0.0), None, None).config().is_err());
         assert!(probe(Some("100ns"), None, None, None).config().unwrap_err().to_string().contains("at least 1 µs"));
-    }
-
-    #[test]
-    fn rt_keys_are_appended() {
-        assert_eq!(with_rt_keys("udp://1.2.3.4:5", Some(1), Some(50), true), "udp://1.2.3.4:5?rt_core=1&rt_priority=50&rt_dma_latency=0");
-        assert_eq!(with_rt_keys("afxdp://eth0?port=5", Some(0), None, true), "afxdp://eth0?port=5&rt_core=0&rt_mlock=false");
-        assert_eq!(with_rt_keys("udp://1.2.3.4:5", None, Some(50), true), "udp://1.2.3.4:5");
     }
 }

@@ -8,10 +8,11 @@
 //! host A$ detpath bench client --endpoint afxdp://eth1?port=7101 --peer 10.0.0.2:7100 --cpu 2
 //! ```
 
-use crate::bench_cmd::{finish, progress_bar, save_outcome, with_rt_keys, ProbeArgs};
+use crate::bench_cmd::{finish, progress_bar, ProbeArgs};
 use anyhow::Context;
-use detpath::cleanup::{self, OnSignal};
-use detpath_bench::run::{run_client, run_server, ServerFaults};
+use detpath::sys::cleanup::{self, OnSignal};
+use detpath_bench::matrix::{save_outcome, with_rt_keys};
+use detpath_bench::run::{run_client, run_server};
 use detpath_bench::{Environment, ResultDir, RunConfig};
 use std::net::SocketAddrV4;
 use std::path::PathBuf;
@@ -39,8 +40,8 @@ pub struct SideArgs {
 
 impl SideArgs {
     /// Enters the namespace (for the calling thread) and opens the endpoint.
-    fn open(&self, hold_cstates: bool) -> anyhow::Result<(Option<detpath::netns::NetnsGuard>, Box<dyn detpath::Endpoint>)> {
-        let ns = self.netns.as_deref().map(detpath::netns::enter).transpose()?;
+    fn open(&self, hold_cstates: bool) -> anyhow::Result<(Option<detpath::sys::netns::NetnsGuard>, Box<dyn detpath::Endpoint>)> {
+        let ns = self.netns.as_deref().map(detpath::sys::netns::enter).transpose()?;
         let spec = with_rt_keys(&self.endpoint, self.cpu, self.rt_priority, hold_cstates);
         let ep = detpath::open(&spec).with_context(|| format!("opening {spec}"))?;
         Ok((ns, ep))
@@ -88,16 +89,11 @@ pub fn server(args: ServerArgs) -> anyhow::Result<i32> {
         }
         watcher_stop.store(true, Ordering::Relaxed);
     });
-    let report = run_server(ep.as_mut(), &stop, &ServerFaults::default());
+    let report = run_server(ep.as_mut(), &stop);
     stop.store(true, Ordering::Relaxed);
     let _ = watcher.join();
     let report = report?;
-    eprintln!(
-        "bench server: echoed {} probes, {} datagrams were not probes; counters {:?}",
-        report.echoed,
-        report.not_probes,
-        ep.counters()
-    );
+    eprintln!("bench server: echoed {} probes, {} datagrams were not probes; counters {:?}", report.echoed, report.not_probes, ep.counters());
     Ok(0)
 }
 
@@ -106,19 +102,11 @@ pub fn client(args: ClientArgs) -> anyhow::Result<i32> {
     cleanup::install_signal_handler(OnSignal::SetFlag);
     let pp = args.probe.config()?;
     let env = Environment::capture();
-    let mut dir = ResultDir::create(&args.out)
-        .with_context(|| format!("creating a result directory under {}", args.out.display()))?;
+    let mut dir = ResultDir::create(&args.out).with_context(|| format!("creating a result directory under {}", args.out.display()))?;
     let (_ns, mut ep) = args.side.open(false)?;
     let caps = ep.capabilities().clone();
     let datapath = caps.datapath.to_string();
-    eprintln!(
-        "bench client: {} -> {}: {} rounds of {} B every {} µs",
-        caps.summary(),
-        args.peer,
-        pp.rounds,
-        pp.size,
-        pp.period_ns as f64 / 1000.0
-    );
+    eprintln!("bench client: {} -> {}: {} rounds of {} B every {} µs", caps.summary(), args.peer, pp.rounds, pp.size, pp.period_ns as f64 / 1000.0);
     let stop_now = AtomicBool::new(false);
     let bar = progress_bar(pp.total_rounds());
     let outcome = run_client(ep.as_mut(), args.peer, &pp, &stop_now, |n| {

@@ -176,11 +176,27 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
             let alt = s.alt.iter().map(|x| parse_alt(x)).collect::<anyhow::Result<Vec<_>>>()?;
             let explicit = !alt.is_empty() || s.load_flag || s.rate_threshold_pps != 0 || s.saturation_pps != 0 || s.default_action != "forward";
             let settings = explicit.then(|| -> anyhow::Result<Settings> {
-                Ok(Settings { load_flag: s.load_flag, rate_threshold_pps: s.rate_threshold_pps, saturation_pps: s.saturation_pps, default_action: parse_default(&s.default_action)?, alt_nodes: alt, ..Settings::default() })
+                Ok(Settings {
+                    load_flag: s.load_flag,
+                    rate_threshold_pps: s.rate_threshold_pps,
+                    saturation_pps: s.saturation_pps,
+                    default_action: parse_default(&s.default_action)?,
+                    alt_nodes: alt,
+                    ..Settings::default()
+                })
             });
             let settings = settings.transpose()?;
             let state = s.state.clone().unwrap_or_else(|| server::default_state_path(&s.iface, s.netns.as_deref()));
-            let cfg = ServeConfig { iface: s.iface, listen: s.listen, token: token(s.token), state: Some(state), xdp_mode: s.xdp_mode, max_rules: s.max_rules, netns: s.netns, settings };
+            let cfg = ServeConfig {
+                iface: s.iface,
+                listen: s.listen,
+                token: token(s.token),
+                state: Some(state),
+                xdp_mode: s.xdp_mode,
+                max_rules: s.max_rules,
+                netns: s.netns,
+                settings,
+            };
             let stop = server::stop_on_signal();
             server::serve(cfg, stop, None)?;
             Ok(0)
@@ -193,7 +209,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
                 body = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
             }
             let (st, v) = call(&c, "POST", "/v1/intents", Some(&body))?;
-            Ok(report(st, &v, c.json, |v| println!("installed {} (slot {}, priority {})", v["id"].as_str().unwrap_or("?"), v["slot"].to_string(), v["priority"].to_string())))
+            Ok(report(st, &v, c.json, |v| println!("installed {} (slot {}, priority {})", v["id"].as_str().unwrap_or("?"), v["slot"], v["priority"])))
         }
         Cmd::Rm { id, c } => {
             let (st, v) = call(&c, "DELETE", &format!("/v1/intents/{id}"), None)?;
@@ -208,7 +224,14 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
                     if let Some(o) = m.as_object_mut() {
                         o.retain(|_, v| !matches!(v, serde_json::Value::Bool(false)));
                     }
-                    println!("{:<18} {:>5} {:>8}  {:<28} {}", e["id"].as_str().unwrap_or("?"), e["slot"].to_string(), e["priority"].to_string(), e["rule"]["action"].to_string(), m);
+                    println!(
+                        "{:<18} {:>5} {:>8}  {:<28} {}",
+                        e["id"].as_str().unwrap_or("?"),
+                        e["slot"].to_string(),
+                        e["priority"].to_string(),
+                        e["rule"]["action"].to_string(),
+                        m
+                    );
                 }
             }))
         }
@@ -251,11 +274,8 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
                 let nodes = alt.iter().map(|x| parse_alt(x)).collect::<anyhow::Result<Vec<_>>>()?;
                 body.insert("alt_nodes".into(), serde_json::to_value(nodes)?);
             }
-            let (st, v) = if body.is_empty() {
-                call(&c, "GET", "/v1/config", None)?
-            } else {
-                call(&c, "PUT", "/v1/config", Some(&serde_json::to_vec(&body)?))?
-            };
+            let (st, v) =
+                if body.is_empty() { call(&c, "GET", "/v1/config", None)? } else { call(&c, "PUT", "/v1/config", Some(&serde_json::to_vec(&body)?))? };
             Ok(report(st, &v, true, |_| {}))
         }
     }

@@ -2,7 +2,7 @@
 //! server`: every datagram goes back to its sender over the same endpoint.
 //! Prints the obtained capabilities first, the counters when stopped.
 
-use detpath::cleanup::{self, OnSignal};
+use detpath::sys::cleanup::{self, OnSignal};
 use detpath::RecvMode;
 use std::time::Duration;
 
@@ -23,7 +23,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
     cleanup::install_signal_handler(OnSignal::SetFlag);
-    let _ns = args.netns.as_deref().map(detpath::netns::enter).transpose()?;
+    let _ns = args.netns.as_deref().map(detpath::sys::netns::enter).transpose()?;
     let mut ep = detpath::open(&args.spec)?;
     println!("echo on {} ({})", ep.local_addr(), ep.capabilities().summary());
     let mode = if args.blocking {

@@ -31,10 +31,7 @@ fn resolve(p: &Path) -> anyhow::Result<PathBuf> {
         return Ok(p.to_path_buf());
     }
     if !p.is_dir() {
-        bail!(
-            "{}: no such result directory (expected a directory made by `detpath bench`)",
-            p.display()
-        );
+        bail!("{}: no such result directory (expected a directory made by `detpath bench`)", p.display());
     }
     let mut subs: Vec<PathBuf> = std::fs::read_dir(p)
         .with_context(|| format!("reading {}", p.display()))?
@@ -47,28 +44,15 @@ fn resolve(p: &Path) -> anyhow::Result<PathBuf> {
             eprintln!("detpath report: {} is not a result directory; using the newest one in it, {}", p.display(), newest.display());
             Ok(newest)
         }
-        None => bail!(
-            "{}: no summary.json here or in its subdirectories: run `detpath bench` first, then pass its results/<timestamp> directory",
-            p.display()
-        ),
+        None => bail!("{}: no summary.json here or in its subdirectories: run `detpath bench` first, then pass its results/<timestamp> directory", p.display()),
     }
 }
 
 pub fn run(a: Args) -> anyhow::Result<i32> {
-    let dirs = a
-        .dirs
-        .iter()
-        .map(|d| resolve(d))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let dirs = a.dirs.iter().map(|d| resolve(d)).collect::<anyhow::Result<Vec<_>>>()?;
     let runs = report::load_dirs(&dirs)?;
     if runs.is_empty() {
-        bail!(
-            "no runs in {}",
-            dirs.iter()
-                .map(|d| d.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        bail!("no runs in {}", dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "));
     }
     // Writes to stdout ignore a closed pipe (`detpath report ... | head`).
     let mut stdout = std::io::stdout().lock();

@@ -41,7 +41,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             let st = Testbed::status(&cfg);
             let complete = st.complete(&cfg);
             if json {
-                let side = |d: &Option<detpath::netdev::NetDev>, s: &detpath::testbed::Side| {
+                let side = |d: &Option<detpath::sys::netdev::NetDev>, s: &detpath::testbed::Side| {
                     serde_json::json!({
                         "netns": s.netns, "iface": s.iface, "expected_addr": s.addr.to_string(),
                         "present": d.is_some(),
@@ -50,9 +50,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                         "mtu": d.as_ref().map(|d| d.mtu),
                     })
                 };
-                println!("{}", serde_json::to_string_pretty(&serde_json::json!({
-                    "complete": complete, "a": side(&st.a, &cfg.a), "b": side(&st.b, &cfg.b)
-                }))?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({
+                        "complete": complete, "a": side(&st.a, &cfg.a), "b": side(&st.b, &cfg.b)
+                    }))?
+                );
             } else {
                 for (d, s) in [(&st.a, &cfg.a), (&st.b, &cfg.b)] {
                     match d {

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use detpath_tune::{
-    apply_with_progress, audit, default_state_dir, discard_stale_journal, is_tuned, journal_status, plan, revert,
-    rt, ApplyRequest, AuditRequest, ChangeKind, CpuList, Host, Knob, Profile, Status, StepOutcome,
+    apply_with_progress, audit, default_state_dir, discard_stale_journal, is_tuned, journal_status, plan, revert, rt, ApplyRequest, AuditRequest, ChangeKind,
+    CpuList, Host, Knob, Profile, Status, StepOutcome,
 };
 
 #[derive(clap::Args)]
@@ -140,14 +140,7 @@ fn print_table(knobs: &[Knob]) {
     let rows: Vec<[String; 6]> = knobs
         .iter()
         .map(|k| {
-            [
-                k.name.clone(),
-                k.current.clone(),
-                k.recommended.clone(),
-                k.status.label().to_string(),
-                format!("{:?}", k.change).to_lowercase(),
-                k.why.clone(),
-            ]
+            [k.name.clone(), k.current.clone(), k.recommended.clone(), k.status.label().to_string(), format!("{:?}", k.change).to_lowercase(), k.why.clone()]
         })
         .collect();
     let head = ["KNOB", "CURRENT", "RECOMMENDED", "STATUS", "CHANGE", "WHY"];

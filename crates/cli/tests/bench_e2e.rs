@@ -35,11 +35,7 @@ impl Drop for TempDir {
 
 /// The result directories under `out`, oldest first.
 fn result_dirs(out: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(out)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.join("summary.json").is_file())
-        .collect();
+    let mut v: Vec<PathBuf> = std::fs::read_dir(out).unwrap().map(|e| e.unwrap().path()).filter(|p| p.join("summary.json").is_file()).collect();
     v.sort();
     v
 }
@@ -52,10 +48,7 @@ fn summary(dir: &Path) -> serde_json::Value {
 fn csv_rows(path: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut lines = text.lines();
-    assert_eq!(
-        lines.next(),
-        Some("seq,client_send_ns,server_recv_ns,server_send_ns,client_recv_ns,send_lateness_ns,status")
-    );
+    assert_eq!(lines.next(), Some("seq,client_send_ns,server_recv_ns,server_send_ns,client_recv_ns,send_lateness_ns,status"));
     lines.map(String::from).collect()
 }
 
@@ -115,11 +108,7 @@ fn bench_and_report(datapath: &str, testbed: &str) {
     }
     // The box plot labels boxes with the datapath's display name, the CCDF and
     // timeline label series with the run's name ("<datapath> D" for Default).
-    for (plot, label) in [
-        ("boxplot", detpath_bench::table::display_name(datapath)),
-        ("ccdf", format!("{datapath} D")),
-        ("timeline", format!("{datapath} D")),
-    ] {
+    for (plot, label) in [("boxplot", detpath_bench::table::display_name(datapath)), ("ccdf", format!("{datapath} D")), ("timeline", format!("{datapath} D"))] {
         let p = plots.join(format!("{plot}.svg"));
         let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         assert!(text.contains("<svg") && text.trim_end().ends_with("</svg>"), "{}: not an SVG", p.display());

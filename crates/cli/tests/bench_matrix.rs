@@ -13,12 +13,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_detpath");
 
 /// The host state the tuning touches on this machine.
 fn snapshot() -> BTreeMap<String, String> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir("/proc/irq")
-        .unwrap()
-        .flatten()
-        .map(|e| e.path().join("smp_affinity_list"))
-        .filter(|p| p.exists())
-        .collect();
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir("/proc/irq").unwrap().flatten().map(|e| e.path().join("smp_affinity_list")).filter(|p| p.exists()).collect();
     for f in [
         "/proc/sys/kernel/sched_rt_runtime_us",
         "/proc/sys/kernel/timer_migration",
@@ -32,11 +28,7 @@ fn snapshot() -> BTreeMap<String, String> {
     ] {
         files.push(f.into());
     }
-    files
-        .into_iter()
-        .filter(|p| p.exists())
-        .map(|p| (p.display().to_string(), std::fs::read_to_string(&p).unwrap_or_default()))
-        .collect()
+    files.into_iter().filter(|p| p.exists()).map(|p| (p.display().to_string(), std::fs::read_to_string(&p).unwrap_or_default())).collect()
 }
 
 fn stress_ng_running() -> bool {
@@ -66,19 +58,9 @@ fn matrix_runs_three_configurations_and_restores_the_host() {
     let runs = runs.as_array().unwrap();
     let got: Vec<(String, u64, bool)> = runs
         .iter()
-        .map(|r| {
-            (
-                r["configuration"].as_str().unwrap().to_string(),
-                r["config"]["stress_percent"].as_u64().unwrap(),
-                r["config"]["tuned"].as_bool().unwrap(),
-            )
-        })
+        .map(|r| (r["configuration"].as_str().unwrap().to_string(), r["config"]["stress_percent"].as_u64().unwrap(), r["config"]["tuned"].as_bool().unwrap()))
         .collect();
-    assert_eq!(
-        got,
-        vec![("D".to_string(), 0, false), ("D&S".to_string(), 50, false), ("T&S".to_string(), 50, true)],
-        "{stderr}"
-    );
+    assert_eq!(got, vec![("D".to_string(), 0, false), ("D&S".to_string(), 50, false), ("T&S".to_string(), 50, true)], "{stderr}");
     for r in runs {
         assert_eq!(r["complete"], true, "{r}");
         assert_eq!(r["latency"]["count"].as_u64().unwrap() + r["loss"]["lost"].as_u64().unwrap(), 1000, "{r}");

@@ -92,8 +92,8 @@ fn client_and_server_in_two_namespaces() {
     assert!(echoed >= count && echoed <= 3100, "server echoed {echoed}, client got {count}");
 
     // No XDP program left on the server's interface once it has exited.
-    let ifindex = tb.b().run(|| detpath::netdev::ifindex(&tb.b().iface)).unwrap().unwrap();
-    let attached = tb.b().run(|| detpath::xdp::query(ifindex)).unwrap().unwrap();
+    let ifindex = tb.b().run(|| detpath::sys::netdev::ifindex(&tb.b().iface)).unwrap().unwrap();
+    let attached = tb.b().run(|| detpath::sys::xdp::query(ifindex)).unwrap().unwrap();
     assert_eq!(attached.any(), None, "XDP program left on {}", tb.b().iface);
     let _ = std::fs::remove_dir_all(&out);
 }
@@ -141,11 +141,7 @@ fn server_killed_mid_run_is_counted_as_loss() {
     assert_eq!(lost + answered, 3000, "every round accounted for");
     // The records file keeps all 3000 rounds.
     let dir = std::fs::read_dir(&out).unwrap().next().unwrap().unwrap().path();
-    let csv = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "csv"))
-        .expect("a records CSV");
+    let csv = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|x| x == "csv")).expect("a records CSV");
     let rows = std::fs::read_to_string(&csv).unwrap().lines().filter(|l| !l.starts_with('#') && !l.starts_with("seq")).count();
     assert_eq!(rows, 3000, "{}", csv.display());
     let _ = std::fs::remove_dir_all(&out);

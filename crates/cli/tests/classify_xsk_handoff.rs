@@ -119,7 +119,8 @@ fn classifier_hands_a_flow_to_an_afxdp_endpoint_in_another_process() {
 
     let (ok, stats) = classify(api, &["stats"]);
     assert!(ok, "{stats}");
-    let v: serde_json::Value = serde_json::from_str(stats.lines().take_while(|l| !l.starts_with("detpath")).collect::<Vec<_>>().join("\n").as_str()).unwrap_or_default();
+    let v: serde_json::Value =
+        serde_json::from_str(stats.lines().take_while(|l| !l.starts_with("detpath")).collect::<Vec<_>>().join("\n").as_str()).unwrap_or_default();
     let xsk = v["totals"]["xsk"]["packets"].as_u64().or_else(|| v["totals"]["xsk"].as_u64());
     assert!(xsk.is_some_and(|n| n >= 20), "classifier xsk total: {stats}");
 
@@ -128,19 +129,15 @@ fn classifier_hands_a_flow_to_an_afxdp_endpoint_in_another_process() {
     assert!(st.success(), "echo exit {st}");
     let mut out = String::new();
     std::io::Read::read_to_string(echo.0.stdout.as_mut().unwrap(), &mut out).unwrap();
-    let echoed: u64 = out
-        .split("echoed ")
-        .nth(1)
-        .and_then(|r| r.split(';').next())
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no echo count in: {out}"));
+    let echoed: u64 =
+        out.split("echoed ").nth(1).and_then(|r| r.split(';').next()).and_then(|n| n.trim().parse().ok()).unwrap_or_else(|| panic!("no echo count in: {out}"));
     assert_eq!(echoed, 20, "the endpoint echoed exactly the prioritised flow: {out}");
     assert_eq!(round_trip(&tb, 7400, b"after"), None, "no socket in the slot any more");
 
     let st = daemon.stop();
     assert!(st.success(), "daemon exit {st}");
-    let ifindex = tb.b().run(|| detpath::netdev::ifindex(&tb.b().iface)).unwrap().unwrap();
-    assert_eq!(tb.b().run(|| detpath::xdp::query(ifindex)).unwrap().unwrap().any(), None, "XDP program left");
+    let ifindex = tb.b().run(|| detpath::sys::netdev::ifindex(&tb.b().iface)).unwrap().unwrap();
+    assert_eq!(tb.b().run(|| detpath::sys::xdp::query(ifindex)).unwrap().unwrap().any(), None, "XDP program left");
     let _ = std::fs::remove_file(&state);
     let _ = std::fs::remove_file(&intent_file);
 }

@@ -15,12 +15,8 @@ fn signal_detaches(datapath: &str, signal: &str) {
     let tb = Testbed::up(TestbedConfig::unique("sig")).expect("testbed up");
     let port = 9200;
     let spec = tb.b().uri(datapath, port);
-    let mut child = Command::new(BIN)
-        .args(["echo", &spec, "--netns", &tb.b().netns])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start detpath echo");
+    let mut child =
+        Command::new(BIN).args(["echo", &spec, "--netns", &tb.b().netns]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start detpath echo");
     // Wait until it answers (the program is attached and the endpoint polls).
     let a = tb.a().addr;
     let server = SocketAddrV4::new(tb.b().addr, port);
@@ -41,8 +37,8 @@ fn signal_detaches(datapath: &str, signal: &str) {
         let out = child.wait_with_output().unwrap();
         panic!("{datapath}: detpath echo never answered: {}", String::from_utf8_lossy(&out.stderr));
     }
-    let ifindex = tb.b().run(|| detpath::netdev::ifindex(&tb.b().iface)).unwrap().unwrap();
-    let attached = || tb.b().run(|| detpath::xdp::query(ifindex)).unwrap().unwrap().any();
+    let ifindex = tb.b().run(|| detpath::sys::netdev::ifindex(&tb.b().iface)).unwrap().unwrap();
+    let attached = || tb.b().run(|| detpath::sys::xdp::query(ifindex)).unwrap().unwrap().any();
     assert!(attached().is_some(), "{datapath}: no XDP program while the endpoint is open");
 
     let rc = Command::new("kill").args([&format!("-{signal}"), &child.id().to_string()]).status().unwrap();

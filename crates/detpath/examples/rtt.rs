@@ -19,7 +19,7 @@ const WAIT: RecvMode = RecvMode::BusyPoll { timeout: Some(Duration::from_millis(
 
 fn main() {
     let mut rounds = 20_000usize;
-    let mut datapaths: Vec<String> = detpath::datapath::DATAPATHS.iter().map(|d| d.name.to_string()).collect();
+    let mut datapaths: Vec<String> = detpath::datapath::transports().map(|d| d.name.to_string()).collect();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match (a.as_str(), args.next()) {

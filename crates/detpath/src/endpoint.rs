@@ -6,8 +6,10 @@
 //! what goes on the wire is a plain Ethernet/IPv4/UDP frame, so any two
 //! datapaths interoperate.
 
+use crate::error::Error;
 use crate::error::Result;
-use crate::spec::EndpointSpec;
+use crate::spec::{EndpointSpec, COMMON_KEYS};
+use detpath_sys::XdpMode;
 use serde::Serialize;
 use std::net::SocketAddrV4;
 use std::time::Duration;
@@ -107,7 +109,9 @@ impl RxBatch {
 }
 
 /// Counters every endpoint keeps. Fields a datapath does not have stay 0.
+/// Non-exhaustive: new counters can be added without breaking callers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Counters {
     pub rx_packets: u64,
     pub rx_bytes: u64,
@@ -129,27 +133,10 @@ pub struct Counters {
     pub tx_errors: u64,
 }
 
-/// XDP attach mode actually in effect.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum XdpMode {
-    /// In the driver (XDP_FLAGS_DRV_MODE).
-    Native,
-    /// Generic, after the skb is built (XDP_FLAGS_SKB_MODE).
-    Skb,
-}
-
-impl XdpMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            XdpMode::Native => "native",
-            XdpMode::Skb => "skb",
-        }
-    }
-}
-
 /// What the endpoint actually obtained (not what was asked for).
+/// Non-exhaustive: optional features are added as fields, not trait methods.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Capabilities {
     pub datapath: &'static str,
     pub iface: Option<String>,
@@ -239,14 +226,38 @@ pub trait Endpoint: Send {
     }
 }
 
-/// A datapath: a name and a way to open endpoints on it.
+/// A datapath: a name, the spec keys it takes, and a way to open endpoints on it.
 pub struct Datapath {
     /// The URI scheme, e.g. "afxdp".
     pub name: &'static str,
     /// One line for `--help` and reports.
     pub summary: &'static str,
-    /// Opens an endpoint from a parsed spec.
+    /// The spec keys it takes besides [`COMMON_KEYS`](crate::spec::COMMON_KEYS).
+    pub keys: &'static [&'static str],
+    /// A wrapper around another datapath (test and diagnosis tools like
+    /// `fault`): its other keys are the inner datapath's, checked when that
+    /// opens; and it is left out of "every datapath" lists ([`crate::datapath::transports`]).
+    pub wraps: bool,
+    /// Opens an endpoint from a parsed spec (whose keys [`check_keys`](Self::check_keys) passed).
     pub open: fn(&EndpointSpec) -> Result<Box<dyn Endpoint>>,
+}
+
+impl Datapath {
+    /// Refuses a key this datapath does not take, naming the key, the
+    /// datapath and what it takes (`udp` has no `zerocopy`).
+    pub fn check_keys(&self, spec: &EndpointSpec) -> Result<()> {
+        if self.wraps {
+            return Ok(());
+        }
+        match spec.given.0.iter().find(|k| !COMMON_KEYS.contains(&k.as_str()) && !self.keys.contains(&k.as_str())) {
+            None => Ok(()),
+            Some(key) => Err(Error::UnsupportedKey {
+                datapath: self.name,
+                key: key.clone(),
+                accepted: COMMON_KEYS.iter().chain(self.keys).copied().collect::<Vec<_>>().join(", "),
+            }),
+        }
+    }
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: the one clock latency is measured with.

@@ -1,40 +1,25 @@
 //! The library's error type. Every variant names what is wrong and how to fix it.
+//!
+//! Kernel-object errors (interfaces, namespaces, XDP, capabilities) are
+//! `detpath_sys`'s, carried whole in [`Error::Sys`]; a datapath with errors of
+//! its own has one variant here that carries them typed (DPDK's).
 
+use crate::datapath::dpdk::DpdkError;
 use std::io;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     #[error("invalid endpoint spec `{spec}`: {why}")]
     BadSpec { spec: String, why: String },
 
-    #[error("unknown datapath `{0}`; available: udp, afxdp, xdppoll, dpdk")]
-    UnknownDatapath(String),
+    #[error("unknown datapath `{name}`; available: {available}")]
+    UnknownDatapath { name: String, available: String },
 
-    #[error("no network interface `{iface}` in this network namespace (see `ip link`; for the testbed run `detpath testbed up`)")]
-    NoSuchInterface { iface: String },
-
-    #[error("interface `{iface}` is down; bring it up with `ip link set {iface} up`")]
-    InterfaceDown { iface: String },
-
-    #[error("interface `{iface}` has MTU {mtu}, too large for XDP in {mode} mode (at most {max}); lower it with `ip link set {iface} mtu {max}`")]
-    MtuTooLarge { iface: String, mtu: u32, max: u32, mode: &'static str },
-
-    #[error("{what} needs {cap}; run as root or grant it (e.g. `setcap cap_net_admin,cap_net_raw,cap_bpf,cap_sys_admin+ep <binary>`)")]
-    MissingCapability { cap: &'static str, what: String },
-
-    #[error("locked-memory limit too low for {what} ({limit}); raise it with `ulimit -l unlimited` or LimitMEMLOCK=infinity")]
-    MemlockLimit { what: String, limit: String },
-
-    #[error("the kernel's BPF verifier rejected `{program}` ({errno}); libbpf printed the verifier log above. This kernel ({kernel}) does not accept detpath's program: please report it with that log")]
-    VerifierRejected { program: String, errno: &'static str, kernel: String },
-
-    #[error("interface `{iface}` already has XDP program id {prog_id} attached, which detpath did not attach; remove it with `ip link set dev {iface} xdp off` (or `xdp-loader unload {iface} --all`) if it is not needed")]
-    XdpBusy { iface: String, prog_id: u32 },
-
-    #[error("{mode} XDP mode is not supported on `{iface}`: {detail}; use `mode=skb` (or `mode=auto` to let detpath pick and report)")]
-    XdpModeRefused { iface: String, mode: &'static str, detail: String },
+    #[error("the {datapath} datapath has no key `{key}`; it takes: {accepted}")]
+    UnsupportedKey { datapath: &'static str, key: String, accepted: String },
 
     #[error("zero-copy AF_XDP was refused on `{iface}` queue {queue} (the driver does not support it, e.g. veth/virtio); ask for copy mode with `zerocopy=false` (or omit it)")]
     ZeroCopyRefused { iface: String, queue: u32 },
@@ -42,26 +27,26 @@ pub enum Error {
     #[error("queue {queue} does not exist on `{iface}` (it has {count}); set more with `ethtool -L {iface} combined N` or use queue<{count}")]
     NoSuchQueue { iface: String, queue: u32, count: u32 },
 
-    #[error("address {addr} is not configured on `{iface}`; add it with `ip addr add {addr}/24 dev {iface}` or pick one of: {have}")]
-    AddressNotOnInterface { iface: String, addr: String, have: String },
-
-    #[error("cannot resolve the MAC address of {peer} on `{iface}` (no ARP reply within {ms} ms); check the peer is up, or add a static neighbour: `ip neigh add {peer} lladdr <mac> dev {iface}`")]
-    NeighbourUnresolved { peer: String, iface: String, ms: u64 },
-
     #[error("payload of {len} bytes does not fit a frame on `{iface}` (at most {max})")]
     PayloadTooLarge { iface: String, len: usize, max: usize },
 
     #[error("{what} is not supported by the {datapath} datapath")]
     Unsupported { datapath: &'static str, what: String },
 
-    #[error("network namespace `{ns}`: {why}")]
-    Netns { ns: String, why: String },
-
-    #[error("BPF: {what}: {source}")]
-    Bpf { what: String, #[source] source: libbpf_rs::Error },
-
     #[error("{what}: {source}")]
-    Io { what: String, #[source] source: io::Error },
+    Io {
+        what: String,
+        #[source]
+        source: io::Error,
+    },
+
+    /// A kernel object (interface, namespace, XDP program, capability) said no.
+    #[error(transparent)]
+    Sys(#[from] detpath_sys::Error),
+
+    /// The DPDK datapath's own errors (EAL, ports, hugepages, mbufs).
+    #[error(transparent)]
+    Dpdk(#[from] DpdkError),
 
     /// The endpoint's real-time polling thread could not be set up (`rt_core=` keys).
     #[error("real-time polling thread: {0}")]
@@ -72,15 +57,19 @@ impl Error {
     /// Wraps an OS error with what was being done, turning EPERM into a
     /// capability error that names the capability.
     pub fn os(what: impl Into<String>, source: io::Error, cap: &'static str) -> Error {
-        let what = what.into();
-        match source.raw_os_error() {
-            Some(libc::EPERM) | Some(libc::EACCES) => Error::MissingCapability { cap, what },
-            _ => Error::Io { what, source },
-        }
+        detpath_sys::Error::os(what, source, cap).into()
     }
 
     pub fn io(what: impl Into<String>, source: io::Error) -> Error {
         Error::Io { what: what.into(), source }
+    }
+
+    /// The kernel-object error inside, if it is one (for matching in callers and tests).
+    pub fn sys(&self) -> Option<&detpath_sys::Error> {
+        match self {
+            Error::Sys(e) => Some(e),
+            _ => None,
+        }
     }
 }
 

@@ -9,32 +9,30 @@
 //!            <device>             dpdk://0000:03:00.0?addr=10.0.0.1&port=7000
 //! ```
 //!
-//! Common keys: `iface`, `addr`, `port`, `queue`, `mode` (auto|native|skb),
-//! `zerocopy` (true|false), `busy_poll` (true|false), `ring` (ring size),
-//! `frame` (AF_XDP frame size), `batch`, `checksum` (verify|skip).
-//! Real-time polling thread (see [`crate::realtime`]): `rt_core` (pin the
-//! thread that opens and polls the endpoint to this core), `rt_priority`
+//! Every datapath takes [`COMMON_KEYS`]: `iface`, `addr`, `port`, and the
+//! real-time polling thread keys (see [`crate::realtime`]): `rt_core` (pin
+//! the thread that opens and polls the endpoint to this core), `rt_priority`
 //! (SCHED_FIFO 1..99), `rt_mlock` (true|false, default true), `rt_strict`
 //! (refuse a core that is not isolated or carries IRQs), `rt_dma_latency`
 //! (hold /dev/cpu_dma_latency at this many us while the endpoint lives).
-//! Other keys are datapath-specific and land in [`EndpointSpec::extra`]; each
-//! datapath rejects keys it does not know.
+//!
+//! Keys parsed here into typed fields, taken by the datapaths that declare
+//! them ([`crate::Datapath::keys`]): `queue`, `mode` (auto|native|skb),
+//! `zerocopy` (true|false), `busy_poll` (true|false), `ring` (ring size),
+//! `frame` (AF_XDP frame size), `batch`, `checksum` (verify|skip). Any other
+//! key lands in [`EndpointSpec::extra`] for its datapath to read. A key the
+//! datapath does not declare is refused by [`crate::open_spec`], naming the
+//! key and the datapath: `udp://10.0.0.1:7000?zerocopy=true` is an error.
 
 use crate::error::{Error, Result};
+use detpath_sys::XdpMode;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::Ipv4Addr;
 use std::str::FromStr;
 
-/// XDP attach mode requested.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum XdpModeRequest {
-    /// Native if the driver supports it, else skb; the endpoint reports which.
-    #[default]
-    Auto,
-    Native,
-    Skb,
-}
+/// Keys every datapath takes.
+pub const COMMON_KEYS: &[&str] = &["iface", "addr", "port", "rt_core", "rt_priority", "rt_mlock", "rt_strict", "rt_dma_latency"];
 
 /// A parsed endpoint spec.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +47,8 @@ pub struct EndpointSpec {
     /// Local UDP port (0: any, kernel sockets only).
     pub port: u16,
     pub queue: u32,
-    pub mode: XdpModeRequest,
+    /// XDP mode asked for; `None` (`mode=auto`): native if the driver has it, else skb, reported.
+    pub mode: Option<XdpMode>,
     /// `Some(true)`: zero-copy or fail; `Some(false)` / `None`: copy mode.
     pub zero_copy: Option<bool>,
     pub busy_poll: bool,
@@ -62,6 +61,20 @@ pub struct EndpointSpec {
     /// Run the polling thread real-time (`rt_*` keys); `None`: leave the thread as it is.
     pub realtime: Option<RealtimeSpec>,
     pub extra: BTreeMap<String, String>,
+    /// Every key the spec string gave, in order (what [`crate::Datapath::check_keys`] checks).
+    pub given: GivenKeys,
+}
+
+/// The keys a spec string spelled out. Two specs that mean the same are
+/// equal however they were spelled (`mode=auto` or nothing), so this never
+/// takes part in equality.
+#[derive(Debug, Clone, Default, Eq)]
+pub struct GivenKeys(pub Vec<String>);
+
+impl PartialEq for GivenKeys {
+    fn eq(&self, _: &GivenKeys) -> bool {
+        true
+    }
 }
 
 /// How the thread that opens (and then polls) an endpoint runs: the `rt_*` keys.
@@ -85,7 +98,7 @@ impl EndpointSpec {
             addr: None,
             port: 0,
             queue: 0,
-            mode: XdpModeRequest::Auto,
+            mode: None,
             zero_copy: None,
             busy_poll: true,
             ring_size: 2048,
@@ -94,6 +107,7 @@ impl EndpointSpec {
             verify_checksum: true,
             realtime: None,
             extra: BTreeMap::new(),
+            given: GivenKeys::default(),
         }
     }
 
@@ -103,7 +117,9 @@ impl EndpointSpec {
 
     /// The interface, or an error naming the key to add.
     pub fn require_iface(&self) -> Result<&str> {
-        self.iface.as_deref().ok_or_else(|| self.bad(format!("the {} datapath needs an interface: `{}://<iface>?port=N` or `iface=<iface>`", self.datapath, self.datapath)))
+        self.iface
+            .as_deref()
+            .ok_or_else(|| self.bad(format!("the {} datapath needs an interface: `{}://<iface>?port=N` or `iface=<iface>`", self.datapath, self.datapath)))
     }
 
     /// The port, or an error when it is 0 and the datapath cannot pick one.
@@ -112,14 +128,6 @@ impl EndpointSpec {
             Err(self.bad(format!("the {} datapath needs a UDP port: add `port=N`", self.datapath)))
         } else {
             Ok(self.port)
-        }
-    }
-
-    /// Fails on datapath-specific keys not in `known`.
-    pub fn reject_unknown_extra(&self, known: &[&str]) -> Result<()> {
-        match self.extra.keys().find(|k| !known.contains(&k.as_str())) {
-            Some(k) => Err(self.bad(format!("unknown key `{k}` for the {} datapath", self.datapath))),
-            None => Ok(()),
         }
     }
 }
@@ -165,6 +173,10 @@ impl FromStr for EndpointSpec {
         }
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').ok_or_else(|| bad(format!("`{pair}` is not key=value")))?;
+            if spec.given.0.iter().any(|g| g == k) {
+                return Err(bad(format!("`{k}` given twice")));
+            }
+            spec.given.0.push(k.to_string());
             let r: std::result::Result<(), String> = (|| {
                 match k {
                     "iface" => spec.iface = Some(v.to_string()),
@@ -173,10 +185,8 @@ impl FromStr for EndpointSpec {
                     "queue" => spec.queue = parse_num(k, v)?,
                     "mode" => {
                         spec.mode = match v {
-                            "auto" => XdpModeRequest::Auto,
-                            "native" | "drv" => XdpModeRequest::Native,
-                            "skb" | "generic" => XdpModeRequest::Skb,
-                            _ => return Err(format!("`mode` takes auto, native or skb, not `{v}`")),
+                            "auto" => None,
+                            _ => Some(v.parse::<XdpMode>().map_err(|_| format!("`mode` takes auto, native or skb, not `{v}`"))?),
                         }
                     }
                     "zerocopy" => spec.zero_copy = Some(parse_bool(k, v)?),
@@ -213,9 +223,7 @@ impl FromStr for EndpointSpec {
                         }
                     }
                     _ => {
-                        if spec.extra.insert(k.to_string(), v.to_string()).is_some() {
-                            return Err(format!("`{k}` given twice"));
-                        }
+                        spec.extra.insert(k.to_string(), v.to_string());
                     }
                 }
                 Ok(())
@@ -270,10 +278,8 @@ impl fmt::Display for EndpointSpec {
         if self.queue != 0 {
             q.push(format!("queue={}", self.queue));
         }
-        match self.mode {
-            XdpModeRequest::Auto => {}
-            XdpModeRequest::Native => q.push("mode=native".into()),
-            XdpModeRequest::Skb => q.push("mode=skb".into()),
+        if let Some(m) = self.mode {
+            q.push(format!("mode={m}"));
         }
         if let Some(z) = self.zero_copy {
             q.push(format!("zerocopy={z}"));
@@ -321,7 +327,7 @@ mod tests {
     fn afxdp_interface_form() {
         let s: EndpointSpec = "afxdp://veth0?port=7000&queue=1&mode=native&zerocopy=true".parse().unwrap();
         assert_eq!(s.iface.as_deref(), Some("veth0"));
-        assert_eq!((s.port, s.queue, s.mode, s.zero_copy), (7000, 1, XdpModeRequest::Native, Some(true)));
+        assert_eq!((s.port, s.queue, s.mode, s.zero_copy), (7000, 1, Some(XdpMode::Native), Some(true)));
         let again: EndpointSpec = s.to_string().parse().unwrap();
         assert_eq!(again, s);
     }
@@ -331,8 +337,8 @@ mod tests {
         let s: EndpointSpec = "dpdk://0000:03:00.0?addr=10.0.0.1&port=7&vdev=net_tap0".parse().unwrap();
         assert_eq!(s.device.as_deref(), Some("0000:03:00.0"));
         assert_eq!(s.extra.get("vdev").map(String::as_str), Some("net_tap0"));
-        assert!(s.reject_unknown_extra(&["vdev"]).is_ok());
-        assert!(s.reject_unknown_extra(&[]).is_err());
+        assert_eq!(s.given.0, ["addr", "port", "vdev"]);
+        assert!("udp://1.2.3.4:5?port=6&port=7".parse::<EndpointSpec>().unwrap_err().to_string().contains("given twice"));
     }
 
     #[test]

@@ -16,10 +16,10 @@
 //! [`Testbed`] removes its namespaces on drop (and on SIGINT/SIGTERM) unless
 //! [`Testbed::keep`] was called, as `detpath testbed up` does.
 
-use crate::cleanup::{self, CleanupHandle};
 use crate::error::{Error, Result};
-use crate::netdev::NetDev;
-use crate::netns;
+use detpath_sys::cleanup::{self, CleanupHandle};
+use detpath_sys::netns;
+use detpath_sys::NetDev;
 use std::net::Ipv4Addr;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -43,12 +43,13 @@ impl Side {
 
     /// Runs `f` on the calling thread inside this side's namespace.
     pub fn run<T>(&self, f: impl FnOnce() -> T) -> Result<T> {
-        netns::run_in(&self.netns, f)
+        Ok(netns::run_in(&self.netns, f)?)
     }
 
     /// Runs `f` on a new thread inside this side's namespace.
     pub fn spawn<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> std::thread::JoinHandle<Result<T>> {
-        netns::spawn_in(&self.netns, f)
+        let ns = self.netns.clone();
+        std::thread::spawn(move || Ok(netns::run_in(&ns, f)?))
     }
 }
 
@@ -120,9 +121,9 @@ fn ip(args: &[&str]) -> Result<()> {
     } else {
         let msg = String::from_utf8_lossy(&out.stderr).trim().to_string();
         if msg.contains("Operation not permitted") {
-            return Err(Error::MissingCapability { cap: "CAP_SYS_ADMIN and CAP_NET_ADMIN", what: format!("`ip {}`", args.join(" ")) });
+            return Err(detpath_sys::Error::MissingCapability { cap: "CAP_SYS_ADMIN and CAP_NET_ADMIN", what: format!("`ip {}`", args.join(" ")) }.into());
         }
-        Err(Error::Netns { ns: args.join(" "), why: msg })
+        Err(detpath_sys::Error::Netns { ns: args.join(" "), why: msg }.into())
     }
 }
 
@@ -156,10 +157,13 @@ impl Testbed {
             }
         }
         let (a, b) = (cfg.a.netns.clone(), cfg.b.netns.clone());
-        let handle = cleanup::register(format!("testbed namespaces {a} and {b}"), Box::new(move || {
-            delete_ns(&a);
-            delete_ns(&b);
-        }));
+        let handle = cleanup::register(
+            format!("testbed namespaces {a} and {b}"),
+            Box::new(move || {
+                delete_ns(&a);
+                delete_ns(&b);
+            }),
+        );
         Ok(Testbed { cfg, keep: false, _cleanup: Some(handle) })
     }
 
@@ -182,7 +186,7 @@ impl Testbed {
         let deadline = Instant::now() + Duration::from_secs(3);
         while !Self::status(cfg).complete(cfg) {
             if Instant::now() > deadline {
-                return Err(Error::Netns { ns: a.netns.clone(), why: "the veth pair did not come up within 3 s".into() });
+                return Err(detpath_sys::Error::Netns { ns: a.netns.clone(), why: "the veth pair did not come up within 3 s".into() }.into());
             }
             std::thread::sleep(Duration::from_millis(10));
         }

@@ -9,7 +9,7 @@ mod common;
 
 use common::{assert_malformed_frames_counted, assert_no_xdp, assert_other_traffic_reaches_the_kernel};
 use detpath::datapath::afxdp::open_afxdp;
-use detpath::netdev::NetDev;
+use detpath::sys::netdev::NetDev;
 use detpath::testbed::{Side, Testbed, TestbedConfig};
 use detpath::{Endpoint, EndpointSpec, Error, RecvMode, RxBatch, TxDatagram, XdpMode};
 use std::net::UdpSocket;
@@ -203,13 +203,13 @@ fn second_endpoint_on_the_interface_is_busy_and_names_the_program() {
     let id = first.prog_id();
     let err = open_in(tb.b(), PORT + 1, "&mode=skb").err().expect("second endpoint must fail");
     match &err {
-        Error::XdpBusy { iface, prog_id } => assert_eq!((iface.as_str(), *prog_id), ("dpb", id)),
+        Error::Sys(detpath::sys::Error::XdpBusy { iface, prog_id }) => assert_eq!((iface.as_str(), *prog_id), ("dpb", id)),
         e => panic!("expected XdpBusy, got {e}"),
     }
     let msg = err.to_string();
     assert!(msg.contains(&id.to_string()) && msg.contains("xdp off"), "{msg}");
     // The first endpoint's program is untouched.
-    let attached = tb.b().run(|| detpath::xdp::query(NetDev::lookup("dpb").unwrap().ifindex).unwrap()).unwrap();
+    let attached = tb.b().run(|| detpath::sys::xdp::query(NetDev::lookup("dpb").unwrap().ifindex).unwrap()).unwrap();
     assert_eq!(attached.any(), Some(id));
     drop(first);
     assert_no_xdp(tb.b());
@@ -229,13 +229,13 @@ fn bad_interface_queue_and_spec() {
     let tb = Testbed::up(TestbedConfig::unique("afx")).unwrap();
     let s: EndpointSpec = "afxdp://nosuch0?port=7000".parse().unwrap();
     let e = tb.b().run(|| open_afxdp(&s).err().unwrap()).unwrap();
-    assert!(matches!(e, Error::NoSuchInterface { ref iface } if iface == "nosuch0"), "{e}");
+    assert!(matches!(e, Error::Sys(detpath::sys::Error::NoSuchInterface { ref iface }) if iface == "nosuch0"), "{e}");
     let e = open_in(tb.b(), PORT, "&queue=3").err().unwrap();
     assert!(matches!(e, Error::NoSuchQueue { queue: 3, count: 1, .. }), "{e}");
     let e = open_in(tb.b(), PORT, "&frame=1000").err().unwrap();
     assert!(matches!(e, Error::BadSpec { .. }), "{e}");
     let e = open_in(tb.b(), PORT, "&addr=10.1.2.3").err().unwrap();
-    assert!(matches!(e, Error::AddressNotOnInterface { .. }), "{e}");
+    assert!(matches!(e, Error::Sys(detpath::sys::Error::AddressNotOnInterface { .. })), "{e}");
     let e = open_in(tb.b(), 0, "").err().unwrap();
     assert!(e.to_string().contains("port=N"), "{e}");
     assert_no_xdp(tb.b());
@@ -355,12 +355,12 @@ fn foreign_xdp_program_is_never_replaced() {
     let st = std::process::Command::new("ip").args(["-n", &b.netns, "link", "set", "dev", &b.iface, "xdpgeneric", "obj", obj, "sec", "xdp"]).status().unwrap();
     assert!(st.success(), "ip link set xdpgeneric obj failed");
     let ifindex = b.run(|| NetDev::lookup(&b.iface).unwrap().ifindex).unwrap();
-    let foreign = b.run(|| detpath::xdp::query(ifindex).unwrap().any()).unwrap().expect("foreign program attached");
+    let foreign = b.run(|| detpath::sys::xdp::query(ifindex).unwrap().any()).unwrap().expect("foreign program attached");
     for mode in ["skb", "native", "auto"] {
         let err = open_in(b, PORT, &format!("&mode={mode}")).err().expect("must not attach over a foreign program");
-        assert!(matches!(err, Error::XdpBusy { prog_id, .. } if prog_id == foreign), "{mode}: {err}");
+        assert!(matches!(err, Error::Sys(detpath::sys::Error::XdpBusy { prog_id, .. }) if prog_id == foreign), "{mode}: {err}");
     }
-    assert_eq!(b.run(|| detpath::xdp::query(ifindex).unwrap().any()).unwrap(), Some(foreign), "the foreign program was touched");
+    assert_eq!(b.run(|| detpath::sys::xdp::query(ifindex).unwrap().any()).unwrap(), Some(foreign), "the foreign program was touched");
     let st = std::process::Command::new("ip").args(["-n", &b.netns, "link", "set", "dev", &b.iface, "xdpgeneric", "off"]).status().unwrap();
     assert!(st.success());
     assert_no_xdp(b);
@@ -375,7 +375,7 @@ const CHILD_NETNS: &str = "DETPATH_AFXDP_TEST_CHILD_NETNS";
 fn child_holds_an_endpoint_until_killed() {
     let Ok(ns) = std::env::var(CHILD_NETNS) else { return };
     let s: EndpointSpec = format!("afxdp://dpb?port={PORT}&mode=native").parse().unwrap();
-    let _ep = detpath::netns::run_in(&ns, || open_afxdp(&s)).unwrap().unwrap();
+    let _ep = detpath::sys::netns::run_in(&ns, || open_afxdp(&s)).unwrap().unwrap();
     println!("OPEN");
     std::thread::sleep(Duration::from_secs(30));
 }
@@ -394,7 +394,7 @@ fn killed_process_leaves_no_xdp_program() {
         .unwrap();
     let ifindex = b.run(|| NetDev::lookup(&b.iface).unwrap().ifindex).unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while b.run(|| detpath::xdp::query(ifindex).unwrap().any()).unwrap().is_none() {
+    while b.run(|| detpath::sys::xdp::query(ifindex).unwrap().any()).unwrap().is_none() {
         if std::time::Instant::now() > deadline || child.try_wait().unwrap().is_some() {
             let _ = child.kill();
             panic!("the child never attached its program");
@@ -404,7 +404,7 @@ fn killed_process_leaves_no_xdp_program() {
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(2);
-    while b.run(|| detpath::xdp::query(ifindex).unwrap().any()).unwrap().is_some() {
+    while b.run(|| detpath::sys::xdp::query(ifindex).unwrap().any()).unwrap().is_some() {
         assert!(std::time::Instant::now() < deadline, "XDP program left behind by a killed process");
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -445,7 +445,21 @@ fn missing_capabilities_are_named() {
     ] {
         let caps = format!("-all{keep}");
         let out = std::process::Command::new("ip")
-            .args(["netns", "exec", &tb.b().netns, "prlimit", "--memlock=8388608", "setpriv", "--inh-caps", &caps, "--ambient-caps", "-all", "--bounding-set", &caps, "--"])
+            .args([
+                "netns",
+                "exec",
+                &tb.b().netns,
+                "prlimit",
+                "--memlock=8388608",
+                "setpriv",
+                "--inh-caps",
+                &caps,
+                "--ambient-caps",
+                "-all",
+                "--bounding-set",
+                &caps,
+                "--",
+            ])
             .arg(std::env::current_exe().unwrap())
             .args(["--exact", "child_opens_with_reduced_capabilities", "--ignored", "--nocapture", "--test-threads=1"])
             .env(CHILD_NETNS, &tb.b().netns)
@@ -462,23 +476,23 @@ fn missing_capabilities_are_named() {
 /// and its limit; `auto` falls back to skb and says why.
 #[test]
 fn jumbo_mtu_refuses_native_and_auto_says_so() {
-    use detpath::xdp::{FilterConfig, XdpProgram, NATIVE_MAX_MTU};
-    use detpath::XdpModeRequest;
+    use detpath::datapath::filter::{FilterConfig, FilterProgram};
+    use detpath::sys::xdp::NATIVE_MAX_MTU;
     static OBJ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/xsk_redirect.bpf.o"));
     let tb = Testbed::up(TestbedConfig::unique("afx")).unwrap();
     for s in [tb.a(), tb.b()] {
         assert!(std::process::Command::new("ip").args(["-n", &s.netns, "link", "set", "dev", &s.iface, "mtu", "9000"]).status().unwrap().success());
     }
     let e = open_in(tb.b(), PORT, "&mode=native").err().unwrap();
-    assert!(matches!(e, Error::MtuTooLarge { mtu: 9000, max, .. } if max == NATIVE_MAX_MTU), "{e}");
+    assert!(matches!(e, Error::Sys(detpath::sys::Error::MtuTooLarge { mtu: 9000, max, .. }) if max == NATIVE_MAX_MTU), "{e}");
     assert!(e.to_string().contains("mtu"), "{e}");
     let filter = FilterConfig { addr: tb.b().addr, port: PORT };
     tb.b()
         .run(|| {
             let dev = NetDev::lookup(&tb.b().iface).unwrap();
-            let e = XdpProgram::attach(OBJ, "xsk_redirect", &dev, XdpModeRequest::Native, filter).unwrap_err();
-            assert!(matches!(e, Error::MtuTooLarge { .. }), "{e}");
-            let p = XdpProgram::attach(OBJ, "xsk_redirect", &dev, XdpModeRequest::Auto, filter).unwrap();
+            let e = FilterProgram::attach(OBJ, "xsk_redirect", &dev, Some(XdpMode::Native), filter).unwrap_err();
+            assert!(matches!(e, Error::Sys(detpath::sys::Error::MtuTooLarge { .. })), "{e}");
+            let p = FilterProgram::attach(OBJ, "xsk_redirect", &dev, None, filter).unwrap();
             assert_eq!(p.mode(), XdpMode::Skb);
             assert!(p.notes().iter().any(|n| n.contains("native refused")), "{:?}", p.notes());
             assert_eq!(p.stats(), Default::default());

@@ -154,7 +154,7 @@ fn typed_errors() {
     let tb = testbed();
     let a = tb.a().clone();
     let e = a.run(|| detpath::open("dpdk://nosuchif0?port=7000")).unwrap().err().unwrap();
-    assert!(matches!(e, Error::NoSuchInterface { ref iface } if iface == "nosuchif0"), "{e}");
+    assert!(matches!(e, Error::Sys(detpath::sys::Error::NoSuchInterface { ref iface }) if iface == "nosuchif0"), "{e}");
 
     let e = detpath::open("dpdk://0000:ff:1f.7?addr=10.0.0.1&port=7000").err().unwrap();
     assert!(matches!(dpdk_err(&e), DpdkError::NoSuchPort { .. }), "{e}");
@@ -181,7 +181,7 @@ fn typed_errors() {
 
     ip_in(&a.netns, &["link", "set", &a.iface, "down"]);
     let e = open(&a, "port=7000").err().unwrap();
-    assert!(matches!(e, Error::InterfaceDown { .. }), "{e}");
+    assert!(matches!(e, Error::Sys(detpath::sys::Error::InterfaceDown { .. })), "{e}");
     ip_in(&a.netns, &["link", "set", &a.iface, "up"]);
 }
 

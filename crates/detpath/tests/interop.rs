@@ -57,10 +57,7 @@ fn exchange(client_dp: &str, server_dp: &str) {
     for i in 0..DATAGRAMS {
         let len = payload(i, max, &mut out);
         client.send_to(&out[..len], server_addr).unwrap_or_else(|e| panic!("{client_dp}->{server_dp}: send #{i}: {e}"));
-        let rx = client
-            .recv(&mut back, WAIT)
-            .unwrap()
-            .unwrap_or_else(|| panic!("{client_dp}->{server_dp}: no echo of datagram #{i} ({len} B) within 2 s"));
+        let rx = client.recv(&mut back, WAIT).unwrap().unwrap_or_else(|| panic!("{client_dp}->{server_dp}: no echo of datagram #{i} ({len} B) within 2 s"));
         assert_eq!(rx.peer, server_addr, "echo from the wrong peer");
         assert_eq!(rx.len, len, "datagram #{i}: echoed length");
         assert_eq!(&back[..len], &out[..len], "datagram #{i}: payload bytes");
@@ -106,6 +103,6 @@ pair!(dpdk_to_dpdk, "dpdk", "dpdk");
 
 #[test]
 fn every_registered_datapath_is_in_the_matrix() {
-    let names: Vec<_> = detpath::datapath::DATAPATHS.iter().map(|d| d.name).collect();
+    let names: Vec<_> = detpath::datapath::transports().map(|d| d.name).collect();
     assert_eq!(names, ["udp", "xdppoll", "afxdp", "dpdk"], "add the new datapath's pairs above");
 }

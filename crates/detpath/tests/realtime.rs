@@ -45,10 +45,7 @@ fn rt_keys_make_the_opening_thread_a_realtime_poller() {
     assert_eq!(affinity, "1", "polling thread pinned to core 1");
     assert_eq!(latency, 0, "cpu_dma_latency held at 0 us while the endpoint lives");
     assert_eq!(latency_after, before_latency, "hold released when the endpoint is dropped");
-    assert!(
-        notes.iter().any(|n| n.starts_with("real-time: core 1, SCHED_FIFO 10, memory locked, cpu_dma_latency 0 us")),
-        "{notes:?}"
-    );
+    assert!(notes.iter().any(|n| n.starts_with("real-time: core 1, SCHED_FIFO 10, memory locked, cpu_dma_latency 0 us")), "{notes:?}");
     // This VM has no isolcpus: the check must warn about it.
     assert!(notes.iter().any(|n| n.contains("core 1 is not isolated")), "{notes:?}");
 }
@@ -56,11 +53,7 @@ fn rt_keys_make_the_opening_thread_a_realtime_poller() {
 #[test]
 fn rt_strict_refuses_a_core_that_is_not_isolated_and_changes_nothing() {
     let isolated = std::fs::read_to_string("/sys/devices/system/cpu/isolated").unwrap_or_default();
-    assert!(
-        isolated.trim().is_empty(),
-        "this test expects no isolcpus on the host (found `{}`)",
-        isolated.trim()
-    );
+    assert!(isolated.trim().is_empty(), "this test expects no isolcpus on the host (found `{}`)", isolated.trim());
     let tb = Testbed::up(TestbedConfig::unique("rts")).expect("testbed up");
     let uri = format!("{}&rt_core=1&rt_priority=10&rt_strict=true", tb.b().uri("udp", 8603));
     let (err, policy, affinity_before, affinity_after) = tb

@@ -86,11 +86,11 @@ fn bad_input_is_named() {
     let e = open_in(tb.b(), PORT, "&ring=64&nonsense=1").err().expect("unknown key refused");
     assert!(e.to_string().contains("unknown key `nonsense`"), "{e}");
     let e = tb.b().run(|| detpath::open(&format!("xdppoll://nosuch0?port={PORT}"))).unwrap().err().expect("missing interface");
-    assert!(matches!(e, Error::NoSuchInterface { .. }), "{e}");
+    assert!(matches!(e, Error::Sys(detpath::sys::Error::NoSuchInterface { .. })), "{e}");
     // Two endpoints on one interface: the second is refused, naming the first's program.
     let first = open_in(tb.b(), PORT, "").unwrap();
     let e = open_in(tb.b(), PORT + 2, "").err().expect("second XDP program refused");
-    assert!(matches!(e, Error::XdpBusy { .. }), "{e}");
+    assert!(matches!(e, Error::Sys(detpath::sys::Error::XdpBusy { .. })), "{e}");
     drop(first);
     assert_no_xdp(tb.b());
 }

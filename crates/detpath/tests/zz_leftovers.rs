@@ -20,11 +20,7 @@ fn lines_of(cmd: &[&str]) -> Vec<String> {
 
 /// Our namespaces: the testbeds' (`detpath-*`) and the classifier tests' (`detpath-cls-*`).
 fn our_namespaces() -> Vec<String> {
-    lines_of(&["ip", "netns", "list"])
-        .into_iter()
-        .filter_map(|l| l.split_whitespace().next().map(String::from))
-        .filter(|n| n.starts_with("detpath"))
-        .collect()
+    lines_of(&["ip", "netns", "list"]).into_iter().filter_map(|l| l.split_whitespace().next().map(String::from)).filter(|n| n.starts_with("detpath")).collect()
 }
 
 /// Our interfaces in the root namespace: the testbed's veth ends (`dpa`,

@@ -71,12 +71,7 @@ extern "C" {
     pub fn detpath_dpdk_port_mtu(port: u16, mtu: *mut u16) -> c_int;
     /// Configures one RX and one TX queue without offloads; the descriptor
     /// counts are adjusted to what the driver allows and written back.
-    pub fn detpath_dpdk_port_setup(
-        port: u16,
-        pool: *mut rte_mempool,
-        nb_rxd: *mut u16,
-        nb_txd: *mut u16,
-    ) -> c_int;
+    pub fn detpath_dpdk_port_setup(port: u16, pool: *mut rte_mempool, nb_rxd: *mut u16, nb_txd: *mut u16) -> c_int;
     pub fn detpath_dpdk_port_start(port: u16) -> c_int;
     pub fn detpath_dpdk_port_stop(port: u16) -> c_int;
     pub fn detpath_dpdk_port_close(port: u16) -> c_int;
@@ -87,30 +82,16 @@ extern "C" {
     /// ipackets, opackets, ibytes, obytes, imissed, ierrors, oerrors, rx_nombuf.
     pub fn detpath_dpdk_port_stats(port: u16, out: *mut u64) -> c_int;
     /// rte_pktmbuf_pool_create on the caller's socket; NULL on failure (see errno).
-    pub fn detpath_dpdk_pool_create(
-        name: *const c_char,
-        n: c_uint,
-        cache: c_uint,
-        data_room: u16,
-    ) -> *mut rte_mempool;
+    pub fn detpath_dpdk_pool_create(name: *const c_char, n: c_uint, cache: c_uint, data_room: u16) -> *mut rte_mempool;
     /// A pool in one virtually contiguous chunk (for net_af_xdp's UMEM; not for DMA devices).
     /// NULL on failure (errno EFAULT: the memory came in several chunks).
-    pub fn detpath_dpdk_pool_create_va(
-        name: *const c_char,
-        n: c_uint,
-        cache: c_uint,
-        data_room: u16,
-    ) -> *mut rte_mempool;
+    pub fn detpath_dpdk_pool_create_va(name: *const c_char, n: c_uint, cache: c_uint, data_room: u16) -> *mut rte_mempool;
     pub fn detpath_dpdk_pool_free(pool: *mut rte_mempool);
     pub fn detpath_dpdk_pool_avail(pool: *const rte_mempool) -> c_uint;
     pub fn detpath_dpdk_rx_burst(port: u16, queue: u16, pkts: *mut *mut rte_mbuf, n: u16) -> u16;
     pub fn detpath_dpdk_tx_burst(port: u16, queue: u16, pkts: *mut *mut rte_mbuf, n: u16) -> u16;
     /// All `n` mbufs or none (0 on success).
-    pub fn detpath_dpdk_mbuf_alloc_bulk(
-        pool: *mut rte_mempool,
-        m: *mut *mut rte_mbuf,
-        n: c_uint,
-    ) -> c_int;
+    pub fn detpath_dpdk_mbuf_alloc_bulk(pool: *mut rte_mempool, m: *mut *mut rte_mbuf, n: c_uint) -> c_int;
     pub fn detpath_dpdk_mbuf_free(m: *mut rte_mbuf);
     pub fn detpath_dpdk_mbuf_free_bulk(m: *mut *mut rte_mbuf, n: c_uint);
     /// First segment's data pointer; writes its length and the segment count.

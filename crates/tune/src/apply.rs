@@ -143,14 +143,15 @@ pub fn plan(host: &Host, req: &ApplyRequest) -> Result<Vec<PlannedChange>, TuneE
 /// Reads the raw value of a target.
 pub fn read_target(host: &Host, target: &Target) -> Result<String, TuneError> {
     match target {
-        Target::File { path, .. } => host.read_opt(path)?.ok_or_else(|| {
-            TuneError::io("read", host.path(path), std::io::Error::from(std::io::ErrorKind::NotFound))
+        Target::File { path, .. } => {
+            host.read_opt(path)?.ok_or_else(|| TuneError::io("read", host.path(path), std::io::Error::from(std::io::ErrorKind::NotFound)))
+        }
+        Target::Nic { iface, setting } => host.nic().get(iface, *setting).map(|v| v.to_string()).map_err(|e| TuneError::Nic {
+            op: "read",
+            iface: iface.clone(),
+            setting: setting.to_string(),
+            source: e,
         }),
-        Target::Nic { iface, setting } => host
-            .nic()
-            .get(iface, *setting)
-            .map(|v| v.to_string())
-            .map_err(|e| TuneError::Nic { op: "read", iface: iface.clone(), setting: setting.to_string(), source: e }),
     }
 }
 
@@ -160,10 +161,8 @@ pub fn write_target(host: &Host, target: &Target, value: &str) -> Result<(), Tun
         Target::File { path, .. } => host.write(path, value),
         Target::Nic { iface, setting } => {
             let nic_err = |e| TuneError::Nic { op: "set", iface: iface.clone(), setting: setting.to_string(), source: e };
-            let v: u32 = value
-                .trim()
-                .parse()
-                .map_err(|_| nic_err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("`{value}` is not a number"))))?;
+            let v: u32 =
+                value.trim().parse().map_err(|_| nic_err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("`{value}` is not a number"))))?;
             host.nic().set(iface, *setting, v).map_err(nic_err)
         }
     }
@@ -215,11 +214,7 @@ pub fn apply(host: &Host, req: &ApplyRequest) -> Result<AppliedTuning, TuneError
 }
 
 /// [`apply`], calling `progress` after each planned change.
-pub fn apply_with_progress(
-    host: &Host,
-    req: &ApplyRequest,
-    progress: &mut dyn FnMut(&Step<'_>),
-) -> Result<AppliedTuning, TuneError> {
+pub fn apply_with_progress(host: &Host, req: &ApplyRequest, progress: &mut dyn FnMut(&Step<'_>)) -> Result<AppliedTuning, TuneError> {
     let changes = plan(host, req)?;
     // SAFETY: geteuid has no preconditions.
     if host.root() == Path::new("/") && unsafe { libc::geteuid() } != 0 {
@@ -231,11 +226,7 @@ pub fn apply_with_progress(
         Some(j) => j,
         None => Journal { version: JOURNAL_VERSION, boot_id: host.boot_id()?, root: host.root().to_path_buf(), entries: vec![] },
     };
-    let session = format!(
-        "{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
-    );
+    let session = format!("{}-{}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
     let mut applied = AppliedTuning {
         host: host.clone(),
         store: store.clone(),
@@ -270,13 +261,7 @@ pub fn apply_with_progress(
     Ok(applied)
 }
 
-fn apply_one(
-    host: &Host,
-    store: &JournalStore,
-    journal: &mut Journal,
-    session: &str,
-    ch: &PlannedChange,
-) -> Result<StepOutcome, TuneError> {
+fn apply_one(host: &Host, store: &JournalStore, journal: &mut Journal, session: &str, ch: &PlannedChange) -> Result<StepOutcome, TuneError> {
     let format = format_of(&ch.target);
     let raw = read_target(host, &ch.target)?;
     if normalize(&raw, format) == ch.to {
@@ -352,11 +337,7 @@ pub struct RevertReport {
     pub gone: Vec<String>,
 }
 
-fn revert_entries(
-    host: &Host,
-    store: &JournalStore,
-    only_session: Option<&str>,
-) -> Result<RevertReport, TuneError> {
+fn revert_entries(host: &Host, store: &JournalStore, only_session: Option<&str>) -> Result<RevertReport, TuneError> {
     let _lock = store.lock()?;
     let Some(mut journal) = store.load(host)? else { return Ok(RevertReport::default()) };
     let mut report = RevertReport::default();
@@ -465,24 +446,13 @@ impl AppliedTuning {
         if irqs > 0 {
             names.insert(0, "irq affinity");
         }
-        let mut s = format!(
-            "tuned for cores {} (profile latency): {} change(s)",
-            self.cores,
-            self.changes.len()
-        );
+        let mut s = format!("tuned for cores {} (profile latency): {} change(s)", self.cores, self.changes.len());
         if !names.is_empty() {
-            let list: Vec<String> = names
-                .iter()
-                .map(|n| if *n == "irq affinity" { format!("irq affinity x{irqs}") } else { n.to_string() })
-                .collect();
+            let list: Vec<String> = names.iter().map(|n| if *n == "irq affinity" { format!("irq affinity x{irqs}") } else { n.to_string() }).collect();
             s.push_str(&format!(" [{}]", list.join(", ")));
         }
         if !self.skipped.is_empty() {
-            s.push_str(&format!(
-                ", {} skipped [{}]",
-                self.skipped.len(),
-                self.skipped.iter().map(|k| k.change.knob.as_str()).collect::<Vec<_>>().join(", ")
-            ));
+            s.push_str(&format!(", {} skipped [{}]", self.skipped.len(), self.skipped.iter().map(|k| k.change.knob.as_str()).collect::<Vec<_>>().join(", ")));
         }
         s
     }

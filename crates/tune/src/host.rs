@@ -102,18 +102,29 @@ impl Host {
         v
     }
 
+    /// The numbered IRQs under `/proc/irq`, each with its handlers (the
+    /// action directories: empty for an IRQ that never fires) and the path of
+    /// its `smp_affinity_list`.
+    pub fn irqs(&self) -> Vec<Irq> {
+        self.list_dir("/proc/irq")
+            .into_iter()
+            .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+            .map(|number| {
+                let dir = format!("/proc/irq/{number}");
+                let actions = self.list_dir(&dir).into_iter().filter(|n| self.path(&format!("{dir}/{n}")).is_dir()).collect();
+                Irq { affinity_list: format!("{dir}/smp_affinity_list"), number, actions }
+            })
+            .collect()
+    }
+
     /// Online CPUs (`/sys/devices/system/cpu/online`; CPU 0 alone when absent).
     pub fn online_cpus(&self) -> CpuList {
-        self.read_trim("/sys/devices/system/cpu/online")
-            .and_then(|s| CpuList::parse(&s).ok())
-            .unwrap_or_else(|| CpuList::from_cpus([0]))
+        self.read_trim("/sys/devices/system/cpu/online").and_then(|s| CpuList::parse(&s).ok()).unwrap_or_else(|| CpuList::from_cpus([0]))
     }
 
     /// Possible CPUs (`/sys/devices/system/cpu/possible`; the online ones when absent).
     pub fn possible_cpus(&self) -> CpuList {
-        self.read_trim("/sys/devices/system/cpu/possible")
-            .and_then(|s| CpuList::parse(&s).ok())
-            .unwrap_or_else(|| self.online_cpus())
+        self.read_trim("/sys/devices/system/cpu/possible").and_then(|s| CpuList::parse(&s).ok()).unwrap_or_else(|| self.online_cpus())
     }
 
     /// Isolated CPUs (`/sys/devices/system/cpu/isolated`, else `isolcpus=` of the command line).
@@ -130,12 +141,7 @@ impl Host {
     pub fn cmdline_param(&self, name: &str) -> Option<String> {
         let cmdline = self.read_trim("/proc/cmdline")?;
         let kernel_part = cmdline.split(" -- ").next().unwrap_or("");
-        kernel_part
-            .split_whitespace()
-            .filter_map(|w| w.split_once('='))
-            .filter(|(k, _)| *k == name)
-            .map(|(_, v)| v.to_string())
-            .next_back()
+        kernel_part.split_whitespace().filter_map(|w| w.split_once('=')).filter(|(k, _)| *k == name).map(|(_, v)| v.to_string()).next_back()
     }
 
     /// The boot id (`/proc/sys/kernel/random/boot_id`).
@@ -143,11 +149,7 @@ impl Host {
         let abs = "/proc/sys/kernel/random/boot_id";
         match self.read_opt(abs)? {
             Some(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
-            _ => Err(TuneError::io(
-                "read",
-                self.path(abs),
-                io::Error::new(io::ErrorKind::NotFound, "no boot id: is /proc mounted?"),
-            )),
+            _ => Err(TuneError::io("read", self.path(abs), io::Error::new(io::ErrorKind::NotFound, "no boot id: is /proc mounted?"))),
         }
     }
 
@@ -228,4 +230,14 @@ mod tests {
         v.sort_by(|a, b| natural_cmp(a, b));
         assert_eq!(v, ["1", "2", "10", "default_smp_affinity"]);
     }
+}
+
+/// One IRQ as `/proc/irq` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Irq {
+    pub number: String,
+    /// Names of its handlers (devices); empty when it has none.
+    pub actions: Vec<String>,
+    /// Absolute path of its `smp_affinity_list`.
+    pub affinity_list: String,
 }

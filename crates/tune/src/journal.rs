@@ -87,20 +87,10 @@ impl JournalStore {
     /// so that two detpath processes never edit the journal at once.
     pub fn lock(&self) -> Result<StoreLock, TuneError> {
         if !self.dir.is_dir() {
-            fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&self.dir)
-                .map_err(|e| TuneError::io("create state directory", &self.dir, e))?;
+            fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir).map_err(|e| TuneError::io("create state directory", &self.dir, e))?;
         }
         let p = self.dir.join(LOCK_FILE);
-        let f = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&p)
-            .map_err(|e| TuneError::io("open lock file", &p, e))?;
+        let f = fs::OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(&p).map_err(|e| TuneError::io("open lock file", &p, e))?;
         // SAFETY: flock on a descriptor we own; it blocks until the lock is ours.
         let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
         if rc != 0 {
@@ -117,13 +107,9 @@ impl JournalStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(TuneError::io("read journal", &p, e)),
         };
-        let j: Journal = serde_json::from_slice(&bytes)
-            .map_err(|e| TuneError::JournalCorrupt { path: p.clone(), reason: e.to_string() })?;
+        let j: Journal = serde_json::from_slice(&bytes).map_err(|e| TuneError::JournalCorrupt { path: p.clone(), reason: e.to_string() })?;
         if j.version != JOURNAL_VERSION {
-            return Err(TuneError::JournalCorrupt {
-                path: p,
-                reason: format!("version {} (this detpath writes version {JOURNAL_VERSION})", j.version),
-            });
+            return Err(TuneError::JournalCorrupt { path: p, reason: format!("version {} (this detpath writes version {JOURNAL_VERSION})", j.version) });
         }
         Ok(Some(j))
     }
@@ -136,11 +122,7 @@ impl JournalStore {
             return Err(TuneError::JournalOtherBoot { path: self.path(), journal_boot: j.boot_id, current_boot: boot });
         }
         if j.root != host.root() {
-            return Err(TuneError::JournalRootMismatch {
-                path: self.path(),
-                journal_root: j.root,
-                root: host.root().to_path_buf(),
-            });
+            return Err(TuneError::JournalRootMismatch { path: self.path(), journal_root: j.root, root: host.root().to_path_buf() });
         }
         Ok(Some(j))
     }
@@ -170,9 +152,7 @@ impl JournalStore {
     }
 
     fn sync_dir(&self) -> Result<(), TuneError> {
-        fs::File::open(&self.dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| TuneError::io("fsync state directory", &self.dir, e))
+        fs::File::open(&self.dir).and_then(|d| d.sync_all()).map_err(|e| TuneError::io("fsync state directory", &self.dir, e))
     }
 }
 

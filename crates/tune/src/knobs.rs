@@ -255,16 +255,7 @@ impl Audit<'_> {
     /// A runtime knob held in one file. `ok` judges the normalised value;
     /// `set` is written when it is not ok.
     #[allow(clippy::too_many_arguments)]
-    fn file(
-        &mut self,
-        name: &str,
-        abs: &str,
-        format: ValueFormat,
-        recommended: &str,
-        ok: impl Fn(&str) -> bool,
-        set: &str,
-        why: &str,
-    ) {
+    fn file(&mut self, name: &str, abs: &str, format: ValueFormat, recommended: &str, ok: impl Fn(&str) -> bool, set: &str, why: &str) {
         let mut k = Knob::new(name, why);
         k.recommended = recommended.into();
         k.how = format!("echo {set} > {abs}");
@@ -274,11 +265,7 @@ impl Audit<'_> {
                 k.current = v.clone();
                 k.status = ok_if(ok(&v));
                 if k.status == Status::Misconfigured {
-                    k.fix = Some(Fix {
-                        target: Target::File { path: abs.into(), format },
-                        value: set.into(),
-                        may_refuse: false,
-                    });
+                    k.fix = Some(Fix { target: Target::File { path: abs.into(), format }, value: set.into(), may_refuse: false });
                 }
             }
             Ok(None) => {}
@@ -342,10 +329,7 @@ impl Audit<'_> {
                 );
             }
         }
-        let nocb = h
-            .cmdline_param("rcu_nocbs")
-            .or_else(|| h.cmdline_param("nohz_full"))
-            .map(|v| CpuList::parse(v.trim_start_matches('=')).unwrap_or_default());
+        let nocb = h.cmdline_param("rcu_nocbs").or_else(|| h.cmdline_param("nohz_full")).map(|v| CpuList::parse(v.trim_start_matches('=')).unwrap_or_default());
         self.reboot(
             "rcu_nocbs",
             nocb.as_ref().map(|n| n.to_string()).unwrap_or_else(|| "(none)".into()),
@@ -358,19 +342,10 @@ impl Audit<'_> {
     fn irqs(&mut self) {
         let h = self.host;
         let online = h.online_cpus();
-        for irq in h.list_dir("/proc/irq") {
-            if !irq.chars().all(|c| c.is_ascii_digit()) {
-                continue;
-            }
-            let dir = format!("/proc/irq/{irq}");
-            let actions: Vec<String> =
-                h.list_dir(&dir).into_iter().filter(|n| h.path(&format!("{dir}/{n}")).is_dir()).collect();
+        for crate::host::Irq { number: irq, actions, affinity_list: abs } in h.irqs() {
             let dev = if actions.is_empty() { "no handler".to_string() } else { actions.join(",") };
-            let abs = format!("{dir}/smp_affinity_list");
-            let mut k = Knob::new(
-                format!("irq.{irq}.affinity"),
-                format!("IRQ {irq} ({dev}) interrupts whatever core it is routed to; keep it off the datapath cores"),
-            );
+            let mut k =
+                Knob::new(format!("irq.{irq}.affinity"), format!("IRQ {irq} ({dev}) interrupts whatever core it is routed to; keep it off the datapath cores"));
             k.how = format!("echo {} > {abs}", self.housekeeping);
             match h.read_trim(&abs).map(|s| (CpuList::parse(&s), s)) {
                 Some((Ok(aff), raw)) => {
@@ -383,11 +358,7 @@ impl Audit<'_> {
                     if on_dp && !new.is_empty() {
                         k.recommended = new.to_string();
                         k.how = format!("echo {new} > {abs}");
-                        k.fix = Some(Fix {
-                            target: Target::File { path: abs, format: ValueFormat::Plain },
-                            value: new.to_string(),
-                            may_refuse: true,
-                        });
+                        k.fix = Some(Fix { target: Target::File { path: abs, format: ValueFormat::Plain }, value: new.to_string(), may_refuse: true });
                     }
                 }
                 Some((Err(_), raw)) => {
@@ -400,10 +371,7 @@ impl Audit<'_> {
         }
         // The affinity new IRQs get.
         let abs = "/proc/irq/default_smp_affinity";
-        let mut k = Knob::new(
-            "irq.default_affinity",
-            "IRQs registered later (a driver loaded, a device added) start with this mask",
-        );
+        let mut k = Knob::new("irq.default_affinity", "IRQs registered later (a driver loaded, a device added) start with this mask");
         if let Some(raw) = h.read_trim(abs) {
             k.current = raw.clone();
             let aff = CpuList::parse_mask(&raw).unwrap_or_default();
@@ -413,11 +381,7 @@ impl Audit<'_> {
             k.how = format!("echo {} > {abs}", new.to_mask());
             k.status = ok_if(!aff.intersects(&self.cores));
             if k.status == Status::Misconfigured && !new.is_empty() {
-                k.fix = Some(Fix {
-                    target: Target::File { path: abs.into(), format: ValueFormat::Plain },
-                    value: new.to_mask(),
-                    may_refuse: false,
-                });
+                k.fix = Some(Fix { target: Target::File { path: abs.into(), format: ValueFormat::Plain }, value: new.to_mask(), may_refuse: false });
             }
         }
         self.knobs.push(k);
@@ -454,18 +418,12 @@ impl Audit<'_> {
             match nic.get(iface, s) {
                 Ok(v) => {
                     k.current = match s {
-                        NicSetting::Gro | NicSetting::Lro | NicSetting::AdaptiveRx | NicSetting::AdaptiveTx => {
-                            if v != 0 { "on" } else { "off" }.into()
-                        }
+                        NicSetting::Gro | NicSetting::Lro | NicSetting::AdaptiveRx | NicSetting::AdaptiveTx => if v != 0 { "on" } else { "off" }.into(),
                         _ => v.to_string(),
                     };
                     k.status = ok_if(v == want);
                     if v != want {
-                        k.fix = Some(Fix {
-                            target: Target::Nic { iface: iface.into(), setting: s },
-                            value: want.to_string(),
-                            may_refuse: false,
-                        });
+                        k.fix = Some(Fix { target: Target::Nic { iface: iface.into(), setting: s }, value: want.to_string(), may_refuse: false });
                     }
                 }
                 Err(e) if is_unsupported(&e) => {
@@ -483,17 +441,33 @@ impl Audit<'_> {
         let ks = [
             setting(NicSetting::RxUsecs, 0, "0", co, format!("ethtool -C {iface} rx-usecs 0")),
             setting(NicSetting::TxUsecs, 0, "0", co, format!("ethtool -C {iface} tx-usecs 0")),
-            setting(NicSetting::AdaptiveRx, 0, "off", "adaptive coalescing raises the delay under load, which is when it hurts", format!("ethtool -C {iface} adaptive-rx off")),
-            setting(NicSetting::AdaptiveTx, 0, "off", "adaptive coalescing raises the delay under load, which is when it hurts", format!("ethtool -C {iface} adaptive-tx off")),
-            setting(NicSetting::Gro, 0, "off", "GRO merges packets of a flow in the receive path: extra work and holding per packet", format!("ethtool -K {iface} gro off")),
+            setting(
+                NicSetting::AdaptiveRx,
+                0,
+                "off",
+                "adaptive coalescing raises the delay under load, which is when it hurts",
+                format!("ethtool -C {iface} adaptive-rx off"),
+            ),
+            setting(
+                NicSetting::AdaptiveTx,
+                0,
+                "off",
+                "adaptive coalescing raises the delay under load, which is when it hurts",
+                format!("ethtool -C {iface} adaptive-tx off"),
+            ),
+            setting(
+                NicSetting::Gro,
+                0,
+                "off",
+                "GRO merges packets of a flow in the receive path: extra work and holding per packet",
+                format!("ethtool -K {iface} gro off"),
+            ),
             setting(NicSetting::Lro, 0, "off", "LRO makes the NIC hold and merge packets before delivering them", format!("ethtool -K {iface} lro off")),
         ];
         self.knobs.extend(ks);
         // Ring sizes: reported, not changed (small rings bound queueing, large rings avoid drops).
-        let mut k = Knob::new(
-            format!("nic.{iface}.rings"),
-            "ring size bounds how many packets can queue ahead of one; shrink it only if queueing delay shows up",
-        );
+        let mut k =
+            Knob::new(format!("nic.{iface}.rings"), "ring size bounds how many packets can queue ahead of one; shrink it only if queueing delay shows up");
         k.status = Status::Info;
         k.change = ChangeKind::Manual;
         k.recommended = "driver default".into();
@@ -579,10 +553,7 @@ impl Audit<'_> {
             }
         }
         if !any {
-            let mut k = Knob::new(
-                "cpufreq",
-                "frequency scaling of the datapath cores (governor, min/max frequency)",
-            );
+            let mut k = Knob::new("cpufreq", "frequency scaling of the datapath cores (governor, min/max frequency)");
             k.current = "not present (no cpufreq driver)".into();
             k.recommended = "performance governor, min = max".into();
             self.knobs.push(k);
@@ -634,10 +605,8 @@ impl Audit<'_> {
             self.knobs.push(k);
         }
         // PM QoS: the system-wide C-state limit, held while a process keeps the device open.
-        let mut k = Knob::new(
-            "cpu_dma_latency",
-            "PM QoS limit on C-state exit latency for all cores; only holds while a process keeps /dev/cpu_dma_latency open",
-        );
+        let mut k =
+            Knob::new("cpu_dma_latency", "PM QoS limit on C-state exit latency for all cores; only holds while a process keeps /dev/cpu_dma_latency open");
         k.change = ChangeKind::Manual;
         k.recommended = "0 while the datapath runs".into();
         k.how = "detpath tune hold --latency-us 0 (the endpoint's real-time setup holds it too)".into();
@@ -674,10 +643,8 @@ impl Audit<'_> {
         let online = h.online_cpus();
         for c in self.cores.clone().iter() {
             let abs = format!("/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list");
-            let mut k = Knob::new(
-                format!("cpu{c}.smt_siblings"),
-                "an SMT sibling shares the core's pipeline and caches: whatever runs there slows the datapath",
-            );
+            let mut k =
+                Knob::new(format!("cpu{c}.smt_siblings"), "an SMT sibling shares the core's pipeline and caches: whatever runs there slows the datapath");
             k.change = ChangeKind::Manual;
             k.recommended = format!("{c} alone (siblings offline or idle)");
             if let Some(v) = h.read_trim(&abs) {
@@ -720,27 +687,9 @@ impl Audit<'_> {
             "0",
             "with migration on, timers of idle housekeeping cores move onto busy cores, the datapath's included",
         );
-        self.sysctl(
-            "kernel.watchdog",
-            "0",
-            |v| v == 0,
-            "0",
-            "the soft-lockup watchdog runs an hrtimer and a kthread on every core",
-        );
-        self.sysctl(
-            "kernel.nmi_watchdog",
-            "0",
-            |v| v == 0,
-            "0",
-            "the NMI watchdog fires a perf NMI on every core periodically",
-        );
-        self.sysctl(
-            "vm.stat_interval",
-            ">= 10",
-            |v| v >= 10,
-            "10",
-            "the vmstat worker runs on every core each interval (seconds) to fold per-CPU counters",
-        );
+        self.sysctl("kernel.watchdog", "0", |v| v == 0, "0", "the soft-lockup watchdog runs an hrtimer and a kthread on every core");
+        self.sysctl("kernel.nmi_watchdog", "0", |v| v == 0, "0", "the NMI watchdog fires a perf NMI on every core periodically");
+        self.sysctl("vm.stat_interval", ">= 10", |v| v >= 10, "10", "the vmstat worker runs on every core each interval (seconds) to fold per-CPU counters");
         self.sysctl(
             "vm.swappiness",
             "<= 10",
@@ -766,24 +715,8 @@ impl Audit<'_> {
 
     fn thp(&mut self) {
         let why = "khugepaged and THP compaction stall the faulting thread or scan memory in the background";
-        self.file(
-            "thp.enabled",
-            "/sys/kernel/mm/transparent_hugepage/enabled",
-            ValueFormat::Selection,
-            "never",
-            |v| v == "never",
-            "never",
-            why,
-        );
-        self.file(
-            "thp.defrag",
-            "/sys/kernel/mm/transparent_hugepage/defrag",
-            ValueFormat::Selection,
-            "never",
-            |v| v == "never",
-            "never",
-            why,
-        );
+        self.file("thp.enabled", "/sys/kernel/mm/transparent_hugepage/enabled", ValueFormat::Selection, "never", |v| v == "never", "never", why);
+        self.file("thp.defrag", "/sys/kernel/mm/transparent_hugepage/defrag", ValueFormat::Selection, "never", |v| v == "never", "never", why);
     }
 
     fn swap(&mut self) {
@@ -852,15 +785,7 @@ impl Audit<'_> {
         let rec = if has_tsc { "tsc" } else { "" };
         let why = "reading a slow clocksource (hpet, acpi_pm) costs microseconds per timestamp; tsc is read in user space";
         if has_tsc {
-            self.file(
-                "clocksource",
-                "/sys/devices/system/clocksource/clocksource0/current_clocksource",
-                ValueFormat::Plain,
-                rec,
-                |v| v == "tsc",
-                "tsc",
-                why,
-            );
+            self.file("clocksource", "/sys/devices/system/clocksource/clocksource0/current_clocksource", ValueFormat::Plain, rec, |v| v == "tsc", "tsc", why);
         } else {
             let mut k = Knob::new("clocksource", why);
             if let Some(cur) = h.read_trim("/sys/devices/system/clocksource/clocksource0/current_clocksource") {

@@ -49,12 +49,11 @@ pub mod nic;
 pub mod rt;
 
 pub use apply::{
-    apply, apply_with_progress, discard_stale_journal, journal_status, plan, read_target, revert, revert_session,
-    write_target, AppliedTuning, ApplyRequest, PlannedChange, Profile, RevertReport, SkippedChange, Step,
-    StepOutcome,
+    apply, apply_with_progress, discard_stale_journal, journal_status, plan, read_target, revert, revert_session, write_target, AppliedTuning, ApplyRequest,
+    PlannedChange, Profile, RevertReport, SkippedChange, Step, StepOutcome,
 };
 pub use cpus::CpuList;
 pub use error::{RtError, TuneError};
 pub use host::Host;
-pub use journal::{default_state_dir, atomic_write, Entry, Journal, JournalStore, StoreLock, JOURNAL_FILE, JOURNAL_VERSION};
+pub use journal::{atomic_write, default_state_dir, Entry, Journal, JournalStore, StoreLock, JOURNAL_FILE, JOURNAL_VERSION};
 pub use knobs::{audit, audit_summary, is_tuned, normalize, AuditRequest, ChangeKind, Fix, Knob, Status, Target, ValueFormat};

@@ -58,19 +58,15 @@ impl fmt::Display for Warning {
             Warning::NotIsolated { core } => {
                 write!(f, "core {core} is not isolated (add isolcpus={core} to the kernel command line)")
             }
-            Warning::IrqsOnCore { core, irqs } => write!(
-                f,
-                "core {core} may receive {} IRQ(s): {} (move them: detpath tune apply --cores {core})",
-                irqs.len(),
-                irqs.join(", ")
-            ),
+            Warning::IrqsOnCore { core, irqs } => {
+                write!(f, "core {core} may receive {} IRQ(s): {} (move them: detpath tune apply --cores {core})", irqs.len(), irqs.join(", "))
+            }
             Warning::SmtSiblingOnline { core, siblings } => {
                 write!(f, "core {core} shares its physical core with online CPU(s) {siblings}")
             }
-            Warning::RtThrottling { runtime_us, period_us } => write!(
-                f,
-                "RT throttling stops SCHED_FIFO threads after {runtime_us} us of every {period_us} us (sysctl kernel.sched_rt_runtime_us=-1)"
-            ),
+            Warning::RtThrottling { runtime_us, period_us } => {
+                write!(f, "RT throttling stops SCHED_FIFO threads after {runtime_us} us of every {period_us} us (sysctl kernel.sched_rt_runtime_us=-1)")
+            }
             Warning::Governor { core, governor } => {
                 write!(f, "core {core} runs the `{governor}` frequency governor, not `performance`")
             }
@@ -92,19 +88,13 @@ pub fn check_core_on(host: &Host, core: usize) -> Result<Vec<Warning>, RtError> 
         w.push(Warning::NotIsolated { core });
     }
     let mut irqs = vec![];
-    for irq in host.list_dir("/proc/irq") {
-        if !irq.chars().all(|c| c.is_ascii_digit()) {
-            continue;
-        }
-        let dir = format!("/proc/irq/{irq}");
-        let actions: Vec<String> =
-            host.list_dir(&dir).into_iter().filter(|n| host.path(&format!("{dir}/{n}")).is_dir()).collect();
-        if actions.is_empty() {
+    for irq in host.irqs() {
+        if irq.actions.is_empty() {
             continue; // no handler: never fires
         }
-        let aff = host.read_trim(&format!("{dir}/smp_affinity_list")).and_then(|s| CpuList::parse(&s).ok());
+        let aff = host.read_trim(&irq.affinity_list).and_then(|s| CpuList::parse(&s).ok());
         if aff.is_some_and(|a| a.contains(core)) {
-            irqs.push(format!("{irq} ({})", actions.join(",")));
+            irqs.push(format!("{} ({})", irq.number, irq.actions.join(",")));
         }
     }
     if !irqs.is_empty() {
@@ -175,9 +165,7 @@ pub fn pin_current_thread(core: usize) -> Result<(), RtError> {
 }
 
 fn rt_hint(priority: u8) -> String {
-    let mut h = format!(
-        "needs CAP_SYS_NICE (root) or RLIMIT_RTPRIO >= {priority} (`ulimit -r`, LimitRTPRIO= in a systemd unit)"
-    );
+    let mut h = format!("needs CAP_SYS_NICE (root) or RLIMIT_RTPRIO >= {priority} (`ulimit -r`, LimitRTPRIO= in a systemd unit)");
     // cgroup v1 RT group scheduling: a cgroup with no RT budget cannot run SCHED_FIFO at all.
     if let Ok(cg) = fs::read_to_string("/proc/self/cgroup") {
         for line in cg.lines() {
@@ -252,10 +240,7 @@ pub fn lock_memory_with(prefault_stack: usize) -> Result<(), RtError> {
         let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
         // SAFETY: getrlimit writes into a valid rlimit.
         unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut lim) };
-        let hint = format!(
-            "RLIMIT_MEMLOCK is {} bytes: raise it (`ulimit -l unlimited`, LimitMEMLOCK=infinity) or run with CAP_IPC_LOCK",
-            lim.rlim_cur
-        );
+        let hint = format!("RLIMIT_MEMLOCK is {} bytes: raise it (`ulimit -l unlimited`, LimitMEMLOCK=infinity) or run with CAP_IPC_LOCK", lim.rlim_cur);
         return Err(RtError::LockMemory { source, hint });
     }
     prefault_stack_bytes(prefault_stack.min(4 << 20));
@@ -316,10 +301,7 @@ impl RealtimeConfig {
         }
         let warnings = check_core_on(host, self.core)?;
         if self.strict && warnings.iter().any(Warning::is_blocking) {
-            return Err(RtError::CoreNotReady {
-                core: self.core,
-                warnings: warnings.into_iter().filter(Warning::is_blocking).collect(),
-            });
+            return Err(RtError::CoreNotReady { core: self.core, warnings: warnings.into_iter().filter(Warning::is_blocking).collect() });
         }
         let before = current_affinity().map_err(|source| RtError::Pin { core: self.core, source })?;
         pin_current_thread(self.core)?;

@@ -31,14 +31,43 @@ fn audit_reports_every_knob() {
     let knobs = audit(&host, &AuditRequest { cores: Some(CpuList::parse("1").unwrap()), iface: Some(IFACE.into()) }).unwrap();
     let get = |n: &str| knobs.iter().find(|k| k.name == n).unwrap_or_else(|| panic!("no knob {n}"));
     for n in [
-        "isolcpus", "nohz_full", "rcu_nocbs", "irq.1.affinity", "irq.24.affinity", "irq.default_affinity",
-        "irqbalance", "nic.fake0.rx-usecs", "nic.fake0.tx-usecs", "nic.fake0.adaptive-rx", "nic.fake0.adaptive-tx",
-        "nic.fake0.gro", "nic.fake0.lro", "nic.fake0.gro_flush_timeout", "nic.fake0.napi_defer_hard_irqs",
-        "cpu1.governor", "cpu1.max_freq", "cpu1.min_freq", "turbo", "cpu1.cpuidle.state1.disable",
-        "cpu1.cpuidle.state2.disable", "cpu_dma_latency", "cpu1.smt_siblings", "smt.control",
-        "kernel.sched_rt_runtime_us", "kernel.timer_migration", "kernel.watchdog", "kernel.nmi_watchdog",
-        "vm.stat_interval", "vm.swappiness", "net.core.busy_poll", "net.core.busy_read", "thp.enabled",
-        "thp.defrag", "swap", "preempt", "clocksource",
+        "isolcpus",
+        "nohz_full",
+        "rcu_nocbs",
+        "irq.1.affinity",
+        "irq.24.affinity",
+        "irq.default_affinity",
+        "irqbalance",
+        "nic.fake0.rx-usecs",
+        "nic.fake0.tx-usecs",
+        "nic.fake0.adaptive-rx",
+        "nic.fake0.adaptive-tx",
+        "nic.fake0.gro",
+        "nic.fake0.lro",
+        "nic.fake0.gro_flush_timeout",
+        "nic.fake0.napi_defer_hard_irqs",
+        "cpu1.governor",
+        "cpu1.max_freq",
+        "cpu1.min_freq",
+        "turbo",
+        "cpu1.cpuidle.state1.disable",
+        "cpu1.cpuidle.state2.disable",
+        "cpu_dma_latency",
+        "cpu1.smt_siblings",
+        "smt.control",
+        "kernel.sched_rt_runtime_us",
+        "kernel.timer_migration",
+        "kernel.watchdog",
+        "kernel.nmi_watchdog",
+        "vm.stat_interval",
+        "vm.swappiness",
+        "net.core.busy_poll",
+        "net.core.busy_read",
+        "thp.enabled",
+        "thp.defrag",
+        "swap",
+        "preempt",
+        "clocksource",
     ] {
         assert_eq!(get(n).status, Status::Misconfigured, "{n}: {:?}", get(n));
     }
@@ -360,10 +389,7 @@ fn check_core_and_strict_realtime() {
     assert!(matches!(&e, RtError::CoreNotReady { warnings, .. } if warnings.iter().all(|w| w.is_blocking())), "{e}");
     assert_eq!(detpath_tune::rt::current_thread_affinity().unwrap(), aff);
     assert_eq!(detpath_tune::rt::current_policy().0, libc::SCHED_OTHER);
-    assert!(matches!(
-        RealtimeConfig { core: 1, fifo_priority: Some(0), lock_memory: false, strict: false }.apply_on(&host),
-        Err(RtError::InvalidPriority(0))
-    ));
+    assert!(matches!(RealtimeConfig { core: 1, fifo_priority: Some(0), lock_memory: false, strict: false }.apply_on(&host), Err(RtError::InvalidPriority(0))));
 
     // After apply, the IRQ, throttling and governor warnings are gone.
     let tuning = apply(&host, &req("1", s.path())).unwrap();

@@ -38,8 +38,14 @@ fn watched_files(core: usize, veth: &str) -> Vec<PathBuf> {
     }
     v.push("/proc/irq/default_smp_affinity".into());
     for k in [
-        "kernel/sched_rt_runtime_us", "kernel/timer_migration", "kernel/watchdog", "kernel/nmi_watchdog",
-        "vm/stat_interval", "vm/swappiness", "net/core/busy_poll", "net/core/busy_read",
+        "kernel/sched_rt_runtime_us",
+        "kernel/timer_migration",
+        "kernel/watchdog",
+        "kernel/nmi_watchdog",
+        "vm/stat_interval",
+        "vm/swappiness",
+        "net/core/busy_poll",
+        "net/core/busy_read",
     ] {
         v.push(Path::new("/proc/sys").join(k));
     }
@@ -66,11 +72,7 @@ fn snap(files: &[PathBuf], veth: &str) -> BTreeMap<String, Vec<u8>> {
 
 fn assert_snap_eq(a: &BTreeMap<String, Vec<u8>>, b: &BTreeMap<String, Vec<u8>>, when: &str) {
     for (k, v) in a {
-        assert_eq!(
-            String::from_utf8_lossy(v),
-            String::from_utf8_lossy(&b[k]),
-            "{k} differs from the snapshot {when}"
-        );
+        assert_eq!(String::from_utf8_lossy(v), String::from_utf8_lossy(&b[k]), "{k} differs from the snapshot {when}");
     }
 }
 
@@ -131,10 +133,7 @@ fn real_host_apply_check_revert() {
     let state = stdir.path().join("state");
     let veth = format!("dtt{}a", std::process::id() % 100000);
     let mut guard = Guard { state: state.clone(), veth: veth.clone(), files: vec![], before: None };
-    let ok = Command::new("ip")
-        .args(["link", "add", &veth, "type", "veth", "peer", "name", &format!("dtt{}b", std::process::id() % 100000)])
-        .status()
-        .unwrap();
+    let ok = Command::new("ip").args(["link", "add", &veth, "type", "veth", "peer", "name", &format!("dtt{}b", std::process::id() % 100000)]).status().unwrap();
     assert!(ok.success(), "ip link add veth failed");
     // Give the veth settings apply will have to change (it is ours, deleted at the end).
     fs::write(format!("/sys/class/net/{veth}/gro_flush_timeout"), "20000").unwrap();

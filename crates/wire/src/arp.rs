@@ -50,15 +50,7 @@ pub struct ArpPacket {
 impl ArpPacket {
     /// A request asking who has `target_ip`, broadcast.
     pub fn request(sender_mac: MacAddr, sender_ip: Ipv4Addr, target_ip: Ipv4Addr) -> ArpPacket {
-        ArpPacket {
-            op: ArpOp::Request,
-            eth_src: sender_mac,
-            eth_dst: MacAddr::BROADCAST,
-            sender_mac,
-            sender_ip,
-            target_mac: MacAddr::default(),
-            target_ip,
-        }
+        ArpPacket { op: ArpOp::Request, eth_src: sender_mac, eth_dst: MacAddr::BROADCAST, sender_mac, sender_ip, target_mac: MacAddr::default(), target_ip }
     }
 
     /// The reply to this request from the owner of `target_ip` (`my_mac`),

@@ -21,5 +21,5 @@ pub const HEADERS_LEN: usize = ETH_HLEN + IPV4_HLEN + UDP_HLEN;
 pub const fn max_payload_for_mtu(mtu: usize) -> usize {
     mtu.saturating_sub(IPV4_HLEN + UDP_HLEN)
 }
-pub mod probe;
 pub mod arp;
+pub mod probe;

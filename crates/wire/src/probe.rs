@@ -51,6 +51,8 @@ const OFF_VERSION: usize = 4;
 const OFF_FLAGS: usize = 6;
 const OFF_SEQ: usize = 8;
 const OFF_NONCE: usize = 16;
+/// Where the nonce sits in a probe (for tools that corrupt it on purpose).
+pub const NONCE_OFFSET: usize = OFF_NONCE;
 const OFF_CLIENT_SEND: usize = 24;
 const OFF_SERVER_RECV: usize = 32;
 const OFF_SERVER_SEND: usize = 40;
@@ -119,15 +121,7 @@ fn put_u64(b: &mut [u8], off: usize, v: u64) {
 impl Probe {
     /// A ping as the client sends it: sequence id, nonce and send time.
     pub const fn ping(seq: u64, nonce: u64, client_send_ns: u64) -> Probe {
-        Probe {
-            flags: 0,
-            seq,
-            nonce,
-            client_send_ns,
-            server_recv_ns: 0,
-            server_send_ns: 0,
-            client_recv_ns: 0,
-        }
+        Probe { flags: 0, seq, nonce, client_send_ns, server_recv_ns: 0, server_send_ns: 0, client_recv_ns: 0 }
     }
 
     /// Writes the probe into the whole of `buf`: the header, then zeros up
@@ -146,10 +140,7 @@ impl Probe {
     /// written once by [`Probe::encode`]).
     pub fn encode_header(&self, buf: &mut [u8]) -> Result<(), ProbeError> {
         if buf.len() < HEADER_LEN {
-            return Err(ProbeError::TooShort {
-                need: HEADER_LEN,
-                got: buf.len(),
-            });
+            return Err(ProbeError::TooShort { need: HEADER_LEN, got: buf.len() });
         }
         buf[OFF_MAGIC..OFF_MAGIC + 4].copy_from_slice(&MAGIC.to_be_bytes());
         buf[OFF_VERSION] = VERSION;
@@ -206,10 +197,7 @@ fn diff(from: u64, to: u64) -> Option<u64> {
 /// Checks that `buf` holds a probe header of this version.
 pub fn check(buf: &[u8]) -> Result<(), ProbeError> {
     if buf.len() < HEADER_LEN {
-        return Err(ProbeError::TooShort {
-            need: HEADER_LEN,
-            got: buf.len(),
-        });
+        return Err(ProbeError::TooShort { need: HEADER_LEN, got: buf.len() });
     }
     let magic = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
     if magic != MAGIC {
@@ -288,18 +276,9 @@ mod tests {
     #[test]
     fn typed_errors() {
         let mut short = [0u8; HEADER_LEN - 1];
-        assert_eq!(
-            sample().encode(&mut short),
-            Err(ProbeError::TooShort { need: 56, got: 55 })
-        );
-        assert_eq!(
-            Probe::decode(&short),
-            Err(ProbeError::TooShort { need: 56, got: 55 })
-        );
-        assert_eq!(
-            Probe::decode(&[]),
-            Err(ProbeError::TooShort { need: 56, got: 0 })
-        );
+        assert_eq!(sample().encode(&mut short), Err(ProbeError::TooShort { need: 56, got: 55 }));
+        assert_eq!(Probe::decode(&short), Err(ProbeError::TooShort { need: 56, got: 55 }));
+        assert_eq!(Probe::decode(&[]), Err(ProbeError::TooShort { need: 56, got: 0 }));
         let mut b = [0u8; 128];
         sample().encode(&mut b).unwrap();
         let mut bad = b;
@@ -309,9 +288,7 @@ mod tests {
         bad[4] = 2;
         assert_eq!(Probe::decode(&bad), Err(ProbeError::BadVersion(2)));
         // Error messages say what to do.
-        assert!(ProbeError::BadVersion(2)
-            .to_string()
-            .contains("same detpath version"));
+        assert!(ProbeError::BadVersion(2).to_string().contains("same detpath version"));
     }
 
     #[test]
@@ -338,14 +315,7 @@ mod tests {
     fn unstamped_or_backwards_times_give_none() {
         let p = Probe::ping(1, 1, 100);
         assert_eq!(p.rtt_ns(), None);
-        assert_eq!(
-            Probe {
-                client_recv_ns: 50,
-                ..p
-            }
-            .rtt_ns(),
-            None
-        );
+        assert_eq!(Probe { client_recv_ns: 50, ..p }.rtt_ns(), None);
         assert_eq!(p.server_time_ns(), None);
     }
 

@@ -20,27 +20,14 @@ impl Rng {
 /// `n` rounds with a one-way latency around `base_ns`, an exponential body
 /// of mean `spread_ns`, a spike of `spike_ns` every `spike_every` rounds,
 /// and every 1000th round lost.
-pub fn records(
-    seed: u64,
-    n: u64,
-    base_ns: u64,
-    spread_ns: f64,
-    spike_ns: u64,
-    spike_every: u64,
-) -> Vec<Record> {
+pub fn records(seed: u64, n: u64, base_ns: u64, spread_ns: f64, spike_ns: u64, spike_every: u64) -> Vec<Record> {
     let mut rng = Rng(seed | 1);
     let period = 100_000;
     (0..n)
         .map(|i| {
             let send = 1_000_000_000 + i * period + rng.next() % 500;
             if i % 1000 == 999 {
-                return Record {
-                    seq: i,
-                    client_send_ns: send,
-                    send_lateness_ns: send % 500,
-                    status: Status::Lost,
-                    ..Default::default()
-                };
+                return Record { seq: i, client_send_ns: send, send_lateness_ns: send % 500, status: Status::Lost, ..Default::default() };
             }
             let mut lat = base_ns + (-(1.0 - rng.unit()).ln() * spread_ns) as u64;
             if spike_every > 0 && i % spike_every == spike_every / 2 {
@@ -70,11 +57,7 @@ pub fn config(datapath: &str, stress: u8, tuned: bool) -> RunConfig {
         timeout_ns: 10_000_000,
         stress_percent: stress,
         tuned,
-        tuning: if tuned {
-            "tuned".into()
-        } else {
-            "default".into()
-        },
+        tuning: if tuned { "tuned".into() } else { "default".into() },
         cpu_client: Some(2),
         cpu_server: Some(3),
         ..Default::default()

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use detpath_classify::server::{serve, ServeConfig};
-use detpath_classify::sys::enter_netns;
+use detpath_sys::netns::enter as enter_netns;
 use std::net::SocketAddr;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -42,7 +42,9 @@ impl Namespaces {
         sh(&["ip", "netns", "add", &name]);
         self.names.push(name.clone());
         sh(&["ip", "-n", &name, "link", "set", "lo", "up"]);
-        for k in ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1", "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0"] {
+        for k in
+            ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1", "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0"]
+        {
             sh(&["ip", "netns", "exec", &name, "sysctl", "-q", "-w", k]);
         }
         name

@@ -74,11 +74,12 @@ mod port;
 pub static DATAPATH: Datapath = Datapath {
     name: "dpdk",
     summary: "DPDK poll-mode driver (real port by PCI address, or net_af_xdp over an interface)",
+    keys: &["queue", "ring", "batch", "vdev", "neigh", "mbufs", "mem", "huge", "arp_timeout", "log"],
+    wraps: false,
     open,
 };
 
-/// Errors particular to the DPDK datapath. They reach callers inside
-/// [`Error::Io`] (`what` = "dpdk"); [`DpdkError::of`] gets them back.
+/// Errors particular to the DPDK datapath; callers get them typed in [`Error::Dpdk`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DpdkError {
     #[error("no DPDK port `{device}`: {why}")]
@@ -90,7 +91,9 @@ pub enum DpdkError {
     #[error("hugepages were asked for (huge=on) but {free_mb} MB are free and the EAL needs {need_mb} MB; reserve them with `echo {pages} > /proc/sys/vm/nr_hugepages`, or run without hugepages: `huge=off` (--no-huge, fine for virtual devices)")]
     NoHugepages { need_mb: u64, free_mb: u64, pages: u64 },
 
-    #[error("mbuf pool exhausted: {what}; raise `mbufs=` (now {mbufs}) and, if the EAL runs out of memory, `mem=` (MB, for the first endpoint of the process)")]
+    #[error(
+        "mbuf pool exhausted: {what}; raise `mbufs=` (now {mbufs}) and, if the EAL runs out of memory, `mem=` (MB, for the first endpoint of the process)"
+    )]
     PoolExhausted { what: String, mbufs: u32 },
 
     #[error("the link of DPDK port `{device}` is down (waited {waited_ms} ms); check the cable or the peer, and `ip link set <iface> up` on a virtual device's interface")]
@@ -116,27 +119,9 @@ impl DpdkError {
     /// The DPDK error inside a detpath error, if it is one.
     pub fn of(e: &Error) -> Option<&DpdkError> {
         match e {
-            Error::Io { source, .. } => source.get_ref().and_then(|s| s.downcast_ref::<DpdkError>()),
+            Error::Dpdk(d) => Some(d),
             _ => None,
         }
-    }
-
-    fn kind(&self) -> std::io::ErrorKind {
-        use std::io::ErrorKind as K;
-        match self {
-            DpdkError::NoSuchPort { .. } => K::NotFound,
-            DpdkError::PortInUse { .. } => K::AddrInUse,
-            DpdkError::NoHugepages { .. } | DpdkError::PoolExhausted { .. } => K::OutOfMemory,
-            DpdkError::LinkDown { .. } => K::NotConnected,
-            DpdkError::Unresolved { .. } | DpdkError::TxStalled { .. } => K::TimedOut,
-            _ => K::Other,
-        }
-    }
-}
-
-impl From<DpdkError> for Error {
-    fn from(e: DpdkError) -> Error {
-        Error::Io { what: "dpdk".into(), source: std::io::Error::new(e.kind(), e) }
     }
 }
 
@@ -187,9 +172,6 @@ pub struct Config {
     pub ring: u16,
 }
 
-/// Keys this datapath takes besides the common ones.
-pub const KEYS: &[&str] = &["vdev", "neigh", "mbufs", "mem", "huge", "arp_timeout", "log"];
-
 /// True for `0000:03:00.0` or `03:00.0`.
 pub fn is_pci_address(s: &str) -> bool {
     let (dom, rest) = match s.matches(':').count() {
@@ -206,7 +188,6 @@ pub fn is_pci_address(s: &str) -> bool {
 impl Config {
     /// Reads and checks the DPDK keys of `spec`.
     pub fn from_spec(spec: &EndpointSpec) -> Result<Config> {
-        spec.reject_unknown_extra(KEYS)?;
         let bad = |why: String| Error::BadSpec { spec: spec.to_string(), why };
         let num = |k: &str, d: u64, lo: u64, hi: u64| -> Result<u64> {
             match spec.extra.get(k) {
@@ -222,7 +203,9 @@ impl Config {
             (Some(d), _) => return Err(bad(format!("`{d}` is neither a PCI address (0000:03:00.0) nor an interface name"))),
             (None, Some(i)) if is_pci_address(i) => (Some(i.clone()), None),
             (None, Some(i)) => (None, Some(i.clone())),
-            (None, None) => return Err(bad("the dpdk datapath needs a PCI address (`dpdk://0000:03:00.0?addr=A&port=P`) or an interface (`dpdk://veth0?port=P`)".into())),
+            (None, None) => {
+                return Err(bad("the dpdk datapath needs a PCI address (`dpdk://0000:03:00.0?addr=A&port=P`) or an interface (`dpdk://veth0?port=P`)".into()))
+            }
         };
         if pci.is_some() && spec.addr.is_none() {
             return Err(bad("a PCI port needs `addr=<IPv4>`: DPDK owns the port, so the kernel has no address for it".into()));
@@ -335,12 +318,13 @@ mod tests {
             ("dpdk://veth0?port=7&neigh=10.0.0.2@zz", "IP@MAC"),
             ("dpdk://veth0?port=7&huge=maybe", "`huge`"),
             ("dpdk://veth0?port=7&mbufs=3", "`mbufs`"),
-            ("dpdk://veth0?port=7&colour=blue", "unknown key `colour`"),
             ("dpdk://veth0?port=7&log=loud", "`log`"),
         ] {
             let e = cfg(s).unwrap_err().to_string();
             assert!(e.contains(needle), "{s}: {e}");
         }
+        let spec: EndpointSpec = "dpdk://veth0?port=7&colour=blue".parse().unwrap();
+        assert!(DATAPATH.check_keys(&spec).unwrap_err().to_string().contains("dpdk datapath has no key `colour`"));
     }
 
     #[test]
@@ -348,6 +332,6 @@ mod tests {
         let e: Error = DpdkError::PortInUse { device: "x".into(), by: "here".into() }.into();
         assert!(matches!(DpdkError::of(&e), Some(DpdkError::PortInUse { .. })));
         assert!(e.to_string().contains("already in use"), "{e}");
-        assert!(DpdkError::of(&Error::NoSuchInterface { iface: "x".into() }).is_none());
+        assert!(DpdkError::of(&Error::Sys(detpath_sys::Error::NoSuchInterface { iface: "x".into() })).is_none());
     }
 }

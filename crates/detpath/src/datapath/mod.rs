@@ -6,13 +6,35 @@ use crate::endpoint::Datapath;
 
 pub mod afxdp;
 pub mod dpdk;
+pub mod fault;
+pub mod filter;
 pub mod udp;
+pub(crate) mod wait;
 pub mod xdppoll;
 
 /// Every datapath this build knows, in the order reports list them.
-pub static DATAPATHS: &[&Datapath] = &[&udp::DATAPATH, &xdppoll::DATAPATH, &afxdp::DATAPATH, &dpdk::DATAPATH];
+pub static DATAPATHS: &[&Datapath] = &[
+    &udp::DATAPATH,
+    &xdppoll::DATAPATH,
+    &afxdp::DATAPATH,
+    &dpdk::DATAPATH,
+    // Test and diagnosis: wraps any other datapath and misbehaves on purpose.
+    &fault::DATAPATH,
+];
 
 /// The datapath with this URI scheme.
 pub fn find(name: &str) -> Option<&'static Datapath> {
     DATAPATHS.iter().copied().find(|d| d.name == name)
+}
+
+/// The datapaths that carry traffic themselves (every registered one but the
+/// wrappers), in report order: what "every datapath" means to the benchmark,
+/// the interop matrix and the examples.
+pub fn transports() -> impl Iterator<Item = &'static Datapath> {
+    DATAPATHS.iter().copied().filter(|d| !d.wraps)
+}
+
+/// The names of every registered datapath, for messages and `--help`.
+pub fn names() -> Vec<&'static str> {
+    DATAPATHS.iter().map(|d| d.name).collect()
 }

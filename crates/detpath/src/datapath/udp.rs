@@ -13,15 +13,16 @@
 //! [&rcvbuf=BYTES][&sndbuf=BYTES]` (socket buffer sizes; the kernel doubles
 //! them and caps them at net.core.rmem_max / wmem_max unless root).
 
+use crate::datapath::wait::{wait_readable, Step, Wait};
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxBatch, RxMeta, TxDatagram};
 use crate::error::{last_os_error, Error, Result};
-use crate::netdev::NetDev;
 use crate::spec::EndpointSpec;
+use detpath_sys::NetDev;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::time::Instant;
 
-pub static DATAPATH: Datapath = Datapath { name: "udp", summary: "kernel UDP socket (baseline)", open };
+pub static DATAPATH: Datapath =
+    Datapath { name: "udp", summary: "kernel UDP socket (baseline)", keys: &["busy_poll", "batch", "rcvbuf", "sndbuf"], wraps: false, open };
 
 /// SO_BUSY_POLL value: microseconds a blocking read spins before sleeping.
 const BUSY_POLL_US: i32 = 50;
@@ -84,11 +85,15 @@ fn setsockopt_int(sock: &UdpSocket, level: i32, name: i32, value: i32) -> std::i
 }
 
 fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
-    spec.reject_unknown_extra(&["rcvbuf", "sndbuf"])?;
     let buf_size = |key: &str| -> Result<Option<i32>> {
         spec.extra
             .get(key)
-            .map(|v| v.parse::<i32>().ok().filter(|n| *n > 0).ok_or_else(|| Error::BadSpec { spec: spec.to_string(), why: format!("`{key}` takes a positive number of bytes, not `{v}`") }))
+            .map(|v| {
+                v.parse::<i32>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| Error::BadSpec { spec: spec.to_string(), why: format!("`{key}` takes a positive number of bytes, not `{v}`") })
+            })
             .transpose()
     };
     let (rcvbuf, sndbuf) = (buf_size("rcvbuf")?, buf_size("sndbuf")?);
@@ -100,7 +105,8 @@ fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
         }
         None => (spec.addr.unwrap_or(Ipv4Addr::UNSPECIFIED), None),
     };
-    let sock = UdpSocket::bind(SocketAddrV4::new(addr, spec.port)).map_err(|e| Error::os(format!("binding UDP {addr}:{}", spec.port), e, "CAP_NET_BIND_SERVICE"))?;
+    let sock =
+        UdpSocket::bind(SocketAddrV4::new(addr, spec.port)).map_err(|e| Error::os(format!("binding UDP {addr}:{}", spec.port), e, "CAP_NET_BIND_SERVICE"))?;
     sock.set_nonblocking(true).map_err(|e| Error::io("making the UDP socket non-blocking", e))?;
     let local = match sock.local_addr().map_err(|e| Error::io("reading the bound address", e))? {
         std::net::SocketAddr::V4(a) => a,
@@ -118,9 +124,7 @@ fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
     }
     if let Some(dev) = &dev {
         // SAFETY: the option value is the interface name, with its length.
-        let r = unsafe {
-            libc::setsockopt(sock.as_raw_fd(), libc::SOL_SOCKET, libc::SO_BINDTODEVICE, dev.name.as_ptr().cast(), dev.name.len() as u32)
-        };
+        let r = unsafe { libc::setsockopt(sock.as_raw_fd(), libc::SOL_SOCKET, libc::SO_BINDTODEVICE, dev.name.as_ptr().cast(), dev.name.len() as u32) };
         if r != 0 {
             return Err(Error::os(format!("binding the UDP socket to `{}`", dev.name), last_os_error(), "CAP_NET_RAW"));
         }
@@ -226,31 +230,6 @@ impl UdpEndpoint {
             0
         }
     }
-
-    fn wait_readable(&self, timeout_ms: i32) -> Result<bool> {
-        let mut pfd = libc::pollfd { fd: self.sock.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid pollfd.
-        let r = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
-        if r < 0 {
-            let e = last_os_error();
-            if e.raw_os_error() == Some(libc::EINTR) {
-                return Ok(false);
-            }
-            return Err(Error::io("waiting on the UDP socket", e));
-        }
-        Ok(r > 0)
-    }
-}
-
-/// Milliseconds left until `deadline` for poll(2), rounded up; -1 for none.
-pub(crate) fn poll_timeout_ms(deadline: Option<Instant>) -> i32 {
-    match deadline {
-        None => -1,
-        Some(d) => {
-            let left = d.saturating_duration_since(Instant::now());
-            left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32
-        }
-    }
 }
 
 impl Endpoint for UdpEndpoint {
@@ -310,26 +289,16 @@ impl Endpoint for UdpEndpoint {
 
     fn recv_batch(&mut self, batch: &mut RxBatch, mode: RecvMode) -> Result<usize> {
         batch.clear();
-        let deadline = match mode {
-            RecvMode::NonBlocking => return self.try_recv_batch(batch),
-            RecvMode::BusyPoll { timeout } | RecvMode::Blocking { timeout } => timeout.map(|t| Instant::now() + t),
-        };
+        let wait = Wait::new(mode);
         loop {
             let n = self.try_recv_batch(batch)?;
             if n > 0 {
                 return Ok(n);
             }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Ok(0);
-            }
-            if matches!(mode, RecvMode::Blocking { .. }) {
-                let ms = poll_timeout_ms(deadline);
-                if ms == 0 {
-                    return Ok(0);
-                }
-                self.wait_readable(ms)?;
-            } else {
-                std::hint::spin_loop();
+            match wait.after_empty() {
+                Step::GiveUp => return Ok(0),
+                Step::Spin => std::hint::spin_loop(),
+                Step::Sleep(ms) => wait_readable(self.sock.as_raw_fd(), ms, "the UDP socket")?,
             }
         }
     }
@@ -356,32 +325,15 @@ impl Endpoint for UdpEndpoint {
     }
 
     fn recv(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<RxMeta>> {
-        match mode {
-            RecvMode::NonBlocking => self.try_recv(buf),
-            RecvMode::BusyPoll { timeout } => {
-                let deadline = timeout.map(|t| Instant::now() + t);
-                loop {
-                    if let Some(m) = self.try_recv(buf)? {
-                        return Ok(Some(m));
-                    }
-                    if deadline.is_some_and(|d| Instant::now() >= d) {
-                        return Ok(None);
-                    }
-                    std::hint::spin_loop();
-                }
+        let wait = Wait::new(mode);
+        loop {
+            if let Some(m) = self.try_recv(buf)? {
+                return Ok(Some(m));
             }
-            RecvMode::Blocking { timeout } => {
-                let deadline = timeout.map(|t| Instant::now() + t);
-                loop {
-                    if let Some(m) = self.try_recv(buf)? {
-                        return Ok(Some(m));
-                    }
-                    let ms = poll_timeout_ms(deadline);
-                    if ms == 0 {
-                        return Ok(None);
-                    }
-                    self.wait_readable(ms)?;
-                }
+            match wait.after_empty() {
+                Step::GiveUp => return Ok(None),
+                Step::Spin => std::hint::spin_loop(),
+                Step::Sleep(ms) => wait_readable(self.sock.as_raw_fd(), ms, "the UDP socket")?,
             }
         }
     }

@@ -5,18 +5,18 @@
 //!
 //! Spec: `xdppoll://<iface>?port=N[&addr=A][&mode=auto|native|skb]`.
 
-use crate::datapath::udp::poll_timeout_ms;
+use crate::datapath::filter::{FilterConfig, FilterProgram};
+use crate::datapath::wait::{wait_readable, Step, Wait};
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxMeta};
 use crate::error::{last_os_error, Error, Result};
-use crate::netdev::NetDev;
 use crate::spec::EndpointSpec;
-use crate::xdp::{FilterConfig, XdpProgram};
+use detpath_sys::NetDev;
 use std::net::{SocketAddrV4, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::time::Instant;
 
-pub static DATAPATH: Datapath = Datapath { name: "xdppoll", summary: "XDP program → BPF ring buffer, busy-polled; TX via UDP socket", open };
+pub static DATAPATH: Datapath =
+    Datapath { name: "xdppoll", summary: "XDP program → BPF ring buffer, busy-polled; TX via UDP socket", keys: &["mode", "checksum"], wraps: false, open };
 
 static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/xdppoll.bpf.o"));
 
@@ -128,11 +128,10 @@ pub struct XdpPollEndpoint {
     caps: Capabilities,
     counters: Counters,
     // Declared last: detached after the ring is unmapped.
-    prog: XdpProgram,
+    prog: FilterProgram,
 }
 
 fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
-    spec.reject_unknown_extra(&[])?;
     let dev = NetDev::lookup(spec.require_iface()?)?;
     dev.require_up()?;
     let addr = dev.pick_ipv4(spec.addr)?;
@@ -141,7 +140,7 @@ fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
     // Bind the transmit socket first: it reserves the port on this host, so
     // two endpoints cannot claim the same one.
     let tx = UdpSocket::bind(local).map_err(|e| Error::os(format!("binding UDP {local} for xdppoll transmit"), e, "CAP_NET_BIND_SERVICE"))?;
-    let prog = XdpProgram::attach(OBJECT, "detpath_xdppoll", &dev, spec.mode, FilterConfig { addr, port })?;
+    let prog = FilterProgram::attach(OBJECT, "detpath_xdppoll", &dev, spec.mode, FilterConfig { addr, port })?;
     let map = prog.map_handle("dp_ring")?;
     let fd = map.as_fd().try_clone_to_owned().map_err(|e| Error::io("duplicating the ring buffer fd", e))?;
     let ring = RingConsumer::new(fd, 1 << 22)?;
@@ -184,15 +183,6 @@ impl XdpPollEndpoint {
             }
         }
     }
-
-    fn wait(&self, deadline: Option<Instant>) -> Result<()> {
-        let mut pfd = libc::pollfd { fd: self.ring.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid pollfd.
-        if unsafe { libc::poll(&mut pfd, 1, poll_timeout_ms(deadline)) } < 0 && last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return Err(Error::io("waiting on the BPF ring buffer", last_os_error()));
-        }
-        Ok(())
-    }
 }
 
 impl Endpoint for XdpPollEndpoint {
@@ -227,22 +217,17 @@ impl Endpoint for XdpPollEndpoint {
     }
 
     fn recv(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<RxMeta>> {
-        let (deadline, sleep) = match mode {
-            RecvMode::NonBlocking => return Ok(self.try_recv(buf)),
-            RecvMode::BusyPoll { timeout } => (timeout.map(|t| Instant::now() + t), false),
-            RecvMode::Blocking { timeout } => (timeout.map(|t| Instant::now() + t), true),
-        };
+        let wait = Wait::new(mode);
         loop {
             if let Some(m) = self.try_recv(buf) {
                 return Ok(Some(m));
             }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Ok(None);
-            }
-            if sleep && !self.ring.has_data() {
-                self.wait(deadline)?;
-            } else {
-                std::hint::spin_loop();
+            match wait.after_empty() {
+                Step::GiveUp => return Ok(None),
+                // A record may be in the ring that try_recv could not take yet (being written): spin for it.
+                Step::Sleep(_) if self.ring.has_data() => std::hint::spin_loop(),
+                Step::Sleep(ms) => wait_readable(self.ring.fd.as_raw_fd(), ms, "the BPF ring buffer")?,
+                Step::Spin => std::hint::spin_loop(),
             }
         }
     }

@@ -3,7 +3,7 @@
 //! malformed frames injected through AF_PACKET.
 #![allow(dead_code)]
 
-use detpath::netdev::NetDev;
+use detpath::sys::netdev::NetDev;
 use detpath::testbed::{Side, Testbed};
 use detpath::{Endpoint, RecvMode};
 use detpath_wire::{build_udp_frame, MacAddr, UdpFrameHeader};
@@ -14,7 +14,7 @@ use std::time::Duration;
 
 /// No XDP program left on the side's interface, by the kernel's query and by `ip -d link`.
 pub fn assert_no_xdp(side: &Side) {
-    let attached = side.run(|| detpath::xdp::query(NetDev::lookup(&side.iface).unwrap().ifindex).unwrap()).unwrap();
+    let attached = side.run(|| detpath::sys::xdp::query(NetDev::lookup(&side.iface).unwrap().ifindex).unwrap()).unwrap();
     assert_eq!(attached.any(), None, "XDP program left on {}: {attached:?}", side.iface);
     let out = std::process::Command::new("ip").args(["-n", &side.netns, "-d", "link", "show", "dev", &side.iface]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -72,14 +72,7 @@ fn fix_ip_csum(f: &mut [u8]) {
 
 /// Builds the frame set from side a (`src`) to `dst` on side b.
 pub fn frame_set(tb: &Testbed, src: SocketAddrV4, dst: SocketAddrV4) -> FrameSet {
-    let h = UdpFrameHeader {
-        src_mac: MacAddr::parse(&tb.a().mac).unwrap(),
-        dst_mac: MacAddr::parse(&tb.b().mac).unwrap(),
-        src,
-        dst,
-        ip_id: 1,
-        ttl: 64,
-    };
+    let h = UdpFrameHeader { src_mac: MacAddr::parse(&tb.a().mac).unwrap(), dst_mac: MacAddr::parse(&tb.b().mac).unwrap(), src, dst, ip_id: 1, ttl: 64 };
     let good = |p: &[u8]| {
         let mut f = vec![0u8; 2048];
         let n = build_udp_frame(&mut f, &h, p).unwrap();
@@ -135,7 +128,14 @@ pub fn inject(side: &Side, frames: &[Vec<u8>]) {
         for f in frames {
             // SAFETY: f is a readable frame; sll is a valid address of its size.
             let r = unsafe {
-                libc::sendto(fd.as_raw_fd(), f.as_ptr().cast(), f.len(), 0, (&sll as *const libc::sockaddr_ll).cast(), std::mem::size_of::<libc::sockaddr_ll>() as u32)
+                libc::sendto(
+                    fd.as_raw_fd(),
+                    f.as_ptr().cast(),
+                    f.len(),
+                    0,
+                    (&sll as *const libc::sockaddr_ll).cast(),
+                    std::mem::size_of::<libc::sockaddr_ll>() as u32,
+                )
             };
             assert_eq!(r, f.len() as isize, "raw send: {}", std::io::Error::last_os_error());
         }

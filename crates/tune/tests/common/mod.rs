@@ -133,11 +133,8 @@ pub fn fake_host(root: &Path) -> Host {
 
 /// Files that hold a selection (`[x]`/`(x)`): the kernel re-renders them from
 /// the chosen word, a plain file cannot, so these compare by chosen word.
-pub const SELECTION_FILES: [&str; 3] = [
-    "sys/kernel/mm/transparent_hugepage/enabled",
-    "sys/kernel/mm/transparent_hugepage/defrag",
-    "sys/kernel/debug/sched/preempt",
-];
+pub const SELECTION_FILES: [&str; 3] =
+    ["sys/kernel/mm/transparent_hugepage/enabled", "sys/kernel/mm/transparent_hugepage/defrag", "sys/kernel/debug/sched/preempt"];
 
 /// Every file (bytes), symlink (target) and directory under `root`.
 pub fn snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
@@ -179,12 +176,7 @@ pub fn assert_same(before: &BTreeMap<PathBuf, Vec<u8>>, after: &BTreeMap<PathBuf
     for (p, v) in before {
         match after.get(p) {
             None => panic!("{} disappeared", p.display()),
-            Some(a) if a != v => panic!(
-                "{} differs: before {:?}, after {:?}",
-                p.display(),
-                String::from_utf8_lossy(v),
-                String::from_utf8_lossy(a)
-            ),
+            Some(a) if a != v => panic!("{} differs: before {:?}, after {:?}", p.display(), String::from_utf8_lossy(v), String::from_utf8_lossy(a)),
             _ => {}
         }
     }
@@ -205,11 +197,7 @@ pub fn child_main() {
     let stop: usize = std::env::var("DETPATH_TUNE_CHILD_STOP").unwrap().parse().unwrap();
     let cores = detpath_tune::CpuList::parse(&std::env::var("DETPATH_TUNE_CHILD_CORES").unwrap()).unwrap();
     let iface = std::env::var("DETPATH_TUNE_CHILD_IFACE").ok();
-    let host = if root == "/" {
-        Host::real()
-    } else {
-        Host::at(&root).with_nic(Arc::new(FileNic { dir: Path::new(&root).join("fake-nic") }))
-    };
+    let host = if root == "/" { Host::real() } else { Host::at(&root).with_nic(Arc::new(FileNic { dir: Path::new(&root).join("fake-nic") })) };
     let mut req = detpath_tune::ApplyRequest::new(cores).state_dir(state);
     req.iface = iface;
     let mut n = 0;

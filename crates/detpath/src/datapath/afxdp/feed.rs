@@ -8,58 +8,38 @@
 //! XSKMAP among them by id (needs CAP_SYS_ADMIN) and inserts its socket. No
 //! pinning, so no bpffs mount is needed. On drop it removes its socket again.
 
-use crate::endpoint::XdpMode;
+use crate::datapath::filter::{FilterConfig, FilterProgram, FilterStats};
 use crate::error::{Error, Result};
-use crate::netdev::NetDev;
-use crate::xdp::{FilterConfig, FilterStats, XdpProgram};
-use crate::spec::XdpModeRequest;
-use libbpf_rs::query::{ProgInfoIter, ProgInfoQueryOptions};
+use detpath_sys::xdp::{self, XdpMode};
+use detpath_sys::NetDev;
 use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
 use std::os::fd::RawFd;
 
 pub(super) enum XdpFeed {
-    Own(XdpProgram),
+    Own(FilterProgram),
     Shared { xsks: MapHandle, queue: u32, prog_id: u32, mode: Option<XdpMode>, iface: String },
 }
 
 impl XdpFeed {
     /// Attaches detpath's redirect program (refusing an interface that has one
     /// already) and puts `xsk` in its XSKMAP at `queue`.
-    pub(super) fn own(object: &'static [u8], dev: &NetDev, mode: XdpModeRequest, filter: FilterConfig, queue: u32, xsk: RawFd) -> Result<XdpFeed> {
-        if let Ok(Some(prog_id)) = crate::xdp::query(dev.ifindex).map(|a| a.any()) {
-            return Err(Error::XdpBusy { iface: dev.name.clone(), prog_id });
-        }
-        let prog = XdpProgram::attach(object, "xsk_redirect", dev, mode, filter)?;
+    pub(super) fn own(object: &'static [u8], dev: &NetDev, mode: Option<XdpMode>, filter: FilterConfig, queue: u32, xsk: RawFd) -> Result<XdpFeed> {
+        let prog = FilterProgram::attach(object, "xsk_redirect", dev, mode, filter)?;
         insert(&prog.map_handle("xsks_map")?, queue, xsk, "xsks_map")?;
         Ok(XdpFeed::Own(prog))
     }
 
     /// Joins the XSKMAP of the program already attached to `dev`.
     pub(super) fn shared(dev: &NetDev, queue: u32, xsk: RawFd) -> Result<XdpFeed> {
-        let attached = crate::xdp::query(dev.ifindex)?;
+        let attached = xdp::query(dev.ifindex)?;
         let Some(prog_id) = attached.any() else {
             return Err(Error::Unsupported {
                 datapath: "afxdp",
                 what: format!("`xdp=shared` on `{}`: no XDP program is attached there; start the program that owns the XSKMAP first (e.g. `detpath classify serve --iface {}`), or drop `xdp=shared`", dev.name, dev.name),
             });
         };
-        let mode = if attached.drv_prog_id == prog_id {
-            Some(XdpMode::Native)
-        } else if attached.skb_prog_id == prog_id {
-            Some(XdpMode::Skb)
-        } else {
-            None
-        };
-        let info = ProgInfoIter::with_query_opts(ProgInfoQueryOptions::default().include_map_ids(true))
-            .find(|p| p.id == prog_id)
-            .ok_or_else(|| Error::MissingCapability { cap: "CAP_SYS_ADMIN", what: format!("reading XDP program id {prog_id} on `{}`", dev.name) })?;
-        let mut xskmaps: Vec<(u32, MapHandle)> = Vec::new();
-        for id in info.map_ids {
-            let map = MapHandle::from_map_id(id).map_err(|e| Error::Bpf { what: format!("opening map id {id} of XDP program id {prog_id}"), source: e })?;
-            if map.map_type() == MapType::Xskmap {
-                xskmaps.push((id, map));
-            }
-        }
+        let mode = attached.mode_of(prog_id);
+        let mut xskmaps: Vec<(u32, MapHandle)> = xdp::program_maps(prog_id)?.into_iter().filter(|(_, m)| m.map_type() == MapType::Xskmap).collect();
         let (map_id, xsks) = match xskmaps.len() {
             1 => xskmaps.remove(0),
             0 => {
@@ -116,9 +96,9 @@ impl XdpFeed {
                 v.push(format!("XDP program xsk_redirect id {}", p.prog_id()));
                 v
             }
-            XdpFeed::Shared { prog_id, queue, .. } => vec![format!(
-                "xdp=shared: fed by XDP program id {prog_id} (not ours) through its XSKMAP slot {queue}; it decides which frames come here"
-            )],
+            XdpFeed::Shared { prog_id, queue, .. } => {
+                vec![format!("xdp=shared: fed by XDP program id {prog_id} (not ours) through its XSKMAP slot {queue}; it decides which frames come here")]
+            }
         }
     }
 }
@@ -134,5 +114,5 @@ impl Drop for XdpFeed {
 
 fn insert(map: &MapHandle, queue: u32, xsk: RawFd, name: &str) -> Result<()> {
     map.update(&queue.to_ne_bytes(), &(xsk as u32).to_ne_bytes(), MapFlags::ANY)
-        .map_err(|e| Error::Bpf { what: format!("registering the AF_XDP socket at queue {queue} in {name}"), source: e })
+        .map_err(|e| detpath_sys::Error::Bpf { what: format!("registering the AF_XDP socket at queue {queue} in {name}"), source: e }.into())
 }

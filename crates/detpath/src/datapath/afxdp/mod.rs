@@ -45,43 +45,37 @@
 
 mod feed;
 mod ring;
+mod setup;
 mod umem;
 
+pub use setup::open_afxdp;
+
+use crate::datapath::filter::FilterStats;
+use crate::datapath::wait::{wait_readable, Step, Wait};
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxBatch, RxMeta, TxDatagram};
 use crate::error::{last_os_error, Error, Result};
-use crate::neigh::Neighbours;
-use crate::netdev::NetDev;
 use crate::spec::EndpointSpec;
-use crate::xdp::{memlock_limit, FilterConfig, FilterStats};
-use feed::XdpFeed;
+use detpath_sys::neigh::Neighbours;
 use detpath_wire::{build_udp_frame, parse_udp_frame, MacAddr, UdpFrameHeader};
-use ring::{Ring, RingKind};
+use feed::XdpFeed;
+use ring::Ring;
 use std::net::SocketAddrV4;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 use umem::Umem;
 
 pub static DATAPATH: Datapath = Datapath {
     name: "afxdp",
     summary: "AF_XDP socket (UMEM + 4 rings) behind an XDP redirect of this address:port; native/skb, copy/zero-copy",
+    keys: &["queue", "mode", "zerocopy", "busy_poll", "ring", "frame", "batch", "checksum", "xdp"],
+    wraps: false,
     open,
 };
 
-static XSK_REDIRECT_OBJ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/xsk_redirect.bpf.o"));
-
 /// Bytes the kernel keeps in front of a received frame in a UMEM chunk.
 const XDP_PACKET_HEADROOM: u32 = 256;
-/// Entries of the program's XSKMAP (queue indices it can serve).
-const XSKMAP_ENTRIES: u32 = 256;
-/// SO_BUSY_POLL value (microseconds the kernel busy-polls per call).
-const BUSY_POLL_US: i32 = 20;
-const SO_PREFER_BUSY_POLL: i32 = 69;
-const SO_BUSY_POLL_BUDGET: i32 = 70;
 /// How long a send waits for a free TX frame before giving up.
 const TX_STALL: Duration = Duration::from_secs(1);
-/// How long binding retries a queue that is busy (a socket closed just before
-/// releases its queue asynchronously).
-const BIND_BUSY_RETRY: Duration = Duration::from_millis(500);
 
 /// The socket's XDP_STATISTICS.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -128,227 +122,6 @@ unsafe impl Send for AfxdpEndpoint {}
 
 fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
     Ok(Box::new(open_afxdp(spec)?))
-}
-
-fn sockopt<T>(fd: &OwnedFd, level: i32, name: i32, v: &T) -> std::io::Result<()> {
-    // SAFETY: v is a live value of the option's type, passed with its size.
-    let r = unsafe { libc::setsockopt(fd.as_raw_fd(), level, name, (v as *const T).cast(), std::mem::size_of::<T>() as libc::socklen_t) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(last_os_error())
-    }
-}
-
-fn bad_spec(spec: &EndpointSpec, why: String) -> Error {
-    Error::BadSpec { spec: spec.to_string(), why }
-}
-
-/// Opens an AF_XDP endpoint (the concrete type, for callers that want
-/// [`AfxdpEndpoint::xsk_stats`] or [`AfxdpEndpoint::filter_stats`]).
-/// Call it on a thread inside the interface's network namespace.
-pub fn open_afxdp(spec: &EndpointSpec) -> Result<AfxdpEndpoint> {
-    spec.reject_unknown_extra(&["xdp"])?;
-    let shared = match spec.extra.get("xdp").map(String::as_str) {
-        None | Some("own") => false,
-        Some("shared") => true,
-        Some(v) => return Err(bad_spec(spec, format!("`xdp` takes own or shared, not `{v}`"))),
-    };
-    let iface = spec.require_iface()?;
-    let port = spec.require_port()?;
-    let frame_size = spec.frame_size;
-    let ring_size = spec.ring_size;
-    if !(2048..=4096).contains(&frame_size) || !frame_size.is_power_of_two() {
-        return Err(bad_spec(spec, format!("`frame` must be 2048 or 4096 (an AF_XDP chunk is a power of two between 2 KiB and a page), not {frame_size}")));
-    }
-    if !(64..=16384).contains(&ring_size) {
-        return Err(bad_spec(spec, format!("`ring` must be between 64 and 16384 for afxdp, not {ring_size}")));
-    }
-    let dev = NetDev::lookup(iface)?;
-    dev.require_up()?;
-    let addr = dev.pick_ipv4(spec.addr)?;
-    if spec.queue >= dev.queues || spec.queue >= XSKMAP_ENTRIES {
-        return Err(Error::NoSuchQueue { iface: dev.name.clone(), queue: spec.queue, count: dev.queues.min(XSKMAP_ENTRIES) });
-    }
-    // Before taking the queue: an interface with an XDP program already
-    // attached is refused with that program's id (see XdpProgram::attach),
-    // unless we are to join it.
-    if !shared {
-        if let Ok(Some(prog_id)) = crate::xdp::query(dev.ifindex).map(|a| a.any()) {
-            return Err(Error::XdpBusy { iface: dev.name.clone(), prog_id });
-        }
-    }
-    if spec.mode == crate::spec::XdpModeRequest::Native && dev.mtu > crate::xdp::NATIVE_MAX_MTU {
-        return Err(Error::MtuTooLarge { iface: dev.name.clone(), mtu: dev.mtu, max: crate::xdp::NATIVE_MAX_MTU, mode: "native" });
-    }
-    let frame_need = dev.mtu + 14 + XDP_PACKET_HEADROOM;
-    if frame_need > frame_size {
-        return Err(bad_spec(spec, format!("a {}-byte MTU frame plus the kernel's {XDP_PACKET_HEADROOM}-byte headroom needs `frame` of at least {frame_need}; use frame=4096 or lower the MTU of `{}`", dev.mtu, dev.name)));
-    }
-
-    // The socket.
-    // SAFETY: plain socket(2); checked below.
-    let raw = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-    if raw < 0 {
-        let e = last_os_error();
-        return Err(match e.raw_os_error() {
-            Some(libc::EAFNOSUPPORT) => Error::Unsupported { datapath: "afxdp", what: "AF_XDP sockets (this kernel lacks CONFIG_XDP_SOCKETS)".into() },
-            _ => Error::os("creating an AF_XDP socket", e, "CAP_NET_RAW"),
-        });
-    }
-    // SAFETY: a fresh descriptor we own.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-
-    // UMEM: first half RX (fill), second half TX.
-    let nframes = 2 * ring_size;
-    let umem = Umem::new(nframes, frame_size)?;
-    let reg = libc::xdp_umem_reg { addr: umem.base() as u64, len: umem.len() as u64, chunk_size: frame_size, headroom: 0, flags: 0, tx_metadata_len: 0 };
-    sockopt(&fd, libc::SOL_XDP, libc::XDP_UMEM_REG, &reg).map_err(|e| match e.raw_os_error() {
-        Some(libc::ENOBUFS) | Some(libc::ENOMEM) | Some(libc::EPERM) => Error::MemlockLimit {
-            what: format!("registering {} KiB of AF_XDP UMEM ({nframes} frames of {frame_size} B: 2 x ring={ring_size}; a smaller `ring=` needs less, CAP_IPC_LOCK lifts the limit)", umem.len() / 1024),
-            limit: memlock_limit(),
-        },
-        _ => Error::io(format!("registering the AF_XDP UMEM ({nframes} frames of {frame_size} B; chunks must be a power of two from 2048 to the page size, the area page-aligned)"), e),
-    })?;
-    let fill_size = 2 * ring_size;
-    for (opt, size, what) in [
-        (libc::XDP_UMEM_FILL_RING, fill_size, "fill"),
-        (libc::XDP_UMEM_COMPLETION_RING, ring_size, "completion"),
-        (libc::XDP_RX_RING, ring_size, "RX"),
-        (libc::XDP_TX_RING, ring_size, "TX"),
-    ] {
-        sockopt(&fd, libc::SOL_XDP, opt, &size).map_err(|e| Error::io(format!("sizing the AF_XDP {what} ring to {size} (must be a power of two)"), e))?;
-    }
-    // SAFETY: xdp_mmap_offsets is plain data; zero is a valid value.
-    let mut off: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
-    let mut optlen = std::mem::size_of::<libc::xdp_mmap_offsets>() as libc::socklen_t;
-    // SAFETY: off/optlen describe a writable xdp_mmap_offsets.
-    if unsafe { libc::getsockopt(fd.as_raw_fd(), libc::SOL_XDP, libc::XDP_MMAP_OFFSETS, (&mut off as *mut libc::xdp_mmap_offsets).cast(), &mut optlen) } != 0 {
-        return Err(Error::io("reading the AF_XDP ring offsets", last_os_error()));
-    }
-    if optlen as usize != std::mem::size_of::<libc::xdp_mmap_offsets>() {
-        return Err(Error::Unsupported { datapath: "afxdp", what: "AF_XDP rings without a flags word (kernel older than 5.4)".into() });
-    }
-    let mut fill: Ring<u64> = Ring::map(&fd, &off, RingKind::Fill, fill_size)?;
-    let comp: Ring<u64> = Ring::map(&fd, &off, RingKind::Completion, ring_size)?;
-    let rx: Ring<libc::xdp_desc> = Ring::map(&fd, &off, RingKind::Rx, ring_size)?;
-    let tx: Ring<libc::xdp_desc> = Ring::map(&fd, &off, RingKind::Tx, ring_size)?;
-
-    // Give the kernel every RX frame.
-    let n = fill.free(ring_size).min(ring_size);
-    for i in 0..n {
-        fill.write(i, umem.frame_addr(i));
-    }
-    fill.submit(n);
-    let mut tx_free = Vec::with_capacity(ring_size as usize);
-    tx_free.extend((ring_size..nframes).rev().map(|i| umem.frame_addr(i)));
-
-    // Bind: copy mode unless zero-copy was asked for; need_wakeup if the kernel has it.
-    let want_zc = spec.zero_copy == Some(true);
-    let mode_flag = if want_zc { libc::XDP_ZEROCOPY } else { libc::XDP_COPY };
-    let mut need_wakeup = true;
-    // A socket closed just before (even our own, a moment ago) releases its
-    // queue in deferred kernel work: EBUSY is retried for a short while.
-    let busy_until = Instant::now() + BIND_BUSY_RETRY;
-    let mut r = loop {
-        let r = bind(&fd, dev.ifindex, spec.queue, mode_flag | libc::XDP_USE_NEED_WAKEUP);
-        if r.as_ref().err().and_then(|e| e.raw_os_error()) != Some(libc::EBUSY) || Instant::now() >= busy_until {
-            break r;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    if r.as_ref().err().and_then(|e| e.raw_os_error()) == Some(libc::EINVAL) && bind(&fd, dev.ifindex, spec.queue, mode_flag).is_ok() {
-        need_wakeup = false;
-        r = Ok(());
-    }
-    if let Err(e) = r {
-        return Err(match e.raw_os_error() {
-            Some(libc::EOPNOTSUPP) | Some(libc::EPROTONOSUPPORT) if want_zc => Error::ZeroCopyRefused { iface: dev.name.clone(), queue: spec.queue },
-            Some(libc::EBUSY) => Error::io(
-                format!("binding AF_XDP to `{}` queue {}: another AF_XDP socket (or a zero-copy user) still holds that queue after {} ms; close it or use another `queue=`", dev.name, spec.queue, BIND_BUSY_RETRY.as_millis()),
-                e,
-            ),
-            Some(libc::EPERM) => Error::MissingCapability { cap: "CAP_NET_RAW", what: format!("binding AF_XDP to `{}`", dev.name) },
-            _ => Error::io(format!("binding AF_XDP to `{}` queue {}", dev.name, spec.queue), e),
-        });
-    }
-    // What we really got.
-    let mut xopts = libc::xdp_options { flags: 0 };
-    let mut xlen = std::mem::size_of::<libc::xdp_options>() as libc::socklen_t;
-    // SAFETY: xopts/xlen describe a writable xdp_options.
-    let zero_copy = unsafe { libc::getsockopt(fd.as_raw_fd(), libc::SOL_XDP, libc::XDP_OPTIONS, (&mut xopts as *mut libc::xdp_options).cast(), &mut xlen) } == 0
-        && xopts.flags & libc::XDP_OPTIONS_ZEROCOPY != 0;
-    if want_zc && !zero_copy {
-        return Err(Error::ZeroCopyRefused { iface: dev.name.clone(), queue: spec.queue });
-    }
-
-    // The XDP program (ours, or the one we join), with our socket in its XSKMAP at our queue.
-    let feed = if shared {
-        XdpFeed::shared(&dev, spec.queue, fd.as_raw_fd())?
-    } else {
-        XdpFeed::own(XSK_REDIRECT_OBJ, &dev, spec.mode, FilterConfig { addr, port }, spec.queue, fd.as_raw_fd())?
-    };
-
-    let mut caps = Capabilities {
-        datapath: "afxdp",
-        iface: Some(dev.name.clone()),
-        queue: Some(spec.queue),
-        xdp_mode: feed.mode(),
-        zero_copy: Some(zero_copy),
-        need_wakeup: Some(need_wakeup),
-        busy_poll: false,
-        max_payload: detpath_wire::max_payload_for_mtu(dev.mtu as usize).min((frame_size - XDP_PACKET_HEADROOM) as usize - detpath_wire::HEADERS_LEN),
-        max_batch: spec.batch.min(ring_size) as usize,
-        notes: Vec::new(),
-    };
-    caps.notes.extend(feed.notes());
-    if !need_wakeup {
-        caps.notes.push("the kernel refused XDP_USE_NEED_WAKEUP: every receive and send makes a syscall".into());
-    }
-    if spec.busy_poll {
-        let budget = spec.batch.min(ring_size) as i32;
-        let r = sockopt(&fd, libc::SOL_SOCKET, SO_PREFER_BUSY_POLL, &1i32)
-            .map_err(|e| ("SO_PREFER_BUSY_POLL", e))
-            .and_then(|_| sockopt(&fd, libc::SOL_SOCKET, libc::SO_BUSY_POLL, &BUSY_POLL_US).map_err(|e| ("SO_BUSY_POLL", e)))
-            .and_then(|_| sockopt(&fd, libc::SOL_SOCKET, SO_BUSY_POLL_BUDGET, &budget).map_err(|e| ("SO_BUSY_POLL_BUDGET", e)));
-        match r {
-            Ok(()) => caps.busy_poll = true,
-            Err((opt, e)) => caps.notes.push(format!("{opt} refused ({e}): busy-poll receive spins on the ring without kernel busy polling")),
-        }
-    }
-    let neigh = Neighbours::new(&dev)?;
-    Ok(AfxdpEndpoint {
-        feed,
-        rx,
-        tx,
-        fill,
-        comp,
-        fd,
-        umem,
-        tx_free,
-        fill_pending: Vec::with_capacity(ring_size as usize),
-        neigh,
-        local: SocketAddrV4::new(addr, port),
-        src_mac: dev.mac,
-        ip_id: 0,
-        verify_checksum: spec.verify_checksum,
-        zero_copy,
-        kernel_busy_poll: caps.busy_poll,
-        batch: caps.max_batch as u32,
-        caps,
-        counters: Counters::default(),
-    })
-}
-
-fn bind(fd: &OwnedFd, ifindex: u32, queue: u32, flags: u16) -> std::io::Result<()> {
-    let sa = libc::sockaddr_xdp { sxdp_family: libc::AF_XDP as u16, sxdp_flags: flags, sxdp_ifindex: ifindex, sxdp_queue_id: queue, sxdp_shared_umem_fd: 0 };
-    // SAFETY: sa is a complete sockaddr_xdp passed with its size.
-    let r = unsafe { libc::bind(fd.as_raw_fd(), (&sa as *const libc::sockaddr_xdp).cast(), std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(last_os_error())
-    }
 }
 
 /// Where received datagrams go: one caller buffer, or a batch.
@@ -480,7 +253,11 @@ impl AfxdpEndpoint {
             if Instant::now() >= deadline {
                 self.counters.tx_errors += 1;
                 return Err(Error::io(
-                    format!("sending on afxdp `{}`: no TX frame completed within {} ms (link down or the kernel stopped transmitting)", self.feed.iface(), TX_STALL.as_millis()),
+                    format!(
+                        "sending on afxdp `{}`: no TX frame completed within {} ms (link down or the kernel stopped transmitting)",
+                        self.feed.iface(),
+                        TX_STALL.as_millis()
+                    ),
                     std::io::Error::from_raw_os_error(libc::ETIMEDOUT),
                 ));
             }
@@ -581,45 +358,26 @@ impl AfxdpEndpoint {
 
     /// Receives per `mode` into `sink`; returns how many datagrams were delivered.
     fn recv_into(&mut self, sink: &mut impl RxSink, mode: RecvMode, max: u32) -> Result<usize> {
-        let deadline = match mode {
-            RecvMode::NonBlocking => None,
-            RecvMode::BusyPoll { timeout } | RecvMode::Blocking { timeout } => timeout.map(|t| Instant::now() + t),
-        };
+        let wait = Wait::new(mode);
+        let busy = matches!(mode, RecvMode::BusyPoll { .. });
         loop {
             let n = self.drain_rx(sink, max);
             if n > 0 {
                 return Ok(n);
             }
-            match mode {
-                RecvMode::NonBlocking => {
-                    if self.fill.needs_wakeup() {
-                        self.kick_rx();
-                        return Ok(self.drain_rx(sink, max));
-                    }
-                    return Ok(0);
-                }
-                RecvMode::BusyPoll { .. } => {
-                    if self.kernel_busy_poll || self.fill.needs_wakeup() {
+            match wait.after_empty() {
+                Step::Sleep(ms) => wait_readable(self.fd.as_raw_fd(), ms, "the AF_XDP socket")?,
+                step => {
+                    // The kernel moves frames into the RX ring when kicked: when the
+                    // ring asks for it (need_wakeup), and on every spin when kernel
+                    // busy polling is on.
+                    if self.fill.needs_wakeup() || (busy && self.kernel_busy_poll) {
                         self.kick_rx();
                     }
-                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                    if step == Step::GiveUp {
                         return Ok(self.drain_rx(sink, max));
                     }
                     std::hint::spin_loop();
-                }
-                RecvMode::Blocking { .. } => {
-                    let ms = crate::datapath::udp::poll_timeout_ms(deadline);
-                    if ms == 0 {
-                        return Ok(self.drain_rx(sink, max));
-                    }
-                    let mut pfd = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-                    // SAFETY: one valid pollfd.
-                    if unsafe { libc::poll(&mut pfd, 1, ms) } < 0 {
-                        let e = last_os_error();
-                        if e.raw_os_error() != Some(libc::EINTR) {
-                            return Err(Error::io("waiting on the AF_XDP socket", e));
-                        }
-                    }
                 }
             }
         }

@@ -42,7 +42,14 @@ impl Mmap {
     fn socket(fd: &OwnedFd, len: usize, pgoff: u64, what: &str) -> Result<Mmap> {
         // SAFETY: maps a region the kernel defines for this socket; the result is checked.
         let p = unsafe {
-            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_POPULATE, fd.as_raw_fd(), pgoff as libc::off_t)
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_POPULATE,
+                fd.as_raw_fd(),
+                pgoff as libc::off_t,
+            )
         };
         if p == libc::MAP_FAILED {
             return Err(Error::io(format!("mapping the AF_XDP {what} ring"), last_os_error()));

@@ -43,11 +43,8 @@ static EAL: Mutex<Option<Result<Eal, DpdkError>>> = Mutex::new(None);
 /// Free hugepages in MB and the page size in kB, from /proc/meminfo.
 pub(crate) fn hugepages_free() -> (u64, u64) {
     let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let field = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name).map(|r| r.trim().trim_end_matches("kB").trim().parse::<u64>().unwrap_or(0)))
-            .unwrap_or(0)
-    };
+    let field =
+        |name: &str| text.lines().find_map(|l| l.strip_prefix(name).map(|r| r.trim().trim_end_matches("kB").trim().parse::<u64>().unwrap_or(0))).unwrap_or(0);
     let size_kb = field("Hugepagesize:").max(1);
     (field("HugePages_Free:") * size_kb / 1024, size_kb)
 }
@@ -165,13 +162,10 @@ fn check_compatible(eal: &Eal, cfg: &Config) -> Result<(), DpdkError> {
 
 fn init_on_own_thread(args: Vec<String>) -> Result<(), DpdkError> {
     let shown = args.join(" ");
-    let t = std::thread::Builder::new().name("detpath-eal-init".into()).spawn(move || -> Result<(), DpdkError> {
-        // Back to the main thread's network namespace (see the module docs).
-        if let Ok(f) = std::fs::File::open("/proc/self/ns/net") {
-            use std::os::fd::AsRawFd;
-            // SAFETY: f is an open network namespace file; failure leaves us where we were.
-            unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
-        }
+    // On a thread of its own, in the main thread's network namespace (see the module docs).
+    let main_ns = std::fs::File::open("/proc/self/ns/net")
+        .map_err(|e| DpdkError::EalInit { args: shown.clone(), why: format!("opening the main thread's network namespace: {e}") })?;
+    let init = move || -> Result<(), DpdkError> {
         let cargs: Vec<CString> = args.iter().map(|a| CString::new(a.as_str()).unwrap_or_default()).collect();
         // rte_eal_init may permute argv and keep pointers into it: leak both on purpose (once per process).
         let cargs: &'static [CString] = Box::leak(cargs.into_boxed_slice());
@@ -191,9 +185,6 @@ fn init_on_own_thread(args: Vec<String>) -> Result<(), DpdkError> {
             unsafe { libc::rmdir(dir) };
         }
         Ok(())
-    });
-    match t {
-        Ok(h) => h.join().unwrap_or_else(|_| Err(DpdkError::EalInit { args: shown, why: "the EAL init thread panicked".into() })),
-        Err(e) => Err(DpdkError::EalInit { args: shown, why: format!("cannot start the EAL init thread: {e}") }),
-    }
+    };
+    detpath_sys::netns::run_on_thread_in(&main_ns, init).map_err(|e| DpdkError::EalInit { args: shown, why: e.to_string() })?
 }

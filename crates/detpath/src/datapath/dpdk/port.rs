@@ -9,21 +9,23 @@
 //! with `sendto` when its TX ring needs it).
 
 use super::eal;
-use super::host::{self, HostState};
+use super::host::HostState;
 use super::{Config, DpdkError, Vdev};
-use crate::cleanup::{self, CleanupHandle};
-use crate::endpoint::{monotonic_ns, Capabilities, Counters, Endpoint, RecvMode, RxBatch, RxMeta, TxDatagram, XdpMode};
+use crate::endpoint::{monotonic_ns, Capabilities, Counters, Endpoint, RecvMode, RxBatch, RxMeta, TxDatagram};
 use crate::error::{Error, Result};
-use crate::netdev::NetDev;
 use crate::spec::EndpointSpec;
 use detpath_dpdk_sys as sys;
+use detpath_sys::cleanup::{self, CleanupHandle};
+use detpath_sys::netns;
+use detpath_sys::xdp;
+use detpath_sys::NetDev;
+use detpath_sys::XdpMode;
 use detpath_wire::arp::{self, ArpOp, ArpPacket};
 use detpath_wire::{build_udp_frame, parse_udp_frame, FrameError, MacAddr, UdpFrameHeader, HEADERS_LEN};
 use std::collections::VecDeque;
 use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -164,7 +166,7 @@ impl Drop for PortOwner {
             }
         };
         let done = match &self.ns {
-            Some(ns) => host::in_netns(ns, work),
+            Some(ns) => netns::run_on_thread_in(ns, work),
             None => {
                 work();
                 Ok(())
@@ -271,12 +273,6 @@ fn on_link(subnets: &[(Ipv4Addr, u8)], ip: Ipv4Addr) -> bool {
     })
 }
 
-fn netns_of_thread() -> Result<(File, u64)> {
-    let f = File::open("/proc/thread-self/ns/net").map_err(|e| Error::io("opening this thread's network namespace", e))?;
-    let ino = f.metadata().map_err(|e| Error::io("reading this thread's network namespace", e))?.ino();
-    Ok((f, ino))
-}
-
 fn normalise_pci(p: &str) -> String {
     let p = p.to_ascii_lowercase();
     if p.matches(':').count() == 1 {
@@ -304,15 +300,13 @@ fn open_vdev(spec: &EndpointSpec, cfg: Config, port_no: u16, id: u32) -> Result<
     if spec.queue >= dev.queues {
         return Err(Error::NoSuchQueue { iface: iface.clone(), queue: spec.queue, count: dev.queues });
     }
-    let (ns, ino) = netns_of_thread()?;
+    let ns = netns::current()?;
+    let ino = netns::inode(&ns)?;
     let claim = Claim::take(format!("netns:{ino}/{iface}"), &iface)?;
     if cfg.vdev == Vdev::AfXdp {
-        let (drv, skb, hw) = host::xdp_prog_ids(dev.ifindex);
-        if drv | skb | hw != 0 {
-            return Err(Error::XdpBusy { iface: iface.clone(), prog_id: drv.max(skb).max(hw) });
-        }
+        xdp::require_free(&dev)?;
     }
-    let snapshot = HostState::snapshot(&iface).ok_or_else(|| Error::NoSuchInterface { iface: iface.clone() })?;
+    let snapshot = HostState::snapshot(&iface)?;
     let eal = eal::ensure(&cfg)?;
 
     let (name, args) = match cfg.vdev {
@@ -334,7 +328,7 @@ fn open_vdev(spec: &EndpointSpec, cfg: Config, port_no: u16, id: u32) -> Result<
                 // the kernel state it changed is put back, and the rest ends with the process.
                 let r = restore.lock().unwrap_or_else(|p| p.into_inner()).take();
                 if let Some(r) = r {
-                    let _ = host::in_netns(&ns, || r.host.restore(r.xdp));
+                    let _ = netns::run_on_thread_in(&ns, || r.host.restore(r.xdp));
                 }
             }),
         )
@@ -428,7 +422,7 @@ fn release_leaked_xsk(fd: i32, ino: u64) {
 
 /// Creates the virtual device and finds its port.
 fn probe_vdev(owner: &mut PortOwner, devargs: &str, name: &str, iface: &str, vdev: Vdev) -> Result<u16> {
-    let c = CString::new(devargs).map_err(|_| Error::NoSuchInterface { iface: iface.to_string() })?;
+    let c = CString::new(devargs).map_err(|_| detpath_sys::Error::NoSuchInterface { iface: iface.to_string() })?;
     // SAFETY: c is a valid C string; the EAL is initialised.
     let r = unsafe { sys::detpath_dpdk_dev_probe(c.as_ptr()) };
     if r < 0 {
@@ -449,7 +443,8 @@ fn probe_vdev(owner: &mut PortOwner, devargs: &str, name: &str, iface: &str, vde
         });
     }
     owner.probed = true;
-    let port = port_by_name(name).ok_or_else(|| Error::from(DpdkError::NoSuchPort { device: devargs.to_string(), why: "the device was created but has no ethdev port".into() }))?;
+    let port = port_by_name(name)
+        .ok_or_else(|| Error::from(DpdkError::NoSuchPort { device: devargs.to_string(), why: "the device was created but has no ethdev port".into() }))?;
     owner.port = Some(port);
     Ok(port)
 }
@@ -464,7 +459,11 @@ fn port_by_name(name: &str) -> Option<u16> {
 fn open_pci(spec: &EndpointSpec, cfg: Config, pci: String, port_no: u16, id: u32) -> Result<Box<dyn Endpoint>> {
     let sysfs = std::path::Path::new("/sys/bus/pci/devices").join(&pci);
     if !sysfs.exists() {
-        return Err(DpdkError::NoSuchPort { device: pci, why: "there is no such PCI device on this host (see `dpdk-devbind.py --status` or `lspci -D`)".into() }.into());
+        return Err(DpdkError::NoSuchPort {
+            device: pci,
+            why: "there is no such PCI device on this host (see `dpdk-devbind.py --status` or `lspci -D`)".into(),
+        }
+        .into());
     }
     let driver = std::fs::read_link(sysfs.join("driver")).ok().and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()));
     let bind_hint = format!(
@@ -645,7 +644,8 @@ fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: u16, facts:
     // The XDP program the PMD attached, to remove it on close if the PMD does not.
     let mut xdp_mode = None;
     if let Some(ifindex) = s.ifindex {
-        let (drv, skb, _) = host::xdp_prog_ids(ifindex);
+        let now = xdp::query(ifindex).unwrap_or_default();
+        let (drv, skb) = (now.drv_prog_id, now.skb_prog_id);
         if let Some(r) = owner.restore.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
             r.xdp = (drv, skb);
         }

@@ -2,7 +2,7 @@
 //! calling thread, so they answer for the thread's network namespace (unlike
 //! /sys, which shows the namespace sysfs was mounted in).
 
-use crate::error::{last_os_error, Error, Result};
+use crate::error::{Error, Result};
 use detpath_wire::MacAddr;
 use std::ffi::CString;
 use std::net::Ipv4Addr;
@@ -26,7 +26,7 @@ fn ctl_socket() -> Result<OwnedFd> {
     // SAFETY: plain socket(2) call; the result is checked before use.
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     if fd < 0 {
-        return Err(Error::io("socket for interface ioctls", last_os_error()));
+        return Err(Error::io("socket for interface ioctls", std::io::Error::last_os_error()));
     }
     // SAFETY: fd is a fresh, owned descriptor.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
@@ -47,13 +47,33 @@ fn ifreq_for(name: &str) -> Result<libc::ifreq> {
 fn ioctl(fd: &OwnedFd, req: libc::Ioctl, ifr: &mut libc::ifreq, name: &str) -> Result<()> {
     // SAFETY: ifr is a valid ifreq with a NUL-terminated name; req is an interface ioctl.
     if unsafe { libc::ioctl(fd.as_raw_fd(), req, ifr as *mut libc::ifreq) } < 0 {
-        let e = last_os_error();
+        let e = std::io::Error::last_os_error();
         return Err(match e.raw_os_error() {
             Some(libc::ENODEV) => Error::NoSuchInterface { iface: name.to_string() },
             _ => Error::io(format!("reading interface `{name}`"), e),
         });
     }
     Ok(())
+}
+
+/// The interface flags (`IFF_*`), e.g. to snapshot IFF_UP and IFF_PROMISC.
+pub fn flags(name: &str) -> Result<i32> {
+    let fd = ctl_socket()?;
+    let mut ifr = ifreq_for(name)?;
+    ioctl(&fd, libc::SIOCGIFFLAGS as _, &mut ifr, name)?;
+    // SAFETY: the kernel filled the flags member of the union.
+    Ok(unsafe { ifr.ifr_ifru.ifru_flags } as i32)
+}
+
+/// Sets the interface flags (`IFF_*`); needs CAP_NET_ADMIN.
+pub fn set_flags(name: &str, flags: i32) -> Result<()> {
+    let fd = ctl_socket()?;
+    let mut ifr = ifreq_for(name)?;
+    ifr.ifr_ifru.ifru_flags = flags as libc::c_short;
+    ioctl(&fd, libc::SIOCSIFFLAGS as _, &mut ifr, name).map_err(|e| match e {
+        Error::Io { what, source } => Error::os(what, source, "CAP_NET_ADMIN"),
+        e => e,
+    })
 }
 
 /// Index of the interface, or `NoSuchInterface`.
@@ -72,10 +92,7 @@ impl NetDev {
     pub fn lookup(name: &str) -> Result<NetDev> {
         let fd = ctl_socket()?;
         let ifindex = ifindex(name)?;
-        let mut ifr = ifreq_for(name)?;
-        ioctl(&fd, libc::SIOCGIFFLAGS as _, &mut ifr, name)?;
-        // SAFETY: the kernel filled the flags member of the union.
-        let flags = unsafe { ifr.ifr_ifru.ifru_flags } as i32;
+        let flags = flags(name)?;
         let mut ifr = ifreq_for(name)?;
         ioctl(&fd, libc::SIOCGIFMTU as _, &mut ifr, name)?;
         // SAFETY: the kernel filled the mtu member.
@@ -95,7 +112,7 @@ impl NetDev {
             mtu,
             up: flags & libc::IFF_UP != 0 && flags & libc::IFF_RUNNING != 0,
             ipv4: ipv4_addrs(name)?,
-            queues: detpath_tune::nic::EthtoolIoctl.rx_queues(name).unwrap_or(1),
+            queues: crate::ethtool::rx_queues(name).unwrap_or(1),
         })
     }
 
@@ -136,7 +153,7 @@ fn ipv4_addrs(name: &str) -> Result<Vec<(Ipv4Addr, u8)>> {
     let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: head is a valid out-pointer; freed below with freeifaddrs.
     if unsafe { libc::getifaddrs(&mut head) } != 0 {
-        return Err(Error::io("listing interface addresses", last_os_error()));
+        return Err(Error::io("listing interface addresses", std::io::Error::last_os_error()));
     }
     let mut out = Vec::new();
     let mut cur = head;

@@ -92,11 +92,21 @@ mod tests {
         let hits = Arc::new(AtomicU64::new(0));
         let h1 = {
             let hits = hits.clone();
-            register("one".into(), Box::new(move || { hits.fetch_add(1, Ordering::SeqCst); }))
+            register(
+                "one".into(),
+                Box::new(move || {
+                    hits.fetch_add(1, Ordering::SeqCst);
+                }),
+            )
         };
         let h2 = {
             let hits = hits.clone();
-            register("two".into(), Box::new(move || { hits.fetch_add(10, Ordering::SeqCst); }))
+            register(
+                "two".into(),
+                Box::new(move || {
+                    hits.fetch_add(10, Ordering::SeqCst);
+                }),
+            )
         };
         drop(h1);
         run_all();

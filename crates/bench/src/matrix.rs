@@ -1,0 +1,314 @@
+//! The main job as a library call: every datapath in the built-in testbed,
+//! in one or more configurations (paper 000's Default, Default & Stress,
+//! Tuned & Stress), client in namespace a and server in namespace b, each a
+//! thread pinned to its own core, every run saved in one result directory.
+//! The `detpath bench` command parses its options into a [`MatrixConfig`],
+//! calls [`run_matrix`] and prints; a program can do the same.
+
+use crate::run::{run_client, run_server, ClientOutcome, PingPongConfig};
+use crate::{Environment, ResultDir, RunConfig, RunResult};
+use anyhow::Context;
+use detpath::sys::cleanup;
+use detpath::testbed::{Testbed, TestbedConfig};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+
+/// How early a real-time client wakes before its next send deadline.
+const CLIENT_WAKE_SLACK_NS: u64 = 30_000;
+
+/// The name of the sockperf reference run in results and tables.
+pub const SOCKPERF: &str = "sockperf";
+
+/// One column of the matrix: stress level and whether tuned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Configuration {
+    /// CPU load (percent) from stress-ng on both datapath cores during each run.
+    pub stress: u8,
+    /// `detpath tune apply` for the configuration, polling threads real-time.
+    pub tuned: bool,
+}
+
+impl Configuration {
+    /// Paper 000's three: Default, Default & Stress, Tuned & Stress.
+    pub fn paper_matrix(stress: u8) -> Vec<Configuration> {
+        vec![Configuration { stress: 0, tuned: false }, Configuration { stress, tuned: false }, Configuration { stress, tuned: true }]
+    }
+}
+
+/// What the main job measures.
+#[derive(Debug, Clone)]
+pub struct MatrixConfig {
+    /// Datapath names (registered ones; [`SOCKPERF`] is added by `with_sockperf`).
+    pub datapaths: Vec<String>,
+    pub probe: PingPongConfig,
+    pub configurations: Vec<Configuration>,
+    /// Cores of the client and server polling threads.
+    pub cpus: (u32, u32),
+    /// Where the result directory is created.
+    pub out: PathBuf,
+    /// Testbed namespace prefix (`<NAME>-a`, `<NAME>-b`).
+    pub testbed: String,
+    /// Cores the tuning isolates (default: the server core).
+    pub tune_cores: Option<String>,
+    /// SCHED_FIFO priority of the polling threads in tuned runs.
+    pub rt_priority: u8,
+    /// Also run sockperf ping-pong as a reference row in each configuration.
+    pub with_sockperf: bool,
+}
+
+/// What the runner tells its caller while it works (for progress bars and logs).
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// A run starts: its label and how many rounds its client sends.
+    RunStarting { label: String, total_rounds: u64 },
+    /// Rounds sent so far in the current run.
+    Sent(u64),
+    /// The current run's client finished.
+    RunDone,
+    /// Something worth a line (tuning applied, a run that failed and why).
+    Note(String),
+}
+
+/// Receives [`Event`]s; called from the runner's threads.
+pub type Observer = Arc<dyn Fn(Event) + Send + Sync>;
+
+/// The result directory and whether any run failed to run at all.
+pub struct MatrixOutcome {
+    pub dir: ResultDir,
+    pub failed: bool,
+}
+
+/// Runs every datapath in every configuration. Ctrl-C (with
+/// `cleanup::OnSignal::SetFlag` installed) stops after the current run and
+/// keeps what was measured; tuning is reverted when its configuration ends.
+pub fn run_matrix(cfg: &MatrixConfig, observe: Observer) -> anyhow::Result<MatrixOutcome> {
+    for d in &cfg.datapaths {
+        anyhow::ensure!(
+            detpath::datapath::find(d).is_some(),
+            "unknown datapath `{d}`; available: {}",
+            detpath::datapath::transports().map(|d| d.name).collect::<Vec<_>>().join(", ")
+        );
+    }
+    let tb = Testbed::up(TestbedConfig::with_prefix(&cfg.testbed))?;
+    let env = Environment::capture();
+    let mut dir = ResultDir::create(&cfg.out).with_context(|| format!("creating a result directory under {}", cfg.out.display()))?;
+    let tune_cores = cfg.tune_cores.clone().unwrap_or_else(|| cfg.cpus.1.to_string());
+    let mut runs: Vec<&str> = cfg.datapaths.iter().map(String::as_str).collect();
+    if cfg.with_sockperf {
+        runs.push(SOCKPERF);
+    }
+    let note = |s: String| observe(Event::Note(s));
+    let mut failed = false;
+    for conf in &cfg.configurations {
+        if cleanup::interrupted() {
+            break;
+        }
+        // Tuning holds for the whole configuration and is reverted when `_tuning`
+        // drops (also after Ctrl-C; the journal covers a SIGKILL: `detpath tune revert`).
+        let (_tuning, tuning_state) = if conf.tuned {
+            match apply_tuning(&tune_cores, cfg.rt_priority) {
+                Ok((t, state)) => {
+                    note(format!("bench: {state}"));
+                    (Some(t), state)
+                }
+                Err(e) => {
+                    note(format!("bench: cannot apply the tuning: {e:#}"));
+                    failed = true;
+                    continue;
+                }
+            }
+        } else {
+            (None, "default".to_string())
+        };
+        for (i, dp) in runs.iter().copied().enumerate() {
+            if cleanup::interrupted() {
+                break;
+            }
+            let port = 7100 + i as u16 * 2;
+            let pp = &cfg.probe;
+            let label = format!(
+                "bench: {dp}: {} rounds of {} B every {} µs, stress {} %, {}",
+                pp.rounds,
+                pp.size,
+                pp.period_ns as f64 / 1000.0,
+                conf.stress,
+                if conf.tuned { "tuned" } else { "default" }
+            );
+            observe(Event::RunStarting { label, total_rounds: pp.total_rounds() });
+            // stress-ng runs for exactly this run; a missing stress-ng fails before the run.
+            let stress = if conf.stress > 0 {
+                match crate::stress::Stress::start(conf.stress, &[cfg.cpus.0 as usize, cfg.cpus.1 as usize]) {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        note(format!("bench: {dp}: {e}"));
+                        failed = true;
+                        continue;
+                    }
+                }
+            } else {
+                None
+            };
+            let rt = conf.tuned.then_some(cfg.rt_priority);
+            // A real-time client spinning on the OS's core would starve it: between
+            // rounds it sleeps until 30 µs before the next deadline (hrtimer wake-up).
+            let pp = PingPongConfig { sleep_slack_ns: rt.map(|_| CLIENT_WAKE_SLACK_NS), ..pp.clone() };
+            let config = RunConfig {
+                datapath: dp.to_string(),
+                mode: String::new(),
+                size: pp.size,
+                period_ns: pp.period_ns,
+                rounds: pp.rounds,
+                timeout_ns: pp.loss_timeout_ns,
+                stress_percent: conf.stress,
+                tuned: conf.tuned,
+                tuning: tuning_state.clone(),
+                cpu_client: Some(cfg.cpus.0),
+                cpu_server: Some(cfg.cpus.1),
+                peer: None,
+                extra: Default::default(),
+            };
+            let result = if dp == SOCKPERF {
+                run_sockperf(&tb, &pp, cfg.cpus, config, &env, &mut dir)
+            } else {
+                bench_one(&tb, dp, port, &pp, cfg.cpus, rt, observe.clone())
+                    .and_then(|(mode, outcome)| save_outcome(&mut dir, RunConfig { mode, ..config }, &env, &pp, &outcome))
+            };
+            drop(stress);
+            observe(Event::RunDone);
+            if let Err(e) = result {
+                note(format!("bench: {dp}: {e:#}"));
+                failed = true;
+            }
+        }
+    }
+    Ok(MatrixOutcome { dir, failed })
+}
+
+/// Builds the result of one client run and saves it (records first, then the summary).
+pub fn save_outcome(dir: &mut ResultDir, config: RunConfig, env: &Environment, pp: &PingPongConfig, outcome: &ClientOutcome) -> anyhow::Result<()> {
+    let records = outcome.records(pp.warmup);
+    let mut result = RunResult::from_records(config, env.clone(), &records, None);
+    result.duration_s = (outcome.finished_ns - outcome.started_ns) as f64 / 1e9;
+    if outcome.interrupted {
+        result.complete = false;
+        result.interrupted = Some("interrupted by a signal".into());
+    }
+    if outcome.foreign > 0 {
+        result.notes.push(format!("{} datagrams that were not our probes", outcome.foreign));
+    }
+    dir.save_run(&result, &records)?;
+    Ok(())
+}
+
+/// Appends the `rt_*` keys that pin an endpoint's polling thread to `core`
+/// and, with `rt`, run it SCHED_FIFO at that priority with memory locked
+/// (see `detpath::realtime`); `hold_cstates` also holds cpu_dma_latency at 0.
+pub fn with_rt_keys(spec: &str, core: Option<u32>, rt: Option<u8>, hold_cstates: bool) -> String {
+    let Some(core) = core else { return spec.to_string() };
+    let mut uri = format!("{spec}{}rt_core={core}", if spec.contains('?') { '&' } else { '?' });
+    match rt {
+        Some(prio) => {
+            uri += &format!("&rt_priority={prio}");
+            if hold_cstates {
+                uri += "&rt_dma_latency=0";
+            }
+        }
+        None => uri += "&rt_mlock=false",
+    }
+    uri
+}
+
+/// sockperf ping-pong over kernel UDP in the testbed, for as long as the
+/// probe stream would take (whole seconds), saved like a datapath's run.
+fn run_sockperf(tb: &Testbed, pp: &PingPongConfig, cpus: (u32, u32), config: RunConfig, env: &Environment, dir: &mut ResultDir) -> anyhow::Result<()> {
+    let seconds = ((pp.total_rounds() * pp.period_ns) as f64 / 1e9).ceil().max(1.0) as u64;
+    let cfg = crate::sockperf::SockperfConfig {
+        binary: "sockperf".into(),
+        size: pp.size,
+        period_ns: pp.period_ns,
+        seconds,
+        cpu_client: cpus.0,
+        cpu_server: cpus.1,
+        port: 11111,
+    };
+    let outcome = crate::sockperf::run(tb, &cfg)?;
+    let config = RunConfig { mode: "sockperf ping-pong, kernel UDP, blocking recvfrom".into(), rounds: outcome.rows.len() as u64, ..config };
+    let (result, records) = outcome.run_result(config, env.clone());
+    dir.save_run(&result, &records)?;
+    Ok(())
+}
+
+/// Applies the latency profile for `cores` (detpath tune apply); the returned
+/// value reverts it on drop.
+fn apply_tuning(cores: &str, rt_priority: u8) -> anyhow::Result<(detpath_tune::AppliedTuning, String)> {
+    let list = detpath_tune::CpuList::parse(cores)?;
+    let t = detpath_tune::apply(&detpath_tune::Host::real(), &detpath_tune::ApplyRequest::new(list))?;
+    let state = format!("tuned (cores {cores}; polling threads SCHED_FIFO {rt_priority}, memory locked, cpu_dma_latency 0): {}", t.summary());
+    Ok((t, state))
+}
+
+/// One datapath: server thread in namespace b, client thread in namespace a.
+fn bench_one(
+    tb: &Testbed,
+    dp: &str,
+    port: u16,
+    pp: &PingPongConfig,
+    (cpu_client, cpu_server): (u32, u32),
+    rt: Option<u8>,
+    observe: Observer,
+) -> anyhow::Result<(String, ClientOutcome)> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let server_uri = with_rt_keys(&tb.b().uri(dp, port), Some(cpu_server), rt, true);
+    let stop_s = stop.clone();
+    let server = tb.b().spawn(move || -> anyhow::Result<()> {
+        let mut ep = match detpath::open(&server_uri) {
+            Ok(ep) => ep,
+            Err(e) => {
+                let _ = ready_tx.send(Err(e.to_string()));
+                return Ok(());
+            }
+        };
+        let _ = ready_tx.send(Ok((ep.local_addr(), ep.capabilities().summary())));
+        run_server(ep.as_mut(), &stop_s)?;
+        Ok(())
+    });
+    let (server_addr, server_mode) = ready_rx.recv()?.map_err(|e| anyhow::anyhow!("server: {e}"))?;
+    let client_uri = with_rt_keys(&tb.a().uri(dp, port + 1), Some(cpu_client), rt, false);
+    let pp2 = pp.clone();
+    let client = tb.a().spawn(move || -> anyhow::Result<(String, ClientOutcome)> {
+        let mut ep = detpath::open(&client_uri)?;
+        let mode = format!("client {} / server {}", ep.capabilities().summary(), server_mode);
+        let stop_now = AtomicBool::new(false);
+        let out = run_client(ep.as_mut(), server_addr, &pp2, &stop_now, |n| {
+            observe(Event::Sent(n));
+            if cleanup::interrupted() {
+                stop_now.store(true, Ordering::Relaxed);
+            }
+        })?;
+        Ok((mode, out))
+    });
+    let result = client.join().map_err(|_| anyhow::anyhow!("client thread panicked"))?;
+    stop.store(true, Ordering::Relaxed);
+    let _ = server.join();
+    result?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rt_keys_are_appended() {
+        assert_eq!(with_rt_keys("udp://1.2.3.4:5", Some(1), Some(50), true), "udp://1.2.3.4:5?rt_core=1&rt_priority=50&rt_dma_latency=0");
+        assert_eq!(with_rt_keys("afxdp://eth0?port=5", Some(0), None, true), "afxdp://eth0?port=5&rt_core=0&rt_mlock=false");
+        assert_eq!(with_rt_keys("udp://1.2.3.4:5", None, Some(50), true), "udp://1.2.3.4:5");
+    }
+
+    #[test]
+    fn the_paper_matrix_has_three_columns() {
+        let m = Configuration::paper_matrix(80);
+        assert_eq!(m.iter().map(|c| (c.stress, c.tuned)).collect::<Vec<_>>(), [(0, false), (80, false), (80, true)]);
+    }
+}

@@ -1,0 +1,265 @@
+//! The `fault` datapath: wraps an endpoint of any other datapath and
+//! misbehaves on purpose, as smoltcp's `FaultInjector` wraps a device. For
+//! tests and diagnosis: it is how the benchmark's loss, duplicate, reorder
+//! and corruption accounting is proven over real datapaths.
+//!
+//! Spec: the inner endpoint's spec with the scheme `fault`, the inner
+//! datapath in `inner=`, and the faults, each a list of 0-based **send
+//! indices** (the n-th call to `send_to`/one datagram of `send_batch` since
+//! open; a server that echoes every probe once, in order, sends reply `n` to
+//! probe `n`):
+//!
+//! ```text
+//! fault://10.77.0.2:7000?inner=udp&drop=210,220&dup=230&delay=240:5ms,260:200ms&corrupt=280&corrupt_byte=16&rcvbuf=8388608
+//! ```
+//!
+//! - `drop`: never sent. `dup`: sent twice. `delay=N:D`: held and sent once
+//!   `D` (`ns`, `us`, `ms`, `s`) has passed, on a later send or receive call
+//!   (so later datagrams overtake it). `corrupt`: byte `corrupt_byte`
+//!   (default 0) XOR 0x5a before sending.
+//! - Every other key is the inner datapath's, checked when it opens.
+
+use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxMeta};
+use crate::error::{Error, Result};
+use crate::spec::EndpointSpec;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddrV4;
+
+pub static DATAPATH: Datapath = Datapath {
+    name: "fault",
+    summary: "wraps another datapath (inner=NAME) and drops, duplicates, delays or corrupts chosen sends (tests)",
+    keys: KEYS,
+    wraps: true,
+    open,
+};
+
+/// The keys of the injector itself; the rest go to the inner datapath.
+const KEYS: &[&str] = &["inner", "drop", "dup", "delay", "corrupt", "corrupt_byte"];
+
+/// Which sends misbehave, by 0-based send index.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FaultPlan {
+    pub drop: BTreeSet<u64>,
+    pub duplicate: BTreeSet<u64>,
+    /// Send index -> hold time in ns.
+    pub delay: BTreeMap<u64, u64>,
+    pub corrupt: BTreeSet<u64>,
+    /// Offset of the byte `corrupt` flips.
+    pub corrupt_byte: usize,
+}
+
+fn parse_duration_ns(s: &str) -> Option<u64> {
+    let (num, scale) = [("ns", 1), ("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000)]
+        .iter()
+        .find_map(|(suffix, scale)| s.strip_suffix(suffix).map(|n| (n, *scale)))
+        .unwrap_or((s, 1));
+    num.parse::<u64>().ok()?.checked_mul(scale)
+}
+
+impl FaultPlan {
+    /// Reads the fault keys of `spec` (the others are left to the inner datapath).
+    pub fn from_spec(spec: &EndpointSpec) -> Result<FaultPlan> {
+        let bad = |why: String| Error::BadSpec { spec: spec.to_string(), why };
+        let list = |key: &str| -> Result<BTreeSet<u64>> {
+            let Some(v) = spec.extra.get(key) else { return Ok(BTreeSet::new()) };
+            v.split(',')
+                .filter(|x| !x.is_empty())
+                .map(|x| x.parse::<u64>().map_err(|_| bad(format!("`{key}` takes send indices like 3,7,12, not `{x}`"))))
+                .collect()
+        };
+        let mut delay = BTreeMap::new();
+        if let Some(v) = spec.extra.get("delay") {
+            for item in v.split(',').filter(|x| !x.is_empty()) {
+                let parsed = item.split_once(':').and_then(|(i, d)| Some((i.parse::<u64>().ok()?, parse_duration_ns(d)?)));
+                let (i, ns) = parsed.ok_or_else(|| bad(format!("`delay` takes INDEX:DURATION items like 240:5ms, not `{item}`")))?;
+                delay.insert(i, ns);
+            }
+        }
+        let corrupt_byte = match spec.extra.get("corrupt_byte") {
+            None => 0,
+            Some(v) => v.parse().map_err(|_| bad(format!("`corrupt_byte` takes a byte offset, not `{v}`")))?,
+        };
+        Ok(FaultPlan { drop: list("drop")?, duplicate: list("dup")?, delay, corrupt: list("corrupt")?, corrupt_byte })
+    }
+}
+
+/// What the injector did, for the capabilities' notes and tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Injected {
+    pub dropped: u64,
+    pub duplicated: u64,
+    pub delayed: u64,
+    pub corrupted: u64,
+}
+
+/// An endpoint that sends through `inner` according to a [`FaultPlan`].
+pub struct FaultInjector {
+    inner: Box<dyn Endpoint>,
+    plan: FaultPlan,
+    sends: u64,
+    /// Delayed datagrams: (due time, payload, peer).
+    held: Vec<(u64, Vec<u8>, SocketAddrV4)>,
+    injected: Injected,
+    caps: Capabilities,
+}
+
+fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
+    let inner_name = spec
+        .extra
+        .get("inner")
+        .ok_or_else(|| Error::BadSpec { spec: spec.to_string(), why: "the fault datapath wraps another: add `inner=<datapath>` (e.g. inner=udp)".into() })?;
+    if inner_name == "fault" {
+        return Err(Error::BadSpec { spec: spec.to_string(), why: "`inner=fault` would wrap itself".into() });
+    }
+    let plan = FaultPlan::from_spec(spec)?;
+    let mut inner = spec.clone();
+    inner.datapath = inner_name.clone();
+    inner.realtime = None; // the wrapper's opener already set the thread up
+    inner.extra.retain(|k, _| !KEYS.contains(&k.as_str()));
+    inner.given.0.retain(|k| !KEYS.contains(&k.as_str()));
+    Ok(Box::new(FaultInjector::wrap(crate::open_spec(&inner)?, plan)))
+}
+
+impl FaultInjector {
+    /// Wraps an open endpoint.
+    pub fn wrap(inner: Box<dyn Endpoint>, plan: FaultPlan) -> FaultInjector {
+        let mut caps = inner.capabilities().clone();
+        caps.notes.push(format!(
+            "fault injector over {}: drop {:?} dup {:?} delay {:?} corrupt {:?} (send indices)",
+            caps.datapath, plan.drop, plan.duplicate, plan.delay, plan.corrupt
+        ));
+        caps.datapath = "fault";
+        FaultInjector { inner, plan, sends: 0, held: Vec::new(), injected: Injected::default(), caps }
+    }
+
+    /// What was injected so far.
+    pub fn injected(&self) -> Injected {
+        self.injected
+    }
+
+    /// Sends the held datagrams that are due.
+    fn release_due(&mut self) -> Result<()> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let now = monotonic_ns();
+        let mut i = 0;
+        while i < self.held.len() {
+            if self.held[i].0 <= now {
+                let (_, payload, peer) = self.held.swap_remove(i);
+                self.inner.send_to(&payload, peer)?;
+            } else {
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Endpoint for FaultInjector {
+    fn local_addr(&self) -> SocketAddrV4 {
+        self.inner.local_addr()
+    }
+
+    fn capabilities(&self) -> &Capabilities {
+        &self.caps
+    }
+
+    fn counters(&self) -> Counters {
+        self.inner.counters()
+    }
+
+    fn send_to(&mut self, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
+        self.release_due()?;
+        let n = self.sends;
+        self.sends += 1;
+        if self.plan.drop.contains(&n) {
+            self.injected.dropped += 1;
+            return Ok(());
+        }
+        let mut owned;
+        let mut payload = payload;
+        if self.plan.corrupt.contains(&n) && self.plan.corrupt_byte < payload.len() {
+            owned = payload.to_vec();
+            owned[self.plan.corrupt_byte] ^= 0x5a;
+            payload = &owned;
+            self.injected.corrupted += 1;
+        }
+        if let Some(&ns) = self.plan.delay.get(&n) {
+            self.held.push((monotonic_ns() + ns, payload.to_vec(), peer));
+            self.injected.delayed += 1;
+            return Ok(());
+        }
+        self.inner.send_to(payload, peer)?;
+        if self.plan.duplicate.contains(&n) {
+            self.inner.send_to(payload, peer)?;
+            self.injected.duplicated += 1;
+        }
+        Ok(())
+    }
+
+    fn recv(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<RxMeta>> {
+        self.release_due()?;
+        // While something is held, wait in short slices so it goes out on time.
+        if !self.held.is_empty() && mode != RecvMode::NonBlocking {
+            return self.inner.recv(buf, RecvMode::NonBlocking);
+        }
+        self.inner.recv(buf, mode)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_parse_and_errors_name_the_key() {
+        let s: EndpointSpec = "fault://10.0.0.1:7?inner=udp&drop=1,2&dup=3&delay=4:5ms,6:200us&corrupt=7&corrupt_byte=16".parse().unwrap();
+        let p = FaultPlan::from_spec(&s).unwrap();
+        assert_eq!(p.drop, [1, 2].into());
+        assert_eq!(p.duplicate, [3].into());
+        assert_eq!(p.delay, [(4, 5_000_000), (6, 200_000)].into());
+        assert_eq!((p.corrupt, p.corrupt_byte), ([7].into(), 16));
+        for (spec, needle) in [
+            ("fault://10.0.0.1:7?inner=udp&drop=x", "`drop` takes send indices"),
+            ("fault://10.0.0.1:7?inner=udp&delay=4", "`delay` takes INDEX:DURATION"),
+            ("fault://10.0.0.1:7?inner=udp&delay=4:5parsecs", "`delay` takes INDEX:DURATION"),
+        ] {
+            let e = FaultPlan::from_spec(&spec.parse().unwrap()).unwrap_err().to_string();
+            assert!(e.contains(needle), "{spec}: {e}");
+        }
+        assert_eq!(parse_duration_ns("1s"), Some(1_000_000_000));
+        assert_eq!(parse_duration_ns("42"), Some(42));
+    }
+
+    #[test]
+    fn an_inner_datapath_is_required_and_checked() {
+        let e = crate::open("fault://127.0.0.1:0").err().unwrap().to_string();
+        assert!(e.contains("inner=<datapath>"), "{e}");
+        let e = crate::open("fault://127.0.0.1:0?inner=nosuch").err().unwrap().to_string();
+        assert!(e.contains("unknown datapath `nosuch`") && e.contains("udp"), "{e}");
+        let e = crate::open("fault://127.0.0.1:0?inner=udp&zerocopy=true").err().unwrap().to_string();
+        assert!(e.contains("udp datapath has no key `zerocopy`"), "{e}");
+    }
+
+    #[test]
+    fn faults_happen_at_their_send_index_over_a_real_socket() {
+        let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_read_timeout(Some(std::time::Duration::from_millis(500))).unwrap();
+        let std::net::SocketAddr::V4(to) = rx.local_addr().unwrap() else { unreachable!() };
+        let mut ep = crate::open("fault://127.0.0.1:0?inner=udp&drop=1&dup=2&delay=3:20ms&corrupt=4&corrupt_byte=0").unwrap();
+        assert_eq!(ep.capabilities().datapath, "fault");
+        for i in 0u8..6 {
+            ep.send_to(&[i, 9], to).unwrap();
+        }
+        // The delayed datagram goes out on a later call once due.
+        std::thread::sleep(std::time::Duration::from_millis(25));
+        let mut b = [0u8; 8];
+        assert!(ep.recv(&mut b, RecvMode::NonBlocking).unwrap().is_none());
+        let mut got = Vec::new();
+        while let Ok(n) = rx.recv(&mut b) {
+            got.push(b[..n].to_vec());
+        }
+        assert_eq!(got, vec![vec![0, 9], vec![2, 9], vec![2, 9], vec![4 ^ 0x5a, 9], vec![5, 9], vec![3, 9]]);
+    }
+}

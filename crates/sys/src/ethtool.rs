@@ -1,0 +1,176 @@
+//! NIC settings through the ethtool ioctl (`SIOCETHTOOL`): channels (queues),
+//! interrupt coalescing, ring sizes, GRO and LRO. Works on interfaces of the
+//! calling thread's network namespace; changing a setting needs CAP_NET_ADMIN.
+//! Errors are `io::Error`s as the kernel gives them (EOPNOTSUPP: the driver
+//! does not have the setting; ENODEV: no such interface).
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+const SIOCETHTOOL: libc::c_ulong = 0x8946;
+pub const ETHTOOL_GCOALESCE: u32 = 0x0e;
+pub const ETHTOOL_SCOALESCE: u32 = 0x0f;
+pub const ETHTOOL_GRINGPARAM: u32 = 0x10;
+pub const ETHTOOL_SRINGPARAM: u32 = 0x11;
+pub const ETHTOOL_GFLAGS: u32 = 0x25;
+pub const ETHTOOL_SFLAGS: u32 = 0x26;
+pub const ETHTOOL_GGRO: u32 = 0x2b;
+pub const ETHTOOL_SGRO: u32 = 0x2c;
+pub const ETH_FLAG_LRO: u32 = 1 << 15;
+const ETHTOOL_GCHANNELS: u32 = 0x3c;
+
+/// `struct ethtool_channels` (`ethtool -l`).
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+pub struct Channels {
+    pub cmd: u32,
+    pub max_rx: u32,
+    pub max_tx: u32,
+    pub max_other: u32,
+    pub max_combined: u32,
+    pub rx_count: u32,
+    pub tx_count: u32,
+    pub other_count: u32,
+    pub combined_count: u32,
+}
+
+/// `struct ethtool_coalesce` (`ethtool -c`): the command word and 22 u32 fields.
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+pub struct Coalesce {
+    pub cmd: u32,
+    pub rx_usecs: u32,
+    pub rx_frames: u32,
+    pub rx_usecs_irq: u32,
+    pub rx_frames_irq: u32,
+    pub tx_usecs: u32,
+    pub tx_frames: u32,
+    pub tx_usecs_irq: u32,
+    pub tx_frames_irq: u32,
+    pub stats_block_usecs: u32,
+    pub adaptive_rx: u32,
+    pub adaptive_tx: u32,
+    pub rest: [u32; 11],
+}
+
+/// `struct ethtool_ringparam` (`ethtool -g`).
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+pub struct Rings {
+    pub cmd: u32,
+    pub rx_max: u32,
+    pub rx_mini_max: u32,
+    pub rx_jumbo_max: u32,
+    pub tx_max: u32,
+    pub rx: u32,
+    pub rx_mini: u32,
+    pub rx_jumbo: u32,
+    pub tx: u32,
+}
+
+/// `struct ethtool_value`.
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+struct Value {
+    cmd: u32,
+    data: u32,
+}
+
+/// `struct ifreq` with the `ifr_data` member of the union (40 bytes on 64-bit).
+#[repr(C)]
+struct IfReq {
+    name: [libc::c_char; libc::IFNAMSIZ],
+    data: *mut libc::c_void,
+    _pad: [u8; 16],
+}
+
+fn call<T>(iface: &str, arg: &mut T) -> io::Result<()> {
+    if iface.is_empty() || iface.len() >= libc::IFNAMSIZ || iface.contains('/') || iface.contains('\0') {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("`{iface}` is not a valid interface name")));
+    }
+    // SAFETY: socket() has no memory-safety preconditions; the result is checked.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a freshly created descriptor that nothing else owns.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut req = IfReq { name: [0; libc::IFNAMSIZ], data: arg as *mut T as *mut libc::c_void, _pad: [0; 16] };
+    for (d, s) in req.name.iter_mut().zip(iface.bytes()) {
+        *d = s as libc::c_char;
+    }
+    // SAFETY: req is a properly initialised ifreq whose name is NUL-terminated (length
+    // checked above) and whose data points to a live ethtool struct of the type matching
+    // its `cmd` word, which the kernel reads and writes within its size.
+    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCETHTOOL as _, &mut req as *mut IfReq) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+pub fn coalesce(iface: &str) -> io::Result<Coalesce> {
+    let mut c = Coalesce { cmd: ETHTOOL_GCOALESCE, ..Default::default() };
+    call(iface, &mut c)?;
+    Ok(c)
+}
+
+pub fn rings(iface: &str) -> io::Result<Rings> {
+    let mut r = Rings { cmd: ETHTOOL_GRINGPARAM, ..Default::default() };
+    call(iface, &mut r)?;
+    Ok(r)
+}
+
+/// Receive queues of `iface` (`ethtool -l`: combined + rx-only channels),
+/// at least 1; an error when the driver does not report channels.
+pub fn rx_queues(iface: &str) -> io::Result<u32> {
+    let mut ch = Channels { cmd: ETHTOOL_GCHANNELS, ..Default::default() };
+    call(iface, &mut ch)?;
+    Ok((ch.combined_count + ch.rx_count).max(1))
+}
+
+/// Reads one `struct ethtool_value` command (GGRO, GFLAGS...): its data word.
+pub fn get_value(iface: &str, cmd: u32) -> io::Result<u32> {
+    let mut v = Value { cmd, data: 0 };
+    call(iface, &mut v)?;
+    Ok(v.data)
+}
+
+/// Writes one `struct ethtool_value` command (SGRO, SFLAGS...).
+pub fn set_value(iface: &str, cmd: u32, data: u32) -> io::Result<()> {
+    let mut v = Value { cmd, data };
+    call(iface, &mut v)
+}
+
+/// Writes coalescing settings read with [`coalesce`] and changed.
+pub fn set_coalesce(iface: &str, c: &Coalesce) -> io::Result<()> {
+    let mut c = Coalesce { cmd: ETHTOOL_SCOALESCE, ..*c };
+    call(iface, &mut c)
+}
+
+/// Writes ring sizes read with [`rings`] and changed.
+pub fn set_rings(iface: &str, r: &Rings) -> io::Result<()> {
+    let mut r = Rings { cmd: ETHTOOL_SRINGPARAM, ..*r };
+    call(iface, &mut r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn struct_sizes_match_the_kernel() {
+        assert_eq!(std::mem::size_of::<Coalesce>(), 23 * 4);
+        assert_eq!(std::mem::size_of::<Rings>(), 9 * 4);
+        assert_eq!(std::mem::size_of::<Channels>(), 9 * 4);
+        assert_eq!(std::mem::size_of::<IfReq>(), 40);
+    }
+
+    #[test]
+    fn missing_and_bad_interface_names() {
+        let e = rx_queues("nonexistent0").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENODEV), "{e}");
+        assert!(get_value("a/b", ETHTOOL_GGRO).is_err());
+        assert!(get_value("waytoolonginterfacename", ETHTOOL_GGRO).is_err());
+    }
+}
