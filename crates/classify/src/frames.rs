@@ -20,6 +20,7 @@
 //! assert_eq!(f.len(), 14 + 20 + 8 + 8 + 14 + 20 + 8 + 8 + 20 + 8 + 7);
 //! ```
 
+use detpath_wire::checksum;
 use std::net::IpAddr;
 
 /// One header.
@@ -72,23 +73,13 @@ impl Layer {
     }
 }
 
-fn csum_add(mut sum: u32, b: &[u8]) -> u32 {
-    let mut i = 0;
-    while i + 1 < b.len() {
-        sum += u16::from_be_bytes([b[i], b[i + 1]]) as u32;
-        i += 2;
+/// Sum of the pseudo-header addresses (IPv4 or IPv6) that TCP and UDP checksums cover.
+fn address_sum(src: &IpAddr, dst: &IpAddr) -> u64 {
+    match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => checksum::sum(&d.octets(), checksum::sum(&s.octets(), 0)),
+        (IpAddr::V6(s), IpAddr::V6(d)) => checksum::sum(&d.octets(), checksum::sum(&s.octets(), 0)),
+        _ => 0,
     }
-    if i < b.len() {
-        sum += (b[i] as u32) << 8;
-    }
-    sum
-}
-
-fn csum_fin(mut sum: u32) -> u16 {
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
 }
 
 fn ip_proto_of(next: Option<&Layer>) -> u8 {
@@ -117,21 +108,8 @@ fn l4_checksum(src: &IpAddr, dst: &IpAddr, proto: u8, seg: &mut [u8]) {
     }
     seg[off] = 0;
     seg[off + 1] = 0;
-    let mut sum = 0u32;
-    match (src, dst) {
-        (IpAddr::V4(s), IpAddr::V4(d)) => {
-            sum = csum_add(sum, &s.octets());
-            sum = csum_add(sum, &d.octets());
-        }
-        (IpAddr::V6(s), IpAddr::V6(d)) => {
-            sum = csum_add(sum, &s.octets());
-            sum = csum_add(sum, &d.octets());
-        }
-        _ => {}
-    }
-    sum += proto as u32 + seg.len() as u32;
-    sum = csum_add(sum, seg);
-    let mut c = csum_fin(sum);
+    let sum = checksum::sum(seg, address_sum(src, dst) + proto as u64 + seg.len() as u64);
+    let mut c = checksum::finish(sum);
     if c == 0 && proto == 17 {
         c = 0xffff;
     }
@@ -244,7 +222,7 @@ fn ip(src: &IpAddr, dst: &IpAddr, proto: u8, frag: Option<(bool, u16)>, mut inne
             out.extend_from_slice(&[64, proto, 0, 0]);
             out.extend_from_slice(&s.octets());
             out.extend_from_slice(&d.octets());
-            let c = csum_fin(csum_add(0, &out[..20]));
+            let c = checksum::internet(&out[..20]);
             out[10..12].copy_from_slice(&c.to_be_bytes());
         }
         _ => {
@@ -319,7 +297,7 @@ pub fn parse_gtpu_payload(p: &[u8]) -> Option<(u32, IpAddr, u16)> {
 
 /// Verifies the IPv4 header checksum at `off` (tests of the forward rewrite).
 pub fn ipv4_header_ok(frame: &[u8], off: usize) -> bool {
-    frame.get(off..off + 20).is_some_and(|h| csum_fin(csum_add(0, h)) == 0)
+    frame.get(off..off + 20).is_some_and(|h| checksum::internet(h) == 0)
 }
 
 /// Verifies a UDP checksum (IPv4 or IPv6 by the header at `ip_off`).
@@ -349,19 +327,6 @@ pub fn udp_checksum_ok(frame: &[u8], ip_off: usize) -> bool {
     if seg[6] == 0 && seg[7] == 0 && v == 4 {
         return true; // no checksum
     }
-    let mut sum = 0u32;
-    match (src, dst) {
-        (IpAddr::V4(s), IpAddr::V4(d)) => {
-            sum = csum_add(sum, &s.octets());
-            sum = csum_add(sum, &d.octets());
-        }
-        (IpAddr::V6(s), IpAddr::V6(d)) => {
-            sum = csum_add(sum, &s.octets());
-            sum = csum_add(sum, &d.octets());
-        }
-        _ => return false,
-    }
-    sum += 17 + ulen as u32;
-    sum = csum_add(sum, seg);
-    csum_fin(sum) == 0
+    // Both addresses come from one header, so they are of one family.
+    checksum::finish(checksum::sum(seg, address_sum(&src, &dst) + 17 + ulen as u64)) == 0
 }

@@ -173,10 +173,11 @@ impl FromStr for EndpointSpec {
         }
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').ok_or_else(|| bad(format!("`{pair}` is not key=value")))?;
-            if spec.given.0.iter().any(|g| g == k) {
-                return Err(bad(format!("`{k}` given twice")));
+            // A typed key given again overrides (URIs are built by appending
+            // keys); a datapath-specific key given twice is refused below.
+            if !spec.given.0.iter().any(|g| g == k) {
+                spec.given.0.push(k.to_string());
             }
-            spec.given.0.push(k.to_string());
             let r: std::result::Result<(), String> = (|| {
                 match k {
                     "iface" => spec.iface = Some(v.to_string()),
@@ -223,7 +224,9 @@ impl FromStr for EndpointSpec {
                         }
                     }
                     _ => {
-                        spec.extra.insert(k.to_string(), v.to_string());
+                        if spec.extra.insert(k.to_string(), v.to_string()).is_some() {
+                            return Err(format!("`{k}` given twice"));
+                        }
                     }
                 }
                 Ok(())
@@ -338,7 +341,8 @@ mod tests {
         assert_eq!(s.device.as_deref(), Some("0000:03:00.0"));
         assert_eq!(s.extra.get("vdev").map(String::as_str), Some("net_tap0"));
         assert_eq!(s.given.0, ["addr", "port", "vdev"]);
-        assert!("udp://1.2.3.4:5?port=6&port=7".parse::<EndpointSpec>().unwrap_err().to_string().contains("given twice"));
+        assert!("dpdk://veth0?vdev=x&vdev=y".parse::<EndpointSpec>().unwrap_err().to_string().contains("given twice"));
+        assert_eq!("udp://1.2.3.4:5?port=6&port=7".parse::<EndpointSpec>().unwrap().port, 7, "a typed key given again overrides");
     }
 
     #[test]

@@ -83,8 +83,11 @@ fn malformed_frames_are_counted_and_dropped() {
 #[test]
 fn bad_input_is_named() {
     let tb = Testbed::up(TestbedConfig::unique("xpoll")).unwrap();
-    let e = open_in(tb.b(), PORT, "&ring=64&nonsense=1").err().expect("unknown key refused");
-    assert!(e.to_string().contains("unknown key `nonsense`"), "{e}");
+    let e = open_in(tb.b(), PORT, "&nonsense=1").err().expect("unknown key refused");
+    assert!(e.to_string().contains("xdppoll datapath has no key `nonsense`"), "{e}");
+    // `ring` is AF_XDP's, not xdppoll's (its BPF ring size is fixed): refused by name too.
+    let e = open_in(tb.b(), PORT, "&ring=64").err().expect("another datapath's key refused");
+    assert!(matches!(&e, Error::UnsupportedKey { datapath: "xdppoll", key, .. } if key == "ring"), "{e}");
     let e = tb.b().run(|| detpath::open(&format!("xdppoll://nosuch0?port={PORT}"))).unwrap().err().expect("missing interface");
     assert!(matches!(e, Error::Sys(detpath::sys::Error::NoSuchInterface { .. })), "{e}");
     // Two endpoints on one interface: the second is refused, naming the first's program.

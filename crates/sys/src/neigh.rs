@@ -37,7 +37,8 @@ pub struct Neighbours {
     cache: HashMap<Ipv4Addr, MacAddr>,
 }
 
-fn on_link(subnets: &[(Ipv4Addr, u8)], ip: Ipv4Addr) -> bool {
+/// Whether `ip` is on one of `subnets` (address, prefix length): detpath sends on-link only.
+pub fn on_link(subnets: &[(Ipv4Addr, u8)], ip: Ipv4Addr) -> bool {
     subnets.iter().any(|(a, p)| {
         let mask = if *p == 0 { 0 } else { u32::MAX << (32 - *p as u32) };
         u32::from(*a) & mask == u32::from(ip) & mask

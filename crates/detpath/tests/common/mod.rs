@@ -114,30 +114,9 @@ pub fn frame_set(tb: &Testbed, src: SocketAddrV4, dst: SocketAddrV4) -> FrameSet
 pub fn inject(side: &Side, frames: &[Vec<u8>]) {
     let iface = side.iface.clone();
     side.run(|| {
-        let ifindex = NetDev::lookup(&iface).unwrap().ifindex;
-        // SAFETY: plain socket(2) in the test; checked.
-        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, (libc::ETH_P_ALL as u16).to_be() as i32) };
-        assert!(fd >= 0, "AF_PACKET socket: {}", std::io::Error::last_os_error());
-        // SAFETY: fd is ours.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: sockaddr_ll is plain data.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_ifindex = ifindex as i32;
-        sll.sll_halen = 6;
+        let sock = detpath::sys::packet::PacketSocket::open(&iface).expect("AF_PACKET socket");
         for f in frames {
-            // SAFETY: f is a readable frame; sll is a valid address of its size.
-            let r = unsafe {
-                libc::sendto(
-                    fd.as_raw_fd(),
-                    f.as_ptr().cast(),
-                    f.len(),
-                    0,
-                    (&sll as *const libc::sockaddr_ll).cast(),
-                    std::mem::size_of::<libc::sockaddr_ll>() as u32,
-                )
-            };
-            assert_eq!(r, f.len() as isize, "raw send: {}", std::io::Error::last_os_error());
+            sock.send(f).expect("raw send");
         }
     })
     .unwrap();
