@@ -14,6 +14,7 @@ pub mod sockperf;
 pub mod stats;
 pub mod stress;
 pub mod table;
+pub mod tail;
 
 pub use records::{LossCounts, Record, RecordWriter, Status};
 pub use results::{Environment, ResultDir, RunConfig, RunResult};

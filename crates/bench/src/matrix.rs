@@ -6,6 +6,8 @@
 //! calls [`run_matrix`] and prints; a program can do the same.
 
 use crate::run::{run_client, run_server, ClientOutcome, PingPongConfig};
+use crate::stats::Quantile;
+use crate::tail::{self, CpuSample, ProcReader, Sampler, TailThreshold, ThreadGaps};
 use crate::{Environment, ResultDir, RunConfig, RunResult};
 use anyhow::Context;
 use detpath::sys::cleanup;
@@ -41,7 +43,9 @@ impl Configuration {
 pub struct MatrixConfig {
     /// Datapath names (registered ones; [`SOCKPERF`] is added by `with_sockperf`).
     pub datapaths: Vec<String>,
-    pub probe: PingPongConfig,
+    /// One probe stream per rate (paper 000's Figure 2 sweeps 8 to 1600 Mbit/s);
+    /// every datapath runs at each, rates outermost within a configuration.
+    pub probes: Vec<PingPongConfig>,
     pub configurations: Vec<Configuration>,
     /// Cores of the client and server polling threads.
     pub cpus: (u32, u32),
@@ -55,6 +59,13 @@ pub struct MatrixConfig {
     pub rt_priority: u8,
     /// Also run sockperf ping-pong as a reference row in each configuration.
     pub with_sockperf: bool,
+    /// Rounds above this are the tail, each attributed to a cause.
+    pub tail_threshold: TailThreshold,
+    /// Extra spec keys for every endpoint (`mode=skb`, `rcvbuf=8388608`,
+    /// or the `fault` datapath's `inner=udp&drop=100`).
+    pub keys: String,
+    /// Extra spec keys for the server's endpoint only (after `keys`).
+    pub server_keys: String,
 }
 
 /// What the runner tells its caller while it works (for progress bars and logs).
@@ -121,12 +132,12 @@ pub fn run_matrix(cfg: &MatrixConfig, observe: Observer) -> anyhow::Result<Matri
         } else {
             (None, "default".to_string())
         };
-        for (i, dp) in runs.iter().copied().enumerate() {
+        for (i, (pp, dp)) in cfg.probes.iter().flat_map(|pp| runs.iter().map(move |dp| (pp, *dp))).enumerate() {
             if cleanup::interrupted() {
                 break;
             }
-            let port = 7100 + i as u16 * 2;
-            let pp = &cfg.probe;
+            // A fresh port pair per run: a socket closed a moment ago may still hold its port.
+            let port = 7100 + (i % 400) as u16 * 2;
             let label = format!(
                 "bench: {dp}: {} rounds of {} B every {} µs, stress {} %, {}",
                 pp.rounds,
@@ -171,8 +182,15 @@ pub fn run_matrix(cfg: &MatrixConfig, observe: Observer) -> anyhow::Result<Matri
             let result = if dp == SOCKPERF {
                 run_sockperf(&tb, &pp, cfg.cpus, config, &env, &mut dir)
             } else {
-                bench_one(&tb, dp, port, &pp, cfg.cpus, rt, observe.clone())
-                    .and_then(|(mode, outcome)| save_outcome(&mut dir, RunConfig { mode, ..config }, &env, &pp, &outcome))
+                let specs = (with_keys(&tb.a().uri(dp, port + 1), &cfg.keys), with_keys(&with_keys(&tb.b().uri(dp, port), &cfg.keys), &cfg.server_keys));
+                bench_one(&tb, specs, &pp, cfg.cpus, rt, observe.clone()).and_then(|run| {
+                    let threads = [
+                        ThreadGaps { thread: "client", cpu: Some(cfg.cpus.0), gaps: run.outcome.gaps.clone() },
+                        ThreadGaps { thread: "server", cpu: Some(cfg.cpus.1), gaps: run.server_gaps },
+                    ];
+                    let evidence = TailEvidence { threshold: cfg.tail_threshold, threads: &threads, samples: &run.samples };
+                    save_outcome(&mut dir, RunConfig { mode: run.mode, ..config }, &env, &pp, &run.outcome, Some(evidence))
+                })
             };
             drop(stress);
             observe(Event::RunDone);
@@ -185,10 +203,28 @@ pub fn run_matrix(cfg: &MatrixConfig, observe: Observer) -> anyhow::Result<Matri
     Ok(MatrixOutcome { dir, failed })
 }
 
-/// Builds the result of one client run and saves it (records first, then the summary).
-pub fn save_outcome(dir: &mut ResultDir, config: RunConfig, env: &Environment, pp: &PingPongConfig, outcome: &ClientOutcome) -> anyhow::Result<()> {
+/// What a run recorded about its noise, for [`tail::attribute`].
+pub struct TailEvidence<'a> {
+    pub threshold: TailThreshold,
+    pub threads: &'a [ThreadGaps],
+    pub samples: &'a [CpuSample],
+}
+
+/// Builds the result of one client run (with its tail attribution, given the
+/// evidence) and saves it (records first, then the summary).
+pub fn save_outcome(
+    dir: &mut ResultDir,
+    config: RunConfig,
+    env: &Environment,
+    pp: &PingPongConfig,
+    outcome: &ClientOutcome,
+    tail: Option<TailEvidence<'_>>,
+) -> anyhow::Result<()> {
     let records = outcome.records(pp.warmup);
     let mut result = RunResult::from_records(config, env.clone(), &records, None);
+    if let (Some(t), Some(median)) = (tail, result.latency.get(Quantile::MEDIAN)) {
+        result.tail = Some(tail::attribute(&records, t.threshold.resolve(median), t.threads, t.samples, outcome.started_ns));
+    }
     result.duration_s = (outcome.finished_ns - outcome.started_ns) as f64 / 1e9;
     if outcome.interrupted {
         result.complete = false;
@@ -199,6 +235,16 @@ pub fn save_outcome(dir: &mut ResultDir, config: RunConfig, env: &Environment, p
     }
     dir.save_run(&result, &records)?;
     Ok(())
+}
+
+/// Appends `keys` (`a=1&b=2`, may be empty) to a spec.
+pub fn with_keys(spec: &str, keys: &str) -> String {
+    let keys = keys.trim_matches('&');
+    if keys.is_empty() {
+        spec.to_string()
+    } else {
+        format!("{spec}{}{keys}", if spec.contains('?') { '&' } else { '?' })
+    }
 }
 
 /// Appends the `rt_*` keys that pin an endpoint's polling thread to `core`
@@ -248,34 +294,41 @@ fn apply_tuning(cores: &str, rt_priority: u8) -> anyhow::Result<(detpath_tune::A
     Ok((t, state))
 }
 
+/// What one datapath's run gave: its mode line, the client's outcome, the
+/// server's noise gaps and the per-CPU counters sampled during it.
+struct OneRun {
+    mode: String,
+    outcome: ClientOutcome,
+    server_gaps: Vec<tail::Gap>,
+    samples: Vec<CpuSample>,
+}
+
 /// One datapath: server thread in namespace b, client thread in namespace a.
 fn bench_one(
     tb: &Testbed,
-    dp: &str,
-    port: u16,
+    (client_spec, server_spec): (String, String),
     pp: &PingPongConfig,
     (cpu_client, cpu_server): (u32, u32),
     rt: Option<u8>,
     observe: Observer,
-) -> anyhow::Result<(String, ClientOutcome)> {
+) -> anyhow::Result<OneRun> {
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = mpsc::channel();
-    let server_uri = with_rt_keys(&tb.b().uri(dp, port), Some(cpu_server), rt, true);
+    let server_uri = with_rt_keys(&server_spec, Some(cpu_server), rt, true);
     let stop_s = stop.clone();
-    let server = tb.b().spawn(move || -> anyhow::Result<()> {
+    let server = tb.b().spawn(move || -> anyhow::Result<Vec<tail::Gap>> {
         let mut ep = match detpath::open(&server_uri) {
             Ok(ep) => ep,
             Err(e) => {
                 let _ = ready_tx.send(Err(e.to_string()));
-                return Ok(());
+                return Ok(Vec::new());
             }
         };
         let _ = ready_tx.send(Ok((ep.local_addr(), ep.capabilities().summary())));
-        run_server(ep.as_mut(), &stop_s)?;
-        Ok(())
+        Ok(run_server(ep.as_mut(), &stop_s)?.gaps)
     });
     let (server_addr, server_mode) = ready_rx.recv()?.map_err(|e| anyhow::anyhow!("server: {e}"))?;
-    let client_uri = with_rt_keys(&tb.a().uri(dp, port + 1), Some(cpu_client), rt, false);
+    let client_uri = with_rt_keys(&client_spec, Some(cpu_client), rt, false);
     let pp2 = pp.clone();
     let client = tb.a().spawn(move || -> anyhow::Result<(String, ClientOutcome)> {
         let mut ep = detpath::open(&client_uri)?;
@@ -289,10 +342,13 @@ fn bench_one(
         })?;
         Ok((mode, out))
     });
+    let sampler = Sampler::start(ProcReader::host(), tail::SAMPLE_PERIOD);
     let result = client.join().map_err(|_| anyhow::anyhow!("client thread panicked"))?;
     stop.store(true, Ordering::Relaxed);
-    let _ = server.join();
-    result?
+    let server_gaps = server.join().ok().and_then(|r| r.ok()).and_then(|r| r.ok()).unwrap_or_default();
+    let samples = sampler.finish();
+    let (mode, outcome) = result??;
+    Ok(OneRun { mode, outcome, server_gaps, samples })
 }
 
 #[cfg(test)]
@@ -304,6 +360,13 @@ mod tests {
         assert_eq!(with_rt_keys("udp://1.2.3.4:5", Some(1), Some(50), true), "udp://1.2.3.4:5?rt_core=1&rt_priority=50&rt_dma_latency=0");
         assert_eq!(with_rt_keys("afxdp://eth0?port=5", Some(0), None, true), "afxdp://eth0?port=5&rt_core=0&rt_mlock=false");
         assert_eq!(with_rt_keys("udp://1.2.3.4:5", None, Some(50), true), "udp://1.2.3.4:5");
+    }
+
+    #[test]
+    fn keys_are_appended() {
+        assert_eq!(with_keys("udp://1.2.3.4:5", "rcvbuf=9"), "udp://1.2.3.4:5?rcvbuf=9");
+        assert_eq!(with_keys("afxdp://dpb?port=5", "&mode=skb"), "afxdp://dpb?port=5&mode=skb");
+        assert_eq!(with_keys("afxdp://dpb?port=5", ""), "afxdp://dpb?port=5");
     }
 
     #[test]

@@ -227,6 +227,9 @@ pub struct RunResult {
     /// Free-form remarks (fallbacks taken, warnings), shown under the table.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Why the slow rounds were slow (runs measured in the testbed).
+    #[serde(default)]
+    pub tail: Option<crate::tail::TailReport>,
 }
 
 impl RunResult {
@@ -273,6 +276,7 @@ impl RunResult {
             interrupted: None,
             records_file: None,
             notes: Vec::new(),
+            tail: None,
         }
     }
 

@@ -15,6 +15,7 @@
 //! misbehaves at chosen sends, which is how the loss accounting is tested.
 
 use crate::records::{Record, Status};
+use crate::tail::{Gap, NoiseProbe, DEFAULT_GAP_BOUND_NS};
 use detpath::{monotonic_ns, Endpoint, RecvMode};
 use detpath_wire::probe::{self, Probe};
 use std::net::SocketAddrV4;
@@ -121,6 +122,9 @@ pub struct ClientOutcome {
     pub interrupted: bool,
     pub started_ns: u64,
     pub finished_ns: u64,
+    /// What the client's noise probe saw (iterations of its loop longer than
+    /// [`DEFAULT_GAP_BOUND_NS`]), for tail attribution.
+    pub gaps: Vec<Gap>,
 }
 
 /// Runs the client side. `progress` is called with the number of rounds
@@ -145,8 +149,10 @@ pub fn run_client(
     let start = monotonic_ns() + 1_000_000;
     let mut last_send = start;
     let mut interrupted = false;
+    let mut probe = NoiseProbe::new(DEFAULT_GAP_BOUND_NS);
     loop {
         let now = monotonic_ns();
+        probe.tick(now);
         if next < total {
             let deadline = start + next * cfg.period_ns;
             if now >= deadline {
@@ -179,6 +185,7 @@ pub fn run_client(
             let deadline = start + next * cfg.period_ns;
             let last_answered = next == 0 || rounds[next as usize - 1].client_rx != 0;
             if next < total && last_answered && deadline > now + slack {
+                probe.pause();
                 sleep_until_ns(deadline - slack);
                 continue;
             }
@@ -208,7 +215,7 @@ pub fn run_client(
         }
     }
     progress(next);
-    Ok(ClientOutcome { rounds, sent: next, foreign, interrupted, started_ns: start, finished_ns: monotonic_ns() })
+    Ok(ClientOutcome { rounds, sent: next, foreign, interrupted, started_ns: start, finished_ns: monotonic_ns(), gaps: probe.into_gaps() })
 }
 
 /// Sleeps until CLOCK_MONOTONIC reaches `t` ns (absolute, so no drift).
@@ -219,19 +226,28 @@ fn sleep_until_ns(t: u64) {
 }
 
 /// What the server did.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ServerReport {
     pub echoed: u64,
     pub not_probes: u64,
+    /// What the server's noise probe saw, for tail attribution.
+    pub gaps: Vec<Gap>,
 }
 
-/// Echoes probes until `stop` is set. Busy-polls; checks `stop` every 10 ms of silence.
+/// Echoes probes until `stop` is set, busy-polling: each look is one
+/// zero-timeout busy-poll receive (so datapaths with kernel busy polling
+/// kick the driver), and the loop itself is the server's noise probe.
 pub fn run_server(ep: &mut dyn Endpoint, stop: &AtomicBool) -> detpath::Result<ServerReport> {
     let mut buf = vec![0u8; 4096];
     let mut report = ServerReport::default();
-    let idle_wait = RecvMode::BusyPoll { timeout: Some(Duration::from_millis(10)) };
+    let look = RecvMode::BusyPoll { timeout: Some(Duration::ZERO) };
+    let mut probe = NoiseProbe::new(DEFAULT_GAP_BOUND_NS);
     while !stop.load(Ordering::Relaxed) {
-        let Some(meta) = ep.recv(&mut buf, idle_wait)? else { continue };
+        probe.tick(monotonic_ns());
+        let Some(meta) = ep.recv(&mut buf, look)? else {
+            std::hint::spin_loop();
+            continue;
+        };
         let Ok(mut p) = Probe::decode(&buf[..meta.len]) else {
             report.not_probes += 1;
             continue;
@@ -242,6 +258,7 @@ pub fn run_server(ep: &mut dyn Endpoint, stop: &AtomicBool) -> detpath::Result<S
         ep.send_to(&buf[..meta.len], meta.peer)?;
         report.echoed += 1;
     }
+    report.gaps = probe.into_gaps();
     Ok(report)
 }
 

@@ -356,8 +356,52 @@ pub fn render(runs: &[RunResult]) -> String {
     if !runs.is_empty() {
         out.push('\n');
         out.push_str(&detail_table(runs));
+        out.push_str(&tail_section(runs));
+        out.push_str(&sustained_rates(runs));
         out.push('\n');
         out.push_str(&environment_note(runs));
+    }
+    out
+}
+
+/// One line per run that has a tail attribution: how many rounds were slow and why.
+pub fn tail_section(runs: &[RunResult]) -> String {
+    let lines: Vec<String> =
+        runs.iter().filter_map(|r| r.tail.as_ref().map(|t| format!("  {} ({}): {}\n", row_label(r, runs), r.configuration, t.line()))).collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!("\nTail (rounds above the threshold, by cause):\n{}", lines.concat())
+}
+
+/// With several rates: the highest rate each datapath sustained without loss (paper 000, Figure 2).
+pub fn sustained_rates(runs: &[RunResult]) -> String {
+    let mut periods: Vec<u64> = runs.iter().map(|r| r.config.period_ns).collect();
+    periods.sort_unstable();
+    periods.dedup();
+    if periods.len() < 2 {
+        return String::new();
+    }
+    let mut out = String::from("\nHighest rate sustained without loss:\n");
+    let mut seen: Vec<(String, &str)> = Vec::new();
+    for r in runs {
+        let key = (r.config.datapath.clone(), r.configuration.as_str());
+        if seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
+        let best = runs
+            .iter()
+            .filter(|o| o.config.datapath == r.config.datapath && o.configuration == r.configuration && o.complete && o.loss.lost == 0)
+            .map(|o| o.config.rate_mbps())
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+        let _ = writeln!(
+            out,
+            "  {} ({}): {}",
+            display_name(&r.config.datapath),
+            r.configuration,
+            best.map(|b| format!("{b:.0} Mbit/s")).unwrap_or_else(|| "none (every rate lost rounds)".into())
+        );
     }
     out
 }

@@ -9,7 +9,7 @@ use detpath_bench::run::PingPongConfig;
 use detpath_bench::ResultDir;
 
 #[derive(clap::Args)]
-#[command(args_conflicts_with_subcommands = true)]
+#[command(args_conflicts_with_subcommands = true, after_help = EXIT_CODES)]
 pub struct Args {
     #[command(subcommand)]
     role: Option<Role>,
@@ -39,13 +39,16 @@ pub struct ProbeArgs {
     /// Probe (UDP payload) size in bytes (paper: 1024; 128 as the small option).
     #[arg(long, default_value_t = 1024)]
     pub size: usize,
-    /// Send period, e.g. `100us`, `1ms`, `250000ns` (a bare number is µs).
-    /// Default 100 µs, about 80 Mbit/s with 1024 B.
-    #[arg(long, alias = "period-us", conflicts_with = "rate")]
-    pub period: Option<String>,
-    /// Offered rate in Mbit/s of probe payload (the period follows from --size).
-    #[arg(long)]
-    pub rate: Option<f64>,
+    /// Send period, e.g. `100us`, `1ms`, `250000ns` (a bare number is µs);
+    /// a list (`1ms,100us`) runs every datapath at each. Default 100 µs,
+    /// about 80 Mbit/s with 1024 B.
+    #[arg(long, alias = "period-us", conflicts_with = "rate", value_delimiter = ',')]
+    pub period: Vec<String>,
+    /// Offered rate in Mbit/s of probe payload (the period follows from
+    /// --size); a list (`8,80,800,1600`, paper 000's Figure 2) runs every
+    /// datapath at each rate.
+    #[arg(long, value_delimiter = ',')]
+    pub rate: Vec<f64>,
     /// Measured rounds per run (paper: 1,000,000 for a full run; default 100,000).
     #[arg(long, conflicts_with = "duration")]
     pub rounds: Option<u64>,
@@ -64,36 +67,52 @@ pub struct ProbeArgs {
 pub const DEFAULT_ROUNDS: u64 = 100_000;
 
 impl ProbeArgs {
-    /// The ping-pong configuration these options describe, or what is wrong with them.
+    /// The ping-pong configuration these options describe, or what is wrong with them
+    /// (exactly one period or rate: two hosts measure one stream).
     pub fn config(&self) -> anyhow::Result<PingPongConfig> {
+        let mut all = self.configs()?;
+        anyhow::ensure!(all.len() == 1, "give one --rate or --period here (a list sweeps rates in the testbed only)");
+        Ok(all.remove(0))
+    }
+
+    /// One ping-pong configuration per period or rate asked for (default: one, 100 µs).
+    pub fn configs(&self) -> anyhow::Result<Vec<PingPongConfig>> {
         anyhow::ensure!(self.size >= detpath_wire::probe::HEADER_LEN, "--size must be at least {} bytes (the probe header)", detpath_wire::probe::HEADER_LEN);
-        let period_ns = match (&self.period, self.rate) {
-            (Some(p), _) => parse_period(p)?,
-            (None, Some(mbps)) => {
-                anyhow::ensure!(mbps > 0.0 && mbps.is_finite(), "--rate must be a positive number of Mbit/s");
-                (self.size as f64 * 8.0 * 1000.0 / mbps).round() as u64
-            }
-            (None, None) => 100_000,
-        };
-        anyhow::ensure!(period_ns >= 1000, "the period must be at least 1 µs (got {period_ns} ns)");
-        let rounds = match (self.rounds, self.duration) {
-            (Some(r), _) => r,
-            (None, Some(s)) => {
-                anyhow::ensure!(s > 0.0 && s.is_finite(), "--duration must be a positive number of seconds");
-                ((s * 1e9) / period_ns as f64).round().max(1.0) as u64
-            }
-            (None, None) => DEFAULT_ROUNDS,
-        };
-        anyhow::ensure!(rounds > 0, "--rounds must be at least 1");
-        Ok(PingPongConfig {
-            size: self.size,
-            period_ns,
-            rounds,
-            warmup: self.warmup,
-            loss_timeout_ns: self.timeout_ms * 1_000_000,
-            stall: None,
-            sleep_slack_ns: None,
-        })
+        let mut periods = Vec::new();
+        for p in &self.period {
+            periods.push(parse_period(p)?);
+        }
+        for &mbps in &self.rate {
+            anyhow::ensure!(mbps > 0.0 && mbps.is_finite(), "--rate must be a positive number of Mbit/s");
+            periods.push((self.size as f64 * 8.0 * 1000.0 / mbps).round() as u64);
+        }
+        if periods.is_empty() {
+            periods.push(100_000);
+        }
+        periods
+            .into_iter()
+            .map(|period_ns| {
+                anyhow::ensure!(period_ns >= 1000, "the period must be at least 1 µs (got {period_ns} ns)");
+                let rounds = match (self.rounds, self.duration) {
+                    (Some(r), _) => r,
+                    (None, Some(s)) => {
+                        anyhow::ensure!(s > 0.0 && s.is_finite(), "--duration must be a positive number of seconds");
+                        ((s * 1e9) / period_ns as f64).round().max(1.0) as u64
+                    }
+                    (None, None) => DEFAULT_ROUNDS,
+                };
+                anyhow::ensure!(rounds > 0, "--rounds must be at least 1");
+                Ok(PingPongConfig {
+                    size: self.size,
+                    period_ns,
+                    rounds,
+                    warmup: self.warmup,
+                    loss_timeout_ns: self.timeout_ms * 1_000_000,
+                    stall: None,
+                    sleep_slack_ns: None,
+                })
+            })
+            .collect()
     }
 }
 
@@ -114,17 +133,51 @@ pub fn parse_period(s: &str) -> anyhow::Result<u64> {
     Ok((v * scale).round() as u64)
 }
 
-/// Prints the runs of a result directory (table or JSON) and returns the exit
-/// code: 0 when every run is complete without loss and nothing failed.
-pub fn finish(dir: &ResultDir, json: bool, failed: bool) -> anyhow::Result<i32> {
+/// When loss makes the exit code non-zero (`--fail-on-loss`, `--max-loss N`).
+#[derive(clap::Args, Clone, Copy, Debug, Default)]
+pub struct LossGate {
+    /// Exit 1 when any round was lost (for gating scripts; by default loss is a result, exit 0).
+    #[arg(long)]
+    pub fail_on_loss: bool,
+    /// Exit 1 when more than N rounds of any one run were lost.
+    #[arg(long, value_name = "N")]
+    pub max_loss: Option<u64>,
+}
+
+impl LossGate {
+    fn allows(&self, lost: u64) -> bool {
+        match (self.fail_on_loss, self.max_loss) {
+            (true, _) => lost == 0,
+            (false, Some(n)) => lost <= n,
+            (false, None) => true,
+        }
+    }
+}
+
+/// The exit codes of `detpath bench`, for `--help` and scripts.
+pub const EXIT_CODES: &str = "Exit codes: 0 the measurement completed (whatever it measured: loss is a result, shown in the table and JSON); \
+1 loss beyond --fail-on-loss / --max-loss; 2 an error (testbed, permissions, missing package, a run that could not start); \
+130 interrupted (Ctrl-C: the runs so far are saved).";
+
+/// Prints the runs of a result directory (table or JSON) and returns the
+/// exit code ([`EXIT_CODES`]).
+pub fn finish(dir: &ResultDir, json: bool, failed: bool, gate: LossGate) -> anyhow::Result<i32> {
     if json {
         println!("{}", serde_json::to_string_pretty(dir.runs())?);
     } else {
         print!("{}", detpath_bench::table::render(dir.runs()));
     }
     eprintln!("results saved in {}", dir.path().display());
-    let incomplete = dir.runs().iter().any(|r| !r.complete || r.loss.lost > 0);
-    Ok(if failed || detpath::sys::cleanup::interrupted() || incomplete { 1 } else { 0 })
+    let interrupted = detpath::sys::cleanup::interrupted() || dir.runs().iter().any(|r| !r.complete);
+    Ok(if failed {
+        2
+    } else if interrupted {
+        130
+    } else if dir.runs().iter().any(|r| !gate.allows(r.loss.lost)) {
+        1
+    } else {
+        0
+    })
 }
 
 /// The progress bar of a client run (rate and ETA).
@@ -142,7 +195,31 @@ mod tests {
     use super::*;
 
     fn probe(period: Option<&str>, rate: Option<f64>, rounds: Option<u64>, duration: Option<f64>) -> ProbeArgs {
-        ProbeArgs { size: 1024, period: period.map(String::from), rate, rounds, duration, warmup: 0, timeout_ms: 100 }
+        ProbeArgs {
+            size: 1024,
+            period: period.map(String::from).into_iter().collect(),
+            rate: rate.into_iter().collect(),
+            rounds,
+            duration,
+            warmup: 0,
+            timeout_ms: 100,
+        }
+    }
+
+    #[test]
+    fn a_rate_list_is_a_sweep() {
+        let p = ProbeArgs { size: 1000, period: vec![], rate: vec![8.0, 80.0, 800.0, 1600.0], rounds: Some(10), duration: None, warmup: 0, timeout_ms: 100 };
+        let c = p.configs().unwrap();
+        assert_eq!(c.iter().map(|c| c.period_ns).collect::<Vec<_>>(), [1_000_000, 100_000, 10_000, 5_000]);
+        assert!(p.config().unwrap_err().to_string().contains("one --rate"));
+    }
+
+    #[test]
+    fn loss_gates() {
+        assert!(LossGate::default().allows(5));
+        assert!(!LossGate { fail_on_loss: true, max_loss: None }.allows(1));
+        assert!(LossGate { fail_on_loss: false, max_loss: Some(3) }.allows(3));
+        assert!(!LossGate { fail_on_loss: false, max_loss: Some(3) }.allows(4));
     }
 
     #[test]

@@ -69,6 +69,8 @@ pub struct ClientArgs {
     /// Print the results as JSON instead of tables.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    gate: crate::bench_cmd::LossGate,
 }
 
 /// Echoes probes until SIGINT/SIGTERM; prints what it echoed.
@@ -134,10 +136,10 @@ pub fn client(args: ClientArgs) -> anyhow::Result<i32> {
         peer: Some(args.peer.to_string()),
         extra: [("client_endpoint".to_string(), args.side.endpoint.clone())].into_iter().collect(),
     };
-    save_outcome(&mut dir, config, &env, &pp, &outcome)?;
+    save_outcome(&mut dir, config, &env, &pp, &outcome, None)?;
     let answered = outcome.rounds.iter().take(outcome.sent as usize).filter(|r| r.answered()).count();
     if answered == 0 && outcome.sent > 0 {
         eprintln!("bench client: no probe was answered: is `detpath bench server` running at {}?", args.peer);
     }
-    finish(&dir, args.json, false)
+    finish(&dir, args.json, false, args.gate)
 }

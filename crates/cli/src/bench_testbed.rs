@@ -53,6 +53,19 @@ pub struct Args {
     /// Print the results as JSON instead of tables.
     #[arg(long)]
     json: bool,
+    /// Rounds slower than this are the tail, each attributed to a cause:
+    /// `10x` (times the run's median, the default) or a latency (`50us`).
+    #[arg(long, default_value = "10x")]
+    tail_threshold: detpath_bench::tail::TailThreshold,
+    #[command(flatten)]
+    gate: crate::bench_cmd::LossGate,
+    /// Extra spec keys for every endpoint, e.g. `mode=skb`, `rcvbuf=8388608`,
+    /// or with `--datapath fault`: `inner=udp&drop=100,200` (see the README).
+    #[arg(long, default_value = "")]
+    keys: String,
+    /// Extra spec keys for the server's endpoint only (e.g. `stall_rx=500:2ms` with the fault datapath).
+    #[arg(long, default_value = "")]
+    server_keys: String,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -60,7 +73,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let datapaths = if args.datapath.is_empty() { detpath::datapath::transports().map(|d| d.name.to_string()).collect() } else { args.datapath.clone() };
     let cfg = MatrixConfig {
         datapaths,
-        probe: args.probe.config()?,
+        probes: args.probe.configs()?,
         configurations: if args.matrix {
             Configuration::paper_matrix(args.matrix_stress)
         } else {
@@ -72,6 +85,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         tune_cores: args.tune_cores.clone(),
         rt_priority: args.rt_priority,
         with_sockperf: args.with_sockperf,
+        tail_threshold: args.tail_threshold,
+        keys: args.keys.clone(),
+        server_keys: args.server_keys.clone(),
     };
     // One progress bar per run, drawn from the client thread's progress events.
     let bar: Arc<Mutex<Option<indicatif::ProgressBar>>> = Arc::new(Mutex::new(None));
@@ -99,5 +115,5 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         })
     };
     let outcome = run_matrix(&cfg, observer)?;
-    finish(&outcome.dir, args.json, outcome.failed)
+    finish(&outcome.dir, args.json, outcome.failed, args.gate)
 }

@@ -52,7 +52,7 @@ fn matrix_runs_three_configurations_and_restores_the_host() {
     let _ = std::fs::remove_dir_all(&out);
     // Exit 1 with complete runs means some pongs were lost under stress (a
     // measurement); anything else is a failure.
-    assert!(matches!(run.status.code(), Some(0) | Some(1)), "matrix failed: {stderr}");
+    assert_eq!(run.status.code(), Some(0), "matrix failed: {stderr}");
     assert!(!stderr.contains("cannot") && !stderr.contains("error"), "{stderr}");
     let runs: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
     let runs = runs.as_array().unwrap();

@@ -166,6 +166,8 @@ impl FromStr for EndpointSpec {
             spec.port = sa.port();
         } else if let Ok(ip) = authority.parse::<Ipv4Addr>() {
             spec.addr = Some(ip);
+        } else if let Some((ip, port)) = authority.rsplit_once(':').filter(|(ip, _)| ip.parse::<Ipv4Addr>().is_ok()) {
+            return Err(bad(format!("`{port}` is not a UDP port (0..65535) after {ip}")));
         } else if authority.len() <= 15 && authority.chars().all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c)) {
             spec.iface = Some(authority.to_string());
         } else {
@@ -356,6 +358,7 @@ mod tests {
             ("afxdp://veth0?ring=1000", "power of two"),
             ("afxdp://veth0?zerocopy=maybe", "true or false"),
             ("afxdp://veth0?addr=1.2.3", "IPv4"),
+            ("udp://127.0.0.1:99999", "not a UDP port"),
         ] {
             let e = input.parse::<EndpointSpec>().unwrap_err().to_string();
             assert!(e.contains(needle), "{input}: {e}");

@@ -17,6 +17,9 @@
 //!   `D` (`ns`, `us`, `ms`, `s`) has passed, on a later send or receive call
 //!   (so later datagrams overtake it). `corrupt`: byte `corrupt_byte`
 //!   (default 0) XOR 0x5a before sending.
+//! - `stall_rx=N:D`: after the N-th datagram received (0-based), the
+//!   receiving call sleeps `D` before returning it, its receive timestamp
+//!   unchanged: a server that is slow to handle it.
 //! - Every other key is the inner datapath's, checked when it opens.
 
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxMeta};
@@ -34,7 +37,7 @@ pub static DATAPATH: Datapath = Datapath {
 };
 
 /// The keys of the injector itself; the rest go to the inner datapath.
-const KEYS: &[&str] = &["inner", "drop", "dup", "delay", "corrupt", "corrupt_byte"];
+const KEYS: &[&str] = &["inner", "drop", "dup", "delay", "corrupt", "corrupt_byte", "stall_rx"];
 
 /// Which sends misbehave, by 0-based send index.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -46,6 +49,8 @@ pub struct FaultPlan {
     pub corrupt: BTreeSet<u64>,
     /// Offset of the byte `corrupt` flips.
     pub corrupt_byte: usize,
+    /// Receive index -> how long the receiving call sleeps before returning it (ns).
+    pub stall_rx: BTreeMap<u64, u64>,
 }
 
 fn parse_duration_ns(s: &str) -> Option<u64> {
@@ -67,19 +72,21 @@ impl FaultPlan {
                 .map(|x| x.parse::<u64>().map_err(|_| bad(format!("`{key}` takes send indices like 3,7,12, not `{x}`"))))
                 .collect()
         };
-        let mut delay = BTreeMap::new();
-        if let Some(v) = spec.extra.get("delay") {
-            for item in v.split(',').filter(|x| !x.is_empty()) {
+        let timed = |key: &str| -> Result<BTreeMap<u64, u64>> {
+            let mut m = BTreeMap::new();
+            for item in spec.extra.get(key).map(String::as_str).unwrap_or("").split(',').filter(|x| !x.is_empty()) {
                 let parsed = item.split_once(':').and_then(|(i, d)| Some((i.parse::<u64>().ok()?, parse_duration_ns(d)?)));
-                let (i, ns) = parsed.ok_or_else(|| bad(format!("`delay` takes INDEX:DURATION items like 240:5ms, not `{item}`")))?;
-                delay.insert(i, ns);
+                let (i, ns) = parsed.ok_or_else(|| bad(format!("`{key}` takes INDEX:DURATION items like 240:5ms, not `{item}`")))?;
+                m.insert(i, ns);
             }
-        }
+            Ok(m)
+        };
+        let delay = timed("delay")?;
         let corrupt_byte = match spec.extra.get("corrupt_byte") {
             None => 0,
             Some(v) => v.parse().map_err(|_| bad(format!("`corrupt_byte` takes a byte offset, not `{v}`")))?,
         };
-        Ok(FaultPlan { drop: list("drop")?, duplicate: list("dup")?, delay, corrupt: list("corrupt")?, corrupt_byte })
+        Ok(FaultPlan { drop: list("drop")?, duplicate: list("dup")?, delay, corrupt: list("corrupt")?, corrupt_byte, stall_rx: timed("stall_rx")? })
     }
 }
 
@@ -97,6 +104,7 @@ pub struct FaultInjector {
     inner: Box<dyn Endpoint>,
     plan: FaultPlan,
     sends: u64,
+    receives: u64,
     /// Delayed datagrams: (due time, payload, peer).
     held: Vec<(u64, Vec<u8>, SocketAddrV4)>,
     injected: Injected,
@@ -129,7 +137,7 @@ impl FaultInjector {
             caps.datapath, plan.drop, plan.duplicate, plan.delay, plan.corrupt
         ));
         caps.datapath = "fault";
-        FaultInjector { inner, plan, sends: 0, held: Vec::new(), injected: Injected::default(), caps }
+        FaultInjector { inner, plan, sends: 0, receives: 0, held: Vec::new(), injected: Injected::default(), caps }
     }
 
     /// What was injected so far.
@@ -201,10 +209,15 @@ impl Endpoint for FaultInjector {
     fn recv(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<RxMeta>> {
         self.release_due()?;
         // While something is held, wait in short slices so it goes out on time.
-        if !self.held.is_empty() && mode != RecvMode::NonBlocking {
-            return self.inner.recv(buf, RecvMode::NonBlocking);
+        let mode = if self.held.is_empty() { mode } else { RecvMode::NonBlocking };
+        let got = self.inner.recv(buf, mode)?;
+        if got.is_some() {
+            if let Some(&ns) = self.plan.stall_rx.get(&self.receives) {
+                std::thread::sleep(std::time::Duration::from_nanos(ns));
+            }
+            self.receives += 1;
         }
-        self.inner.recv(buf, mode)
+        Ok(got)
     }
 }
 
@@ -214,12 +227,13 @@ mod tests {
 
     #[test]
     fn plans_parse_and_errors_name_the_key() {
-        let s: EndpointSpec = "fault://10.0.0.1:7?inner=udp&drop=1,2&dup=3&delay=4:5ms,6:200us&corrupt=7&corrupt_byte=16".parse().unwrap();
+        let s: EndpointSpec = "fault://10.0.0.1:7?inner=udp&drop=1,2&dup=3&delay=4:5ms,6:200us&corrupt=7&corrupt_byte=16&stall_rx=9:1ms".parse().unwrap();
         let p = FaultPlan::from_spec(&s).unwrap();
         assert_eq!(p.drop, [1, 2].into());
         assert_eq!(p.duplicate, [3].into());
         assert_eq!(p.delay, [(4, 5_000_000), (6, 200_000)].into());
         assert_eq!((p.corrupt, p.corrupt_byte), ([7].into(), 16));
+        assert_eq!(p.stall_rx, [(9, 1_000_000)].into());
         for (spec, needle) in [
             ("fault://10.0.0.1:7?inner=udp&drop=x", "`drop` takes send indices"),
             ("fault://10.0.0.1:7?inner=udp&delay=4", "`delay` takes INDEX:DURATION"),

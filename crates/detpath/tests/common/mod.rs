@@ -9,7 +9,6 @@ use detpath::{Endpoint, RecvMode};
 use detpath_wire::{build_udp_frame, MacAddr, UdpFrameHeader};
 use std::io::{Read, Write};
 use std::net::{SocketAddrV4, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
 /// No XDP program left on the side's interface, by the kernel's query and by `ip -d link`.

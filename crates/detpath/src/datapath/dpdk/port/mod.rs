@@ -481,6 +481,7 @@ impl Drop for DpdkEndpoint {
 
 #[cfg(test)]
 mod tests {
+    use super::setup::normalise_pci;
     use super::*;
 
     #[test]

@@ -1,0 +1,608 @@
+//! Why a round was slow: tail attribution from evidence recorded during the run.
+//!
+//! This kernel has no osnoise/timerlat tracer (where one exists, it sees the
+//! same thing from inside the kernel); detpath measures noise from user
+//! space the way osnoise does: each polling loop is a [`NoiseProbe`] that
+//! records every iteration longer than a small bound (a *gap*: the thread
+//! did not run its loop for that long), with the thread's involuntary
+//! context switches across it (`getrusage(RUSAGE_THREAD)`, read only when a
+//! gap is seen, so the hot path pays one clock read per iteration). A
+//! [`Sampler`] thread reads the per-CPU counters of `/proc/stat` (steal),
+//! `/proc/interrupts` and `/proc/softirqs` every few milliseconds.
+//!
+//! Each gap gets the first cause its evidence supports, in this order:
+//! the guest kernel descheduled the thread (involuntary switches during the
+//! gap); an interrupt or softirq ran on the thread's core (its count in the
+//! sampling interval around the gap exceeds the run's usual rate, periodic
+//! timer and scheduler ticks left out); the hypervisor took the vCPU (the
+//! core's steal time grew in that interval); else it is unexplained. Each
+//! round slower than the threshold is then attributed, first match wins:
+//! client sent late, server slow, then the cause of the worst gap of the
+//! client or server thread that overlaps the round; no overlapping gap:
+//! unexplained.
+
+use crate::records::Record;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// An iteration longer than this is a gap (ns). The paper's jitter budget is
+/// microseconds; a poll loop iteration here takes ~50-200 ns.
+pub const DEFAULT_GAP_BOUND_NS: u64 = 2_000;
+/// How often the sampler reads /proc.
+pub const SAMPLE_PERIOD: Duration = Duration::from_millis(5);
+/// Gaps kept per thread; more are counted, not kept.
+pub const GAP_CAPACITY: usize = 1 << 16;
+
+/// Which rounds count as the tail: above a multiple of the run's median, or above a fixed latency.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TailThreshold {
+    TimesMedian(f64),
+    Micros(f64),
+}
+
+impl Default for TailThreshold {
+    fn default() -> TailThreshold {
+        TailThreshold::TimesMedian(10.0)
+    }
+}
+
+impl std::str::FromStr for TailThreshold {
+    type Err = String;
+    /// `10x` (times the median), `50us`, `0.2ms`, or a bare number of µs.
+    fn from_str(s: &str) -> Result<TailThreshold, String> {
+        let bad = || format!("tail threshold `{s}`: give a multiple of the median (`10x`) or a latency (`50us`, `0.2ms`)");
+        let s = s.trim();
+        let (num, scale, times) = if let Some(n) = s.strip_suffix('x') {
+            (n, 1.0, true)
+        } else if let Some(n) = s.strip_suffix("ms") {
+            (n, 1000.0, false)
+        } else if let Some(n) = s.strip_suffix("us").or_else(|| s.strip_suffix("µs")) {
+            (n, 1.0, false)
+        } else {
+            (s, 1.0, false)
+        };
+        let v: f64 = num.trim().parse().map_err(|_| bad())?;
+        if !(v > 0.0 && v.is_finite()) {
+            return Err(bad());
+        }
+        Ok(if times { TailThreshold::TimesMedian(v) } else { TailThreshold::Micros(v * scale) })
+    }
+}
+
+impl TailThreshold {
+    /// The threshold in ns for a run whose median latency is `median_ns`.
+    pub fn resolve(self, median_ns: u64) -> u64 {
+        match self {
+            TailThreshold::TimesMedian(k) => (median_ns as f64 * k).round() as u64,
+            TailThreshold::Micros(us) => (us * 1e3).round() as u64,
+        }
+    }
+}
+
+/// A stretch when a polling thread did not run its loop.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Gap {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Involuntary context switches of the thread across the gap.
+    pub involuntary_switches: u32,
+}
+
+impl Gap {
+    pub fn len_ns(&self) -> u64 {
+        self.end_ns - self.start_ns
+    }
+}
+
+/// The user-space noise probe of one polling loop: call [`tick`](Self::tick)
+/// once per iteration with the time just read. Allocation-free after `new`.
+#[derive(Debug)]
+pub struct NoiseProbe {
+    bound_ns: u64,
+    last_ns: u64,
+    switches_seen: u64,
+    gaps: Vec<Gap>,
+    /// Gaps not kept because the buffer was full.
+    pub dropped: u64,
+}
+
+/// Involuntary context switches of the calling thread so far.
+pub fn thread_involuntary_switches() -> u64 {
+    // SAFETY: an all-zero rusage is valid; getrusage fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_THREAD with a valid out-pointer.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
+        return 0;
+    }
+    ru.ru_nivcsw as u64
+}
+
+impl NoiseProbe {
+    /// A probe of the calling thread (the one that will tick it).
+    pub fn new(bound_ns: u64) -> NoiseProbe {
+        NoiseProbe { bound_ns, last_ns: 0, switches_seen: thread_involuntary_switches(), gaps: Vec::with_capacity(GAP_CAPACITY), dropped: 0 }
+    }
+
+    /// One loop iteration at `now_ns`.
+    #[inline]
+    pub fn tick(&mut self, now_ns: u64) {
+        if self.last_ns != 0 && now_ns.saturating_sub(self.last_ns) > self.bound_ns {
+            self.record(self.last_ns, now_ns);
+        }
+        self.last_ns = now_ns;
+    }
+
+    /// Before a deliberate sleep: the time until the next tick is not a gap.
+    pub fn pause(&mut self) {
+        self.last_ns = 0;
+    }
+
+    #[cold]
+    fn record(&mut self, start_ns: u64, end_ns: u64) {
+        let now = thread_involuntary_switches();
+        let involuntary_switches = now.saturating_sub(self.switches_seen).min(u32::MAX as u64) as u32;
+        self.switches_seen = now;
+        if self.gaps.len() < self.gaps.capacity() {
+            self.gaps.push(Gap { start_ns, end_ns, involuntary_switches });
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// The gaps seen, in time order.
+    pub fn into_gaps(self) -> Vec<Gap> {
+        self.gaps
+    }
+}
+
+/// Per-CPU counters at one instant.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CpuSample {
+    pub t_ns: u64,
+    /// Steal time per CPU (USER_HZ ticks, `/proc/stat`).
+    pub steal: Vec<u64>,
+    /// Interrupts per CPU, the local timer left out (`/proc/interrupts`).
+    pub irqs: Vec<u64>,
+    /// Softirqs per CPU, the periodic TIMER, HRTIMER, SCHED and RCU left out (`/proc/softirqs`).
+    pub softirqs: Vec<u64>,
+}
+
+/// Steal ticks per CPU from `/proc/stat` text (`cpuN user nice system idle iowait irq softirq steal ...`).
+pub fn parse_steal(stat: &str) -> Vec<u64> {
+    let mut out = Vec::new();
+    for l in stat.lines() {
+        let mut f = l.split_whitespace();
+        let Some(name) = f.next() else { continue };
+        let Some(n) = name.strip_prefix("cpu").and_then(|n| n.parse::<usize>().ok()) else { continue };
+        let steal = f.nth(7).and_then(|v| v.parse().ok()).unwrap_or(0);
+        if out.len() <= n {
+            out.resize(n + 1, 0);
+        }
+        out[n] = steal;
+    }
+    out
+}
+
+/// Per-CPU column sums of `/proc/interrupts` or `/proc/softirqs` text, rows named in `skip` left out.
+pub fn parse_per_cpu_table(text: &str, skip: &[&str]) -> Vec<u64> {
+    let mut lines = text.lines();
+    let ncpu = lines.next().map(|h| h.split_whitespace().filter(|c| c.starts_with("CPU")).count()).unwrap_or(0);
+    let mut sums = vec![0u64; ncpu];
+    for l in lines {
+        let Some((name, rest)) = l.split_once(':') else { continue };
+        if skip.contains(&name.trim()) {
+            continue;
+        }
+        for (i, v) in rest.split_whitespace().take(ncpu).enumerate() {
+            match v.parse::<u64>() {
+                Ok(v) => sums[i] += v,
+                Err(_) => break,
+            }
+        }
+    }
+    sums
+}
+
+/// Reads the counters under a root (`/` on the host, a fake tree in tests).
+#[derive(Debug, Clone)]
+pub struct ProcReader {
+    root: PathBuf,
+}
+
+impl ProcReader {
+    pub fn new(root: impl Into<PathBuf>) -> ProcReader {
+        ProcReader { root: root.into() }
+    }
+
+    pub fn host() -> ProcReader {
+        ProcReader::new("/")
+    }
+
+    fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.root.join(rel)).unwrap_or_default()
+    }
+
+    /// The counters now, stamped `t_ns`.
+    pub fn sample(&self, t_ns: u64) -> CpuSample {
+        CpuSample {
+            t_ns,
+            steal: parse_steal(&self.read("proc/stat")),
+            irqs: parse_per_cpu_table(&self.read("proc/interrupts"), &["LOC"]),
+            softirqs: parse_per_cpu_table(&self.read("proc/softirqs"), &["TIMER", "HRTIMER", "SCHED", "RCU"]),
+        }
+    }
+
+    /// Total steal ticks of `cpus` now (for the tuning audit's VM note).
+    pub fn steal_of(&self, cpus: &[usize]) -> u64 {
+        let s = parse_steal(&self.read("proc/stat"));
+        cpus.iter().filter_map(|&c| s.get(c)).sum()
+    }
+}
+
+/// A thread sampling [`ProcReader`] every [`SAMPLE_PERIOD`] until stopped.
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    samples: Arc<Mutex<Vec<CpuSample>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Sampler {
+    pub fn start(reader: ProcReader, period: Duration) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let samples = Arc::new(Mutex::new(Vec::new()));
+        let (s, v) = (stop.clone(), samples.clone());
+        let thread = std::thread::Builder::new()
+            .name("detpath-noise-sampler".into())
+            .spawn(move || loop {
+                let sample = reader.sample(detpath::monotonic_ns());
+                v.lock().unwrap_or_else(|p| p.into_inner()).push(sample);
+                if s.load(Ordering::Relaxed) {
+                    break;
+                }
+                std::thread::sleep(period);
+            })
+            .ok();
+        Sampler { stop, samples, thread }
+    }
+
+    /// Stops the thread (after one last sample) and returns the samples in time order.
+    pub fn finish(mut self) -> Vec<CpuSample> {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        std::mem::take(&mut *self.samples.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// Why a gap or a round was slow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    ClientLate,
+    ServerSlow,
+    Descheduled,
+    Interrupt,
+    Steal,
+    Unexplained,
+}
+
+impl Cause {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Cause::ClientLate => "client sent late",
+            Cause::ServerSlow => "server slow",
+            Cause::Descheduled => "thread descheduled",
+            Cause::Interrupt => "interrupt/softirq",
+            Cause::Steal => "hypervisor steal",
+            Cause::Unexplained => "unexplained",
+        }
+    }
+}
+
+/// The gaps of one polling thread and the CPU it ran on.
+#[derive(Debug, Clone, Default)]
+pub struct ThreadGaps {
+    pub thread: &'static str,
+    pub cpu: Option<u32>,
+    pub gaps: Vec<Gap>,
+}
+
+/// One of the largest gaps, for the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GapReport {
+    pub thread: String,
+    /// Start, ms after the run's first probe.
+    pub at_ms: f64,
+    pub len_us: f64,
+    pub cause: Cause,
+}
+
+/// The tail section of a run: how many rounds were slow and why.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TailReport {
+    pub threshold_us: f64,
+    /// Rounds above the threshold.
+    pub rounds: u64,
+    pub client_late: u64,
+    pub server_slow: u64,
+    pub descheduled: u64,
+    pub interrupt: u64,
+    pub steal: u64,
+    pub unexplained: u64,
+    /// Gaps the probes saw (client, server) and the largest ones.
+    pub gaps_client: u64,
+    pub gaps_server: u64,
+    pub largest_gaps: Vec<GapReport>,
+    /// What the evidence was.
+    pub method: String,
+}
+
+impl TailReport {
+    fn count(&mut self, c: Cause) {
+        match c {
+            Cause::ClientLate => self.client_late += 1,
+            Cause::ServerSlow => self.server_slow += 1,
+            Cause::Descheduled => self.descheduled += 1,
+            Cause::Interrupt => self.interrupt += 1,
+            Cause::Steal => self.steal += 1,
+            Cause::Unexplained => self.unexplained += 1,
+        }
+    }
+
+    /// "of 73 rounds above 42.1 µs: 61 hypervisor steal, 9 thread descheduled, 3 unexplained".
+    pub fn line(&self) -> String {
+        let mut parts: Vec<(u64, Cause)> = [
+            (self.client_late, Cause::ClientLate),
+            (self.server_slow, Cause::ServerSlow),
+            (self.descheduled, Cause::Descheduled),
+            (self.interrupt, Cause::Interrupt),
+            (self.steal, Cause::Steal),
+            (self.unexplained, Cause::Unexplained),
+        ]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .collect();
+        parts.sort_by_key(|p| std::cmp::Reverse(p.0));
+        let causes = parts.iter().map(|(n, c)| format!("{n} {}", c.describe())).collect::<Vec<_>>().join(", ");
+        if self.rounds == 0 {
+            format!("no rounds above {:.1} µs", self.threshold_us)
+        } else {
+            format!("of {} rounds above {:.1} µs: {causes}", self.rounds, self.threshold_us)
+        }
+    }
+}
+
+/// The samples just before `start` and just after `end` (or the ends of the list).
+fn bracket(samples: &[CpuSample], start: u64, end: u64) -> Option<(&CpuSample, &CpuSample)> {
+    if samples.len() < 2 {
+        return None;
+    }
+    let before = samples.partition_point(|s| s.t_ns <= start).saturating_sub(1);
+    let after = samples.partition_point(|s| s.t_ns < end).min(samples.len() - 1);
+    (after > before).then(|| (&samples[before], &samples[after]))
+}
+
+/// The usual count of `f` per ns on `cpu` over the whole run.
+fn rate(samples: &[CpuSample], cpu: usize, f: fn(&CpuSample) -> &Vec<u64>) -> f64 {
+    let (Some(a), Some(b)) = (samples.first(), samples.last()) else { return 0.0 };
+    let span = b.t_ns.saturating_sub(a.t_ns).max(1) as f64;
+    let d = f(b).get(cpu).copied().unwrap_or(0).saturating_sub(f(a).get(cpu).copied().unwrap_or(0));
+    d as f64 / span
+}
+
+/// The cause a gap's evidence supports (see the module docs).
+pub fn classify_gap(gap: &Gap, cpu: Option<u32>, samples: &[CpuSample], irq_rate: f64, softirq_rate: f64) -> Cause {
+    if gap.involuntary_switches > 0 {
+        return Cause::Descheduled;
+    }
+    let (Some(cpu), Some((a, b))) = (cpu.map(|c| c as usize), bracket(samples, gap.start_ns, gap.end_ns)) else {
+        return Cause::Unexplained;
+    };
+    let delta = |f: fn(&CpuSample) -> &Vec<u64>| f(b).get(cpu).copied().unwrap_or(0).saturating_sub(f(a).get(cpu).copied().unwrap_or(0));
+    let span = b.t_ns.saturating_sub(a.t_ns) as f64;
+    // More interrupts than the run's usual rate predicts for this interval (plus a margin).
+    let excess = |d: u64, r: f64| d as f64 > 2.0 * r * span + 1.0;
+    if excess(delta(|s| &s.irqs), irq_rate) || excess(delta(|s| &s.softirqs), softirq_rate) {
+        return Cause::Interrupt;
+    }
+    if delta(|s| &s.steal) > 0 {
+        return Cause::Steal;
+    }
+    Cause::Unexplained
+}
+
+/// Attributes every round slower than `threshold_ns` (see the module docs).
+/// `start_ns` is the run's first scheduled send, for the report's gap times.
+pub fn attribute(records: &[Record], threshold_ns: u64, threads: &[ThreadGaps], samples: &[CpuSample], start_ns: u64) -> TailReport {
+    let mut report = TailReport {
+        threshold_us: threshold_ns as f64 / 1e3,
+        method: format!(
+            "user-space noise probe in each polling loop (gaps > {} µs, involuntary switches per gap); /proc/stat steal, /proc/interrupts, /proc/softirqs per CPU every {} ms; this kernel has no osnoise tracer",
+            DEFAULT_GAP_BOUND_NS / 1000,
+            SAMPLE_PERIOD.as_millis()
+        ),
+        ..TailReport::default()
+    };
+    // Each gap's cause, once.
+    let mut classified: Vec<Vec<(Gap, Cause)>> = Vec::new();
+    for t in threads {
+        let cpu = t.cpu.map(|c| c as usize);
+        let (ir, sr) = cpu.map(|c| (rate(samples, c, |s| &s.irqs), rate(samples, c, |s| &s.softirqs))).unwrap_or((0.0, 0.0));
+        classified.push(t.gaps.iter().map(|g| (*g, classify_gap(g, t.cpu, samples, ir, sr))).collect());
+    }
+    for (t, gaps) in threads.iter().zip(&classified) {
+        match t.thread {
+            "client" => report.gaps_client = gaps.len() as u64,
+            _ => report.gaps_server = gaps.len() as u64,
+        }
+    }
+    let mut largest: Vec<GapReport> = threads
+        .iter()
+        .zip(&classified)
+        .flat_map(|(t, gs)| {
+            gs.iter().map(move |(g, c)| GapReport {
+                thread: t.thread.to_string(),
+                at_ms: g.start_ns.saturating_sub(start_ns) as f64 / 1e6,
+                len_us: g.len_ns() as f64 / 1e3,
+                cause: *c,
+            })
+        })
+        .collect();
+    largest.sort_by(|a, b| b.len_us.total_cmp(&a.len_us));
+    largest.truncate(10);
+    report.largest_gaps = largest;
+    for r in records {
+        let Some(lat) = r.latency_ns() else { continue };
+        if lat <= threshold_ns {
+            continue;
+        }
+        report.rounds += 1;
+        let cause = if r.send_lateness_ns > threshold_ns {
+            Cause::ClientLate
+        } else if r.server_time_ns().is_some_and(|s| s > threshold_ns) {
+            Cause::ServerSlow
+        } else {
+            // The worst-ranked evidence among the gaps overlapping the round.
+            classified
+                .iter()
+                .flat_map(|gs| {
+                    let from = gs.partition_point(|(g, _)| g.end_ns < r.client_send_ns);
+                    gs[from..].iter().take_while(|(g, _)| g.start_ns <= r.client_recv_ns).map(|(_, c)| *c)
+                })
+                .min()
+                .unwrap_or(Cause::Unexplained)
+        };
+        report.count(cause);
+    }
+    report
+}
+
+/// A fake /proc tree for tests: writes stat, interrupts and softirqs under `root`.
+pub fn write_fake_proc(root: &Path, steal: &[u64], irqs: &[u64], softirqs: &[u64]) -> std::io::Result<()> {
+    std::fs::create_dir_all(root.join("proc"))?;
+    let mut stat = String::from("cpu  0 0 0 0 0 0 0 0 0 0\n");
+    for (i, s) in steal.iter().enumerate() {
+        stat += &format!("cpu{i} 1 0 1 100 0 0 0 {s} 0 0\n");
+    }
+    std::fs::write(root.join("proc/stat"), stat)?;
+    let header = (0..irqs.len()).map(|i| format!("CPU{i}")).collect::<Vec<_>>().join(" ");
+    let row = |name: &str, v: &[u64]| format!("{name}: {} desc\n", v.iter().map(u64::to_string).collect::<Vec<_>>().join(" "));
+    std::fs::write(root.join("proc/interrupts"), format!("   {header}\n{}{}", row(" 24", irqs), row("LOC", &vec![999_999; irqs.len()])))?;
+    std::fs::write(root.join("proc/softirqs"), format!("   {header}\n{}{}", row("NET_RX", softirqs), row("TIMER", &vec![777_777; softirqs.len()])))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::Status;
+
+    fn rec(seq: u64, t0: u64, lat_ns: u64, lateness: u64, server: u64) -> Record {
+        Record {
+            seq,
+            client_send_ns: t0,
+            server_recv_ns: t0 + 100,
+            server_send_ns: t0 + 100 + server,
+            client_recv_ns: t0 + 2 * lat_ns,
+            send_lateness_ns: lateness,
+            status: Status::Ok,
+        }
+    }
+
+    #[test]
+    fn parsers_read_the_kernel_formats() {
+        let stat = "cpu  1 2 3 4 5 6 7 8 9 10\ncpu0 83619 154108 25845 24436 795 0 396 1852 0 0\ncpu1 85034 148827 33454 19683 1634 0 518 1900 0 0\nintr 5\n";
+        assert_eq!(parse_steal(stat), vec![1852, 1900]);
+        let irq = "           CPU0       CPU1       \n 24:          1          0  IO-APIC   5-edge      ACPI:Ged\nLOC:    500    600   Local timer interrupts\nERR:          0\n";
+        assert_eq!(parse_per_cpu_table(irq, &["LOC"]), vec![1, 0]);
+        assert_eq!(parse_per_cpu_table(irq, &[]), vec![501, 600]);
+        assert!(parse_per_cpu_table("", &[]).is_empty());
+        let real = ProcReader::host().sample(1);
+        assert!(!real.steal.is_empty() && !real.irqs.is_empty() && !real.softirqs.is_empty(), "{real:?}");
+    }
+
+    #[test]
+    fn thresholds_parse() {
+        assert_eq!("10x".parse::<TailThreshold>().unwrap().resolve(4_000), 40_000);
+        assert_eq!("50us".parse::<TailThreshold>().unwrap().resolve(4_000), 50_000);
+        assert_eq!("0.2ms".parse::<TailThreshold>().unwrap().resolve(1), 200_000);
+        assert_eq!("75".parse::<TailThreshold>().unwrap().resolve(1), 75_000);
+        assert!("fast".parse::<TailThreshold>().unwrap_err().contains("10x"));
+        assert!("-3x".parse::<TailThreshold>().is_err());
+    }
+
+    #[test]
+    fn the_probe_records_only_long_iterations() {
+        let mut p = NoiseProbe::new(2_000);
+        for t in [1_000, 1_500, 2_000, 9_000, 9_100, 20_000] {
+            p.tick(t);
+        }
+        p.pause();
+        p.tick(1_000_000); // after a deliberate sleep: not a gap
+        p.tick(1_000_100);
+        let gaps = p.into_gaps();
+        assert_eq!(gaps.iter().map(|g| (g.start_ns, g.end_ns)).collect::<Vec<_>>(), [(2_000, 9_000), (9_100, 20_000)]);
+    }
+
+    #[test]
+    fn a_real_sleep_of_this_thread_is_a_gap() {
+        let mut p = NoiseProbe::new(DEFAULT_GAP_BOUND_NS);
+        p.tick(detpath::monotonic_ns());
+        std::thread::sleep(Duration::from_millis(3));
+        p.tick(detpath::monotonic_ns());
+        let g = p.into_gaps();
+        assert_eq!(g.len(), 1);
+        assert!(g[0].len_ns() >= 3_000_000);
+    }
+
+    /// Steal and interrupt attribution against a fake /proc tree, sampled for real.
+    #[test]
+    fn gaps_are_classified_from_fake_proc_counters() {
+        let dir = std::env::temp_dir().join(format!("detpath-tail-{}", std::process::id()));
+        let reader = ProcReader::new(&dir);
+        let mut samples = Vec::new();
+        // t=0, 10, 20, 30 ms: steady counters, then cpu1 steal +3 between 10 and 20 ms,
+        // then cpu0 a burst of 50 device interrupts between 20 and 30 ms.
+        for (t, steal, irqs) in [(0u64, [0u64, 0], [10u64, 10]), (10, [0, 0], [11, 11]), (20, [0, 3], [12, 12]), (30, [0, 3], [62, 13])] {
+            write_fake_proc(&dir, &steal, &irqs, &[5, 5]).unwrap();
+            samples.push(reader.sample(t * 1_000_000));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        let ms = 1_000_000;
+        let (ir0, sr0) = (rate(&samples, 0, |s| &s.irqs), rate(&samples, 0, |s| &s.softirqs));
+        let (ir1, sr1) = (rate(&samples, 1, |s| &s.irqs), rate(&samples, 1, |s| &s.softirqs));
+        let g = |a: u64, b: u64, sw: u32| Gap { start_ns: a * ms, end_ns: b * ms, involuntary_switches: sw };
+        assert_eq!(classify_gap(&g(12, 14, 0), Some(1), &samples, ir1, sr1), Cause::Steal);
+        assert_eq!(classify_gap(&g(12, 14, 0), Some(0), &samples, ir0, sr0), Cause::Unexplained);
+        assert_eq!(classify_gap(&g(22, 24, 0), Some(0), &samples, ir0, sr0), Cause::Interrupt);
+        assert_eq!(classify_gap(&g(22, 24, 2), Some(0), &samples, ir0, sr0), Cause::Descheduled, "switches come first");
+        assert_eq!(classify_gap(&g(2, 4, 0), Some(1), &samples, ir1, sr1), Cause::Unexplained);
+    }
+
+    #[test]
+    fn rounds_take_the_first_matching_cause() {
+        let ms = 1_000_000;
+        let t = |sec_ms: u64| sec_ms * ms;
+        let records = vec![
+            rec(0, t(1), 5_000, 0, 1_000),       // fast
+            rec(1, t(2), 90_000, 80_000, 1_000), // client late
+            rec(2, t(3), 90_000, 0, 70_000),     // server slow
+            rec(3, t(4), 90_000, 0, 1_000),      // overlaps a descheduled client gap
+            rec(4, t(5), 90_000, 0, 1_000),      // overlaps an unexplained server gap only
+            rec(5, t(6), 90_000, 0, 1_000),      // no gap at all
+        ];
+        let client = ThreadGaps { thread: "client", cpu: None, gaps: vec![Gap { start_ns: t(4) + 10, end_ns: t(4) + 60_000, involuntary_switches: 1 }] };
+        let server = ThreadGaps { thread: "server", cpu: None, gaps: vec![Gap { start_ns: t(5) + 10, end_ns: t(5) + 60_000, involuntary_switches: 0 }] };
+        let r = attribute(&records, 50_000, &[client, server], &[], t(0));
+        assert_eq!((r.rounds, r.client_late, r.server_slow, r.descheduled, r.unexplained), (5, 1, 1, 1, 2));
+        assert_eq!((r.gaps_client, r.gaps_server, r.largest_gaps.len()), (1, 1, 2));
+        assert!(r.line().starts_with("of 5 rounds above 50.0 µs: 2 unexplained"), "{}", r.line());
+        let quiet = attribute(&records[..1], 50_000, &[], &[], 0);
+        assert_eq!(quiet.rounds, 0);
+        assert_eq!(quiet.line(), "no rounds above 50.0 µs");
+    }
+}
