@@ -1,0 +1,198 @@
+//! What the language boundary costs: closed-loop round trips from one Rust
+//! client to three echo servers on the same datapath, the echo loop written
+//! in Rust (in process), in C (`examples/c/echo.c` over libdetpath) and in
+//! Python (`crates/python/examples/echo.py` over the detpath module). Client
+//! in testbed namespace a pinned to core 0, server in namespace b pinned to
+//! core 1 (`rt_core` spec keys, so each server's polling thread is pinned
+//! the same way). Prints median and p99 round-trip time per server and the
+//! difference to the Rust server.
+//!
+//! ```text
+//! cargo build --release -p detpath-capi            # libdetpath.so
+//! crates/python/run-tests.sh -q                    # or any way to get the wheel unpacked in target/python-test-site
+//! cargo run --release -p detpath-capi --example boundary_rtt -- [--rounds N] [--size B] [--datapath afxdp] [--python-path DIR]
+//! ```
+//! (root: namespaces and XDP).
+
+use dp::testbed::{Testbed, TestbedConfig};
+use dp::{Endpoint, RecvMode};
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddrV4;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+const WARMUP: usize = 2000;
+
+struct Options {
+    rounds: usize,
+    size: usize,
+    datapath: String,
+    python_path: PathBuf,
+}
+
+fn target_dir() -> PathBuf {
+    // target/<profile>/examples/boundary_rtt
+    let exe = std::env::current_exe().expect("own path");
+    exe.parent().and_then(Path::parent).expect("target/<profile>").to_path_buf()
+}
+
+fn options() -> Options {
+    let mut o = Options { rounds: 20_000, size: 64, datapath: "afxdp".into(), python_path: target_dir().parent().unwrap().join("python-test-site") };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match (a.as_str(), args.next()) {
+            ("--rounds", Some(n)) => o.rounds = n.parse().expect("--rounds takes a number"),
+            ("--size", Some(n)) => o.size = n.parse().expect("--size takes a number"),
+            ("--datapath", Some(d)) => o.datapath = d,
+            ("--python-path", Some(p)) => o.python_path = p.into(),
+            _ => {
+                eprintln!("usage: boundary_rtt [--rounds N] [--size B] [--datapath afxdp|udp|xdppoll] [--python-path DIR]");
+                std::process::exit(2);
+            }
+        }
+    }
+    o
+}
+
+/// An echo server process; killed (by its pid) when dropped.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `program args` in namespace `ns`; waits for its "echo on" line.
+fn spawn_in_ns(ns: &str, program: &Path, args: &[&str], env: &[(&str, &Path)]) -> Result<Server, String> {
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", ns]).arg(program).args(args).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().map_err(|e| format!("starting {}: {e}", program.display()))?;
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).map_err(|e| e.to_string())?;
+    if !first.starts_with("echo on") {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(format!("{} did not start (see its error above)", program.display()));
+    }
+    Ok(Server(child))
+}
+
+fn compile_c_echo() -> Result<PathBuf, String> {
+    let lib = target_dir();
+    if !lib.join("libdetpath.so").exists() {
+        return Err(format!("no libdetpath.so in {}: run `cargo build --release -p detpath-capi`", lib.display()));
+    }
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = lib.join("examples/c-echo");
+    let st = Command::new("cc")
+        .args(["-O2", "-std=gnu11"])
+        .arg(format!("-I{}", manifest.join("include").display()))
+        .arg(manifest.join("../../examples/c/echo.c"))
+        .arg(format!("-L{}", lib.display()))
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .args(["-ldetpath", "-o"])
+        .arg(&out)
+        .status()
+        .map_err(|e| format!("cc: {e}"))?;
+    if !st.success() {
+        return Err("compiling examples/c/echo.c failed".into());
+    }
+    Ok(out)
+}
+
+struct Measured {
+    median_us: f64,
+    p99_us: f64,
+    per_sec: f64,
+}
+
+/// The Rust client: `rounds` closed-loop round trips after a warm-up.
+fn measure(tb: &Testbed, o: &Options, client_port: u16, server: SocketAddrV4) -> Result<Measured, String> {
+    let uri = format!("{}&rt_core=0&rt_mlock=false", tb.a().uri(&o.datapath, client_port));
+    tb.a()
+        .run(|| {
+            let mut ep: Box<dyn Endpoint> = dp::open(&uri).map_err(|e| e.to_string())?;
+            let out = vec![0x5au8; o.size];
+            let mut back = vec![0u8; 2048];
+            let mut rtts = Vec::with_capacity(o.rounds);
+            let wait = RecvMode::BusyPoll { timeout: Some(Duration::from_millis(500)) };
+            let started = std::time::Instant::now();
+            for i in 0..WARMUP + o.rounds {
+                let t0 = dp::monotonic_ns();
+                ep.send_to(&out, server).map_err(|e| e.to_string())?;
+                let rx = ep.recv(&mut back, wait).map_err(|e| e.to_string())?.ok_or_else(|| format!("no echo of round {i} within 500 ms"))?;
+                if i >= WARMUP {
+                    rtts.push(rx.rx_ns - t0);
+                }
+            }
+            let elapsed = started.elapsed().as_secs_f64();
+            rtts.sort_unstable();
+            let rank = |q: f64| rtts[((q * rtts.len() as f64).ceil() as usize).clamp(1, rtts.len()) - 1] as f64 / 1000.0;
+            Ok(Measured { median_us: rank(0.5), p99_us: rank(0.99), per_sec: (WARMUP + o.rounds) as f64 / elapsed })
+        })
+        .map_err(|e| e.to_string())?
+}
+
+fn main() {
+    let o = options();
+    let tb = Testbed::up(TestbedConfig::unique("brtt")).expect("testbed up (needs root)");
+    let b = tb.b().clone();
+    println!("{} echo servers, {} B payload, {} rounds (+{WARMUP} warm-up), Rust client on core 0, server on core 1", o.datapath, o.size, o.rounds);
+    println!("{:<8} {:>11} {:>11} {:>13} {:>13}  server", "server", "median µs", "p99 µs", "Δmedian µs", "round trips/s");
+    let mut rust_median = None;
+    for (i, lang) in ["rust", "c", "python"].iter().enumerate() {
+        let port = 7700 + 2 * i as u16;
+        let spec = format!("{}&rt_core=1&rt_mlock=false", b.uri(&o.datapath, port));
+        let server = SocketAddrV4::new(b.addr, port);
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut thread = None;
+        let mut process = None;
+        let started: Result<(), String> = match *lang {
+            "rust" => {
+                let (tx, rx) = std::sync::mpsc::channel();
+                let stop_s = stop.clone();
+                thread = Some(b.spawn(move || {
+                    let mut ep = match dp::open(&spec) {
+                        Ok(ep) => ep,
+                        Err(e) => return tx.send(Err(e.to_string())).unwrap(),
+                    };
+                    tx.send(Ok(())).unwrap();
+                    let mut buf = vec![0u8; 2048];
+                    while !stop_s.load(Ordering::Relaxed) {
+                        if let Ok(Some(rx)) = ep.recv(&mut buf, RecvMode::BusyPoll { timeout: Some(Duration::from_millis(10)) }) {
+                            let _ = ep.send_to(&buf[..rx.len], rx.peer);
+                        }
+                    }
+                }));
+                rx.recv().map_err(|e| e.to_string()).and_then(|r| r)
+            }
+            "c" => compile_c_echo().and_then(|exe| spawn_in_ns(&b.netns, &exe, &[&spec], &[])).map(|s| process = Some(s)),
+            _ => {
+                let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../python/examples/echo.py");
+                let args = [script.to_str().unwrap(), spec.as_str()];
+                spawn_in_ns(&b.netns, Path::new("/usr/bin/python3"), &args, &[("PYTHONPATH", o.python_path.as_path())]).map(|s| process = Some(s))
+            }
+        };
+        let result = started.and_then(|_| measure(&tb, &o, port + 1, server));
+        stop.store(true, Ordering::Relaxed);
+        if let Some(t) = thread {
+            let _ = t.join();
+        }
+        drop(process);
+        match result {
+            Ok(m) => {
+                let base = *rust_median.get_or_insert(m.median_us);
+                println!("{lang:<8} {:>11.2} {:>11.2} {:>+13.2} {:>13.0}  {}", m.median_us, m.p99_us, m.median_us - base, m.per_sec, o.datapath);
+            }
+            Err(e) => println!("{lang:<8} error: {e}"),
+        }
+    }
+}
