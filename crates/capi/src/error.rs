@@ -99,3 +99,39 @@ pub unsafe fn str_arg<'a>(p: *const c_char, what: &str) -> Result<&'a str, Failu
     // SAFETY: non-NULL and NUL-terminated by the caller's contract.
     unsafe { CStr::from_ptr(p) }.to_str().map_err(|_| Failure::invalid(format!("{what} is not valid UTF-8")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CStr;
+
+    fn last() -> String {
+        // SAFETY: last_ptr points to this thread's NUL-terminated message.
+        unsafe { CStr::from_ptr(last_ptr()) }.to_string_lossy().into_owned()
+    }
+
+    #[test]
+    fn a_panic_becomes_an_error_with_a_message() {
+        let r: i32 = call(|e| -e, || -> Result<i32, Failure> { panic!("boom {}", 7) });
+        assert_eq!(r, -libc::EIO);
+        assert!(last().contains("internal error in libdetpath") && last().contains("boom 7"), "{}", last());
+    }
+
+    #[test]
+    fn failures_set_the_message_and_successes_keep_it() {
+        let r: i32 = call(|e| -e, || Err(Failure::invalid("first")));
+        assert_eq!((r, last()), (-libc::EINVAL, "first".to_string()));
+        let ok: i32 = call(|e| -e, || Ok(5));
+        assert_eq!((ok, last()), (5, "first".to_string()));
+        set_last("with\0nul inside");
+        assert_eq!(last(), "with");
+    }
+
+    #[test]
+    fn detpath_errors_keep_their_text_and_map_to_errno() {
+        let e = dp::open("bogus://x").err().expect("unknown datapath");
+        let text = e.to_string();
+        let f = Failure::from(e);
+        assert_eq!((f.errno, f.message), (libc::EINVAL, text));
+    }
+}

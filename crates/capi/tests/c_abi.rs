@@ -14,6 +14,8 @@ use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddrV4;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// target/<profile>: where cargo put libdetpath.so (the test binary is in its deps/).
@@ -24,8 +26,20 @@ fn lib_dir() -> PathBuf {
     dir
 }
 
-/// Compiles one C or C++ file against the library; returns the program.
+/// Compiles one C or C++ file against the library (once per test run, so
+/// tests running in parallel never overwrite a program another one runs).
 fn compile(compiler: &str, source: &Path, extra: &[&str]) -> PathBuf {
+    static BUILT: Mutex<BTreeMap<PathBuf, PathBuf>> = Mutex::new(BTreeMap::new());
+    let mut built = BUILT.lock().unwrap();
+    if let Some(done) = built.get(source) {
+        return done.clone();
+    }
+    let out = compile_now(compiler, source, extra);
+    built.insert(source.to_path_buf(), out.clone());
+    out
+}
+
+fn compile_now(compiler: &str, source: &Path, extra: &[&str]) -> PathBuf {
     let lib = lib_dir();
     let out_dir = lib.join("c-tests");
     std::fs::create_dir_all(&out_dir).unwrap();
