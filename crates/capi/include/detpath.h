@@ -132,7 +132,8 @@ struct detpath_endpoint *detpath_open(const char *spec);
 // Closes the endpoint (detaches its XDP program, frees its rings). The
 // handle, and every copy of it, is dead afterwards: using it is an error
 // (`-EBADF`), not a crash. Closing NULL does nothing; closing a closed
-// handle records an error for `detpath_last_error()`.
+// handle, or one another thread is inside a call on, does nothing but
+// record an error for `detpath_last_error()`.
 //
 // # Safety
 // Any value may be passed; it is checked, never dereferenced.

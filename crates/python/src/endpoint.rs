@@ -169,7 +169,13 @@ impl Endpoint {
     /// True once closed.
     #[getter]
     fn closed(&self) -> bool {
-        self.state.lock().map(|g| g.is_none()).unwrap_or(true)
+        // Never wait for the lock here: the holder may be receiving with the
+        // GIL released and would need the GIL (which we hold) to finish.
+        match self.state.try_lock() {
+            Ok(g) => g.is_none(),
+            Err(TryLockError::WouldBlock) => false,
+            Err(TryLockError::Poisoned(p)) => p.into_inner().is_none(),
+        }
     }
 
     /// Closes the endpoint (detaches its XDP program, frees its rings).

@@ -126,6 +126,9 @@ def test_a_busy_endpoint_raises_instead_of_waiting(pair):
     time.sleep(0.1)  # the waiter is inside recv with the GIL released
     with pytest.raises(detpath.Error, match="another thread"):
         a.counters()
+    assert not a.closed and "open" in repr(a), "looking at a busy endpoint neither waits nor fails"
+    with pytest.raises(detpath.Error, match="another thread"):
+        a.close()
     b.send_to(b"wake", a.local_addr)
     t.join()
     assert result["got"][0] == b"wake"
