@@ -33,6 +33,10 @@ struct Options {
     python_path: PathBuf,
 }
 
+fn manifest() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
 fn target_dir() -> PathBuf {
     // target/<profile>/examples/boundary_rtt
     let exe = std::env::current_exe().expect("own path");
@@ -85,17 +89,17 @@ fn spawn_in_ns(ns: &str, program: &Path, args: &[&str], env: &[(&str, &Path)]) -
     Ok(Server(child))
 }
 
-fn compile_c_echo() -> Result<PathBuf, String> {
+fn compile_c(source: &Path, name: &str) -> Result<PathBuf, String> {
     let lib = target_dir();
     if !lib.join("libdetpath.so").exists() {
         return Err(format!("no libdetpath.so in {}: run `cargo build --release -p detpath-capi`", lib.display()));
     }
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = lib.join("examples/c-echo");
+    let out = lib.join("examples").join(name);
     let st = Command::new("cc")
         .args(["-O2", "-std=gnu11"])
         .arg(format!("-I{}", manifest.join("include").display()))
-        .arg(manifest.join("../../examples/c/echo.c"))
+        .arg(source)
         .arg(format!("-L{}", lib.display()))
         .arg(format!("-Wl,-rpath,{}", lib.display()))
         .args(["-ldetpath", "-o"])
@@ -103,7 +107,7 @@ fn compile_c_echo() -> Result<PathBuf, String> {
         .status()
         .map_err(|e| format!("cc: {e}"))?;
     if !st.success() {
-        return Err("compiling examples/c/echo.c failed".into());
+        return Err(format!("compiling {} failed", source.display()));
     }
     Ok(out)
 }
@@ -141,6 +145,48 @@ fn measure(tb: &Testbed, o: &Options, client_port: u16, server: SocketAddrV4) ->
         .map_err(|e| e.to_string())?
 }
 
+/// ns per receive call that finds nothing (timeout 0), from Rust, C and
+/// Python, on one endpoint of `o.datapath` in namespace b, pinned to core 1.
+fn call_costs(tb: &Testbed, o: &Options) {
+    const CALLS: usize = 1_000_000;
+    let spec = format!("{}&rt_core=1&rt_mlock=false", tb.b().uri(&o.datapath, 7790));
+    println!("\nreceive call that finds nothing ({CALLS} calls, core 1):");
+    let rust = tb.b().run(|| -> Result<f64, String> {
+        let mut ep = dp::open(&spec).map_err(|e| e.to_string())?;
+        let mut buf = [0u8; 2048];
+        let t0 = dp::monotonic_ns();
+        for _ in 0..CALLS {
+            if ep.recv(&mut buf, RecvMode::NonBlocking).map_err(|e| e.to_string())?.is_some() {
+                return Err("unexpected datagram".into());
+            }
+        }
+        Ok((dp::monotonic_ns() - t0) as f64 / CALLS as f64)
+    });
+    let run = |program: &Path, args: &[&str], env: &[(&str, &Path)]| -> Result<f64, String> {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &tb.b().netns]).arg(program).args(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().map_err(|e| e.to_string())?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.trim().strip_prefix("ns_per_call ").and_then(|v| v.parse().ok()).ok_or_else(|| format!("{}{}", text, String::from_utf8_lossy(&out.stderr)))
+    };
+    let calls = CALLS.to_string();
+    let c = compile_c(&manifest().join("examples/call_cost.c"), "c-call-cost").and_then(|exe| run(&exe, &[&spec, &calls], &[]));
+    let py_calls = (CALLS / 10).to_string();
+    let py_code = "import sys, time, detpath\nep = detpath.open(sys.argv[1]); n = int(sys.argv[2]); r = ep.recv\nt0 = time.monotonic_ns()\nfor _ in range(n):\n    assert r(timeout=0) is None\nprint('ns_per_call %.1f' % ((time.monotonic_ns() - t0) / n))";
+    let py = run(Path::new("/usr/bin/python3"), &["-c", py_code, &spec, &py_calls], &[("PYTHONPATH", o.python_path.as_path())]);
+    let rust = rust.map_err(|e| e.to_string()).and_then(|r| r);
+    for (lang, r) in [("rust", &rust), ("c", &c), ("python", &py)] {
+        match (r, &rust) {
+            (Ok(ns), Ok(base)) => println!("{lang:<8} {ns:>9.1} ns/call  ({:+.1} ns over Rust)", ns - base),
+            (Ok(ns), Err(_)) => println!("{lang:<8} {ns:>9.1} ns/call"),
+            (Err(e), _) => println!("{lang:<8} error: {e}"),
+        }
+    }
+}
+
 fn main() {
     let o = options();
     let tb = Testbed::up(TestbedConfig::unique("brtt")).expect("testbed up (needs root)");
@@ -174,9 +220,9 @@ fn main() {
                 }));
                 rx.recv().map_err(|e| e.to_string()).and_then(|r| r)
             }
-            "c" => compile_c_echo().and_then(|exe| spawn_in_ns(&b.netns, &exe, &[&spec], &[])).map(|s| process = Some(s)),
+            "c" => compile_c(&manifest().join("../../examples/c/echo.c"), "c-echo").and_then(|exe| spawn_in_ns(&b.netns, &exe, &[&spec], &[])).map(|s| process = Some(s)),
             _ => {
-                let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../python/examples/echo.py");
+                let script = manifest().join("../python/examples/echo.py");
                 let args = [script.to_str().unwrap(), spec.as_str()];
                 spawn_in_ns(&b.netns, Path::new("/usr/bin/python3"), &args, &[("PYTHONPATH", o.python_path.as_path())]).map(|s| process = Some(s))
             }
@@ -195,4 +241,5 @@ fn main() {
             Err(e) => println!("{lang:<8} error: {e}"),
         }
     }
+    call_costs(&tb, &o);
 }

@@ -185,7 +185,7 @@ int detpath_send_to_addr(struct detpath_endpoint *ep,
                          const struct detpath_addr *peer);
 
 // Receives one datagram into `buf` (`cap` bytes). Returns the bytes copied,
-// 0 when the wait ended with nothing (then `meta->rx_ns` is 0; a
+// 0 when the wait ended with nothing (then `*meta` is all zero; a
 // zero-length datagram also returns 0 but with `meta->rx_ns` set), or
 // -errno. A datagram longer than `cap` is cut to `cap` bytes and
 // `meta->truncated` is 1. `timeout_us`: -1 waits forever, 0 does not wait,

@@ -139,9 +139,9 @@ fn rx_meta(rx: &dp::RxMeta) -> detpath_rx_meta {
     detpath_rx_meta { len: rx.len, truncated: rx.truncated as u8, peer: addr_of(rx.peer), rx_ns: rx.rx_ns }
 }
 
-fn empty_meta() -> detpath_rx_meta {
-    detpath_rx_meta { len: 0, truncated: 0, peer: addr_of(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)), rx_ns: 0 }
-}
+/// The metadata of a receive that got nothing: all zero (`rx_ns` 0, empty `peer.ip`).
+const NOTHING: detpath_rx_meta =
+    detpath_rx_meta { len: 0, truncated: 0, peer: detpath_addr { addr: 0, port: 0, ip: [0; DETPATH_IP_LEN] }, rx_ns: 0 };
 
 fn neg_int(errno: i32) -> c_int {
     -errno
@@ -349,7 +349,7 @@ pub unsafe extern "C" fn detpath_send_to_addr(ep: *mut detpath_endpoint, buf: *c
 }
 
 /// Receives one datagram into `buf` (`cap` bytes). Returns the bytes copied,
-/// 0 when the wait ended with nothing (then `meta->rx_ns` is 0; a
+/// 0 when the wait ended with nothing (then `*meta` is all zero; a
 /// zero-length datagram also returns 0 but with `meta->rx_ns` set), or
 /// -errno. A datagram longer than `cap` is cut to `cap` bytes and
 /// `meta->truncated` is 1. `timeout_us`: -1 waits forever, 0 does not wait,
@@ -367,15 +367,12 @@ pub unsafe extern "C" fn detpath_recv(ep: *mut detpath_endpoint, buf: *mut c_voi
         let open = held.get();
         let mode = mode_of(timeout_us, open.blocking)?;
         let got = open.ep.recv(buf, mode)?;
-        let (n, m) = match got {
-            Some(rx) => (rx.len as c_long, rx_meta(&rx)),
-            None => (0, empty_meta()),
-        };
         if !meta.is_null() {
+            let m = got.as_ref().map_or(NOTHING, rx_meta);
             // SAFETY: non-NULL and writable by the caller's contract.
             unsafe { meta.write(m) };
         }
-        Ok(n)
+        Ok(got.map_or(0, |rx| rx.len as c_long))
     })
 }
 

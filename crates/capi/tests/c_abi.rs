@@ -15,15 +15,40 @@ use std::net::SocketAddrV4;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-/// target/<profile>: where cargo put libdetpath.so (the test binary is in its deps/).
+/// target/<profile>: where cargo puts libdetpath.so (the test binary is in its deps/).
+///
+/// `cargo test` does not rebuild a cdylib for integration tests, so the
+/// first call builds the library of this profile (a no-op when it is fresh):
+/// the C programs never run against a stale libdetpath.so.
 fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>").to_path_buf();
-    assert!(dir.join("libdetpath.so").exists(), "libdetpath.so not in {}: build the crate first", dir.display());
-    dir
+    static FRESH: OnceLock<PathBuf> = OnceLock::new();
+    FRESH
+        .get_or_init(|| {
+            let exe = std::env::current_exe().expect("test binary path");
+            let dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>").to_path_buf();
+            let profile = dir.file_name().and_then(|p| p.to_str()).unwrap_or("debug").to_string();
+            let target = dir.parent().expect("target dir");
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let mut build = Command::new(cargo);
+            build.args(["build", "-p", "detpath-capi", "--lib"]).env("CARGO_TARGET_DIR", target);
+            match profile.as_str() {
+                "debug" => {}
+                "release" => {
+                    build.arg("--release");
+                }
+                other => {
+                    build.args(["--profile", other]);
+                }
+            }
+            let out = build.output().expect("running cargo to build libdetpath.so");
+            assert!(out.status.success(), "building libdetpath.so failed:\n{}", String::from_utf8_lossy(&out.stderr));
+            assert!(dir.join("libdetpath.so").exists(), "libdetpath.so not in {}", dir.display());
+            dir
+        })
+        .clone()
 }
 
 /// Compiles one C or C++ file against the library (once per test run, so
