@@ -101,6 +101,11 @@ impl Endpoint {
             Some(t) if t.is_finite() && t >= 0.0 => Some(Instant::now() + Duration::from_secs_f64(t.min(1e9))),
             Some(t) => return Err(PyValueError::new_err(format!("timeout must be None or a number of seconds >= 0, not {t}"))),
         };
+        let deliver = |buf: &[u8], rx: dp::RxMeta| (PyBytes::new(py, &buf[..rx.len]).unbind(), addr_tuple(rx.peer), rx.rx_ns);
+        if timeout == Some(0.0) {
+            // Polling: no clock reads, no GIL release (the call does not wait).
+            return self.with(|s| Ok(s.ep.recv(&mut s.buf, dp::RecvMode::NonBlocking).map_err(to_py)?.map(|rx| deliver(&s.buf, rx))));
+        }
         self.with(|s| loop {
             let slice = match deadline {
                 None => SIGNAL_SLICE,
@@ -114,7 +119,7 @@ impl Endpoint {
             let State { ep, buf } = &mut *s;
             let got = if slice.is_zero() { ep.recv(buf, mode) } else { py.detach(|| ep.recv(buf, mode)) };
             if let Some(rx) = got.map_err(to_py)? {
-                return Ok(Some((PyBytes::new(py, &buf[..rx.len]).unbind(), addr_tuple(rx.peer), rx.rx_ns)));
+                return Ok(Some(deliver(buf, rx)));
             }
             if deadline.is_some_and(|d| Instant::now() >= d) || slice.is_zero() {
                 return Ok(None);
