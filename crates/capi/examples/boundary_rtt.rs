@@ -44,7 +44,12 @@ fn target_dir() -> PathBuf {
 }
 
 fn options() -> Options {
-    let mut o = Options { rounds: 20_000, size: 64, datapath: "afxdp".into(), python_path: target_dir().parent().unwrap().join("python-test-site") };
+    let mut o = Options {
+        rounds: 20_000,
+        size: 64,
+        datapath: "afxdp".into(),
+        python_path: target_dir().parent().unwrap().join("python-test-site"),
+    };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match (a.as_str(), args.next()) {
@@ -53,7 +58,9 @@ fn options() -> Options {
             ("--datapath", Some(d)) => o.datapath = d,
             ("--python-path", Some(p)) => o.python_path = p.into(),
             _ => {
-                eprintln!("usage: boundary_rtt [--rounds N] [--size B] [--datapath afxdp|udp|xdppoll] [--python-path DIR]");
+                eprintln!(
+                    "usage: boundary_rtt [--rounds N] [--size B] [--datapath afxdp|udp|xdppoll] [--python-path DIR]"
+                );
                 std::process::exit(2);
             }
         }
@@ -132,14 +139,18 @@ fn measure(tb: &Testbed, o: &Options, client_port: u16, server: SocketAddrV4) ->
             for i in 0..WARMUP + o.rounds {
                 let t0 = dp::monotonic_ns();
                 ep.send_to(&out, server).map_err(|e| e.to_string())?;
-                let rx = ep.recv(&mut back, wait).map_err(|e| e.to_string())?.ok_or_else(|| format!("no echo of round {i} within 500 ms"))?;
+                let rx = ep
+                    .recv(&mut back, wait)
+                    .map_err(|e| e.to_string())?
+                    .ok_or_else(|| format!("no echo of round {i} within 500 ms"))?;
                 if i >= WARMUP {
                     rtts.push(rx.rx_ns - t0);
                 }
             }
             let elapsed = started.elapsed().as_secs_f64();
             rtts.sort_unstable();
-            let rank = |q: f64| rtts[((q * rtts.len() as f64).ceil() as usize).clamp(1, rtts.len()) - 1] as f64 / 1000.0;
+            let rank =
+                |q: f64| rtts[((q * rtts.len() as f64).ceil() as usize).clamp(1, rtts.len()) - 1] as f64 / 1000.0;
             Ok(Measured { median_us: rank(0.5), p99_us: rank(0.99), per_sec: (WARMUP + o.rounds) as f64 / elapsed })
         })
         .map_err(|e| e.to_string())?
@@ -170,13 +181,21 @@ fn call_costs(tb: &Testbed, o: &Options) {
         }
         let out = cmd.output().map_err(|e| e.to_string())?;
         let text = String::from_utf8_lossy(&out.stdout);
-        text.trim().strip_prefix("ns_per_call ").and_then(|v| v.parse().ok()).ok_or_else(|| format!("{}{}", text, String::from_utf8_lossy(&out.stderr)))
+        text.trim()
+            .strip_prefix("ns_per_call ")
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| format!("{}{}", text, String::from_utf8_lossy(&out.stderr)))
     };
     let calls = CALLS.to_string();
-    let c = compile_c(&manifest().join("examples/call_cost.c"), "c-call-cost").and_then(|exe| run(&exe, &[&spec, &calls], &[]));
+    let c = compile_c(&manifest().join("examples/call_cost.c"), "c-call-cost")
+        .and_then(|exe| run(&exe, &[&spec, &calls], &[]));
     let py_calls = (CALLS / 10).to_string();
     let py_code = "import sys, time, detpath\nep = detpath.open(sys.argv[1]); n = int(sys.argv[2]); r = ep.recv\nt0 = time.monotonic_ns()\nfor _ in range(n):\n    assert r(timeout=0) is None\nprint('ns_per_call %.1f' % ((time.monotonic_ns() - t0) / n))";
-    let py = run(Path::new("/usr/bin/python3"), &["-c", py_code, &spec, &py_calls], &[("PYTHONPATH", o.python_path.as_path())]);
+    let py = run(
+        Path::new("/usr/bin/python3"),
+        &["-c", py_code, &spec, &py_calls],
+        &[("PYTHONPATH", o.python_path.as_path())],
+    );
     let rust = rust.map_err(|e| e.to_string()).and_then(|r| r);
     for (lang, r) in [("rust", &rust), ("c", &c), ("python", &py)] {
         match (r, &rust) {
@@ -191,8 +210,14 @@ fn main() {
     let o = options();
     let tb = Testbed::up(TestbedConfig::unique("brtt")).expect("testbed up (needs root)");
     let b = tb.b().clone();
-    println!("{} echo servers, {} B payload, {} rounds (+{WARMUP} warm-up), Rust client on core 0, server on core 1", o.datapath, o.size, o.rounds);
-    println!("{:<8} {:>11} {:>11} {:>13} {:>13}  server", "server", "median µs", "p99 µs", "Δmedian µs", "round trips/s");
+    println!(
+        "{} echo servers, {} B payload, {} rounds (+{WARMUP} warm-up), Rust client on core 0, server on core 1",
+        o.datapath, o.size, o.rounds
+    );
+    println!(
+        "{:<8} {:>11} {:>11} {:>13} {:>13}  server",
+        "server", "median µs", "p99 µs", "Δmedian µs", "round trips/s"
+    );
     let mut rust_median = None;
     for (i, lang) in ["rust", "c", "python"].iter().enumerate() {
         let port = 7700 + 2 * i as u16;
@@ -213,18 +238,23 @@ fn main() {
                     tx.send(Ok(())).unwrap();
                     let mut buf = vec![0u8; 2048];
                     while !stop_s.load(Ordering::Relaxed) {
-                        if let Ok(Some(rx)) = ep.recv(&mut buf, RecvMode::BusyPoll { timeout: Some(Duration::from_millis(10)) }) {
+                        if let Ok(Some(rx)) =
+                            ep.recv(&mut buf, RecvMode::BusyPoll { timeout: Some(Duration::from_millis(10)) })
+                        {
                             let _ = ep.send_to(&buf[..rx.len], rx.peer);
                         }
                     }
                 }));
                 rx.recv().map_err(|e| e.to_string()).and_then(|r| r)
             }
-            "c" => compile_c(&manifest().join("../../examples/c/echo.c"), "c-echo").and_then(|exe| spawn_in_ns(&b.netns, &exe, &[&spec], &[])).map(|s| process = Some(s)),
+            "c" => compile_c(&manifest().join("../../examples/c/echo.c"), "c-echo")
+                .and_then(|exe| spawn_in_ns(&b.netns, &exe, &[&spec], &[]))
+                .map(|s| process = Some(s)),
             _ => {
                 let script = manifest().join("../python/examples/echo.py");
                 let args = [script.to_str().unwrap(), spec.as_str()];
-                spawn_in_ns(&b.netns, Path::new("/usr/bin/python3"), &args, &[("PYTHONPATH", o.python_path.as_path())]).map(|s| process = Some(s))
+                spawn_in_ns(&b.netns, Path::new("/usr/bin/python3"), &args, &[("PYTHONPATH", o.python_path.as_path())])
+                    .map(|s| process = Some(s))
             }
         };
         let result = started.and_then(|_| measure(&tb, &o, port + 1, server));
@@ -236,7 +266,14 @@ fn main() {
         match result {
             Ok(m) => {
                 let base = *rust_median.get_or_insert(m.median_us);
-                println!("{lang:<8} {:>11.2} {:>11.2} {:>+13.2} {:>13.0}  {}", m.median_us, m.p99_us, m.median_us - base, m.per_sec, o.datapath);
+                println!(
+                    "{lang:<8} {:>11.2} {:>11.2} {:>+13.2} {:>13.0}  {}",
+                    m.median_us,
+                    m.p99_us,
+                    m.median_us - base,
+                    m.per_sec,
+                    o.datapath
+                );
             }
             Err(e) => println!("{lang:<8} error: {e}"),
         }

@@ -68,7 +68,11 @@ pub fn last_ptr() -> *const c_char {
 }
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    let what = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_default();
+    let what = p
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
     format!("internal error in libdetpath (a bug: please report it): {what}")
 }
 

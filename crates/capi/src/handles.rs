@@ -83,7 +83,10 @@ pub fn insert(open: Open) -> Result<usize, Failure> {
             return Ok(encode(index, generation));
         }
     }
-    Err(Failure::new(libc::EMFILE, format!("{MAX_HANDLES} detpath endpoints are open in this process; close one first")))
+    Err(Failure::new(
+        libc::EMFILE,
+        format!("{MAX_HANDLES} detpath endpoints are open in this process; close one first"),
+    ))
 }
 
 /// Exclusive use of one open slot for the length of one call.
@@ -108,13 +111,21 @@ impl Drop for Held {
 
 fn hold(handle: usize) -> Result<(&'static Slot, u64), Failure> {
     if handle == 0 {
-        return Err(Failure::new(libc::EBADF, "the endpoint handle is NULL (did detpath_open fail? see detpath_last_error())".into()));
+        return Err(Failure::new(
+            libc::EBADF,
+            "the endpoint handle is NULL (did detpath_open fail? see detpath_last_error())".into(),
+        ));
     }
     let Some((index, generation)) = decode(handle) else {
         return Err(Failure::new(libc::EBADF, format!("{handle:#x} is not a detpath endpoint handle")));
     };
     let slot = &TABLE[index];
-    match slot.state.compare_exchange(word(generation, OPEN), word(generation, BUSY), Ordering::Acquire, Ordering::Relaxed) {
+    match slot.state.compare_exchange(
+        word(generation, OPEN),
+        word(generation, BUSY),
+        Ordering::Acquire,
+        Ordering::Relaxed,
+    ) {
         Ok(_) => Ok((slot, generation)),
         Err(cur) if cur >> 2 == generation && cur & 3 == BUSY => Err(Failure::new(
             libc::EBUSY,

@@ -140,8 +140,12 @@ fn rx_meta(rx: &dp::RxMeta) -> detpath_rx_meta {
 }
 
 /// The metadata of a receive that got nothing: all zero (`rx_ns` 0, empty `peer.ip`).
-const NOTHING: detpath_rx_meta =
-    detpath_rx_meta { len: 0, truncated: 0, peer: detpath_addr { addr: 0, port: 0, ip: [0; DETPATH_IP_LEN] }, rx_ns: 0 };
+const NOTHING: detpath_rx_meta = detpath_rx_meta {
+    len: 0,
+    truncated: 0,
+    peer: detpath_addr { addr: 0, port: 0, ip: [0; DETPATH_IP_LEN] },
+    rx_ns: 0,
+};
 
 fn neg_int(errno: i32) -> c_int {
     -errno
@@ -156,7 +160,11 @@ fn mode_of(timeout_us: c_long, blocking: bool) -> Result<dp::RecvMode, Failure> 
     let timeout = match timeout_us {
         0 => return Ok(dp::RecvMode::NonBlocking),
         -1 => None,
-        t if t < 0 => return Err(Failure::invalid(format!("timeout_us is {t}: use -1 (wait forever), 0 (do not wait) or a positive number of microseconds"))),
+        t if t < 0 => {
+            return Err(Failure::invalid(format!(
+                "timeout_us is {t}: use -1 (wait forever), 0 (do not wait) or a positive number of microseconds"
+            )))
+        }
         t => Some(Duration::from_micros(t as u64)),
     };
     Ok(if blocking { dp::RecvMode::Blocking { timeout } } else { dp::RecvMode::BusyPoll { timeout } })
@@ -313,14 +321,22 @@ pub unsafe extern "C" fn detpath_set_blocking(ep: *mut detpath_endpoint, blockin
 /// # Safety
 /// `buf` is NULL or readable for `len` bytes; `ip` is NULL or NUL-terminated.
 #[no_mangle]
-pub unsafe extern "C" fn detpath_send_to(ep: *mut detpath_endpoint, buf: *const c_void, len: usize, ip: *const c_char, port: u16) -> c_int {
+pub unsafe extern "C" fn detpath_send_to(
+    ep: *mut detpath_endpoint,
+    buf: *const c_void,
+    len: usize,
+    ip: *const c_char,
+    port: u16,
+) -> c_int {
     call(neg_int, || {
         let mut held = handles::acquire(ep as usize)?;
         // SAFETY: forwarded caller contract.
         let payload = unsafe { in_buf(buf, len) }?;
         // SAFETY: forwarded caller contract.
         let ip_text = unsafe { str_arg(ip, "ip") }?;
-        let ip: Ipv4Addr = ip_text.parse().map_err(|_| Failure::invalid(format!("`{ip_text}` is not an IPv4 address (dotted quad, e.g. 10.77.0.2)")))?;
+        let ip: Ipv4Addr = ip_text.parse().map_err(|_| {
+            Failure::invalid(format!("`{ip_text}` is not an IPv4 address (dotted quad, e.g. 10.77.0.2)"))
+        })?;
         held.get().ep.send_to(payload, SocketAddrV4::new(ip, port))?;
         Ok(0)
     })
@@ -333,7 +349,12 @@ pub unsafe extern "C" fn detpath_send_to(ep: *mut detpath_endpoint, buf: *const 
 /// # Safety
 /// `buf` is NULL or readable for `len` bytes; `peer` is NULL or points to a `struct detpath_addr`.
 #[no_mangle]
-pub unsafe extern "C" fn detpath_send_to_addr(ep: *mut detpath_endpoint, buf: *const c_void, len: usize, peer: *const detpath_addr) -> c_int {
+pub unsafe extern "C" fn detpath_send_to_addr(
+    ep: *mut detpath_endpoint,
+    buf: *const c_void,
+    len: usize,
+    peer: *const detpath_addr,
+) -> c_int {
     call(neg_int, || {
         let mut held = handles::acquire(ep as usize)?;
         // SAFETY: forwarded caller contract.
@@ -359,7 +380,13 @@ pub unsafe extern "C" fn detpath_send_to_addr(ep: *mut detpath_endpoint, buf: *c
 /// # Safety
 /// `buf` is NULL or writable for `cap` bytes; `meta` is NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn detpath_recv(ep: *mut detpath_endpoint, buf: *mut c_void, cap: usize, timeout_us: c_long, meta: *mut detpath_rx_meta) -> c_long {
+pub unsafe extern "C" fn detpath_recv(
+    ep: *mut detpath_endpoint,
+    buf: *mut c_void,
+    cap: usize,
+    timeout_us: c_long,
+    meta: *mut detpath_rx_meta,
+) -> c_long {
     call(neg_long, || {
         let mut held = handles::acquire(ep as usize)?;
         // SAFETY: forwarded caller contract.
@@ -384,7 +411,11 @@ pub unsafe extern "C" fn detpath_recv(ep: *mut detpath_endpoint, buf: *mut c_voi
 /// `dgs` is NULL (only with `n` 0) or points to `n` readable datagrams, each
 /// `buf` readable for its `len` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn detpath_send_batch(ep: *mut detpath_endpoint, dgs: *const detpath_tx_datagram, n: usize) -> c_int {
+pub unsafe extern "C" fn detpath_send_batch(
+    ep: *mut detpath_endpoint,
+    dgs: *const detpath_tx_datagram,
+    n: usize,
+) -> c_int {
     call(neg_int, || {
         let mut held = handles::acquire(ep as usize)?;
         if n == 0 {
@@ -433,7 +464,12 @@ pub unsafe extern "C" fn detpath_send_batch(ep: *mut detpath_endpoint, dgs: *con
 /// `slots` is NULL (only with `n` 0) or points to `n` writable slots, each
 /// `buf` writable for its `cap` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn detpath_recv_batch(ep: *mut detpath_endpoint, slots: *mut detpath_rx_slot, n: usize, timeout_us: c_long) -> c_long {
+pub unsafe extern "C" fn detpath_recv_batch(
+    ep: *mut detpath_endpoint,
+    slots: *mut detpath_rx_slot,
+    n: usize,
+    timeout_us: c_long,
+) -> c_long {
     call(neg_long, || {
         let mut held = handles::acquire(ep as usize)?;
         if n == 0 {

@@ -10,11 +10,11 @@
 
 use dp::testbed::{Testbed, TestbedConfig};
 use dp::RecvMode;
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddrV4;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -98,7 +98,12 @@ fn bad_input_from_c_is_an_error_never_a_crash() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/bad_input.c");
     let stdout = run_to_end(&compile("cc", &src, &["-std=gnu11"]));
     println!("{stdout}");
-    let n: usize = stdout.trim().strip_prefix("ok: ").and_then(|s| s.strip_suffix(" checks")).and_then(|s| s.parse().ok()).unwrap();
+    let n: usize = stdout
+        .trim()
+        .strip_prefix("ok: ")
+        .and_then(|s| s.strip_suffix(" checks"))
+        .and_then(|s| s.parse().ok())
+        .unwrap();
     assert!(n >= 80, "only {n} checks ran");
 }
 
@@ -155,12 +160,16 @@ fn echo_in_testbed(datapath: &str, batch: bool) {
     let mut round = 0;
     while round < ROUNDS {
         let n = burst.min(ROUNDS - round);
-        let payloads: Vec<Vec<u8>> = (round..round + n).map(|i| (0..(i * 7) % 1400).map(|j| (i + j) as u8).collect()).collect();
+        let payloads: Vec<Vec<u8>> =
+            (round..round + n).map(|i| (0..(i * 7) % 1400).map(|j| (i + j) as u8).collect()).collect();
         for p in &payloads {
             ep.send_to(p, server).unwrap();
         }
         for p in &payloads {
-            let rx = ep.recv(&mut back, wait).unwrap().unwrap_or_else(|| panic!("no echo of round {round} from the C echo ({spec})"));
+            let rx = ep
+                .recv(&mut back, wait)
+                .unwrap()
+                .unwrap_or_else(|| panic!("no echo of round {round} from the C echo ({spec})"));
             assert_eq!(&back[..rx.len], &p[..], "round {round}: the echo differs");
             assert_eq!(rx.peer, server);
             round += 1;
@@ -222,13 +231,22 @@ fn pkg_config_file_links_shared_and_static() {
             cc.arg(format!("-Wl,-rpath,{}", prefix.join("lib").display()));
         }
         let built = cc.output().unwrap();
-        assert!(built.status.success(), "{kind} link with `{}`: {}", flags.trim(), String::from_utf8_lossy(&built.stderr));
+        assert!(
+            built.status.success(),
+            "{kind} link with `{}`: {}",
+            flags.trim(),
+            String::from_utf8_lossy(&built.stderr)
+        );
         // Without arguments the program prints its usage and exits 2: it loaded and ran.
         let ran = Command::new(&out).output().unwrap();
         assert_eq!(ran.status.code(), Some(2), "{kind}: {}", String::from_utf8_lossy(&ran.stderr));
         assert!(String::from_utf8_lossy(&ran.stderr).contains("usage"));
         let bad = Command::new(&out).arg("bogus://x").output().unwrap();
         assert_eq!(bad.status.code(), Some(1));
-        assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown datapath `bogus`"), "{kind}: {}", String::from_utf8_lossy(&bad.stderr));
+        assert!(
+            String::from_utf8_lossy(&bad.stderr).contains("unknown datapath `bogus`"),
+            "{kind}: {}",
+            String::from_utf8_lossy(&bad.stderr)
+        );
     }
 }

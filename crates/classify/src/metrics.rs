@@ -46,7 +46,11 @@ fn gauge(reg: &mut Registry, name: &str, help: &str, v: i64) {
 /// The text of one scrape.
 pub fn render(svc: &Service) -> String {
     let mut reg = Registry::default();
-    let (packets, bytes, forwarded) = (Family::<Labels, Counter>::default(), Family::<Labels, Counter>::default(), Family::<Labels, Counter>::default());
+    let (packets, bytes, forwarded) = (
+        Family::<Labels, Counter>::default(),
+        Family::<Labels, Counter>::default(),
+        Family::<Labels, Counter>::default(),
+    );
     for e in &svc.entries {
         let s = svc.cls.rule_stat(e.installed.slot);
         let l = vec![("id".to_string(), e.id.clone()), ("action".to_string(), action_name(&e.rule.action).to_string())];
@@ -56,7 +60,11 @@ pub fn render(svc: &Service) -> String {
     }
     reg.register("detpath_classify_rule_packets", "Packets that matched the intent", packets);
     reg.register("detpath_classify_rule_bytes", "Bytes that matched the intent", bytes);
-    reg.register("detpath_classify_rule_forwarded", "Packets of the intent forwarded to an alternative node", forwarded);
+    reg.register(
+        "detpath_classify_rule_forwarded",
+        "Packets of the intent forwarded to an alternative node",
+        forwarded,
+    );
 
     let totals = svc.cls.totals();
     let (t_packets, t_bytes) = (Family::<Labels, Counter>::default(), Family::<Labels, Counter>::default());
@@ -69,10 +77,30 @@ pub fn render(svc: &Service) -> String {
     reg.register("detpath_classify_action_bytes", "Bytes per action taken (as /v1/stats totals)", t_bytes);
 
     let st = svc.cls.settings();
-    gauge(&mut reg, "detpath_classify_load_flag", "The user-space overload flag: 1 while the host counts as overloaded", i64::from(st.load_flag));
-    gauge(&mut reg, "detpath_classify_rate_threshold_pps", "Per-CPU packet rate above which a CPU is overloaded (0 = off)", st.rate_threshold_pps as i64);
-    gauge(&mut reg, "detpath_classify_saturation_pps", "Per-CPU packet rate above which even prioritised flows are forwarded (0 = never)", st.saturation_pps as i64);
-    gauge(&mut reg, "detpath_classify_alt_nodes", "Alternative nodes configured for forwarding", st.alt_nodes.len() as i64);
+    gauge(
+        &mut reg,
+        "detpath_classify_load_flag",
+        "The user-space overload flag: 1 while the host counts as overloaded",
+        i64::from(st.load_flag),
+    );
+    gauge(
+        &mut reg,
+        "detpath_classify_rate_threshold_pps",
+        "Per-CPU packet rate above which a CPU is overloaded (0 = off)",
+        st.rate_threshold_pps as i64,
+    );
+    gauge(
+        &mut reg,
+        "detpath_classify_saturation_pps",
+        "Per-CPU packet rate above which even prioritised flows are forwarded (0 = never)",
+        st.saturation_pps as i64,
+    );
+    gauge(
+        &mut reg,
+        "detpath_classify_alt_nodes",
+        "Alternative nodes configured for forwarding",
+        st.alt_nodes.len() as i64,
+    );
     gauge(&mut reg, "detpath_classify_rules", "Intents installed", svc.entries.len() as i64);
     let classified: u64 = totals.iter().take(9).map(|c| c.packets).sum();
     let fwd = maps::total_index("forward").and_then(|i| totals.get(i)).map_or(0, |c| c.packets);
@@ -80,7 +108,8 @@ pub fn render(svc: &Service) -> String {
     ratio.set(if classified == 0 { 0.0 } else { fwd as f64 / classified as f64 });
     reg.register("detpath_classify_forwarded_ratio", "Forwarded packets over classified packets", ratio);
     let info = Family::<Labels, Gauge>::default();
-    let default_action = serde_json::to_value(st.default_action).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+    let default_action =
+        serde_json::to_value(st.default_action).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
     info.get_or_create(&vec![
         ("iface".to_string(), svc.iface.clone()),
         ("xdp_mode".to_string(), svc.cls.link().map(|l| l.mode.name()).unwrap_or("detached").to_string()),

@@ -21,19 +21,25 @@ fn scrape(addr: SocketAddr, token: Option<&str>) -> (u16, String, String) {
     s.read_to_string(&mut resp).unwrap();
     let (head, body) = resp.split_once("\r\n\r\n").unwrap();
     let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let ctype = head.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("content-type: ").map(String::from)).unwrap_or_default();
+    let ctype = head
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-type: ").map(String::from))
+        .unwrap_or_default();
     (status, ctype, body.to_string())
 }
 
 fn value(body: &str, metric: &str, label: Option<(&str, &str)>) -> f64 {
-    let scrape = prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_string()))).expect("Prometheus text format");
+    let scrape =
+        prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_string()))).expect("Prometheus text format");
     let s = scrape
         .samples
         .iter()
         .find(|s| s.metric == metric && label.is_none_or(|(k, v)| s.labels.get(k) == Some(v)))
         .unwrap_or_else(|| panic!("no {metric} {label:?} in:\n{body}"));
     match s.value {
-        prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Untyped(v) => v,
+        prometheus_parse::Value::Counter(v)
+        | prometheus_parse::Value::Gauge(v)
+        | prometheus_parse::Value::Untyped(v) => v,
         ref other => panic!("{metric}: unexpected {other:?}"),
     }
 }
@@ -70,7 +76,9 @@ fn metrics_follow_rules_actions_and_overload() {
     cfg.netns = Some(e.clone());
     cfg.token = Some("tok".into());
     let d = Daemon::start(cfg).expect("daemon");
-    let post = |body: String| detpath_classify::client::request(d.addr, Some("tok"), "POST", "/v1/intents", Some(body.as_bytes())).unwrap().0;
+    let post = |body: String| {
+        detpath_classify::client::request(d.addr, Some("tok"), "POST", "/v1/intents", Some(body.as_bytes())).unwrap().0
+    };
     assert_eq!(post(intent(0x201, "DROP", "D1")), 201);
     assert_eq!(post(intent(0x202, "PASS", "P1")), 201);
 
@@ -94,7 +102,14 @@ fn metrics_follow_rules_actions_and_overload() {
         }
     });
     std::thread::sleep(Duration::from_millis(200));
-    let put = detpath_classify::client::request(d.addr, Some("tok"), "PUT", "/v1/config", Some(br#"{"load_flag": true, "rate_threshold_pps": 5000}"#)).unwrap();
+    let put = detpath_classify::client::request(
+        d.addr,
+        Some("tok"),
+        "PUT",
+        "/v1/config",
+        Some(br#"{"load_flag": true, "rate_threshold_pps": 5000}"#),
+    )
+    .unwrap();
     assert_eq!(put.0, 200, "{}", put.1);
 
     let body = scrape(d.addr, Some("tok")).2;

@@ -78,7 +78,10 @@ fn echo_serves_endpoint_metrics_from_the_host_namespace() {
     let local = format!("{}:{port}", tb.b().addr);
     let want = format!("detpath_endpoint_rx_packets_total{{local=\"{local}\",datapath=\"afxdp\"}} 10");
     assert!(text.contains(&want), "missing `{want}` in:\n{text}");
-    assert!(text.contains(&format!("detpath_endpoint_tx_packets_total{{local=\"{local}\",datapath=\"afxdp\"}} 10")), "{text}");
+    assert!(
+        text.contains(&format!("detpath_endpoint_tx_packets_total{{local=\"{local}\",datapath=\"afxdp\"}} 10")),
+        "{text}"
+    );
     let info = text.lines().find(|l| l.starts_with("detpath_endpoint_info{")).expect("info line");
     assert!(info.contains("iface=\"dpb\"") && info.contains("zero_copy=\"false\""), "{info}");
 }
@@ -88,11 +91,19 @@ fn bench_server_serves_metrics_and_needs_a_token_beyond_loopback() {
     let tb = Testbed::up(TestbedConfig::unique("mxb")).expect("testbed up");
     let port = 9310;
     let spec = tb.b().uri("udp", port);
-    let refused = Command::new(BIN).args(["bench", "server", "--endpoint", &spec, "--netns", &tb.b().netns, "--metrics", "0.0.0.0:0"]).output().unwrap();
+    let refused = Command::new(BIN)
+        .args(["bench", "server", "--endpoint", &spec, "--netns", &tb.b().netns, "--metrics", "0.0.0.0:0"])
+        .output()
+        .unwrap();
     assert!(!refused.status.success());
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("--metrics-token"), "{}", String::from_utf8_lossy(&refused.stderr));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--metrics-token"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
 
-    let (_child, addr) = start(&["bench", "server", "--endpoint", &spec, "--netns", &tb.b().netns, "--metrics", "127.0.0.1:0"]);
+    let (_child, addr) =
+        start(&["bench", "server", "--endpoint", &spec, "--netns", &tb.b().netns, "--metrics", "127.0.0.1:0"]);
     // Not probes: counted as received, not echoed.
     let a = tb.a().addr;
     let server = SocketAddrV4::new(tb.b().addr, port);

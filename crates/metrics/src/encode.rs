@@ -50,7 +50,11 @@ pub fn render(readings: &[(&Watch, Reading)]) -> String {
     for (w, _) in readings {
         info.get_or_create(&info_labels(w)).set(1);
     }
-    reg.register("detpath_endpoint_info", "What the endpoint obtained (datapath, XDP mode, copy or zero-copy, queue)", info);
+    reg.register(
+        "detpath_endpoint_info",
+        "What the endpoint obtained (datapath, XDP mode, copy or zero-copy, queue)",
+        info,
+    );
     for (i, (name, help)) in COUNTERS.iter().enumerate() {
         let fam = Family::<Labels, Counter>::default();
         for (w, r) in readings {
@@ -70,7 +74,11 @@ pub fn render(readings: &[(&Watch, Reading)]) -> String {
     }
     reg.register("detpath_endpoint_max_payload_bytes", "Largest payload one datagram can carry", payload);
     reg.register("detpath_endpoint_max_batch", "Largest batch one call moves", batch);
-    reg.register("detpath_endpoint_counters_age_seconds", "Age of the counters (the polling thread answers between its calls)", age);
+    reg.register(
+        "detpath_endpoint_counters_age_seconds",
+        "Age of the counters (the polling thread answers between its calls)",
+        age,
+    );
     reg.register("detpath_endpoint_open", "1 while the endpoint is open, 0 once closed (its counters are final)", open);
     let mut out = String::new();
     // Writing into a String cannot fail.

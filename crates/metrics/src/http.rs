@@ -29,11 +29,16 @@ fn text(status: u16, body: String, content_type: &str) -> tiny_http::Response<st
 impl Listener {
     /// Binds `addr` in the calling thread's network namespace and serves
     /// `render()` at /metrics until dropped.
-    pub fn start(addr: SocketAddr, token: Option<String>, render: impl Fn() -> String + Send + 'static) -> Result<Listener, Error> {
+    pub fn start(
+        addr: SocketAddr,
+        token: Option<String>,
+        render: impl Fn() -> String + Send + 'static,
+    ) -> Result<Listener, Error> {
         if !addr.ip().is_loopback() && token.is_none() {
             return Err(Error::NeedToken(addr.to_string()));
         }
-        let server = tiny_http::Server::http(addr).map_err(|e| Error::Listen { addr: addr.to_string(), why: e.to_string() })?;
+        let server =
+            tiny_http::Server::http(addr).map_err(|e| Error::Listen { addr: addr.to_string(), why: e.to_string() })?;
         let bound = server.server_addr().to_ip().unwrap_or(addr);
         let stop = Arc::new(AtomicBool::new(false));
         let stop_t = stop.clone();
@@ -47,11 +52,17 @@ impl Listener {
                         Ok(None) | Err(_) => continue,
                     };
                     let authorised = expected.as_ref().is_none_or(|want| {
-                        req.headers().iter().any(|h| h.field.equiv("Authorization") && h.value.as_str() == want.as_str())
+                        req.headers()
+                            .iter()
+                            .any(|h| h.field.equiv("Authorization") && h.value.as_str() == want.as_str())
                     });
                     let path = req.url().split('?').next().unwrap_or("").to_string();
                     let response = if !authorised {
-                        text(401, "send `Authorization: Bearer <token>` with the --metrics-token value\n".into(), "text/plain")
+                        text(
+                            401,
+                            "send `Authorization: Bearer <token>` with the --metrics-token value\n".into(),
+                            "text/plain",
+                        )
                     } else if path != "/metrics" {
                         text(404, format!("no {path} here: metrics are at /metrics\n"), "text/plain")
                     } else if *req.method() != tiny_http::Method::Get {

@@ -56,7 +56,9 @@ pub struct MetricsArgs {
 impl MetricsArgs {
     /// Starts the listener when `--metrics` was given (otherwise a no-op [`Metrics`]).
     pub fn start(&self) -> Result<Metrics, Error> {
-        let Some(addr) = self.metrics else { return Ok(Metrics { watches: Arc::default(), listener: None }) };
+        let Some(addr) = self.metrics else {
+            return Ok(Metrics { watches: Arc::default(), listener: None });
+        };
         let watches: Arc<Mutex<Vec<Arc<Watch>>>> = Arc::default();
         let w = watches.clone();
         let listener = http::Listener::start(addr, self.metrics_token.clone(), move || {

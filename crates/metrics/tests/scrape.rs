@@ -22,7 +22,10 @@ fn get(addr: SocketAddr, path: &str, token: Option<&str>) -> (u16, String, Strin
     s.read_to_string(&mut resp).unwrap();
     let (head, body) = resp.split_once("\r\n\r\n").unwrap();
     let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let ctype = head.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("content-type: ").map(String::from)).unwrap_or_default();
+    let ctype = head
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-type: ").map(String::from))
+        .unwrap_or_default();
     (status, ctype, body.to_string())
 }
 
@@ -37,7 +40,9 @@ fn value(scrape: &prometheus_parse::Scrape, metric: &str, local: &str) -> f64 {
         .find(|s| s.metric == metric && s.labels.get("local") == Some(local))
         .unwrap_or_else(|| panic!("no {metric}{{local={local}}} in the scrape"));
     match s.value {
-        prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Untyped(v) => v,
+        prometheus_parse::Value::Counter(v)
+        | prometheus_parse::Value::Gauge(v)
+        | prometheus_parse::Value::Untyped(v) => v,
         ref other => panic!("{metric}: unexpected {other:?}"),
     }
 }
@@ -58,7 +63,10 @@ fn exchange(client: &mut dyn Endpoint, server: SocketAddrV4, n: usize, size: usi
     let mut back = [0u8; 2048];
     for i in 0..n {
         client.send_to(&vec![i as u8; size], server).unwrap();
-        let rx = client.recv(&mut back, RecvMode::BusyPoll { timeout: Some(Duration::from_secs(2)) }).unwrap().expect("echo");
+        let rx = client
+            .recv(&mut back, RecvMode::BusyPoll { timeout: Some(Duration::from_secs(2)) })
+            .unwrap()
+            .expect("echo");
         assert_eq!(rx.len, size);
     }
 }
@@ -105,9 +113,14 @@ fn loopback_scrape_counts_and_labels() {
 
 #[test]
 fn token_rule() {
-    let err = MetricsArgs { metrics: Some("0.0.0.0:0".parse().unwrap()), metrics_token: None }.start().err().expect("refused");
+    let err = MetricsArgs { metrics: Some("0.0.0.0:0".parse().unwrap()), metrics_token: None }
+        .start()
+        .err()
+        .expect("refused");
     assert!(err.to_string().contains("--metrics-token"), "{err}");
-    let m = MetricsArgs { metrics: Some("127.0.0.1:0".parse().unwrap()), metrics_token: Some("s3cret".into()) }.start().unwrap();
+    let m = MetricsArgs { metrics: Some("127.0.0.1:0".parse().unwrap()), metrics_token: Some("s3cret".into()) }
+        .start()
+        .unwrap();
     let addr = m.addr().unwrap();
     let (status, _, body) = get(addr, "/metrics", None);
     assert_eq!(status, 401);
@@ -115,7 +128,8 @@ fn token_rule() {
     assert_eq!(get(addr, "/metrics", Some("wrong")).0, 401);
     assert_eq!(get(addr, "/metrics", Some("s3cret")).0, 200);
     // Beyond loopback with a token: allowed.
-    let wide = MetricsArgs { metrics: Some("0.0.0.0:0".parse().unwrap()), metrics_token: Some("t".into()) }.start().unwrap();
+    let wide =
+        MetricsArgs { metrics: Some("0.0.0.0:0".parse().unwrap()), metrics_token: Some("t".into()) }.start().unwrap();
     assert_eq!(get(SocketAddr::from(([127, 0, 0, 1], wide.addr().unwrap().port())), "/metrics", Some("t")).0, 200);
     // Without --metrics nothing listens and endpoints pass through unchanged.
     let none = MetricsArgs::default().start().unwrap();

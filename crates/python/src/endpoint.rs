@@ -40,7 +40,9 @@ pub struct Endpoint {
 }
 
 fn peer_arg(peer: (String, u16)) -> PyResult<SocketAddrV4> {
-    let ip: Ipv4Addr = peer.0.parse().map_err(|_| PyValueError::new_err(format!("`{}` is not an IPv4 address (dotted quad, e.g. '10.77.0.2')", peer.0)))?;
+    let ip: Ipv4Addr = peer.0.parse().map_err(|_| {
+        PyValueError::new_err(format!("`{}` is not an IPv4 address (dotted quad, e.g. '10.77.0.2')", peer.0))
+    })?;
     Ok(SocketAddrV4::new(ip, peer.1))
 }
 
@@ -57,14 +59,15 @@ impl Endpoint {
 
     /// Runs `f` on the open endpoint; errors when closed or in use by another thread.
     fn with<T>(&self, f: impl FnOnce(&mut State) -> PyResult<T>) -> PyResult<T> {
-        let mut guard = match self.state.try_lock() {
-            Ok(g) => g,
-            Err(TryLockError::WouldBlock) => {
-                return Err(Error::new_err("the endpoint is in use by another thread right now; an endpoint is used by one thread at a time"))
-            }
-            // A panic inside a call cannot leave the endpoint half-changed in a way Python could see; go on.
-            Err(TryLockError::Poisoned(p)) => p.into_inner(),
-        };
+        let mut guard =
+            match self.state.try_lock() {
+                Ok(g) => g,
+                Err(TryLockError::WouldBlock) => return Err(Error::new_err(
+                    "the endpoint is in use by another thread right now; an endpoint is used by one thread at a time",
+                )),
+                // A panic inside a call cannot leave the endpoint half-changed in a way Python could see; go on.
+                Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            };
         match guard.as_mut() {
             Some(state) => f(state),
             None => Err(ClosedError::new_err("the endpoint is closed")),
@@ -84,7 +87,10 @@ impl Endpoint {
             copied = b.to_vec();
             &copied
         } else {
-            return Err(PyTypeError::new_err(format!("data must be bytes or bytearray, not {}", data.get_type().name()?)));
+            return Err(PyTypeError::new_err(format!(
+                "data must be bytes or bytearray, not {}",
+                data.get_type().name()?
+            )));
         };
         self.with(|s| py.detach(|| s.ep.send_to(payload, peer)).map_err(to_py))
     }
@@ -99,12 +105,17 @@ impl Endpoint {
         let deadline = match timeout {
             None => None,
             Some(t) if t.is_finite() && t >= 0.0 => Some(Instant::now() + Duration::from_secs_f64(t.min(1e9))),
-            Some(t) => return Err(PyValueError::new_err(format!("timeout must be None or a number of seconds >= 0, not {t}"))),
+            Some(t) => {
+                return Err(PyValueError::new_err(format!("timeout must be None or a number of seconds >= 0, not {t}")))
+            }
         };
-        let deliver = |buf: &[u8], rx: dp::RxMeta| (PyBytes::new(py, &buf[..rx.len]).unbind(), addr_tuple(rx.peer), rx.rx_ns);
+        let deliver =
+            |buf: &[u8], rx: dp::RxMeta| (PyBytes::new(py, &buf[..rx.len]).unbind(), addr_tuple(rx.peer), rx.rx_ns);
         if timeout == Some(0.0) {
             // Polling: no clock reads, no GIL release (the call does not wait).
-            return self.with(|s| Ok(s.ep.recv(&mut s.buf, dp::RecvMode::NonBlocking).map_err(to_py)?.map(|rx| deliver(&s.buf, rx))));
+            return self.with(|s| {
+                Ok(s.ep.recv(&mut s.buf, dp::RecvMode::NonBlocking).map_err(to_py)?.map(|rx| deliver(&s.buf, rx)))
+            });
         }
         self.with(|s| loop {
             let slice = match deadline {
@@ -189,7 +200,11 @@ impl Endpoint {
         let taken = match self.state.try_lock() {
             Ok(mut g) => g.take(),
             Err(TryLockError::Poisoned(p)) => p.into_inner().take(),
-            Err(TryLockError::WouldBlock) => return Err(Error::new_err("the endpoint is in use by another thread; close it from that thread or after its call returns")),
+            Err(TryLockError::WouldBlock) => {
+                return Err(Error::new_err(
+                    "the endpoint is in use by another thread; close it from that thread or after its call returns",
+                ))
+            }
         };
         if let Some(state) = taken {
             py.detach(|| drop(state));

@@ -8,9 +8,19 @@ use pyo3::prelude::*;
 create_exception!(detpath, Error, PyException, "Base class of every error detpath raises.");
 create_exception!(detpath, SpecError, Error, "The endpoint spec is invalid or names an unknown datapath.");
 create_exception!(detpath, InterfaceError, Error, "The interface, queue or address is missing, down or unsuitable.");
-create_exception!(detpath, CapabilityError, Error, "A privilege or resource limit is missing (run as root or grant the capability).");
+create_exception!(
+    detpath,
+    CapabilityError,
+    Error,
+    "A privilege or resource limit is missing (run as root or grant the capability)."
+);
 create_exception!(detpath, UnsupportedError, Error, "The datapath, driver or kernel does not support what was asked.");
-create_exception!(detpath, NetworkError, Error, "A send or receive failed (unresolved peer, payload too large, I/O error).");
+create_exception!(
+    detpath,
+    NetworkError,
+    Error,
+    "A send or receive failed (unresolved peer, payload too large, I/O error)."
+);
 create_exception!(detpath, ClosedError, Error, "The endpoint or testbed was closed.");
 create_exception!(detpath, ResultsError, Error, "A bench result directory is missing or malformed.");
 
