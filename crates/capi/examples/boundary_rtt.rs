@@ -98,8 +98,26 @@ fn spawn_in_ns(ns: &str, program: &Path, args: &[&str], env: &[(&str, &Path)]) -
     Ok(Server(child))
 }
 
+/// Builds libdetpath.so of this profile when run by `cargo run` (CARGO is
+/// set), so the C servers never measure a stale library.
+fn fresh_library(lib: &Path) -> Result<(), String> {
+    let Ok(cargo) = std::env::var("CARGO") else { return Ok(()) };
+    let mut build = Command::new(cargo);
+    build.args(["build", "-p", "detpath-capi", "--lib"]).env("CARGO_TARGET_DIR", lib.parent().unwrap_or(lib));
+    if lib.file_name().is_some_and(|p| p == "release") {
+        build.arg("--release");
+    }
+    let st = build.status().map_err(|e| format!("cargo: {e}"))?;
+    if st.success() {
+        Ok(())
+    } else {
+        Err("building libdetpath.so failed".into())
+    }
+}
+
 fn compile_c(source: &Path, name: &str) -> Result<PathBuf, String> {
     let lib = target_dir();
+    fresh_library(&lib)?;
     if !lib.join("libdetpath.so").exists() {
         return Err(format!("no libdetpath.so in {}: run `cargo build --release -p detpath-capi`", lib.display()));
     }
