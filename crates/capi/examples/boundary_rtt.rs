@@ -103,7 +103,7 @@ fn spawn_in_ns(ns: &str, program: &Path, args: &[&str], env: &[(&str, &Path)]) -
 fn fresh_library(lib: &Path) -> Result<(), String> {
     let Ok(cargo) = std::env::var("CARGO") else { return Ok(()) };
     let mut build = Command::new(cargo);
-    build.args(["build", "-p", "detpath-capi", "--lib"]).env("CARGO_TARGET_DIR", lib.parent().unwrap_or(lib));
+    build.args(["build", "-q", "-p", "detpath-capi", "--lib"]).env("CARGO_TARGET_DIR", lib.parent().unwrap_or(lib));
     if lib.file_name().is_some_and(|p| p == "release") {
         build.arg("--release");
     }
