@@ -7,8 +7,13 @@ CARGO ?= cargo
 DEB_PACKAGES := $(shell cat deps/apt-*.txt 2>/dev/null | sed 's/\#.*//')
 PIP_PACKAGES := $(shell cat deps/pip-*.txt 2>/dev/null | sed 's/\#.*//')
 RUN_ARGS ?=
+# `make install`: the C library, header and pkg-config file under PREFIX, the Python module for PYTHON.
+PREFIX ?= /usr/local
+PYTHON ?= /usr/bin/python3
+MATURIN ?= $(shell command -v maturin 2>/dev/null || echo "$(PYTHON) -m maturin")
+DETPATH_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 
-.PHONY: all deps build run test fuzz-smoke clean testbed-down
+.PHONY: all deps build wheel install run test fuzz-smoke clean testbed-down
 
 all: build
 
@@ -27,6 +32,21 @@ deps: .deps-stamp
 
 build: deps
 	$(CARGO) build --release --workspace
+	$(MAKE) wheel
+
+# The Python module (PyO3) as a wheel for the system python3.
+wheel:
+	rm -f target/wheels/detpath-*.whl
+	cd crates/python && $(MATURIN) build --release -i $(PYTHON) -o ../../target/wheels
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 755 target/release/libdetpath.so $(DESTDIR)$(PREFIX)/lib/libdetpath.so
+	install -m 644 target/release/libdetpath.a $(DESTDIR)$(PREFIX)/lib/libdetpath.a
+	install -m 644 crates/capi/include/detpath.h $(DESTDIR)$(PREFIX)/include/detpath.h
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(DETPATH_VERSION)|g' crates/capi/detpath.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/detpath.pc
+	[ -n "$(DESTDIR)" ] || ldconfig
+	$(PYTHON) -m pip install -q --break-system-packages --force-reinstall --no-deps $(if $(DESTDIR),--root $(DESTDIR)) target/wheels/detpath-*.whl
 
 run: build
 	./target/release/detpath bench $(RUN_ARGS)
@@ -37,6 +57,7 @@ run: build
 test: build
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 	$(CARGO) test --release --workspace --no-fail-fast 2>&1 | tee target/test.log; test $${PIPESTATUS[0]} -eq 0
+	crates/python/run-tests.sh 2>&1 | tee -a target/test.log; test $${PIPESTATUS[0]} -eq 0
 	$(CARGO) test --release -p detpath --test zz_leftovers -- --ignored 2>&1 | tee -a target/test.log; test $${PIPESTATUS[0]} -eq 0
 	$(MAKE) fuzz-smoke
 

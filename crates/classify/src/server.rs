@@ -121,6 +121,10 @@ pub fn serve(cfg: ServeConfig, stop: Arc<AtomicBool>, ready: Option<std::sync::m
                 continue;
             }
         }
+        if *req.method() == tiny_http::Method::Get && req.url().split('?').next() == Some("/metrics") {
+            let _ = req.respond(crate::metrics::response(&svc));
+            continue;
+        }
         let mut body = Vec::new();
         let n = req.as_reader().take(MAX_INTENT_BYTES as u64 + 1).read_to_end(&mut body);
         let (status, v) = match n {

@@ -52,6 +52,8 @@ impl SideArgs {
 pub struct ServerArgs {
     #[command(flatten)]
     side: SideArgs,
+    #[command(flatten)]
+    metrics: detpath_metrics::MetricsArgs,
 }
 
 #[derive(clap::Args)]
@@ -76,7 +78,9 @@ pub struct ClientArgs {
 /// Echoes probes until SIGINT/SIGTERM; prints what it echoed.
 pub fn server(args: ServerArgs) -> anyhow::Result<i32> {
     cleanup::install_signal_handler(OnSignal::SetFlag);
-    let (_ns, mut ep) = args.side.open(true)?;
+    let metrics = args.metrics.start()?; // before --netns: scraped from the host
+    let (_ns, ep) = args.side.open(true)?;
+    let mut ep = metrics.wrap(ep);
     let caps = ep.capabilities().clone();
     eprintln!("bench server on {} ({})", ep.local_addr(), caps.summary());
     for note in &caps.notes {

@@ -19,12 +19,15 @@ pub struct Args {
     /// Receive by sleeping in the kernel instead of busy-polling.
     #[arg(long)]
     blocking: bool,
+    #[command(flatten)]
+    metrics: detpath_metrics::MetricsArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
     cleanup::install_signal_handler(OnSignal::SetFlag);
+    let metrics = args.metrics.start()?; // before --netns: scraped from the host
     let _ns = args.netns.as_deref().map(detpath::sys::netns::enter).transpose()?;
-    let mut ep = detpath::open(&args.spec)?;
+    let mut ep = metrics.wrap(detpath::open(&args.spec)?);
     println!("echo on {} ({})", ep.local_addr(), ep.capabilities().summary());
     let mode = if args.blocking {
         RecvMode::Blocking { timeout: Some(Duration::from_millis(100)) }

@@ -64,6 +64,20 @@ impl Error {
         Error::Io { what: what.into(), source }
     }
 
+    /// The errno that best names this error, for C callers and exception
+    /// classes (the message says the rest).
+    pub fn errno(&self) -> i32 {
+        match self {
+            Error::BadSpec { .. } | Error::UnknownDatapath { .. } | Error::UnsupportedKey { .. } => libc::EINVAL,
+            Error::NoSuchQueue { .. } => libc::ENODEV,
+            Error::PayloadTooLarge { .. } => libc::EMSGSIZE,
+            Error::ZeroCopyRefused { .. } | Error::Unsupported { .. } => libc::EOPNOTSUPP,
+            Error::Io { source, .. } => source.raw_os_error().unwrap_or(libc::EIO),
+            Error::Sys(e) => e.errno(),
+            Error::Dpdk(_) | Error::Realtime(_) => libc::EIO,
+        }
+    }
+
     /// The kernel-object error inside, if it is one (for matching in callers and tests).
     pub fn sys(&self) -> Option<&detpath_sys::Error> {
         match self {

@@ -61,6 +61,24 @@ pub enum Error {
 }
 
 impl Error {
+    /// The errno that best names this error, for C callers (the message says the rest).
+    pub fn errno(&self) -> i32 {
+        match self {
+            Error::NoSuchInterface { .. } => libc::ENODEV,
+            Error::InterfaceDown { .. } => libc::ENETDOWN,
+            Error::AddressNotOnInterface { .. } => libc::EADDRNOTAVAIL,
+            Error::NeighbourUnresolved { .. } | Error::NotOnLink { .. } => libc::EHOSTUNREACH,
+            Error::MtuTooLarge { .. } => libc::EMSGSIZE,
+            Error::MissingCapability { .. } => libc::EPERM,
+            Error::MemlockLimit { .. } => libc::ENOMEM,
+            Error::VerifierRejected { .. } | Error::XdpModeRefused { .. } => libc::EOPNOTSUPP,
+            Error::XdpBusy { .. } => libc::EBUSY,
+            Error::Netns { .. } => libc::ENOENT,
+            Error::Io { source, .. } => source.raw_os_error().unwrap_or(libc::EIO),
+            Error::Bpf { .. } => libc::EIO,
+        }
+    }
+
     /// Wraps an OS error with what was being done, turning EPERM/EACCES into
     /// a capability error that names the capability.
     pub fn os(what: impl Into<String>, source: io::Error, cap: &'static str) -> Error {

@@ -1,0 +1,153 @@
+//! /metrics scraped over HTTP while an endpoint is busy in its own thread:
+//! counters match the traffic, capability labels match `capabilities()`,
+//! the token rule holds; parsed with a Prometheus text parser. The afxdp
+//! case runs in the testbed (root), the listener staying in the host namespace.
+
+use detpath::testbed::{Testbed, TestbedConfig};
+use detpath::{Endpoint, RecvMode};
+use detpath_metrics::MetricsArgs;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, SocketAddrV4, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One HTTP GET: status, content type, body.
+fn get(addr: SocketAddr, path: &str, token: Option<&str>) -> (u16, String, String) {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(3)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{auth}\r\n").unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    let (head, body) = resp.split_once("\r\n\r\n").unwrap();
+    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let ctype = head.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("content-type: ").map(String::from)).unwrap_or_default();
+    (status, ctype, body.to_string())
+}
+
+fn parse(body: &str) -> prometheus_parse::Scrape {
+    prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_string()))).expect("Prometheus text format")
+}
+
+fn value(scrape: &prometheus_parse::Scrape, metric: &str, local: &str) -> f64 {
+    let s = scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == metric && s.labels.get("local") == Some(local))
+        .unwrap_or_else(|| panic!("no {metric}{{local={local}}} in the scrape"));
+    match s.value {
+        prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Untyped(v) => v,
+        ref other => panic!("{metric}: unexpected {other:?}"),
+    }
+}
+
+/// Echoes on `ep` in a thread until `stop`; returns the thread.
+fn echo(mut ep: Box<dyn Endpoint>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        while !stop.load(Ordering::Relaxed) {
+            if let Ok(Some(rx)) = ep.recv(&mut buf, RecvMode::BusyPoll { timeout: Some(Duration::from_millis(20)) }) {
+                ep.send_to(&buf[..rx.len], rx.peer).unwrap();
+            }
+        }
+    })
+}
+
+fn exchange(client: &mut dyn Endpoint, server: SocketAddrV4, n: usize, size: usize) {
+    let mut back = [0u8; 2048];
+    for i in 0..n {
+        client.send_to(&vec![i as u8; size], server).unwrap();
+        let rx = client.recv(&mut back, RecvMode::BusyPoll { timeout: Some(Duration::from_secs(2)) }).unwrap().expect("echo");
+        assert_eq!(rx.len, size);
+    }
+}
+
+#[test]
+fn loopback_scrape_counts_and_labels() {
+    let metrics = MetricsArgs { metrics: Some("127.0.0.1:0".parse().unwrap()), metrics_token: None }.start().unwrap();
+    let addr = metrics.addr().unwrap();
+    let ep = metrics.wrap(detpath::open("udp://127.0.0.1:0").unwrap());
+    let server = ep.local_addr();
+    let local = server.to_string();
+    let stop = Arc::new(AtomicBool::new(false));
+    let t = echo(ep, stop.clone());
+    let mut client = detpath::open("udp://127.0.0.1:0").unwrap();
+
+    exchange(client.as_mut(), server, 25, 100);
+    let (status, ctype, body) = get(addr, "/metrics", None);
+    assert_eq!(status, 200, "{body}");
+    assert!(ctype.starts_with("application/openmetrics-text"), "{ctype}");
+    assert!(body.ends_with("# EOF\n"), "{body}");
+    let s = parse(&body);
+    assert_eq!(value(&s, "detpath_endpoint_rx_packets_total", &local), 25.0, "{body}");
+    assert_eq!(value(&s, "detpath_endpoint_tx_bytes_total", &local), 2500.0);
+    assert_eq!(value(&s, "detpath_endpoint_open", &local), 1.0);
+    assert!(value(&s, "detpath_endpoint_counters_age_seconds", &local) < 0.25);
+    let info = s.samples.iter().find(|x| x.metric == "detpath_endpoint_info").expect("info");
+    assert_eq!(info.labels.get("datapath"), Some("udp"));
+    assert_eq!(info.labels.get("busy_poll"), Some("true"));
+
+    // More traffic shows on the next scrape: the counters are live, not cached.
+    exchange(client.as_mut(), server, 5, 10);
+    let s = parse(&get(addr, "/metrics", None).2);
+    assert_eq!(value(&s, "detpath_endpoint_rx_packets_total", &local), 30.0);
+    assert_eq!(value(&s, "detpath_endpoint_rx_bytes_total", &local), 2550.0);
+
+    assert_eq!(get(addr, "/other", None).0, 404);
+    stop.store(true, Ordering::Relaxed);
+    t.join().unwrap();
+    // Closed: the final counters stay, marked closed.
+    let s = parse(&get(addr, "/metrics", None).2);
+    assert_eq!(value(&s, "detpath_endpoint_open", &local), 0.0);
+    assert_eq!(value(&s, "detpath_endpoint_tx_packets_total", &local), 30.0);
+}
+
+#[test]
+fn token_rule() {
+    let err = MetricsArgs { metrics: Some("0.0.0.0:0".parse().unwrap()), metrics_token: None }.start().err().expect("refused");
+    assert!(err.to_string().contains("--metrics-token"), "{err}");
+    let m = MetricsArgs { metrics: Some("127.0.0.1:0".parse().unwrap()), metrics_token: Some("s3cret".into()) }.start().unwrap();
+    let addr = m.addr().unwrap();
+    let (status, _, body) = get(addr, "/metrics", None);
+    assert_eq!(status, 401);
+    assert!(body.contains("Bearer"));
+    assert_eq!(get(addr, "/metrics", Some("wrong")).0, 401);
+    assert_eq!(get(addr, "/metrics", Some("s3cret")).0, 200);
+    // Beyond loopback with a token: allowed.
+    let wide = MetricsArgs { metrics: Some("0.0.0.0:0".parse().unwrap()), metrics_token: Some("t".into()) }.start().unwrap();
+    assert_eq!(get(SocketAddr::from(([127, 0, 0, 1], wide.addr().unwrap().port())), "/metrics", Some("t")).0, 200);
+    // Without --metrics nothing listens and endpoints pass through unchanged.
+    let none = MetricsArgs::default().start().unwrap();
+    assert!(none.addr().is_none());
+}
+
+#[test]
+fn afxdp_endpoint_in_a_namespace() {
+    let tb = Testbed::up(TestbedConfig::unique("mx")).expect("testbed up (needs root)");
+    let metrics = MetricsArgs { metrics: Some("127.0.0.1:0".parse().unwrap()), metrics_token: None }.start().unwrap();
+    let spec = tb.b().uri("afxdp", 7500);
+    let ep = tb.b().run(|| detpath::open(&spec)).unwrap().expect("afxdp endpoint");
+    let caps = ep.capabilities().clone();
+    let ep = metrics.wrap(ep);
+    let server = ep.local_addr();
+    let stop = Arc::new(AtomicBool::new(false));
+    let t = echo(ep, stop.clone());
+    let client_spec = tb.a().uri("udp", 7501);
+    let mut client = tb.a().run(|| detpath::open(&client_spec)).unwrap().unwrap();
+    exchange(client.as_mut(), server, 40, 200);
+
+    let s = parse(&get(metrics.addr().unwrap(), "/metrics", None).2);
+    let local = server.to_string();
+    assert_eq!(value(&s, "detpath_endpoint_rx_packets_total", &local), 40.0);
+    assert_eq!(value(&s, "detpath_endpoint_tx_packets_total", &local), 40.0);
+    assert_eq!(value(&s, "detpath_endpoint_max_payload_bytes", &local), caps.max_payload as f64);
+    let info = s.samples.iter().find(|x| x.metric == "detpath_endpoint_info").expect("info");
+    assert_eq!(info.labels.get("datapath"), Some("afxdp"));
+    assert_eq!(info.labels.get("iface"), Some("dpb"));
+    assert_eq!(info.labels.get("xdp_mode"), caps.xdp_mode.map(|m| m.as_str()));
+    assert_eq!(info.labels.get("zero_copy"), Some("false"));
+    assert_eq!(info.labels.get("summary"), Some(caps.summary().as_str()));
+    stop.store(true, Ordering::Relaxed);
+    t.join().unwrap();
+}

@@ -1,0 +1,35 @@
+//! The native part of the `detpath` Python package (`detpath._detpath`):
+//! [`open`], [`endpoint::Endpoint`], [`testbed::Testbed`] and the exceptions.
+//! The pure-Python parts (`detpath.results`) live in `python/detpath/`.
+
+mod endpoint;
+mod errors;
+mod testbed;
+
+use pyo3::prelude::*;
+
+/// Opens an endpoint from a spec such as `"afxdp://eth1?port=7000"` or
+/// `"udp://10.77.0.2:7000"`. With `netns`, the endpoint is made inside that
+/// network namespace (it keeps it afterwards, whichever thread uses it).
+/// Raises a `detpath.Error` subclass with detpath's message on failure.
+#[pyfunction]
+#[pyo3(signature = (spec, netns=None))]
+fn open(py: Python<'_>, spec: &str, netns: Option<&str>) -> PyResult<endpoint::Endpoint> {
+    let ep = py
+        .detach(|| match netns {
+            None => dp::open(spec),
+            Some(ns) => dp::sys::netns::run_in(ns, || dp::open(spec)).map_err(dp::Error::from).and_then(|r| r),
+        })
+        .map_err(errors::to_py)?;
+    Ok(endpoint::Endpoint::new(ep))
+}
+
+#[pymodule]
+fn _detpath(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(open, m)?)?;
+    m.add_class::<endpoint::Endpoint>()?;
+    m.add_class::<testbed::Testbed>()?;
+    errors::register(m)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
