@@ -132,6 +132,14 @@ fn run_audit(a: AuditArgs) -> anyhow::Result<i32> {
         );
         print_table(&knobs);
         print_advice(&knobs, &cores);
+        // On a guest, the noise no knob removes: what the hypervisor took while we looked.
+        if let Some(vm) = detpath_tune::vm::watch(&host, &cores, std::time::Duration::from_secs(1)) {
+            println!(
+                "\nvirtual machine ({}): the datapath cores {cores} lost {} ms to the hypervisor (steal time) in {} ms of audit.",
+                vm.hypervisor, vm.steal_ms, vm.window_ms
+            );
+        }
+        println!("{}", detpath_tune::vm::WHAT_TUNING_REMOVES);
     }
     Ok(if tuned { 0 } else { 1 })
 }

@@ -47,6 +47,7 @@ mod journal;
 mod knobs;
 pub mod nic;
 pub mod rt;
+pub mod vm;
 
 pub use apply::{
     apply, apply_with_progress, discard_stale_journal, journal_status, plan, read_target, revert, revert_session, write_target, AppliedTuning, ApplyRequest,
