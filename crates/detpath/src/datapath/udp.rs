@@ -232,6 +232,29 @@ impl UdpEndpoint {
     }
 }
 
+/// Sends one datagram on a kernel UDP socket, counting it; a full send
+/// buffer is retried (the kernel drains it shortly). Shared with xdppoll,
+/// whose transmit side is a UDP socket too.
+pub(crate) fn send_datagram(sock: &UdpSocket, payload: &[u8], peer: SocketAddrV4, counters: &mut Counters) -> Result<()> {
+    loop {
+        match sock.send_to(payload, peer) {
+            Ok(_) => {
+                counters.tx_packets += 1;
+                counters.tx_bytes += payload.len() as u64;
+                return Ok(());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                counters.tx_ring_full += 1;
+                std::hint::spin_loop();
+            }
+            Err(e) => {
+                counters.tx_errors += 1;
+                return Err(Error::io(format!("sending to {peer}"), e));
+            }
+        }
+    }
+}
+
 impl Endpoint for UdpEndpoint {
     fn local_addr(&self) -> SocketAddrV4 {
         self.local
@@ -304,24 +327,7 @@ impl Endpoint for UdpEndpoint {
     }
 
     fn send_to(&mut self, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
-        loop {
-            match self.sock.send_to(payload, peer) {
-                Ok(_) => {
-                    self.counters.tx_packets += 1;
-                    self.counters.tx_bytes += payload.len() as u64;
-                    return Ok(());
-                }
-                // A full socket send buffer: the kernel will drain it shortly.
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    self.counters.tx_ring_full += 1;
-                    std::hint::spin_loop();
-                }
-                Err(e) => {
-                    self.counters.tx_errors += 1;
-                    return Err(Error::io(format!("sending to {peer}"), e));
-                }
-            }
-        }
+        send_datagram(&self.sock, payload, peer, &mut self.counters)
     }
 
     fn recv(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<RxMeta>> {

@@ -200,20 +200,7 @@ impl Endpoint for XdpPollEndpoint {
     }
 
     fn send_to(&mut self, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
-        loop {
-            match self.tx.send_to(payload, peer) {
-                Ok(_) => {
-                    self.counters.tx_packets += 1;
-                    self.counters.tx_bytes += payload.len() as u64;
-                    return Ok(());
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => self.counters.tx_ring_full += 1,
-                Err(e) => {
-                    self.counters.tx_errors += 1;
-                    return Err(Error::io(format!("sending to {peer}"), e));
-                }
-            }
-        }
+        crate::datapath::udp::send_datagram(&self.tx, payload, peer, &mut self.counters)
     }
 
     fn recv(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<RxMeta>> {
