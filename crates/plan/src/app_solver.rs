@@ -31,7 +31,18 @@ pub struct AppSchedule {
     pub use_count: Vec<u32>,
 }
 
-#[derive(Debug, Clone, Copy)]
+/// Answer of a budgeted check.
+#[derive(Debug, Clone)]
+pub enum Verdict {
+    /// A schedule on the allowed slots.
+    Feasible(Rc<AppSchedule>),
+    /// Proven: none exists.
+    Infeasible,
+    /// The budget ran out first.
+    Undecided,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct FlowShape {
     period: i64,
     jitter: i64,
@@ -49,6 +60,10 @@ pub struct AppSolver {
     recent_infeasible: Vec<SlotSet>,
     /// Recent schedules (a schedule using only allowed slots proves a set feasible).
     recent_feasible: Vec<Rc<AppSchedule>>,
+    /// Largest budget a set was left undecided with.
+    undecided: HashMap<SlotSet, u64>,
+    /// Pairs (a, b) of consecutive identical flows: their offsets are taken in order.
+    twins: Vec<(usize, usize)>,
     scratch: edf::Scratch,
     jobs: Vec<Job>,
     times: Vec<i64>,
@@ -68,6 +83,9 @@ impl AppSolver {
                 let f = &problem.flows[f];
                 FlowShape { period: f.period, jitter: f.jitter, count: f.count }
             })
+            .collect();
+        let twins: Vec<(usize, usize)> = (0..flows.len())
+            .filter_map(|b| (0..b).rev().find(|&a| flows[a] == flows[b]).map(|a| (a, b)))
             .collect();
         let mut reach = SlotSet::EMPTY;
         let n = problem.ring as i64;
@@ -91,6 +109,8 @@ impl AppSolver {
             cache: HashMap::new(),
             recent_infeasible: Vec::new(),
             recent_feasible: Vec::new(),
+            undecided: HashMap::new(),
+            twins,
             scratch: edf::Scratch::default(),
             jobs: Vec::new(),
             times: Vec::new(),
@@ -115,38 +135,108 @@ impl AppSolver {
         ((self.instances() + per_slot - 1) / per_slot) as usize
     }
 
+    /// Lower bound on the slots any schedule uses: the larger of [`Self::count_bound`] and, per flow,
+    /// the fewest slots that meet every instance's window (see [`flow_slot_bound`]).
+    pub fn slot_bound(&self) -> usize {
+        self.flows
+            .iter()
+            .map(|f| flow_slot_bound(f.period, f.jitter, f.count, self.ring))
+            .max()
+            .unwrap_or(0)
+            .max(self.count_bound())
+    }
+
     /// A schedule using only slots in `allowed`, None when none exists (proven).
     pub fn solve(&mut self, allowed: SlotSet, clock: &mut Clock) -> Result<Option<Rc<AppSchedule>>, TimedOut> {
+        match self.check(allowed, None, clock)? {
+            Verdict::Feasible(s) => Ok(Some(s)),
+            Verdict::Infeasible => Ok(None),
+            // Without a budget the branch and bound always finishes.
+            Verdict::Undecided => Err(TimedOut),
+        }
+    }
+
+    /// Like [`Self::solve`], but gives up (Undecided) after `budget` branch-and-bound nodes.
+    pub fn check(&mut self, allowed: SlotSet, budget: Option<u64>, clock: &mut Clock) -> Result<Verdict, TimedOut> {
         let allowed = allowed.and(self.reach);
         if let Some(hit) = self.cache.get(&allowed) {
-            return Ok(hit.clone());
+            return Ok(hit.clone().map_or(Verdict::Infeasible, Verdict::Feasible));
         }
         if let Some(s) = self.recent_feasible.iter().find(|s| s.used.is_subset(&allowed)) {
             let s = s.clone();
             self.cache.insert(allowed, Some(s.clone()));
-            return Ok(Some(s));
+            return Ok(Verdict::Feasible(s));
         }
         if self.recent_infeasible.iter().any(|x| allowed.is_subset(x)) {
             self.cache.insert(allowed, None);
-            return Ok(None);
+            return Ok(Verdict::Infeasible);
         }
-        let found = self.branch_and_bound(allowed, clock)?.map(Rc::new);
+        if let (Some(b), Some(&tried)) = (budget, self.undecided.get(&allowed)) {
+            if b <= tried {
+                return Ok(Verdict::Undecided);
+            }
+        }
+        let found = match self.branch_and_bound(allowed, budget, clock)? {
+            Some(found) => found.map(Rc::new),
+            None => {
+                let b = budget.unwrap_or(u64::MAX);
+                let e = self.undecided.entry(allowed).or_insert(0);
+                *e = (*e).max(b);
+                return Ok(Verdict::Undecided);
+            }
+        };
         match &found {
             Some(s) => push_recent(&mut self.recent_feasible, s.clone()),
             None => push_recent(&mut self.recent_infeasible, allowed),
         }
         self.cache.insert(allowed, found.clone());
-        Ok(found)
+        Ok(found.map_or(Verdict::Infeasible, Verdict::Feasible))
     }
 
-    fn branch_and_bound(&mut self, allowed: SlotSet, clock: &mut Clock) -> Result<Option<AppSchedule>, TimedOut> {
+    /// Offsets m in [-J, period - 1] for which each instance of flow f alone finds an allowed point in
+    /// its window (a necessary condition, so other offsets need no search).
+    fn offsets(&self, f: &FlowShape, allowed: &SlotSet) -> Vec<i64> {
+        (-f.jitter..f.period)
+            .filter(|&m| {
+                (0..f.count).all(|k| {
+                    let lo = (k * f.period + m).max(0);
+                    let hi = (k * f.period + m + f.jitter).min(self.hyper - 1);
+                    lo <= hi && edf::next_allowed(lo, self.ring, allowed).is_some_and(|t| t <= hi)
+                })
+            })
+            .collect()
+    }
+
+    /// Some(Some(schedule)), Some(None) when proven infeasible, None when the budget ran out.
+    #[allow(clippy::type_complexity)]
+    fn branch_and_bound(
+        &mut self,
+        allowed: SlotSet,
+        budget: Option<u64>,
+        clock: &mut Clock,
+    ) -> Result<Option<Option<AppSchedule>>, TimedOut> {
         if self.flows.is_empty() {
-            return Ok(Some(AppSchedule { times: Vec::new(), used: SlotSet::EMPTY, use_count: vec![0; self.ring] }));
+            let empty = AppSchedule { times: Vec::new(), used: SlotSet::EMPTY, use_count: vec![0; self.ring] };
+            return Ok(Some(Some(empty)));
         }
-        let root: Vec<(i64, i64)> = self.flows.iter().map(|f| (-f.jitter, f.period - 1)).collect();
+        let domains: Vec<Vec<i64>> = self.flows.iter().map(|f| self.offsets(f, &allowed)).collect();
+        if domains.iter().any(Vec::is_empty) {
+            return Ok(Some(None));
+        }
+        // A box: per flow an index range [lo, hi] into its domain.
+        let root: Vec<(usize, usize)> = domains.iter().map(|d| (0, d.len() - 1)).collect();
         let mut stack = vec![root];
-        while let Some(ranges) = stack.pop() {
+        let mut nodes = 0u64;
+        while let Some(mut bx) = stack.pop() {
             clock.tick()?;
+            nodes += 1;
+            if budget.is_some_and(|b| nodes > b) {
+                return Ok(None);
+            }
+            if !self.order_twins(&mut bx) {
+                continue;
+            }
+            let ranges: Vec<(i64, i64)> = bx.iter().zip(&domains).map(|(&(lo, hi), d)| (d[lo], d[hi])).collect();
             if !self.relaxed(&ranges, allowed) {
                 continue;
             }
@@ -167,18 +257,37 @@ impl AppSolver {
                 }
             }
             let Some((_, i, dmin, dmax)) = worst else {
-                return Ok(Some(self.schedule_from_times()));
+                return Ok(Some(Some(self.schedule_from_times())));
             };
-            let (lo, hi) = ranges[i];
-            let c = (dmin + dmax - self.flows[i].jitter - 1).div_euclid(2).clamp(lo, hi - 1);
-            let mut upper = ranges.clone();
-            upper[i] = (c + 1, hi);
-            let mut lower = ranges;
-            lower[i] = (lo, c);
+            // Split flow i's offsets at c in [dmin, dmax - J - 1] (both halves exclude this placement),
+            // as near the middle of its remaining offsets as that allows.
+            let (lo, hi) = bx[i];
+            let d = &domains[i];
+            let c = d[(lo + hi) / 2].clamp(dmin, dmax - self.flows[i].jitter - 1);
+            let cut = lo + d[lo..=hi].partition_point(|&m| m <= c);
+            if cut == lo || cut > hi {
+                // Cannot happen (dmin >= d[lo] and dmax <= d[hi] + J); never loop on it.
+                return Err(TimedOut);
+            }
+            let mut upper = bx.clone();
+            upper[i] = (cut, hi);
+            bx[i] = (lo, cut - 1);
             stack.push(upper);
-            stack.push(lower);
+            stack.push(bx);
         }
-        Ok(None)
+        Ok(Some(None))
+    }
+
+    /// Identical flows (same period and jitter) are interchangeable, so their offsets can be taken in
+    /// order (m of twin j <= m of twin j+1); narrows the box accordingly, false if it becomes empty.
+    fn order_twins(&self, bx: &mut [(usize, usize)]) -> bool {
+        for &(a, b) in &self.twins {
+            bx[b].0 = bx[b].0.max(bx[a].0);
+        }
+        for &(a, b) in self.twins.iter().rev() {
+            bx[a].1 = bx[a].1.min(bx[b].1);
+        }
+        bx.iter().all(|&(lo, hi)| lo <= hi)
     }
 
     /// EDF on the union windows of the offset ranges; the placement is left in `self.times`.
@@ -215,6 +324,57 @@ impl AppSolver {
     }
 }
 
+/// Fewest ring slots one flow can use, whatever the other flows do.
+///
+/// Instance k sends in `[k*period + m, k*period + m + jitter]`, i.e. in a circular arc of ring slots
+/// starting at `(k*period + m) mod ring`. The slots used must pierce every arc. The pattern depends on
+/// m only modulo the ring, and cutting windows at 0 and the hyperperiod only makes arcs shorter (more
+/// slots), so the minimum over m in 0..ring of the arcs' piercing number is a lower bound. The
+/// piercing number of circular arcs: some optimal set contains the end of an arc; fixing that point
+/// leaves intervals on a line, pierced optimally by the greedy "earliest end first".
+pub fn flow_slot_bound(period: i64, jitter: i64, count: i64, ring: usize) -> usize {
+    let n = ring as i64;
+    let len = (jitter + 1).min(n);
+    if len == n || count == 0 {
+        return usize::from(count > 0);
+    }
+    let mut best = usize::MAX;
+    // Arc starts for m = 0; other m rotate them, so only the set of distinct starts matters.
+    let mut starts: Vec<i64> = (0..count.min(n)).map(|k| (k * period).rem_euclid(n)).collect();
+    // Instances k and k + ring have the same start: ring instances cover every pattern.
+    starts.sort_unstable();
+    starts.dedup();
+    // Rotation by m does not change the piercing number of the arcs on the circle, so m = 0 suffices
+    // for the circular problem.
+    let mut intervals: Vec<(i64, i64)> = Vec::with_capacity(starts.len());
+    for &first in &starts {
+        // Fix a point at the end of the arc starting at `first`.
+        let p = first + len - 1;
+        intervals.clear();
+        for &s in &starts {
+            // Arc [s, s + len - 1] mod n contains p?
+            let off = (p - s).rem_euclid(n);
+            if off < len {
+                continue;
+            }
+            // Unwrap onto the line (p, p + n): start after p.
+            let a = p + 1 + (s - p - 1).rem_euclid(n);
+            intervals.push((a, a + len - 1));
+        }
+        intervals.sort_unstable_by_key(|&(_, e)| e);
+        let mut count_points = 1;
+        let mut last = i64::MIN;
+        for &(a, e) in &intervals {
+            if a > last {
+                count_points += 1;
+                last = e;
+            }
+        }
+        best = best.min(count_points);
+    }
+    best
+}
+
 fn push_recent<T>(v: &mut Vec<T>, x: T) {
     if v.len() == RECENT {
         v.remove(0);
@@ -229,6 +389,20 @@ mod tests {
 
     fn problem(json: &str) -> Problem {
         Problem::new(&Spec::from_json(json).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn flow_slot_bound_counts_arcs() {
+        // Period 40 slots on a 32 ring: starts 0, 8, 16, 24; jitter 6 (arcs of 7) never lets two
+        // instances share a slot; jitter 8 (arcs of 9) lets neighbours share: 2 slots.
+        assert_eq!(flow_slot_bound(40, 6, 4, 32), 4);
+        assert_eq!(flow_slot_bound(40, 8, 4, 32), 2);
+        // Period 32 (a whole ring): one slot serves every instance.
+        assert_eq!(flow_slot_bound(32, 0, 5, 32), 1);
+        // Period 8, jitter 1: starts 0, 8, 16, 24, arcs of 2: 4 slots.
+        assert_eq!(flow_slot_bound(8, 1, 20, 32), 4);
+        // Jitter covering the ring: 1.
+        assert_eq!(flow_slot_bound(160, 40, 1, 32), 1);
     }
 
     #[test]

@@ -20,7 +20,7 @@
 //! - Symmetry: applications with the same flows (same periods and jitter bounds) are interchangeable;
 //!   their partitions are ordered by lowest slot.
 
-use crate::app_solver::{AppSchedule, AppSolver};
+use crate::app_solver::{AppSchedule, AppSolver, Verdict};
 use crate::clock::{Clock, TimedOut};
 use crate::problem::Problem;
 use crate::slotset::SlotSet;
@@ -39,7 +39,10 @@ pub enum Outcome {
 }
 
 /// Work budget (search nodes) of each application's minimum-slots branch and bound.
-const NEED_BUDGET: u64 = 4000;
+const NEED_BUDGET: u64 = 2000;
+/// Branch-and-bound nodes a single check may take where an undecided answer is acceptable (dropping
+/// a slot in the deletion filter, forward checking, the minimum-slots search).
+const CHECK_BUDGET: u64 = 1000;
 /// Failures kept per depth.
 const MEMO_CAP: usize = 4096;
 
@@ -102,7 +105,11 @@ impl<'p> Search<'p> {
                     ),
                 ));
             }
+            let t0 = std::time::Instant::now();
             let need = self.min_slots(a, clock)?;
+            if std::env::var_os("PLAN_DEBUG").is_some() {
+                eprintln!("app {} need {} (count bound {}) in {:?}, ticks {}", a, need, self.solvers[a].count_bound(), t0.elapsed(), clock.ticks());
+            }
             self.need.push(need);
         }
         let total: usize = self.need.iter().sum();
@@ -156,12 +163,16 @@ impl<'p> Search<'p> {
         s
     }
 
-    /// Fewest slots application a can be scheduled on: branch and bound within a budget, else the
-    /// counting bound (both are lower bounds; the first is exact).
+    /// Fewest slots application a can be scheduled on: branch and bound within a budget, else a lower
+    /// bound ([`AppSolver::slot_bound`]); both are lower bounds, the first is exact.
     fn min_slots(&mut self, a: usize, clock: &mut Clock) -> Result<usize, TimedOut> {
-        let lb = self.solvers[a].count_bound();
-        let Some(first) = self.solvers[a].solve(self.ring, clock)? else { return Ok(usize::MAX) };
-        let mut best = first.used.len();
+        let lb = self.solvers[a].slot_bound();
+        let order: Vec<usize> = (0..self.problem.ring).collect();
+        let Some(first) = self.minimal(a, self.ring, SlotSet::EMPTY, &order, clock)? else { return Ok(usize::MAX) };
+        let mut best = first.len();
+        if best == lb {
+            return Ok(lb);
+        }
         let mut nodes = 0u64;
         let exact = self.min_slots_rec(a, SlotSet::EMPTY, SlotSet::EMPTY, lb, &mut best, &mut nodes, clock)?;
         Ok(if exact { best } else { lb })
@@ -187,10 +198,18 @@ impl<'p> Search<'p> {
         if *best <= lb.max(inc.len()) {
             return Ok(true);
         }
-        let Some(s) = self.solvers[a].solve(self.ring.minus(exc), clock)? else { return Ok(true) };
-        if let Some(t) = self.solvers[a].solve(inc, clock)? {
-            *best = (*best).min(t.used.len());
-            return Ok(true);
+        let s = match self.solvers[a].check(self.ring.minus(exc), Some(CHECK_BUDGET), clock)? {
+            Verdict::Feasible(s) => s,
+            Verdict::Infeasible => return Ok(true),
+            Verdict::Undecided => return Ok(false),
+        };
+        match self.solvers[a].check(inc, Some(CHECK_BUDGET), clock)? {
+            Verdict::Feasible(t) => {
+                *best = (*best).min(t.used.len());
+                return Ok(true);
+            }
+            Verdict::Infeasible => {}
+            Verdict::Undecided => return Ok(false),
         }
         if inc.len() + 1 >= *best {
             return Ok(true);
@@ -198,6 +217,32 @@ impl<'p> Search<'p> {
         let r = pick_slot(&s, inc)?;
         Ok(self.min_slots_rec(a, with(inc, r), exc, lb, best, nodes, clock)?
             && self.min_slots_rec(a, inc, with(exc, r), lb, best, nodes, clock)?)
+    }
+
+    /// An inclusion-minimal slot set M with keep ⊆ M ⊆ avail on which application a can be scheduled
+    /// (None if avail does not suffice). Deletion filter: slots are dropped in `order` (slots not
+    /// listed are dropped last, in index order) whenever the rest still suffices.
+    fn minimal(
+        &mut self,
+        a: usize,
+        avail: SlotSet,
+        keep: SlotSet,
+        order: &[usize],
+        clock: &mut Clock,
+    ) -> Result<Option<SlotSet>, TimedOut> {
+        let Some(s) = self.solvers[a].solve(avail, clock)? else { return Ok(None) };
+        let mut cur = s.used.or(keep);
+        for &r in order {
+            if !cur.contains(r) || keep.contains(r) {
+                continue;
+            }
+            let mut without = cur;
+            without.remove(r);
+            if let Verdict::Feasible(t) = self.solvers[a].check(without, Some(CHECK_BUDGET), clock)? {
+                cur = t.used.or(keep);
+            }
+        }
+        Ok(Some(cur))
     }
 
     /// Places the applications at depths d.. on the free slots; `bound`: the application at depth d
@@ -229,14 +274,26 @@ impl<'p> Search<'p> {
         let own = free.minus(SlotSet::full(bound));
         for dd in d..self.order.len() {
             let avail = if dd == d { own } else { free };
-            if self.solvers[self.order[dd]].solve(avail, clock)?.is_none() {
+            if let Verdict::Infeasible = self.solvers[self.order[dd]].check(avail, Some(CHECK_BUDGET), clock)? {
                 return Ok(false);
             }
         }
-        self.choose(d, free, own, SlotSet::EMPTY, SlotSet::EMPTY, clock)
+        if std::env::var_os("PLAN_DEBUG").is_some() {
+            eprintln!("place depth {d} app {} free {} ticks {}", self.order[d], free.len(), clock.ticks());
+        }
+        let order = self.demand_order(d, free, clock)?;
+        self.choose(d, free, own, SlotSet::EMPTY, SlotSet::EMPTY, &order, clock)
     }
 
-    /// Enumerates sufficient slot sets for the application at depth d between `inc` and `own - exc`.
+    /// Enumerates sufficient slot sets for the application at depth d between `inc` and `own - exc`,
+    /// smallest and least wanted by the applications still to place first, and places the rest on what
+    /// each leaves.
+    ///
+    /// At each node a minimal sufficient set M ⊇ inc is computed (deletion filter that drops the slots
+    /// the others want most first). M = inc: inc is the candidate. Otherwise branch on a slot r of
+    /// M - inc: take it, or never take it. Every minimal sufficient set lies below some branch, so the
+    /// enumeration is complete.
+    #[allow(clippy::too_many_arguments)]
     fn choose(
         &mut self,
         d: usize,
@@ -244,6 +301,7 @@ impl<'p> Search<'p> {
         own: SlotSet,
         inc: SlotSet,
         exc: SlotSet,
+        order: &[usize],
         clock: &mut Clock,
     ) -> Result<bool, TimedOut> {
         clock.tick()?;
@@ -253,25 +311,46 @@ impl<'p> Search<'p> {
         if inc.and(rest).len() + self.need_from[d + 1] > free.and(rest).len() {
             return Ok(false);
         }
-        let Some(s) = self.solvers[a].solve(own.minus(exc), clock)? else { return Ok(false) };
-        if let Some(t) = self.solvers[a].solve(inc, clock)? {
-            let part = t.used;
+        let Some(m) = self.minimal(a, own.minus(exc), inc, order, clock)? else { return Ok(false) };
+        if m == inc {
             let next_bound = if d + 1 < self.order.len() && self.same_as_prev[d + 1] {
-                part.first().map_or(0, |s| s + 1)
+                m.first().map_or(0, |s| s + 1)
             } else {
                 0
             };
-            if self.place(d + 1, free.minus(part), next_bound, clock)? {
-                self.chosen[d] = part;
+            if self.place(d + 1, free.minus(m), next_bound, clock)? {
+                self.chosen[d] = m;
                 return Ok(true);
             }
             return Ok(false);
         }
-        let r = pick_slot(&s, inc)?;
-        if self.choose(d, free, own, with(inc, r), exc, clock)? {
+        // Branch on the slot of M - inc the others want least (the last one the filter would drop).
+        let r = order.iter().rev().copied().find(|&r| m.contains(r) && !inc.contains(r)).ok_or(TimedOut)?;
+        if self.choose(d, free, own, with(inc, r), exc, order, clock)? {
             return Ok(true);
         }
-        self.choose(d, free, own, inc, with(exc, r), clock)
+        self.choose(d, free, own, inc, with(exc, r), order, clock)
+    }
+
+    /// Slots ordered by how much the applications at depths d+1.. want them (most wanted first):
+    /// summed use in their schedules on the free slots, then how many of them can reach the slot.
+    fn demand_order(&mut self, d: usize, free: SlotSet, clock: &mut Clock) -> Result<Vec<usize>, TimedOut> {
+        let n = self.problem.ring;
+        let mut want = vec![(0u64, 0u64); n];
+        for dd in d + 1..self.order.len() {
+            let b = self.order[dd];
+            if let Verdict::Feasible(s) = self.solvers[b].check(free, Some(CHECK_BUDGET), clock)? {
+                for (r, w) in want.iter_mut().enumerate() {
+                    w.0 += u64::from(s.use_count[r]);
+                }
+            }
+            for r in self.solvers[b].reach.iter() {
+                want[r].1 += 1;
+            }
+        }
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&r| (std::cmp::Reverse(want[r]), r));
+        Ok(order)
     }
 }
 
