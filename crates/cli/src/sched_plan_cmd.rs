@@ -40,7 +40,12 @@ pub struct Args {
     #[arg(long, default_value_t = 3, requires = "evaluate")]
     pub seed: u64,
     /// Evaluation: output directory (sets/*.json, sets/*.smt2, results.json, table.md, fig24.png/svg).
-    #[arg(long, default_value = "plan-eval", requires = "evaluate", value_name = "DIR")]
+    #[arg(
+        long,
+        default_value = "plan-eval",
+        requires = "evaluate",
+        value_name = "DIR"
+    )]
     pub out: PathBuf,
     /// Evaluation: z3's time limit per set in seconds (0: do not run z3).
     #[arg(long, default_value_t = 5.0, requires = "evaluate", value_name = "S")]
@@ -60,10 +65,19 @@ pub fn run(args: Args) -> Result<i32> {
     if args.evaluate {
         return run_evaluation(&args, timeout);
     }
-    let Some(file) = &args.file else { bail!("a specification file is required (or --evaluate)") };
-    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let Some(file) = &args.file else {
+        bail!("a specification file is required (or --evaluate)")
+    };
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
     let spec = Spec::from_json(&text).with_context(|| format!("{}", file.display()))?;
-    let answer = plan(&spec, &Options { timeout: Some(timeout) }).with_context(|| format!("{}", file.display()))?;
+    let answer = plan(
+        &spec,
+        &Options {
+            timeout: Some(timeout),
+        },
+    )
+    .with_context(|| format!("{}", file.display()))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&answer)?);
     } else {
@@ -101,6 +115,9 @@ fn run_evaluation(args: &Args, timeout: Duration) -> Result<i32> {
         eprintln!("[{done}/{total}] {line}");
     })?;
     println!("{}", evaluate::table(&eval));
-    println!("wrote {}/{{results.json, table.md, fig24.png, fig24.svg, sets/}}", args.out.display());
+    println!(
+        "wrote {}/{{results.json, table.md, fig24.png, fig24.svg, sets/}}",
+        args.out.display()
+    );
     Ok(if eval.disagreements.is_empty() { 0 } else { 1 })
 }

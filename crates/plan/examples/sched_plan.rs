@@ -10,7 +10,10 @@ use clap::Parser;
 mod sched_plan_cmd;
 
 #[derive(Parser)]
-#[command(name = "sched-plan", about = "Transmit-ring partitions and send schedules (paper 003)")]
+#[command(
+    name = "sched-plan",
+    about = "Transmit-ring partitions and send schedules (paper 003)"
+)]
 struct Cli {
     #[command(flatten)]
     args: sched_plan_cmd::Args,

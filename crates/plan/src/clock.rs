@@ -18,13 +18,17 @@ impl Clock {
     /// A clock that expires `limit` from now (None: never).
     pub fn new(limit: Option<Duration>) -> Clock {
         let start = Instant::now();
-        Clock { start, deadline: limit.map(|l| start + l), ticks: 0 }
+        Clock {
+            start,
+            deadline: limit.map(|l| start + l),
+            ticks: 0,
+        }
     }
 
     /// Counts one unit of work; Err once the deadline has passed.
     pub fn tick(&mut self) -> Result<(), TimedOut> {
         self.ticks += 1;
-        if self.ticks % 32 == 0 {
+        if self.ticks & 31 == 0 {
             if let Some(d) = self.deadline {
                 if Instant::now() >= d {
                     return Err(TimedOut);

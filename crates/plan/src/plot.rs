@@ -9,19 +9,28 @@ use std::path::{Path, PathBuf};
 const OURS: RGBColor = RGBColor(0, 114, 178);
 const Z3: RGBColor = RGBColor(213, 94, 0);
 
+/// Which solver's summary of a point a series shows.
+type Pick = Box<dyn Fn(&Point) -> Option<&Summary>>;
+
 /// Draws the figure into `dir`; returns the files written.
-pub fn figure(points: &[Point], z3_timeout_s: Option<f64>, dir: &Path) -> Result<Vec<PathBuf>, String> {
+pub fn figure(
+    points: &[Point],
+    z3_timeout_s: Option<f64>,
+    dir: &Path,
+) -> Result<Vec<PathBuf>, String> {
     let png = dir.join("fig24.png");
     let svg = dir.join("fig24.svg");
     {
         let root = BitMapBackend::new(&png, (1400, 560)).into_drawing_area();
         draw(&root, points, z3_timeout_s)?;
-        root.present().map_err(|e| format!("{}: {e:?}", png.display()))?;
+        root.present()
+            .map_err(|e| format!("{}: {e:?}", png.display()))?;
     }
     {
         let root = SVGBackend::new(&svg, (1400, 560)).into_drawing_area();
         draw(&root, points, z3_timeout_s)?;
-        root.present().map_err(|e| format!("{}: {e:?}", svg.display()))?;
+        root.present()
+            .map_err(|e| format!("{}: {e:?}", svg.display()))?;
     }
     Ok(vec![png, svg])
 }
@@ -30,11 +39,15 @@ fn err<E: std::fmt::Debug>(e: E) -> String {
     format!("{e:?}")
 }
 
-fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, points: &[Point], z3_timeout_s: Option<f64>) -> Result<(), String> {
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    points: &[Point],
+    z3_timeout_s: Option<f64>,
+) -> Result<(), String> {
     root.fill(&WHITE).map_err(err)?;
     let (left, right) = root.split_horizontally(700);
     let umax = points.iter().map(|p| p.util * 100.0).fold(50.0, f64::max) + 2.5;
-    let solvers: Vec<(&str, RGBColor, Box<dyn Fn(&Point) -> Option<&Summary>>)> = vec![
+    let solvers: Vec<(&str, RGBColor, Pick)> = vec![
         ("detpath-plan", OURS, Box::new(|p: &Point| Some(&p.ours))),
         ("z3", Z3, Box::new(|p: &Point| p.z3.as_ref())),
     ];
@@ -55,8 +68,10 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, points: &[Point], z3_
         .draw()
         .map_err(err)?;
     for (name, color, get) in &solvers {
-        let series: Vec<(f64, f64)> =
-            points.iter().filter_map(|p| get(p).map(|s| (p.util * 100.0, s.schedulability * 100.0))).collect();
+        let series: Vec<(f64, f64)> = points
+            .iter()
+            .filter_map(|p| get(p).map(|s| (p.util * 100.0, s.schedulability * 100.0)))
+            .collect();
         if series.is_empty() {
             continue;
         }
@@ -66,7 +81,13 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, points: &[Point], z3_
             .map_err(err)?
             .label(*name)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
-        chart.draw_series(series.iter().map(|&(x, y)| Circle::new((x, y), 4, c.filled()))).map_err(err)?;
+        chart
+            .draw_series(
+                series
+                    .iter()
+                    .map(|&(x, y)| Circle::new((x, y), 4, c.filled())),
+            )
+            .map_err(err)?;
     }
     chart
         .configure_series_labels()
@@ -89,7 +110,7 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, points: &[Point], z3_
         })
         .filter(|&v| v > 0.0)
         .collect();
-    let lo = all.iter().copied().fold(f64::MAX, f64::min).min(1.0).max(1e-3) / 2.0;
+    let lo = all.iter().copied().fold(1.0, f64::min).max(1e-3) / 2.0;
     let hi = all.iter().copied().fold(1.0, f64::max) * 2.0;
     let mut chart = ChartBuilder::on(&right)
         .caption("(b) solve time", ("sans-serif", 22))
@@ -102,14 +123,23 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, points: &[Point], z3_
         .configure_mesh()
         .x_desc("utilisation (%)")
         .y_desc("solve time per flow set (ms)")
-        .y_label_formatter(&|v| if *v >= 1.0 { format!("{v:.0}") } else { format!("{v:.3}") })
+        .y_label_formatter(&|v| {
+            if *v >= 1.0 {
+                format!("{v:.0}")
+            } else {
+                format!("{v:.3}")
+            }
+        })
         .label_style(("sans-serif", 15))
         .draw()
         .map_err(err)?;
     for (name, color, get) in &solvers {
         let c = *color;
         let pick = |f: fn(&Summary) -> f64| -> Vec<(f64, f64)> {
-            points.iter().filter_map(|p| get(p).map(|s| (p.util * 100.0, f(s).max(lo)))).collect()
+            points
+                .iter()
+                .filter_map(|p| get(p).map(|s| (p.util * 100.0, f(s).max(lo))))
+                .collect()
         };
         let p50 = pick(|s| s.p50_ms);
         if p50.is_empty() {
@@ -121,14 +151,20 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, points: &[Point], z3_
             .label(format!("{name} p50"))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
         let p95 = pick(|s| s.p95_ms);
-        chart.draw_series(LineSeries::new(p95.clone(), c.stroke_width(1))).map_err(err)?;
+        chart
+            .draw_series(LineSeries::new(p95.clone(), c.stroke_width(1)))
+            .map_err(err)?;
         chart
             .draw_series(p95.iter().map(|&(x, y)| Circle::new((x, y), 4, c.filled())))
             .map_err(err)?
             .label(format!("{name} p95"))
             .legend(move |(x, y)| Circle::new((x + 10, y), 4, c.filled()));
         chart
-            .draw_series(pick(|s| s.max_ms).into_iter().map(|(x, y)| Cross::new((x, y), 5, c.stroke_width(2))))
+            .draw_series(
+                pick(|s| s.max_ms)
+                    .into_iter()
+                    .map(|(x, y)| Cross::new((x, y), 5, c.stroke_width(2))),
+            )
             .map_err(err)?
             .label(format!("{name} max"))
             .legend(move |(x, y)| Cross::new((x + 10, y), 5, c.stroke_width(2)));
@@ -137,7 +173,10 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, points: &[Point], z3_
         let ms = t * 1e3;
         if ms < hi {
             chart
-                .draw_series(LineSeries::new(vec![(0.0, ms), (umax, ms)], BLACK.mix(0.4).stroke_width(1)))
+                .draw_series(LineSeries::new(
+                    vec![(0.0, ms), (umax, ms)],
+                    BLACK.mix(0.4).stroke_width(1),
+                ))
                 .map_err(err)?
                 .label("z3 time limit")
                 .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.4)));

@@ -58,7 +58,9 @@ impl AppSlots {
 
     /// Whether ring slot s belongs to the application.
     pub fn owns(&self, slot: usize) -> bool {
-        self.mask.get(slot / 64).is_some_and(|w| w & (1 << (slot % 64)) != 0)
+        self.mask
+            .get(slot / 64)
+            .is_some_and(|w| w & (1 << (slot % 64)) != 0)
     }
 }
 
@@ -101,7 +103,11 @@ impl RingConfig {
                         }
                     })
                     .collect();
-                AppSlots { name: a.name.clone(), mask, flows }
+                AppSlots {
+                    name: a.name.clone(),
+                    mask,
+                    flows,
+                }
             })
             .collect();
         Ok(RingConfig {
