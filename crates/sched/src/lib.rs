@@ -56,7 +56,7 @@ pub mod sync;
 
 pub use clock::{CompletionSource, MonotonicSource, OverlaySource, SlotClock, TickSource};
 pub use config::{ClassConfig, ClassKind, ConfigError, Mode, SchedConfig};
-// pub use endpoint::SchedEndpoint;
+pub use endpoint::SchedEndpoint;
 pub use mask::SlotMask;
 pub use sched::{ClassCounters, ErrorSummary, PollSummary, Refusal, Release, Scheduled, Scheduler};
 pub use servo::{PiServo, ServoConfig, ServoOutput, ServoState};

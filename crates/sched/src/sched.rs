@@ -217,6 +217,10 @@ impl<S: TickSource> Scheduler<S> {
     pub fn clock(&self) -> &SlotClock {
         &self.clock
     }
+    /// The insertion lead in slots.
+    pub fn lead_slots(&self) -> u32 {
+        self.lead
+    }
     /// The tick source.
     pub fn source(&self) -> &S {
         &self.source
