@@ -6,21 +6,25 @@
 use detpath_sched::{ClassConfig, Mode, MonotonicSource, Refusal, SchedConfig, SchedEndpoint, Scheduler};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 struct Counting;
 
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
 thread_local! {
     static WATCHED: Cell<bool> = const { Cell::new(false) };
+    // Per thread, so tests running in parallel do not count each other's allocations.
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count_one() {
+    if WATCHED.with(|w| w.get()) {
+        ALLOCS.with(|a| a.set(a.get() + 1));
+    }
 }
 
 // SAFETY: forwards every call to the system allocator unchanged; only counts.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if WATCHED.with(|w| w.get()) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
+        count_one();
         // SAFETY: same contract as our caller's.
         unsafe { System.alloc(layout) }
     }
@@ -29,9 +33,7 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if WATCHED.with(|w| w.get()) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
+        count_one();
         // SAFETY: same contract as our caller's.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -42,11 +44,11 @@ static GLOBAL: Counting = Counting;
 
 /// Allocations made on this thread while `f` runs.
 fn allocations_in(f: impl FnOnce()) -> u64 {
-    let before = ALLOCS.load(Ordering::Relaxed);
+    let before = ALLOCS.with(|a| a.get());
     WATCHED.with(|w| w.set(true));
     f();
     WATCHED.with(|w| w.set(false));
-    ALLOCS.load(Ordering::Relaxed) - before
+    ALLOCS.with(|a| a.get()) - before
 }
 
 fn config(mode: Mode) -> SchedConfig {
