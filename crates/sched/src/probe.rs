@@ -6,13 +6,14 @@
 //!   need a NIC that sends at a fixed line rate. A veth (or any interface
 //!   without a link speed) completes transmissions as fast as the CPU copies
 //!   them: there a completion count tracks the CPU, not time.
-//! - **PTP hardware clock**: `/sys/class/net/<if>/device/ptp/`.
+//! - **PTP hardware clock**: `ethtool -T` (a PHC index, or none).
 //! - **Launch time** (SO_TXTIME offloaded to the NIC): needs the ETF qdisc
 //!   (`sch_etf`) and a driver that offloads it; this only checks what can be
 //!   checked without changing anything (the qdisc module and a PHC).
 
 use serde::Serialize;
 use std::path::Path;
+
 
 /// One capability: obtained, or why not.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -49,13 +50,23 @@ fn read_trimmed(p: &Path) -> Option<String> {
     std::fs::read_to_string(p).ok().map(|s| s.trim().to_string())
 }
 
-/// The driver of `iface`: the name of `device/driver`, or what the uevent says (veth has no device).
-fn driver(sys: &Path) -> Option<String> {
-    if let Ok(target) = std::fs::read_link(sys.join("device/driver")) {
-        return target.file_name().map(|n| n.to_string_lossy().into_owned());
-    }
-    let uevent = read_trimmed(&sys.join("uevent"))?;
-    uevent.lines().find_map(|l| l.strip_prefix("DEVTYPE=")).map(str::to_string)
+/// `ethtool ARGS IFACE` run in the calling thread's network namespace (a
+/// child process inherits it; /sys would show the namespace it was mounted in).
+fn ethtool(args: &[&str], iface: &str) -> Option<String> {
+    let out = std::process::Command::new("ethtool").args(args).arg(iface).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The value after `key:` on the first line that has it.
+fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    text.lines().find_map(|l| l.trim().strip_prefix(key).and_then(|r| r.strip_prefix(':')).map(str::trim))
+}
+
+/// Whether `iface` exists in the calling thread's network namespace.
+fn exists(iface: &str) -> bool {
+    let Ok(name) = std::ffi::CString::new(iface) else { return false };
+    // SAFETY: `name` is a valid NUL-terminated string.
+    unsafe { libc::if_nametoindex(name.as_ptr()) != 0 }
 }
 
 /// Whether the running kernel has qdisc module `name` (`sch_etf`) with
@@ -85,20 +96,22 @@ fn kernel_has_qdisc(name: &str, config: &str) -> Option<bool> {
     Some(builtin.contains(&needle) || listed.contains(&needle))
 }
 
-/// Probes `iface` as seen from the calling thread's network namespace.
+/// Probes `iface` as seen from the calling thread's network namespace
+/// (driver, speed and PTP clock from `ethtool`, which must be installed).
 pub fn probe(iface: &str) -> Probe {
-    let sys = Path::new("/sys/class/net").join(iface);
-    let exists = sys.exists();
-    let driver = driver(&sys);
-    // `speed` reads -1 or fails (EINVAL) on interfaces without a link speed.
-    let speed = read_trimmed(&sys.join("speed")).and_then(|s| s.parse::<i64>().ok()).filter(|&s| s > 0).map(|s| s as u64);
+    let exists = exists(iface);
+    let driver = ethtool(&["-i"], iface).and_then(|t| field(&t, "driver").map(str::to_string));
+    // "Speed: 10000Mb/s", "Speed: Unknown!" or nothing.
+    let speed = ethtool(&[], iface)
+        .and_then(|t| field(&t, "Speed").and_then(|v| v.strip_suffix("Mb/s")).and_then(|v| v.parse::<u64>().ok()));
+    let phc = ethtool(&["-T"], iface).and_then(|t| field(&t, "PTP Hardware Clock").map(str::to_string)).filter(|v| v != "none");
     let mut caps = Vec::new();
     let line_rate = match (exists, speed, driver.as_deref()) {
         (false, _, _) => Capability { name: "line-rate", obtained: false, detail: format!("no interface {iface} in this namespace") },
         (true, _, Some("veth")) => Capability {
             name: "line-rate",
             obtained: false,
-            detail: "veth has no line rate: a TX completion arrives as soon as the CPU has copied the frame, so a completion-counted clock would track the CPU".into(),
+            detail: "veth has no line rate (its reported speed is nominal): a TX completion arrives as soon as the CPU has copied the frame, so a completion-counted clock would track the CPU".into(),
         },
         (true, Some(mbps), _) => Capability { name: "line-rate", obtained: true, detail: format!("link speed {mbps} Mb/s") },
         (true, None, d) => Capability {
@@ -127,12 +140,14 @@ pub fn probe(iface: &str) -> Probe {
             "pointless without a line rate: placeholders would only burn CPU".into()
         },
     });
-    let phc = sys.join("device/ptp");
-    let has_phc = phc.read_dir().map(|mut d| d.next().is_some()).unwrap_or(false);
+    let has_phc = phc.is_some();
     caps.push(Capability {
         name: "ptp-hardware-clock",
         obtained: has_phc,
-        detail: if has_phc { format!("{}", phc.display()) } else { format!("no {}: the slot clock is the only clock to steer", phc.display()) },
+        detail: match &phc {
+            Some(n) => format!("/dev/ptp{n}"),
+            None => "ethtool -T reports none: the slot clock is the only clock to steer".into(),
+        },
     });
     let etf = kernel_has_qdisc("sch_etf", "CONFIG_NET_SCH_ETF");
     caps.push(Capability {

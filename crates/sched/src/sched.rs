@@ -101,9 +101,10 @@ pub struct ClassCounters {
 }
 
 /// Release error (release − scheduled) percentiles of one class, ns.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct ErrorSummary {
     pub count: u64,
+    pub mean: f64,
     pub p50: u64,
     pub p99: u64,
     pub p9999: u64,
@@ -118,6 +119,7 @@ impl ErrorSummary {
         }
         ErrorSummary {
             count: h.len(),
+            mean: h.mean(),
             p50: h.value_at_quantile(0.5),
             p99: h.value_at_quantile(0.99),
             p9999: h.value_at_quantile(0.9999),
@@ -268,6 +270,21 @@ impl<S: TickSource> Scheduler<S> {
     /// Packets class `i` has waiting in its pre-buffer (not yet in the ring).
     pub fn prebuffered(&self, i: usize) -> Option<usize> {
         self.classes.get(i).map(|c| c.edf.len() + c.fifo.len())
+    }
+
+    /// The first slot from the next one to release, at most `horizon` slots
+    /// on, that has something to send (a real-time packet in the ring, or a
+    /// best-effort slot whose class has packets queued). For a caller that
+    /// wants to spin on the clock right before a busy slot.
+    pub fn next_busy_slot(&self, horizon: u64) -> Option<Slot> {
+        let end = self.next_release + horizon.min(self.ring.slots as u64);
+        (self.next_release..end).find(|&s| {
+            let pos = self.ring.position(s);
+            match self.slots[pos as usize] {
+                Some(p) if p.slot == s => true,
+                _ => self.owners.owner(pos).is_some_and(|c| self.classes[c].kind == ClassKind::BestEffort && !self.classes[c].fifo.is_empty()),
+            }
+        })
     }
 
     /// The slot current at `now`.
