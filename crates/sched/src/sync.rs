@@ -329,15 +329,41 @@ fn next_ptp_slot<S: TickSource>(sched: &Scheduler<S>, class: usize, now: u64) ->
     sched.next_owned(class, earliest.max(sched.next_release()))
 }
 
-/// The master: sends a Sync every `interval_ns` and answers Delay_Reqs, until `stop`.
-/// Returns the number of rounds it started.
+/// Sleeps until CLOCK_MONOTONIC reaches `t`.
+fn sleep_until(t: u64) {
+    let ts = libc::timespec { tv_sec: (t / 1_000_000_000) as libc::time_t, tv_nsec: (t % 1_000_000_000) as libc::c_long };
+    // SAFETY: `ts` is a valid timespec; a null remainder is allowed with TIMER_ABSTIME.
+    while unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) } == libc::EINTR {}
+}
+
+/// How long after a Sync each side keeps polling for the rest of the round.
+fn round_window(cfg: &LiveConfig) -> u64 {
+    (cfg.interval_ns / 2).min(20_000_000)
+}
+
+/// The master: sends a Sync every `interval_ns` and answers Delay_Reqs, until
+/// `stop`. It busy-polls only while a round is open (Sync sent, Delay_Resp not
+/// yet out, at most `round_window`) and sleeps until 2 ms before the next
+/// Sync otherwise: a real-time thread that spins all the time would also
+/// starve its core's softirq thread, which may hold the very frames it waits
+/// for. Returns the number of rounds it started.
 pub fn run_master<S: TickSource>(ep: &mut SchedEndpoint<S>, slave: SocketAddrV4, cfg: &LiveConfig, stop: &AtomicBool) -> detpath::Result<u32> {
     let mut buf = [0u8; 2048];
     let mut seq = 0u32;
     let mut next_sync = monotonic_ns();
+    let mut last_sync = 0u64;
+    let mut round_open = false;
     while !stop.load(Ordering::Relaxed) {
         let now = monotonic_ns();
+        let idle = ep.scheduler().held(cfg.class) == Some(0);
+        if (!round_open || now > last_sync + round_window(cfg)) && idle && now + 2_000_000 < next_sync {
+            ep.poll(now);
+            sleep_until(next_sync - 2_000_000);
+            continue;
+        }
         if now >= next_sync {
+            last_sync = now;
+            round_open = true;
             if let Some(slot) = next_ptp_slot(ep.scheduler(), cfg.class, now) {
                 seq = seq.wrapping_add(1);
                 let t1 = ep.scheduler().slot_time(slot);
@@ -356,13 +382,17 @@ pub fn run_master<S: TickSource>(ep: &mut SchedEndpoint<S>, slave: SocketAddrV4,
                     let t = ep.scheduler().slot_time(slot);
                     let _ = ep.send_at(t, cfg.class, &msg, rx.peer);
                 }
+                round_open = false;
             }
         }
     }
     Ok(seq)
 }
 
-/// The slave: answers Syncs, steers its slot clock, and records samples;
+/// The slave: answers Syncs, steers its slot clock, and records samples. It
+/// busy-polls from 3 ms before each expected Sync until its Delay_Req has
+/// left, then waits for the Delay_Resp in the kernel (that arrival time does
+/// not matter) and sleeps until the next round;
 /// `master_time` gives the master's clock at a CLOCK_MONOTONIC instant (the
 /// ground truth, known when both run on one host). Runs for `cfg.duration_ns`.
 pub fn run_slave<S: TickSource>(
@@ -375,7 +405,20 @@ pub fn run_slave<S: TickSource>(
     let mut slave = Slave::new(cfg.servo);
     let mut samples = Vec::with_capacity((cfg.duration_ns / cfg.interval_ns.max(1)) as usize + 16);
     let start = monotonic_ns();
+    let mut last_sync_rx: Option<u64> = None;
+    let mut round_done = false;
+    let mut req_out = false;
     while monotonic_ns() < start + cfg.duration_ns {
+        // Between rounds, sleep until 3 ms before the next Sync is due.
+        if let Some(t) = last_sync_rx {
+            let now = monotonic_ns();
+            let next = t + cfg.interval_ns;
+            if (round_done || now > t + round_window(cfg)) && now + 3_000_000 < next {
+                ep.poll(now);
+                sleep_until((next - 3_000_000).min(start + cfg.duration_ns));
+                continue;
+            }
+        }
         let mut released_slot = None;
         ep.poll_observed(monotonic_ns(), |r, ok| {
             if ok && r.class == cfg.class {
@@ -387,14 +430,19 @@ pub fn run_slave<S: TickSource>(
         if let Some((seq, slot)) = released_slot {
             // t3: the slot's start in the slave's clock, read at release (the clock may have moved since scheduling).
             slave.on_delay_req_sent(seq, ep.scheduler().slot_time(slot));
+            req_out = true;
         }
-        let Some(rx) = ep.recv(&mut buf, RecvMode::NonBlocking)? else {
+        let mode = if req_out { RecvMode::Blocking { timeout: Some(std::time::Duration::from_millis(2)) } } else { RecvMode::NonBlocking };
+        let Some(rx) = ep.recv(&mut buf, mode)? else {
             continue;
         };
         match SyncMsg::parse(&buf[..rx.len]) {
             Ok(SyncMsg { kind: MsgKind::Sync, seq, time_ns: t1 }) => {
                 let t2 = ep.scheduler().time_at(rx.rx_ns);
                 slave.on_sync(seq, t1, t2);
+                last_sync_rx = Some(rx.rx_ns);
+                round_done = false;
+                req_out = false;
                 let now = monotonic_ns();
                 if let Some(slot) = next_ptp_slot(ep.scheduler(), cfg.class, now) {
                     let msg = SyncMsg { kind: MsgKind::DelayReq, seq, time_ns: 0 }.encode();
@@ -404,6 +452,8 @@ pub fn run_slave<S: TickSource>(
             }
             Ok(SyncMsg { kind: MsgKind::DelayResp, seq, time_ns: t4 }) => {
                 if let Some((ex, out)) = slave.on_delay_resp(seq, t4) {
+                    round_done = true;
+                    req_out = false;
                     let now = monotonic_ns();
                     apply(ep.scheduler_mut(), now, &out);
                     let truth = ep.scheduler().time_at(now) as i128 - master_time(now) as i128;

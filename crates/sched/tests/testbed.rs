@@ -102,7 +102,7 @@ fn a_sync_run_locks() {
     for (i, dp) in ["afxdp", "dpdk", "udp"].iter().enumerate() {
         let cfg = SyncRunConfig {
             duration_ns: 8_000_000_000,
-            lock_threshold_ns: 5_000,
+            lock_threshold_ns: 20_000,
             port: 7700 + 2 * i as u16,
             ..SyncRunConfig::default_for(dp)
         };
