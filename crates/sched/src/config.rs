@@ -50,7 +50,9 @@ impl std::str::FromStr for Mode {
         match s {
             "strict" => Ok(Mode::Strict),
             "relaxed" => Ok(Mode::Relaxed),
-            _ => Err(ConfigError::BadMode { text: s.to_string() }),
+            _ => Err(ConfigError::BadMode {
+                text: s.to_string(),
+            }),
         }
     }
 }
@@ -58,7 +60,9 @@ impl std::str::FromStr for Mode {
 /// One traffic class.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClassConfig {
+    /// Class name (unique).
     pub name: String,
+    /// Real-time or best effort.
     pub kind: ClassKind,
     /// Late-packet mode (real-time classes; best-effort classes ignore it).
     pub mode: Mode,
@@ -69,40 +73,63 @@ pub struct ClassConfig {
 }
 
 /// A configuration that cannot work, with what to change.
+// The variants' fields are named in their messages.
+#[allow(missing_docs)]
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum ConfigError {
     #[error("slot length must be at least 1 ns")]
+    /// Slots of length zero.
     ZeroSlot,
     #[error("ring length {slots} is out of range: use 1..={max} slots")]
+    /// A ring length out of range.
     RingLength { slots: u32, max: u32 },
     #[error("insertion lead of {lead} slots must be shorter than the ring ({slots} slots)")]
+    /// A lead of a ring cycle or more.
     LeadTooLong { lead: u32, slots: u32 },
     #[error("no traffic class: give at least one with --class NAME:rt|be[:strict|relaxed]:MASK")]
+    /// No class at all.
     NoClass,
     #[error("{n} classes is more than {max}")]
+    /// Too many classes.
     TooManyClasses { n: usize, max: usize },
     #[error("class `{name}`: {source}")]
+    /// A mask that does not parse.
     Mask { name: String, source: MaskError },
     #[error("class `{name}` is made for a ring of {mask_slots} slots, the scheduler has {slots}")]
-    MaskRing { name: String, mask_slots: u32, slots: u32 },
+    /// A mask made for another ring length.
+    MaskRing {
+        name: String,
+        mask_slots: u32,
+        slots: u32,
+    },
     #[error("classes `{a}` and `{b}` both own slot {pos}: masks must be disjoint")]
+    /// Two classes owning one slot.
     Overlap { a: String, b: String, pos: u32 },
     #[error("two classes are named `{name}`")]
+    /// Two classes with one name.
     DuplicateName { name: String },
     #[error("class `{name}` has capacity 0: give it room for at least one packet (@N)")]
+    /// A class that may hold no packet.
     ZeroCapacity { name: String },
-    #[error("class `{text}` is not NAME:KIND[:MODE]:MASK[@CAPACITY] (KIND rt|be, MODE strict|relaxed)")]
+    #[error(
+        "class `{text}` is not NAME:KIND[:MODE]:MASK[@CAPACITY] (KIND rt|be, MODE strict|relaxed)"
+    )]
+    /// A class text that does not parse.
     ClassSyntax { text: String },
     #[error("mode `{text}` is neither strict nor relaxed")]
+    /// A mode that is neither strict nor relaxed.
     BadMode { text: String },
     #[error("max payload {max} is out of range: use 1..=65507 bytes")]
+    /// A payload limit out of range.
     MaxPayload { max: usize },
 }
 
 impl ClassConfig {
     /// Parses `NAME:KIND[:MODE]:MASK[@CAPACITY]` for a ring of `ring_slots`; `mode` is the default mode.
     pub fn parse(text: &str, ring_slots: u32, mode: Mode) -> Result<ClassConfig, ConfigError> {
-        let syntax = || ConfigError::ClassSyntax { text: text.to_string() };
+        let syntax = || ConfigError::ClassSyntax {
+            text: text.to_string(),
+        };
         let (body, capacity) = match text.rsplit_once('@') {
             Some((b, c)) => (b, c.trim().parse::<usize>().map_err(|_| syntax())?),
             None => (text, DEFAULT_CAPACITY),
@@ -114,7 +141,11 @@ impl ClassConfig {
             _ => return Err(syntax()),
         };
         let name = name.trim();
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
             return Err(syntax());
         }
         let kind = match kind.trim() {
@@ -122,8 +153,17 @@ impl ClassConfig {
             "be" => ClassKind::BestEffort,
             _ => return Err(syntax()),
         };
-        let mask = SlotMask::parse(mask, ring_slots).map_err(|source| ConfigError::Mask { name: name.to_string(), source })?;
-        Ok(ClassConfig { name: name.to_string(), kind, mode, mask, capacity })
+        let mask = SlotMask::parse(mask, ring_slots).map_err(|source| ConfigError::Mask {
+            name: name.to_string(),
+            source,
+        })?;
+        Ok(ClassConfig {
+            name: name.to_string(),
+            kind,
+            mode,
+            mask,
+            capacity,
+        })
     }
 
     /// The text form this parses from.
@@ -136,7 +176,12 @@ impl ClassConfig {
             Mode::Strict => "strict",
             Mode::Relaxed => "relaxed",
         };
-        format!("{}:{kind}:{mode}:{}@{}", self.name, self.mask.to_text(), self.capacity)
+        format!(
+            "{}:{kind}:{mode}:{}@{}",
+            self.name,
+            self.mask.to_text(),
+            self.capacity
+        )
     }
 }
 
@@ -155,18 +200,29 @@ pub struct SchedConfig {
     /// A slot released later than this after its start is late: in strict
     /// mode its packet is dropped rather than let out in someone else's time.
     pub late_tolerance_ns: u64,
+    /// The traffic classes (disjoint masks).
     pub classes: Vec<ClassConfig>,
 }
 
 impl SchedConfig {
     /// A configuration without classes (add them to `classes`); late tolerance one slot, 1472-byte payloads.
     pub fn new(slot_ns: u64, ring_slots: u32, lead_slots: u32) -> SchedConfig {
-        SchedConfig { slot_ns, ring_slots, lead_slots, max_payload: 1472, late_tolerance_ns: slot_ns, classes: Vec::new() }
+        SchedConfig {
+            slot_ns,
+            ring_slots,
+            lead_slots,
+            max_payload: 1472,
+            late_tolerance_ns: slot_ns,
+            classes: Vec::new(),
+        }
     }
 
     /// The ring geometry.
     pub fn ring(&self) -> Ring {
-        Ring { slot_ns: self.slot_ns, slots: self.ring_slots }
+        Ring {
+            slot_ns: self.slot_ns,
+            slots: self.ring_slots,
+        }
     }
 
     /// Checks everything [`Scheduler::new`](crate::Scheduler::new) relies on.
@@ -175,34 +231,61 @@ impl SchedConfig {
             return Err(ConfigError::ZeroSlot);
         }
         if self.ring_slots == 0 || self.ring_slots > MAX_RING_SLOTS {
-            return Err(ConfigError::RingLength { slots: self.ring_slots, max: MAX_RING_SLOTS });
+            return Err(ConfigError::RingLength {
+                slots: self.ring_slots,
+                max: MAX_RING_SLOTS,
+            });
         }
         if self.lead_slots >= self.ring_slots {
-            return Err(ConfigError::LeadTooLong { lead: self.lead_slots, slots: self.ring_slots });
+            return Err(ConfigError::LeadTooLong {
+                lead: self.lead_slots,
+                slots: self.ring_slots,
+            });
         }
         if self.max_payload == 0 || self.max_payload > 65_507 {
-            return Err(ConfigError::MaxPayload { max: self.max_payload });
+            return Err(ConfigError::MaxPayload {
+                max: self.max_payload,
+            });
         }
         if self.classes.is_empty() {
             return Err(ConfigError::NoClass);
         }
         if self.classes.len() > MAX_CLASSES {
-            return Err(ConfigError::TooManyClasses { n: self.classes.len(), max: MAX_CLASSES });
+            return Err(ConfigError::TooManyClasses {
+                n: self.classes.len(),
+                max: MAX_CLASSES,
+            });
         }
         for (i, c) in self.classes.iter().enumerate() {
             if c.mask.ring_slots() != self.ring_slots {
-                return Err(ConfigError::MaskRing { name: c.name.clone(), mask_slots: c.mask.ring_slots(), slots: self.ring_slots });
+                return Err(ConfigError::MaskRing {
+                    name: c.name.clone(),
+                    mask_slots: c.mask.ring_slots(),
+                    slots: self.ring_slots,
+                });
             }
             if c.capacity == 0 {
-                return Err(ConfigError::ZeroCapacity { name: c.name.clone() });
+                return Err(ConfigError::ZeroCapacity {
+                    name: c.name.clone(),
+                });
             }
             for d in &self.classes[..i] {
                 if d.name == c.name {
-                    return Err(ConfigError::DuplicateName { name: c.name.clone() });
+                    return Err(ConfigError::DuplicateName {
+                        name: c.name.clone(),
+                    });
                 }
                 if !d.mask.disjoint(&c.mask) {
-                    let pos = c.mask.positions().find(|&p| d.mask.contains(p)).unwrap_or(0);
-                    return Err(ConfigError::Overlap { a: d.name.clone(), b: c.name.clone(), pos });
+                    let pos = c
+                        .mask
+                        .positions()
+                        .find(|&p| d.mask.contains(p))
+                        .unwrap_or(0);
+                    return Err(ConfigError::Overlap {
+                        a: d.name.clone(),
+                        b: c.name.clone(),
+                        pos,
+                    });
                 }
             }
         }
@@ -217,11 +300,27 @@ mod tests {
     #[test]
     fn parses_class_text() {
         let c = ClassConfig::parse("ctl:rt:relaxed:0/10@64", 100, Mode::Strict).unwrap();
-        assert_eq!((c.kind, c.mode, c.capacity, c.mask.count()), (ClassKind::RealTime, Mode::Relaxed, 64, 10));
+        assert_eq!(
+            (c.kind, c.mode, c.capacity, c.mask.count()),
+            (ClassKind::RealTime, Mode::Relaxed, 64, 10)
+        );
         let b = ClassConfig::parse("bulk:be:5-9", 100, Mode::Strict).unwrap();
-        assert_eq!((b.kind, b.mode, b.capacity), (ClassKind::BestEffort, Mode::Strict, DEFAULT_CAPACITY));
-        assert_eq!(ClassConfig::parse(&c.to_text(), 100, Mode::Strict).unwrap(), c);
-        for bad in ["x", "a:zz:1", "a:rt:fast:1", "a b:rt:1", "a:rt:1@x", ":rt:1"] {
+        assert_eq!(
+            (b.kind, b.mode, b.capacity),
+            (ClassKind::BestEffort, Mode::Strict, DEFAULT_CAPACITY)
+        );
+        assert_eq!(
+            ClassConfig::parse(&c.to_text(), 100, Mode::Strict).unwrap(),
+            c
+        );
+        for bad in [
+            "x",
+            "a:zz:1",
+            "a:rt:fast:1",
+            "a b:rt:1",
+            "a:rt:1@x",
+            ":rt:1",
+        ] {
             assert!(ClassConfig::parse(bad, 100, Mode::Strict).is_err(), "{bad}");
         }
     }
@@ -230,12 +329,20 @@ mod tests {
     fn validate_catches_overlap_and_lead() {
         let mut cfg = SchedConfig::new(1_000, 10, 2);
         assert_eq!(cfg.validate(), Err(ConfigError::NoClass));
-        cfg.classes.push(ClassConfig::parse("a:rt:0-4", 10, Mode::Strict).unwrap());
-        cfg.classes.push(ClassConfig::parse("b:be:4-9", 10, Mode::Strict).unwrap());
-        assert!(matches!(cfg.validate(), Err(ConfigError::Overlap { pos: 4, .. })));
+        cfg.classes
+            .push(ClassConfig::parse("a:rt:0-4", 10, Mode::Strict).unwrap());
+        cfg.classes
+            .push(ClassConfig::parse("b:be:4-9", 10, Mode::Strict).unwrap());
+        assert!(matches!(
+            cfg.validate(),
+            Err(ConfigError::Overlap { pos: 4, .. })
+        ));
         cfg.classes[1] = ClassConfig::parse("b:be:5-9", 10, Mode::Strict).unwrap();
         assert_eq!(cfg.validate(), Ok(()));
         cfg.lead_slots = 10;
-        assert!(matches!(cfg.validate(), Err(ConfigError::LeadTooLong { .. })));
+        assert!(matches!(
+            cfg.validate(),
+            Err(ConfigError::LeadTooLong { .. })
+        ));
     }
 }

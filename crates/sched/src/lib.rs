@@ -41,6 +41,8 @@
 //! assert_eq!(sent, vec![(100_030, 60)]);
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod bench;
 pub mod clock;
 pub mod config;

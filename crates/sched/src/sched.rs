@@ -29,25 +29,54 @@ const HIST_MAX_NS: u64 = 10_000_000_000;
 pub enum Refusal {
     /// The slot's content is already fixed (it is less than the insertion lead ahead, or sent).
     #[error("late by {by_ns} ns: the slot's content is fixed {lead_slots} slots ahead")]
-    Late { by_ns: u64, lead_slots: u32 },
+    Late {
+        /// How much earlier the packet had to come, ns.
+        by_ns: u64,
+        /// The scheduler's insertion lead.
+        lead_slots: u32,
+    },
     /// The time falls in a slot another class (or nobody) owns.
     #[error("slot {slot} (ring position {position}) is not owned by this class")]
-    SlotNotOwned { slot: Slot, position: u32 },
+    SlotNotOwned {
+        /// The slot the time falls in.
+        slot: Slot,
+        /// Its ring position.
+        position: u32,
+    },
     /// Another packet of the class already has this slot.
     #[error("slot {slot} already carries a packet of this class")]
-    SlotTaken { slot: Slot },
+    SlotTaken {
+        /// The slot asked for.
+        slot: Slot,
+    },
     /// The class holds as many packets as its capacity.
     #[error("the class's pre-buffer is full ({capacity} packets)")]
-    PrebufferFull { capacity: usize },
+    PrebufferFull {
+        /// The class's capacity, packets.
+        capacity: usize,
+    },
     /// The payload is longer than a slot carries.
     #[error("payload of {len} bytes is longer than a slot carries ({max})")]
-    TooLarge { len: usize, max: usize },
+    TooLarge {
+        /// The payload's length.
+        len: usize,
+        /// The largest payload a slot carries.
+        max: usize,
+    },
     /// No class has this index.
     #[error("no class {class}")]
-    UnknownClass { class: usize },
+    UnknownClass {
+        /// The index given.
+        class: usize,
+    },
     /// `send_at` to a best-effort class or `send_be` to a real-time class.
     #[error("class {class} is {kind:?}: use send_at for real-time, send_be for best effort")]
-    WrongKind { class: usize, kind: ClassKind },
+    WrongKind {
+        /// The index given.
+        class: usize,
+        /// The class's kind.
+        kind: ClassKind,
+    },
 }
 
 /// Where `send_at` put a packet.
@@ -64,8 +93,11 @@ pub struct Scheduled {
 /// A packet leaving now, as handed to the sink in [`Scheduler::poll`].
 #[derive(Debug, Clone, Copy)]
 pub struct Release<'a> {
+    /// Index of the packet's class.
     pub class: usize,
+    /// Its kind.
     pub kind: ClassKind,
+    /// The slot it leaves in.
     pub slot: Slot,
     /// The slot the application asked for (real-time), or `slot` (best effort).
     pub asked: Slot,
@@ -73,7 +105,9 @@ pub struct Release<'a> {
     pub scheduled_ns: u64,
     /// The clock reading taken just before this hand-off.
     pub release_ns: u64,
+    /// The payload.
     pub payload: &'a [u8],
+    /// Destination.
     pub peer: SocketAddrV4,
 }
 
@@ -103,11 +137,17 @@ pub struct ClassCounters {
 /// Release error (release − scheduled) percentiles of one class, ns.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct ErrorSummary {
+    /// Samples.
     pub count: u64,
+    /// Mean, ns.
     pub mean: f64,
+    /// Median, ns.
     pub p50: u64,
+    /// 99th percentile, ns.
     pub p99: u64,
+    /// 99.99th percentile, ns.
     pub p9999: u64,
+    /// Largest, ns.
     pub max: u64,
 }
 
@@ -172,7 +212,12 @@ impl<S: TickSource> Scheduler<S> {
     /// A scheduler for `cfg` counting slots with `source`, its clock reading
     /// `time_at_epoch` at elapsed 0. The first slot released is the one after
     /// the slot current at `now`.
-    pub fn new(cfg: &SchedConfig, source: S, time_at_epoch: u64, now: u64) -> Result<Scheduler<S>, ConfigError> {
+    pub fn new(
+        cfg: &SchedConfig,
+        source: S,
+        time_at_epoch: u64,
+        now: u64,
+    ) -> Result<Scheduler<S>, ConfigError> {
         cfg.validate()?;
         let ring = cfg.ring();
         let masks: Vec<&SlotMask> = cfg.classes.iter().map(|c| &c.mask).collect();
@@ -187,11 +232,20 @@ impl<S: TickSource> Scheduler<S> {
                 mask: c.mask.clone(),
                 capacity: c.capacity,
                 pool: BufferPool::new(c.capacity, cfg.max_payload),
-                edf: EdfQueue::new(if c.kind == ClassKind::RealTime { c.capacity } else { 0 }),
-                fifo: FifoQueue::new(if c.kind == ClassKind::BestEffort { c.capacity } else { 0 }),
+                edf: EdfQueue::new(if c.kind == ClassKind::RealTime {
+                    c.capacity
+                } else {
+                    0
+                }),
+                fifo: FifoQueue::new(if c.kind == ClassKind::BestEffort {
+                    c.capacity
+                } else {
+                    0
+                }),
                 counters: ClassCounters::default(),
                 // Bounds are valid constants, so this cannot fail.
-                release_error: Histogram::new_with_bounds(1, HIST_MAX_NS, 3).expect("histogram bounds"),
+                release_error: Histogram::new_with_bounds(1, HIST_MAX_NS, 3)
+                    .expect("histogram bounds"),
             })
             .collect();
         let clock = SlotClock::new(ring, time_at_epoch);
@@ -282,7 +336,10 @@ impl<S: TickSource> Scheduler<S> {
             let pos = self.ring.position(s);
             match self.slots[pos as usize] {
                 Some(p) if p.slot == s => true,
-                _ => self.owners.owner(pos).is_some_and(|c| self.classes[c].kind == ClassKind::BestEffort && !self.classes[c].fifo.is_empty()),
+                _ => self.owners.owner(pos).is_some_and(|c| {
+                    self.classes[c].kind == ClassKind::BestEffort
+                        && !self.classes[c].fifo.is_empty()
+                }),
             }
         })
     }
@@ -342,13 +399,29 @@ impl<S: TickSource> Scheduler<S> {
     /// packet is late; if the class does not own the slot, or another packet of
     /// the class has it, the class's mode decides: strict refuses, relaxed
     /// moves it to the class's next free slot.
-    pub fn send_at(&mut self, now: u64, time_ns: u64, class: usize, payload: &[u8], peer: SocketAddrV4) -> Result<Scheduled, Refusal> {
-        let c = self.classes.get(class).ok_or(Refusal::UnknownClass { class })?;
+    pub fn send_at(
+        &mut self,
+        now: u64,
+        time_ns: u64,
+        class: usize,
+        payload: &[u8],
+        peer: SocketAddrV4,
+    ) -> Result<Scheduled, Refusal> {
+        let c = self
+            .classes
+            .get(class)
+            .ok_or(Refusal::UnknownClass { class })?;
         if c.kind != ClassKind::RealTime {
-            return Err(Refusal::WrongKind { class, kind: c.kind });
+            return Err(Refusal::WrongKind {
+                class,
+                kind: c.kind,
+            });
         }
         if payload.len() > self.max_payload {
-            return Err(Refusal::TooLarge { len: payload.len(), max: self.max_payload });
+            return Err(Refusal::TooLarge {
+                len: payload.len(),
+                max: self.max_payload,
+            });
         }
         self.insert_due();
         let elapsed = self.source.elapsed_ns(now);
@@ -358,24 +431,37 @@ impl<S: TickSource> Scheduler<S> {
         let mut target = asked;
         let mut moved = false;
         if w.place(target) == Placement::Late {
-            let by_ns = (elapsed + self.lead as u64 * self.ring.slot_ns).saturating_sub(self.ring.start_ns(target)).max(1);
+            let by_ns = (elapsed + self.lead as u64 * self.ring.slot_ns)
+                .saturating_sub(self.ring.start_ns(target))
+                .max(1);
             let k = &mut self.classes[class].counters;
             k.late += 1;
             if mode == Mode::Strict {
                 k.dropped += 1;
-                return Err(Refusal::Late { by_ns, lead_slots: self.lead });
+                return Err(Refusal::Late {
+                    by_ns,
+                    lead_slots: self.lead,
+                });
             }
             target = w.earliest;
             moved = true;
         }
-        if !self.classes[class].mask.contains(self.ring.position(target)) {
+        if !self.classes[class]
+            .mask
+            .contains(self.ring.position(target))
+        {
             if mode == Mode::Strict {
-                return Err(Refusal::SlotNotOwned { slot: target, position: self.ring.position(target) });
+                return Err(Refusal::SlotNotOwned {
+                    slot: target,
+                    position: self.ring.position(target),
+                });
             }
             target = self.classes[class].mask.next_owned(target);
             moved = true;
         }
-        if w.place(target) == Placement::Ring && self.slots[self.ring.position(target) as usize].is_some() {
+        if w.place(target) == Placement::Ring
+            && self.slots[self.ring.position(target) as usize].is_some()
+        {
             if mode == Mode::Strict {
                 return Err(Refusal::SlotTaken { slot: target });
             }
@@ -383,38 +469,80 @@ impl<S: TickSource> Scheduler<S> {
             moved = true;
         }
         let c = &mut self.classes[class];
-        let buf = c.pool.store(payload).ok_or(Refusal::PrebufferFull { capacity: c.capacity })?;
+        let buf = c.pool.store(payload).ok_or(Refusal::PrebufferFull {
+            capacity: c.capacity,
+        })?;
         self.seq += 1;
-        let p = Pending { slot: target, seq: self.seq, buf, len: payload.len() as u16, peer, asked, class: class as u8 };
+        let p = Pending {
+            slot: target,
+            seq: self.seq,
+            buf,
+            len: payload.len() as u16,
+            peer,
+            asked,
+            class: class as u8,
+        };
         if w.place(target) == Placement::Ring {
             self.slots[self.ring.position(target) as usize] = Some(p);
         } else if c.edf.push(p).is_err() {
             // Pool and heap have the same capacity, so this does not happen; stay correct anyway.
             c.pool.release(buf);
-            return Err(Refusal::PrebufferFull { capacity: c.capacity });
+            return Err(Refusal::PrebufferFull {
+                capacity: c.capacity,
+            });
         }
         c.counters.accepted += 1;
         if moved {
             c.counters.moved += 1;
         }
-        Ok(Scheduled { slot: target, asked, time_ns: self.clock.slot_time(target) })
+        Ok(Scheduled {
+            slot: target,
+            asked,
+            time_ns: self.clock.slot_time(target),
+        })
     }
 
     /// Queues a best-effort packet in class `class`; it leaves in the class's next free slot.
-    pub fn send_be(&mut self, class: usize, payload: &[u8], peer: SocketAddrV4) -> Result<(), Refusal> {
-        let c = self.classes.get_mut(class).ok_or(Refusal::UnknownClass { class })?;
+    pub fn send_be(
+        &mut self,
+        class: usize,
+        payload: &[u8],
+        peer: SocketAddrV4,
+    ) -> Result<(), Refusal> {
+        let c = self
+            .classes
+            .get_mut(class)
+            .ok_or(Refusal::UnknownClass { class })?;
         if c.kind != ClassKind::BestEffort {
-            return Err(Refusal::WrongKind { class, kind: c.kind });
+            return Err(Refusal::WrongKind {
+                class,
+                kind: c.kind,
+            });
         }
         if payload.len() > self.max_payload {
-            return Err(Refusal::TooLarge { len: payload.len(), max: self.max_payload });
+            return Err(Refusal::TooLarge {
+                len: payload.len(),
+                max: self.max_payload,
+            });
         }
-        let buf = c.pool.store(payload).ok_or(Refusal::PrebufferFull { capacity: c.capacity })?;
+        let buf = c.pool.store(payload).ok_or(Refusal::PrebufferFull {
+            capacity: c.capacity,
+        })?;
         self.seq += 1;
-        let p = Pending { slot: 0, seq: self.seq, buf, len: payload.len() as u16, peer, asked: 0, class: class as u8 };
+        let p = Pending {
+            slot: 0,
+            seq: self.seq,
+            buf,
+            len: payload.len() as u16,
+            peer,
+            asked: 0,
+            class: class as u8,
+        };
         if c.fifo.push(p).is_err() {
             c.pool.release(buf);
-            return Err(Refusal::PrebufferFull { capacity: c.capacity });
+            return Err(Refusal::PrebufferFull {
+                capacity: c.capacity,
+            });
         }
         c.counters.accepted += 1;
         Ok(())

@@ -34,6 +34,7 @@ pub enum ServoState {
 /// What the caller should do to its clock.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ServoOutput {
+    /// What the caller should do.
     pub state: ServoState,
     /// Rate adjustment for the local clock in ppb (positive: faster). Meaningful unless unlocked.
     pub rate_ppb: f64,
@@ -44,11 +45,17 @@ pub struct ServoOutput {
 /// Gains as linuxptp defines them: `kp = min(kp_scale · interval^kp_exponent, kp_norm_max / interval)`, likewise `ki`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PiGains {
+    /// kp scale (linuxptp pi_proportional_scale).
     pub kp_scale: f64,
+    /// kp exponent of the interval (pi_proportional_exponent).
     pub kp_exponent: f64,
+    /// kp cap times the interval (pi_proportional_norm_max).
     pub kp_norm_max: f64,
+    /// ki scale (pi_integral_scale).
     pub ki_scale: f64,
+    /// ki exponent of the interval (pi_integral_exponent).
     pub ki_exponent: f64,
+    /// ki cap times the interval (pi_integral_norm_max).
     pub ki_norm_max: f64,
 }
 
@@ -57,16 +64,29 @@ impl PiGains {
     /// KeepON time-stamps transmissions with the slot's scheduled time, which
     /// is exact by construction, so these are the defaults here.
     pub fn linuxptp_hardware() -> PiGains {
-        PiGains { kp_scale: 0.7, kp_exponent: -0.3, kp_norm_max: 0.7, ki_scale: 0.3, ki_exponent: 0.4, ki_norm_max: 0.3 }
+        PiGains {
+            kp_scale: 0.7,
+            kp_exponent: -0.3,
+            kp_norm_max: 0.7,
+            ki_scale: 0.3,
+            ki_exponent: 0.4,
+            ki_norm_max: 0.3,
+        }
     }
     /// linuxptp's defaults with software time stamps (kp scale 0.1, ki scale 0.001).
     pub fn linuxptp_software() -> PiGains {
-        PiGains { kp_scale: 0.1, ki_scale: 0.001, ..PiGains::linuxptp_hardware() }
+        PiGains {
+            kp_scale: 0.1,
+            ki_scale: 0.001,
+            ..PiGains::linuxptp_hardware()
+        }
     }
     /// (kp, ki) for a sync interval of `interval_s` seconds.
     pub fn for_interval(&self, interval_s: f64) -> (f64, f64) {
-        let kp = (self.kp_scale * interval_s.powf(self.kp_exponent)).min(self.kp_norm_max / interval_s);
-        let ki = (self.ki_scale * interval_s.powf(self.ki_exponent)).min(self.ki_norm_max / interval_s);
+        let kp =
+            (self.kp_scale * interval_s.powf(self.kp_exponent)).min(self.kp_norm_max / interval_s);
+        let ki =
+            (self.ki_scale * interval_s.powf(self.ki_exponent)).min(self.ki_norm_max / interval_s);
         (kp, ki)
     }
 }
@@ -74,6 +94,7 @@ impl PiGains {
 /// Servo configuration.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ServoConfig {
+    /// The PI gains.
     pub gains: PiGains,
     /// Seconds between samples (the sync interval); sets kp and ki.
     pub interval_s: f64,
@@ -122,7 +143,15 @@ impl PiServo {
     /// A servo starting unlocked with no frequency estimate.
     pub fn new(cfg: ServoConfig) -> PiServo {
         let (kp, ki) = cfg.gains.for_interval(cfg.interval_s);
-        PiServo { cfg, kp, ki, drift: 0.0, first: None, stage: Stage::Empty, first_update: true }
+        PiServo {
+            cfg,
+            kp,
+            ki,
+            drift: 0.0,
+            first: None,
+            stage: Stage::Empty,
+            first_update: true,
+        }
     }
 
     /// The gains in use (kp, ki).
@@ -147,7 +176,11 @@ impl PiServo {
 
     /// Feeds one measurement: `offset_ns` = local − master, taken at local time `local_ns`.
     pub fn sample(&mut self, offset_ns: i64, local_ns: u64) -> ServoOutput {
-        let unlocked = ServoOutput { state: ServoState::Unlocked, rate_ppb: -self.drift, step_ns: 0 };
+        let unlocked = ServoOutput {
+            state: ServoState::Unlocked,
+            rate_ppb: -self.drift,
+            step_ns: 0,
+        };
         let out = match self.stage {
             Stage::Empty => {
                 self.first = Some((offset_ns, local_ns));
@@ -175,15 +208,26 @@ impl PiServo {
                 self.drift = self.clamp(self.drift + (1e9 - self.drift) * slope);
                 self.stage = Stage::Running;
                 let over = |th: u64| th != 0 && offset_ns.unsigned_abs() > th;
-                let jump = (self.first_update && over(self.cfg.first_step_threshold_ns)) || over(self.cfg.step_threshold_ns);
+                let jump = (self.first_update && over(self.cfg.first_step_threshold_ns))
+                    || over(self.cfg.step_threshold_ns);
                 if jump {
-                    ServoOutput { state: ServoState::Jump, rate_ppb: -self.drift, step_ns: -offset_ns }
+                    ServoOutput {
+                        state: ServoState::Jump,
+                        rate_ppb: -self.drift,
+                        step_ns: -offset_ns,
+                    }
                 } else {
-                    ServoOutput { state: ServoState::Locked, rate_ppb: -self.drift, step_ns: 0 }
+                    ServoOutput {
+                        state: ServoState::Locked,
+                        rate_ppb: -self.drift,
+                        step_ns: 0,
+                    }
                 }
             }
             Stage::Running => {
-                if self.cfg.step_threshold_ns != 0 && offset_ns.unsigned_abs() > self.cfg.step_threshold_ns {
+                if self.cfg.step_threshold_ns != 0
+                    && offset_ns.unsigned_abs() > self.cfg.step_threshold_ns
+                {
                     self.reset();
                     return unlocked;
                 }
@@ -194,7 +238,11 @@ impl PiServo {
                     // Anti-windup: integrate only while the output is not saturated.
                     self.drift += i_term;
                 }
-                ServoOutput { state: ServoState::Locked, rate_ppb: -out, step_ns: 0 }
+                ServoOutput {
+                    state: ServoState::Locked,
+                    rate_ppb: -out,
+                    step_ns: 0,
+                }
             }
         };
         if out.state != ServoState::Unlocked {

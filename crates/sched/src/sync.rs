@@ -45,22 +45,30 @@ pub enum MsgKind {
 /// One sync message: `DPSY`, version, kind, 2 reserved bytes, seq (u32 BE), time (u64 BE).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SyncMsg {
+    /// Which message.
     pub kind: MsgKind,
+    /// Round number (the slave matches messages by it).
     pub seq: u32,
     /// t1 (Sync), t4 (Delay_Resp), 0 (Delay_Req).
     pub time_ns: u64,
 }
 
 /// Bytes that are not a sync message.
+// The variants' fields are named in their messages.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Copy, Error, PartialEq, Eq)]
 pub enum SyncWireError {
     #[error("sync message of {len} bytes, expected {MSG_LEN}")]
+    /// Not 20 bytes long.
     Length { len: usize },
     #[error("not a detpath sync message (bad magic)")]
+    /// Does not start with DPSY.
     Magic,
     #[error("sync message version {0}, this build speaks {VERSION}")]
+    /// Another protocol version.
     Version(u8),
     #[error("unknown sync message kind {0}")]
+    /// An unknown message type.
     Kind(u8),
 }
 
@@ -97,16 +105,24 @@ impl SyncMsg {
         seq.copy_from_slice(&b[8..12]);
         let mut t = [0u8; 8];
         t.copy_from_slice(&b[12..20]);
-        Ok(SyncMsg { kind, seq: u32::from_be_bytes(seq), time_ns: u64::from_be_bytes(t) })
+        Ok(SyncMsg {
+            kind,
+            seq: u32::from_be_bytes(seq),
+            time_ns: u64::from_be_bytes(t),
+        })
     }
 }
 
 /// The four timestamps of one exchange (ns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Exchange {
+    /// Sync sent (master clock).
     pub t1: u64,
+    /// Sync received (slave clock).
     pub t2: u64,
+    /// Delay_Req sent (slave clock).
     pub t3: u64,
+    /// Delay_Req received (master clock).
     pub t4: u64,
 }
 
@@ -137,18 +153,54 @@ pub fn apply<S: TickSource>(sched: &mut Scheduler<S>, now: u64, out: &ServoOutpu
     }
 }
 
+/// Moving median of the last [`DelayFilter::LEN`] path delays (as linuxptp's
+/// default `delay_filter moving_median`, length 10): one slow or fast
+/// direction in one round does not move the offset estimate.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DelayFilter {
+    values: [i64; DelayFilter::LEN],
+    len: usize,
+    next: usize,
+}
+
+impl DelayFilter {
+    /// Window length.
+    pub const LEN: usize = 10;
+
+    /// Adds a delay and returns the median of the window.
+    pub fn push(&mut self, delay_ns: i64) -> i64 {
+        self.values[self.next] = delay_ns;
+        self.next = (self.next + 1) % Self::LEN;
+        self.len = (self.len + 1).min(Self::LEN);
+        let mut w = self.values;
+        let w = &mut w[..self.len];
+        w.sort_unstable();
+        if self.len % 2 == 1 {
+            w[self.len / 2]
+        } else {
+            (w[self.len / 2 - 1] + w[self.len / 2]) / 2
+        }
+    }
+}
+
 /// The slave's side of the exchange: matches the three messages of each
-/// round and feeds complete exchanges to the servo.
+/// round, filters the path delay, and feeds the offset
+/// `(t2 − t1) − median delay` to the servo.
 #[derive(Debug, Clone)]
 pub struct Slave {
     servo: PiServo,
     current: Option<(u32, Exchange, bool)>,
+    delay: DelayFilter,
 }
 
 impl Slave {
     /// A slave with a fresh servo.
     pub fn new(cfg: ServoConfig) -> Slave {
-        Slave { servo: PiServo::new(cfg), current: None }
+        Slave {
+            servo: PiServo::new(cfg),
+            current: None,
+            delay: DelayFilter::default(),
+        }
     }
     /// The servo.
     pub fn servo(&self) -> &PiServo {
@@ -156,7 +208,15 @@ impl Slave {
     }
     /// A Sync with `t1` arrived at slave time `t2`; starts a new round.
     pub fn on_sync(&mut self, seq: u32, t1: u64, t2: u64) {
-        self.current = Some((seq, Exchange { t1, t2, ..Exchange::default() }, false));
+        self.current = Some((
+            seq,
+            Exchange {
+                t1,
+                t2,
+                ..Exchange::default()
+            },
+            false,
+        ));
     }
     /// The Delay_Req of round `seq` left at slave time `t3`.
     pub fn on_delay_req_sent(&mut self, seq: u32, t3: u64) {
@@ -167,13 +227,16 @@ impl Slave {
             }
         }
     }
-    /// The Delay_Resp of round `seq` carries `t4`: returns the exchange and the servo's output.
-    pub fn on_delay_resp(&mut self, seq: u32, t4: u64) -> Option<(Exchange, ServoOutput)> {
+    /// The Delay_Resp of round `seq` carries `t4`: returns the exchange, the
+    /// offset fed to the servo and the servo's output.
+    pub fn on_delay_resp(&mut self, seq: u32, t4: u64) -> Option<(Exchange, i64, ServoOutput)> {
         match self.current.take() {
             Some((s, mut ex, true)) if s == seq => {
                 ex.t4 = t4;
-                let out = self.servo.sample(ex.offset_ns(), ex.t2);
-                Some((ex, out))
+                let delay = self.delay.push(ex.delay_ns());
+                let offset = (ex.t2 as i128 - ex.t1 as i128 - delay as i128) as i64;
+                let out = self.servo.sample(offset, ex.t2);
+                Some((ex, offset, out))
             }
             other => {
                 self.current = other;
@@ -188,9 +251,13 @@ impl Slave {
 pub struct SyncSample {
     /// Seconds since the start of the run.
     pub t_s: f64,
+    /// Servo state after the sample.
     pub state: ServoState,
+    /// Offset fed to the servo: (t2 - t1) - median path delay, ns.
     pub measured_offset_ns: i64,
+    /// This round's path delay, ns.
     pub delay_ns: i64,
+    /// Rate the servo set, ppb.
     pub rate_ppb: f64,
     /// Slave clock − master clock at the moment of the sample (ground truth).
     pub true_offset_ns: i64,
@@ -199,14 +266,18 @@ pub struct SyncSample {
 /// Result of a synchronisation run.
 #[derive(Debug, Clone, Serialize)]
 pub struct SyncReport {
+    /// One per completed exchange.
     pub samples: Vec<SyncSample>,
     /// Seconds from the first Sync to the first locked sample whose true offset
     /// stays within the lock threshold from then on; `None`: never locked.
     pub time_to_lock_s: Option<f64>,
+    /// The lock threshold used, ns.
     pub lock_threshold_ns: u64,
     /// |true offset| after lock, ns.
     pub residual_p50_ns: Option<u64>,
+    /// |true offset| after lock, 99th percentile, ns.
     pub residual_p99_ns: Option<u64>,
+    /// |true offset| after lock, largest, ns.
     pub residual_max_ns: Option<u64>,
     /// The servo's final frequency estimate of the slave's oscillator (ppb, + fast).
     pub final_drift_ppb: f64,
@@ -214,8 +285,14 @@ pub struct SyncReport {
 
 impl SyncReport {
     /// Summarises `samples` (the true offsets decide lock).
-    pub fn from_samples(samples: Vec<SyncSample>, lock_threshold_ns: u64, final_drift_ppb: f64) -> SyncReport {
-        let inside = |s: &SyncSample| s.state == ServoState::Locked && s.true_offset_ns.unsigned_abs() <= lock_threshold_ns;
+    pub fn from_samples(
+        samples: Vec<SyncSample>,
+        lock_threshold_ns: u64,
+        final_drift_ppb: f64,
+    ) -> SyncReport {
+        let inside = |s: &SyncSample| {
+            s.state == ServoState::Locked && s.true_offset_ns.unsigned_abs() <= lock_threshold_ns
+        };
         // First index from which every sample is locked and inside the threshold.
         let mut first = None;
         for (i, s) in samples.iter().enumerate().rev() {
@@ -225,9 +302,19 @@ impl SyncReport {
                 break;
             }
         }
-        let mut residual: Vec<u64> = first.map(|i| samples[i..].iter().map(|s| s.true_offset_ns.unsigned_abs()).collect()).unwrap_or_default();
+        let mut residual: Vec<u64> = first
+            .map(|i| {
+                samples[i..]
+                    .iter()
+                    .map(|s| s.true_offset_ns.unsigned_abs())
+                    .collect()
+            })
+            .unwrap_or_default();
         residual.sort_unstable();
-        let q = |p: f64| (!residual.is_empty()).then(|| residual[((residual.len() - 1) as f64 * p).round() as usize]);
+        let q = |p: f64| {
+            (!residual.is_empty())
+                .then(|| residual[((residual.len() - 1) as f64 * p).round() as usize])
+        };
         SyncReport {
             time_to_lock_s: first.map(|i| samples[i].t_s),
             lock_threshold_ns,
@@ -244,15 +331,21 @@ impl SyncReport {
 /// whose oscillator is off by `offset_ns` and `drift_ppb`.
 #[derive(Debug, Clone, Copy)]
 pub struct SimConfig {
+    /// Injected offset of the slave's counter, ns.
     pub offset_ns: u64,
+    /// Injected drift of the slave's oscillator, ppb.
     pub drift_ppb: i64,
     /// One-way path delay, ns.
     pub path_delay_ns: u64,
     /// Uniform timestamp noise in [0, noise_ns) added to each receive timestamp.
     pub noise_ns: u64,
+    /// Time between Syncs, ns.
     pub interval_ns: u64,
+    /// Simulated time, ns.
     pub duration_ns: u64,
+    /// Seed of the noise.
     pub seed: u64,
+    /// The servo's configuration.
     pub servo: ServoConfig,
 }
 
@@ -262,8 +355,18 @@ pub fn simulate(cfg: &SimConfig) -> SyncReport {
     use crate::clock::{OverlaySource, SlotClock};
     use crate::slot::Ring;
     let epoch = 1_000_000_000u64;
-    let src = OverlaySource { epoch_mono: epoch, offset_ns: cfg.offset_ns, drift_ppb: cfg.drift_ppb };
-    let mut clock = SlotClock::new(Ring { slot_ns: 1_000, slots: 100 }, epoch);
+    let src = OverlaySource {
+        epoch_mono: epoch,
+        offset_ns: cfg.offset_ns,
+        drift_ppb: cfg.drift_ppb,
+    };
+    let mut clock = SlotClock::new(
+        Ring {
+            slot_ns: 1_000,
+            slots: 100,
+        },
+        epoch,
+    );
     let slave_time = |c: &SlotClock, m: u64| c.time_at(src.elapsed_ns(m));
     let mut rng = cfg.seed | 1;
     let mut noise = move || {
@@ -288,7 +391,7 @@ pub fn simulate(cfg: &SimConfig) -> SyncReport {
         let m3 = m2 + 50_000;
         slave.on_delay_req_sent(seq, slave_time(&clock, m3));
         let m4 = m3 + cfg.path_delay_ns + noise();
-        if let Some((ex, out)) = slave.on_delay_resp(seq, m4) {
+        if let Some((ex, offset, out)) = slave.on_delay_resp(seq, m4) {
             let now = m4 + 20_000;
             if out.state == ServoState::Jump {
                 clock.step(out.step_ns);
@@ -299,7 +402,7 @@ pub fn simulate(cfg: &SimConfig) -> SyncReport {
             samples.push(SyncSample {
                 t_s: (now - epoch) as f64 / 1e9,
                 state: out.state,
-                measured_offset_ns: ex.offset_ns(),
+                measured_offset_ns: offset,
                 delay_ns: ex.delay_ns(),
                 rate_ppb: out.rate_ppb,
                 true_offset_ns: (slave_time(&clock, now) as i128 - now as i128) as i64,
@@ -316,9 +419,13 @@ pub fn simulate(cfg: &SimConfig) -> SyncReport {
 pub struct LiveConfig {
     /// The real-time class that carries the sync messages (same index on both sides).
     pub class: usize,
+    /// Time between Syncs, ns.
     pub interval_ns: u64,
+    /// How long the slave runs, ns.
     pub duration_ns: u64,
+    /// The servo's configuration.
     pub servo: ServoConfig,
+    /// Locked means |true offset| at most this from then on, ns.
     pub lock_threshold_ns: u64,
 }
 
@@ -331,9 +438,20 @@ fn next_ptp_slot<S: TickSource>(sched: &Scheduler<S>, class: usize, now: u64) ->
 
 /// Sleeps until CLOCK_MONOTONIC reaches `t`.
 fn sleep_until(t: u64) {
-    let ts = libc::timespec { tv_sec: (t / 1_000_000_000) as libc::time_t, tv_nsec: (t % 1_000_000_000) as libc::c_long };
+    let ts = libc::timespec {
+        tv_sec: (t / 1_000_000_000) as libc::time_t,
+        tv_nsec: (t % 1_000_000_000) as libc::c_long,
+    };
     // SAFETY: `ts` is a valid timespec; a null remainder is allowed with TIMER_ABSTIME.
-    while unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) } == libc::EINTR {}
+    while unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &ts,
+            std::ptr::null_mut(),
+        )
+    } == libc::EINTR
+    {}
 }
 
 /// How long after a Sync each side keeps polling for the rest of the round.
@@ -347,7 +465,12 @@ fn round_window(cfg: &LiveConfig) -> u64 {
 /// Sync otherwise: a real-time thread that spins all the time would also
 /// starve its core's softirq thread, which may hold the very frames it waits
 /// for. Returns the number of rounds it started.
-pub fn run_master<S: TickSource>(ep: &mut SchedEndpoint<S>, slave: SocketAddrV4, cfg: &LiveConfig, stop: &AtomicBool) -> detpath::Result<u32> {
+pub fn run_master<S: TickSource>(
+    ep: &mut SchedEndpoint<S>,
+    slave: SocketAddrV4,
+    cfg: &LiveConfig,
+    stop: &AtomicBool,
+) -> detpath::Result<u32> {
     let mut buf = [0u8; 2048];
     let mut seq = 0u32;
     let mut next_sync = monotonic_ns();
@@ -356,7 +479,10 @@ pub fn run_master<S: TickSource>(ep: &mut SchedEndpoint<S>, slave: SocketAddrV4,
     while !stop.load(Ordering::Relaxed) {
         let now = monotonic_ns();
         let idle = ep.scheduler().held(cfg.class) == Some(0);
-        if (!round_open || now > last_sync + round_window(cfg)) && idle && now + 2_000_000 < next_sync {
+        if (!round_open || now > last_sync + round_window(cfg))
+            && idle
+            && now + 2_000_000 < next_sync
+        {
             ep.poll(now);
             sleep_until(next_sync - 2_000_000);
             continue;
@@ -367,18 +493,43 @@ pub fn run_master<S: TickSource>(ep: &mut SchedEndpoint<S>, slave: SocketAddrV4,
             if let Some(slot) = next_ptp_slot(ep.scheduler(), cfg.class, now) {
                 seq = seq.wrapping_add(1);
                 let t1 = ep.scheduler().slot_time(slot);
-                let msg = SyncMsg { kind: MsgKind::Sync, seq, time_ns: t1 }.encode();
+                let msg = SyncMsg {
+                    kind: MsgKind::Sync,
+                    seq,
+                    time_ns: t1,
+                }
+                .encode();
                 let _ = ep.send_at(t1, cfg.class, &msg, slave);
             }
             next_sync += cfg.interval_ns;
         }
-        ep.poll(monotonic_ns());
+        let mut sync_left = false;
+        ep.poll_observed(monotonic_ns(), |r, ok| {
+            sync_left |=
+                ok && r.class == cfg.class && r.payload.get(5) == Some(&(MsgKind::Sync as u8))
+        });
+        if sync_left {
+            // Step off the CPU for a moment: on a veth the frame's receive
+            // processing may have been deferred to this core's softirq thread,
+            // which a spinning real-time thread would starve.
+            sleep_until(monotonic_ns() + 50_000);
+        }
         if let Some(rx) = ep.recv(&mut buf, RecvMode::NonBlocking)? {
-            if let Ok(SyncMsg { kind: MsgKind::DelayReq, seq: s, .. }) = SyncMsg::parse(&buf[..rx.len]) {
+            if let Ok(SyncMsg {
+                kind: MsgKind::DelayReq,
+                seq: s,
+                ..
+            }) = SyncMsg::parse(&buf[..rx.len])
+            {
                 let t4 = ep.scheduler().time_at(rx.rx_ns);
                 let now = monotonic_ns();
                 if let Some(slot) = next_ptp_slot(ep.scheduler(), cfg.class, now) {
-                    let msg = SyncMsg { kind: MsgKind::DelayResp, seq: s, time_ns: t4 }.encode();
+                    let msg = SyncMsg {
+                        kind: MsgKind::DelayResp,
+                        seq: s,
+                        time_ns: t4,
+                    }
+                    .encode();
                     let t = ep.scheduler().slot_time(slot);
                     let _ = ep.send_at(t, cfg.class, &msg, rx.peer);
                 }
@@ -422,7 +573,12 @@ pub fn run_slave<S: TickSource>(
         let mut released_slot = None;
         ep.poll_observed(monotonic_ns(), |r, ok| {
             if ok && r.class == cfg.class {
-                if let Ok(SyncMsg { kind: MsgKind::DelayReq, seq, .. }) = SyncMsg::parse(r.payload) {
+                if let Ok(SyncMsg {
+                    kind: MsgKind::DelayReq,
+                    seq,
+                    ..
+                }) = SyncMsg::parse(r.payload)
+                {
                     released_slot = Some((seq, r.slot));
                 }
             }
@@ -432,12 +588,22 @@ pub fn run_slave<S: TickSource>(
             slave.on_delay_req_sent(seq, ep.scheduler().slot_time(slot));
             req_out = true;
         }
-        let mode = if req_out { RecvMode::Blocking { timeout: Some(std::time::Duration::from_millis(2)) } } else { RecvMode::NonBlocking };
+        let mode = if req_out {
+            RecvMode::Blocking {
+                timeout: Some(std::time::Duration::from_millis(2)),
+            }
+        } else {
+            RecvMode::NonBlocking
+        };
         let Some(rx) = ep.recv(&mut buf, mode)? else {
             continue;
         };
         match SyncMsg::parse(&buf[..rx.len]) {
-            Ok(SyncMsg { kind: MsgKind::Sync, seq, time_ns: t1 }) => {
+            Ok(SyncMsg {
+                kind: MsgKind::Sync,
+                seq,
+                time_ns: t1,
+            }) => {
                 let t2 = ep.scheduler().time_at(rx.rx_ns);
                 slave.on_sync(seq, t1, t2);
                 last_sync_rx = Some(rx.rx_ns);
@@ -445,13 +611,22 @@ pub fn run_slave<S: TickSource>(
                 req_out = false;
                 let now = monotonic_ns();
                 if let Some(slot) = next_ptp_slot(ep.scheduler(), cfg.class, now) {
-                    let msg = SyncMsg { kind: MsgKind::DelayReq, seq, time_ns: 0 }.encode();
+                    let msg = SyncMsg {
+                        kind: MsgKind::DelayReq,
+                        seq,
+                        time_ns: 0,
+                    }
+                    .encode();
                     let t = ep.scheduler().slot_time(slot);
                     let _ = ep.send_at(t, cfg.class, &msg, master);
                 }
             }
-            Ok(SyncMsg { kind: MsgKind::DelayResp, seq, time_ns: t4 }) => {
-                if let Some((ex, out)) = slave.on_delay_resp(seq, t4) {
+            Ok(SyncMsg {
+                kind: MsgKind::DelayResp,
+                seq,
+                time_ns: t4,
+            }) => {
+                if let Some((ex, offset, out)) = slave.on_delay_resp(seq, t4) {
                     round_done = true;
                     req_out = false;
                     let now = monotonic_ns();
@@ -460,7 +635,7 @@ pub fn run_slave<S: TickSource>(
                     samples.push(SyncSample {
                         t_s: (now - start) as f64 / 1e9,
                         state: out.state,
-                        measured_offset_ns: ex.offset_ns(),
+                        measured_offset_ns: offset,
                         delay_ns: ex.delay_ns(),
                         rate_ppb: out.rate_ppb,
                         true_offset_ns: truth as i64,
@@ -471,7 +646,11 @@ pub fn run_slave<S: TickSource>(
         }
     }
     let drift = slave.servo().drift_ppb();
-    Ok(SyncReport::from_samples(samples, cfg.lock_threshold_ns, drift))
+    Ok(SyncReport::from_samples(
+        samples,
+        cfg.lock_threshold_ns,
+        drift,
+    ))
 }
 
 #[cfg(test)]
@@ -480,9 +659,16 @@ mod tests {
 
     #[test]
     fn messages_round_trip_and_reject_junk() {
-        let m = SyncMsg { kind: MsgKind::DelayResp, seq: 7, time_ns: 123_456_789 };
+        let m = SyncMsg {
+            kind: MsgKind::DelayResp,
+            seq: 7,
+            time_ns: 123_456_789,
+        };
         assert_eq!(SyncMsg::parse(&m.encode()), Ok(m));
-        assert_eq!(SyncMsg::parse(&[0; 3]), Err(SyncWireError::Length { len: 3 }));
+        assert_eq!(
+            SyncMsg::parse(&[0; 3]),
+            Err(SyncWireError::Length { len: 3 })
+        );
         let mut b = m.encode();
         b[5] = 9;
         assert_eq!(SyncMsg::parse(&b), Err(SyncWireError::Kind(9)));
@@ -491,9 +677,26 @@ mod tests {
     }
 
     #[test]
+    fn delay_filter_is_a_moving_median() {
+        let mut f = DelayFilter::default();
+        assert_eq!(f.push(10), 10);
+        assert_eq!(f.push(30), 20);
+        assert_eq!(f.push(1_000_000), 30);
+        for _ in 0..10 {
+            f.push(5);
+        }
+        assert_eq!(f.push(1_000_000), 5);
+    }
+
+    #[test]
     fn offset_and_delay_of_a_symmetric_path() {
         // Slave 1000 ns ahead, path 300 ns each way.
-        let ex = Exchange { t1: 10_000, t2: 11_300, t3: 20_000, t4: 19_300 };
+        let ex = Exchange {
+            t1: 10_000,
+            t2: 11_300,
+            t3: 20_000,
+            t4: 19_300,
+        };
         assert_eq!(ex.offset_ns(), 1_000);
         assert_eq!(ex.delay_ns(), 300);
     }

@@ -47,6 +47,7 @@ pub enum Method {
 }
 
 impl Method {
+    /// The method's name in tables and on the command line.
     pub fn as_str(self) -> &'static str {
         match self {
             Method::Slots => "slots",
@@ -67,7 +68,9 @@ impl std::str::FromStr for Method {
             "slots" => Ok(Method::Slots),
             "slots-idle" => Ok(Method::SlotsIdle),
             "sleep" => Ok(Method::Sleep),
-            _ => Err(BenchError::Method { text: s.to_string() }),
+            _ => Err(BenchError::Method {
+                text: s.to_string(),
+            }),
         }
     }
 }
@@ -75,9 +78,11 @@ impl std::str::FromStr for Method {
 /// One periodic real-time flow.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FlowSpec {
+    /// Flow name (tables, JSON).
     pub name: String,
     /// The real-time class it is sent in.
     pub class: String,
+    /// Period between instances, ns (a multiple of the slot).
     pub period_ns: u64,
     /// Payload bytes (at least the 24-byte header).
     pub size: usize,
@@ -88,9 +93,13 @@ pub struct FlowSpec {
 impl FlowSpec {
     /// Parses `NAME:CLASS:PERIOD_US:SIZE:PHASE_SLOT`, e.g. `f1:ctl:100:64:0`.
     pub fn parse(text: &str) -> Result<FlowSpec, BenchError> {
-        let bad = || BenchError::FlowSyntax { text: text.to_string() };
+        let bad = || BenchError::FlowSyntax {
+            text: text.to_string(),
+        };
         let p: Vec<&str> = text.split(':').map(str::trim).collect();
-        let [name, class, period, size, phase] = p.as_slice() else { return Err(bad()) };
+        let [name, class, period, size, phase] = p.as_slice() else {
+            return Err(bad());
+        };
         let period_us: f64 = period.parse().map_err(|_| bad())?;
         if !(period_us.is_finite() && period_us > 0.0) || name.is_empty() {
             return Err(bad());
@@ -106,42 +115,73 @@ impl FlowSpec {
 }
 
 /// A benchmark that cannot run as configured.
+// The variants' fields are named in their messages.
+#[allow(missing_docs)]
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum BenchError {
     #[error("flow `{text}` is not NAME:CLASS:PERIOD_US:SIZE:PHASE_SLOT")]
+    /// A `--flow` that does not parse.
     FlowSyntax { text: String },
     #[error("method `{text}` is not slots, slots-idle or sleep")]
+    /// A `--method` that is not known.
     Method { text: String },
     #[error("flow `{flow}`: no real-time class `{class}`")]
+    /// A flow in a class that does not exist or is not real-time.
     FlowClass { flow: String, class: String },
     #[error("flow `{flow}`: period {period_ns} ns is not a multiple of the {slot_ns} ns slot")]
-    FlowPeriod { flow: String, period_ns: u64, slot_ns: u64 },
+    /// A flow period that is not a whole number of slots.
+    FlowPeriod {
+        flow: String,
+        period_ns: u64,
+        slot_ns: u64,
+    },
     #[error("flow `{flow}`: size {size} is outside {min}..={max} bytes")]
-    FlowSize { flow: String, size: usize, min: usize, max: usize },
+    /// A payload size outside what a frame carries.
+    FlowSize {
+        flow: String,
+        size: usize,
+        min: usize,
+        max: usize,
+    },
     #[error("flow `{flow}`: its instance at ring position {position} falls in a slot class `{class}` does not own; fix the phase or the mask")]
-    FlowSlots { flow: String, class: String, position: u32 },
+    /// A flow instance that falls in a slot its class does not own.
+    FlowSlots {
+        flow: String,
+        class: String,
+        position: u32,
+    },
     #[error("flows `{a}` and `{b}` both use ring position {position}")]
+    /// Two flows on one ring position.
     FlowClash { a: String, b: String, position: u32 },
     #[error("best-effort class `{class}` does not exist or is not best effort")]
+    /// The flood's class is missing or not best effort.
     BeClass { class: String },
     #[error("no flows: give at least one --flow")]
+    /// No flow configured.
     NoFlows,
     #[error(transparent)]
+    /// The scheduler configuration is invalid.
     Config(#[from] crate::config::ConfigError),
 }
 
 /// Everything a benchmark run needs.
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
+    /// Datapaths to measure, in order.
     pub datapaths: Vec<String>,
+    /// Methods to run on each datapath.
     pub methods: Vec<Method>,
+    /// The scheduler (slots, ring, lead, classes, tolerance).
     pub sched: SchedConfig,
+    /// The periodic real-time flows.
     pub flows: Vec<FlowSpec>,
     /// The class the flood goes in.
     pub be_class: Option<String>,
+    /// Flood payload bytes.
     pub be_size: usize,
     /// Measured time per run (after the warm-up), ns.
     pub duration_ns: u64,
+    /// Unmeasured time at the start of a run, ns.
     pub warmup_ns: u64,
     /// How far ahead of its time the slots sender submits a packet (≥ the insertion lead).
     pub lookahead_ns: u64,
@@ -157,9 +197,11 @@ pub struct BenchConfig {
     /// The run is cut into segments: sending for `segment_on_ns`, all threads
     /// asleep for `segment_off_ns` (keeps SCHED_FIFO pollers under the RT throttle).
     pub segment_on_ns: u64,
+    /// Pause of each segment, ns (0: none).
     pub segment_off_ns: u64,
     /// Testbed namespaces are `<prefix>-a` and `<prefix>-b`.
     pub testbed_prefix: String,
+    /// First UDP port; each run takes the next two.
     pub port_base: u16,
 }
 
@@ -191,7 +233,12 @@ impl BenchConfig {
             datapaths: vec!["afxdp".into(), "dpdk".into(), "udp".into()],
             methods: vec![Method::Slots, Method::Sleep, Method::SlotsIdle],
             sched,
-            flows: vec![flow("f100us:ctl:100:64:5"), flow("f250us:ctl:250:256:7"), flow("f500us:io:500:512:9"), flow("f1ms:io:1000:1024:3")],
+            flows: vec![
+                flow("f100us:ctl:100:64:5"),
+                flow("f250us:ctl:250:256:7"),
+                flow("f500us:io:500:512:9"),
+                flow("f1ms:io:1000:1024:3"),
+            ],
             be_class: Some("bulk".into()),
             be_size: 1024,
             duration_ns: 5_000_000_000,
@@ -222,12 +269,24 @@ impl BenchConfig {
                 .classes
                 .iter()
                 .find(|c| c.name == f.class && c.kind == ClassKind::RealTime)
-                .ok_or_else(|| BenchError::FlowClass { flow: f.name.clone(), class: f.class.clone() })?;
+                .ok_or_else(|| BenchError::FlowClass {
+                    flow: f.name.clone(),
+                    class: f.class.clone(),
+                })?;
             if f.period_ns == 0 || f.period_ns % self.sched.slot_ns != 0 {
-                return Err(BenchError::FlowPeriod { flow: f.name.clone(), period_ns: f.period_ns, slot_ns: self.sched.slot_ns });
+                return Err(BenchError::FlowPeriod {
+                    flow: f.name.clone(),
+                    period_ns: f.period_ns,
+                    slot_ns: self.sched.slot_ns,
+                });
             }
             if f.size < min || f.size > self.sched.max_payload {
-                return Err(BenchError::FlowSize { flow: f.name.clone(), size: f.size, min, max: self.sched.max_payload });
+                return Err(BenchError::FlowSize {
+                    flow: f.name.clone(),
+                    size: f.size,
+                    min,
+                    max: self.sched.max_payload,
+                });
             }
             let step = f.period_ns / self.sched.slot_ns;
             // Positions repeat after lcm(step, n) / step instances.
@@ -235,22 +294,40 @@ impl BenchConfig {
             for i in 0..instances {
                 let pos = ((f.phase_slot as u64 + i * step) % n) as u32;
                 if !class.mask.contains(pos) {
-                    return Err(BenchError::FlowSlots { flow: f.name.clone(), class: f.class.clone(), position: pos });
+                    return Err(BenchError::FlowSlots {
+                        flow: f.name.clone(),
+                        class: f.class.clone(),
+                        position: pos,
+                    });
                 }
                 if let Some(other) = used[pos as usize] {
                     if other != f.name {
-                        return Err(BenchError::FlowClash { a: other.to_string(), b: f.name.clone(), position: pos });
+                        return Err(BenchError::FlowClash {
+                            a: other.to_string(),
+                            b: f.name.clone(),
+                            position: pos,
+                        });
                     }
                 }
                 used[pos as usize] = Some(&f.name);
             }
         }
         if let Some(be) = &self.be_class {
-            if !self.sched.classes.iter().any(|c| &c.name == be && c.kind == ClassKind::BestEffort) {
+            if !self
+                .sched
+                .classes
+                .iter()
+                .any(|c| &c.name == be && c.kind == ClassKind::BestEffort)
+            {
                 return Err(BenchError::BeClass { class: be.clone() });
             }
             if self.be_size < min || self.be_size > self.sched.max_payload {
-                return Err(BenchError::FlowSize { flow: "flood".into(), size: self.be_size, min, max: self.sched.max_payload });
+                return Err(BenchError::FlowSize {
+                    flow: "flood".into(),
+                    size: self.be_size,
+                    min,
+                    max: self.sched.max_payload,
+                });
             }
         }
         Ok(())
@@ -280,9 +357,13 @@ fn lcm(a: u64, b: u64) -> u64 {
 /// One class's figures in one run.
 #[derive(Debug, Clone, Serialize)]
 pub struct ClassReport {
+    /// Class name.
     pub name: String,
+    /// Real-time or best effort.
     pub kind: ClassKind,
+    /// Strict or relaxed.
     pub mode: Mode,
+    /// The scheduler's counters (whole run).
     pub counters: ClassCounters,
     /// Release error (hand-off − scheduled) in the measured window.
     pub release_error_ns: ErrorSummary,
@@ -291,13 +372,21 @@ pub struct ClassReport {
 /// One flow's figures at the receiver.
 #[derive(Debug, Clone, Serialize)]
 pub struct FlowReport {
+    /// Flow name.
     pub name: String,
+    /// Its class.
     pub class: String,
+    /// Its period, ns.
     pub period_ns: u64,
+    /// Its payload bytes.
     pub size: usize,
+    /// Instances the sender handed to the datapath.
     pub sent: u64,
+    /// Instances the receiver got (distinct sequence numbers).
     pub received: u64,
+    /// |a_i - a_(i-1) - period| over consecutive instances, ns.
     pub iat_error_ns: ErrorSummary,
+    /// Packet delay variation (RFC 5481: delay minus the smallest delay), ns.
     pub pdv_ns: ErrorSummary,
 }
 
@@ -308,9 +397,11 @@ pub struct BeShare {
     pub expected_fraction: f64,
     /// Best-effort packets released in the measured window over all slots of the window.
     pub measured_fraction: f64,
+    /// Best-effort packets released in those slots.
     pub sent_in_window: u64,
+    /// Slots of the measured window in which the flood ran.
     pub slots_in_window: u64,
-    /// Owned slots that passed unused because the poll came too late.
+    /// Owned slots of the measured window that passed unused because the poll came too late.
     pub missed_slots: u64,
     /// Flood packets the receiver got (whole run).
     pub received: u64,
@@ -319,26 +410,36 @@ pub struct BeShare {
 /// One datapath × method.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
+    /// Datapath name.
     pub datapath: String,
+    /// How the flows were paced.
     pub method: Method,
     /// Endpoint modes obtained (sender / receiver).
     pub endpoints: String,
     /// All real-time flows together.
     pub iat_error_ns: ErrorSummary,
+    /// Hand-off minus scheduled instant, real-time packets, ns.
     pub release_error_ns: ErrorSummary,
     /// Duration of the datapath's send call (hand-off to return), real-time packets.
     pub send_cost_ns: ErrorSummary,
+    /// Packet delay variation of all flows, ns.
     pub pdv_ns: ErrorSummary,
     /// Real-time packets a strict class let out later than the tolerance
     /// (for `sleep`: packets sent later than the tolerance).
     pub violations: u64,
+    /// The late tolerance the scheduler used, ns.
     pub late_tolerance_ns: u64,
+    /// Real-time packets handed to the datapath.
     pub rt_sent: u64,
+    /// Real-time packets the receiver got.
     pub rt_received: u64,
     /// Frames the receiver got that were not the benchmark's.
     pub rx_foreign: u64,
+    /// Per-class figures.
     pub classes: Vec<ClassReport>,
+    /// Per-flow figures.
     pub flows: Vec<FlowReport>,
+    /// Best effort's share (slots method with the flood).
     pub be: Option<BeShare>,
     /// Raw inter-arrival errors of all flows, sorted (for plots; not in JSON).
     #[serde(skip)]
@@ -348,18 +449,27 @@ pub struct RunReport {
 /// The whole benchmark.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
+    /// The host the figures came from.
     pub environment: detpath_bench::Environment,
     /// What the sender's interface offers (line rate, PHC, launch time).
     pub probe: Probe,
+    /// Slot length, ns.
     pub slot_ns: u64,
+    /// Slots per ring cycle.
     pub ring_slots: u32,
+    /// Insertion lead, slots.
     pub lead_slots: u32,
+    /// The classes in their text form.
     pub classes: Vec<String>,
+    /// The flows.
     pub flows: Vec<FlowSpec>,
+    /// Flood payload bytes.
     pub be_size: usize,
+    /// Measured seconds per run.
     pub duration_s: f64,
     /// Tuning state and the threads' scheduling (policy, nice).
     pub tuning: String,
+    /// One entry per datapath x method.
     pub runs: Vec<RunReport>,
     /// Runs that failed, with why.
     pub errors: Vec<String>,
@@ -367,7 +477,12 @@ pub struct Report {
 
 /// Runs every datapath × method in a fresh testbed. `log` gets progress
 /// lines; `interrupted` is polled between runs and inside them.
-pub fn run(cfg: &BenchConfig, tuning: &str, log: &dyn Fn(&str), interrupted: &(dyn Fn() -> bool + Sync)) -> anyhow::Result<Report> {
+pub fn run(
+    cfg: &BenchConfig,
+    tuning: &str,
+    log: &dyn Fn(&str),
+    interrupted: &(dyn Fn() -> bool + Sync),
+) -> anyhow::Result<Report> {
     cfg.validate()?;
     let tb = Testbed::up(TestbedConfig::with_prefix(&cfg.testbed_prefix))?;
     let iface = tb.a().iface.clone();
@@ -384,7 +499,12 @@ pub fn run(cfg: &BenchConfig, tuning: &str, log: &dyn Fn(&str), interrupted: &(d
                 errors.push("interrupted".into());
                 break;
             }
-            log(&format!("{dp} {}: {:.1} s + {:.1} s warm-up", method.as_str(), cfg.duration_ns as f64 / 1e9, cfg.warmup_ns as f64 / 1e9));
+            log(&format!(
+                "{dp} {}: {:.1} s + {:.1} s warm-up",
+                method.as_str(),
+                cfg.duration_ns as f64 / 1e9,
+                cfg.warmup_ns as f64 / 1e9
+            ));
             port += 2;
             match run_one(&tb, cfg, dp, method, port, interrupted) {
                 Ok(r) => runs.push(r),
@@ -439,7 +559,14 @@ fn endpoint_uri(base: &str, datapath: &str, core: u32, rt: Option<u8>, receiver:
 /// One datapath × method: receiver in namespace b, sender in namespace a.
 /// Both open their endpoints first; then the run's timeline starts 20 ms
 /// later on a ring-cycle boundary (opening a DPDK port takes a while).
-fn run_one(tb: &Testbed, cfg: &BenchConfig, dp: &str, method: Method, port: u16, interrupted: &(dyn Fn() -> bool + Sync)) -> anyhow::Result<RunReport> {
+fn run_one(
+    tb: &Testbed,
+    cfg: &BenchConfig,
+    dp: &str,
+    method: Method,
+    port: u16,
+    interrupted: &(dyn Fn() -> bool + Sync),
+) -> anyhow::Result<RunReport> {
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let (rx_tl_tx, rx_tl_rx) = std::sync::mpsc::channel::<Timeline>();
@@ -457,7 +584,9 @@ fn run_one(tb: &Testbed, cfg: &BenchConfig, dp: &str, method: Method, port: u16,
             }
         };
         let _ = ready_tx.send(Ok((ep.local_addr(), ep.capabilities().summary())));
-        let Ok(tl) = rx_tl_rx.recv() else { anyhow::bail!("no timeline: the sender failed") };
+        let Ok(tl) = rx_tl_rx.recv() else {
+            anyhow::bail!("no timeline: the sender failed")
+        };
         recv::receive(ep.as_mut(), expected, &tl, &stop_r)
     });
     let (peer, rx_mode) = match ready_rx.recv() {
@@ -468,7 +597,13 @@ fn run_one(tb: &Testbed, cfg: &BenchConfig, dp: &str, method: Method, port: u16,
         }
         Err(_) => anyhow::bail!("receiver thread ended before opening its endpoint"),
     };
-    let tx_uri = endpoint_uri(&tb.a().uri(dp, port + 1), dp, cfg.cpus.0, cfg.rt_priority, false);
+    let tx_uri = endpoint_uri(
+        &tb.a().uri(dp, port + 1),
+        dp,
+        cfg.cpus.0,
+        cfg.rt_priority,
+        false,
+    );
     let cfg2 = cfg.clone();
     let abort = Arc::new(AtomicBool::new(false));
     let abort_s = abort.clone();
@@ -484,9 +619,13 @@ fn run_one(tb: &Testbed, cfg: &BenchConfig, dp: &str, method: Method, port: u16,
             }
         };
         let _ = tx_ready_tx.send(Ok(()));
-        let Ok(tl) = tx_tl_rx.recv() else { anyhow::bail!("no timeline") };
+        let Ok(tl) = tx_tl_rx.recv() else {
+            anyhow::bail!("no timeline")
+        };
         match method {
-            Method::Slots | Method::SlotsIdle => send::slots(ep, &cfg2, &tl, method.flood(), peer, &abort_s),
+            Method::Slots | Method::SlotsIdle => {
+                send::slots(ep, &cfg2, &tl, method.flood(), peer, &abort_s)
+            }
             Method::Sleep => send::sleep(ep, &cfg2, &tl, peer, &abort_s),
         }
     });
@@ -518,13 +657,25 @@ fn run_one(tb: &Testbed, cfg: &BenchConfig, dp: &str, method: Method, port: u16,
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let sent = sender.join().map_err(|_| anyhow::anyhow!("sender thread panicked"));
+    let sent = sender
+        .join()
+        .map_err(|_| anyhow::anyhow!("sender thread panicked"));
     // Let the last frames arrive, then stop the receiver.
     std::thread::sleep(std::time::Duration::from_millis(50));
     stop.store(true, Ordering::Relaxed);
-    let received = receiver.join().map_err(|_| anyhow::anyhow!("receiver thread panicked"))???;
+    let received = receiver
+        .join()
+        .map_err(|_| anyhow::anyhow!("receiver thread panicked"))???;
     let sent = sent???;
-    Ok(recv::analyse(cfg, &tl, dp, method, &format!("{} / {}", sent.endpoint, rx_mode), sent, received))
+    Ok(recv::analyse(
+        cfg,
+        &tl,
+        dp,
+        method,
+        &format!("{} / {}", sent.endpoint, rx_mode),
+        sent,
+        received,
+    ))
 }
 
 /// The run's time plan, starting on a ring-cycle boundary at least 20 ms from now.
@@ -532,5 +683,11 @@ fn timeline(cfg: &BenchConfig) -> Timeline {
     let cycle = cfg.sched.slot_ns * cfg.sched.ring_slots as u64;
     let start = (detpath::monotonic_ns() + 20_000_000) / cycle * cycle + cycle;
     let measure_from = start + cfg.warmup_ns;
-    Timeline { start, measure_from, end: measure_from + cfg.duration_ns, on_ns: cfg.segment_on_ns, off_ns: cfg.segment_off_ns }
+    Timeline {
+        start,
+        measure_from,
+        end: measure_from + cfg.duration_ns,
+        on_ns: cfg.segment_on_ns,
+        off_ns: cfg.segment_off_ns,
+    }
 }

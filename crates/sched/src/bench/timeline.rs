@@ -7,10 +7,15 @@
 /// The time plan of one run (CLOCK_MONOTONIC ns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeline {
+    /// First instant of the run (a ring-cycle boundary).
     pub start: u64,
+    /// Figures count from here (after the warm-up).
     pub measure_from: u64,
+    /// The run's end.
     pub end: u64,
+    /// Sending part of each segment, ns.
     pub on_ns: u64,
+    /// Pause of each segment, ns.
     pub off_ns: u64,
 }
 
@@ -47,14 +52,21 @@ mod tests {
 
     #[test]
     fn segments() {
-        let tl = Timeline { start: 1_000, measure_from: 1_500, end: 10_000, on_ns: 800, off_ns: 200 };
+        let tl = Timeline {
+            start: 1_000,
+            measure_from: 1_500,
+            end: 10_000,
+            on_ns: 800,
+            off_ns: 200,
+        };
         assert!(!tl.active(999));
         assert!(tl.active(1_000) && tl.active(1_799));
         assert!(!tl.active(1_800) && !tl.active(1_999));
         assert!(tl.active(2_000));
         assert_eq!(tl.next_on(1_850), 2_000);
         assert_eq!(tl.next_on(1_500), 1_500);
-        assert_eq!(tl.next_on(9_900), 9_900);
+        assert_eq!(tl.next_on(9_500), 9_500);
+        assert_eq!(tl.next_on(9_900), 10_000);
         assert!(!tl.active(10_000));
         assert!(tl.flood_active(1_100, 100) && !tl.flood_active(1_750, 100));
     }
