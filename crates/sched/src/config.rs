@@ -119,6 +119,13 @@ pub enum ConfigError {
     #[error("mode `{text}` is neither strict nor relaxed")]
     /// A mode that is neither strict nor relaxed.
     BadMode { text: String },
+    /// An endpoint-spec key with a value it cannot take.
+    #[error("spec key {key}={value}: expected {want}")]
+    SpecKey {
+        key: &'static str,
+        value: String,
+        want: &'static str,
+    },
     #[error("max payload {max} is out of range: use 1..=65507 bytes")]
     /// A payload limit out of range.
     MaxPayload { max: usize },
@@ -293,9 +300,118 @@ impl SchedConfig {
     }
 }
 
+/// The endpoint-spec keys a scheduler reads (proposed for `detpath::open`:
+/// `udp://10.0.0.1:7000?sched=slots&slot_ns=10000&ring_slots=100&classes=ctl:rt:strict:5/10;bulk:be:10/10`).
+pub const SPEC_KEYS: &[&str] = &[
+    "sched",
+    "slot_ns",
+    "ring_slots",
+    "lead_slots",
+    "late_tolerance_ns",
+    "mode",
+    "max_payload",
+    "classes",
+];
+
+impl SchedConfig {
+    /// A configuration from endpoint-spec keys (values as strings): `sched=slots`
+    /// (required; anything else is an error), `slot_ns` (default 10000),
+    /// `ring_slots` (100), `lead_slots` (2), `late_tolerance_ns` (one slot),
+    /// `mode` (strict|relaxed, default strict: the classes' default),
+    /// `max_payload` (1472), `classes` (required: class texts separated by `;`).
+    /// Keys not in [`SPEC_KEYS`] are ignored (they belong to the datapath).
+    pub fn from_spec_keys(
+        keys: &std::collections::BTreeMap<String, String>,
+    ) -> Result<SchedConfig, ConfigError> {
+        let get = |k: &str| keys.get(k).map(String::as_str);
+        match get("sched") {
+            Some("slots") => {}
+            other => {
+                return Err(ConfigError::SpecKey {
+                    key: "sched",
+                    value: other.unwrap_or("").to_string(),
+                    want: "slots",
+                })
+            }
+        }
+        fn num<T: std::str::FromStr>(
+            key: &'static str,
+            v: Option<&str>,
+            default: T,
+        ) -> Result<T, ConfigError> {
+            match v {
+                None => Ok(default),
+                Some(t) => t.parse().map_err(|_| ConfigError::SpecKey {
+                    key,
+                    value: t.to_string(),
+                    want: "a whole number",
+                }),
+            }
+        }
+        let slot_ns = num("slot_ns", get("slot_ns"), 10_000u64)?;
+        let ring_slots = num("ring_slots", get("ring_slots"), 100u32)?;
+        let lead_slots = num("lead_slots", get("lead_slots"), 2u32)?;
+        let mut cfg = SchedConfig::new(slot_ns, ring_slots, lead_slots);
+        cfg.late_tolerance_ns = num("late_tolerance_ns", get("late_tolerance_ns"), slot_ns)?;
+        cfg.max_payload = num("max_payload", get("max_payload"), 1472usize)?;
+        let mode: Mode = get("mode").unwrap_or("strict").parse()?;
+        let classes = get("classes").ok_or(ConfigError::NoClass)?;
+        cfg.classes = classes
+            .split(';')
+            .filter(|c| !c.trim().is_empty())
+            .map(|c| ClassConfig::parse(c.trim(), ring_slots, mode))
+            .collect::<Result<_, _>>()?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn from_spec_keys() {
+        let keys = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<std::collections::BTreeMap<_, _>>()
+        };
+        let cfg = SchedConfig::from_spec_keys(&keys(&[
+            ("sched", "slots"),
+            ("slot_ns", "5000"),
+            ("classes", "ctl:rt:5/10;bulk:be:10/10@64"),
+            ("port", "7"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            (
+                cfg.slot_ns,
+                cfg.ring_slots,
+                cfg.late_tolerance_ns,
+                cfg.classes.len()
+            ),
+            (5000, 100, 5000, 2)
+        );
+        assert_eq!(cfg.classes[1].capacity, 64);
+        assert!(matches!(
+            SchedConfig::from_spec_keys(&keys(&[("sched", "fifo")])),
+            Err(ConfigError::SpecKey { key: "sched", .. })
+        ));
+        assert!(matches!(
+            SchedConfig::from_spec_keys(&keys(&[
+                ("sched", "slots"),
+                ("slot_ns", "x"),
+                ("classes", "a:rt:0")
+            ])),
+            Err(ConfigError::SpecKey { key: "slot_ns", .. })
+        ));
+        assert_eq!(
+            SchedConfig::from_spec_keys(&keys(&[("sched", "slots")])),
+            Err(ConfigError::NoClass)
+        );
+    }
 
     #[test]
     fn parses_class_text() {

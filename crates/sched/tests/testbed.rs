@@ -179,13 +179,13 @@ fn a_sync_run_locks() {
             "{dp}: never locked: {:?}",
             &r.samples[r.samples.len().saturating_sub(5)..]
         );
-        // The injected 50 ppm is compensated: after lock the servo applies about -50 ppm on average.
-        let rate = r
-            .mean_rate_after_lock_ppb
-            .expect("locked runs have a mean rate");
+        // The injected 50 ppm is compensated: over the second half of the run
+        // the servo applies about -50 ppm on average (20 %: µs-noisy software time stamps).
+        let late = &r.samples[r.samples.len() / 2..];
+        let rate = late.iter().map(|s| s.rate_ppb).sum::<f64>() / late.len() as f64;
         assert!(
             (rate + 50_000.0).abs() < 10_000.0,
-            "{dp}: mean rate after lock {rate} ppb"
+            "{dp}: mean rate {rate} ppb over the second half"
         );
     }
 }
