@@ -9,6 +9,8 @@ mod bench_testbed;
 mod classify_cmd;
 mod echo_cmd;
 mod report_cmd;
+mod sched_cmd;
+mod sched_plan_cmd;
 mod testbed_cmd;
 mod tune_cmd;
 
@@ -33,6 +35,8 @@ enum Command {
     Tune(tune_cmd::Args),
     /// XDP classifier for encapsulated traffic, driven by intents.
     Classify(classify_cmd::Args),
+    /// Time-slotted transmission (paper 003): benchmark, clock sync, NIC model, planner.
+    Sched(sched_cmd::Args),
 }
 
 fn main() {
@@ -44,6 +48,7 @@ fn main() {
         Command::Report(args) => report_cmd::run(args),
         Command::Tune(args) => tune_cmd::run(args),
         Command::Classify(args) => classify_cmd::run(args),
+        Command::Sched(args) => sched_cmd::run(args),
     };
     match result {
         Ok(code) => std::process::exit(code),

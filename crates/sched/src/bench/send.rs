@@ -1,0 +1,458 @@
+//! The two senders: through the slot scheduler, and clock_nanosleep-then-send.
+//! Both follow the run's [`Timeline`]: instances that fall in a pause are
+//! skipped (their sequence numbers too, so no inter-arrival pair spans a
+//! pause), and the threads sleep through the pauses.
+
+use super::probe_payload::{Header, FLOOD_FLOW, HEADER_LEN};
+use super::timeline::Timeline;
+use super::BenchConfig;
+use crate::config::{ClassKind, Mode};
+use crate::endpoint::SchedEndpoint;
+use crate::sched::{ClassCounters, Refusal};
+use detpath::{monotonic_ns, Endpoint};
+use hdrhistogram::Histogram;
+use std::net::SocketAddrV4;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The flood stops this long before a pause, so its queue is empty when the pause starts.
+pub const FLOOD_MARGIN_NS: u64 = 2_000_000;
+/// A sender wakes this long before a segment starts (the slots sender submits up to `lookahead` ahead).
+const WAKE_BEFORE_NS: u64 = 3_000_000;
+/// The slots sender spins on the clock when a busy slot starts within this time.
+const SPIN_NS: u64 = 3_000;
+
+/// What the sender measured.
+pub struct Sent {
+    pub endpoint: String,
+    /// Per class (config order): counters and the release-error histogram of the measured window.
+    pub classes: Vec<(ClassCounters, Histogram<u64>)>,
+    /// Real-time release errors of the measured window, all classes.
+    pub release: Histogram<u64>,
+    /// How long the datapath's send call took (real-time packets, measured window).
+    pub send_cost: Histogram<u64>,
+    pub violations: u64,
+    /// Real-time packets sent per flow (config order).
+    pub flow_sent: Vec<u64>,
+    /// Best effort released in flood-active slots of the measured window, and those slots.
+    pub be_in_window: u64,
+    pub slots_in_window: u64,
+    pub be_missed: u64,
+}
+
+pub(super) fn hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("histogram bounds")
+}
+
+/// Upper bound of real-time packets one run sends (for the receiver's record buffer).
+pub fn expected_packets(cfg: &BenchConfig) -> usize {
+    let total = cfg.duration_ns + cfg.warmup_ns;
+    cfg.flows
+        .iter()
+        .map(|f| (total / f.period_ns) as usize + 2)
+        .sum::<usize>()
+        + 1024
+}
+
+/// Flow state of a sender: next instance and its pre-built payload.
+struct FlowState {
+    class: usize,
+    period: u64,
+    size: usize,
+    next: u64,
+    seq: u64,
+    buf: Vec<u8>,
+    id: u16,
+}
+
+impl FlowState {
+    /// Skips instances that fall in a pause (their sequence numbers too).
+    fn skip_inactive(&mut self, tl: &Timeline) {
+        while self.next < tl.end && !tl.active(self.next) {
+            self.seq += 1;
+            self.next += self.period;
+        }
+    }
+}
+
+fn flows(cfg: &BenchConfig, tl: &Timeline, class_of: impl Fn(&str) -> usize) -> Vec<FlowState> {
+    cfg.flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| FlowState {
+            class: class_of(&f.class),
+            period: f.period_ns,
+            size: f.size,
+            next: tl.start + f.phase_slot as u64 * cfg.sched.slot_ns,
+            seq: 0,
+            buf: vec![0u8; f.size.max(HEADER_LEN)],
+            id: i as u16,
+        })
+        .collect()
+}
+
+/// Sleeps until `t` (CLOCK_MONOTONIC, absolute), as periodic applications do.
+pub(super) fn sleep_until(t: u64) {
+    let ts = libc::timespec {
+        tv_sec: (t / 1_000_000_000) as libc::time_t,
+        tv_nsec: (t % 1_000_000_000) as libc::c_long,
+    };
+    loop {
+        // SAFETY: `ts` is a valid timespec; a null remainder is allowed with TIMER_ABSTIME.
+        let rc = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+        if rc != libc::EINTR {
+            return;
+        }
+    }
+}
+
+/// True when `now` is more than 1 ms into a pause (or before the start): nothing is left to release.
+fn deep_in_pause(tl: &Timeline, now: u64) -> bool {
+    now < tl.end && !tl.active(now) && !tl.active(now.saturating_sub(1_000_000))
+}
+
+/// Through the slot scheduler.
+pub fn slots(
+    ep: Box<dyn Endpoint>,
+    cfg: &BenchConfig,
+    tl: &Timeline,
+    flood: bool,
+    peer: SocketAddrV4,
+    abort: &AtomicBool,
+) -> anyhow::Result<Sent> {
+    let endpoint = ep.capabilities().summary();
+    let mut ep = SchedEndpoint::new(ep, &cfg.sched)?;
+    let n_classes = ep.scheduler().class_count();
+    let be = if flood {
+        cfg.be_class
+            .as_ref()
+            .and_then(|b| ep.scheduler().class_index(b))
+    } else {
+        None
+    };
+    let mut fl = flows(cfg, tl, |c| ep.scheduler().class_index(c).unwrap_or(0));
+    let strict: Vec<bool> = (0..n_classes)
+        .map(|i| ep.scheduler().class_mode(i) == Some(Mode::Strict))
+        .collect();
+    let mut class_hist: Vec<Histogram<u64>> = (0..n_classes).map(|_| hist()).collect();
+    let (mut release, mut send_cost) = (hist(), hist());
+    let mut violations = 0u64;
+    let mut flow_sent = vec![0u64; fl.len()];
+    let mut be_buf = vec![0u8; cfg.be_size];
+    let mut be_seq = 0u64;
+    let (s0, s1) = (
+        ep.scheduler().current_slot(tl.measure_from),
+        ep.scheduler().current_slot(tl.end),
+    );
+    // Slots of the measured window in which the flood was running.
+    let slots_in_window = match be {
+        Some(_) => (s0..s1)
+            .filter(|&s| tl.flood_active(ep.scheduler().slot_instant(s), FLOOD_MARGIN_NS))
+            .count() as u64,
+        None => 0,
+    };
+    let mut be_in_window = 0u64;
+    // Best-effort slots missed inside the measured window: the counter's value when the window opens and closes.
+    let (mut missed_from, mut missed_to) = (None, None);
+    let missed_now = |sched: &crate::Scheduler<crate::MonotonicSource>| {
+        be.and_then(|b| sched.counters(b))
+            .map(|k| k.missed_slots)
+            .unwrap_or(0)
+    };
+    let tolerance = cfg.sched.late_tolerance_ns;
+    loop {
+        if abort.load(Ordering::Relaxed) {
+            anyhow::bail!("interrupted");
+        }
+        let now = monotonic_ns();
+        if deep_in_pause(tl, now) {
+            // Nothing is queued: catch the scheduler up to the present, then sleep
+            // until shortly before the next segment (its first packets are submitted early).
+            ep.poll(now);
+            let wake = tl.next_on(now).saturating_sub(WAKE_BEFORE_NS);
+            if wake > now {
+                sleep_until(wake);
+                continue;
+            }
+        }
+        if now < tl.end {
+            for f in fl.iter_mut() {
+                f.skip_inactive(tl);
+                while f.next < now + cfg.lookahead_ns && f.next < tl.end {
+                    Header {
+                        flow: f.id,
+                        seq: f.seq,
+                        scheduled_ns: f.next,
+                    }
+                    .write(&mut f.buf);
+                    // Late, full and taken are counted by the scheduler; anything else is a configuration error.
+                    match ep.send_at(f.next, f.class, &f.buf[..f.size], peer) {
+                        Ok(_)
+                        | Err(Refusal::Late { .. })
+                        | Err(Refusal::PrebufferFull { .. })
+                        | Err(Refusal::SlotTaken { .. }) => {}
+                        Err(e) => anyhow::bail!("flow {}: {e}", f.id),
+                    }
+                    f.seq += 1;
+                    f.next += f.period;
+                    f.skip_inactive(tl);
+                }
+            }
+            if let Some(b) = be.filter(|_| tl.flood_active(now, FLOOD_MARGIN_NS)) {
+                while ep.scheduler().prebuffered(b).unwrap_or(usize::MAX) < 16 {
+                    Header {
+                        flow: FLOOD_FLOW,
+                        seq: be_seq,
+                        scheduled_ns: 0,
+                    }
+                    .write(&mut be_buf);
+                    if ep.send_be(b, &be_buf, peer).is_err() {
+                        break;
+                    }
+                    be_seq += 1;
+                }
+            }
+        } else {
+            // Done once every real-time packet has left (the flood's leftovers do not count), or 10 ms after the end.
+            let sched = ep.scheduler();
+            let rt_done = (0..n_classes).all(|c| {
+                sched.class_kind(c) != Some(ClassKind::RealTime) || sched.held(c) == Some(0)
+            });
+            if rt_done || now > tl.end + 10_000_000 {
+                break;
+            }
+        }
+        // A busy slot about to start: spin on the clock so the poll finds it at once.
+        let mut t = monotonic_ns();
+        if let Some(s) = ep.scheduler().next_busy_slot(4) {
+            let at = ep.scheduler().slot_instant(s);
+            if at > t && at - t <= SPIN_NS {
+                while t < at {
+                    std::hint::spin_loop();
+                    t = monotonic_ns();
+                }
+            }
+        }
+        if missed_from.is_none() && t >= tl.measure_from {
+            missed_from = Some(missed_now(ep.scheduler()));
+        }
+        if missed_to.is_none() && t >= tl.end {
+            missed_to = Some(missed_now(ep.scheduler()));
+        }
+        ep.poll_observed(t, |r, ok| {
+            if !ok {
+                return;
+            }
+            let err = r.release_ns.saturating_sub(r.scheduled_ns);
+            match r.kind {
+                ClassKind::RealTime => {
+                    if let Some(h) = Header::parse(r.payload) {
+                        if let Some(s) = flow_sent.get_mut(h.flow as usize) {
+                            *s += 1;
+                        }
+                    }
+                    if r.scheduled_ns >= tl.measure_from {
+                        // Called right after the send returned.
+                        send_cost.saturating_record(monotonic_ns().saturating_sub(r.release_ns));
+                        release.saturating_record(err);
+                        class_hist[r.class].saturating_record(err);
+                        if strict[r.class] && err > tolerance {
+                            violations += 1;
+                        }
+                    }
+                }
+                ClassKind::BestEffort => {
+                    if r.slot >= s0
+                        && r.slot < s1
+                        && tl.flood_active(r.scheduled_ns, FLOOD_MARGIN_NS)
+                    {
+                        be_in_window += 1;
+                        class_hist[r.class].saturating_record(err);
+                    }
+                }
+            }
+        });
+    }
+    let sched = ep.scheduler();
+    let classes = (0..n_classes)
+        .map(|i| (sched.counters(i).unwrap_or_default(), class_hist[i].clone()))
+        .collect();
+    let be_missed = missed_to
+        .unwrap_or_else(|| missed_now(sched))
+        .saturating_sub(missed_from.unwrap_or(0));
+    Ok(Sent {
+        endpoint,
+        classes,
+        release,
+        send_cost,
+        violations,
+        flow_sent,
+        be_in_window,
+        slots_in_window,
+        be_missed,
+    })
+}
+
+/// Pins the calling thread to `core` (best effort: an error leaves it unpinned).
+fn pin(core: u32) {
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it; sched_setaffinity reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(core as usize, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// clock_nanosleep(TIMER_ABSTIME) to each deadline, then send; the flood
+/// comes from a second thread of the same priority on the same core sharing the
+/// endpoint (behind a mutex, as threads of one application share a socket),
+/// at the rate the slots method gives best effort.
+pub fn sleep(
+    ep: Box<dyn Endpoint>,
+    cfg: &BenchConfig,
+    tl: &Timeline,
+    peer: SocketAddrV4,
+    abort: &AtomicBool,
+) -> anyhow::Result<Sent> {
+    let endpoint = ep.capabilities().summary();
+    let ep = Arc::new(Mutex::new(ep));
+    let class_names: Vec<&str> = cfg.sched.classes.iter().map(|c| c.name.as_str()).collect();
+    let mut fl = flows(cfg, tl, |c| {
+        class_names.iter().position(|n| *n == c).unwrap_or(0)
+    });
+    let n_classes = cfg.sched.classes.len();
+    let mut counters = vec![ClassCounters::default(); n_classes];
+    let mut class_hist: Vec<Histogram<u64>> = (0..n_classes).map(|_| hist()).collect();
+    let (mut release, mut send_cost) = (hist(), hist());
+    let mut violations = 0u64;
+    let mut flow_sent = vec![0u64; fl.len()];
+    let tolerance = cfg.sched.late_tolerance_ns;
+
+    let flood_rate = cfg.be_fraction() * 1e9 / cfg.sched.slot_ns as f64;
+    let flood_stop = Arc::new(AtomicBool::new(false));
+    let flood = (flood_rate > 0.0 && cfg.be_class.is_some()).then(|| {
+        let (ep, stop, core, size, tl) =
+            (ep.clone(), flood_stop.clone(), cfg.cpus.0, cfg.be_size, *tl);
+        // Inherits the sender's policy (SCHED_FIFO in real-time runs): a lower
+        // priority would invert priorities on the shared endpoint's lock.
+        std::thread::spawn(move || {
+            pin(core);
+            let mut buf = vec![0u8; size];
+            let mut sent = 0u64;
+            let (mut base_t, mut base_n) = (0u64, 0u64);
+            while !stop.load(Ordering::Relaxed) {
+                let now = monotonic_ns();
+                if now >= tl.end {
+                    break;
+                }
+                if !tl.flood_active(now, FLOOD_MARGIN_NS) {
+                    sleep_until(tl.next_on(now + FLOOD_MARGIN_NS));
+                    (base_t, base_n) = (monotonic_ns(), sent);
+                    continue;
+                }
+                if base_t == 0 {
+                    (base_t, base_n) = (now, sent);
+                }
+                sleep_until(now + 100_000);
+                let due = base_n + ((monotonic_ns() - base_t) as f64 * flood_rate / 1e9) as u64;
+                while sent < due && !stop.load(Ordering::Relaxed) {
+                    Header {
+                        flow: FLOOD_FLOW,
+                        seq: sent,
+                        scheduled_ns: 0,
+                    }
+                    .write(&mut buf);
+                    if let Ok(mut e) = ep.lock() {
+                        let _ = e.send_to(&buf, peer);
+                    }
+                    sent += 1;
+                }
+            }
+            sent
+        })
+    });
+
+    let result = (|| -> anyhow::Result<()> {
+        loop {
+            if abort.load(Ordering::Relaxed) {
+                anyhow::bail!("interrupted");
+            }
+            for f in fl.iter_mut() {
+                f.skip_inactive(tl);
+            }
+            let Some(next) = fl.iter().map(|f| f.next).filter(|&t| t < tl.end).min() else {
+                break;
+            };
+            sleep_until(next);
+            for f in fl.iter_mut() {
+                if f.next >= tl.end || f.next > monotonic_ns() {
+                    continue;
+                }
+                Header {
+                    flow: f.id,
+                    seq: f.seq,
+                    scheduled_ns: f.next,
+                }
+                .write(&mut f.buf);
+                let mut e = ep
+                    .lock()
+                    .map_err(|_| anyhow::anyhow!("endpoint mutex poisoned"))?;
+                let t = monotonic_ns();
+                let ok = e.send_to(&f.buf[..f.size], peer).is_ok();
+                let done = monotonic_ns();
+                drop(e);
+                let err = t.saturating_sub(f.next);
+                let k = &mut counters[f.class];
+                k.accepted += 1;
+                if ok {
+                    k.sent += 1;
+                    flow_sent[f.id as usize] += 1;
+                    if f.next >= tl.measure_from {
+                        send_cost.saturating_record(done - t);
+                        release.saturating_record(err);
+                        class_hist[f.class].saturating_record(err);
+                        if err > tolerance {
+                            k.late += 1;
+                            violations += 1;
+                        }
+                    }
+                } else {
+                    k.tx_errors += 1;
+                }
+                f.seq += 1;
+                f.next += f.period;
+            }
+        }
+        Ok(())
+    })();
+    flood_stop.store(true, Ordering::Relaxed);
+    let flood_sent = flood.map(|h| h.join().unwrap_or(0)).unwrap_or(0);
+    result?;
+    if let Some(b) = cfg
+        .be_class
+        .as_ref()
+        .and_then(|b| class_names.iter().position(|n| n == b))
+    {
+        counters[b].sent = flood_sent;
+        counters[b].accepted = flood_sent;
+    }
+    let classes = counters.into_iter().zip(class_hist).collect();
+    Ok(Sent {
+        endpoint,
+        classes,
+        release,
+        send_cost,
+        violations,
+        flow_sent,
+        be_in_window: 0,
+        slots_in_window: 0,
+        be_missed: 0,
+    })
+}

@@ -1,0 +1,710 @@
+//! The slot scheduler (KeepON §4.3 and §6): real-time packets are inserted at
+//! the slot of their transmission time, best-effort packets fill their
+//! class's slots in arrival order, and [`Scheduler::poll`] releases each slot's
+//! packet when the slot comes.
+//!
+//! Everything is allocated in [`Scheduler::new`]; `send_at`, `send_be` and
+//! `poll` allocate nothing and take no lock (one thread owns the scheduler:
+//! the caller's real-time thread).
+//!
+//! Time is passed in: `now` is CLOCK_MONOTONIC ns (or any clock the tick
+//! source counts), and `poll` reads a caller-supplied clock right before each
+//! release, so tests drive the scheduler with a fake clock.
+
+use crate::clock::{SlotClock, TickSource};
+use crate::config::{ClassKind, ConfigError, Mode, SchedConfig};
+use crate::mask::{Ownership, SlotMask};
+use crate::prebuffer::{BufferPool, EdfQueue, FifoQueue, Pending};
+use crate::slot::{Placement, Ring, Slot, Window};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::net::SocketAddrV4;
+use thiserror::Error;
+
+/// Largest release error a histogram holds (longer ones are recorded as this).
+const HIST_MAX_NS: u64 = 10_000_000_000;
+
+/// Why a packet was not scheduled. The packet was not taken; nothing was queued.
+#[derive(Debug, Clone, Copy, Error, PartialEq, Eq)]
+pub enum Refusal {
+    /// The slot's content is already fixed (it is less than the insertion lead ahead, or sent).
+    #[error("late by {by_ns} ns: the slot's content is fixed {lead_slots} slots ahead")]
+    Late {
+        /// How much earlier the packet had to come, ns.
+        by_ns: u64,
+        /// The scheduler's insertion lead.
+        lead_slots: u32,
+    },
+    /// The time falls in a slot another class (or nobody) owns.
+    #[error("slot {slot} (ring position {position}) is not owned by this class")]
+    SlotNotOwned {
+        /// The slot the time falls in.
+        slot: Slot,
+        /// Its ring position.
+        position: u32,
+    },
+    /// Another packet of the class already has this slot.
+    #[error("slot {slot} already carries a packet of this class")]
+    SlotTaken {
+        /// The slot asked for.
+        slot: Slot,
+    },
+    /// The class holds as many packets as its capacity.
+    #[error("the class's pre-buffer is full ({capacity} packets)")]
+    PrebufferFull {
+        /// The class's capacity, packets.
+        capacity: usize,
+    },
+    /// The payload is longer than a slot carries.
+    #[error("payload of {len} bytes is longer than a slot carries ({max})")]
+    TooLarge {
+        /// The payload's length.
+        len: usize,
+        /// The largest payload a slot carries.
+        max: usize,
+    },
+    /// No class has this index.
+    #[error("no class {class}")]
+    UnknownClass {
+        /// The index given.
+        class: usize,
+    },
+    /// `send_at` to a best-effort class or `send_be` to a real-time class.
+    #[error("class {class} is {kind:?}: use send_at for real-time, send_be for best effort")]
+    WrongKind {
+        /// The index given.
+        class: usize,
+        /// The class's kind.
+        kind: ClassKind,
+    },
+}
+
+/// Where `send_at` put a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scheduled {
+    /// The slot the packet will leave in.
+    pub slot: Slot,
+    /// The slot its time asked for (differs when relaxed mode moved it).
+    pub asked: Slot,
+    /// Clock time at which `slot` starts.
+    pub time_ns: u64,
+}
+
+/// A packet leaving now, as handed to the sink in [`Scheduler::poll`].
+#[derive(Debug, Clone, Copy)]
+pub struct Release<'a> {
+    /// Index of the packet's class.
+    pub class: usize,
+    /// Its kind.
+    pub kind: ClassKind,
+    /// The slot it leaves in.
+    pub slot: Slot,
+    /// The slot the application asked for (real-time), or `slot` (best effort).
+    pub asked: Slot,
+    /// Tick-source instant (CLOCK_MONOTONIC for a CPU-paced scheduler) at which the slot starts.
+    pub scheduled_ns: u64,
+    /// The clock reading taken just before this hand-off.
+    pub release_ns: u64,
+    /// The payload.
+    pub payload: &'a [u8],
+    /// Destination.
+    pub peer: SocketAddrV4,
+}
+
+/// Per-class counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ClassCounters {
+    /// Packets accepted by send_at / send_be.
+    pub accepted: u64,
+    /// Packets handed to the datapath.
+    pub sent: u64,
+    /// Real-time packets that missed their slot (at submission or at release).
+    pub late: u64,
+    /// Packets dropped: strict-mode late or conflicting packets, relaxed packets with nowhere to go.
+    pub dropped: u64,
+    /// Real-time packets relaxed mode moved to a later slot of the class.
+    pub moved: u64,
+    /// Packets found a slot taken when they left the pre-buffer for the ring.
+    pub conflicts: u64,
+    /// Best-effort slots that passed unused because the poll came too late for them.
+    pub missed_slots: u64,
+    /// Hand-offs the datapath refused.
+    pub tx_errors: u64,
+    /// Most packets the class's pre-buffer (EDF heap or FIFO) held at once.
+    pub prebuffer_high_water: u64,
+}
+
+/// Release error (release − scheduled) percentiles of one class, ns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ErrorSummary {
+    /// Samples.
+    pub count: u64,
+    /// Mean, ns.
+    pub mean: f64,
+    /// Median, ns.
+    pub p50: u64,
+    /// 99th percentile, ns.
+    pub p99: u64,
+    /// 99.99th percentile, ns.
+    pub p9999: u64,
+    /// Largest, ns.
+    pub max: u64,
+}
+
+impl ErrorSummary {
+    /// Percentiles of `h`.
+    pub fn of(h: &Histogram<u64>) -> ErrorSummary {
+        if h.is_empty() {
+            return ErrorSummary::default();
+        }
+        ErrorSummary {
+            count: h.len(),
+            mean: h.mean(),
+            p50: h.value_at_quantile(0.5),
+            p99: h.value_at_quantile(0.99),
+            p9999: h.value_at_quantile(0.9999),
+            max: h.max(),
+        }
+    }
+}
+
+/// What one poll did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PollSummary {
+    /// Slots whose time had come and were processed.
+    pub slots: u64,
+    /// Packets handed to the sink.
+    pub released: u64,
+    /// Packets dropped (strict late) or moved (relaxed late).
+    pub late: u64,
+}
+
+struct ClassState {
+    name: String,
+    kind: ClassKind,
+    mode: Mode,
+    mask: SlotMask,
+    capacity: usize,
+    pool: BufferPool,
+    edf: EdfQueue,
+    fifo: FifoQueue,
+    counters: ClassCounters,
+    release_error: Histogram<u64>,
+}
+
+/// The slot scheduler over tick source `S`.
+pub struct Scheduler<S: TickSource> {
+    ring: Ring,
+    lead: u32,
+    tolerance_ns: u64,
+    max_payload: usize,
+    source: S,
+    clock: SlotClock,
+    owners: Ownership,
+    classes: Vec<ClassState>,
+    /// Real-time packets placed in the ring, by ring position.
+    slots: Box<[Option<Pending>]>,
+    next_release: Slot,
+    seq: u64,
+}
+
+impl<S: TickSource> Scheduler<S> {
+    /// A scheduler for `cfg` counting slots with `source`, its clock reading
+    /// `time_at_epoch` at elapsed 0. The first slot released is the one after
+    /// the slot current at `now`.
+    pub fn new(
+        cfg: &SchedConfig,
+        source: S,
+        time_at_epoch: u64,
+        now: u64,
+    ) -> Result<Scheduler<S>, ConfigError> {
+        cfg.validate()?;
+        let ring = cfg.ring();
+        let masks: Vec<&SlotMask> = cfg.classes.iter().map(|c| &c.mask).collect();
+        let owners = Ownership::new(&ring, &masks);
+        let classes = cfg
+            .classes
+            .iter()
+            .map(|c| ClassState {
+                name: c.name.clone(),
+                kind: c.kind,
+                mode: c.mode,
+                mask: c.mask.clone(),
+                capacity: c.capacity,
+                pool: BufferPool::new(c.capacity, cfg.max_payload),
+                edf: EdfQueue::new(if c.kind == ClassKind::RealTime {
+                    c.capacity
+                } else {
+                    0
+                }),
+                fifo: FifoQueue::new(if c.kind == ClassKind::BestEffort {
+                    c.capacity
+                } else {
+                    0
+                }),
+                counters: ClassCounters::default(),
+                // Bounds are valid constants, so this cannot fail.
+                release_error: Histogram::new_with_bounds(1, HIST_MAX_NS, 3)
+                    .expect("histogram bounds"),
+            })
+            .collect();
+        let clock = SlotClock::new(ring, time_at_epoch);
+        let next_release = clock.count(source.elapsed_ns(now)) + 1;
+        Ok(Scheduler {
+            ring,
+            lead: cfg.lead_slots,
+            tolerance_ns: cfg.late_tolerance_ns,
+            max_payload: cfg.max_payload,
+            source,
+            clock,
+            owners,
+            classes,
+            slots: vec![None; ring.slots as usize].into_boxed_slice(),
+            next_release,
+            seq: 0,
+        })
+    }
+
+    /// The ring geometry.
+    pub fn ring(&self) -> &Ring {
+        &self.ring
+    }
+    /// The slot clock (read-only).
+    pub fn clock(&self) -> &SlotClock {
+        &self.clock
+    }
+    /// The insertion lead in slots.
+    pub fn lead_slots(&self) -> u32 {
+        self.lead
+    }
+    /// The tick source.
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+    /// The tick source, e.g. to feed a completion count.
+    pub fn source_mut(&mut self) -> &mut S {
+        &mut self.source
+    }
+    /// Number of classes.
+    pub fn class_count(&self) -> usize {
+        self.classes.len()
+    }
+    /// The index of the class named `name`.
+    pub fn class_index(&self, name: &str) -> Option<usize> {
+        self.classes.iter().position(|c| c.name == name)
+    }
+    /// Name of class `i`.
+    pub fn class_name(&self, i: usize) -> Option<&str> {
+        self.classes.get(i).map(|c| c.name.as_str())
+    }
+    /// Kind of class `i`.
+    pub fn class_kind(&self, i: usize) -> Option<ClassKind> {
+        self.classes.get(i).map(|c| c.kind)
+    }
+    /// Mode of class `i`.
+    pub fn class_mode(&self, i: usize) -> Option<Mode> {
+        self.classes.get(i).map(|c| c.mode)
+    }
+    /// Counters of class `i`.
+    pub fn counters(&self, i: usize) -> Option<ClassCounters> {
+        self.classes.get(i).map(|c| {
+            let mut k = c.counters;
+            k.prebuffer_high_water = (c.edf.high_water().max(c.fifo.high_water())) as u64;
+            k
+        })
+    }
+    /// Release-error distribution of class `i` (ns).
+    pub fn release_error(&self, i: usize) -> Option<&Histogram<u64>> {
+        self.classes.get(i).map(|c| &c.release_error)
+    }
+    /// Packets class `i` holds (pre-buffer and ring).
+    pub fn held(&self, i: usize) -> Option<usize> {
+        self.classes.get(i).map(|c| c.pool.in_use())
+    }
+    /// Packets class `i` has waiting in its pre-buffer (not yet in the ring).
+    pub fn prebuffered(&self, i: usize) -> Option<usize> {
+        self.classes.get(i).map(|c| c.edf.len() + c.fifo.len())
+    }
+
+    /// The first slot from the next one to release, at most `horizon` slots
+    /// on, that has something to send (a real-time packet in the ring, or a
+    /// best-effort slot whose class has packets queued). For a caller that
+    /// wants to spin on the clock right before a busy slot.
+    pub fn next_busy_slot(&self, horizon: u64) -> Option<Slot> {
+        let end = self.next_release + horizon.min(self.ring.slots as u64);
+        (self.next_release..end).find(|&s| {
+            let pos = self.ring.position(s);
+            match self.slots[pos as usize] {
+                Some(p) if p.slot == s => true,
+                _ => self.owners.owner(pos).is_some_and(|c| {
+                    self.classes[c].kind == ClassKind::BestEffort
+                        && !self.classes[c].fifo.is_empty()
+                }),
+            }
+        })
+    }
+
+    /// The slot current at `now`.
+    pub fn current_slot(&self, now: u64) -> Slot {
+        self.clock.count(self.source.elapsed_ns(now))
+    }
+    /// The next slot `poll` will release.
+    pub fn next_release(&self) -> Slot {
+        self.next_release
+    }
+    /// Clock time at instant `now` (e.g. a receive timestamp in the slot clock's time).
+    pub fn time_at(&self, now: u64) -> u64 {
+        self.clock.time_at(self.source.elapsed_ns(now))
+    }
+    /// The slot a packet for clock time `time` would get (before ownership and lateness).
+    pub fn slot_for_time(&self, time: u64) -> Slot {
+        self.clock.slot_for_time(time)
+    }
+    /// Clock time at which slot `s` starts.
+    pub fn slot_time(&self, s: Slot) -> u64 {
+        self.clock.slot_time(s)
+    }
+    /// Tick-source instant (CLOCK_MONOTONIC for CPU pacing) at which slot `s` starts.
+    pub fn slot_instant(&self, s: Slot) -> u64 {
+        self.source.mono_at(self.ring.start_ns(s))
+    }
+    /// The first slot at or after `s` that class `class` owns.
+    pub fn next_owned(&self, class: usize, s: Slot) -> Option<Slot> {
+        self.classes.get(class).map(|c| c.mask.next_owned(s))
+    }
+
+    /// Offset adjustment of the slot clock (the slot count is unchanged).
+    pub fn step_clock(&mut self, delta_ns: i64) {
+        self.clock.step(delta_ns);
+    }
+    /// Rate adjustment of the slot clock from `now` on (the slot count is unchanged).
+    pub fn set_clock_rate(&mut self, now: u64, rate_ppb: i64) {
+        let e = self.source.elapsed_ns(now);
+        self.clock.set_rate(e, rate_ppb);
+    }
+    /// Sets the slot clock to read `time` at `now` (the slot count is unchanged).
+    pub fn set_clock_time(&mut self, now: u64, time: u64) {
+        let e = self.source.elapsed_ns(now);
+        self.clock.set_time(e, time);
+    }
+
+    fn window(&self, current: Slot) -> Window {
+        Window::new(&self.ring, current, self.lead, self.next_release)
+    }
+
+    /// Schedules a real-time packet for clock time `time_ns` in class `class`, at instant `now`.
+    ///
+    /// The packet gets the first slot starting at or after `time_ns`. If that
+    /// slot's content is already fixed (less than the insertion lead ahead) the
+    /// packet is late; if the class does not own the slot, or another packet of
+    /// the class has it, the class's mode decides: strict refuses, relaxed
+    /// moves it to the class's next free slot.
+    pub fn send_at(
+        &mut self,
+        now: u64,
+        time_ns: u64,
+        class: usize,
+        payload: &[u8],
+        peer: SocketAddrV4,
+    ) -> Result<Scheduled, Refusal> {
+        let c = self
+            .classes
+            .get(class)
+            .ok_or(Refusal::UnknownClass { class })?;
+        if c.kind != ClassKind::RealTime {
+            return Err(Refusal::WrongKind {
+                class,
+                kind: c.kind,
+            });
+        }
+        if payload.len() > self.max_payload {
+            return Err(Refusal::TooLarge {
+                len: payload.len(),
+                max: self.max_payload,
+            });
+        }
+        self.insert_due();
+        let elapsed = self.source.elapsed_ns(now);
+        let w = self.window(self.clock.count(elapsed));
+        let asked = self.clock.slot_for_time(time_ns);
+        let mode = self.classes[class].mode;
+        let mut target = asked;
+        let mut moved = false;
+        if w.place(target) == Placement::Late {
+            let by_ns = (elapsed + self.lead as u64 * self.ring.slot_ns)
+                .saturating_sub(self.ring.start_ns(target))
+                .max(1);
+            let k = &mut self.classes[class].counters;
+            k.late += 1;
+            if mode == Mode::Strict {
+                k.dropped += 1;
+                return Err(Refusal::Late {
+                    by_ns,
+                    lead_slots: self.lead,
+                });
+            }
+            target = w.earliest;
+            moved = true;
+        }
+        if !self.classes[class]
+            .mask
+            .contains(self.ring.position(target))
+        {
+            if mode == Mode::Strict {
+                return Err(Refusal::SlotNotOwned {
+                    slot: target,
+                    position: self.ring.position(target),
+                });
+            }
+            target = self.classes[class].mask.next_owned(target);
+            moved = true;
+        }
+        if w.place(target) == Placement::Ring
+            && self.slots[self.ring.position(target) as usize].is_some()
+        {
+            if mode == Mode::Strict {
+                return Err(Refusal::SlotTaken { slot: target });
+            }
+            target = self.free_owned_from(class, target + 1, w.end);
+            moved = true;
+        }
+        let c = &mut self.classes[class];
+        let buf = c.pool.store(payload).ok_or(Refusal::PrebufferFull {
+            capacity: c.capacity,
+        })?;
+        self.seq += 1;
+        let p = Pending {
+            slot: target,
+            seq: self.seq,
+            buf,
+            len: payload.len() as u16,
+            peer,
+            asked,
+            class: class as u8,
+        };
+        if w.place(target) == Placement::Ring {
+            self.slots[self.ring.position(target) as usize] = Some(p);
+        } else if c.edf.push(p).is_err() {
+            // Pool and heap have the same capacity, so this does not happen; stay correct anyway.
+            c.pool.release(buf);
+            return Err(Refusal::PrebufferFull {
+                capacity: c.capacity,
+            });
+        }
+        c.counters.accepted += 1;
+        if moved {
+            c.counters.moved += 1;
+        }
+        Ok(Scheduled {
+            slot: target,
+            asked,
+            time_ns: self.clock.slot_time(target),
+        })
+    }
+
+    /// Queues a best-effort packet in class `class`; it leaves in the class's next free slot.
+    pub fn send_be(
+        &mut self,
+        class: usize,
+        payload: &[u8],
+        peer: SocketAddrV4,
+    ) -> Result<(), Refusal> {
+        let c = self
+            .classes
+            .get_mut(class)
+            .ok_or(Refusal::UnknownClass { class })?;
+        if c.kind != ClassKind::BestEffort {
+            return Err(Refusal::WrongKind {
+                class,
+                kind: c.kind,
+            });
+        }
+        if payload.len() > self.max_payload {
+            return Err(Refusal::TooLarge {
+                len: payload.len(),
+                max: self.max_payload,
+            });
+        }
+        let buf = c.pool.store(payload).ok_or(Refusal::PrebufferFull {
+            capacity: c.capacity,
+        })?;
+        self.seq += 1;
+        let p = Pending {
+            slot: 0,
+            seq: self.seq,
+            buf,
+            len: payload.len() as u16,
+            peer,
+            asked: 0,
+            class: class as u8,
+        };
+        if c.fifo.push(p).is_err() {
+            c.pool.release(buf);
+            return Err(Refusal::PrebufferFull {
+                capacity: c.capacity,
+            });
+        }
+        c.counters.accepted += 1;
+        Ok(())
+    }
+
+    /// The first slot at or after `from` owned by `class` that is free in the
+    /// ring, or, past `end` (the ring's end), the first owned slot there.
+    fn free_owned_from(&self, class: usize, from: Slot, end: Slot) -> Slot {
+        let mask = &self.classes[class].mask;
+        let mut s = mask.next_owned(from);
+        while s < end {
+            if self.slots[self.ring.position(s) as usize].is_none() {
+                return s;
+            }
+            s = mask.next_owned(s + 1);
+        }
+        mask.next_owned(s.max(end))
+    }
+
+    /// Moves pre-buffered real-time packets whose slot has entered the ring window into the ring.
+    fn insert_due(&mut self) {
+        let end = self.next_release + self.ring.slots as u64;
+        for class in 0..self.classes.len() {
+            while let Some(p) = self.classes[class].edf.peek().copied() {
+                if p.slot >= end {
+                    break;
+                }
+                self.classes[class].edf.pop();
+                let pos = self.ring.position(p.slot) as usize;
+                if self.slots[pos].is_none() {
+                    self.slots[pos] = Some(p);
+                    continue;
+                }
+                let c = &mut self.classes[class];
+                c.counters.conflicts += 1;
+                if c.mode == Mode::Strict {
+                    c.counters.dropped += 1;
+                    c.pool.release(p.buf);
+                    continue;
+                }
+                let to = self.free_owned_from(class, p.slot + 1, end);
+                let c = &mut self.classes[class];
+                c.counters.moved += 1;
+                let moved = Pending { slot: to, ..p };
+                if to < end {
+                    self.slots[self.ring.position(to) as usize] = Some(moved);
+                } else if c.edf.push(moved).is_err() {
+                    c.counters.dropped += 1;
+                    c.pool.release(p.buf);
+                }
+            }
+        }
+    }
+
+    /// Releases every slot whose time has come by `now`, in slot order.
+    ///
+    /// For each due slot, `read_clock` is read right before the hand-off; a
+    /// real-time packet whose slot started more than the late tolerance
+    /// before that reading is late: strict mode drops it, relaxed mode moves it
+    /// to the class's next free slot. A best-effort slot that late is left
+    /// unused (its packet stays queued). `sink` sends the packet and says
+    /// whether the datapath took it.
+    pub fn poll<C, K>(&mut self, now: u64, mut read_clock: C, mut sink: K) -> PollSummary
+    where
+        C: FnMut() -> u64,
+        K: FnMut(&Release<'_>) -> bool,
+    {
+        let current = self.current_slot(now);
+        let mut summary = PollSummary::default();
+        while self.next_release <= current {
+            let s = self.next_release;
+            self.insert_due();
+            let pos = self.ring.position(s);
+            let scheduled_ns = self.source.mono_at(self.ring.start_ns(s));
+            let entry = match self.slots[pos as usize] {
+                Some(p) if p.slot == s => self.slots[pos as usize].take(),
+                _ => None,
+            };
+            summary.slots += 1;
+            if let Some(p) = entry {
+                let class = p.class as usize;
+                let t = read_clock();
+                if t.saturating_sub(scheduled_ns) > self.tolerance_ns {
+                    summary.late += 1;
+                    self.handle_late(p, t);
+                } else {
+                    let c = &mut self.classes[class];
+                    let r = Release {
+                        class,
+                        kind: ClassKind::RealTime,
+                        slot: s,
+                        asked: p.asked,
+                        scheduled_ns,
+                        release_ns: t,
+                        payload: c.pool.get(p.buf, p.len),
+                        peer: p.peer,
+                    };
+                    let ok = sink(&r);
+                    Self::account(c, ok, t.saturating_sub(scheduled_ns));
+                    c.pool.release(p.buf);
+                    summary.released += ok as u64;
+                }
+            } else if let Some(class) = self.owners.owner(pos) {
+                let c = &mut self.classes[class];
+                if c.kind == ClassKind::BestEffort && !c.fifo.is_empty() {
+                    let t = read_clock();
+                    if t.saturating_sub(scheduled_ns) > self.tolerance_ns {
+                        c.counters.missed_slots += 1;
+                    } else if let Some(p) = c.fifo.pop() {
+                        let r = Release {
+                            class,
+                            kind: ClassKind::BestEffort,
+                            slot: s,
+                            asked: s,
+                            scheduled_ns,
+                            release_ns: t,
+                            payload: c.pool.get(p.buf, p.len),
+                            peer: p.peer,
+                        };
+                        let ok = sink(&r);
+                        Self::account(c, ok, t.saturating_sub(scheduled_ns));
+                        c.pool.release(p.buf);
+                        summary.released += ok as u64;
+                    }
+                }
+            }
+            self.next_release += 1;
+        }
+        summary
+    }
+
+    fn account(c: &mut ClassState, ok: bool, error_ns: u64) {
+        if ok {
+            c.counters.sent += 1;
+            c.release_error.saturating_record(error_ns.min(HIST_MAX_NS));
+        } else {
+            c.counters.tx_errors += 1;
+        }
+    }
+
+    /// A real-time packet whose slot passed before it could leave (the poll came late).
+    fn handle_late(&mut self, p: Pending, t: u64) {
+        let class = p.class as usize;
+        self.classes[class].counters.late += 1;
+        if self.classes[class].mode == Mode::Strict {
+            let c = &mut self.classes[class];
+            c.counters.dropped += 1;
+            c.pool.release(p.buf);
+            return;
+        }
+        // Relaxed: the class's next free slot after the present and the lead.
+        let now_slot = self.current_slot(t).max(p.slot) + 1 + self.lead as u64;
+        let end = self.next_release + 1 + self.ring.slots as u64;
+        let to = self.free_owned_from(class, now_slot, end);
+        let moved = Pending { slot: to, ..p };
+        let c = &mut self.classes[class];
+        c.counters.moved += 1;
+        if to < end && self.slots[self.ring.position(to) as usize].is_none() {
+            self.slots[self.ring.position(to) as usize] = Some(moved);
+        } else if c.edf.push(moved).is_err() {
+            c.counters.dropped += 1;
+            c.pool.release(p.buf);
+        }
+    }
+}
