@@ -179,9 +179,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                     "{} (driver {}, speed {})",
                     p.iface,
                     p.driver.as_deref().unwrap_or("?"),
-                    p.speed_mbps
-                        .map(|s| format!("{s} Mb/s"))
-                        .unwrap_or("none".into())
+                    p.speed_mbps.map(|s| format!("{s} Mb/s")).unwrap_or("none".into())
                 );
                 for l in p.lines() {
                     println!("  {l}");
@@ -197,20 +195,10 @@ fn bench_config(a: &BenchArgs) -> anyhow::Result<BenchConfig> {
     let mode: Mode = a.mode.parse()?;
     cfg.datapaths = a.datapath.clone();
     for d in &cfg.datapaths {
-        anyhow::ensure!(
-            detpath::datapath::find(d).is_some(),
-            "unknown datapath `{d}`"
-        );
+        anyhow::ensure!(detpath::datapath::find(d).is_some(), "unknown datapath `{d}`");
     }
-    cfg.methods = a
-        .method
-        .iter()
-        .map(|m| m.parse())
-        .collect::<Result<Vec<Method>, _>>()?;
-    anyhow::ensure!(
-        a.duration > 0.0 && a.warmup >= 0.0,
-        "--duration must be positive and --warmup not negative"
-    );
+    cfg.methods = a.method.iter().map(|m| m.parse()).collect::<Result<Vec<Method>, _>>()?;
+    anyhow::ensure!(a.duration > 0.0 && a.warmup >= 0.0, "--duration must be positive and --warmup not negative");
     cfg.duration_ns = (a.duration * 1e9) as u64;
     cfg.warmup_ns = (a.warmup * 1e9) as u64;
     let custom_ring = a.slot_ns != cfg.sched.slot_ns || a.ring_slots != cfg.sched.ring_slots;
@@ -219,11 +207,7 @@ fn bench_config(a: &BenchArgs) -> anyhow::Result<BenchConfig> {
     cfg.sched.lead_slots = a.lead_slots;
     cfg.sched.late_tolerance_ns = a.late_tolerance_ns;
     if !a.class.is_empty() {
-        cfg.sched.classes = a
-            .class
-            .iter()
-            .map(|c| ClassConfig::parse(c, a.ring_slots, mode))
-            .collect::<Result<_, _>>()?;
+        cfg.sched.classes = a.class.iter().map(|c| ClassConfig::parse(c, a.ring_slots, mode)).collect::<Result<_, _>>()?;
     } else if custom_ring {
         anyhow::bail!("with another --slot-ns or --ring-slots, give the classes (--class) and flows (--flow) for it");
     } else {
@@ -232,18 +216,11 @@ fn bench_config(a: &BenchArgs) -> anyhow::Result<BenchConfig> {
         }
     }
     if !a.flow.is_empty() {
-        cfg.flows = a
-            .flow
-            .iter()
-            .map(|f| FlowSpec::parse(f))
-            .collect::<Result<_, _>>()?;
+        cfg.flows = a.flow.iter().map(|f| FlowSpec::parse(f)).collect::<Result<_, _>>()?;
     }
     cfg.be_class = (a.be_class != "none").then(|| a.be_class.clone());
     cfg.be_size = a.be_size;
-    cfg.cpus = (
-        a.cpu.first().copied().unwrap_or(0),
-        a.cpu.get(1).copied().unwrap_or(1),
-    );
+    cfg.cpus = (a.cpu.first().copied().unwrap_or(0), a.cpu.get(1).copied().unwrap_or(1));
     if let Some(t) = &a.testbed {
         cfg.testbed_prefix = t.clone();
     }
@@ -252,7 +229,7 @@ fn bench_config(a: &BenchArgs) -> anyhow::Result<BenchConfig> {
 }
 
 fn run_bench(a: BenchArgs) -> anyhow::Result<i32> {
-    detpath::cleanup::install_signal_handler(detpath::cleanup::OnSignal::SetFlag);
+    detpath::sys::cleanup::install_signal_handler(detpath::sys::cleanup::OnSignal::SetFlag);
     let mut cfg = bench_config(&a)?;
     // Tuning holds for all runs and is reverted when `_tuning` drops (the journal covers a crash: `detpath tune revert`).
     cfg.nice = Some(a.nice);
@@ -265,23 +242,16 @@ fn run_bench(a: BenchArgs) -> anyhow::Result<i32> {
         None => format!("threads pinned, SCHED_OTHER nice {}", a.nice),
     };
     let (_tuning, state) = if a.tuned {
-        let cores = a
-            .tune_cores
-            .clone()
-            .unwrap_or_else(|| cfg.cpus.1.to_string());
+        let cores = a.tune_cores.clone().unwrap_or_else(|| cfg.cpus.1.to_string());
         let list = detpath_tune::CpuList::parse(&cores)?;
-        let t = detpath_tune::apply(
-            &detpath_tune::Host::real(),
-            &detpath_tune::ApplyRequest::new(list),
-        )
-        .context("applying the tuning")?;
+        let t = detpath_tune::apply(&detpath_tune::Host::real(), &detpath_tune::ApplyRequest::new(list)).context("applying the tuning")?;
         let s = format!("tuned (cores {cores}; {threads}): {}", t.summary());
         (Some(t), s)
     } else {
         (None, format!("default (no tuning; {threads})"))
     };
     let log = |l: &str| eprintln!("sched bench: {l}");
-    let report = bench::run(&cfg, &state, &log, &detpath::cleanup::interrupted)?;
+    let report = bench::run(&cfg, &state, &log, &detpath::sys::cleanup::interrupted)?;
     let dir = bench::write_results(&a.out, &report)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report.runs)?);
@@ -289,34 +259,19 @@ fn run_bench(a: BenchArgs) -> anyhow::Result<i32> {
         print!("{}", bench::table(&report));
     }
     eprintln!("sched bench: results in {}", dir.display());
-    let violations: u64 = report
-        .runs
-        .iter()
-        .filter(|r| r.method != Method::Sleep)
-        .map(|r| r.violations)
-        .sum();
-    Ok(if report.errors.is_empty() && violations == 0 {
-        0
-    } else {
-        1
-    })
+    let violations: u64 = report.runs.iter().filter(|r| r.method != Method::Sleep).map(|r| r.violations).sum();
+    Ok(if report.errors.is_empty() && violations == 0 { 0 } else { 1 })
 }
 
 fn run_sync(a: SyncArgs) -> anyhow::Result<i32> {
     use detpath_sched::bench::sync_run::{self, SyncRunConfig};
-    detpath::cleanup::install_signal_handler(detpath::cleanup::OnSignal::SetFlag);
-    let prefix = a
-        .testbed
-        .clone()
-        .unwrap_or_else(|| format!("detpath-sch{}", std::process::id()));
+    detpath::sys::cleanup::install_signal_handler(detpath::sys::cleanup::OnSignal::SetFlag);
+    let prefix = a.testbed.clone().unwrap_or_else(|| format!("detpath-sch{}", std::process::id()));
     let tb = detpath::testbed::Testbed::up(detpath::testbed::TestbedConfig::with_prefix(&prefix))?;
     let mut runs = Vec::new();
     let mut failed = false;
     for (i, dp) in a.datapath.iter().enumerate() {
-        anyhow::ensure!(
-            detpath::datapath::find(dp).is_some(),
-            "unknown datapath `{dp}`"
-        );
+        anyhow::ensure!(detpath::datapath::find(dp).is_some(), "unknown datapath `{dp}`");
         let cfg = SyncRunConfig {
             offset_ns: a.offset_ns,
             drift_ppb: a.drift_ppb,
@@ -326,13 +281,7 @@ fn run_sync(a: SyncArgs) -> anyhow::Result<i32> {
             port: 7600 + 2 * i as u16,
             ..SyncRunConfig::default_for(dp)
         };
-        eprintln!(
-            "sched sync: {dp}: {} µs offset, {} ppb drift, Sync every {} ms, {} s",
-            a.offset_ns as f64 / 1000.0,
-            a.drift_ppb,
-            a.interval_ms,
-            a.duration
-        );
+        eprintln!("sched sync: {dp}: {} µs offset, {} ppb drift, Sync every {} ms, {} s", a.offset_ns as f64 / 1000.0, a.drift_ppb, a.interval_ms, a.duration);
         match sync_run::run(&tb, &cfg) {
             Ok(r) => runs.push(r),
             Err(e) => {
@@ -345,19 +294,14 @@ fn run_sync(a: SyncArgs) -> anyhow::Result<i32> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&runs)?);
     } else {
-        println!(
-            "{:<7} {:>12} {:>14} {:>14} {:>14} {:>14}  endpoints",
-            "path", "lock (s)", "residual p50", "residual p99", "residual max", "drift est."
-        );
+        println!("{:<7} {:>12} {:>14} {:>14} {:>14} {:>14}  endpoints", "path", "lock (s)", "residual p50", "residual p99", "residual max", "drift est.");
         for r in &runs {
             let p = &r.report;
             let ns = |v: Option<u64>| v.map(|x| format!("{x} ns")).unwrap_or_else(|| "-".into());
             println!(
                 "{:<7} {:>12} {:>14} {:>14} {:>14} {:>10.0} ppb  {}",
                 r.datapath,
-                p.time_to_lock_s
-                    .map(|t| format!("{t:.2}"))
-                    .unwrap_or_else(|| "never".into()),
+                p.time_to_lock_s.map(|t| format!("{t:.2}")).unwrap_or_else(|| "never".into()),
                 ns(p.residual_p50_ns),
                 ns(p.residual_p99_ns),
                 ns(p.residual_max_ns),
@@ -380,33 +324,16 @@ fn run_model(a: ModelArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     println!("SIMULATED NIC ring (no line-rate NIC on this host). Table 3: fraction of line rate, 300-byte slots at 1 Gb/s");
-    println!(
-        "{:>6} {:>9} {:>9} {:>9} {:>9}   (paper: poll period 0/10/100/1000 µs)",
-        "batch", "0 µs", "10 µs", "100 µs", "1000 µs"
-    );
+    println!("{:>6} {:>9} {:>9} {:>9} {:>9}   (paper: poll period 0/10/100/1000 µs)", "batch", "0 µs", "10 µs", "100 µs", "1000 µs");
     for batch in [1u32, 8, 64, 512] {
-        let row: Vec<String> = t3
-            .iter()
-            .filter(|r| r.0 == batch)
-            .map(|r| format!("{:.2}%", r.2 * 100.0))
-            .collect();
-        println!(
-            "{batch:>6} {:>9} {:>9} {:>9} {:>9}",
-            row[0], row[1], row[2], row[3]
-        );
+        let row: Vec<String> = t3.iter().filter(|r| r.0 == batch).map(|r| format!("{:.2}%", r.2 * 100.0)).collect();
+        println!("{batch:>6} {:>9} {:>9} {:>9} {:>9}", row[0], row[1], row[2], row[3]);
     }
     println!("paper:   1: 99.99% 16.77% 2.18% 0.00% | 8: 100% 100% 18.31% 1.89% | 64: 100% 100% 100% 15.30% | 512: all 100%");
     println!("\nFigure 8: |slot clock - true time| (completion-counted clock, polled just often enough for its batch)");
     println!(
         "{:>6} {:>6} {:>9} {:>10} {:>10} {:>10} {:>10} {:>16}",
-        "slot B",
-        "batch",
-        "slot µs",
-        "line rate",
-        "err p50",
-        "err p99",
-        "err max",
-        "36µs-wave p99 err"
+        "slot B", "batch", "slot µs", "line rate", "err p50", "err p99", "err max", "36µs-wave p99 err"
     );
     for r in &f8 {
         println!(

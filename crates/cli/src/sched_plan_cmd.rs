@@ -40,12 +40,7 @@ pub struct Args {
     #[arg(long, default_value_t = 3, requires = "evaluate")]
     pub seed: u64,
     /// Evaluation: output directory (sets/*.json, sets/*.smt2, results.json, table.md, fig24.png/svg).
-    #[arg(
-        long,
-        default_value = "plan-eval",
-        requires = "evaluate",
-        value_name = "DIR"
-    )]
+    #[arg(long, default_value = "plan-eval", requires = "evaluate", value_name = "DIR")]
     pub out: PathBuf,
     /// Evaluation: z3's time limit per set in seconds (0: do not run z3).
     #[arg(long, default_value_t = 5.0, requires = "evaluate", value_name = "S")]
@@ -65,19 +60,10 @@ pub fn run(args: Args) -> Result<i32> {
     if args.evaluate {
         return run_evaluation(&args, timeout);
     }
-    let Some(file) = &args.file else {
-        bail!("a specification file is required (or --evaluate)")
-    };
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let Some(file) = &args.file else { bail!("a specification file is required (or --evaluate)") };
+    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
     let spec = Spec::from_json(&text).with_context(|| format!("{}", file.display()))?;
-    let answer = plan(
-        &spec,
-        &Options {
-            timeout: Some(timeout),
-        },
-    )
-    .with_context(|| format!("{}", file.display()))?;
+    let answer = plan(&spec, &Options { timeout: Some(timeout) }).with_context(|| format!("{}", file.display()))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&answer)?);
     } else {
@@ -100,14 +86,7 @@ fn run_evaluation(args: &Args, timeout: Duration) -> Result<i32> {
         eprintln!("z3 not found (apt-get install -y z3): evaluating the native solver only");
         None
     };
-    let config = evaluate::Config {
-        seed: args.seed,
-        points: args.points,
-        sets_per_point: args.sets,
-        timeout,
-        z3_timeout: z3,
-        out: args.out.clone(),
-    };
+    let config = evaluate::Config { seed: args.seed, points: args.points, sets_per_point: args.sets, timeout, z3_timeout: z3, out: args.out.clone() };
     let total = args.points * args.sets;
     let mut done = 0;
     let eval = evaluate::run(&config, |line| {
@@ -115,9 +94,6 @@ fn run_evaluation(args: &Args, timeout: Duration) -> Result<i32> {
         eprintln!("[{done}/{total}] {line}");
     })?;
     println!("{}", evaluate::table(&eval));
-    println!(
-        "wrote {}/{{results.json, table.md, fig24.png, fig24.svg, sets/}}",
-        args.out.display()
-    );
+    println!("wrote {}/{{results.json, table.md, fig24.png, fig24.svg, sets/}}", args.out.display());
     Ok(if eval.disagreements.is_empty() { 0 } else { 1 })
 }

@@ -81,16 +81,10 @@ impl AppSolver {
             .iter()
             .map(|&f| {
                 let f = &problem.flows[f];
-                FlowShape {
-                    period: f.period,
-                    jitter: f.jitter,
-                    count: f.count,
-                }
+                FlowShape { period: f.period, jitter: f.jitter, count: f.count }
             })
             .collect();
-        let twins: Vec<(usize, usize)> = (0..flows.len())
-            .filter_map(|b| (0..b).rev().find(|&a| flows[a] == flows[b]).map(|a| (a, b)))
-            .collect();
+        let twins: Vec<(usize, usize)> = (0..flows.len()).filter_map(|b| (0..b).rev().find(|&a| flows[a] == flows[b]).map(|a| (a, b))).collect();
         let mut reach = SlotSet::EMPTY;
         let n = problem.ring as i64;
         'flows: for f in &flows {
@@ -142,20 +136,11 @@ impl AppSolver {
     /// Lower bound on the slots any schedule uses: the larger of [`Self::count_bound`] and, per flow,
     /// the fewest slots that meet every instance's window (see [`flow_slot_bound`]).
     pub fn slot_bound(&self) -> usize {
-        self.flows
-            .iter()
-            .map(|f| flow_slot_bound(f.period, f.jitter, f.count, self.ring))
-            .max()
-            .unwrap_or(0)
-            .max(self.count_bound())
+        self.flows.iter().map(|f| flow_slot_bound(f.period, f.jitter, f.count, self.ring)).max().unwrap_or(0).max(self.count_bound())
     }
 
     /// A schedule using only slots in `allowed`, None when none exists (proven).
-    pub fn solve(
-        &mut self,
-        allowed: SlotSet,
-        clock: &mut Clock,
-    ) -> Result<Option<Rc<AppSchedule>>, TimedOut> {
+    pub fn solve(&mut self, allowed: SlotSet, clock: &mut Clock) -> Result<Option<Rc<AppSchedule>>, TimedOut> {
         match self.check(allowed, None, clock)? {
             Verdict::Feasible(s) => Ok(Some(s)),
             Verdict::Infeasible => Ok(None),
@@ -165,21 +150,12 @@ impl AppSolver {
     }
 
     /// Like [`Self::solve`], but gives up (Undecided) after `budget` branch-and-bound nodes.
-    pub fn check(
-        &mut self,
-        allowed: SlotSet,
-        budget: Option<u64>,
-        clock: &mut Clock,
-    ) -> Result<Verdict, TimedOut> {
+    pub fn check(&mut self, allowed: SlotSet, budget: Option<u64>, clock: &mut Clock) -> Result<Verdict, TimedOut> {
         let allowed = allowed.and(self.reach);
         if let Some(hit) = self.cache.get(&allowed) {
             return Ok(hit.clone().map_or(Verdict::Infeasible, Verdict::Feasible));
         }
-        if let Some(s) = self
-            .recent_feasible
-            .iter()
-            .find(|s| s.used.is_subset(&allowed))
-        {
+        if let Some(s) = self.recent_feasible.iter().find(|s| s.used.is_subset(&allowed)) {
             let s = s.clone();
             self.cache.insert(allowed, Some(s.clone()));
             return Ok(Verdict::Feasible(s));
@@ -226,25 +202,12 @@ impl AppSolver {
 
     /// Some(Some(schedule)), Some(None) when proven infeasible, None when the budget ran out.
     #[allow(clippy::type_complexity)]
-    fn branch_and_bound(
-        &mut self,
-        allowed: SlotSet,
-        budget: Option<u64>,
-        clock: &mut Clock,
-    ) -> Result<Option<Option<AppSchedule>>, TimedOut> {
+    fn branch_and_bound(&mut self, allowed: SlotSet, budget: Option<u64>, clock: &mut Clock) -> Result<Option<Option<AppSchedule>>, TimedOut> {
         if self.flows.is_empty() {
-            let empty = AppSchedule {
-                times: Vec::new(),
-                used: SlotSet::EMPTY,
-                use_count: vec![0; self.ring],
-            };
+            let empty = AppSchedule { times: Vec::new(), used: SlotSet::EMPTY, use_count: vec![0; self.ring] };
             return Ok(Some(Some(empty)));
         }
-        let domains: Vec<Vec<i64>> = self
-            .flows
-            .iter()
-            .map(|f| self.offsets(f, &allowed))
-            .collect();
+        let domains: Vec<Vec<i64>> = self.flows.iter().map(|f| self.offsets(f, &allowed)).collect();
         if domains.iter().any(Vec::is_empty) {
             return Ok(Some(None));
         }
@@ -261,11 +224,7 @@ impl AppSolver {
             if !self.order_twins(&mut bx) {
                 continue;
             }
-            let ranges: Vec<(i64, i64)> = bx
-                .iter()
-                .zip(&domains)
-                .map(|(&(lo, hi), d)| (d[lo], d[hi]))
-                .collect();
+            let ranges: Vec<(i64, i64)> = bx.iter().zip(&domains).map(|(&(lo, hi), d)| (d[lo], d[hi])).collect();
             if !self.relaxed(&ranges, allowed) {
                 continue;
             }
@@ -325,19 +284,10 @@ impl AppSolver {
         for (f, &(lo, hi)) in self.flows.iter().zip(ranges) {
             for k in 0..f.count {
                 let base = k * f.period;
-                self.jobs.push(Job {
-                    release: (base + lo).max(0),
-                    deadline: (base + hi + f.jitter).min(self.hyper - 1),
-                });
+                self.jobs.push(Job { release: (base + lo).max(0), deadline: (base + hi + f.jitter).min(self.hyper - 1) });
             }
         }
-        edf::place(
-            &self.jobs,
-            self.ring,
-            &allowed,
-            &mut self.scratch,
-            &mut self.times,
-        )
+        edf::place(&self.jobs, self.ring, &allowed, &mut self.scratch, &mut self.times)
     }
 
     fn schedule_from_times(&self) -> AppSchedule {
@@ -355,11 +305,7 @@ impl AppSolver {
             at += f.count as usize;
             times.push(ts);
         }
-        AppSchedule {
-            times,
-            used,
-            use_count,
-        }
+        AppSchedule { times, used, use_count }
     }
 }
 
@@ -379,9 +325,7 @@ pub fn flow_slot_bound(period: i64, jitter: i64, count: i64, ring: usize) -> usi
     }
     let mut best = usize::MAX;
     // Arc starts for m = 0; other m rotate them, so only the set of distinct starts matters.
-    let mut starts: Vec<i64> = (0..count.min(n))
-        .map(|k| (k * period).rem_euclid(n))
-        .collect();
+    let mut starts: Vec<i64> = (0..count.min(n)).map(|k| (k * period).rem_euclid(n)).collect();
     // Instances k and k + ring have the same start: ring instances cover every pattern.
     starts.sort_unstable();
     starts.dedup();
@@ -456,17 +400,11 @@ mod tests {
         let mut s = AppSolver::new(&p, 0);
         let mut clock = Clock::new(None);
         // f: instances at m and m+4 (same offset): slots {m, m+4}; g: one instance anywhere else.
-        let sched = s
-            .solve(SlotSet::from_slots([1, 5, 6]), &mut clock)
-            .unwrap()
-            .unwrap();
+        let sched = s.solve(SlotSet::from_slots([1, 5, 6]), &mut clock).unwrap().unwrap();
         assert_eq!(sched.times[0], vec![1, 5]);
         assert_eq!(sched.times[1], vec![6]);
         // {1, 6}: f cannot keep one offset.
-        assert!(s
-            .solve(SlotSet::from_slots([1, 6, 3]), &mut clock)
-            .unwrap()
-            .is_none());
+        assert!(s.solve(SlotSet::from_slots([1, 6, 3]), &mut clock).unwrap().is_none());
     }
 
     #[test]
@@ -484,14 +422,9 @@ mod tests {
         let (d0, d1) = (f[0], f[1] - 4);
         assert!((d0 - d1).abs() <= 1, "{f:?}");
         let all = [f[0], f[1], sched.times[1][0]];
-        assert!(all
-            .iter()
-            .all(|&t| allowed.contains(t as usize) && (0..8).contains(&t)));
+        assert!(all.iter().all(|&t| allowed.contains(t as usize) && (0..8).contains(&t)));
         assert!(all[0] != all[1] && all[1] != all[2] && all[0] != all[2]);
         // {0, 6, 7}: instance 0 can only send at 0 (it must send by 4), instance 1 then in 3..=5: none.
-        assert!(s
-            .solve(SlotSet::from_slots([0, 6, 7]), &mut clock)
-            .unwrap()
-            .is_none());
+        assert!(s.solve(SlotSet::from_slots([0, 6, 7]), &mut clock).unwrap().is_none());
     }
 }

@@ -18,11 +18,7 @@ impl Clock {
     /// A clock that expires `limit` from now (None: never).
     pub fn new(limit: Option<Duration>) -> Clock {
         let start = Instant::now();
-        Clock {
-            start,
-            deadline: limit.map(|l| start + l),
-            ticks: 0,
-        }
+        Clock { start, deadline: limit.map(|l| start + l), ticks: 0 }
     }
 
     /// Counts one unit of work; Err once the deadline has passed.

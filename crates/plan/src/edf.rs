@@ -33,21 +33,12 @@ pub fn next_allowed(t: i64, ring: usize, allowed: &SlotSet) -> Option<i64> {
     let base = t - r;
     match allowed.next_from(r as usize) {
         Some(s) if s < ring => Some(base + s as i64),
-        _ => allowed
-            .first()
-            .filter(|&s| s < ring)
-            .map(|s| base + n + s as i64),
+        _ => allowed.first().filter(|&s| s < ring).map(|s| base + n + s as i64),
     }
 }
 
 /// Places every job; `times[j]` gets job j's time point. Returns false when no placement exists.
-pub fn place(
-    jobs: &[Job],
-    ring: usize,
-    allowed: &SlotSet,
-    scratch: &mut Scratch,
-    times: &mut Vec<i64>,
-) -> bool {
+pub fn place(jobs: &[Job], ring: usize, allowed: &SlotSet, scratch: &mut Scratch, times: &mut Vec<i64>) -> bool {
     times.clear();
     times.resize(jobs.len(), -1);
     if jobs.iter().any(|j| j.deadline < j.release) {
@@ -94,10 +85,7 @@ mod tests {
     use super::*;
 
     fn job(r: i64, d: i64) -> Job {
-        Job {
-            release: r,
-            deadline: d,
-        }
+        Job { release: r, deadline: d }
     }
 
     #[test]
@@ -114,13 +102,7 @@ mod tests {
     fn edf_serves_tight_job_first() {
         // Job 0 can go anywhere in 0..=3, job 1 only at 0: EDF must give 0 to job 1.
         let mut times = Vec::new();
-        let ok = place(
-            &[job(0, 3), job(0, 0)],
-            4,
-            &SlotSet::full(4),
-            &mut Scratch::default(),
-            &mut times,
-        );
+        let ok = place(&[job(0, 3), job(0, 0)], 4, &SlotSet::full(4), &mut Scratch::default(), &mut times);
         assert!(ok);
         assert_eq!(times, vec![1, 0]);
     }
@@ -129,36 +111,12 @@ mod tests {
     fn edf_fails_on_overload_and_forbidden_slots() {
         let mut s = Scratch::default();
         let mut times = Vec::new();
-        assert!(!place(
-            &[job(0, 1), job(0, 1), job(1, 1)],
-            4,
-            &SlotSet::full(4),
-            &mut s,
-            &mut times
-        ));
+        assert!(!place(&[job(0, 1), job(0, 1), job(1, 1)], 4, &SlotSet::full(4), &mut s, &mut times));
         // Only slot 2 allowed in a 4-ring: windows [0,1] and [4,5] contain no allowed point.
-        assert!(!place(
-            &[job(0, 1)],
-            4,
-            &SlotSet::from_slots([2]),
-            &mut s,
-            &mut times
-        ));
+        assert!(!place(&[job(0, 1)], 4, &SlotSet::from_slots([2]), &mut s, &mut times));
         // Slot 2 allowed: [0,2] gets 2, [4,5] has no allowed point.
-        assert!(!place(
-            &[job(0, 2), job(4, 5)],
-            4,
-            &SlotSet::from_slots([2]),
-            &mut s,
-            &mut times
-        ));
-        assert!(place(
-            &[job(0, 2), job(4, 5)],
-            4,
-            &SlotSet::from_slots([2, 1]),
-            &mut s,
-            &mut times
-        ));
+        assert!(!place(&[job(0, 2), job(4, 5)], 4, &SlotSet::from_slots([2]), &mut s, &mut times));
+        assert!(place(&[job(0, 2), job(4, 5)], 4, &SlotSet::from_slots([2, 1]), &mut s, &mut times));
         assert_eq!(times, vec![1, 5]);
     }
 }

@@ -57,9 +57,7 @@ pub enum InputError {
         max: usize,
     },
     /// The hyperperiod (or the number of instances in it) is too large to enumerate.
-    #[error(
-        "hyperperiod too large to enumerate: {what} (limit {limit}); use harmonic periods or a coarser slot_ns"
-    )]
+    #[error("hyperperiod too large to enumerate: {what} (limit {limit}); use harmonic periods or a coarser slot_ns")]
     HyperperiodTooLarge {
         /// What exceeded the limit, with its value.
         what: String,

@@ -161,25 +161,14 @@ pub struct Evaluation {
 /// Runs the evaluation; `progress` gets one line per set.
 pub fn run(config: &Config, mut progress: impl FnMut(&str)) -> Result<Evaluation, EvalError> {
     let sets_dir = config.out.join("sets");
-    std::fs::create_dir_all(&sets_dir).map_err(|source| EvalError::Io {
-        path: sets_dir.clone(),
-        source,
-    })?;
+    std::fs::create_dir_all(&sets_dir).map_err(|source| EvalError::Io { path: sets_dir.clone(), source })?;
     let mut results = Vec::new();
     let mut disagreements = Vec::new();
-    for (point, util) in generate::utilisations(config.points)
-        .into_iter()
-        .enumerate()
-    {
+    for (point, util) in generate::utilisations(config.points).into_iter().enumerate() {
         for set in generate::flow_sets(config.seed, point, util, config.sets_per_point) {
             let r = run_set(config, &sets_dir, &set, &mut disagreements)?;
-            let z3 = r.z3.as_ref().map_or(String::new(), |z| {
-                format!("  z3 {:?} {:.0} ms", z.status, z.ms)
-            });
-            progress(&format!(
-                "{}: ours {:?} {:.1} ms{z3}",
-                r.name, r.ours.status, r.ours.ms
-            ));
+            let z3 = r.z3.as_ref().map_or(String::new(), |z| format!("  z3 {:?} {:.0} ms", z.status, z.ms));
+            progress(&format!("{}: ours {:?} {:.1} ms{z3}", r.name, r.ours.status, r.ours.ms));
             results.push(r);
         }
     }
@@ -199,12 +188,7 @@ fn write(path: PathBuf, text: &str) -> Result<(), EvalError> {
     std::fs::write(&path, text).map_err(|source| EvalError::Io { path, source })
 }
 
-fn run_set(
-    config: &Config,
-    dir: &Path,
-    set: &FlowSet,
-    disagreements: &mut Vec<String>,
-) -> Result<SetResult, EvalError> {
+fn run_set(config: &Config, dir: &Path, set: &FlowSet, disagreements: &mut Vec<String>) -> Result<SetResult, EvalError> {
     let problem = Problem::new(&set.spec).map_err(|e| EvalError::BadSet(set.name.clone(), e))?;
     let json = serde_json::to_string_pretty(&set.spec).unwrap_or_default();
     write(dir.join(format!("{}.json", set.name)), &json)?;
@@ -219,33 +203,19 @@ fn run_set(
     );
     write(smt_path.clone(), &smtlib::to_smtlib(&problem, &comment))?;
 
-    let plan = plan_problem(
-        &set.spec,
-        &problem,
-        &Options {
-            timeout: Some(config.timeout),
-        },
-    );
+    let plan = plan_problem(&set.spec, &problem, &Options { timeout: Some(config.timeout) });
     let ours_valid = (plan.status == Status::Feasible).then(|| validate(&set.spec, &plan).is_ok());
-    let ours = Answer {
-        status: plan.status,
-        reason: plan.reason,
-        ms: plan.solve_ms,
-        valid: ours_valid,
-    };
+    let ours = Answer { status: plan.status, reason: plan.reason, ms: plan.solve_ms, valid: ours_valid };
     if ours_valid == Some(false) {
         disagreements.push(format!("{}: our schedule fails validation", set.name));
     }
 
     let z3 = match config.z3_timeout {
         Some(t) => {
-            let run =
-                smtlib::run_z3(&smt_path, t).map_err(|e| EvalError::Z3(set.name.clone(), e))?;
+            let run = smtlib::run_z3(&smt_path, t).map_err(|e| EvalError::Z3(set.name.clone(), e))?;
             let (status, valid) = match run.status {
                 Z3Status::Sat => {
-                    let ok = smtlib::plan_from_model(&problem, &run.model)
-                        .map(|p| validate(&set.spec, &p).is_ok())
-                        .unwrap_or(false);
+                    let ok = smtlib::plan_from_model(&problem, &run.model).map(|p| validate(&set.spec, &p).is_ok()).unwrap_or(false);
                     if !ok {
                         disagreements.push(format!("{}: z3's model fails validation", set.name));
                     }
@@ -256,19 +226,11 @@ fn run_set(
             };
             match (ours.status, status) {
                 (Status::Feasible, Status::Infeasible) | (Status::Infeasible, Status::Feasible) => {
-                    disagreements.push(format!(
-                        "{}: ours {:?}, z3 {:?}",
-                        set.name, ours.status, status
-                    ))
+                    disagreements.push(format!("{}: ours {:?}, z3 {:?}", set.name, ours.status, status))
                 }
                 _ => {}
             }
-            Some(Answer {
-                status,
-                reason: None,
-                ms: run.wall_ms,
-                valid,
-            })
+            Some(Answer { status, reason: None, ms: run.wall_ms, valid })
         }
         None => None,
     };
@@ -319,16 +281,8 @@ pub fn summarise(results: &[SetResult]) -> Vec<Point> {
         .into_iter()
         .map(|u| {
             let at: Vec<&SetResult> = results.iter().filter(|r| r.target_util == u).collect();
-            let z3 = at
-                .iter()
-                .all(|r| r.z3.is_some())
-                .then(|| summary(at.iter().filter_map(|r| r.z3.as_ref())));
-            Point {
-                util: u,
-                sets: at.len(),
-                ours: summary(at.iter().map(|r| &r.ours)),
-                z3,
-            }
+            let z3 = at.iter().all(|r| r.z3.is_some()).then(|| summary(at.iter().filter_map(|r| r.z3.as_ref())));
+            Point { util: u, sets: at.len(), ours: summary(at.iter().map(|r| &r.ours)), z3 }
         })
         .collect()
 }
@@ -337,15 +291,9 @@ pub fn summarise(results: &[SetResult]) -> Vec<Point> {
 pub fn table(eval: &Evaluation) -> String {
     let mut o = String::new();
     let z3 = eval.points.iter().any(|p| p.z3.is_some());
-    let _ = write!(
-        o,
-        "| util | sets | ours sched. | ours F/I/U | ours p50 ms | ours p95 ms | ours max ms |"
-    );
+    let _ = write!(o, "| util | sets | ours sched. | ours F/I/U | ours p50 ms | ours p95 ms | ours max ms |");
     if z3 {
-        let _ = write!(
-            o,
-            " z3 sched. | z3 F/I/U | z3 p50 ms | z3 p95 ms | z3 max ms |"
-        );
+        let _ = write!(o, " z3 sched. | z3 F/I/U | z3 p50 ms | z3 p95 ms | z3 max ms |");
     }
     let _ = writeln!(o);
     let _ = write!(o, "|---:|---:|---:|---:|---:|---:|---:|");
@@ -354,25 +302,10 @@ pub fn table(eval: &Evaluation) -> String {
     }
     let _ = writeln!(o);
     let cols = |s: &Summary| {
-        format!(
-            " {:.1}% | {}/{}/{} | {:.1} | {:.1} | {:.1} |",
-            s.schedulability * 100.0,
-            s.feasible,
-            s.infeasible,
-            s.unknown,
-            s.p50_ms,
-            s.p95_ms,
-            s.max_ms
-        )
+        format!(" {:.1}% | {}/{}/{} | {:.1} | {:.1} | {:.1} |", s.schedulability * 100.0, s.feasible, s.infeasible, s.unknown, s.p50_ms, s.p95_ms, s.max_ms)
     };
     for p in &eval.points {
-        let _ = write!(
-            o,
-            "| {:.0}% | {} |{}",
-            p.util * 100.0,
-            p.sets,
-            cols(&p.ours)
-        );
+        let _ = write!(o, "| {:.0}% | {} |{}", p.util * 100.0, p.sets, cols(&p.ours));
         if let Some(z) = &p.z3 {
             let _ = write!(o, "{}", cols(z));
         }
@@ -382,11 +315,7 @@ pub fn table(eval: &Evaluation) -> String {
     let ours = summary(all.iter().map(|r| &r.ours));
     let _ = write!(o, "| all | {} |{}", all.len(), cols(&ours));
     if z3 && all.iter().all(|r| r.z3.is_some()) {
-        let _ = write!(
-            o,
-            "{}",
-            cols(&summary(all.iter().filter_map(|r| r.z3.as_ref())))
-        );
+        let _ = write!(o, "{}", cols(&summary(all.iter().filter_map(|r| r.z3.as_ref()))));
     }
     let _ = writeln!(o);
     let _ = writeln!(
@@ -400,10 +329,7 @@ pub fn table(eval: &Evaluation) -> String {
 }
 
 fn write_outputs(eval: &Evaluation, out: &Path) -> Result<(), EvalError> {
-    write(
-        out.join("results.json"),
-        &serde_json::to_string_pretty(eval).unwrap_or_default(),
-    )?;
+    write(out.join("results.json"), &serde_json::to_string_pretty(eval).unwrap_or_default())?;
     write(out.join("table.md"), &table(eval))?;
     crate::plot::figure(&eval.points, eval.z3_timeout_s, out).map_err(EvalError::Plot)?;
     Ok(())

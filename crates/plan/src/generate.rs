@@ -83,11 +83,7 @@ pub fn flow_sets(seed: u64, point: usize, util: f64, count: usize) -> Vec<FlowSe
         .filter_map(|i| {
             let stream = seed ^ ((point as u64) << 40) ^ ((i as u64) << 16) ^ 0x5EED;
             let mut rng = Rng::new(stream);
-            one_set(
-                &mut rng,
-                util,
-                format!("u{:02}_{:03}", (util * 100.0).round() as u64, i),
-            )
+            one_set(&mut rng, util, format!("u{:02}_{:03}", (util * 100.0).round() as u64, i))
         })
         .collect()
 }
@@ -122,13 +118,8 @@ fn one_set(rng: &mut Rng, util: f64, name: String) -> Option<FlowSet> {
 fn try_set(rng: &mut Rng, util: f64, name: &str) -> Option<FlowSet> {
     let chain = chain(rng);
     let (umin, umax) = (unit_util(chain[chain.len() - 1]), unit_util(chain[0]));
-    let counts: Vec<usize> = FLOW_COUNTS
-        .iter()
-        .copied()
-        .filter(|&n| {
-            n as f64 * umin <= util + UTIL_TOLERANCE && util - UTIL_TOLERANCE <= n as f64 * umax
-        })
-        .collect();
+    let counts: Vec<usize> =
+        FLOW_COUNTS.iter().copied().filter(|&n| n as f64 * umin <= util + UTIL_TOLERANCE && util - UTIL_TOLERANCE <= n as f64 * umax).collect();
     if counts.is_empty() {
         return None;
     }
@@ -181,35 +172,17 @@ fn try_set(rng: &mut Rng, util: f64, name: &str) -> Option<FlowSet> {
     if (actual - util).abs() > UTIL_TOLERANCE {
         return None;
     }
-    let mut apps: Vec<AppSpec> = (0..CLASSES)
-        .map(|c| AppSpec {
-            name: format!("c{c}"),
-            flows: Vec::new(),
-        })
-        .collect();
+    let mut apps: Vec<AppSpec> = (0..CLASSES).map(|c| AppSpec { name: format!("c{c}"), flows: Vec::new() }).collect();
     for (i, &ci) in idx.iter().enumerate() {
         let period_ns = chain[ci] * PERIOD_UNIT_NS;
         let lo = (period_ns as f64 * 0.05 / 1000.0).ceil() as i64;
         let hi = (period_ns as f64 * 0.20 / 1000.0).floor() as i64;
         let jitter_ns = (lo + rng.below((hi - lo + 1) as u64) as i64) * 1000;
         let class = rng.below(CLASSES as u64) as usize;
-        apps[class].flows.push(FlowSpec {
-            name: format!("f{i}"),
-            period_ns,
-            jitter_ns,
-        });
+        apps[class].flows.push(FlowSpec { name: format!("f{i}"), period_ns, jitter_ns });
     }
     apps.retain(|a| !a.flows.is_empty());
-    Some(FlowSet {
-        name: name.to_string(),
-        target_util: util,
-        util: actual,
-        spec: Spec {
-            ring_slots: RING_SLOTS,
-            slot_ns: SLOT_NS,
-            apps,
-        },
-    })
+    Some(FlowSet { name: name.to_string(), target_util: util, util: actual, spec: Spec { ring_slots: RING_SLOTS, slot_ns: SLOT_NS, apps } })
 }
 
 #[cfg(test)]
@@ -222,19 +195,8 @@ mod tests {
         let b = flow_sets(7, 4, 0.25, 16);
         assert_eq!(a, b);
         for s in &a {
-            assert!(
-                (s.util - 0.25).abs() <= UTIL_TOLERANCE + 1e-12,
-                "{} at {}",
-                s.name,
-                s.util
-            );
-            let periods: Vec<i64> = s
-                .spec
-                .apps
-                .iter()
-                .flat_map(|a| &a.flows)
-                .map(|f| f.period_ns)
-                .collect();
+            assert!((s.util - 0.25).abs() <= UTIL_TOLERANCE + 1e-12, "{} at {}", s.name, s.util);
+            let periods: Vec<i64> = s.spec.apps.iter().flat_map(|a| &a.flows).map(|f| f.period_ns).collect();
             assert!(FLOW_COUNTS.contains(&periods.len()));
             for &p in &periods {
                 assert!(p % PERIOD_UNIT_NS == 0 && (PERIOD_UNIT_NS..=1_600_000).contains(&p));

@@ -17,9 +17,7 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options {
-            timeout: Some(Duration::from_secs(60)),
-        }
+        Options { timeout: Some(Duration::from_secs(60)) }
     }
 }
 
@@ -47,9 +45,7 @@ pub fn plan_problem(spec: &Spec, problem: &Problem, options: &Options) -> Plan {
             plan.status = Status::Feasible;
             for (a, (part, sched)) in per_app.iter().enumerate() {
                 let app = &problem.apps[a];
-                plan.partitions
-                    .0
-                    .push((app.name.clone(), part.iter().map(|s| s as u32).collect()));
+                plan.partitions.0.push((app.name.clone(), part.iter().map(|s| s as u32).collect()));
                 for (i, &f) in app.flows.iter().enumerate() {
                     for (k, &t) in sched.times[i].iter().enumerate() {
                         plan.schedule.push(Tx {
@@ -76,9 +72,7 @@ pub fn plan_problem(spec: &Spec, problem: &Problem, options: &Options) -> Plan {
             plan.status = Status::Unknown;
             plan.partitions = Partitions::default();
             plan.schedule.clear();
-            plan.detail = Some(format!(
-                "internal error: the validator rejected the solver's schedule: {v}"
-            ));
+            plan.detail = Some(format!("internal error: the validator rejected the solver's schedule: {v}"));
         }
     }
     plan

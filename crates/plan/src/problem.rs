@@ -59,10 +59,7 @@ impl Problem {
         positive("ring_slots", spec.ring_slots)?;
         positive("slot_ns", spec.slot_ns)?;
         if spec.ring_slots as u64 > MAX_RING_SLOTS as u64 {
-            return Err(InputError::RingTooLarge {
-                ring_slots: spec.ring_slots,
-                max: MAX_RING_SLOTS,
-            });
+            return Err(InputError::RingTooLarge { ring_slots: spec.ring_slots, max: MAX_RING_SLOTS });
         }
         let mut app_names = HashSet::new();
         let mut apps = Vec::new();
@@ -70,75 +67,42 @@ impl Problem {
         let mut hyper: u64 = 1;
         for (ai, a) in spec.apps.iter().enumerate() {
             if a.name.is_empty() {
-                return Err(InputError::EmptyName {
-                    field: format!("apps[{ai}].name"),
-                });
+                return Err(InputError::EmptyName { field: format!("apps[{ai}].name") });
             }
             if !app_names.insert(a.name.as_str()) {
-                return Err(InputError::DuplicateName {
-                    name: a.name.clone(),
-                    what: "application".into(),
-                });
+                return Err(InputError::DuplicateName { name: a.name.clone(), what: "application".into() });
             }
             let mut flow_names = HashSet::new();
             let mut idx = Vec::new();
             for (fi, f) in a.flows.iter().enumerate() {
                 let path = format!("apps[{ai}].flows[{fi}]");
                 if f.name.is_empty() {
-                    return Err(InputError::EmptyName {
-                        field: format!("{path}.name"),
-                    });
+                    return Err(InputError::EmptyName { field: format!("{path}.name") });
                 }
                 if !flow_names.insert(f.name.as_str()) {
-                    return Err(InputError::DuplicateName {
-                        name: f.name.clone(),
-                        what: format!("flow of application {:?}", a.name),
-                    });
+                    return Err(InputError::DuplicateName { name: f.name.clone(), what: format!("flow of application {:?}", a.name) });
                 }
                 positive(&format!("{path}.period_ns"), f.period_ns)?;
                 if f.jitter_ns < 0 {
-                    return Err(InputError::Negative {
-                        field: format!("{path}.jitter_ns"),
-                        value: f.jitter_ns,
-                    });
+                    return Err(InputError::Negative { field: format!("{path}.jitter_ns"), value: f.jitter_ns });
                 }
                 if f.period_ns % spec.slot_ns != 0 {
-                    return Err(InputError::PeriodNotMultiple {
-                        field: format!("{path}.period_ns"),
-                        period_ns: f.period_ns,
-                        slot_ns: spec.slot_ns,
-                    });
+                    return Err(InputError::PeriodNotMultiple { field: format!("{path}.period_ns"), period_ns: f.period_ns, slot_ns: spec.slot_ns });
                 }
                 let period = f.period_ns / spec.slot_ns;
-                hyper = lcm(hyper, period as u64)
-                    .filter(|&h| h <= MAX_HYPERPERIOD_SLOTS)
-                    .ok_or_else(|| InputError::HyperperiodTooLarge {
-                        what: format!(
-                            "lcm of the periods exceeds {MAX_HYPERPERIOD_SLOTS} slots at {path}"
-                        ),
-                        limit: MAX_HYPERPERIOD_SLOTS,
-                    })?;
+                hyper = lcm(hyper, period as u64).filter(|&h| h <= MAX_HYPERPERIOD_SLOTS).ok_or_else(|| InputError::HyperperiodTooLarge {
+                    what: format!("lcm of the periods exceeds {MAX_HYPERPERIOD_SLOTS} slots at {path}"),
+                    limit: MAX_HYPERPERIOD_SLOTS,
+                })?;
                 idx.push(flows.len());
-                flows.push(Flow {
-                    app: ai,
-                    name: f.name.clone(),
-                    period,
-                    jitter: f.jitter_ns / spec.slot_ns,
-                    count: 0,
-                });
+                flows.push(Flow { app: ai, name: f.name.clone(), period, jitter: f.jitter_ns / spec.slot_ns, count: 0 });
             }
-            apps.push(App {
-                name: a.name.clone(),
-                flows: idx,
-            });
+            apps.push(App { name: a.name.clone(), flows: idx });
         }
         // The hyperperiod in ns must fit u64 too: hyper <= 2^24 slots, slot_ns < 2^63 may not.
         if (hyper as u128) * (spec.slot_ns as u128) > u64::MAX as u128 / 2 {
             return Err(InputError::HyperperiodTooLarge {
-                what: format!(
-                    "{hyper} slots of {} ns overflow 63-bit nanoseconds",
-                    spec.slot_ns
-                ),
+                what: format!("{hyper} slots of {} ns overflow 63-bit nanoseconds", spec.slot_ns),
                 limit: MAX_HYPERPERIOD_SLOTS,
             });
         }
@@ -148,18 +112,9 @@ impl Problem {
             total += f.count as u64;
         }
         if total > MAX_INSTANCES {
-            return Err(InputError::HyperperiodTooLarge {
-                what: format!("{total} flow instances in one hyperperiod"),
-                limit: MAX_INSTANCES,
-            });
+            return Err(InputError::HyperperiodTooLarge { what: format!("{total} flow instances in one hyperperiod"), limit: MAX_INSTANCES });
         }
-        Ok(Problem {
-            ring: spec.ring_slots as usize,
-            slot_ns: spec.slot_ns as u64,
-            hyper: hyper as i64,
-            apps,
-            flows,
-        })
+        Ok(Problem { ring: spec.ring_slots as usize, slot_ns: spec.slot_ns as u64, hyper: hyper as i64, apps, flows })
     }
 
     /// Hyperperiod in nanoseconds.
@@ -180,10 +135,7 @@ impl Problem {
 
 fn positive(field: &str, value: i64) -> Result<(), InputError> {
     if value <= 0 {
-        return Err(InputError::NotPositive {
-            field: field.into(),
-            value,
-        });
+        return Err(InputError::NotPositive { field: field.into(), value });
     }
     Ok(())
 }

@@ -58,9 +58,7 @@ impl AppSlots {
 
     /// Whether ring slot s belongs to the application.
     pub fn owns(&self, slot: usize) -> bool {
-        self.mask
-            .get(slot / 64)
-            .is_some_and(|w| w & (1 << (slot % 64)) != 0)
+        self.mask.get(slot / 64).is_some_and(|w| w & (1 << (slot % 64)) != 0)
     }
 }
 
@@ -94,27 +92,12 @@ impl RingConfig {
                         let offsets_ns: Vec<i64> = offsets.into_iter().map(|(_, d)| d).collect();
                         let lo = offsets_ns.iter().copied().min().unwrap_or(0);
                         let hi = offsets_ns.iter().copied().max().unwrap_or(0);
-                        FlowOffsets {
-                            name: f.name.clone(),
-                            period_ns: f.period_ns as u64,
-                            offsets_ns,
-                            base_offset_ns: lo,
-                            worst_deviation_ns: hi - lo,
-                        }
+                        FlowOffsets { name: f.name.clone(), period_ns: f.period_ns as u64, offsets_ns, base_offset_ns: lo, worst_deviation_ns: hi - lo }
                     })
                     .collect();
-                AppSlots {
-                    name: a.name.clone(),
-                    mask,
-                    flows,
-                }
+                AppSlots { name: a.name.clone(), mask, flows }
             })
             .collect();
-        Ok(RingConfig {
-            ring_slots: spec.ring_slots as u32,
-            slot_ns: spec.slot_ns as u64,
-            hyperperiod_ns: plan.hyperperiod_ns,
-            apps,
-        })
+        Ok(RingConfig { ring_slots: spec.ring_slots as u32, slot_ns: spec.slot_ns as u64, hyperperiod_ns: plan.hyperperiod_ns, apps })
     }
 }

@@ -50,10 +50,7 @@ const MEMO_CAP: usize = 4096;
 pub fn solve(problem: &Problem, clock: &mut Clock) -> Outcome {
     match Search::new(problem).run(clock) {
         Ok(o) => o,
-        Err(_) => Outcome::Unknown(format!(
-            "time limit reached after {} search nodes",
-            clock.ticks()
-        )),
+        Err(_) => Outcome::Unknown(format!("time limit reached after {} search nodes", clock.ticks())),
     }
 }
 
@@ -80,9 +77,7 @@ struct Search<'p> {
 
 impl<'p> Search<'p> {
     fn new(problem: &'p Problem) -> Search<'p> {
-        let solvers = (0..problem.apps.len())
-            .map(|a| AppSolver::new(problem, a))
-            .collect();
+        let solvers = (0..problem.apps.len()).map(|a| AppSolver::new(problem, a)).collect();
         Search {
             problem,
             solvers,
@@ -104,10 +99,7 @@ impl<'p> Search<'p> {
             if self.solvers[a].solve(self.ring, clock)?.is_none() {
                 return Ok(Outcome::Infeasible(
                     Reason::AppAlone,
-                    format!(
-                        "application {:?} cannot meet its jitter bounds even with all {} slots",
-                        self.problem.apps[a].name, self.problem.ring
-                    ),
+                    format!("application {:?} cannot meet its jitter bounds even with all {} slots", self.problem.apps[a].name, self.problem.ring),
                 ));
             }
             let need = self.min_slots(a, clock)?;
@@ -115,31 +107,17 @@ impl<'p> Search<'p> {
         }
         let total: usize = self.need.iter().sum();
         if total > self.problem.ring {
-            let parts: Vec<String> = (0..napps)
-                .map(|a| format!("{} needs {}", self.problem.apps[a].name, self.need[a]))
-                .collect();
+            let parts: Vec<String> = (0..napps).map(|a| format!("{} needs {}", self.problem.apps[a].name, self.need[a])).collect();
             return Ok(Outcome::Infeasible(
                 Reason::PartitionSizeBound,
-                format!(
-                    "partitions need at least {total} slots, the ring has {}: {}",
-                    self.problem.ring,
-                    parts.join(", ")
-                ),
+                format!("partitions need at least {total} slots, the ring has {}: {}", self.problem.ring, parts.join(", ")),
             ));
         }
         // Most demanding first; identical applications end up next to each other.
         let sig: Vec<Vec<(i64, i64)>> = (0..napps).map(|a| self.signature(a)).collect();
         let mut order: Vec<usize> = (0..napps).collect();
-        order.sort_by(|&a, &b| {
-            (self.need[b], self.solvers[b].instances(), &sig[b]).cmp(&(
-                self.need[a],
-                self.solvers[a].instances(),
-                &sig[a],
-            ))
-        });
-        self.same_as_prev = (0..napps)
-            .map(|d| d > 0 && sig[order[d]] == sig[order[d - 1]])
-            .collect();
+        order.sort_by(|&a, &b| (self.need[b], self.solvers[b].instances(), &sig[b]).cmp(&(self.need[a], self.solvers[a].instances(), &sig[a])));
+        self.same_as_prev = (0..napps).map(|d| d > 0 && sig[order[d]] == sig[order[d - 1]]).collect();
         self.need_from = vec![0; napps + 1];
         self.reach_from = vec![SlotSet::EMPTY; napps + 1];
         for d in (0..napps).rev() {
@@ -150,18 +128,12 @@ impl<'p> Search<'p> {
         self.failed = vec![Vec::new(); napps];
         self.chosen = vec![SlotSet::EMPTY; napps];
         if !self.place(0, self.ring, 0, clock)? {
-            return Ok(Outcome::Infeasible(
-                Reason::ExhaustiveSearch,
-                "no assignment of disjoint partitions lets every application meet its bounds"
-                    .into(),
-            ));
+            return Ok(Outcome::Infeasible(Reason::ExhaustiveSearch, "no assignment of disjoint partitions lets every application meet its bounds".into()));
         }
         let mut out = vec![(SlotSet::EMPTY, Rc::new(empty_schedule(self.problem.ring))); napps];
         for d in 0..napps {
             let a = self.order[d];
-            let sched = self.solvers[a]
-                .solve(self.chosen[d], clock)?
-                .ok_or(TimedOut)?;
+            let sched = self.solvers[a].solve(self.chosen[d], clock)?.ok_or(TimedOut)?;
             out[a] = (sched.used, sched);
         }
         Ok(Outcome::Feasible(out))
@@ -169,11 +141,7 @@ impl<'p> Search<'p> {
 
     /// Flows of application a as sorted (period, jitter) pairs.
     fn signature(&self, a: usize) -> Vec<(i64, i64)> {
-        let mut s: Vec<(i64, i64)> = self.problem.apps[a]
-            .flows
-            .iter()
-            .map(|&f| (self.problem.flows[f].period, self.problem.flows[f].jitter))
-            .collect();
+        let mut s: Vec<(i64, i64)> = self.problem.apps[a].flows.iter().map(|&f| (self.problem.flows[f].period, self.problem.flows[f].jitter)).collect();
         s.sort_unstable();
         s
     }
@@ -191,15 +159,7 @@ impl<'p> Search<'p> {
             return Ok(lb);
         }
         let mut nodes = 0u64;
-        let exact = self.min_slots_rec(
-            a,
-            SlotSet::EMPTY,
-            SlotSet::EMPTY,
-            lb,
-            &mut best,
-            &mut nodes,
-            clock,
-        )?;
+        let exact = self.min_slots_rec(a, SlotSet::EMPTY, SlotSet::EMPTY, lb, &mut best, &mut nodes, clock)?;
         Ok(if exact { best } else { lb })
     }
 
@@ -240,23 +200,13 @@ impl<'p> Search<'p> {
             return Ok(true);
         }
         let r = pick_slot(&s, inc)?;
-        Ok(
-            self.min_slots_rec(a, with(inc, r), exc, lb, best, nodes, clock)?
-                && self.min_slots_rec(a, inc, with(exc, r), lb, best, nodes, clock)?,
-        )
+        Ok(self.min_slots_rec(a, with(inc, r), exc, lb, best, nodes, clock)? && self.min_slots_rec(a, inc, with(exc, r), lb, best, nodes, clock)?)
     }
 
     /// An inclusion-minimal slot set M with keep ⊆ M ⊆ avail on which application a can be scheduled
     /// (None if avail does not suffice). Deletion filter: slots are dropped in `order` (slots not
     /// listed are dropped last, in index order) whenever the rest still suffices.
-    fn minimal(
-        &mut self,
-        a: usize,
-        avail: SlotSet,
-        keep: SlotSet,
-        order: &[usize],
-        clock: &mut Clock,
-    ) -> Result<Option<SlotSet>, TimedOut> {
+    fn minimal(&mut self, a: usize, avail: SlotSet, keep: SlotSet, order: &[usize], clock: &mut Clock) -> Result<Option<SlotSet>, TimedOut> {
         let Some(s) = self.solvers[a].solve(avail, clock)? else {
             return Ok(None);
         };
@@ -267,9 +217,7 @@ impl<'p> Search<'p> {
             }
             let mut without = cur;
             without.remove(r);
-            if let Verdict::Feasible(t) =
-                self.solvers[a].check(without, Some(CHECK_BUDGET), clock)?
-            {
+            if let Verdict::Feasible(t) = self.solvers[a].check(without, Some(CHECK_BUDGET), clock)? {
                 cur = t.used.or(keep);
             }
         }
@@ -278,22 +226,13 @@ impl<'p> Search<'p> {
 
     /// Places the applications at depths d.. on the free slots; `bound`: the application at depth d
     /// may only use slots >= bound (symmetry with the previous, identical application).
-    fn place(
-        &mut self,
-        d: usize,
-        free: SlotSet,
-        bound: usize,
-        clock: &mut Clock,
-    ) -> Result<bool, TimedOut> {
+    fn place(&mut self, d: usize, free: SlotSet, bound: usize, clock: &mut Clock) -> Result<bool, TimedOut> {
         clock.tick()?;
         if d == self.order.len() {
             return Ok(true);
         }
         let key = free.and(self.reach_from[d]);
-        if self.failed[d]
-            .iter()
-            .any(|(k, b)| key.is_subset(k) && bound >= *b)
-        {
+        if self.failed[d].iter().any(|(k, b)| key.is_subset(k) && bound >= *b) {
             return Ok(false);
         }
         let ok = self.place_here(d, free, bound, clock)?;
@@ -307,22 +246,14 @@ impl<'p> Search<'p> {
         Ok(ok)
     }
 
-    fn place_here(
-        &mut self,
-        d: usize,
-        free: SlotSet,
-        bound: usize,
-        clock: &mut Clock,
-    ) -> Result<bool, TimedOut> {
+    fn place_here(&mut self, d: usize, free: SlotSet, bound: usize, clock: &mut Clock) -> Result<bool, TimedOut> {
         if self.need_from[d] > free.and(self.reach_from[d]).len() {
             return Ok(false);
         }
         let own = free.minus(SlotSet::full(bound));
         for dd in d..self.order.len() {
             let avail = if dd == d { own } else { free };
-            if let Verdict::Infeasible =
-                self.solvers[self.order[dd]].check(avail, Some(CHECK_BUDGET), clock)?
-            {
+            if let Verdict::Infeasible = self.solvers[self.order[dd]].check(avail, Some(CHECK_BUDGET), clock)? {
                 return Ok(false);
             }
         }
@@ -339,16 +270,7 @@ impl<'p> Search<'p> {
     /// M - inc: take it, or never take it. Every minimal sufficient set lies below some branch, so the
     /// enumeration is complete.
     #[allow(clippy::too_many_arguments)]
-    fn choose(
-        &mut self,
-        d: usize,
-        free: SlotSet,
-        own: SlotSet,
-        inc: SlotSet,
-        exc: SlotSet,
-        order: &[usize],
-        clock: &mut Clock,
-    ) -> Result<bool, TimedOut> {
+    fn choose(&mut self, d: usize, free: SlotSet, own: SlotSet, inc: SlotSet, exc: SlotSet, order: &[usize], clock: &mut Clock) -> Result<bool, TimedOut> {
         clock.tick()?;
         let a = self.order[d];
         // The applications after this one need their slots out of what this one leaves.
@@ -360,11 +282,7 @@ impl<'p> Search<'p> {
             return Ok(false);
         };
         if m == inc {
-            let next_bound = if d + 1 < self.order.len() && self.same_as_prev[d + 1] {
-                m.first().map_or(0, |s| s + 1)
-            } else {
-                0
-            };
+            let next_bound = if d + 1 < self.order.len() && self.same_as_prev[d + 1] { m.first().map_or(0, |s| s + 1) } else { 0 };
             if self.place(d + 1, free.minus(m), next_bound, clock)? {
                 self.chosen[d] = m;
                 return Ok(true);
@@ -372,12 +290,7 @@ impl<'p> Search<'p> {
             return Ok(false);
         }
         // Branch on the slot of M - inc the others want least (the last one the filter would drop).
-        let r = order
-            .iter()
-            .rev()
-            .copied()
-            .find(|&r| m.contains(r) && !inc.contains(r))
-            .ok_or(TimedOut)?;
+        let r = order.iter().rev().copied().find(|&r| m.contains(r) && !inc.contains(r)).ok_or(TimedOut)?;
         if self.choose(d, free, own, with(inc, r), exc, order, clock)? {
             return Ok(true);
         }
@@ -386,12 +299,7 @@ impl<'p> Search<'p> {
 
     /// Slots ordered by how much the applications at depths d+1.. want them (most wanted first):
     /// summed use in their schedules on the free slots, then how many of them can reach the slot.
-    fn demand_order(
-        &mut self,
-        d: usize,
-        free: SlotSet,
-        clock: &mut Clock,
-    ) -> Result<Vec<usize>, TimedOut> {
+    fn demand_order(&mut self, d: usize, free: SlotSet, clock: &mut Clock) -> Result<Vec<usize>, TimedOut> {
         let n = self.problem.ring;
         let mut want = vec![(0u64, 0u64); n];
         for dd in d + 1..self.order.len() {
@@ -415,11 +323,7 @@ impl<'p> Search<'p> {
 /// inc would suffice and the caller would not branch); should that ever not hold, the search gives up
 /// with "unknown" rather than claim anything.
 fn pick_slot(s: &AppSchedule, inc: SlotSet) -> Result<usize, TimedOut> {
-    s.used
-        .minus(inc)
-        .iter()
-        .max_by_key(|&r| (s.use_count[r], std::cmp::Reverse(r)))
-        .ok_or(TimedOut)
+    s.used.minus(inc).iter().max_by_key(|&r| (s.use_count[r], std::cmp::Reverse(r))).ok_or(TimedOut)
 }
 
 fn with(s: SlotSet, r: usize) -> SlotSet {
@@ -429,9 +333,5 @@ fn with(s: SlotSet, r: usize) -> SlotSet {
 }
 
 fn empty_schedule(ring: usize) -> AppSchedule {
-    AppSchedule {
-        times: Vec::new(),
-        used: SlotSet::EMPTY,
-        use_count: vec![0; ring],
-    }
+    AppSchedule { times: Vec::new(), used: SlotSet::EMPTY, use_count: vec![0; ring] }
 }

@@ -135,9 +135,7 @@ impl SlotSet {
 
     /// The set as 64-bit words, slot i at bit i % 64 of word i / 64, `words` words long.
     pub fn words(&self, words: usize) -> Vec<u64> {
-        (0..words)
-            .map(|w| if w < WORDS { self.0[w] } else { 0 })
-            .collect()
+        (0..words).map(|w| if w < WORDS { self.0[w] } else { 0 }).collect()
     }
 }
 
@@ -158,13 +156,7 @@ mod tests {
         assert_eq!(SlotSet::full(70).len(), 70);
         assert!(!SlotSet::full(70).contains(70));
         assert!(SlotSet::from_slots([1, 2]).is_subset(&SlotSet::full(3)));
-        assert_eq!(
-            SlotSet::full(66)
-                .minus(SlotSet::full(64))
-                .iter()
-                .collect::<Vec<_>>(),
-            vec![64, 65]
-        );
+        assert_eq!(SlotSet::full(66).minus(SlotSet::full(64)).iter().collect::<Vec<_>>(), vec![64, 65]);
         assert_eq!(SlotSet::from_slots([3]).words(1), vec![8]);
     }
 }

@@ -31,11 +31,7 @@ pub fn to_smtlib(problem: &Problem, comment: &str) -> String {
     let _ = writeln!(o, "(set-logic QF_LIA)");
     for r in 0..n {
         let _ = writeln!(o, "(declare-const own_{r} Int)");
-        let _ = writeln!(
-            o,
-            "(assert (and (<= (- 1) own_{r}) (< own_{r} {})))",
-            problem.apps.len()
-        );
+        let _ = writeln!(o, "(assert (and (<= (- 1) own_{r}) (< own_{r} {})))", problem.apps.len());
     }
     for (a, app) in problem.apps.iter().enumerate() {
         let mut xs = Vec::new();
@@ -52,9 +48,7 @@ pub fn to_smtlib(problem: &Problem, comment: &str) -> String {
                      (<= m_{i} (- {x} {rel})) (<= (- {x} {rel}) (+ m_{i} {}))))",
                     f.jitter
                 );
-                let owns: Vec<String> = (0..n)
-                    .map(|r| format!("(=> (= s_{i}_{k} {r}) (= own_{r} {a}))"))
-                    .collect();
+                let owns: Vec<String> = (0..n).map(|r| format!("(=> (= s_{i}_{k} {r}) (= own_{r} {a}))")).collect();
                 let _ = writeln!(o, "(assert (and {}))", owns.join(" "));
                 xs.push(x);
             }
@@ -106,12 +100,7 @@ pub enum Z3Error {
 
 /// Whether a `z3` binary runs on this machine.
 pub fn z3_available() -> bool {
-    Command::new("z3")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+    Command::new("z3").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
 }
 
 /// Runs `z3 -smt2 file` with a hard time limit (z3's own `-T`, and a kill of the child a little later as
@@ -119,18 +108,9 @@ pub fn z3_available() -> bool {
 pub fn run_z3(file: &Path, timeout: Duration) -> Result<Z3Run, Z3Error> {
     let secs = timeout.as_secs_f64().ceil().max(1.0) as u64;
     let start = Instant::now();
-    let mut child = Command::new("z3")
-        .arg("-smt2")
-        .arg(format!("-T:{secs}"))
-        .arg(file)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(Z3Error::Spawn)?;
-    let mut stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| Z3Error::Output("no stdout".into()))?;
+    let mut child =
+        Command::new("z3").arg("-smt2").arg(format!("-T:{secs}")).arg(file).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().map_err(Z3Error::Spawn)?;
+    let mut stdout = child.stdout.take().ok_or_else(|| Z3Error::Output("no stdout".into()))?;
     let reader = std::thread::spawn(move || {
         let mut s = String::new();
         let _ = stdout.read_to_string(&mut s);
@@ -161,16 +141,8 @@ pub fn run_z3(file: &Path, timeout: Duration) -> Result<Z3Run, Z3Error> {
         "unknown" | "timeout" => Z3Status::Unknown,
         other => return Err(Z3Error::Output(other.chars().take(200).collect())),
     };
-    let model = if status == Z3Status::Sat {
-        parse_model(&out)?
-    } else {
-        HashMap::new()
-    };
-    Ok(Z3Run {
-        status,
-        wall_ms,
-        model,
-    })
+    let model = if status == Z3Status::Sat { parse_model(&out)? } else { HashMap::new() };
+    Ok(Z3Run { status, wall_ms, model })
 }
 
 /// Integer constants of a model printed by `(get-model)`: `(define-fun name () Int value)` with value
@@ -209,13 +181,9 @@ pub fn parse_model(text: &str) -> Result<HashMap<String, i64>, Z3Error> {
         if get(i + 2) != "(" || get(i + 3) != ")" || get(i + 4) != "Int" {
             return Err(Z3Error::Model(format!("unexpected declaration of {name}")));
         }
-        let (value, next) = if get(i + 5) == "(" && get(i + 6) == "-" {
-            (get(i + 7).parse::<i64>().map(|v| -v), i + 9)
-        } else {
-            (get(i + 5).parse::<i64>(), i + 6)
-        };
-        let value =
-            value.map_err(|_| Z3Error::Model(format!("value of {name} is not an integer")))?;
+        let (value, next) =
+            if get(i + 5) == "(" && get(i + 6) == "-" { (get(i + 7).parse::<i64>().map(|v| -v), i + 9) } else { (get(i + 5).parse::<i64>(), i + 6) };
+        let value = value.map_err(|_| Z3Error::Model(format!("value of {name} is not an integer")))?;
         model.insert(name, value);
         i = next;
     }
@@ -226,10 +194,7 @@ pub fn parse_model(text: &str) -> Result<HashMap<String, i64>, Z3Error> {
 pub fn plan_from_model(problem: &Problem, model: &HashMap<String, i64>) -> Result<Plan, Z3Error> {
     let mut partitions = Partitions::default();
     for (a, app) in problem.apps.iter().enumerate() {
-        let slots: Vec<u32> = (0..problem.ring)
-            .filter(|r| model.get(&format!("own_{r}")) == Some(&(a as i64)))
-            .map(|r| r as u32)
-            .collect();
+        let slots: Vec<u32> = (0..problem.ring).filter(|r| model.get(&format!("own_{r}")) == Some(&(a as i64))).map(|r| r as u32).collect();
         partitions.0.push((app.name.clone(), slots));
     }
     let mut schedule = Vec::new();
@@ -237,17 +202,9 @@ pub fn plan_from_model(problem: &Problem, model: &HashMap<String, i64>) -> Resul
         for &i in &app.flows {
             let f = &problem.flows[i];
             for k in 0..f.count {
-                let x = model
-                    .get(&format!("x_{i}_{k}"))
-                    .ok_or_else(|| Z3Error::Model(format!("no x_{i}_{k}")))?;
-                let x = u64::try_from(*x)
-                    .map_err(|_| Z3Error::Model(format!("x_{i}_{k} = {x} is negative")))?;
-                schedule.push(Tx {
-                    app: app.name.clone(),
-                    flow: f.name.clone(),
-                    instance: k as u64,
-                    tx_ns: x * problem.slot_ns,
-                });
+                let x = model.get(&format!("x_{i}_{k}")).ok_or_else(|| Z3Error::Model(format!("no x_{i}_{k}")))?;
+                let x = u64::try_from(*x).map_err(|_| Z3Error::Model(format!("x_{i}_{k} = {x} is negative")))?;
+                schedule.push(Tx { app: app.name.clone(), flow: f.name.clone(), instance: k as u64, tx_ns: x * problem.slot_ns });
             }
         }
     }
@@ -268,8 +225,7 @@ mod tests {
 
     #[test]
     fn model_parser_reads_negative_and_positive_values() {
-        let text =
-            "sat\n(\n  (define-fun x_0_1 () Int\n    8)\n  (define-fun m_0 () Int\n    (- 1))\n)\n";
+        let text = "sat\n(\n  (define-fun x_0_1 () Int\n    8)\n  (define-fun m_0 () Int\n    (- 1))\n)\n";
         let m = parse_model(text).unwrap();
         assert_eq!(m["x_0_1"], 8);
         assert_eq!(m["m_0"], -1);

@@ -101,10 +101,7 @@ pub struct Partitions(pub Vec<(String, Vec<u32>)>);
 impl Partitions {
     /// The slots of the named application, if present.
     pub fn get(&self, app: &str) -> Option<&[u32]> {
-        self.0
-            .iter()
-            .find(|(n, _)| n == app)
-            .map(|(_, s)| s.as_slice())
+        self.0.iter().find(|(n, _)| n == app).map(|(_, s)| s.as_slice())
     }
 }
 

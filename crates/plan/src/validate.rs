@@ -56,9 +56,7 @@ pub enum Violation {
         instance: u64,
     },
     /// A send time outside [0, hyperperiod) or not on a slot boundary.
-    #[error(
-        "{app}/{flow} instance {instance}: tx_ns {tx_ns} is not a slot start in [0, hyperperiod)"
-    )]
+    #[error("{app}/{flow} instance {instance}: tx_ns {tx_ns} is not a slot start in [0, hyperperiod)")]
     BadTime {
         /// Application.
         app: String,
@@ -124,10 +122,7 @@ pub fn validate(spec: &Spec, plan: &Plan) -> Result<(), Violation> {
         h = h / gcd(h, p) * p;
     }
     if h != plan.hyperperiod_ns as u128 {
-        return Err(Violation::Hyperperiod {
-            got: plan.hyperperiod_ns,
-            want: h.min(u64::MAX as u128) as u64,
-        });
+        return Err(Violation::Hyperperiod { got: plan.hyperperiod_ns, want: h.min(u64::MAX as u128) as u64 });
     }
 
     // Partitions: one per application, slots in the ring, disjoint.
@@ -135,9 +130,7 @@ pub fn validate(spec: &Spec, plan: &Plan) -> Result<(), Violation> {
     let mut part: HashMap<&str, HashSet<u32>> = HashMap::new();
     for (name, slots) in &plan.partitions.0 {
         if !spec.apps.iter().any(|a| &a.name == name) {
-            return Err(Violation::PartitionNames(format!(
-                "unknown application {name:?}"
-            )));
+            return Err(Violation::PartitionNames(format!("unknown application {name:?}")));
         }
         if part.contains_key(name.as_str()) {
             return Err(Violation::PartitionNames(format!("{name:?} listed twice")));
@@ -145,57 +138,30 @@ pub fn validate(spec: &Spec, plan: &Plan) -> Result<(), Violation> {
         let mut set = HashSet::new();
         for &s in slots {
             if s as u128 >= ring || !set.insert(s) {
-                return Err(Violation::BadSlot {
-                    app: name.clone(),
-                    slot: s,
-                });
+                return Err(Violation::BadSlot { app: name.clone(), slot: s });
             }
             if let Some(other) = owner.insert(s, name) {
-                return Err(Violation::Overlap {
-                    slot: s,
-                    a: other.to_string(),
-                    b: name.clone(),
-                });
+                return Err(Violation::Overlap { slot: s, a: other.to_string(), b: name.clone() });
             }
         }
         part.insert(name, set);
     }
-    if let Some(a) = spec
-        .apps
-        .iter()
-        .find(|a| !part.contains_key(a.name.as_str()))
-    {
-        return Err(Violation::PartitionNames(format!(
-            "no partition for {:?}",
-            a.name
-        )));
+    if let Some(a) = spec.apps.iter().find(|a| !part.contains_key(a.name.as_str())) {
+        return Err(Violation::PartitionNames(format!("no partition for {:?}", a.name)));
     }
 
     // Schedule: exactly one send time per instance.
     let mut tx: HashMap<(&str, &str, u64), u64> = HashMap::new();
     for e in &plan.schedule {
-        let flow = spec
-            .apps
-            .iter()
-            .find(|a| a.name == e.app)
-            .and_then(|a| a.flows.iter().find(|f| f.name == e.flow));
+        let flow = spec.apps.iter().find(|a| a.name == e.app).and_then(|a| a.flows.iter().find(|f| f.name == e.flow));
         let Some(flow) = flow else {
-            return Err(Violation::BadEntry(format!(
-                "{}/{}: no such flow",
-                e.app, e.flow
-            )));
+            return Err(Violation::BadEntry(format!("{}/{}: no such flow", e.app, e.flow)));
         };
         if e.instance as u128 >= h / flow.period_ns as u128 {
-            return Err(Violation::BadEntry(format!(
-                "{}/{} instance {}: beyond the hyperperiod",
-                e.app, e.flow, e.instance
-            )));
+            return Err(Violation::BadEntry(format!("{}/{} instance {}: beyond the hyperperiod", e.app, e.flow, e.instance)));
         }
         if tx.insert((&e.app, &e.flow, e.instance), e.tx_ns).is_some() {
-            return Err(Violation::BadEntry(format!(
-                "{}/{} instance {} listed twice",
-                e.app, e.flow, e.instance
-            )));
+            return Err(Violation::BadEntry(format!("{}/{} instance {} listed twice", e.app, e.flow, e.instance)));
         }
     }
 
@@ -205,36 +171,19 @@ pub fn validate(spec: &Spec, plan: &Plan) -> Result<(), Violation> {
             let (mut lo, mut hi) = (i128::MAX, i128::MIN);
             for k in 0..(h / f.period_ns as u128) as u64 {
                 let Some(&t) = tx.get(&(a.name.as_str(), f.name.as_str(), k)) else {
-                    return Err(Violation::Missing {
-                        app: a.name.clone(),
-                        flow: f.name.clone(),
-                        instance: k,
-                    });
+                    return Err(Violation::Missing { app: a.name.clone(), flow: f.name.clone(), instance: k });
                 };
                 if (t as u128).rem_euclid(slot) != 0 || t as u128 >= h {
-                    return Err(Violation::BadTime {
-                        app: a.name.clone(),
-                        flow: f.name.clone(),
-                        instance: k,
-                        tx_ns: t,
-                    });
+                    return Err(Violation::BadTime { app: a.name.clone(), flow: f.name.clone(), instance: k, tx_ns: t });
                 }
                 // Rule 1: the slot is in the partition.
                 let s = (t as u128 / slot) % ring;
                 if !part[a.name.as_str()].contains(&(s as u32)) {
-                    return Err(Violation::OutsidePartition {
-                        app: a.name.clone(),
-                        flow: f.name.clone(),
-                        instance: k,
-                        slot: s as u64,
-                    });
+                    return Err(Violation::OutsidePartition { app: a.name.clone(), flow: f.name.clone(), instance: k, slot: s as u64 });
                 }
                 // Rule 3: no two instances of the application at once.
                 if !times.insert(t) {
-                    return Err(Violation::Collision {
-                        app: a.name.clone(),
-                        tx_ns: t,
-                    });
+                    return Err(Violation::Collision { app: a.name.clone(), tx_ns: t });
                 }
                 let dev = t as i128 - k as i128 * f.period_ns as i128;
                 lo = lo.min(dev);
@@ -242,12 +191,7 @@ pub fn validate(spec: &Spec, plan: &Plan) -> Result<(), Violation> {
             }
             // Rule 2: deviation spread within the jitter bound.
             if lo <= hi && hi - lo > f.jitter_ns as i128 {
-                return Err(Violation::Jitter {
-                    app: a.name.clone(),
-                    flow: f.name.clone(),
-                    spread_ns: hi - lo,
-                    jitter_ns: f.jitter_ns,
-                });
+                return Err(Violation::Jitter { app: a.name.clone(), flow: f.name.clone(), spread_ns: hi - lo, jitter_ns: f.jitter_ns });
             }
         }
     }

@@ -23,30 +23,17 @@ fn spec_strategy() -> impl Strategy<Value = Spec> {
                     .enumerate()
                     .map(|(i, (m, j, extra))| {
                         let p = base * [1, 2, 4][m];
-                        FlowSpec {
-                            name: format!("f{i}"),
-                            period_ns: p * 10,
-                            jitter_ns: j.min(p) * 10 + extra,
-                        }
+                        FlowSpec { name: format!("f{i}"), period_ns: p * 10, jitter_ns: j.min(p) * 10 + extra }
                     })
                     .collect(),
             })
             .collect();
-        Spec {
-            ring_slots: ring,
-            slot_ns: 10,
-            apps,
-        }
+        Spec { ring_slots: ring, slot_ns: 10, apps }
     })
 }
 
 fn instances(s: &Spec) -> i64 {
-    let periods: Vec<i64> = s
-        .apps
-        .iter()
-        .flat_map(|a| &a.flows)
-        .map(|f| f.period_ns / 10)
-        .collect();
+    let periods: Vec<i64> = s.apps.iter().flat_map(|a| &a.flows).map(|f| f.period_ns / 10).collect();
     let h = periods.iter().fold(1i64, |h, &p| h * p / gcd(h, p));
     periods.iter().map(|p| h / p).sum()
 }

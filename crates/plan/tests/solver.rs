@@ -13,13 +13,7 @@ fn spec(json: &str) -> Spec {
 }
 
 fn solve(s: &Spec) -> detpath_plan::Plan {
-    plan(
-        s,
-        &Options {
-            timeout: Some(Duration::from_secs(60)),
-        },
-    )
-    .expect("valid spec")
+    plan(s, &Options { timeout: Some(Duration::from_secs(60)) }).expect("valid spec")
 }
 
 /// Our verdict agrees with the exhaustive search, and a feasible plan validates.
@@ -29,18 +23,10 @@ fn agree_with_brute_force(s: &Spec) -> Status {
     match ours.status {
         Status::Feasible => {
             validate(s, &ours).expect("feasible plan validates");
-            assert!(
-                reference.is_some(),
-                "ours feasible, exhaustive search found nothing: {s:?}"
-            );
+            assert!(reference.is_some(), "ours feasible, exhaustive search found nothing: {s:?}");
         }
         Status::Infeasible => {
-            assert!(
-                reference.is_none(),
-                "ours infeasible ({:?}), exhaustive search found {:?}: {s:?}",
-                ours.reason,
-                reference
-            );
+            assert!(reference.is_none(), "ours infeasible ({:?}), exhaustive search found {:?}: {s:?}", ours.reason, reference);
         }
         Status::Unknown => panic!("unknown within 60 s on a small instance: {s:?}"),
     }
@@ -64,10 +50,7 @@ fn paper_example_is_feasible_and_loadable() {
     let a = &ring.apps[0];
     // Period 8 slots, jitter 0 slots (8 us < 10 us slot): 1 instance per hyperperiod of 8 slots.
     assert_eq!(a.flows[0].offsets_ns.len(), 1);
-    assert_eq!(
-        a.mask_u64().unwrap().count_ones() as usize,
-        p.partitions.get("a").unwrap().len()
-    );
+    assert_eq!(a.mask_u64().unwrap().count_ones() as usize, p.partitions.get("a").unwrap().len());
     for &slot in p.partitions.get("a").unwrap() {
         assert!(a.owns(slot as usize));
     }
@@ -89,18 +72,12 @@ fn strict_flows_sharing_lanes_are_infeasible() {
         v.sort();
         v.join(",")
     };
-    let four = spec(&format!(
-        r#"{{"ring_slots": 8, "slot_ns": 1, "apps": [{}]}}"#,
-        apps(4)
-    ));
+    let four = spec(&format!(r#"{{"ring_slots": 8, "slot_ns": 1, "apps": [{}]}}"#, apps(4)));
     let p = solve(&four);
     assert_eq!(p.status, Status::Infeasible);
     assert_eq!(p.reason, Some(Reason::PartitionSizeBound));
     assert!(brute_force(&four).is_none());
-    let three = spec(&format!(
-        r#"{{"ring_slots": 8, "slot_ns": 1, "apps": [{}]}}"#,
-        apps(3)
-    ));
+    let three = spec(&format!(r#"{{"ring_slots": 8, "slot_ns": 1, "apps": [{}]}}"#, apps(3)));
     let p = solve(&three);
     assert_eq!(p.status, Status::Feasible);
     validate(&three, &p).unwrap();
@@ -141,13 +118,7 @@ fn jitter_bound_makes_the_difference() {
 fn two_apps_competing_for_a_ring() {
     // a: period 2 with jitter 0 takes one residue of every pair; b: period 3 slots (ring 6, H 6) with
     // jitter 1 needs 2 slots 3 apart (+-1). Cases around the boundary, all cross-checked.
-    for (ring, pa, ja, pb, jb) in [
-        (6, 2, 0, 3, 1),
-        (6, 2, 0, 3, 0),
-        (4, 2, 0, 4, 0),
-        (4, 2, 1, 2, 0),
-        (5, 5, 0, 5, 0),
-    ] {
+    for (ring, pa, ja, pb, jb) in [(6, 2, 0, 3, 1), (6, 2, 0, 3, 0), (4, 2, 0, 4, 0), (4, 2, 1, 2, 0), (5, 5, 0, 5, 0)] {
         let s = spec(&format!(
             r#"{{"ring_slots": {ring}, "slot_ns": 1, "apps": [
             {{"name": "a", "flows": [{{"name": "x", "period_ns": {pa}, "jitter_ns": {ja}}}]}},
@@ -168,33 +139,20 @@ fn random_small_instances_match_exhaustive_search() {
             Status::Feasible => feasible += 1,
             _ => {
                 infeasible += 1;
-                *reasons
-                    .entry(format!("{:?}", solve(&s).reason))
-                    .or_insert(0) += 1;
+                *reasons.entry(format!("{:?}", solve(&s).reason)).or_insert(0) += 1;
             }
         }
     }
     // The generator must exercise both answers for this test to mean anything.
-    println!(
-        "random small instances: {feasible} feasible, {infeasible} infeasible, proofs {reasons:?}"
-    );
-    assert!(
-        feasible > 30 && infeasible > 30,
-        "{feasible} feasible, {infeasible} infeasible"
-    );
+    println!("random small instances: {feasible} feasible, {infeasible} infeasible, proofs {reasons:?}");
+    assert!(feasible > 30 && infeasible > 30, "{feasible} feasible, {infeasible} infeasible");
 }
 
 #[test]
 fn timeout_gives_unknown_never_infeasible() {
     // A Table 4 set at 70% with a zero time limit: the search stops at its first clock check.
     let set = &detpath_plan::generate::flow_sets(3, 13, 0.70, 1)[0];
-    let p = plan(
-        &set.spec,
-        &Options {
-            timeout: Some(Duration::ZERO),
-        },
-    )
-    .unwrap();
+    let p = plan(&set.spec, &Options { timeout: Some(Duration::ZERO) }).unwrap();
     assert_eq!(p.status, Status::Unknown, "{:?}", p.detail);
     assert!(p.schedule.is_empty() && p.partitions.0.is_empty() && p.reason.is_none());
 }
@@ -263,21 +221,14 @@ fn z3_agrees_on_medium_instances() {
             (_, Z3Status::Sat) => sat += 1,
             (_, Z3Status::Unsat) => {
                 unsat += 1;
-                *reasons
-                    .entry(format!("{:?}", solve(&s).reason))
-                    .or_insert(0) += 1;
+                *reasons.entry(format!("{:?}", solve(&s).reason)).or_insert(0) += 1;
             }
             (_, Z3Status::Unknown) => undecided += 1,
         }
     }
     std::fs::remove_dir_all(&dir).ok();
-    println!(
-        "z3 medium instances: {sat} sat, {unsat} unsat ({reasons:?}), {undecided} z3 timeouts"
-    );
-    assert!(
-        sat > 10 && unsat > 5 && undecided <= 6,
-        "{sat} sat, {unsat} unsat, {undecided} undecided"
-    );
+    println!("z3 medium instances: {sat} sat, {unsat} unsat ({reasons:?}), {undecided} z3 timeouts");
+    assert!(sat > 10 && unsat > 5 && undecided <= 6, "{sat} sat, {unsat} unsat, {undecided} undecided");
 }
 
 #[test]
@@ -294,16 +245,8 @@ fn z3_agrees_on_table4_sets() {
         }
     }
     // Nine applications with a strict 80 us flow each need 9 lanes of 4 slots: 36 > 32.
-    let apps: Vec<String> = (0..9)
-        .map(|i| format!(r#"{{"name": "a{i}", "flows": [{{"name": "f", "period_ns": 80000, "jitter_ns": 0}}]}}"#))
-        .collect();
-    let s = spec(&format!(
-        r#"{{"ring_slots": 32, "slot_ns": 10000, "apps": [{}]}}"#,
-        apps.join(",")
-    ));
-    assert_eq!(
-        agree_with_z3(&s, &dir, "nine_lanes"),
-        (Status::Infeasible, Z3Status::Unsat)
-    );
+    let apps: Vec<String> = (0..9).map(|i| format!(r#"{{"name": "a{i}", "flows": [{{"name": "f", "period_ns": 80000, "jitter_ns": 0}}]}}"#)).collect();
+    let s = spec(&format!(r#"{{"ring_slots": 32, "slot_ns": 10000, "apps": [{}]}}"#, apps.join(",")));
+    assert_eq!(agree_with_z3(&s, &dir, "nine_lanes"), (Status::Infeasible, Z3Status::Unsat));
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -98,10 +98,7 @@ pub struct CompletionSource {
 impl CompletionSource {
     /// A counter at zero for slots of `slot_ns`.
     pub fn new(slot_ns: u64) -> CompletionSource {
-        CompletionSource {
-            slot_ns,
-            completed: 0,
-        }
+        CompletionSource { slot_ns, completed: 0 }
     }
     /// Records the completion count the driver just read (monotonic: a smaller count is ignored).
     pub fn observe(&mut self, completed: u64) {
@@ -135,12 +132,7 @@ pub struct SlotClock {
 impl SlotClock {
     /// A clock that reads `time_at_epoch` when the source's elapsed count is 0, at the nominal rate.
     pub fn new(ring: Ring, time_at_epoch: u64) -> SlotClock {
-        SlotClock {
-            ring,
-            anchor_elapsed: 0,
-            anchor_time: time_at_epoch as i128,
-            rate_ppb: 0,
-        }
+        SlotClock { ring, anchor_elapsed: 0, anchor_time: time_at_epoch as i128, rate_ppb: 0 }
     }
 
     /// The ring geometry (slot length) the clock counts in.
@@ -192,8 +184,7 @@ impl SlotClock {
 
     /// The first slot starting when the clock reads `time` or later (never early).
     pub fn slot_for_time(&self, time: u64) -> Slot {
-        self.ring
-            .slot_starting_at_or_after(self.elapsed_for_time(time))
+        self.ring.slot_starting_at_or_after(self.elapsed_for_time(time))
     }
 
     /// Offset adjustment: shifts the clock by `delta_ns` (the count is untouched).
@@ -223,10 +214,7 @@ mod tests {
     use super::*;
 
     fn ring() -> Ring {
-        Ring {
-            slot_ns: 1_000,
-            slots: 100,
-        }
+        Ring { slot_ns: 1_000, slots: 100 }
     }
 
     #[test]
@@ -247,11 +235,7 @@ mod tests {
 
     #[test]
     fn overlay_inverse_is_exact() {
-        let s = OverlaySource {
-            epoch_mono: 1_000,
-            offset_ns: 37_000,
-            drift_ppb: 50_000,
-        };
+        let s = OverlaySource { epoch_mono: 1_000, offset_ns: 37_000, drift_ppb: 50_000 };
         for e in [0u64, 36_999, 37_000, 37_001, 1_000_000, 123_456_789] {
             let m = s.mono_at(e);
             assert!(s.elapsed_ns(m) >= e, "e {e}");

@@ -50,9 +50,7 @@ impl std::str::FromStr for Mode {
         match s {
             "strict" => Ok(Mode::Strict),
             "relaxed" => Ok(Mode::Relaxed),
-            _ => Err(ConfigError::BadMode {
-                text: s.to_string(),
-            }),
+            _ => Err(ConfigError::BadMode { text: s.to_string() }),
         }
     }
 }
@@ -97,11 +95,7 @@ pub enum ConfigError {
     Mask { name: String, source: MaskError },
     #[error("class `{name}` is made for a ring of {mask_slots} slots, the scheduler has {slots}")]
     /// A mask made for another ring length.
-    MaskRing {
-        name: String,
-        mask_slots: u32,
-        slots: u32,
-    },
+    MaskRing { name: String, mask_slots: u32, slots: u32 },
     #[error("classes `{a}` and `{b}` both own slot {pos}: masks must be disjoint")]
     /// Two classes owning one slot.
     Overlap { a: String, b: String, pos: u32 },
@@ -111,9 +105,7 @@ pub enum ConfigError {
     #[error("class `{name}` has capacity 0: give it room for at least one packet (@N)")]
     /// A class that may hold no packet.
     ZeroCapacity { name: String },
-    #[error(
-        "class `{text}` is not NAME:KIND[:MODE]:MASK[@CAPACITY] (KIND rt|be, MODE strict|relaxed)"
-    )]
+    #[error("class `{text}` is not NAME:KIND[:MODE]:MASK[@CAPACITY] (KIND rt|be, MODE strict|relaxed)")]
     /// A class text that does not parse.
     ClassSyntax { text: String },
     #[error("mode `{text}` is neither strict nor relaxed")]
@@ -121,11 +113,7 @@ pub enum ConfigError {
     BadMode { text: String },
     /// An endpoint-spec key with a value it cannot take.
     #[error("spec key {key}={value}: expected {want}")]
-    SpecKey {
-        key: &'static str,
-        value: String,
-        want: &'static str,
-    },
+    SpecKey { key: &'static str, value: String, want: &'static str },
     #[error("max payload {max} is out of range: use 1..=65507 bytes")]
     /// A payload limit out of range.
     MaxPayload { max: usize },
@@ -134,9 +122,7 @@ pub enum ConfigError {
 impl ClassConfig {
     /// Parses `NAME:KIND[:MODE]:MASK[@CAPACITY]` for a ring of `ring_slots`; `mode` is the default mode.
     pub fn parse(text: &str, ring_slots: u32, mode: Mode) -> Result<ClassConfig, ConfigError> {
-        let syntax = || ConfigError::ClassSyntax {
-            text: text.to_string(),
-        };
+        let syntax = || ConfigError::ClassSyntax { text: text.to_string() };
         let (body, capacity) = match text.rsplit_once('@') {
             Some((b, c)) => (b, c.trim().parse::<usize>().map_err(|_| syntax())?),
             None => (text, DEFAULT_CAPACITY),
@@ -148,11 +134,7 @@ impl ClassConfig {
             _ => return Err(syntax()),
         };
         let name = name.trim();
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
             return Err(syntax());
         }
         let kind = match kind.trim() {
@@ -160,17 +142,8 @@ impl ClassConfig {
             "be" => ClassKind::BestEffort,
             _ => return Err(syntax()),
         };
-        let mask = SlotMask::parse(mask, ring_slots).map_err(|source| ConfigError::Mask {
-            name: name.to_string(),
-            source,
-        })?;
-        Ok(ClassConfig {
-            name: name.to_string(),
-            kind,
-            mode,
-            mask,
-            capacity,
-        })
+        let mask = SlotMask::parse(mask, ring_slots).map_err(|source| ConfigError::Mask { name: name.to_string(), source })?;
+        Ok(ClassConfig { name: name.to_string(), kind, mode, mask, capacity })
     }
 
     /// The text form this parses from.
@@ -183,12 +156,7 @@ impl ClassConfig {
             Mode::Strict => "strict",
             Mode::Relaxed => "relaxed",
         };
-        format!(
-            "{}:{kind}:{mode}:{}@{}",
-            self.name,
-            self.mask.to_text(),
-            self.capacity
-        )
+        format!("{}:{kind}:{mode}:{}@{}", self.name, self.mask.to_text(), self.capacity)
     }
 }
 
@@ -214,22 +182,12 @@ pub struct SchedConfig {
 impl SchedConfig {
     /// A configuration without classes (add them to `classes`); late tolerance one slot, 1472-byte payloads.
     pub fn new(slot_ns: u64, ring_slots: u32, lead_slots: u32) -> SchedConfig {
-        SchedConfig {
-            slot_ns,
-            ring_slots,
-            lead_slots,
-            max_payload: 1472,
-            late_tolerance_ns: slot_ns,
-            classes: Vec::new(),
-        }
+        SchedConfig { slot_ns, ring_slots, lead_slots, max_payload: 1472, late_tolerance_ns: slot_ns, classes: Vec::new() }
     }
 
     /// The ring geometry.
     pub fn ring(&self) -> Ring {
-        Ring {
-            slot_ns: self.slot_ns,
-            slots: self.ring_slots,
-        }
+        Ring { slot_ns: self.slot_ns, slots: self.ring_slots }
     }
 
     /// Checks everything [`Scheduler::new`](crate::Scheduler::new) relies on.
@@ -238,61 +196,34 @@ impl SchedConfig {
             return Err(ConfigError::ZeroSlot);
         }
         if self.ring_slots == 0 || self.ring_slots > MAX_RING_SLOTS {
-            return Err(ConfigError::RingLength {
-                slots: self.ring_slots,
-                max: MAX_RING_SLOTS,
-            });
+            return Err(ConfigError::RingLength { slots: self.ring_slots, max: MAX_RING_SLOTS });
         }
         if self.lead_slots >= self.ring_slots {
-            return Err(ConfigError::LeadTooLong {
-                lead: self.lead_slots,
-                slots: self.ring_slots,
-            });
+            return Err(ConfigError::LeadTooLong { lead: self.lead_slots, slots: self.ring_slots });
         }
         if self.max_payload == 0 || self.max_payload > 65_507 {
-            return Err(ConfigError::MaxPayload {
-                max: self.max_payload,
-            });
+            return Err(ConfigError::MaxPayload { max: self.max_payload });
         }
         if self.classes.is_empty() {
             return Err(ConfigError::NoClass);
         }
         if self.classes.len() > MAX_CLASSES {
-            return Err(ConfigError::TooManyClasses {
-                n: self.classes.len(),
-                max: MAX_CLASSES,
-            });
+            return Err(ConfigError::TooManyClasses { n: self.classes.len(), max: MAX_CLASSES });
         }
         for (i, c) in self.classes.iter().enumerate() {
             if c.mask.ring_slots() != self.ring_slots {
-                return Err(ConfigError::MaskRing {
-                    name: c.name.clone(),
-                    mask_slots: c.mask.ring_slots(),
-                    slots: self.ring_slots,
-                });
+                return Err(ConfigError::MaskRing { name: c.name.clone(), mask_slots: c.mask.ring_slots(), slots: self.ring_slots });
             }
             if c.capacity == 0 {
-                return Err(ConfigError::ZeroCapacity {
-                    name: c.name.clone(),
-                });
+                return Err(ConfigError::ZeroCapacity { name: c.name.clone() });
             }
             for d in &self.classes[..i] {
                 if d.name == c.name {
-                    return Err(ConfigError::DuplicateName {
-                        name: c.name.clone(),
-                    });
+                    return Err(ConfigError::DuplicateName { name: c.name.clone() });
                 }
                 if !d.mask.disjoint(&c.mask) {
-                    let pos = c
-                        .mask
-                        .positions()
-                        .find(|&p| d.mask.contains(p))
-                        .unwrap_or(0);
-                    return Err(ConfigError::Overlap {
-                        a: d.name.clone(),
-                        b: c.name.clone(),
-                        pos,
-                    });
+                    let pos = c.mask.positions().find(|&p| d.mask.contains(p)).unwrap_or(0);
+                    return Err(ConfigError::Overlap { a: d.name.clone(), b: c.name.clone(), pos });
                 }
             }
         }
@@ -302,16 +233,7 @@ impl SchedConfig {
 
 /// The endpoint-spec keys a scheduler reads (proposed for `detpath::open`:
 /// `udp://10.0.0.1:7000?sched=slots&slot_ns=10000&ring_slots=100&classes=ctl:rt:strict:5/10;bulk:be:10/10`).
-pub const SPEC_KEYS: &[&str] = &[
-    "sched",
-    "slot_ns",
-    "ring_slots",
-    "lead_slots",
-    "late_tolerance_ns",
-    "mode",
-    "max_payload",
-    "classes",
-];
+pub const SPEC_KEYS: &[&str] = &["sched", "slot_ns", "ring_slots", "lead_slots", "late_tolerance_ns", "mode", "max_payload", "classes"];
 
 impl SchedConfig {
     /// A configuration from endpoint-spec keys (values as strings): `sched=slots`
@@ -320,32 +242,16 @@ impl SchedConfig {
     /// `mode` (strict|relaxed, default strict: the classes' default),
     /// `max_payload` (1472), `classes` (required: class texts separated by `;`).
     /// Keys not in [`SPEC_KEYS`] are ignored (they belong to the datapath).
-    pub fn from_spec_keys(
-        keys: &std::collections::BTreeMap<String, String>,
-    ) -> Result<SchedConfig, ConfigError> {
+    pub fn from_spec_keys(keys: &std::collections::BTreeMap<String, String>) -> Result<SchedConfig, ConfigError> {
         let get = |k: &str| keys.get(k).map(String::as_str);
         match get("sched") {
             Some("slots") => {}
-            other => {
-                return Err(ConfigError::SpecKey {
-                    key: "sched",
-                    value: other.unwrap_or("").to_string(),
-                    want: "slots",
-                })
-            }
+            other => return Err(ConfigError::SpecKey { key: "sched", value: other.unwrap_or("").to_string(), want: "slots" }),
         }
-        fn num<T: std::str::FromStr>(
-            key: &'static str,
-            v: Option<&str>,
-            default: T,
-        ) -> Result<T, ConfigError> {
+        fn num<T: std::str::FromStr>(key: &'static str, v: Option<&str>, default: T) -> Result<T, ConfigError> {
             match v {
                 None => Ok(default),
-                Some(t) => t.parse().map_err(|_| ConfigError::SpecKey {
-                    key,
-                    value: t.to_string(),
-                    want: "a whole number",
-                }),
+                Some(t) => t.parse().map_err(|_| ConfigError::SpecKey { key, value: t.to_string(), want: "a whole number" }),
             }
         }
         let slot_ns = num("slot_ns", get("slot_ns"), 10_000u64)?;
@@ -356,11 +262,7 @@ impl SchedConfig {
         cfg.max_payload = num("max_payload", get("max_payload"), 1472usize)?;
         let mode: Mode = get("mode").unwrap_or("strict").parse()?;
         let classes = get("classes").ok_or(ConfigError::NoClass)?;
-        cfg.classes = classes
-            .split(';')
-            .filter(|c| !c.trim().is_empty())
-            .map(|c| ClassConfig::parse(c.trim(), ring_slots, mode))
-            .collect::<Result<_, _>>()?;
+        cfg.classes = classes.split(';').filter(|c| !c.trim().is_empty()).map(|c| ClassConfig::parse(c.trim(), ring_slots, mode)).collect::<Result<_, _>>()?;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -372,71 +274,27 @@ mod tests {
 
     #[test]
     fn from_spec_keys() {
-        let keys = |pairs: &[(&str, &str)]| {
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect::<std::collections::BTreeMap<_, _>>()
-        };
-        let cfg = SchedConfig::from_spec_keys(&keys(&[
-            ("sched", "slots"),
-            ("slot_ns", "5000"),
-            ("classes", "ctl:rt:5/10;bulk:be:10/10@64"),
-            ("port", "7"),
-        ]))
-        .unwrap();
-        assert_eq!(
-            (
-                cfg.slot_ns,
-                cfg.ring_slots,
-                cfg.late_tolerance_ns,
-                cfg.classes.len()
-            ),
-            (5000, 100, 5000, 2)
-        );
+        let keys = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<std::collections::BTreeMap<_, _>>();
+        let cfg =
+            SchedConfig::from_spec_keys(&keys(&[("sched", "slots"), ("slot_ns", "5000"), ("classes", "ctl:rt:5/10;bulk:be:10/10@64"), ("port", "7")])).unwrap();
+        assert_eq!((cfg.slot_ns, cfg.ring_slots, cfg.late_tolerance_ns, cfg.classes.len()), (5000, 100, 5000, 2));
         assert_eq!(cfg.classes[1].capacity, 64);
+        assert!(matches!(SchedConfig::from_spec_keys(&keys(&[("sched", "fifo")])), Err(ConfigError::SpecKey { key: "sched", .. })));
         assert!(matches!(
-            SchedConfig::from_spec_keys(&keys(&[("sched", "fifo")])),
-            Err(ConfigError::SpecKey { key: "sched", .. })
-        ));
-        assert!(matches!(
-            SchedConfig::from_spec_keys(&keys(&[
-                ("sched", "slots"),
-                ("slot_ns", "x"),
-                ("classes", "a:rt:0")
-            ])),
+            SchedConfig::from_spec_keys(&keys(&[("sched", "slots"), ("slot_ns", "x"), ("classes", "a:rt:0")])),
             Err(ConfigError::SpecKey { key: "slot_ns", .. })
         ));
-        assert_eq!(
-            SchedConfig::from_spec_keys(&keys(&[("sched", "slots")])),
-            Err(ConfigError::NoClass)
-        );
+        assert_eq!(SchedConfig::from_spec_keys(&keys(&[("sched", "slots")])), Err(ConfigError::NoClass));
     }
 
     #[test]
     fn parses_class_text() {
         let c = ClassConfig::parse("ctl:rt:relaxed:0/10@64", 100, Mode::Strict).unwrap();
-        assert_eq!(
-            (c.kind, c.mode, c.capacity, c.mask.count()),
-            (ClassKind::RealTime, Mode::Relaxed, 64, 10)
-        );
+        assert_eq!((c.kind, c.mode, c.capacity, c.mask.count()), (ClassKind::RealTime, Mode::Relaxed, 64, 10));
         let b = ClassConfig::parse("bulk:be:5-9", 100, Mode::Strict).unwrap();
-        assert_eq!(
-            (b.kind, b.mode, b.capacity),
-            (ClassKind::BestEffort, Mode::Strict, DEFAULT_CAPACITY)
-        );
-        assert_eq!(
-            ClassConfig::parse(&c.to_text(), 100, Mode::Strict).unwrap(),
-            c
-        );
-        for bad in [
-            "x",
-            "a:zz:1",
-            "a:rt:fast:1",
-            "a b:rt:1",
-            "a:rt:1@x",
-            ":rt:1",
-        ] {
+        assert_eq!((b.kind, b.mode, b.capacity), (ClassKind::BestEffort, Mode::Strict, DEFAULT_CAPACITY));
+        assert_eq!(ClassConfig::parse(&c.to_text(), 100, Mode::Strict).unwrap(), c);
+        for bad in ["x", "a:zz:1", "a:rt:fast:1", "a b:rt:1", "a:rt:1@x", ":rt:1"] {
             assert!(ClassConfig::parse(bad, 100, Mode::Strict).is_err(), "{bad}");
         }
     }
@@ -445,20 +303,12 @@ mod tests {
     fn validate_catches_overlap_and_lead() {
         let mut cfg = SchedConfig::new(1_000, 10, 2);
         assert_eq!(cfg.validate(), Err(ConfigError::NoClass));
-        cfg.classes
-            .push(ClassConfig::parse("a:rt:0-4", 10, Mode::Strict).unwrap());
-        cfg.classes
-            .push(ClassConfig::parse("b:be:4-9", 10, Mode::Strict).unwrap());
-        assert!(matches!(
-            cfg.validate(),
-            Err(ConfigError::Overlap { pos: 4, .. })
-        ));
+        cfg.classes.push(ClassConfig::parse("a:rt:0-4", 10, Mode::Strict).unwrap());
+        cfg.classes.push(ClassConfig::parse("b:be:4-9", 10, Mode::Strict).unwrap());
+        assert!(matches!(cfg.validate(), Err(ConfigError::Overlap { pos: 4, .. })));
         cfg.classes[1] = ClassConfig::parse("b:be:5-9", 10, Mode::Strict).unwrap();
         assert_eq!(cfg.validate(), Ok(()));
         cfg.lead_slots = 10;
-        assert!(matches!(
-            cfg.validate(),
-            Err(ConfigError::LeadTooLong { .. })
-        ));
+        assert!(matches!(cfg.validate(), Err(ConfigError::LeadTooLong { .. })));
     }
 }

@@ -23,10 +23,7 @@ pub struct SchedEndpoint<S: TickSource = MonotonicSource> {
 
 impl SchedEndpoint<MonotonicSource> {
     /// Wraps `ep` with a scheduler for `cfg`, paced by CLOCK_MONOTONIC.
-    pub fn new(
-        ep: Box<dyn Endpoint>,
-        cfg: &SchedConfig,
-    ) -> Result<SchedEndpoint<MonotonicSource>, ConfigError> {
+    pub fn new(ep: Box<dyn Endpoint>, cfg: &SchedConfig) -> Result<SchedEndpoint<MonotonicSource>, ConfigError> {
         SchedEndpoint::with_source(ep, cfg, MonotonicSource { epoch_mono: 0 }, 0)
     }
 }
@@ -34,35 +31,18 @@ impl SchedEndpoint<MonotonicSource> {
 impl<S: TickSource> SchedEndpoint<S> {
     /// Wraps `ep` with a scheduler counting slots with `source`, its clock
     /// reading `time_at_epoch` at the source's epoch.
-    pub fn with_source(
-        ep: Box<dyn Endpoint>,
-        cfg: &SchedConfig,
-        source: S,
-        time_at_epoch: u64,
-    ) -> Result<SchedEndpoint<S>, ConfigError> {
+    pub fn with_source(ep: Box<dyn Endpoint>, cfg: &SchedConfig, source: S, time_at_epoch: u64) -> Result<SchedEndpoint<S>, ConfigError> {
         let sched = Scheduler::new(cfg, source, time_at_epoch, monotonic_ns())?;
         Ok(SchedEndpoint { ep, sched })
     }
 
     /// Schedules a real-time packet for slot-clock time `time_ns` (see [`Scheduler::send_at`]).
-    pub fn send_at(
-        &mut self,
-        time_ns: u64,
-        class: usize,
-        payload: &[u8],
-        peer: SocketAddrV4,
-    ) -> Result<Scheduled, Refusal> {
-        self.sched
-            .send_at(monotonic_ns(), time_ns, class, payload, peer)
+    pub fn send_at(&mut self, time_ns: u64, class: usize, payload: &[u8], peer: SocketAddrV4) -> Result<Scheduled, Refusal> {
+        self.sched.send_at(monotonic_ns(), time_ns, class, payload, peer)
     }
 
     /// Queues a best-effort packet (see [`Scheduler::send_be`]).
-    pub fn send_be(
-        &mut self,
-        class: usize,
-        payload: &[u8],
-        peer: SocketAddrV4,
-    ) -> Result<(), Refusal> {
+    pub fn send_be(&mut self, class: usize, payload: &[u8], peer: SocketAddrV4) -> Result<(), Refusal> {
         self.sched.send_be(class, payload, peer)
     }
 
@@ -73,11 +53,7 @@ impl<S: TickSource> SchedEndpoint<S> {
 
     /// Like [`poll`](Self::poll), and calls `observe` with each release and
     /// whether the endpoint took it (for measurements).
-    pub fn poll_observed(
-        &mut self,
-        now: u64,
-        mut observe: impl FnMut(&Release<'_>, bool),
-    ) -> PollSummary {
+    pub fn poll_observed(&mut self, now: u64, mut observe: impl FnMut(&Release<'_>, bool)) -> PollSummary {
         let ep = &mut self.ep;
         self.sched.poll(now, monotonic_ns, |r| {
             let ok = ep.send_to(r.payload, r.peer).is_ok();

@@ -42,32 +42,19 @@ pub struct SlotMask {
 
 impl SlotMask {
     /// A mask owning `positions` in a ring of `slots` slots.
-    pub fn from_positions(
-        slots: u32,
-        positions: impl IntoIterator<Item = u32>,
-    ) -> Result<SlotMask, MaskError> {
+    pub fn from_positions(slots: u32, positions: impl IntoIterator<Item = u32>) -> Result<SlotMask, MaskError> {
         let mut bits = vec![0u64; (slots as usize).div_ceil(64)];
         for p in positions {
             if p >= slots {
-                return Err(MaskError::OutOfRange {
-                    pos: p as u64,
-                    slots,
-                });
+                return Err(MaskError::OutOfRange { pos: p as u64, slots });
             }
             bits[p as usize / 64] |= 1 << (p % 64);
         }
         let owned = bits.iter().map(|w| w.count_ones()).sum::<u32>();
         if owned == 0 {
-            return Err(MaskError::Empty {
-                mask: String::new(),
-            });
+            return Err(MaskError::Empty { mask: String::new() });
         }
-        let mut m = SlotMask {
-            slots,
-            bits,
-            ahead: vec![0; slots as usize],
-            owned,
-        };
+        let mut m = SlotMask { slots, bits, ahead: vec![0; slots as usize], owned };
         m.build_ahead();
         Ok(m)
     }
@@ -76,9 +63,7 @@ impl SlotMask {
     pub fn parse(text: &str, slots: u32) -> Result<SlotMask, MaskError> {
         let mut positions = Vec::new();
         for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let syntax = || MaskError::Syntax {
-                item: item.to_string(),
-            };
+            let syntax = || MaskError::Syntax { item: item.to_string() };
             let num = |s: &str| s.trim().parse::<u64>().map_err(|_| syntax());
             let check = |p: u64| {
                 if p < slots as u64 {
@@ -96,9 +81,7 @@ impl SlotMask {
             } else if let Some((a, s)) = item.split_once('/') {
                 let (a, s) = (check(num(a)?)?, num(s)?);
                 if s == 0 {
-                    return Err(MaskError::ZeroStride {
-                        item: item.to_string(),
-                    });
+                    return Err(MaskError::ZeroStride { item: item.to_string() });
                 }
                 let mut p = a as u64;
                 while p < slots as u64 {
@@ -110,9 +93,7 @@ impl SlotMask {
             }
         }
         SlotMask::from_positions(slots, positions).map_err(|e| match e {
-            MaskError::Empty { .. } => MaskError::Empty {
-                mask: text.to_string(),
-            },
+            MaskError::Empty { .. } => MaskError::Empty { mask: text.to_string() },
             e => e,
         })
     }
@@ -123,11 +104,7 @@ impl SlotMask {
         let mut dist: Option<u32> = None;
         for i in (0..2 * n).rev() {
             let p = i % n;
-            dist = if self.contains(p as u32) {
-                Some(0)
-            } else {
-                dist.map(|d| d + 1)
-            };
+            dist = if self.contains(p as u32) { Some(0) } else { dist.map(|d| d + 1) };
             if i < n {
                 self.ahead[p] = dist.unwrap_or(0);
             }
@@ -174,11 +151,7 @@ impl SlotMask {
             while it.peek() == Some(&(b + 1)) {
                 b = it.next().unwrap_or(b);
             }
-            out.push(if a == b {
-                a.to_string()
-            } else {
-                format!("{a}-{b}")
-            });
+            out.push(if a == b { a.to_string() } else { format!("{a}-{b}") });
         }
         out.join(",")
     }
@@ -223,40 +196,19 @@ mod tests {
     #[test]
     fn parses_items() {
         let m = SlotMask::parse("0/10, 1, 26-27", 40).unwrap();
-        assert_eq!(
-            m.positions().collect::<Vec<_>>(),
-            vec![0, 1, 10, 20, 26, 27, 30]
-        );
+        assert_eq!(m.positions().collect::<Vec<_>>(), vec![0, 1, 10, 20, 26, 27, 30]);
         assert_eq!(m.to_text(), "0-1,10,20,26-27,30");
         assert_eq!(m.count(), 7);
     }
 
     #[test]
     fn rejects_bad_masks() {
-        assert_eq!(
-            SlotMask::parse("40", 40),
-            Err(MaskError::OutOfRange { pos: 40, slots: 40 })
-        );
-        assert!(matches!(
-            SlotMask::parse("x", 40),
-            Err(MaskError::Syntax { .. })
-        ));
-        assert!(matches!(
-            SlotMask::parse("5-3", 40),
-            Err(MaskError::Syntax { .. })
-        ));
-        assert!(matches!(
-            SlotMask::parse("3/0", 40),
-            Err(MaskError::ZeroStride { .. })
-        ));
-        assert!(matches!(
-            SlotMask::parse("", 40),
-            Err(MaskError::Empty { .. })
-        ));
-        assert!(matches!(
-            SlotMask::parse("99999999999999999999999", 40),
-            Err(MaskError::Syntax { .. })
-        ));
+        assert_eq!(SlotMask::parse("40", 40), Err(MaskError::OutOfRange { pos: 40, slots: 40 }));
+        assert!(matches!(SlotMask::parse("x", 40), Err(MaskError::Syntax { .. })));
+        assert!(matches!(SlotMask::parse("5-3", 40), Err(MaskError::Syntax { .. })));
+        assert!(matches!(SlotMask::parse("3/0", 40), Err(MaskError::ZeroStride { .. })));
+        assert!(matches!(SlotMask::parse("", 40), Err(MaskError::Empty { .. })));
+        assert!(matches!(SlotMask::parse("99999999999999999999999", 40), Err(MaskError::Syntax { .. })));
     }
 
     #[test]

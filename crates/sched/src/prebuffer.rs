@@ -19,11 +19,7 @@ impl BufferPool {
     pub fn new(count: usize, size: usize) -> BufferPool {
         let mut free = Vec::with_capacity(count);
         free.extend((0..count as u32).rev());
-        BufferPool {
-            size,
-            data: vec![0; count * size].into_boxed_slice(),
-            free,
-        }
+        BufferPool { size, data: vec![0; count * size].into_boxed_slice(), free }
     }
 
     /// Buffers in the pool.
@@ -98,10 +94,7 @@ pub struct EdfQueue {
 impl EdfQueue {
     /// An empty queue holding at most `capacity` packets.
     pub fn new(capacity: usize) -> EdfQueue {
-        EdfQueue {
-            heap: Vec::with_capacity(capacity),
-            high_water: 0,
-        }
+        EdfQueue { heap: Vec::with_capacity(capacity), high_water: 0 }
     }
 
     /// Packets queued.
@@ -181,12 +174,7 @@ pub struct FifoQueue {
 impl FifoQueue {
     /// An empty queue holding at most `capacity` packets.
     pub fn new(capacity: usize) -> FifoQueue {
-        FifoQueue {
-            items: vec![None; capacity].into_boxed_slice(),
-            head: 0,
-            len: 0,
-            high_water: 0,
-        }
+        FifoQueue { items: vec![None; capacity].into_boxed_slice(), head: 0, len: 0, high_water: 0 }
     }
     /// Packets queued.
     pub fn len(&self) -> usize {
@@ -236,15 +224,7 @@ mod tests {
     use super::*;
 
     fn p(slot: Slot, seq: u64) -> Pending {
-        Pending {
-            slot,
-            seq,
-            buf: 0,
-            len: 0,
-            peer: "127.0.0.1:1".parse().unwrap(),
-            asked: slot,
-            class: 0,
-        }
+        Pending { slot, seq, buf: 0, len: 0, peer: "127.0.0.1:1".parse().unwrap(), asked: slot, class: 0 }
     }
 
     #[test]
@@ -254,9 +234,7 @@ mod tests {
             q.push(p(s, q2)).unwrap();
         }
         assert!(q.push(p(0, 9)).is_err());
-        let order: Vec<_> = std::iter::from_fn(|| q.pop())
-            .map(|x| (x.slot, x.seq))
-            .collect();
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(|x| (x.slot, x.seq)).collect();
         assert_eq!(order, vec![(1, 3), (3, 1), (5, 0), (5, 2)]);
         assert_eq!(q.high_water(), 4);
     }

@@ -41,57 +41,28 @@ pub struct Probe {
 impl Probe {
     /// Whether capability `name` was obtained.
     pub fn has(&self, name: &str) -> bool {
-        self.capabilities
-            .iter()
-            .any(|c| c.name == name && c.obtained)
+        self.capabilities.iter().any(|c| c.name == name && c.obtained)
     }
     /// One line per capability: "line-rate: not obtained (veth has no link speed)".
     pub fn lines(&self) -> Vec<String> {
-        self.capabilities
-            .iter()
-            .map(|c| {
-                format!(
-                    "{}: {} ({})",
-                    c.name,
-                    if c.obtained {
-                        "obtained"
-                    } else {
-                        "not obtained"
-                    },
-                    c.detail
-                )
-            })
-            .collect()
+        self.capabilities.iter().map(|c| format!("{}: {} ({})", c.name, if c.obtained { "obtained" } else { "not obtained" }, c.detail)).collect()
     }
 }
 
 fn read_trimmed(p: &Path) -> Option<String> {
-    std::fs::read_to_string(p)
-        .ok()
-        .map(|s| s.trim().to_string())
+    std::fs::read_to_string(p).ok().map(|s| s.trim().to_string())
 }
 
 /// `ethtool ARGS IFACE` run in the calling thread's network namespace (a
 /// child process inherits it; /sys would show the namespace it was mounted in).
 fn ethtool(args: &[&str], iface: &str) -> Option<String> {
-    let out = std::process::Command::new("ethtool")
-        .args(args)
-        .arg(iface)
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    let out = std::process::Command::new("ethtool").args(args).arg(iface).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// The value after `key:` on the first line that has it.
 fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
-    text.lines().find_map(|l| {
-        l.trim()
-            .strip_prefix(key)
-            .and_then(|r| r.strip_prefix(':'))
-            .map(str::trim)
-    })
+    text.lines().find_map(|l| l.trim().strip_prefix(key).and_then(|r| r.strip_prefix(':')).map(str::trim))
 }
 
 /// Whether `iface` exists in the calling thread's network namespace.
@@ -111,15 +82,10 @@ fn kernel_has_qdisc(name: &str, config: &str) -> Option<bool> {
         return Some(true);
     }
     if Path::new("/proc/config.gz").exists() {
-        if let Ok(out) = std::process::Command::new("zcat")
-            .arg("/proc/config.gz")
-            .output()
-        {
+        if let Ok(out) = std::process::Command::new("zcat").arg("/proc/config.gz").output() {
             if out.status.success() {
                 let text = String::from_utf8_lossy(&out.stdout);
-                let set = text
-                    .lines()
-                    .any(|l| l == format!("{config}=y") || l == format!("{config}=m"));
+                let set = text.lines().any(|l| l == format!("{config}=y") || l == format!("{config}=m"));
                 return Some(set);
             }
         }
@@ -141,14 +107,8 @@ pub fn probe(iface: &str) -> Probe {
     let exists = exists(iface);
     let driver = ethtool(&["-i"], iface).and_then(|t| field(&t, "driver").map(str::to_string));
     // "Speed: 10000Mb/s", "Speed: Unknown!" or nothing.
-    let speed = ethtool(&[], iface).and_then(|t| {
-        field(&t, "Speed")
-            .and_then(|v| v.strip_suffix("Mb/s"))
-            .and_then(|v| v.parse::<u64>().ok())
-    });
-    let phc = ethtool(&["-T"], iface)
-        .and_then(|t| field(&t, "PTP Hardware Clock").map(str::to_string))
-        .filter(|v| v != "none");
+    let speed = ethtool(&[], iface).and_then(|t| field(&t, "Speed").and_then(|v| v.strip_suffix("Mb/s")).and_then(|v| v.parse::<u64>().ok()));
+    let phc = ethtool(&["-T"], iface).and_then(|t| field(&t, "PTP Hardware Clock").map(str::to_string)).filter(|v| v != "none");
     let mut caps = Vec::new();
     let line_rate = match (exists, speed, driver.as_deref()) {
         (false, _, _) => Capability { name: "line-rate", obtained: false, detail: format!("no interface {iface} in this namespace") },
@@ -198,18 +158,15 @@ pub fn probe(iface: &str) -> Probe {
         name: "launch-time",
         obtained: false,
         detail: match (etf, has_phc) {
-            (Some(false), _) => "this kernel has no ETF qdisc (CONFIG_NET_SCH_ETF), so SO_TXTIME launch times are not enforced; veth ignores them anyway".into(),
+            (Some(false), _) => {
+                "this kernel has no ETF qdisc (CONFIG_NET_SCH_ETF), so SO_TXTIME launch times are not enforced; veth ignores them anyway".into()
+            }
             (None, _) => "cannot tell whether the kernel has the ETF qdisc (no modules list)".into(),
             (Some(true), false) => "ETF exists but the interface has no PTP clock: no hardware launch time".into(),
             (Some(true), true) => "ETF and a PHC exist; offload not attempted (would change the qdisc)".into(),
         },
     });
-    Probe {
-        iface: iface.to_string(),
-        driver,
-        speed_mbps: speed,
-        capabilities: caps,
-    }
+    Probe { iface: iface.to_string(), driver, speed_mbps: speed, capabilities: caps }
 }
 
 #[cfg(test)]

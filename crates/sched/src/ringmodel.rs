@@ -131,17 +131,10 @@ pub fn run(cfg: &RingModelConfig) -> RingModelReport {
     // The clock counts in ns; a slot that is not a whole number of ns is rounded for the clock only.
     let slot_ns = (slot_ps as f64 / 1000.0).round().max(1.0) as u64;
     let mut source = CompletionSource::new(slot_ns);
-    let clock = SlotClock::new(
-        Ring {
-            slot_ns,
-            slots: cfg.ring_len.max(1),
-        },
-        0,
-    );
+    let clock = SlotClock::new(Ring { slot_ns, slots: cfg.ring_len.max(1) }, 0);
     let mut rng = Rng(cfg.seed | 1);
     let end_ps = cfg.duration_ns * 1000;
-    let hist =
-        || Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("histogram bounds");
+    let hist = || Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("histogram bounds");
     let (mut err_h, mut wave_h) = (hist(), hist());
 
     let mut completed: u64 = 0;
@@ -162,8 +155,7 @@ pub fn run(cfg: &RingModelConfig) -> RingModelReport {
         let gap_ps = if cfg.poll_period_ns == 0 {
             cfg.spin_cost_ns * 1000
         } else {
-            (cfg.poll_period_ns + cfg.wake_cost_ns) * 1000
-                + (rng.exp(cfg.poll_jitter_ns as f64) * 1000.0) as u64
+            (cfg.poll_period_ns + cfg.wake_cost_ns) * 1000 + (rng.exp(cfg.poll_jitter_ns as f64) * 1000.0) as u64
         };
         let t_next = t_ps + gap_ps.max(1);
         // Clock readings between the polls see the count of the previous poll.
@@ -226,11 +218,7 @@ pub fn run(cfg: &RingModelConfig) -> RingModelReport {
         clock_error_p50_ns: q(&err_h, 0.5),
         clock_error_p99_ns: q(&err_h, 0.99),
         clock_error_max_ns: err_h.max(),
-        wave_mean_period_ns: if wave_n > 0 {
-            wave_sum / wave_n as f64
-        } else {
-            0.0
-        },
+        wave_mean_period_ns: if wave_n > 0 { wave_sum / wave_n as f64 } else { 0.0 },
         wave_error_p50_ns: q(&wave_h, 0.5),
         wave_error_p99_ns: q(&wave_h, 0.99),
     }
@@ -273,10 +261,7 @@ mod tests {
 
     #[test]
     fn busy_poll_keeps_line_rate_and_a_tight_clock() {
-        let r = run(&RingModelConfig {
-            duration_ns: 20_000_000,
-            ..RingModelConfig::gigabit(300, 1, 0)
-        });
+        let r = run(&RingModelConfig { duration_ns: 20_000_000, ..RingModelConfig::gigabit(300, 1, 0) });
         assert!(r.line_rate_fraction > 0.99, "{r:?}");
         assert_eq!(r.lost_ns, 0, "{r:?}");
         // Granularity 2.4 µs plus a 0.2 µs poll.
@@ -285,10 +270,7 @@ mod tests {
 
     #[test]
     fn slow_polls_starve_the_nic_and_the_clock_falls_behind() {
-        let r = run(&RingModelConfig {
-            duration_ns: 20_000_000,
-            ..RingModelConfig::gigabit(300, 1, 100_000)
-        });
+        let r = run(&RingModelConfig { duration_ns: 20_000_000, ..RingModelConfig::gigabit(300, 1, 100_000) });
         assert!(r.line_rate_fraction < 0.05, "{r:?}");
         assert!(r.underruns > 100);
         assert!(r.clock_error_p99_ns > 1_000_000, "{r:?}");

@@ -212,12 +212,7 @@ impl<S: TickSource> Scheduler<S> {
     /// A scheduler for `cfg` counting slots with `source`, its clock reading
     /// `time_at_epoch` at elapsed 0. The first slot released is the one after
     /// the slot current at `now`.
-    pub fn new(
-        cfg: &SchedConfig,
-        source: S,
-        time_at_epoch: u64,
-        now: u64,
-    ) -> Result<Scheduler<S>, ConfigError> {
+    pub fn new(cfg: &SchedConfig, source: S, time_at_epoch: u64, now: u64) -> Result<Scheduler<S>, ConfigError> {
         cfg.validate()?;
         let ring = cfg.ring();
         let masks: Vec<&SlotMask> = cfg.classes.iter().map(|c| &c.mask).collect();
@@ -232,20 +227,11 @@ impl<S: TickSource> Scheduler<S> {
                 mask: c.mask.clone(),
                 capacity: c.capacity,
                 pool: BufferPool::new(c.capacity, cfg.max_payload),
-                edf: EdfQueue::new(if c.kind == ClassKind::RealTime {
-                    c.capacity
-                } else {
-                    0
-                }),
-                fifo: FifoQueue::new(if c.kind == ClassKind::BestEffort {
-                    c.capacity
-                } else {
-                    0
-                }),
+                edf: EdfQueue::new(if c.kind == ClassKind::RealTime { c.capacity } else { 0 }),
+                fifo: FifoQueue::new(if c.kind == ClassKind::BestEffort { c.capacity } else { 0 }),
                 counters: ClassCounters::default(),
                 // Bounds are valid constants, so this cannot fail.
-                release_error: Histogram::new_with_bounds(1, HIST_MAX_NS, 3)
-                    .expect("histogram bounds"),
+                release_error: Histogram::new_with_bounds(1, HIST_MAX_NS, 3).expect("histogram bounds"),
             })
             .collect();
         let clock = SlotClock::new(ring, time_at_epoch);
@@ -336,10 +322,7 @@ impl<S: TickSource> Scheduler<S> {
             let pos = self.ring.position(s);
             match self.slots[pos as usize] {
                 Some(p) if p.slot == s => true,
-                _ => self.owners.owner(pos).is_some_and(|c| {
-                    self.classes[c].kind == ClassKind::BestEffort
-                        && !self.classes[c].fifo.is_empty()
-                }),
+                _ => self.owners.owner(pos).is_some_and(|c| self.classes[c].kind == ClassKind::BestEffort && !self.classes[c].fifo.is_empty()),
             }
         })
     }
@@ -399,29 +382,13 @@ impl<S: TickSource> Scheduler<S> {
     /// packet is late; if the class does not own the slot, or another packet of
     /// the class has it, the class's mode decides: strict refuses, relaxed
     /// moves it to the class's next free slot.
-    pub fn send_at(
-        &mut self,
-        now: u64,
-        time_ns: u64,
-        class: usize,
-        payload: &[u8],
-        peer: SocketAddrV4,
-    ) -> Result<Scheduled, Refusal> {
-        let c = self
-            .classes
-            .get(class)
-            .ok_or(Refusal::UnknownClass { class })?;
+    pub fn send_at(&mut self, now: u64, time_ns: u64, class: usize, payload: &[u8], peer: SocketAddrV4) -> Result<Scheduled, Refusal> {
+        let c = self.classes.get(class).ok_or(Refusal::UnknownClass { class })?;
         if c.kind != ClassKind::RealTime {
-            return Err(Refusal::WrongKind {
-                class,
-                kind: c.kind,
-            });
+            return Err(Refusal::WrongKind { class, kind: c.kind });
         }
         if payload.len() > self.max_payload {
-            return Err(Refusal::TooLarge {
-                len: payload.len(),
-                max: self.max_payload,
-            });
+            return Err(Refusal::TooLarge { len: payload.len(), max: self.max_payload });
         }
         self.insert_due();
         let elapsed = self.source.elapsed_ns(now);
@@ -431,37 +398,24 @@ impl<S: TickSource> Scheduler<S> {
         let mut target = asked;
         let mut moved = false;
         if w.place(target) == Placement::Late {
-            let by_ns = (elapsed + self.lead as u64 * self.ring.slot_ns)
-                .saturating_sub(self.ring.start_ns(target))
-                .max(1);
+            let by_ns = (elapsed + self.lead as u64 * self.ring.slot_ns).saturating_sub(self.ring.start_ns(target)).max(1);
             let k = &mut self.classes[class].counters;
             k.late += 1;
             if mode == Mode::Strict {
                 k.dropped += 1;
-                return Err(Refusal::Late {
-                    by_ns,
-                    lead_slots: self.lead,
-                });
+                return Err(Refusal::Late { by_ns, lead_slots: self.lead });
             }
             target = w.earliest;
             moved = true;
         }
-        if !self.classes[class]
-            .mask
-            .contains(self.ring.position(target))
-        {
+        if !self.classes[class].mask.contains(self.ring.position(target)) {
             if mode == Mode::Strict {
-                return Err(Refusal::SlotNotOwned {
-                    slot: target,
-                    position: self.ring.position(target),
-                });
+                return Err(Refusal::SlotNotOwned { slot: target, position: self.ring.position(target) });
             }
             target = self.classes[class].mask.next_owned(target);
             moved = true;
         }
-        if w.place(target) == Placement::Ring
-            && self.slots[self.ring.position(target) as usize].is_some()
-        {
+        if w.place(target) == Placement::Ring && self.slots[self.ring.position(target) as usize].is_some() {
             if mode == Mode::Strict {
                 return Err(Refusal::SlotTaken { slot: target });
             }
@@ -469,80 +423,38 @@ impl<S: TickSource> Scheduler<S> {
             moved = true;
         }
         let c = &mut self.classes[class];
-        let buf = c.pool.store(payload).ok_or(Refusal::PrebufferFull {
-            capacity: c.capacity,
-        })?;
+        let buf = c.pool.store(payload).ok_or(Refusal::PrebufferFull { capacity: c.capacity })?;
         self.seq += 1;
-        let p = Pending {
-            slot: target,
-            seq: self.seq,
-            buf,
-            len: payload.len() as u16,
-            peer,
-            asked,
-            class: class as u8,
-        };
+        let p = Pending { slot: target, seq: self.seq, buf, len: payload.len() as u16, peer, asked, class: class as u8 };
         if w.place(target) == Placement::Ring {
             self.slots[self.ring.position(target) as usize] = Some(p);
         } else if c.edf.push(p).is_err() {
             // Pool and heap have the same capacity, so this does not happen; stay correct anyway.
             c.pool.release(buf);
-            return Err(Refusal::PrebufferFull {
-                capacity: c.capacity,
-            });
+            return Err(Refusal::PrebufferFull { capacity: c.capacity });
         }
         c.counters.accepted += 1;
         if moved {
             c.counters.moved += 1;
         }
-        Ok(Scheduled {
-            slot: target,
-            asked,
-            time_ns: self.clock.slot_time(target),
-        })
+        Ok(Scheduled { slot: target, asked, time_ns: self.clock.slot_time(target) })
     }
 
     /// Queues a best-effort packet in class `class`; it leaves in the class's next free slot.
-    pub fn send_be(
-        &mut self,
-        class: usize,
-        payload: &[u8],
-        peer: SocketAddrV4,
-    ) -> Result<(), Refusal> {
-        let c = self
-            .classes
-            .get_mut(class)
-            .ok_or(Refusal::UnknownClass { class })?;
+    pub fn send_be(&mut self, class: usize, payload: &[u8], peer: SocketAddrV4) -> Result<(), Refusal> {
+        let c = self.classes.get_mut(class).ok_or(Refusal::UnknownClass { class })?;
         if c.kind != ClassKind::BestEffort {
-            return Err(Refusal::WrongKind {
-                class,
-                kind: c.kind,
-            });
+            return Err(Refusal::WrongKind { class, kind: c.kind });
         }
         if payload.len() > self.max_payload {
-            return Err(Refusal::TooLarge {
-                len: payload.len(),
-                max: self.max_payload,
-            });
+            return Err(Refusal::TooLarge { len: payload.len(), max: self.max_payload });
         }
-        let buf = c.pool.store(payload).ok_or(Refusal::PrebufferFull {
-            capacity: c.capacity,
-        })?;
+        let buf = c.pool.store(payload).ok_or(Refusal::PrebufferFull { capacity: c.capacity })?;
         self.seq += 1;
-        let p = Pending {
-            slot: 0,
-            seq: self.seq,
-            buf,
-            len: payload.len() as u16,
-            peer,
-            asked: 0,
-            class: class as u8,
-        };
+        let p = Pending { slot: 0, seq: self.seq, buf, len: payload.len() as u16, peer, asked: 0, class: class as u8 };
         if c.fifo.push(p).is_err() {
             c.pool.release(buf);
-            return Err(Refusal::PrebufferFull {
-                capacity: c.capacity,
-            });
+            return Err(Refusal::PrebufferFull { capacity: c.capacity });
         }
         c.counters.accepted += 1;
         Ok(())

@@ -64,29 +64,16 @@ impl PiGains {
     /// KeepON time-stamps transmissions with the slot's scheduled time, which
     /// is exact by construction, so these are the defaults here.
     pub fn linuxptp_hardware() -> PiGains {
-        PiGains {
-            kp_scale: 0.7,
-            kp_exponent: -0.3,
-            kp_norm_max: 0.7,
-            ki_scale: 0.3,
-            ki_exponent: 0.4,
-            ki_norm_max: 0.3,
-        }
+        PiGains { kp_scale: 0.7, kp_exponent: -0.3, kp_norm_max: 0.7, ki_scale: 0.3, ki_exponent: 0.4, ki_norm_max: 0.3 }
     }
     /// linuxptp's defaults with software time stamps (kp scale 0.1, ki scale 0.001).
     pub fn linuxptp_software() -> PiGains {
-        PiGains {
-            kp_scale: 0.1,
-            ki_scale: 0.001,
-            ..PiGains::linuxptp_hardware()
-        }
+        PiGains { kp_scale: 0.1, ki_scale: 0.001, ..PiGains::linuxptp_hardware() }
     }
     /// (kp, ki) for a sync interval of `interval_s` seconds.
     pub fn for_interval(&self, interval_s: f64) -> (f64, f64) {
-        let kp =
-            (self.kp_scale * interval_s.powf(self.kp_exponent)).min(self.kp_norm_max / interval_s);
-        let ki =
-            (self.ki_scale * interval_s.powf(self.ki_exponent)).min(self.ki_norm_max / interval_s);
+        let kp = (self.kp_scale * interval_s.powf(self.kp_exponent)).min(self.kp_norm_max / interval_s);
+        let ki = (self.ki_scale * interval_s.powf(self.ki_exponent)).min(self.ki_norm_max / interval_s);
         (kp, ki)
     }
 }
@@ -143,15 +130,7 @@ impl PiServo {
     /// A servo starting unlocked with no frequency estimate.
     pub fn new(cfg: ServoConfig) -> PiServo {
         let (kp, ki) = cfg.gains.for_interval(cfg.interval_s);
-        PiServo {
-            cfg,
-            kp,
-            ki,
-            drift: 0.0,
-            first: None,
-            stage: Stage::Empty,
-            first_update: true,
-        }
+        PiServo { cfg, kp, ki, drift: 0.0, first: None, stage: Stage::Empty, first_update: true }
     }
 
     /// The gains in use (kp, ki).
@@ -176,11 +155,7 @@ impl PiServo {
 
     /// Feeds one measurement: `offset_ns` = local − master, taken at local time `local_ns`.
     pub fn sample(&mut self, offset_ns: i64, local_ns: u64) -> ServoOutput {
-        let unlocked = ServoOutput {
-            state: ServoState::Unlocked,
-            rate_ppb: -self.drift,
-            step_ns: 0,
-        };
+        let unlocked = ServoOutput { state: ServoState::Unlocked, rate_ppb: -self.drift, step_ns: 0 };
         let out = match self.stage {
             Stage::Empty => {
                 self.first = Some((offset_ns, local_ns));
@@ -208,26 +183,15 @@ impl PiServo {
                 self.drift = self.clamp(self.drift + (1e9 - self.drift) * slope);
                 self.stage = Stage::Running;
                 let over = |th: u64| th != 0 && offset_ns.unsigned_abs() > th;
-                let jump = (self.first_update && over(self.cfg.first_step_threshold_ns))
-                    || over(self.cfg.step_threshold_ns);
+                let jump = (self.first_update && over(self.cfg.first_step_threshold_ns)) || over(self.cfg.step_threshold_ns);
                 if jump {
-                    ServoOutput {
-                        state: ServoState::Jump,
-                        rate_ppb: -self.drift,
-                        step_ns: -offset_ns,
-                    }
+                    ServoOutput { state: ServoState::Jump, rate_ppb: -self.drift, step_ns: -offset_ns }
                 } else {
-                    ServoOutput {
-                        state: ServoState::Locked,
-                        rate_ppb: -self.drift,
-                        step_ns: 0,
-                    }
+                    ServoOutput { state: ServoState::Locked, rate_ppb: -self.drift, step_ns: 0 }
                 }
             }
             Stage::Running => {
-                if self.cfg.step_threshold_ns != 0
-                    && offset_ns.unsigned_abs() > self.cfg.step_threshold_ns
-                {
+                if self.cfg.step_threshold_ns != 0 && offset_ns.unsigned_abs() > self.cfg.step_threshold_ns {
                     self.reset();
                     return unlocked;
                 }
@@ -238,11 +202,7 @@ impl PiServo {
                     // Anti-windup: integrate only while the output is not saturated.
                     self.drift += i_term;
                 }
-                ServoOutput {
-                    state: ServoState::Locked,
-                    rate_ppb: -out,
-                    step_ns: 0,
-                }
+                ServoOutput { state: ServoState::Locked, rate_ppb: -out, step_ns: 0 }
             }
         };
         if out.state != ServoState::Unlocked {

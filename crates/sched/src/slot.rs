@@ -88,10 +88,7 @@ impl Window {
     /// `lead` slots and the oldest slot not yet released is `next_release`.
     pub fn new(ring: &Ring, current: Slot, lead: u32, next_release: Slot) -> Window {
         let earliest = current.saturating_add(lead as u64).max(next_release);
-        Window {
-            earliest,
-            end: next_release.saturating_add(ring.slots as u64),
-        }
+        Window { earliest, end: next_release.saturating_add(ring.slots as u64) }
     }
 
     /// Where slot `s` goes.
@@ -112,10 +109,7 @@ mod tests {
 
     #[test]
     fn positions_wrap_each_cycle() {
-        let r = Ring {
-            slot_ns: 10_000,
-            slots: 100,
-        };
+        let r = Ring { slot_ns: 10_000, slots: 100 };
         assert_eq!(r.position(0), 0);
         assert_eq!(r.position(99), 99);
         assert_eq!(r.position(100), 0);
@@ -128,10 +122,7 @@ mod tests {
 
     #[test]
     fn window_places_late_ring_and_prebuffer() {
-        let r = Ring {
-            slot_ns: 1_000,
-            slots: 10,
-        };
+        let r = Ring { slot_ns: 1_000, slots: 10 };
         let w = Window::new(&r, 100, 2, 101);
         assert_eq!(w.place(101), Placement::Late);
         assert_eq!(w.place(102), Placement::Ring);

@@ -105,11 +105,7 @@ impl SyncMsg {
         seq.copy_from_slice(&b[8..12]);
         let mut t = [0u8; 8];
         t.copy_from_slice(&b[12..20]);
-        Ok(SyncMsg {
-            kind,
-            seq: u32::from_be_bytes(seq),
-            time_ns: u64::from_be_bytes(t),
-        })
+        Ok(SyncMsg { kind, seq: u32::from_be_bytes(seq), time_ns: u64::from_be_bytes(t) })
     }
 }
 
@@ -229,13 +225,7 @@ pub struct Slave {
 impl Slave {
     /// A slave with a fresh servo.
     pub fn new(cfg: ServoConfig) -> Slave {
-        Slave {
-            servo: PiServo::new(cfg),
-            current: None,
-            delay: DelayFilter::default(),
-            exchanges: 0,
-            rejected: 0,
-        }
+        Slave { servo: PiServo::new(cfg), current: None, delay: DelayFilter::default(), exchanges: 0, rejected: 0 }
     }
     /// Exchanges not fed to the servo because their path delay was an outlier.
     pub fn rejected(&self) -> u32 {
@@ -247,15 +237,7 @@ impl Slave {
     }
     /// A Sync with `t1` arrived at slave time `t2`; starts a new round.
     pub fn on_sync(&mut self, seq: u32, t1: u64, t2: u64) {
-        self.current = Some((
-            seq,
-            Exchange {
-                t1,
-                t2,
-                ..Exchange::default()
-            },
-            false,
-        ));
+        self.current = Some((seq, Exchange { t1, t2, ..Exchange::default() }, false));
     }
     /// The Delay_Req of round `seq` left at slave time `t3`.
     pub fn on_delay_req_sent(&mut self, seq: u32, t3: u64) {
@@ -274,8 +256,7 @@ impl Slave {
                 ex.t4 = t4;
                 self.exchanges += 1;
                 let before = self.delay.median();
-                let outlier = self.delay.len() >= WARMUP_EXCHANGES as usize
-                    && ex.delay_ns() > before + (before / 2).max(10_000);
+                let outlier = self.delay.len() >= WARMUP_EXCHANGES as usize && ex.delay_ns() > before + (before / 2).max(10_000);
                 let delay = self.delay.push(ex.delay_ns());
                 if self.exchanges < WARMUP_EXCHANGES {
                     return None;
@@ -339,14 +320,8 @@ pub struct SyncReport {
 
 impl SyncReport {
     /// Summarises `samples` (the true offsets decide lock).
-    pub fn from_samples(
-        samples: Vec<SyncSample>,
-        lock_threshold_ns: u64,
-        final_drift_ppb: f64,
-    ) -> SyncReport {
-        let inside = |s: &SyncSample| {
-            s.state == ServoState::Locked && s.true_offset_ns.unsigned_abs() <= lock_threshold_ns
-        };
+    pub fn from_samples(samples: Vec<SyncSample>, lock_threshold_ns: u64, final_drift_ppb: f64) -> SyncReport {
+        let inside = |s: &SyncSample| s.state == ServoState::Locked && s.true_offset_ns.unsigned_abs() <= lock_threshold_ns;
         // First index from which every sample is locked and inside the threshold.
         let mut first = None;
         for (i, s) in samples.iter().enumerate().rev() {
@@ -356,24 +331,11 @@ impl SyncReport {
                 break;
             }
         }
-        let mut residual: Vec<u64> = first
-            .map(|i| {
-                samples[i..]
-                    .iter()
-                    .map(|s| s.true_offset_ns.unsigned_abs())
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut residual: Vec<u64> = first.map(|i| samples[i..].iter().map(|s| s.true_offset_ns.unsigned_abs()).collect()).unwrap_or_default();
         residual.sort_unstable();
-        let q = |p: f64| {
-            (!residual.is_empty())
-                .then(|| residual[((residual.len() - 1) as f64 * p).round() as usize])
-        };
-        let after: Vec<f64> = first
-            .map(|i| samples[i..].iter().map(|s| s.rate_ppb).collect())
-            .unwrap_or_default();
-        let mean_rate_after_lock_ppb =
-            (!after.is_empty()).then(|| after.iter().sum::<f64>() / after.len() as f64);
+        let q = |p: f64| (!residual.is_empty()).then(|| residual[((residual.len() - 1) as f64 * p).round() as usize]);
+        let after: Vec<f64> = first.map(|i| samples[i..].iter().map(|s| s.rate_ppb).collect()).unwrap_or_default();
+        let mean_rate_after_lock_ppb = (!after.is_empty()).then(|| after.iter().sum::<f64>() / after.len() as f64);
         SyncReport {
             rejected: 0,
             mean_rate_after_lock_ppb,
@@ -416,18 +378,8 @@ pub fn simulate(cfg: &SimConfig) -> SyncReport {
     use crate::clock::{OverlaySource, SlotClock};
     use crate::slot::Ring;
     let epoch = 1_000_000_000u64;
-    let src = OverlaySource {
-        epoch_mono: epoch,
-        offset_ns: cfg.offset_ns,
-        drift_ppb: cfg.drift_ppb,
-    };
-    let mut clock = SlotClock::new(
-        Ring {
-            slot_ns: 1_000,
-            slots: 100,
-        },
-        epoch,
-    );
+    let src = OverlaySource { epoch_mono: epoch, offset_ns: cfg.offset_ns, drift_ppb: cfg.drift_ppb };
+    let mut clock = SlotClock::new(Ring { slot_ns: 1_000, slots: 100 }, epoch);
     let slave_time = |c: &SlotClock, m: u64| c.time_at(src.elapsed_ns(m));
     let mut rng = cfg.seed | 1;
     let mut noise = move || {
@@ -472,10 +424,7 @@ pub fn simulate(cfg: &SimConfig) -> SyncReport {
         m += cfg.interval_ns;
     }
     let drift = slave.servo().drift_ppb();
-    SyncReport {
-        rejected: slave.rejected(),
-        ..SyncReport::from_samples(samples, 1_000, drift)
-    }
+    SyncReport { rejected: slave.rejected(), ..SyncReport::from_samples(samples, 1_000, drift) }
 }
 
 /// Parameters of a live run between two [`SchedEndpoint`]s.
@@ -502,20 +451,9 @@ fn next_ptp_slot<S: TickSource>(sched: &Scheduler<S>, class: usize, now: u64) ->
 
 /// Sleeps until CLOCK_MONOTONIC reaches `t`.
 fn sleep_until(t: u64) {
-    let ts = libc::timespec {
-        tv_sec: (t / 1_000_000_000) as libc::time_t,
-        tv_nsec: (t % 1_000_000_000) as libc::c_long,
-    };
+    let ts = libc::timespec { tv_sec: (t / 1_000_000_000) as libc::time_t, tv_nsec: (t % 1_000_000_000) as libc::c_long };
     // SAFETY: `ts` is a valid timespec; a null remainder is allowed with TIMER_ABSTIME.
-    while unsafe {
-        libc::clock_nanosleep(
-            libc::CLOCK_MONOTONIC,
-            libc::TIMER_ABSTIME,
-            &ts,
-            std::ptr::null_mut(),
-        )
-    } == libc::EINTR
-    {}
+    while unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) } == libc::EINTR {}
 }
 
 /// How long after a Sync each side keeps polling for the rest of the round.
@@ -529,12 +467,7 @@ fn round_window(cfg: &LiveConfig) -> u64 {
 /// Sync otherwise: a real-time thread that spins all the time would also
 /// starve its core's softirq thread, which may hold the very frames it waits
 /// for. Returns the number of rounds it started.
-pub fn run_master<S: TickSource>(
-    ep: &mut SchedEndpoint<S>,
-    slave: SocketAddrV4,
-    cfg: &LiveConfig,
-    stop: &AtomicBool,
-) -> detpath::Result<u32> {
+pub fn run_master<S: TickSource>(ep: &mut SchedEndpoint<S>, slave: SocketAddrV4, cfg: &LiveConfig, stop: &AtomicBool) -> detpath::Result<u32> {
     let mut buf = [0u8; 2048];
     let mut seq = 0u32;
     let mut next_sync = monotonic_ns();
@@ -543,10 +476,7 @@ pub fn run_master<S: TickSource>(
     while !stop.load(Ordering::Relaxed) {
         let now = monotonic_ns();
         let idle = ep.scheduler().held(cfg.class) == Some(0);
-        if (!round_open || now > last_sync + round_window(cfg))
-            && idle
-            && now + 2_000_000 < next_sync
-        {
+        if (!round_open || now > last_sync + round_window(cfg)) && idle && now + 2_000_000 < next_sync {
             ep.poll(now);
             sleep_until(next_sync - 2_000_000);
             continue;
@@ -557,21 +487,13 @@ pub fn run_master<S: TickSource>(
             if let Some(slot) = next_ptp_slot(ep.scheduler(), cfg.class, now) {
                 seq = seq.wrapping_add(1);
                 let t1 = ep.scheduler().slot_time(slot);
-                let msg = SyncMsg {
-                    kind: MsgKind::Sync,
-                    seq,
-                    time_ns: t1,
-                }
-                .encode();
+                let msg = SyncMsg { kind: MsgKind::Sync, seq, time_ns: t1 }.encode();
                 let _ = ep.send_at(t1, cfg.class, &msg, slave);
             }
             next_sync += cfg.interval_ns;
         }
         let mut sync_left = false;
-        ep.poll_observed(monotonic_ns(), |r, ok| {
-            sync_left |=
-                ok && r.class == cfg.class && r.payload.get(5) == Some(&(MsgKind::Sync as u8))
-        });
+        ep.poll_observed(monotonic_ns(), |r, ok| sync_left |= ok && r.class == cfg.class && r.payload.get(5) == Some(&(MsgKind::Sync as u8)));
         if sync_left {
             // Step off the CPU for a moment: on a veth the frame's receive
             // processing may have been deferred to this core's softirq thread,
@@ -579,21 +501,11 @@ pub fn run_master<S: TickSource>(
             sleep_until(monotonic_ns() + 50_000);
         }
         if let Some(rx) = ep.recv(&mut buf, RecvMode::NonBlocking)? {
-            if let Ok(SyncMsg {
-                kind: MsgKind::DelayReq,
-                seq: s,
-                ..
-            }) = SyncMsg::parse(&buf[..rx.len])
-            {
+            if let Ok(SyncMsg { kind: MsgKind::DelayReq, seq: s, .. }) = SyncMsg::parse(&buf[..rx.len]) {
                 let t4 = ep.scheduler().time_at(rx.rx_ns);
                 let now = monotonic_ns();
                 if let Some(slot) = next_ptp_slot(ep.scheduler(), cfg.class, now) {
-                    let msg = SyncMsg {
-                        kind: MsgKind::DelayResp,
-                        seq: s,
-                        time_ns: t4,
-                    }
-                    .encode();
+                    let msg = SyncMsg { kind: MsgKind::DelayResp, seq: s, time_ns: t4 }.encode();
                     let t = ep.scheduler().slot_time(slot);
                     let _ = ep.send_at(t, cfg.class, &msg, rx.peer);
                 }
@@ -638,12 +550,7 @@ pub fn run_slave<S: TickSource>(
         let mut released_slot = None;
         ep.poll_observed(monotonic_ns(), |r, ok| {
             if ok && r.class == cfg.class {
-                if let Ok(SyncMsg {
-                    kind: MsgKind::DelayReq,
-                    seq,
-                    ..
-                }) = SyncMsg::parse(r.payload)
-                {
+                if let Ok(SyncMsg { kind: MsgKind::DelayReq, seq, .. }) = SyncMsg::parse(r.payload) {
                     released_slot = Some((seq, r.slot));
                 }
             }
@@ -653,49 +560,29 @@ pub fn run_slave<S: TickSource>(
             slave.on_delay_req_sent(seq, ep.scheduler().slot_time(slot));
             req_out = true;
         }
-        let mode = if req_out {
-            RecvMode::Blocking {
-                timeout: Some(std::time::Duration::from_millis(2)),
-            }
-        } else {
-            RecvMode::NonBlocking
-        };
+        let mode = if req_out { RecvMode::Blocking { timeout: Some(std::time::Duration::from_millis(2)) } } else { RecvMode::NonBlocking };
         let Some(rx) = ep.recv(&mut buf, mode)? else {
             continue;
         };
         match SyncMsg::parse(&buf[..rx.len]) {
-            Ok(SyncMsg {
-                kind: MsgKind::Sync,
-                seq,
-                time_ns: t1,
-            }) => {
+            Ok(SyncMsg { kind: MsgKind::Sync, seq, time_ns: t1 }) => {
                 let t2 = ep.scheduler().time_at(rx.rx_ns);
                 slave.on_sync(seq, t1, t2);
                 // The next Sync leaves one interval after this one did: t2 - t1 is
                 // the path delay plus the clocks' offset (microseconds), so a Sync
                 // that was received late does not push the next wake-up late too.
-                let in_flight =
-                    (t2 as i128 - t1 as i128).clamp(0, cfg.interval_ns as i128 / 2) as u64;
+                let in_flight = (t2 as i128 - t1 as i128).clamp(0, cfg.interval_ns as i128 / 2) as u64;
                 last_sync_tx = Some(rx.rx_ns.saturating_sub(in_flight));
                 round_done = false;
                 req_out = false;
                 let now = monotonic_ns();
                 if let Some(slot) = next_ptp_slot(ep.scheduler(), cfg.class, now) {
-                    let msg = SyncMsg {
-                        kind: MsgKind::DelayReq,
-                        seq,
-                        time_ns: 0,
-                    }
-                    .encode();
+                    let msg = SyncMsg { kind: MsgKind::DelayReq, seq, time_ns: 0 }.encode();
                     let t = ep.scheduler().slot_time(slot);
                     let _ = ep.send_at(t, cfg.class, &msg, master);
                 }
             }
-            Ok(SyncMsg {
-                kind: MsgKind::DelayResp,
-                seq,
-                time_ns: t4,
-            }) => {
+            Ok(SyncMsg { kind: MsgKind::DelayResp, seq, time_ns: t4 }) => {
                 if let Some((ex, offset, out)) = slave.on_delay_resp(seq, t4) {
                     round_done = true;
                     req_out = false;
@@ -716,11 +603,7 @@ pub fn run_slave<S: TickSource>(
         }
     }
     let drift = slave.servo().drift_ppb();
-    Ok(SyncReport::from_samples(
-        samples,
-        cfg.lock_threshold_ns,
-        drift,
-    ))
+    Ok(SyncReport::from_samples(samples, cfg.lock_threshold_ns, drift))
 }
 
 #[cfg(test)]
@@ -729,16 +612,9 @@ mod tests {
 
     #[test]
     fn messages_round_trip_and_reject_junk() {
-        let m = SyncMsg {
-            kind: MsgKind::DelayResp,
-            seq: 7,
-            time_ns: 123_456_789,
-        };
+        let m = SyncMsg { kind: MsgKind::DelayResp, seq: 7, time_ns: 123_456_789 };
         assert_eq!(SyncMsg::parse(&m.encode()), Ok(m));
-        assert_eq!(
-            SyncMsg::parse(&[0; 3]),
-            Err(SyncWireError::Length { len: 3 })
-        );
+        assert_eq!(SyncMsg::parse(&[0; 3]), Err(SyncWireError::Length { len: 3 }));
         let mut b = m.encode();
         b[5] = 9;
         assert_eq!(SyncMsg::parse(&b), Err(SyncWireError::Kind(9)));
@@ -761,12 +637,7 @@ mod tests {
     #[test]
     fn offset_and_delay_of_a_symmetric_path() {
         // Slave 1000 ns ahead, path 300 ns each way.
-        let ex = Exchange {
-            t1: 10_000,
-            t2: 11_300,
-            t3: 20_000,
-            t4: 19_300,
-        };
+        let ex = Exchange { t1: 10_000, t2: 11_300, t3: 20_000, t4: 19_300 };
         assert_eq!(ex.offset_ns(), 1_000);
         assert_eq!(ex.delay_ns(), 300);
     }

@@ -3,9 +3,7 @@
 //! scheduler (all refusal and late paths included) and on a real kernel UDP
 //! endpoint over loopback (no root needed).
 
-use detpath_sched::{
-    ClassConfig, Mode, MonotonicSource, Refusal, SchedConfig, SchedEndpoint, Scheduler,
-};
+use detpath_sched::{ClassConfig, Mode, MonotonicSource, Refusal, SchedConfig, SchedEndpoint, Scheduler};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
@@ -56,12 +54,9 @@ fn allocations_in(f: impl FnOnce()) -> u64 {
 fn config(mode: Mode) -> SchedConfig {
     let mut cfg = SchedConfig::new(1_000, 100, 2);
     cfg.max_payload = 256;
-    cfg.classes
-        .push(ClassConfig::parse("a:rt:0/10@64", 100, mode).unwrap());
-    cfg.classes
-        .push(ClassConfig::parse("b:rt:1/10@64", 100, mode).unwrap());
-    cfg.classes
-        .push(ClassConfig::parse("be:be:4/10,5/10,6/10@64", 100, mode).unwrap());
+    cfg.classes.push(ClassConfig::parse("a:rt:0/10@64", 100, mode).unwrap());
+    cfg.classes.push(ClassConfig::parse("b:rt:1/10@64", 100, mode).unwrap());
+    cfg.classes.push(ClassConfig::parse("be:be:4/10,5/10,6/10@64", 100, mode).unwrap());
     cfg
 }
 
@@ -77,20 +72,8 @@ fn scheduler_hot_path_allocates_nothing() {
             let mut t = 1_000u64;
             for i in 0..20_000u64 {
                 // On time, far ahead (pre-buffered), late, unowned, too large, duplicates.
-                for (k, time) in [
-                    (0, t + 5_000),
-                    (0, t + 300_000),
-                    (1, t),
-                    (0, t + 11_000),
-                    (1, t + 5_000),
-                ] {
-                    let r = s.send_at(
-                        t,
-                        time - time % 1_000 + (k as u64) * 1_000,
-                        k,
-                        &payload,
-                        peer,
-                    );
+                for (k, time) in [(0, t + 5_000), (0, t + 300_000), (1, t), (0, t + 11_000), (1, t + 5_000)] {
+                    let r = s.send_at(t, time - time % 1_000 + (k as u64) * 1_000, k, &payload, peer);
                     let idx = match r {
                         Ok(_) => 0,
                         Err(Refusal::Late { .. }) => 1,
@@ -124,10 +107,7 @@ fn scheduler_hot_path_allocates_nothing() {
             // Strict refuses late and unowned requests...
             Mode::Strict => assert!(outcomes[1] > 0 && outcomes[2] > 0, "{outcomes:?}"),
             // ...relaxed moves them instead.
-            Mode::Relaxed => assert!(
-                k.moved > 0 && outcomes[1] == 0 && outcomes[2] == 0,
-                "{k:?} {outcomes:?}"
-            ),
+            Mode::Relaxed => assert!(k.moved > 0 && outcomes[1] == 0 && outcomes[2] == 0, "{k:?} {outcomes:?}"),
         }
     }
 }

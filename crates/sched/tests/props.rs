@@ -15,31 +15,13 @@ fn peer() -> SocketAddrV4 {
 }
 
 /// 1 µs slots, ring of `n`, lead 2; class 0 real-time with `rt`, class 1 best effort with `be`.
-fn config(
-    n: u32,
-    rt: &SlotMask,
-    be: Option<&SlotMask>,
-    mode: Mode,
-    capacity: usize,
-) -> SchedConfig {
+fn config(n: u32, rt: &SlotMask, be: Option<&SlotMask>, mode: Mode, capacity: usize) -> SchedConfig {
     let mut cfg = SchedConfig::new(1_000, n, 2);
     cfg.max_payload = 64;
     cfg.late_tolerance_ns = 500;
-    cfg.classes.push(ClassConfig {
-        name: "rt".into(),
-        kind: ClassKind::RealTime,
-        mode,
-        mask: rt.clone(),
-        capacity,
-    });
+    cfg.classes.push(ClassConfig { name: "rt".into(), kind: ClassKind::RealTime, mode, mask: rt.clone(), capacity });
     if let Some(be) = be {
-        cfg.classes.push(ClassConfig {
-            name: "be".into(),
-            kind: ClassKind::BestEffort,
-            mode,
-            mask: be.clone(),
-            capacity,
-        });
+        cfg.classes.push(ClassConfig { name: "be".into(), kind: ClassKind::BestEffort, mode, mask: be.clone(), capacity });
     }
     cfg
 }
@@ -299,24 +281,11 @@ fn servo_converges_from_37us_and_50ppm() {
         };
         let r = simulate(&cfg);
         assert_eq!(r.samples[0].state, ServoState::Unlocked);
-        assert!(
-            r.samples.iter().any(|s| s.state == ServoState::Jump),
-            "seed {seed}: the 37 µs offset must be stepped"
-        );
-        let lock = r
-            .time_to_lock_s
-            .unwrap_or_else(|| panic!("seed {seed}: never locked: {:?}", &r.samples[..10]));
+        assert!(r.samples.iter().any(|s| s.state == ServoState::Jump), "seed {seed}: the 37 µs offset must be stepped");
+        let lock = r.time_to_lock_s.unwrap_or_else(|| panic!("seed {seed}: never locked: {:?}", &r.samples[..10]));
         assert!(lock < 30.0, "seed {seed}: locked only after {lock} s");
-        assert!(
-            r.residual_p99_ns.unwrap() < 500,
-            "seed {seed}: residual {:?}",
-            r.residual_p99_ns
-        );
-        assert!(
-            (r.final_drift_ppb - 50_000.0).abs() < 500.0,
-            "seed {seed}: drift estimate {}",
-            r.final_drift_ppb
-        );
+        assert!(r.residual_p99_ns.unwrap() < 500, "seed {seed}: residual {:?}", r.residual_p99_ns);
+        assert!((r.final_drift_ppb - 50_000.0).abs() < 500.0, "seed {seed}: drift estimate {}", r.final_drift_ppb);
     }
 }
 
@@ -324,18 +293,8 @@ fn servo_converges_from_37us_and_50ppm() {
 /// measured: with the correction thrown away, the offset keeps growing.
 #[test]
 fn an_unsteered_clock_drifts_away() {
-    let src = detpath_sched::OverlaySource {
-        epoch_mono: 0,
-        offset_ns: 37_000,
-        drift_ppb: 50_000,
-    };
-    let c = SlotClock::new(
-        Ring {
-            slot_ns: 1_000,
-            slots: 10,
-        },
-        0,
-    );
+    let src = detpath_sched::OverlaySource { epoch_mono: 0, offset_ns: 37_000, drift_ppb: 50_000 };
+    let c = SlotClock::new(Ring { slot_ns: 1_000, slots: 10 }, 0);
     let err = |m: u64| c.time_at(src.elapsed_ns(m)) as i64 - m as i64;
     assert_eq!(err(0), 37_000);
     assert_eq!(err(10_000_000_000), 37_000 + 500_000);

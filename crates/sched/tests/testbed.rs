@@ -29,11 +29,7 @@ fn short_bench(tag: &str, datapaths: &[&str], methods: &[Method]) -> bench::Repo
     let tb = TestbedConfig::unique(tag);
     cfg.testbed_prefix = tb.a.netns.trim_end_matches("-a").to_string();
     let report = bench::run(&cfg, "test", &|l| eprintln!("{l}"), &|| false).expect("bench runs");
-    assert!(
-        !Testbed::status(&tb).complete(&tb),
-        "testbed {} left behind",
-        cfg.testbed_prefix
-    );
+    assert!(!Testbed::status(&tb).complete(&tb), "testbed {} left behind", cfg.testbed_prefix);
     report
 }
 
@@ -50,52 +46,18 @@ fn strict_classes_never_let_a_packet_out_late() {
     for run in &r.runs {
         eprintln!(
             "{} slots: violations {}, rt sent {} received {}, release p50 {} p99 {} ns",
-            run.datapath,
-            run.violations,
-            run.rt_sent,
-            run.rt_received,
-            run.release_error_ns.p50,
-            run.release_error_ns.p99
+            run.datapath, run.violations, run.rt_sent, run.rt_received, run.release_error_ns.p50, run.release_error_ns.p99
         );
-        assert_eq!(
-            run.violations, 0,
-            "{}: a strict class let a packet out late",
-            run.datapath
-        );
-        assert!(
-            run.release_error_ns.max <= run.late_tolerance_ns,
-            "{}: release error {} ns beyond the tolerance",
-            run.datapath,
-            run.release_error_ns.max
-        );
+        assert_eq!(run.violations, 0, "{}: a strict class let a packet out late", run.datapath);
+        assert!(run.release_error_ns.max <= run.late_tolerance_ns, "{}: release error {} ns beyond the tolerance", run.datapath, run.release_error_ns.max);
         // Not vacuous: real-time packets did go out, and arrived.
-        let offered: u64 = run
-            .classes
-            .iter()
-            .filter(|c| c.name != "bulk")
-            .map(|c| c.counters.accepted)
-            .sum();
-        assert!(
-            run.rt_sent * 10 >= offered,
-            "{}: only {} of {} real-time packets left",
-            run.datapath,
-            run.rt_sent,
-            offered
-        );
-        assert!(
-            run.rt_received > 0 && run.rt_received <= run.rt_sent,
-            "{}: received {}",
-            run.datapath,
-            run.rt_received
-        );
+        let offered: u64 = run.classes.iter().filter(|c| c.name != "bulk").map(|c| c.counters.accepted).sum();
+        assert!(run.rt_sent * 10 >= offered, "{}: only {} of {} real-time packets left", run.datapath, run.rt_sent, offered);
+        assert!(run.rt_received > 0 && run.rt_received <= run.rt_sent, "{}: received {}", run.datapath, run.rt_received);
         // Every accepted packet is accounted for: sent or dropped (late) or still held at the end (none).
         for c in run.classes.iter().filter(|c| c.name != "bulk") {
             let k = &c.counters;
-            assert_eq!(
-                k.moved, 0,
-                "{}: strict class {} moved packets",
-                run.datapath, c.name
-            );
+            assert_eq!(k.moved, 0, "{}: strict class {} moved packets", run.datapath, c.name);
             assert!(k.sent <= k.accepted, "{}: {:?}", run.datapath, k);
         }
     }
@@ -112,8 +74,7 @@ fn best_effort_keeps_to_its_share() {
     assert!(r.errors.is_empty(), "{:?}", r.errors);
     for run in &r.runs {
         let be = run.be.expect("slots run with a flood reports the share");
-        let used_or_missed = (be.sent_in_window + be.missed_slots.min(be.slots_in_window)) as f64
-            / be.slots_in_window as f64;
+        let used_or_missed = (be.sent_in_window + be.missed_slots.min(be.slots_in_window)) as f64 / be.slots_in_window as f64;
         eprintln!(
             "{}: best effort {:.3}% of slots (share {:.1}%), {} owned slots missed (poll too late), {} received",
             run.datapath,
@@ -123,25 +84,10 @@ fn best_effort_keeps_to_its_share() {
             be.received
         );
         // The cap: never more than its share (2% tolerance for the window's edges).
-        assert!(
-            be.measured_fraction <= be.expected_fraction * 1.02,
-            "{}: {:?}",
-            run.datapath,
-            be
-        );
+        assert!(be.measured_fraction <= be.expected_fraction * 1.02, "{}: {:?}", run.datapath, be);
         // Under flood every owned slot was offered: used, or missed because this VM's CPU was elsewhere.
-        assert!(
-            (used_or_missed / be.expected_fraction - 1.0).abs() <= 0.02,
-            "{}: {:?}",
-            run.datapath,
-            be
-        );
-        assert!(
-            be.received > 0 && be.received <= be.sent_in_window + 64 * 1024,
-            "{}: {:?}",
-            run.datapath,
-            be
-        );
+        assert!((used_or_missed / be.expected_fraction - 1.0).abs() <= 0.02, "{}: {:?}", run.datapath, be);
+        assert!(be.received > 0 && be.received <= be.sent_in_window + 64 * 1024, "{}: {:?}", run.datapath, be);
     }
 }
 
@@ -167,25 +113,20 @@ fn a_sync_run_locks() {
         let r = &run.report;
         eprintln!(
             "{dp}: lock after {:?} s, residual p50 {:?} p99 {:?} max {:?} ns, drift estimate {:.0} ppb, {} samples ({})",
-            r.time_to_lock_s, r.residual_p50_ns, r.residual_p99_ns, r.residual_max_ns, r.final_drift_ppb, r.samples.len(), run.endpoints
+            r.time_to_lock_s,
+            r.residual_p50_ns,
+            r.residual_p99_ns,
+            r.residual_max_ns,
+            r.final_drift_ppb,
+            r.samples.len(),
+            run.endpoints
         );
-        assert!(
-            r.samples.len() >= 40,
-            "{dp}: only {} exchanges completed",
-            r.samples.len()
-        );
-        assert!(
-            r.time_to_lock_s.is_some(),
-            "{dp}: never locked: {:?}",
-            &r.samples[r.samples.len().saturating_sub(5)..]
-        );
+        assert!(r.samples.len() >= 40, "{dp}: only {} exchanges completed", r.samples.len());
+        assert!(r.time_to_lock_s.is_some(), "{dp}: never locked: {:?}", &r.samples[r.samples.len().saturating_sub(5)..]);
         // The injected 50 ppm is compensated: over the second half of the run
         // the servo applies about -50 ppm on average (20 %: µs-noisy software time stamps).
         let late = &r.samples[r.samples.len() / 2..];
         let rate = late.iter().map(|s| s.rate_ppb).sum::<f64>() / late.len() as f64;
-        assert!(
-            (rate + 50_000.0).abs() < 10_000.0,
-            "{dp}: mean rate {rate} ppb over the second half"
-        );
+        assert!((rate + 50_000.0).abs() < 10_000.0, "{dp}: mean rate {rate} ppb over the second half");
     }
 }

@@ -37,15 +37,7 @@ pub fn brute_force(spec: &Spec) -> Option<Vec<i64>> {
             let j = f.jitter_ns / slot;
             for k in 0..h / p {
                 let r = k * p;
-                insts.push(Inst {
-                    app: ai,
-                    flow: flow_id,
-                    k,
-                    release: r,
-                    jitter: j,
-                    lo: (r - j).max(0),
-                    hi: (r + p - 1 + j).min(h - 1),
-                });
+                insts.push(Inst { app: ai, flow: flow_id, k, release: r, jitter: j, lo: (r - j).max(0), hi: (r + p - 1 + j).min(h - 1) });
             }
             flow_id += 1;
         }
@@ -53,14 +45,7 @@ pub fn brute_force(spec: &Spec) -> Option<Vec<i64>> {
     let mut owner = vec![usize::MAX; n as usize];
     let mut owner_count = vec![0usize; n as usize];
     let mut times = vec![-1i64; insts.len()];
-    fn rec(
-        i: usize,
-        insts: &[Inst],
-        n: i64,
-        owner: &mut Vec<usize>,
-        owner_count: &mut Vec<usize>,
-        times: &mut Vec<i64>,
-    ) -> bool {
+    fn rec(i: usize, insts: &[Inst], n: i64, owner: &mut Vec<usize>, owner_count: &mut Vec<usize>, times: &mut Vec<i64>) -> bool {
         if i == insts.len() {
             return true;
         }
@@ -76,9 +61,7 @@ pub fn brute_force(spec: &Spec) -> Option<Vec<i64>> {
             }
             // Deviation spread of this flow so far.
             let d = t - it.release;
-            let spread_ok = (0..i)
-                .filter(|&j| insts[j].flow == it.flow)
-                .all(|j| ((times[j] - insts[j].release) - d).abs() <= it.jitter);
+            let spread_ok = (0..i).filter(|&j| insts[j].flow == it.flow).all(|j| ((times[j] - insts[j].release) - d).abs() <= it.jitter);
             if !spread_ok {
                 continue;
             }
@@ -121,12 +104,7 @@ pub fn plan_of(spec: &Spec, times: &[i64]) -> Plan {
         let mut slots: Vec<u32> = Vec::new();
         for f in &a.flows {
             for k in 0..h / (f.period_ns / slot) {
-                schedule.push(Tx {
-                    app: a.name.clone(),
-                    flow: f.name.clone(),
-                    instance: k as u64,
-                    tx_ns: (times[i] * slot) as u64,
-                });
+                schedule.push(Tx { app: a.name.clone(), flow: f.name.clone(), instance: k as u64, tx_ns: (times[i] * slot) as u64 });
                 slots.push((times[i] % n) as u32);
                 i += 1;
             }
@@ -135,15 +113,7 @@ pub fn plan_of(spec: &Spec, times: &[i64]) -> Plan {
         slots.dedup();
         parts.push((a.name.clone(), slots));
     }
-    Plan {
-        status: Status::Feasible,
-        reason: None,
-        detail: None,
-        hyperperiod_ns: (h * slot) as u64,
-        partitions: Partitions(parts),
-        schedule,
-        solve_ms: 0.0,
-    }
+    Plan { status: Status::Feasible, reason: None, detail: None, hyperperiod_ns: (h * slot) as u64, partitions: Partitions(parts), schedule, solve_ms: 0.0 }
 }
 
 fn gcd(a: i64, b: i64) -> i64 {
@@ -171,33 +141,17 @@ pub fn small_spec(rng: &mut Rng) -> Spec {
                 let mult = [1, 2, 4][rng.below(3) as usize];
                 let p = base * mult;
                 let j = rng.below((p / 2 + 1) as u64) as i64;
-                flows.push(FlowSpec {
-                    name: format!("f{fid}"),
-                    period_ns: p * 10,
-                    jitter_ns: j * 10 + rng.below(10) as i64,
-                });
+                flows.push(FlowSpec { name: format!("f{fid}"), period_ns: p * 10, jitter_ns: j * 10 + rng.below(10) as i64 });
                 fid += 1;
             }
-            apps.push(AppSpec {
-                name: format!("a{a}"),
-                flows,
-            });
+            apps.push(AppSpec { name: format!("a{a}"), flows });
         }
-        let spec = Spec {
-            ring_slots: ring,
-            slot_ns: 10,
-            apps,
-        };
+        let spec = Spec { ring_slots: ring, slot_ns: 10, apps };
         let h = spec.apps.iter().flat_map(|a| &a.flows).fold(1i64, |h, f| {
             let p = f.period_ns / 10;
             h / gcd(h, p) * p
         });
-        let inst: i64 = spec
-            .apps
-            .iter()
-            .flat_map(|a| &a.flows)
-            .map(|f| h / (f.period_ns / 10))
-            .sum();
+        let inst: i64 = spec.apps.iter().flat_map(|a| &a.flows).map(|f| h / (f.period_ns / 10)).sum();
         if inst <= 12 {
             return spec;
         }
@@ -211,12 +165,7 @@ pub fn small_spec(rng: &mut Rng) -> Spec {
 pub fn medium_spec(rng: &mut Rng) -> Spec {
     loop {
         let s = medium_spec_any(rng);
-        let util: f64 = s
-            .apps
-            .iter()
-            .flat_map(|a| &a.flows)
-            .map(|f| s.slot_ns as f64 / f.period_ns as f64)
-            .sum();
+        let util: f64 = s.apps.iter().flat_map(|a| &a.flows).map(|f| s.slot_ns as f64 / f.period_ns as f64).sum();
         if util <= 1.0 {
             return s;
         }
@@ -235,21 +184,10 @@ fn medium_spec_any(rng: &mut Rng) -> Spec {
         for _ in 0..flows_n {
             let p = base * [1, 2, 4][rng.below(3) as usize];
             let j = rng.below((p / 2 + 1) as u64) as i64;
-            flows.push(FlowSpec {
-                name: format!("f{fid}"),
-                period_ns: p * 1000,
-                jitter_ns: j * 1000,
-            });
+            flows.push(FlowSpec { name: format!("f{fid}"), period_ns: p * 1000, jitter_ns: j * 1000 });
             fid += 1;
         }
-        apps.push(AppSpec {
-            name: format!("a{a}"),
-            flows,
-        });
+        apps.push(AppSpec { name: format!("a{a}"), flows });
     }
-    Spec {
-        ring_slots: ring,
-        slot_ns: 1000,
-        apps,
-    }
+    Spec { ring_slots: ring, slot_ns: 1000, apps }
 }

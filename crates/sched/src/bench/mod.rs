@@ -68,9 +68,7 @@ impl std::str::FromStr for Method {
             "slots" => Ok(Method::Slots),
             "slots-idle" => Ok(Method::SlotsIdle),
             "sleep" => Ok(Method::Sleep),
-            _ => Err(BenchError::Method {
-                text: s.to_string(),
-            }),
+            _ => Err(BenchError::Method { text: s.to_string() }),
         }
     }
 }
@@ -93,9 +91,7 @@ pub struct FlowSpec {
 impl FlowSpec {
     /// Parses `NAME:CLASS:PERIOD_US:SIZE:PHASE_SLOT`, e.g. `f1:ctl:100:64:0`.
     pub fn parse(text: &str) -> Result<FlowSpec, BenchError> {
-        let bad = || BenchError::FlowSyntax {
-            text: text.to_string(),
-        };
+        let bad = || BenchError::FlowSyntax { text: text.to_string() };
         let p: Vec<&str> = text.split(':').map(str::trim).collect();
         let [name, class, period, size, phase] = p.as_slice() else {
             return Err(bad());
@@ -130,26 +126,13 @@ pub enum BenchError {
     FlowClass { flow: String, class: String },
     #[error("flow `{flow}`: period {period_ns} ns is not a multiple of the {slot_ns} ns slot")]
     /// A flow period that is not a whole number of slots.
-    FlowPeriod {
-        flow: String,
-        period_ns: u64,
-        slot_ns: u64,
-    },
+    FlowPeriod { flow: String, period_ns: u64, slot_ns: u64 },
     #[error("flow `{flow}`: size {size} is outside {min}..={max} bytes")]
     /// A payload size outside what a frame carries.
-    FlowSize {
-        flow: String,
-        size: usize,
-        min: usize,
-        max: usize,
-    },
+    FlowSize { flow: String, size: usize, min: usize, max: usize },
     #[error("flow `{flow}`: its instance at ring position {position} falls in a slot class `{class}` does not own; fix the phase or the mask")]
     /// A flow instance that falls in a slot its class does not own.
-    FlowSlots {
-        flow: String,
-        class: String,
-        position: u32,
-    },
+    FlowSlots { flow: String, class: String, position: u32 },
     #[error("flows `{a}` and `{b}` both use ring position {position}")]
     /// Two flows on one ring position.
     FlowClash { a: String, b: String, position: u32 },
@@ -233,12 +216,7 @@ impl BenchConfig {
             datapaths: vec!["afxdp".into(), "dpdk".into(), "udp".into()],
             methods: vec![Method::Slots, Method::Sleep, Method::SlotsIdle],
             sched,
-            flows: vec![
-                flow("f100us:ctl:100:64:5"),
-                flow("f250us:ctl:250:256:7"),
-                flow("f500us:io:500:512:9"),
-                flow("f1ms:io:1000:1024:3"),
-            ],
+            flows: vec![flow("f100us:ctl:100:64:5"), flow("f250us:ctl:250:256:7"), flow("f500us:io:500:512:9"), flow("f1ms:io:1000:1024:3")],
             be_class: Some("bulk".into()),
             be_size: 1024,
             duration_ns: 5_000_000_000,
@@ -269,24 +247,12 @@ impl BenchConfig {
                 .classes
                 .iter()
                 .find(|c| c.name == f.class && c.kind == ClassKind::RealTime)
-                .ok_or_else(|| BenchError::FlowClass {
-                    flow: f.name.clone(),
-                    class: f.class.clone(),
-                })?;
+                .ok_or_else(|| BenchError::FlowClass { flow: f.name.clone(), class: f.class.clone() })?;
             if f.period_ns == 0 || f.period_ns % self.sched.slot_ns != 0 {
-                return Err(BenchError::FlowPeriod {
-                    flow: f.name.clone(),
-                    period_ns: f.period_ns,
-                    slot_ns: self.sched.slot_ns,
-                });
+                return Err(BenchError::FlowPeriod { flow: f.name.clone(), period_ns: f.period_ns, slot_ns: self.sched.slot_ns });
             }
             if f.size < min || f.size > self.sched.max_payload {
-                return Err(BenchError::FlowSize {
-                    flow: f.name.clone(),
-                    size: f.size,
-                    min,
-                    max: self.sched.max_payload,
-                });
+                return Err(BenchError::FlowSize { flow: f.name.clone(), size: f.size, min, max: self.sched.max_payload });
             }
             let step = f.period_ns / self.sched.slot_ns;
             // Positions repeat after lcm(step, n) / step instances.
@@ -294,40 +260,22 @@ impl BenchConfig {
             for i in 0..instances {
                 let pos = ((f.phase_slot as u64 + i * step) % n) as u32;
                 if !class.mask.contains(pos) {
-                    return Err(BenchError::FlowSlots {
-                        flow: f.name.clone(),
-                        class: f.class.clone(),
-                        position: pos,
-                    });
+                    return Err(BenchError::FlowSlots { flow: f.name.clone(), class: f.class.clone(), position: pos });
                 }
                 if let Some(other) = used[pos as usize] {
                     if other != f.name {
-                        return Err(BenchError::FlowClash {
-                            a: other.to_string(),
-                            b: f.name.clone(),
-                            position: pos,
-                        });
+                        return Err(BenchError::FlowClash { a: other.to_string(), b: f.name.clone(), position: pos });
                     }
                 }
                 used[pos as usize] = Some(&f.name);
             }
         }
         if let Some(be) = &self.be_class {
-            if !self
-                .sched
-                .classes
-                .iter()
-                .any(|c| &c.name == be && c.kind == ClassKind::BestEffort)
-            {
+            if !self.sched.classes.iter().any(|c| &c.name == be && c.kind == ClassKind::BestEffort) {
                 return Err(BenchError::BeClass { class: be.clone() });
             }
             if self.be_size < min || self.be_size > self.sched.max_payload {
-                return Err(BenchError::FlowSize {
-                    flow: "flood".into(),
-                    size: self.be_size,
-                    min,
-                    max: self.sched.max_payload,
-                });
+                return Err(BenchError::FlowSize { flow: "flood".into(), size: self.be_size, min, max: self.sched.max_payload });
             }
         }
         Ok(())
@@ -477,12 +425,7 @@ pub struct Report {
 
 /// Runs every datapath × method in a fresh testbed. `log` gets progress
 /// lines; `interrupted` is polled between runs and inside them.
-pub fn run(
-    cfg: &BenchConfig,
-    tuning: &str,
-    log: &dyn Fn(&str),
-    interrupted: &(dyn Fn() -> bool + Sync),
-) -> anyhow::Result<Report> {
+pub fn run(cfg: &BenchConfig, tuning: &str, log: &dyn Fn(&str), interrupted: &(dyn Fn() -> bool + Sync)) -> anyhow::Result<Report> {
     cfg.validate()?;
     let tb = Testbed::up(TestbedConfig::with_prefix(&cfg.testbed_prefix))?;
     let iface = tb.a().iface.clone();
@@ -499,12 +442,7 @@ pub fn run(
                 errors.push("interrupted".into());
                 break;
             }
-            log(&format!(
-                "{dp} {}: {:.1} s + {:.1} s warm-up",
-                method.as_str(),
-                cfg.duration_ns as f64 / 1e9,
-                cfg.warmup_ns as f64 / 1e9
-            ));
+            log(&format!("{dp} {}: {:.1} s + {:.1} s warm-up", method.as_str(), cfg.duration_ns as f64 / 1e9, cfg.warmup_ns as f64 / 1e9));
             port += 2;
             match run_one(&tb, cfg, dp, method, port, interrupted) {
                 Ok(r) => runs.push(r),
@@ -559,14 +497,7 @@ fn endpoint_uri(base: &str, datapath: &str, core: u32, rt: Option<u8>, receiver:
 /// One datapath × method: receiver in namespace b, sender in namespace a.
 /// Both open their endpoints first; then the run's timeline starts 20 ms
 /// later on a ring-cycle boundary (opening a DPDK port takes a while).
-fn run_one(
-    tb: &Testbed,
-    cfg: &BenchConfig,
-    dp: &str,
-    method: Method,
-    port: u16,
-    interrupted: &(dyn Fn() -> bool + Sync),
-) -> anyhow::Result<RunReport> {
+fn run_one(tb: &Testbed, cfg: &BenchConfig, dp: &str, method: Method, port: u16, interrupted: &(dyn Fn() -> bool + Sync)) -> anyhow::Result<RunReport> {
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let (rx_tl_tx, rx_tl_rx) = std::sync::mpsc::channel::<Timeline>();
@@ -584,9 +515,7 @@ fn run_one(
             }
         };
         let _ = ready_tx.send(Ok((ep.local_addr(), ep.capabilities().summary())));
-        let Ok(tl) = rx_tl_rx.recv() else {
-            anyhow::bail!("no timeline: the sender failed")
-        };
+        let Ok(tl) = rx_tl_rx.recv() else { anyhow::bail!("no timeline: the sender failed") };
         recv::receive(ep.as_mut(), expected, &tl, &stop_r)
     });
     let (peer, rx_mode) = match ready_rx.recv() {
@@ -597,13 +526,7 @@ fn run_one(
         }
         Err(_) => anyhow::bail!("receiver thread ended before opening its endpoint"),
     };
-    let tx_uri = endpoint_uri(
-        &tb.a().uri(dp, port + 1),
-        dp,
-        cfg.cpus.0,
-        cfg.rt_priority,
-        false,
-    );
+    let tx_uri = endpoint_uri(&tb.a().uri(dp, port + 1), dp, cfg.cpus.0, cfg.rt_priority, false);
     let cfg2 = cfg.clone();
     let abort = Arc::new(AtomicBool::new(false));
     let abort_s = abort.clone();
@@ -619,13 +542,9 @@ fn run_one(
             }
         };
         let _ = tx_ready_tx.send(Ok(()));
-        let Ok(tl) = tx_tl_rx.recv() else {
-            anyhow::bail!("no timeline")
-        };
+        let Ok(tl) = tx_tl_rx.recv() else { anyhow::bail!("no timeline") };
         match method {
-            Method::Slots | Method::SlotsIdle => {
-                send::slots(ep, &cfg2, &tl, method.flood(), peer, &abort_s)
-            }
+            Method::Slots | Method::SlotsIdle => send::slots(ep, &cfg2, &tl, method.flood(), peer, &abort_s),
             Method::Sleep => send::sleep(ep, &cfg2, &tl, peer, &abort_s),
         }
     });
@@ -657,25 +576,13 @@ fn run_one(
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let sent = sender
-        .join()
-        .map_err(|_| anyhow::anyhow!("sender thread panicked"));
+    let sent = sender.join().map_err(|_| anyhow::anyhow!("sender thread panicked"));
     // Let the last frames arrive, then stop the receiver.
     std::thread::sleep(std::time::Duration::from_millis(50));
     stop.store(true, Ordering::Relaxed);
-    let received = receiver
-        .join()
-        .map_err(|_| anyhow::anyhow!("receiver thread panicked"))???;
+    let received = receiver.join().map_err(|_| anyhow::anyhow!("receiver thread panicked"))???;
     let sent = sent???;
-    Ok(recv::analyse(
-        cfg,
-        &tl,
-        dp,
-        method,
-        &format!("{} / {}", sent.endpoint, rx_mode),
-        sent,
-        received,
-    ))
+    Ok(recv::analyse(cfg, &tl, dp, method, &format!("{} / {}", sent.endpoint, rx_mode), sent, received))
 }
 
 /// The run's time plan, starting on a ring-cycle boundary at least 20 ms from now.
@@ -683,11 +590,5 @@ fn timeline(cfg: &BenchConfig) -> Timeline {
     let cycle = cfg.sched.slot_ns * cfg.sched.ring_slots as u64;
     let start = (detpath::monotonic_ns() + 20_000_000) / cycle * cycle + cycle;
     let measure_from = start + cfg.warmup_ns;
-    Timeline {
-        start,
-        measure_from,
-        end: measure_from + cfg.duration_ns,
-        on_ns: cfg.segment_on_ns,
-        off_ns: cfg.segment_off_ns,
-    }
+    Timeline { start, measure_from, end: measure_from + cfg.duration_ns, on_ns: cfg.segment_on_ns, off_ns: cfg.segment_off_ns }
 }

@@ -28,13 +28,7 @@ fn quad(s: &ErrorSummary) -> String {
     if s.count == 0 {
         return "-".into();
     }
-    format!(
-        "{} / {} / {} / {}",
-        us(s.p50),
-        us(s.p99),
-        us(s.p9999),
-        us(s.max)
-    )
+    format!("{} / {} / {} / {}", us(s.p50), us(s.p99), us(s.p9999), us(s.max))
 }
 
 /// The human table: one row per run, then the per-class counters, the goals and the reference.
@@ -52,32 +46,11 @@ pub fn table(r: &Report) -> String {
     let _ = writeln!(
         t,
         "\n{:<7} {:<11} {:<31} {:<31} {:>9} {:>9} {:>5} {:>13} {:>12}",
-        "path",
-        "method",
-        "IAT error p50/p99/p99.99/max",
-        "release err p50/p99/p99.99/max",
-        "IAT mean",
-        "PDV mean",
-        "viol",
-        "rt sent/recv",
-        "BE share"
+        "path", "method", "IAT error p50/p99/p99.99/max", "release err p50/p99/p99.99/max", "IAT mean", "PDV mean", "viol", "rt sent/recv", "BE share"
     );
-    let _ = writeln!(
-        t,
-        "{:<7} {:<11} {:<31} {:<31} {:>9} {:>9}",
-        "", "", "(µs)", "(µs)", "(ns)", "(ns)"
-    );
+    let _ = writeln!(t, "{:<7} {:<11} {:<31} {:<31} {:>9} {:>9}", "", "", "(µs)", "(µs)", "(ns)", "(ns)");
     for run in &r.runs {
-        let be = run
-            .be
-            .map(|b| {
-                format!(
-                    "{:.2}%/{:.0}%",
-                    b.measured_fraction * 100.0,
-                    b.expected_fraction * 100.0
-                )
-            })
-            .unwrap_or_else(|| "-".into());
+        let be = run.be.map(|b| format!("{:.2}%/{:.0}%", b.measured_fraction * 100.0, b.expected_fraction * 100.0)).unwrap_or_else(|| "-".into());
         let _ = writeln!(
             t,
             "{:<7} {:<11} {:<31} {:<31} {:>9.0} {:>9.0} {:>5} {:>13} {:>12}",
@@ -92,19 +65,9 @@ pub fn table(r: &Report) -> String {
             be
         );
     }
-    let _ = writeln!(
-        t,
-        "\nsend call duration p50/p99/p99.99/max (µs), receiver foreign frames:"
-    );
+    let _ = writeln!(t, "\nsend call duration p50/p99/p99.99/max (µs), receiver foreign frames:");
     for run in &r.runs {
-        let _ = writeln!(
-            t,
-            "  {:<6} {:<10} {}   foreign {}",
-            run.datapath,
-            run.method.as_str(),
-            quad(&run.send_cost_ns),
-            run.rx_foreign
-        );
+        let _ = writeln!(t, "  {:<6} {:<10} {}   foreign {}", run.datapath, run.method.as_str(), quad(&run.send_cost_ns), run.rx_foreign);
     }
     let _ = writeln!(t, "\nper class (sent, late, dropped, moved, conflicts, missed BE slots, pre-buffer high water; release error p50/p99 µs):");
     for run in &r.runs {
@@ -134,11 +97,8 @@ pub fn table(r: &Report) -> String {
     for dp in dps {
         let find = |m: Method| r.runs.iter().find(|x| x.datapath == dp && x.method == m);
         if let Some(s) = find(Method::Slots) {
-            let ratio = find(Method::Sleep)
-                .map(|z| z.iat_error_ns.p99 as f64 / s.iat_error_ns.p99.max(1) as f64);
-            let ratio_txt = ratio
-                .map(|q| format!("sleep/slots p99 IAT = {q:.1}x {}", mark(q >= 10.0)))
-                .unwrap_or_else(|| "no sleep run".into());
+            let ratio = find(Method::Sleep).map(|z| z.iat_error_ns.p99 as f64 / s.iat_error_ns.p99.max(1) as f64);
+            let ratio_txt = ratio.map(|q| format!("sleep/slots p99 IAT = {q:.1}x {}", mark(q >= 10.0))).unwrap_or_else(|| "no sleep run".into());
             let _ = writeln!(
                 t,
                 "  {dp:<6} {ratio_txt}; release p50 {} ns {}, p99 {} ns {}; violations {} {}",
@@ -183,17 +143,10 @@ fn dedup<'a>(it: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
 /// Writes `report.json`, `table.txt` and the plot into a new directory
 /// `<base>/sched-<UTC>`; returns its path.
 pub fn write_results(base: &Path, r: &Report) -> anyhow::Result<PathBuf> {
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let dir = base.join(format!(
-        "sched-{}",
-        detpath_bench::results::utc_compact(stamp)
-    ));
+    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let dir = base.join(format!("sched-{}", detpath_bench::results::utc_compact(stamp)));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    std::fs::write(dir.join("report.json"), serde_json::to_string_pretty(r)?)
-        .context("writing report.json")?;
+    std::fs::write(dir.join("report.json"), serde_json::to_string_pretty(r)?).context("writing report.json")?;
     std::fs::write(dir.join("table.txt"), table(r)).context("writing table.txt")?;
     if r.runs.iter().any(|x| !x.iat_samples.is_empty()) {
         plot_iat_cdf(&r.runs, &dir.join("iat_cdf.png"), &dir.join("iat_cdf.svg"))?;
@@ -208,14 +161,12 @@ pub fn plot_iat_cdf(runs: &[RunReport], png: &Path, svg: &Path) -> anyhow::Resul
     {
         let root = BitMapBackend::new(png, size).into_drawing_area();
         draw(&root, runs, &dps)?;
-        root.present()
-            .map_err(|e| anyhow!("writing {}: {e:?}", png.display()))?;
+        root.present().map_err(|e| anyhow!("writing {}: {e:?}", png.display()))?;
     }
     {
         let root = SVGBackend::new(svg, size).into_drawing_area();
         draw(&root, runs, &dps)?;
-        root.present()
-            .map_err(|e| anyhow!("writing {}: {e:?}", svg.display()))?;
+        root.present().map_err(|e| anyhow!("writing {}: {e:?}", svg.display()))?;
     }
     Ok(())
 }
@@ -228,19 +179,11 @@ fn color(m: Method) -> RGBColor {
     }
 }
 
-fn draw<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    runs: &[RunReport],
-    dps: &[&str],
-) -> anyhow::Result<()> {
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, runs: &[RunReport], dps: &[&str]) -> anyhow::Result<()> {
     let e = |err: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("plotting: {err:?}");
     root.fill(&WHITE).map_err(e)?;
     let panels = root.split_evenly((1, dps.len().max(1)));
-    let all: Vec<u64> = runs
-        .iter()
-        .flat_map(|r| r.iat_samples.iter().copied())
-        .filter(|&v| v > 0)
-        .collect();
+    let all: Vec<u64> = runs.iter().flat_map(|r| r.iat_samples.iter().copied()).filter(|&v| v > 0).collect();
     let lo = all.iter().copied().min().unwrap_or(1).max(1) as f64;
     let hi = (all.iter().copied().max().unwrap_or(10) as f64 * 1.2).max(lo * 10.0);
     for (panel, dp) in panels.iter().zip(dps) {
@@ -258,43 +201,20 @@ fn draw<DB: DrawingBackend>(
             .x_label_formatter(&|v| format!("{v:.0}"))
             .draw()
             .map_err(e)?;
-        for r in runs
-            .iter()
-            .filter(|r| r.datapath == *dp && !r.iat_samples.is_empty())
-        {
+        for r in runs.iter().filter(|r| r.datapath == *dp && !r.iat_samples.is_empty()) {
             let n = r.iat_samples.len();
             // At most ~2000 points per line: every k-th sample plus the last.
             let step = (n / 2000).max(1);
-            let pts: Vec<(f64, f64)> = (0..n)
-                .step_by(step)
-                .chain(std::iter::once(n - 1))
-                .map(|i| {
-                    (
-                        (r.iat_samples[i].max(1) as f64).max(lo),
-                        (i + 1) as f64 / n as f64,
-                    )
-                })
-                .collect();
+            let pts: Vec<(f64, f64)> =
+                (0..n).step_by(step).chain(std::iter::once(n - 1)).map(|i| ((r.iat_samples[i].max(1) as f64).max(lo), (i + 1) as f64 / n as f64)).collect();
             let c = color(r.method);
             chart
                 .draw_series(LineSeries::new(pts, c.stroke_width(2)))
                 .map_err(e)?
-                .label(format!(
-                    "{} (p99 {} µs)",
-                    r.method.as_str(),
-                    us(r.iat_error_ns.p99)
-                ))
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
-                });
+                .label(format!("{} (p99 {} µs)", r.method.as_str(), us(r.iat_error_ns.p99)))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(e)?;
+        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).position(SeriesLabelPosition::LowerRight).draw().map_err(e)?;
     }
     Ok(())
 }

@@ -49,11 +49,7 @@ impl Header {
             b.copy_from_slice(&buf[i..i + 8]);
             u64::from_be_bytes(b)
         };
-        Some(Header {
-            flow: u16::from_be_bytes([buf[4], buf[5]]),
-            seq: u64_at(8),
-            scheduled_ns: u64_at(16),
-        })
+        Some(Header { flow: u16::from_be_bytes([buf[4], buf[5]]), seq: u64_at(8), scheduled_ns: u64_at(16) })
     }
 }
 
@@ -63,11 +59,7 @@ mod tests {
 
     #[test]
     fn round_trip_and_junk() {
-        let h = Header {
-            flow: 3,
-            seq: 99,
-            scheduled_ns: 1_234_567,
-        };
+        let h = Header { flow: 3, seq: 99, scheduled_ns: 1_234_567 };
         let mut b = [0u8; 64];
         h.write(&mut b);
         assert_eq!(Header::parse(&b), Some(h));

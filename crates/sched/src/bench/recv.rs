@@ -28,12 +28,7 @@ pub struct Received {
 
 /// Busy-polls `ep` until `stop`, recording every benchmark frame; sleeps
 /// through the timeline's pauses (waking 1 ms before each segment).
-pub fn receive(
-    ep: &mut dyn Endpoint,
-    capacity: usize,
-    tl: &Timeline,
-    stop: &AtomicBool,
-) -> anyhow::Result<Received> {
+pub fn receive(ep: &mut dyn Endpoint, capacity: usize, tl: &Timeline, stop: &AtomicBool) -> anyhow::Result<Received> {
     let mut arrivals = Vec::with_capacity(capacity);
     let mut batch = RxBatch::new(64, 2048);
     let (mut flood, mut foreign) = (0u64, 0u64);
@@ -49,13 +44,9 @@ pub fn receive(
         }
         // After the end, wait in the kernel for stragglers instead of spinning.
         let mode = if now > tl.end + 5_000_000 {
-            RecvMode::Blocking {
-                timeout: Some(Duration::from_millis(5)),
-            }
+            RecvMode::Blocking { timeout: Some(Duration::from_millis(5)) }
         } else {
-            RecvMode::BusyPoll {
-                timeout: Some(Duration::from_millis(1)),
-            }
+            RecvMode::BusyPoll { timeout: Some(Duration::from_millis(1)) }
         };
         ep.recv_batch(&mut batch, mode)?;
         for (m, payload) in batch.iter() {
@@ -63,23 +54,14 @@ pub fn receive(
                 Some(h) if h.flow == FLOOD_FLOW => flood += 1,
                 Some(h) => {
                     if arrivals.len() < arrivals.capacity() {
-                        arrivals.push(Arrival {
-                            flow: h.flow,
-                            seq: h.seq,
-                            scheduled_ns: h.scheduled_ns,
-                            rx_ns: m.rx_ns,
-                        });
+                        arrivals.push(Arrival { flow: h.flow, seq: h.seq, scheduled_ns: h.scheduled_ns, rx_ns: m.rx_ns });
                     }
                 }
                 None => foreign += 1,
             }
         }
     }
-    Ok(Received {
-        arrivals,
-        flood,
-        foreign,
-    })
+    Ok(Received { arrivals, flood, foreign })
 }
 
 /// Exact percentiles of a sorted slice.
@@ -89,14 +71,7 @@ pub fn summary_sorted(v: &[u64]) -> ErrorSummary {
     }
     let q = |p: f64| v[(((v.len() - 1) as f64) * p).round() as usize];
     let mean = v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64;
-    ErrorSummary {
-        count: v.len() as u64,
-        mean,
-        p50: q(0.5),
-        p99: q(0.99),
-        p9999: q(0.9999),
-        max: v[v.len() - 1],
-    }
+    ErrorSummary { count: v.len() as u64, mean, p50: q(0.5), p99: q(0.99), p9999: q(0.9999), max: v[v.len() - 1] }
 }
 
 /// Inter-arrival errors and PDV of one flow's arrivals (sorted by seq), counting only instances due at or after `from`.
@@ -109,37 +84,20 @@ fn flow_figures(arr: &[Arrival], period: u64, from: u64) -> (Vec<u64>, Vec<u64>)
             iat.push((gap - period as i128).unsigned_abs() as u64);
         }
     }
-    let delays: Vec<i128> = arr
-        .iter()
-        .filter(|a| a.scheduled_ns >= from)
-        .map(|a| a.rx_ns as i128 - a.scheduled_ns as i128)
-        .collect();
+    let delays: Vec<i128> = arr.iter().filter(|a| a.scheduled_ns >= from).map(|a| a.rx_ns as i128 - a.scheduled_ns as i128).collect();
     let min = delays.iter().copied().min().unwrap_or(0);
     let pdv = delays.iter().map(|d| (d - min) as u64).collect();
     (iat, pdv)
 }
 
 /// Puts sender and receiver figures together.
-pub fn analyse(
-    cfg: &BenchConfig,
-    tl: &Timeline,
-    dp: &str,
-    method: Method,
-    endpoints: &str,
-    sent: Sent,
-    received: Received,
-) -> RunReport {
+pub fn analyse(cfg: &BenchConfig, tl: &Timeline, dp: &str, method: Method, endpoints: &str, sent: Sent, received: Received) -> RunReport {
     let mut all_iat = Vec::new();
     let mut all_pdv = Vec::new();
     let mut flows = Vec::new();
     let mut rt_received = 0;
     for (i, f) in cfg.flows.iter().enumerate() {
-        let mut arr: Vec<Arrival> = received
-            .arrivals
-            .iter()
-            .filter(|a| a.flow as usize == i)
-            .copied()
-            .collect();
+        let mut arr: Vec<Arrival> = received.arrivals.iter().filter(|a| a.flow as usize == i).copied().collect();
         arr.sort_by_key(|a| (a.seq, a.rx_ns));
         arr.dedup_by_key(|a| a.seq);
         rt_received += arr.len() as u64;
@@ -166,13 +124,7 @@ pub fn analyse(
         .classes
         .iter()
         .zip(&sent.classes)
-        .map(|(c, (k, h))| ClassReport {
-            name: c.name.clone(),
-            kind: c.kind,
-            mode: c.mode,
-            counters: *k,
-            release_error_ns: ErrorSummary::of(h),
-        })
+        .map(|(c, (k, h))| ClassReport { name: c.name.clone(), kind: c.kind, mode: c.mode, counters: *k, release_error_ns: ErrorSummary::of(h) })
         .collect();
     let be = (method == Method::Slots && cfg.be_class.is_some()).then(|| BeShare {
         expected_fraction: cfg.be_fraction(),
@@ -208,12 +160,7 @@ mod tests {
 
     #[test]
     fn iat_and_pdv_of_a_jittery_flow() {
-        let a = |seq: u64, rx: u64| Arrival {
-            flow: 0,
-            seq,
-            scheduled_ns: 1_000 + seq * 100,
-            rx_ns: rx,
-        };
+        let a = |seq: u64, rx: u64| Arrival { flow: 0, seq, scheduled_ns: 1_000 + seq * 100, rx_ns: rx };
         // Seq 2 is lost: no IAT across the gap.
         let arr = [a(0, 1_010), a(1, 1_115), a(3, 1_320), a(4, 1_410)];
         let (iat, pdv) = flow_figures(&arr, 100, 0);

@@ -47,11 +47,7 @@ pub(super) fn hist() -> Histogram<u64> {
 /// Upper bound of real-time packets one run sends (for the receiver's record buffer).
 pub fn expected_packets(cfg: &BenchConfig) -> usize {
     let total = cfg.duration_ns + cfg.warmup_ns;
-    cfg.flows
-        .iter()
-        .map(|f| (total / f.period_ns) as usize + 2)
-        .sum::<usize>()
-        + 1024
+    cfg.flows.iter().map(|f| (total / f.period_ns) as usize + 2).sum::<usize>() + 1024
 }
 
 /// Flow state of a sender: next instance and its pre-built payload.
@@ -93,20 +89,10 @@ fn flows(cfg: &BenchConfig, tl: &Timeline, class_of: impl Fn(&str) -> usize) -> 
 
 /// Sleeps until `t` (CLOCK_MONOTONIC, absolute), as periodic applications do.
 pub(super) fn sleep_until(t: u64) {
-    let ts = libc::timespec {
-        tv_sec: (t / 1_000_000_000) as libc::time_t,
-        tv_nsec: (t % 1_000_000_000) as libc::c_long,
-    };
+    let ts = libc::timespec { tv_sec: (t / 1_000_000_000) as libc::time_t, tv_nsec: (t % 1_000_000_000) as libc::c_long };
     loop {
         // SAFETY: `ts` is a valid timespec; a null remainder is allowed with TIMER_ABSTIME.
-        let rc = unsafe {
-            libc::clock_nanosleep(
-                libc::CLOCK_MONOTONIC,
-                libc::TIMER_ABSTIME,
-                &ts,
-                std::ptr::null_mut(),
-            )
-        };
+        let rc = unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
         if rc != libc::EINTR {
             return;
         }
@@ -119,53 +105,29 @@ fn deep_in_pause(tl: &Timeline, now: u64) -> bool {
 }
 
 /// Through the slot scheduler.
-pub fn slots(
-    ep: Box<dyn Endpoint>,
-    cfg: &BenchConfig,
-    tl: &Timeline,
-    flood: bool,
-    peer: SocketAddrV4,
-    abort: &AtomicBool,
-) -> anyhow::Result<Sent> {
+pub fn slots(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, flood: bool, peer: SocketAddrV4, abort: &AtomicBool) -> anyhow::Result<Sent> {
     let endpoint = ep.capabilities().summary();
     let mut ep = SchedEndpoint::new(ep, &cfg.sched)?;
     let n_classes = ep.scheduler().class_count();
-    let be = if flood {
-        cfg.be_class
-            .as_ref()
-            .and_then(|b| ep.scheduler().class_index(b))
-    } else {
-        None
-    };
+    let be = if flood { cfg.be_class.as_ref().and_then(|b| ep.scheduler().class_index(b)) } else { None };
     let mut fl = flows(cfg, tl, |c| ep.scheduler().class_index(c).unwrap_or(0));
-    let strict: Vec<bool> = (0..n_classes)
-        .map(|i| ep.scheduler().class_mode(i) == Some(Mode::Strict))
-        .collect();
+    let strict: Vec<bool> = (0..n_classes).map(|i| ep.scheduler().class_mode(i) == Some(Mode::Strict)).collect();
     let mut class_hist: Vec<Histogram<u64>> = (0..n_classes).map(|_| hist()).collect();
     let (mut release, mut send_cost) = (hist(), hist());
     let mut violations = 0u64;
     let mut flow_sent = vec![0u64; fl.len()];
     let mut be_buf = vec![0u8; cfg.be_size];
     let mut be_seq = 0u64;
-    let (s0, s1) = (
-        ep.scheduler().current_slot(tl.measure_from),
-        ep.scheduler().current_slot(tl.end),
-    );
+    let (s0, s1) = (ep.scheduler().current_slot(tl.measure_from), ep.scheduler().current_slot(tl.end));
     // Slots of the measured window in which the flood was running.
     let slots_in_window = match be {
-        Some(_) => (s0..s1)
-            .filter(|&s| tl.flood_active(ep.scheduler().slot_instant(s), FLOOD_MARGIN_NS))
-            .count() as u64,
+        Some(_) => (s0..s1).filter(|&s| tl.flood_active(ep.scheduler().slot_instant(s), FLOOD_MARGIN_NS)).count() as u64,
         None => 0,
     };
     let mut be_in_window = 0u64;
     // Best-effort slots missed inside the measured window: the counter's value when the window opens and closes.
     let (mut missed_from, mut missed_to) = (None, None);
-    let missed_now = |sched: &crate::Scheduler<crate::MonotonicSource>| {
-        be.and_then(|b| sched.counters(b))
-            .map(|k| k.missed_slots)
-            .unwrap_or(0)
-    };
+    let missed_now = |sched: &crate::Scheduler<crate::MonotonicSource>| be.and_then(|b| sched.counters(b)).map(|k| k.missed_slots).unwrap_or(0);
     let tolerance = cfg.sched.late_tolerance_ns;
     loop {
         if abort.load(Ordering::Relaxed) {
@@ -186,18 +148,10 @@ pub fn slots(
             for f in fl.iter_mut() {
                 f.skip_inactive(tl);
                 while f.next < now + cfg.lookahead_ns && f.next < tl.end {
-                    Header {
-                        flow: f.id,
-                        seq: f.seq,
-                        scheduled_ns: f.next,
-                    }
-                    .write(&mut f.buf);
+                    Header { flow: f.id, seq: f.seq, scheduled_ns: f.next }.write(&mut f.buf);
                     // Late, full and taken are counted by the scheduler; anything else is a configuration error.
                     match ep.send_at(f.next, f.class, &f.buf[..f.size], peer) {
-                        Ok(_)
-                        | Err(Refusal::Late { .. })
-                        | Err(Refusal::PrebufferFull { .. })
-                        | Err(Refusal::SlotTaken { .. }) => {}
+                        Ok(_) | Err(Refusal::Late { .. }) | Err(Refusal::PrebufferFull { .. }) | Err(Refusal::SlotTaken { .. }) => {}
                         Err(e) => anyhow::bail!("flow {}: {e}", f.id),
                     }
                     f.seq += 1;
@@ -207,12 +161,7 @@ pub fn slots(
             }
             if let Some(b) = be.filter(|_| tl.flood_active(now, FLOOD_MARGIN_NS)) {
                 while ep.scheduler().prebuffered(b).unwrap_or(usize::MAX) < 16 {
-                    Header {
-                        flow: FLOOD_FLOW,
-                        seq: be_seq,
-                        scheduled_ns: 0,
-                    }
-                    .write(&mut be_buf);
+                    Header { flow: FLOOD_FLOW, seq: be_seq, scheduled_ns: 0 }.write(&mut be_buf);
                     if ep.send_be(b, &be_buf, peer).is_err() {
                         break;
                     }
@@ -222,9 +171,7 @@ pub fn slots(
         } else {
             // Done once every real-time packet has left (the flood's leftovers do not count), or 10 ms after the end.
             let sched = ep.scheduler();
-            let rt_done = (0..n_classes).all(|c| {
-                sched.class_kind(c) != Some(ClassKind::RealTime) || sched.held(c) == Some(0)
-            });
+            let rt_done = (0..n_classes).all(|c| sched.class_kind(c) != Some(ClassKind::RealTime) || sched.held(c) == Some(0));
             if rt_done || now > tl.end + 10_000_000 {
                 break;
             }
@@ -269,10 +216,7 @@ pub fn slots(
                     }
                 }
                 ClassKind::BestEffort => {
-                    if r.slot >= s0
-                        && r.slot < s1
-                        && tl.flood_active(r.scheduled_ns, FLOOD_MARGIN_NS)
-                    {
+                    if r.slot >= s0 && r.slot < s1 && tl.flood_active(r.scheduled_ns, FLOOD_MARGIN_NS) {
                         be_in_window += 1;
                         class_hist[r.class].saturating_record(err);
                     }
@@ -281,23 +225,9 @@ pub fn slots(
         });
     }
     let sched = ep.scheduler();
-    let classes = (0..n_classes)
-        .map(|i| (sched.counters(i).unwrap_or_default(), class_hist[i].clone()))
-        .collect();
-    let be_missed = missed_to
-        .unwrap_or_else(|| missed_now(sched))
-        .saturating_sub(missed_from.unwrap_or(0));
-    Ok(Sent {
-        endpoint,
-        classes,
-        release,
-        send_cost,
-        violations,
-        flow_sent,
-        be_in_window,
-        slots_in_window,
-        be_missed,
-    })
+    let classes = (0..n_classes).map(|i| (sched.counters(i).unwrap_or_default(), class_hist[i].clone())).collect();
+    let be_missed = missed_to.unwrap_or_else(|| missed_now(sched)).saturating_sub(missed_from.unwrap_or(0));
+    Ok(Sent { endpoint, classes, release, send_cost, violations, flow_sent, be_in_window, slots_in_window, be_missed })
 }
 
 /// Pins the calling thread to `core` (best effort: an error leaves it unpinned).
@@ -314,19 +244,11 @@ fn pin(core: u32) {
 /// comes from a second thread of the same priority on the same core sharing the
 /// endpoint (behind a mutex, as threads of one application share a socket),
 /// at the rate the slots method gives best effort.
-pub fn sleep(
-    ep: Box<dyn Endpoint>,
-    cfg: &BenchConfig,
-    tl: &Timeline,
-    peer: SocketAddrV4,
-    abort: &AtomicBool,
-) -> anyhow::Result<Sent> {
+pub fn sleep(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, peer: SocketAddrV4, abort: &AtomicBool) -> anyhow::Result<Sent> {
     let endpoint = ep.capabilities().summary();
     let ep = Arc::new(Mutex::new(ep));
     let class_names: Vec<&str> = cfg.sched.classes.iter().map(|c| c.name.as_str()).collect();
-    let mut fl = flows(cfg, tl, |c| {
-        class_names.iter().position(|n| *n == c).unwrap_or(0)
-    });
+    let mut fl = flows(cfg, tl, |c| class_names.iter().position(|n| *n == c).unwrap_or(0));
     let n_classes = cfg.sched.classes.len();
     let mut counters = vec![ClassCounters::default(); n_classes];
     let mut class_hist: Vec<Histogram<u64>> = (0..n_classes).map(|_| hist()).collect();
@@ -338,8 +260,7 @@ pub fn sleep(
     let flood_rate = cfg.be_fraction() * 1e9 / cfg.sched.slot_ns as f64;
     let flood_stop = Arc::new(AtomicBool::new(false));
     let flood = (flood_rate > 0.0 && cfg.be_class.is_some()).then(|| {
-        let (ep, stop, core, size, tl) =
-            (ep.clone(), flood_stop.clone(), cfg.cpus.0, cfg.be_size, *tl);
+        let (ep, stop, core, size, tl) = (ep.clone(), flood_stop.clone(), cfg.cpus.0, cfg.be_size, *tl);
         // Inherits the sender's policy (SCHED_FIFO in real-time runs): a lower
         // priority would invert priorities on the shared endpoint's lock.
         std::thread::spawn(move || {
@@ -363,12 +284,7 @@ pub fn sleep(
                 sleep_until(now + 100_000);
                 let due = base_n + ((monotonic_ns() - base_t) as f64 * flood_rate / 1e9) as u64;
                 while sent < due && !stop.load(Ordering::Relaxed) {
-                    Header {
-                        flow: FLOOD_FLOW,
-                        seq: sent,
-                        scheduled_ns: 0,
-                    }
-                    .write(&mut buf);
+                    Header { flow: FLOOD_FLOW, seq: sent, scheduled_ns: 0 }.write(&mut buf);
                     if let Ok(mut e) = ep.lock() {
                         let _ = e.send_to(&buf, peer);
                     }
@@ -395,15 +311,8 @@ pub fn sleep(
                 if f.next >= tl.end || f.next > monotonic_ns() {
                     continue;
                 }
-                Header {
-                    flow: f.id,
-                    seq: f.seq,
-                    scheduled_ns: f.next,
-                }
-                .write(&mut f.buf);
-                let mut e = ep
-                    .lock()
-                    .map_err(|_| anyhow::anyhow!("endpoint mutex poisoned"))?;
+                Header { flow: f.id, seq: f.seq, scheduled_ns: f.next }.write(&mut f.buf);
+                let mut e = ep.lock().map_err(|_| anyhow::anyhow!("endpoint mutex poisoned"))?;
                 let t = monotonic_ns();
                 let ok = e.send_to(&f.buf[..f.size], peer).is_ok();
                 let done = monotonic_ns();
@@ -435,24 +344,10 @@ pub fn sleep(
     flood_stop.store(true, Ordering::Relaxed);
     let flood_sent = flood.map(|h| h.join().unwrap_or(0)).unwrap_or(0);
     result?;
-    if let Some(b) = cfg
-        .be_class
-        .as_ref()
-        .and_then(|b| class_names.iter().position(|n| n == b))
-    {
+    if let Some(b) = cfg.be_class.as_ref().and_then(|b| class_names.iter().position(|n| n == b)) {
         counters[b].sent = flood_sent;
         counters[b].accepted = flood_sent;
     }
     let classes = counters.into_iter().zip(class_hist).collect();
-    Ok(Sent {
-        endpoint,
-        classes,
-        release,
-        send_cost,
-        violations,
-        flow_sent,
-        be_in_window: 0,
-        slots_in_window: 0,
-        be_missed: 0,
-    })
+    Ok(Sent { endpoint, classes, release, send_cost, violations, flow_sent, be_in_window: 0, slots_in_window: 0, be_missed: 0 })
 }

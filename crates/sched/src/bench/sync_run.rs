@@ -77,9 +77,7 @@ pub struct SyncRun {
 pub fn sync_sched_config() -> SchedConfig {
     let mut cfg = SchedConfig::new(10_000, 100, 2);
     cfg.late_tolerance_ns = 5_000;
-    cfg.classes.push(
-        ClassConfig::parse("ptp:rt:relaxed:5/10@64", 100, Mode::Relaxed).expect("built-in class"),
-    );
+    cfg.classes.push(ClassConfig::parse("ptp:rt:relaxed:5/10@64", 100, Mode::Relaxed).expect("built-in class"));
     cfg
 }
 
@@ -97,13 +95,7 @@ pub fn run(tb: &Testbed, cfg: &SyncRunConfig) -> anyhow::Result<SyncRun> {
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let servo = ServoConfig::linuxptp(cfg.interval_ns as f64 / 1e9);
-    let live = LiveConfig {
-        class: 0,
-        interval_ns: cfg.interval_ns,
-        duration_ns: cfg.duration_ns,
-        servo,
-        lock_threshold_ns: cfg.lock_threshold_ns,
-    };
+    let live = LiveConfig { class: 0, interval_ns: cfg.interval_ns, duration_ns: cfg.duration_ns, servo, lock_threshold_ns: cfg.lock_threshold_ns };
     let (stop_m, sched_m) = (stop.clone(), sched.clone());
     let slave_addr = std::net::SocketAddrV4::new(tb.b().addr, port + 1);
     let master = tb.a().spawn(move || -> anyhow::Result<u32> {
@@ -115,8 +107,7 @@ pub fn run(tb: &Testbed, cfg: &SyncRunConfig) -> anyhow::Result<SyncRun> {
             }
         };
         let _ = ready_tx.send(Ok((ep.local_addr(), ep.capabilities().summary())));
-        let mut ep =
-            SchedEndpoint::with_source(ep, &sched_m, MonotonicSource { epoch_mono: 0 }, 0)?;
+        let mut ep = SchedEndpoint::with_source(ep, &sched_m, MonotonicSource { epoch_mono: 0 }, 0)?;
         Ok(run_master(&mut ep, slave_addr, &live, &stop_m)?)
     });
     let (master_addr, master_mode) = match ready_rx.recv() {
@@ -128,28 +119,19 @@ pub fn run(tb: &Testbed, cfg: &SyncRunConfig) -> anyhow::Result<SyncRun> {
         Err(_) => anyhow::bail!("master thread ended before opening its endpoint"),
     };
     let (offset, drift) = (cfg.offset_ns, cfg.drift_ppb);
-    let slave = tb
-        .b()
-        .spawn(move || -> anyhow::Result<(SyncReport, String)> {
-            let ep =
-                detpath::open(&slave_uri).map_err(|e| anyhow::anyhow!("slave {slave_uri}: {e}"))?;
-            let mode = ep.capabilities().summary();
-            // The slave's oscillator: from now on CLOCK_MONOTONIC `drift` fast and `offset` ahead;
-            // its slot clock starts out reading CLOCK_MONOTONIC plus that error.
-            let epoch = detpath::monotonic_ns();
-            let src = OverlaySource {
-                epoch_mono: epoch,
-                offset_ns: offset,
-                drift_ppb: drift,
-            };
-            let mut ep = SchedEndpoint::with_source(ep, &sched, src, epoch)?;
-            // The master's clock reads CLOCK_MONOTONIC: that is the truth to compare with.
-            let report = run_slave(&mut ep, master_addr, &live, |m| m)?;
-            Ok((report, mode))
-        });
-    let slave_result = slave
-        .join()
-        .map_err(|_| anyhow::anyhow!("slave thread panicked"));
+    let slave = tb.b().spawn(move || -> anyhow::Result<(SyncReport, String)> {
+        let ep = detpath::open(&slave_uri).map_err(|e| anyhow::anyhow!("slave {slave_uri}: {e}"))?;
+        let mode = ep.capabilities().summary();
+        // The slave's oscillator: from now on CLOCK_MONOTONIC `drift` fast and `offset` ahead;
+        // its slot clock starts out reading CLOCK_MONOTONIC plus that error.
+        let epoch = detpath::monotonic_ns();
+        let src = OverlaySource { epoch_mono: epoch, offset_ns: offset, drift_ppb: drift };
+        let mut ep = SchedEndpoint::with_source(ep, &sched, src, epoch)?;
+        // The master's clock reads CLOCK_MONOTONIC: that is the truth to compare with.
+        let report = run_slave(&mut ep, master_addr, &live, |m| m)?;
+        Ok((report, mode))
+    });
+    let slave_result = slave.join().map_err(|_| anyhow::anyhow!("slave thread panicked"));
     stop.store(true, Ordering::Relaxed);
     let _ = master.join();
     let (report, slave_mode) = slave_result???;

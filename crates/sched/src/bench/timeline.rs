@@ -52,13 +52,7 @@ mod tests {
 
     #[test]
     fn segments() {
-        let tl = Timeline {
-            start: 1_000,
-            measure_from: 1_500,
-            end: 10_000,
-            on_ns: 800,
-            off_ns: 200,
-        };
+        let tl = Timeline { start: 1_000, measure_from: 1_500, end: 10_000, on_ns: 800, off_ns: 200 };
         assert!(!tl.active(999));
         assert!(tl.active(1_000) && tl.active(1_799));
         assert!(!tl.active(1_800) && !tl.active(1_999));
