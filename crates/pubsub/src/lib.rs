@@ -12,3 +12,7 @@
 //!   and the ping/pong/pub/sub programs behind `detpath pubsub`.
 
 pub mod wire;
+pub mod discovery;
+pub mod engine;
+pub mod qos;
+pub mod types;

@@ -31,6 +31,10 @@ impl<'b> MessageBuilder<'b> {
         w.bytes(&prefix.0)?;
         Ok(MessageBuilder { w })
     }
+    /// Continues a message of `len` bytes already in `buf` (its header written by [`new`](Self::new)).
+    pub fn resume(buf: &'b mut [u8], len: usize) -> MessageBuilder<'b> {
+        MessageBuilder { w: ByteWriter::at(buf, len.max(HEADER_LEN), true) }
+    }
     /// Bytes so far.
     pub fn len(&self) -> usize {
         self.w.pos()
@@ -186,7 +190,19 @@ impl<'b> MessageBuilder<'b> {
         inline_qos: Option<&dyn Fn(&mut ParamWriter<'_, 'b>) -> Result<(), WireError>>,
         payload: impl FnOnce(&mut ByteWriter<'b>) -> Result<(), WireError>,
     ) -> Result<(), WireError> {
+        self.data_with_range(reader, writer, sn, inline_qos, payload).map(|_| ())
+    }
+    /// [`data_with`](Self::data_with), returning where in the buffer the payload landed.
+    pub fn data_with_range(
+        &mut self,
+        reader: EntityId,
+        writer: EntityId,
+        sn: SequenceNumber,
+        inline_qos: Option<&dyn Fn(&mut ParamWriter<'_, 'b>) -> Result<(), WireError>>,
+        payload: impl FnOnce(&mut ByteWriter<'b>) -> Result<(), WireError>,
+    ) -> Result<std::ops::Range<usize>, WireError> {
         let flags = flag::DATA_DATA | if inline_qos.is_some() { flag::INLINE_QOS } else { 0 };
+        let mut range = 0..0;
         self.submessage(id::DATA, flags, |w| {
             w.u16(0)?;
             w.u16(DATA_TO_INLINE_QOS)?;
@@ -198,8 +214,12 @@ impl<'b> MessageBuilder<'b> {
                 q(&mut pw)?;
                 pw.sentinel()?;
             }
-            payload(w)
-        })
+            let start = w.pos();
+            payload(w)?;
+            range = start..w.pos();
+            Ok(())
+        })?;
+        Ok(range)
     }
     /// DATA carrying a sample of plain type serialized by `body` (CDR, this version).
     pub fn data_cdr(

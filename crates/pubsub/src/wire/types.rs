@@ -176,6 +176,10 @@ impl Time {
         let frac_ns = ((self.fraction as u64 * NS as u64) + (1u64 << 31)) >> 32;
         self.seconds as i64 * NS + frac_ns as i64
     }
+    /// Reads a Time_t/Duration_t.
+    pub fn read_pub(r: &mut ByteReader<'_>) -> Result<Time, WireError> {
+        Time::read(r)
+    }
     pub(crate) fn read(r: &mut ByteReader<'_>) -> Result<Time, WireError> {
         Ok(Time { seconds: r.i32()?, fraction: r.u32()? })
     }
@@ -217,6 +221,10 @@ impl Locator {
     }
     pub(crate) fn read(r: &mut ByteReader<'_>) -> Result<Locator, WireError> {
         Ok(Locator { kind: r.i32()?, port: r.u32()?, address: r.array()? })
+    }
+    /// Writes the 24-byte locator.
+    pub fn write_pub(&self, w: &mut ByteWriter<'_>) -> Result<(), WireError> {
+        self.write(w)
     }
     pub(crate) fn write(&self, w: &mut ByteWriter<'_>) -> Result<(), WireError> {
         w.i32(self.kind)?;
