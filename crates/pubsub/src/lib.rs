@@ -12,7 +12,9 @@
 //!   and the ping/pong/pub/sub programs behind `detpath pubsub`.
 
 pub mod wire;
+pub mod ddsperf;
 pub mod discovery;
+pub mod driver;
 pub mod engine;
 pub mod qos;
 pub mod types;

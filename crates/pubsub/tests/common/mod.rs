@@ -3,6 +3,8 @@
 //! optional loss rule, under a virtual clock.
 #![allow(dead_code)]
 
+pub mod udp;
+
 use detpath_pubsub::engine::{Config, Participant, VecOutbox};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
