@@ -5,11 +5,50 @@
 //! panicking.
 #![no_main]
 
+use detpath_pubsub::ddsperf::{PerfConfig, PerfNode, Role};
+use detpath_pubsub::engine::{Config, NullOutbox, Participant};
 use detpath_pubsub::wire::plist::ParamList;
 use detpath_pubsub::wire::{CdrReader, Encapsulation, Message, MessageBuilder, Submessage};
 use libfuzzer_sys::fuzz_target;
+use std::net::SocketAddrV4;
+
+// A captured ddsperf pong's discovery traffic (SPDP, SEDP publications and
+// subscriptions), addressed to the participant whose prefix the engine below takes.
+const SPDP: &[u8] = include_bytes!("../seeds/rtps_parse/rel_00_data.rtps");
+const SEDP_PUB: &[u8] = include_bytes!("../seeds/rtps_parse/rel_08_hb-acknack-data.rtps");
+const SEDP_SUB: &[u8] = include_bytes!("../seeds/rtps_parse/rel_09_data-hb.rtps");
+const PING_SIDE: &[u8] = include_bytes!("../seeds/rtps_parse/rel_05_hb.rtps");
+
+/// The whole receive path: an engine that has discovered the captured peer
+/// (so SEDP, heartbeats, acknacks and data reach matched endpoints) takes the
+/// input as a datagram from that peer, then runs its timers.
+fn engine(data: &[u8]) {
+    let prefix = Message::parse(PING_SIDE).expect("seed parses").header.guid_prefix;
+    let me: SocketAddrV4 = "127.0.0.1:7412".parse().unwrap();
+    let peer: SocketAddrV4 = "127.0.0.1:7410".parse().unwrap();
+    let mut cfg = Config::new(0, prefix, me);
+    cfg.builtin_depth = 8;
+    cfg.reorder_window = 8;
+    cfg.max_sample_size = 1 << 16;
+    let mut p = Participant::new(cfg, 1);
+    let mut pc = PerfConfig::new(Role::Pong);
+    pc.data_depth = 8;
+    pc.max_latency_samples = 8;
+    let mut perf = PerfNode::new(&mut p, 1, pc).expect("endpoints");
+    let mut out = NullOutbox;
+    p.handle_timeout(1, &mut out);
+    for d in [SPDP, SEDP_PUB, SEDP_SUB] {
+        p.handle_datagram(2, peer, d, &mut out);
+        p.handle_timeout(3, &mut out);
+    }
+    perf.on_events(&mut p);
+    p.handle_datagram(4, peer, data, &mut out);
+    perf.poll(&mut p, &mut out, 5, 5);
+    p.handle_timeout(20_000_000_000, &mut out);
+}
 
 fuzz_target!(|data: &[u8]| {
+    engine(data);
     let Ok(m) = Message::parse(data) else { return };
     let mut buf = vec![0u8; data.len() + 64];
     let mut b = MessageBuilder::new(&mut buf, m.header.guid_prefix, m.header.vendor).expect("header fits");

@@ -77,6 +77,12 @@ impl Participant {
             return;
         }
         let Some(payload) = d.payload else { return };
+        if let Some(rp) = self.remote_participants.iter_mut().find(|r| r.data.guid_prefix == src_prefix) {
+            if rp.raw == payload {
+                rp.last_seen_ns = now;
+                return;
+            }
+        }
         let parsed = Encapsulation::split(payload)
             .map_err(crate::discovery::DiscoveryError::from)
             .and_then(|(e, body)| {
@@ -106,6 +112,8 @@ impl Participant {
             rp.meta_addr = meta_addr;
             rp.default_addr = default_addr;
             rp.data = pd;
+            rp.raw.clear();
+            rp.raw.extend_from_slice(payload);
             return;
         }
         if self.remote_participants.len() >= self.cfg.max_remote_participants {
@@ -115,7 +123,7 @@ impl Participant {
         let prefix = pd.guid_prefix;
         let bes = pd.builtin_endpoints;
         let user_data = pd.user_data.clone();
-        self.remote_participants.push(RemoteParticipant { data: pd, meta_addr, default_addr, last_seen_ns: now });
+        self.remote_participants.push(RemoteParticipant { data: pd, raw: payload.to_vec(), meta_addr, default_addr, last_seen_ns: now });
         self.counters.participants_discovered += 1;
         self.push_event(Event::ParticipantDiscovered { prefix, user_data });
         // Its SEDP built-in endpoints are matched with ours at the next timeout.

@@ -58,6 +58,8 @@ pub struct Config {
     pub max_sample_size: usize,
     /// Events kept for the application before the oldest are dropped.
     pub max_events: usize,
+    /// Announcements the SEDP built-in writers and readers hold (bounds local endpoints announced at once).
+    pub builtin_depth: u32,
 }
 
 impl Config {
@@ -79,6 +81,7 @@ impl Config {
             reorder_window: 128,
             max_sample_size: 1 << 20,
             max_events: 4096,
+            builtin_depth: 256,
         }
     }
     /// Adds a unicast peer: SPDP goes to its metatraffic ports for participant
@@ -224,6 +227,8 @@ pub enum EngineError {
 
 struct RemoteParticipant {
     data: ParticipantData,
+    /// The last SPDP payload, so an unchanged re-announcement renews the lease without parsing.
+    raw: Vec<u8>,
     meta_addr: SocketAddrV4,
     default_addr: SocketAddrV4,
     last_seen_ns: u64,
@@ -264,12 +269,12 @@ pub struct Participant {
     spdp_payload: Vec<u8>,
 }
 
-fn sedp_qos() -> Qos {
+fn sedp_qos(depth: u32) -> Qos {
     Qos {
         reliability: Reliability::Reliable,
         durability: Durability::TransientLocal,
         history: History::KeepAll,
-        max_samples: 1024,
+        max_samples: depth.max(4),
         ..Qos::default()
     }
 }
@@ -281,13 +286,13 @@ impl Participant {
         let dg = cfg.max_datagram.max(256);
         let hb = cfg.heartbeat_period_ns;
         let writers = vec![
-            WriterCore::new(Guid::new(p, EntityId::SEDP_PUBLICATIONS_WRITER), "DCPSPublication", "PublicationBuiltinTopicData", sedp_qos(), 512, dg, hb),
-            WriterCore::new(Guid::new(p, EntityId::SEDP_SUBSCRIPTIONS_WRITER), "DCPSSubscription", "SubscriptionBuiltinTopicData", sedp_qos(), 512, dg, hb),
+            WriterCore::new(Guid::new(p, EntityId::SEDP_PUBLICATIONS_WRITER), "DCPSPublication", "PublicationBuiltinTopicData", sedp_qos(cfg.builtin_depth), 512, dg, hb),
+            WriterCore::new(Guid::new(p, EntityId::SEDP_SUBSCRIPTIONS_WRITER), "DCPSSubscription", "SubscriptionBuiltinTopicData", sedp_qos(cfg.builtin_depth), 512, dg, hb),
         ];
         let (w, m) = (cfg.reorder_window, cfg.max_sample_size);
         let readers = vec![
-            ReaderCore::new(Guid::new(p, EntityId::SEDP_PUBLICATIONS_READER), "DCPSPublication", "PublicationBuiltinTopicData", sedp_qos(), 512, w, m, now),
-            ReaderCore::new(Guid::new(p, EntityId::SEDP_SUBSCRIPTIONS_READER), "DCPSSubscription", "SubscriptionBuiltinTopicData", sedp_qos(), 512, w, m, now),
+            ReaderCore::new(Guid::new(p, EntityId::SEDP_PUBLICATIONS_READER), "DCPSPublication", "PublicationBuiltinTopicData", sedp_qos(cfg.builtin_depth), 512, w, m, now),
+            ReaderCore::new(Guid::new(p, EntityId::SEDP_SUBSCRIPTIONS_READER), "DCPSSubscription", "SubscriptionBuiltinTopicData", sedp_qos(cfg.builtin_depth), 512, w, m, now),
         ];
         Participant {
             tx: vec![0; dg],
