@@ -75,11 +75,26 @@ pub struct PerfConfig {
     pub count: u64,
     /// Latency samples kept for the final summary.
     pub max_latency_samples: usize,
+    /// Ping: never more than one ping outstanding (the next waits for the
+    /// pong, or 1 s). ddsperf's ping and pong endpoints are KEEP_LAST 1, so a
+    /// second ping arriving before the first is taken replaces it; lockstep
+    /// rules that out where every ping must be answered (tests). Off, pings
+    /// go out on schedule as ddsperf's do.
+    pub lockstep: bool,
 }
 
 impl PerfConfig {
     pub fn new(role: Role) -> PerfConfig {
-        PerfConfig { role, reliable: true, topic: TopicKind::Ks, size: 32, data_depth: 1000, count: 0, max_latency_samples: 2_000_000 }
+        PerfConfig {
+            role,
+            reliable: true,
+            topic: TopicKind::Ks,
+            size: 32,
+            data_depth: 1000,
+            count: 0,
+            max_latency_samples: 2_000_000,
+            lockstep: false,
+        }
     }
     /// The topic names (data, ping, pong).
     pub fn topic_names(&self) -> (String, String, String) {
@@ -169,6 +184,7 @@ pub struct PerfNode {
     /// Monotonic ns each outstanding ping was written, by seq % SENT_RING.
     sent: Box<[(u32, u64)]>,
     next_ping_ns: u64,
+    last_ping_ns: u64,
     next_pub_ns: u64,
     outstanding: bool,
     /// Next expected data seq per writer (prefix, entity) for loss counting.
@@ -213,6 +229,7 @@ impl PerfNode {
             seq: 0,
             sent: vec![(0, 0); SENT_RING].into_boxed_slice(),
             next_ping_ns: now,
+            last_ping_ns: 0,
             next_pub_ns: now,
             outstanding: false,
             data_expect: Vec::new(),
@@ -236,6 +253,21 @@ impl PerfNode {
     /// Whether our ping writer has a matched pong-answering reader and our pong reader a writer.
     pub fn ready(&self, p: &Participant) -> bool {
         p.writer_status(self.ping_w).matched > 0 && p.reader_status(self.pong_r).matched > 0
+    }
+
+    /// Everything the data writer wrote is acknowledged by its reliable readers.
+    pub fn all_acknowledged(&self, p: &Participant) -> bool {
+        p.writer_status(self.data_w).unacknowledged == 0
+    }
+
+    /// Our data writer has a matched reader.
+    pub fn data_writer_matched(&self, p: &Participant) -> bool {
+        p.writer_status(self.data_w).matched > 0
+    }
+
+    /// Our data reader has a matched writer.
+    pub fn data_reader_matched(&self, p: &Participant) -> bool {
+        self.data_r.is_some_and(|r| p.reader_status(r).matched > 0)
     }
 
     /// Handles discovery events: a pong writer for each ddsperf-like participant.
@@ -285,13 +317,43 @@ impl PerfNode {
         }
     }
 
+    /// Forgets the figures so far (after a warm-up), keeping the buffers and
+    /// the sequence numbers: a pong of a warm-up ping arriving later counts as unknown.
+    pub fn reset_stats(&mut self) {
+        let mut lat = std::mem::take(&mut self.stats.latency_ns);
+        lat.clear();
+        self.stats = PerfStats { latency_ns: lat, ..Default::default() };
+        self.window_start = 0;
+        for s in self.sent.iter_mut() {
+            *s = (0, 0);
+        }
+        self.outstanding = false;
+        self.data_expect.clear();
+    }
+
     /// True when a ping count was given and reached.
     pub fn ping_done(&self) -> bool {
         self.cfg.count > 0 && self.stats.pings_sent >= self.cfg.count
     }
 
+    /// True when a count was given and this node's part of it is done:
+    /// pings sent and answered, samples published, samples received.
+    pub fn count_done(&self) -> bool {
+        let n = self.cfg.count;
+        n > 0
+            && match self.cfg.role {
+                Role::Ping { .. } => self.stats.pings_sent >= n && self.stats.pongs_received >= n,
+                Role::Pub { .. } => self.stats.data_sent >= n,
+                Role::Sub => self.stats.data_received >= n,
+                Role::Pong => false,
+            }
+    }
+
     fn maybe_ping(&mut self, p: &mut Participant, out: &mut dyn Outbox, now: u64, wall: i64, rate_hz: f64) {
         if self.ping_done() {
+            return;
+        }
+        if self.cfg.lockstep && self.outstanding && now < self.last_ping_ns + 1_000_000_000 {
             return;
         }
         if rate_hz > 0.0 {
@@ -312,6 +374,7 @@ impl PerfNode {
         };
         if res.is_ok() {
             self.sent[seq as usize % SENT_RING] = (seq, now);
+            self.last_ping_ns = now;
             self.stats.pings_sent += 1;
             self.outstanding = true;
             if rate_hz <= 0.0 {
@@ -332,6 +395,9 @@ impl PerfNode {
             64
         };
         for _ in 0..budget {
+            if self.cfg.count > 0 && self.stats.data_sent >= self.cfg.count {
+                return;
+            }
             self.seq = self.seq.wrapping_add(1);
             self.tx.set_seq(self.seq);
             let ts = Some(Time::from_nanos(wall & !1));

@@ -77,14 +77,14 @@ impl<T: Transport> Node<T> {
     pub fn run_perf(
         &mut self,
         perf: &mut PerfNode,
-        mut stop: impl FnMut(&PerfNode, u64) -> bool,
+        mut stop: impl FnMut(&PerfNode, &Participant, u64) -> bool,
         mut each_second: impl FnMut(&mut PerfNode, u64),
     ) {
         let start = self.transport.now_ns();
         let mut next_report = start + 1_000_000_000;
         loop {
             let now = self.transport.now_ns();
-            if stop(perf, now - start) {
+            if stop(perf, &self.participant, now - start) {
                 break;
             }
             perf.on_events(&mut self.participant);

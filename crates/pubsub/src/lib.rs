@@ -18,3 +18,9 @@ pub mod driver;
 pub mod engine;
 pub mod qos;
 pub mod types;
+#[cfg(feature = "endpoint")]
+pub mod app;
+#[cfg(feature = "endpoint")]
+pub mod bench;
+#[cfg(feature = "endpoint")]
+pub mod transport;

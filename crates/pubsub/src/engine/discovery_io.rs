@@ -183,9 +183,13 @@ impl Participant {
             self.match_builtin(now, out, prefix, bes, addr);
         }
         let ws = std::mem::take(&mut self.pending_writers);
-        for i in ws {
+        for (n, &i) in ws.iter().enumerate() {
             let ed = self.endpoint_data_of_writer(i);
-            self.sedp_write(now, out, SEDP_PUB, &ed);
+            if !self.sedp_write(now, out, SEDP_PUB, &ed) {
+                // SEDP history full of unacknowledged announcements: the rest waits for acks.
+                self.pending_writers.extend_from_slice(&ws[n..]);
+                break;
+            }
             for k in 0..self.remote_endpoints.len() {
                 if !self.remote_endpoints[k].data.is_writer() {
                     self.try_match(now, out, i, None, k);
@@ -193,9 +197,12 @@ impl Participant {
             }
         }
         let rs = std::mem::take(&mut self.pending_readers);
-        for i in rs {
+        for (n, &i) in rs.iter().enumerate() {
             let ed = self.endpoint_data_of_reader(i);
-            self.sedp_write(now, out, SEDP_SUB, &ed);
+            if !self.sedp_write(now, out, SEDP_SUB, &ed) {
+                self.pending_readers.extend_from_slice(&rs[n..]);
+                break;
+            }
             for k in 0..self.remote_endpoints.len() {
                 if self.remote_endpoints[k].data.is_writer() {
                     self.try_match(now, out, usize::MAX, Some(i), k);
@@ -204,13 +211,14 @@ impl Participant {
         }
     }
 
-    fn sedp_write(&mut self, now: u64, out: &mut dyn Outbox, which: usize, ed: &EndpointData) {
+    /// Writes an announcement; false when the SEDP history has no room yet.
+    fn sedp_write(&mut self, now: u64, out: &mut dyn Outbox, which: usize, ed: &EndpointData) -> bool {
         let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
         let ser = |w: &mut ByteWriter<'_>| -> Result<(), WireError> {
             w.bytes(&PL_CDR_LE)?;
             ed.write(w)
         };
-        let _ = self.writers[which].write(&mut ctx, now, None, &ser);
+        !matches!(self.writers[which].write(&mut ctx, now, None, &ser), Err(WriteError::HistoryFull))
     }
 
     /// Tries to match local writer `wi` (or local reader `ri`) with remote endpoint `k`.

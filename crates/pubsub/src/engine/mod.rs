@@ -217,8 +217,8 @@ pub struct ReaderStatus {
 /// Why a call into the engine failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EngineError {
-    #[error("entity limit reached (2^24 writers and readers per participant)")]
-    TooManyEntities,
+    #[error("entity limit reached: at most builtin_depth ({0}) writers and as many readers per participant (raise Config::builtin_depth)")]
+    TooManyEntities(u32),
     #[error("invalid QoS: {0}")]
     BadQos(&'static str),
     #[error("sample does not deserialize: {0}")]
@@ -350,7 +350,7 @@ impl Participant {
     fn next_key(&mut self) -> Result<u32, EngineError> {
         let k = self.next_entity_key;
         if k >= 1 << 24 {
-            return Err(EngineError::TooManyEntities);
+            return Err(EngineError::TooManyEntities(self.cfg.builtin_depth));
         }
         self.next_entity_key += 1;
         Ok(k)
@@ -361,6 +361,10 @@ impl Participant {
     pub fn create_writer(&mut self, topic: &str, type_name: &str, keyed: bool, qos: Qos, slot_size: usize) -> Result<WriterId, EngineError> {
         if qos.history == History::KeepAll && qos.max_samples == 0 {
             return Err(EngineError::BadQos("KEEP_ALL needs max_samples > 0"));
+        }
+        // Every writer's announcement stays in the SEDP history for late joiners.
+        if self.writers.len() - FIRST_USER >= self.cfg.builtin_depth.max(4) as usize {
+            return Err(EngineError::TooManyEntities(self.cfg.builtin_depth));
         }
         let key = self.next_key()?;
         let eid = EntityId::user(key, if keyed { kind::USER_WRITER_WITH_KEY } else { kind::USER_WRITER_NO_KEY });
@@ -375,6 +379,9 @@ impl Participant {
     pub fn create_reader(&mut self, now: u64, topic: &str, type_name: &str, keyed: bool, qos: Qos, slot_size: usize) -> Result<ReaderId, EngineError> {
         if qos.history == History::KeepAll && qos.max_samples == 0 {
             return Err(EngineError::BadQos("KEEP_ALL needs max_samples > 0"));
+        }
+        if self.readers.len() - FIRST_USER >= self.cfg.builtin_depth.max(4) as usize {
+            return Err(EngineError::TooManyEntities(self.cfg.builtin_depth));
         }
         let key = self.next_key()?;
         let eid = EntityId::user(key, if keyed { kind::USER_READER_WITH_KEY } else { kind::USER_READER_NO_KEY });

@@ -344,14 +344,35 @@ impl<'b> MessageBuilder<'b> {
                 let set = to_bitset(n.state.num_bits, |i| n.state.bit(i));
                 self.nack_frag(n.reader_id, n.writer_id, n.writer_sn, n.state.base, &set, n.count)
             }
-            S::Data(d) => self.data_raw(
-                d.reader_id,
-                d.writer_id,
-                d.writer_sn,
-                d.inline_qos.map(|q| q.as_bytes()),
-                d.payload,
-                d.key_flag,
-            ),
+            S::Data(d) => {
+                // The inline QoS is re-emitted item by item: this builder
+                // writes little endian, the original may have been big.
+                let flags = if d.inline_qos.is_some() { flag::INLINE_QOS } else { 0 }
+                    | match (d.payload.is_some(), d.key_flag) {
+                        (true, false) => flag::DATA_DATA,
+                        (true, true) => flag::DATA_KEY,
+                        _ => 0,
+                    };
+                self.submessage(id::DATA, flags, |w| {
+                    w.u16(0)?;
+                    w.u16(DATA_TO_INLINE_QOS)?;
+                    w.bytes(&d.reader_id.0)?;
+                    w.bytes(&d.writer_id.0)?;
+                    d.writer_sn.write(w)?;
+                    if let Some(q) = d.inline_qos {
+                        let mut pw = ParamWriter::new(w);
+                        for p in q.iter() {
+                            let p = p?;
+                            pw.bytes(p.pid, p.value)?;
+                        }
+                        pw.sentinel()?;
+                    }
+                    if let Some(p) = d.payload {
+                        w.bytes(p)?;
+                    }
+                    Ok(())
+                })
+            }
             S::DataFrag(f) => self.data_frag(
                 f.reader_id,
                 f.writer_id,

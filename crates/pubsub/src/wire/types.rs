@@ -261,7 +261,9 @@ impl ProtocolVersion {
 pub const MAX_SET_BITS: u32 = 256;
 
 /// SequenceNumberSet as received: a base and up to 256 bits, borrowed from the message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Two sets are equal when base, size and the bits within the size agree
+/// (bits past `num_bits` in the last word carry no meaning).
+#[derive(Clone, Copy, Debug)]
 pub struct SnSet<'a> {
     pub base: SequenceNumber,
     pub num_bits: u32,
@@ -293,8 +295,8 @@ impl<'a> SnSet<'a> {
     }
 }
 
-/// FragmentNumberSet as received.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// FragmentNumberSet as received (equality as for [`SnSet`]).
+#[derive(Clone, Copy, Debug)]
 pub struct FragSet<'a> {
     pub base: u32,
     pub num_bits: u32,
@@ -320,6 +322,20 @@ impl<'a> FragSet<'a> {
         (0..self.num_bits).filter(|&i| self.bit(i)).map(|i| self.base.saturating_add(i))
     }
 }
+
+impl PartialEq for SnSet<'_> {
+    fn eq(&self, o: &Self) -> bool {
+        self.base == o.base && self.num_bits == o.num_bits && (0..self.num_bits).all(|i| self.bit(i) == o.bit(i))
+    }
+}
+impl Eq for SnSet<'_> {}
+
+impl PartialEq for FragSet<'_> {
+    fn eq(&self, o: &Self) -> bool {
+        self.base == o.base && self.num_bits == o.num_bits && (0..self.num_bits).all(|i| self.bit(i) == o.bit(i))
+    }
+}
+impl Eq for FragSet<'_> {}
 
 fn bit_of(bitmap: &[u8], le: bool, num_bits: u32, i: u32) -> bool {
     if i >= num_bits {
