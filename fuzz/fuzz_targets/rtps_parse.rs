@@ -117,17 +117,26 @@ fuzz_target!(|data: &[u8]| {
     }
     let n = b.finish();
     let m2 = Message::parse(&buf[..n]).expect("a rebuilt message parses");
-    let again: Vec<_> = m2.submessages().map(|s| s.expect("a rebuilt submessage parses")).collect();
+    let again: Vec<_> = m2
+        .submessages()
+        .map(|s| s.expect("a rebuilt submessage parses"))
+        .collect();
     assert_eq!(again.len(), accepted.len());
     for (a, b) in accepted.iter().zip(&again) {
         match (a, b) {
             (Submessage::Data(x), Submessage::Data(y)) => {
-                assert_eq!((x.writer_id, x.reader_id, x.writer_sn, x.key_flag), (y.writer_id, y.reader_id, y.writer_sn, y.key_flag));
+                assert_eq!(
+                    (x.writer_id, x.reader_id, x.writer_sn, x.key_flag),
+                    (y.writer_id, y.reader_id, y.writer_sn, y.key_flag)
+                );
                 let (px, py) = (x.payload.unwrap_or(&[]), y.payload.unwrap_or(&[]));
                 assert_eq!(px, &py[..px.len()]);
             }
             (Submessage::DataFrag(x), Submessage::DataFrag(y)) => {
-                assert_eq!((x.writer_sn, x.frag_start, x.sample_size, x.payload), (y.writer_sn, y.frag_start, y.sample_size, y.payload));
+                assert_eq!(
+                    (x.writer_sn, x.frag_start, x.sample_size, x.payload),
+                    (y.writer_sn, y.frag_start, y.sample_size, y.payload)
+                );
             }
             _ => assert_eq!(a, b),
         }

@@ -156,9 +156,15 @@ fn print_second(role: &str, json: bool, r: &SecondReport) {
         println!("{}", serde_json::to_string(r).unwrap_or_default());
     } else if role == "ping" {
         let l = &r.latency;
-        println!("{:7.1}s  cnt {:5}  mean {:7.1} us  p50 {:7.1}  p99 {:7.1}  max {:8.1}", r.t_s, l.count, l.mean, l.p50, l.p99, l.max);
+        println!(
+            "{:7.1}s  cnt {:5}  mean {:7.1} us  p50 {:7.1}  p99 {:7.1}  max {:8.1}",
+            r.t_s, l.count, l.mean, l.p50, l.p99, l.max
+        );
     } else if role == "sub" {
-        println!("{:7.1}s  {:9.0} samples/s  {:8.2} Mb/s  lost {}", r.t_s, r.samples_per_s, r.mbit_per_s, r.lost);
+        println!(
+            "{:7.1}s  {:9.0} samples/s  {:8.2} Mb/s  lost {}",
+            r.t_s, r.samples_per_s, r.mbit_per_s, r.lost
+        );
     }
 }
 
@@ -183,12 +189,21 @@ fn print_outcome(o: &Outcome, json: bool) {
         }
         "pong" => println!("answered {} pings from {} peer(s)", o.pings_answered, o.peers),
         "pub" => println!("published {} samples", o.data_sent),
-        _ => println!("received {} samples, lost {}, {:.0} samples/s, {:.2} Mb/s", o.received, o.lost, o.samples_per_s, o.mbit_per_s),
+        _ => println!(
+            "received {} samples, lost {}, {:.0} samples/s, {:.2} Mb/s",
+            o.received, o.lost, o.samples_per_s, o.mbit_per_s
+        ),
     }
     let e = &o.engine;
     println!(
         "engine: rx {} tx {} malformed {} retransmits {} heartbeats {} acknacks {} send errors {}",
-        e.rx_datagrams, e.tx_datagrams, e.rx_malformed, e.retransmits, e.heartbeats_sent, e.acknacks_sent, o.send_errors
+        e.rx_datagrams,
+        e.tx_datagrams,
+        e.rx_malformed,
+        e.retransmits,
+        e.heartbeats_sent,
+        e.acknacks_sent,
+        o.send_errors
     );
 }
 
@@ -203,7 +218,10 @@ fn node(a: &NodeArgs, role: Role, name: &str) -> anyhow::Result<i32> {
 }
 
 fn print_rows(rows: &[BenchRow]) {
-    println!("{:<18} {:<18} {:>9} {:>9} {:>9} {:>9} {:>10} {:>12} {:>9}", "system", "workload", "mean us", "p99 us", "p99.99", "max us", "lost", "samples/s", "Mb/s");
+    println!(
+        "{:<18} {:<18} {:>9} {:>9} {:>9} {:>9} {:>10} {:>12} {:>9}",
+        "system", "workload", "mean us", "p99 us", "p99.99", "max us", "lost", "samples/s", "Mb/s"
+    );
     for r in rows {
         let l = r.latency_us.as_ref();
         println!(

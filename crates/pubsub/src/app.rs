@@ -60,7 +60,9 @@ impl NodeOptions {
 
 /// The host name (for ddsperf's user data), from /proc, "?" when unknown.
 pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "?".into())
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "?".into())
 }
 
 /// One second of figures.
@@ -169,7 +171,9 @@ pub enum AppError {
     Netns { ns: String, source: detpath::Error },
     #[error("creating the DDS endpoints: {0}")]
     Engine(#[from] crate::engine::EngineError),
-    #[error("no peer matched within {0:?}: check --peer, the domain and that the peer runs (ddsperf, or detpath pubsub)")]
+    #[error(
+        "no peer matched within {0:?}: check --peer, the domain and that the peer runs (ddsperf, or detpath pubsub)"
+    )]
     NoPeer(Duration),
 }
 
@@ -186,15 +190,25 @@ fn role_name(r: Role) -> &'static str {
 pub fn open_node(opts: &NodeOptions) -> Result<(Node<EndpointTransport>, PerfNode), AppError> {
     let open = || detpath::open(&opts.endpoint);
     let ep = match &opts.netns {
-        Some(ns) => detpath::netns::run_in(ns, open).map_err(|e| AppError::Netns { ns: ns.clone(), source: e })?,
+        Some(ns) => detpath::netns::run_in(ns, open).map_err(|e| AppError::Netns {
+            ns: ns.clone(),
+            source: e,
+        })?,
         None => open(),
     }
-    .map_err(|e| AppError::Open { spec: opts.endpoint.clone(), source: e })?;
+    .map_err(|e| AppError::Open {
+        spec: opts.endpoint.clone(),
+        source: e,
+    })?;
     let t = EndpointTransport::new(ep, opts.wait);
     let pid = std::process::id();
     let local = t.local_addr();
     let instance = (t.now_ns() as u32) ^ (local.port() as u32) << 16;
-    let mut cfg = Config::new(opts.domain, make_guid_prefix(u32::from(*local.ip()), pid, instance), local);
+    let mut cfg = Config::new(
+        opts.domain,
+        make_guid_prefix(u32::from(*local.ip()), pid, instance),
+        local,
+    );
     for ip in &opts.peers {
         cfg.add_peer(*ip, opts.max_index);
     }
@@ -231,7 +245,11 @@ fn matched(perf: &PerfNode, p: &Participant) -> bool {
 
 /// Runs a node until its count or duration is reached or `stop` is set;
 /// `each_second` gets a report once a second.
-pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl FnMut(&SecondReport)) -> Result<Outcome, AppError> {
+pub fn run(
+    opts: &NodeOptions,
+    stop: &dyn Fn() -> bool,
+    mut each_second: impl FnMut(&SecondReport),
+) -> Result<Outcome, AppError> {
     let (mut node, mut perf) = open_node(opts)?;
     let start = node.transport.now_ns();
     // Discovery first, so a missing peer is an error rather than a run of nothing.
@@ -258,7 +276,12 @@ pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl Fn
         while perf.stats.pongs_received == 0 && node.transport.now_ns() < until && !stop() {
             let now = node.transport.now_ns();
             perf.on_events(&mut node.participant);
-            perf.poll(&mut node.participant, &mut crate::driver::TransportOutbox(&mut node.transport), now, crate::driver::wall_ns());
+            perf.poll(
+                &mut node.participant,
+                &mut crate::driver::TransportOutbox(&mut node.transport),
+                now,
+                crate::driver::wall_ns(),
+            );
             node.turn(1_000_000, |p, out, rx| perf.poll(p, out, rx, crate::driver::wall_ns()));
         }
         perf.cfg.count = saved;
@@ -307,7 +330,8 @@ pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl Fn
     );
     let dur = (node.transport.now_ns() - t0) as f64 / 1e9;
     // Tell peers we are gone, so they do not wait for our lease to expire.
-    node.participant.shutdown(&mut crate::driver::TransportOutbox(&mut node.transport));
+    node.participant
+        .shutdown(&mut crate::driver::TransportOutbox(&mut node.transport));
     let st = &perf.stats;
     let (received, lost) = match opts.role {
         Role::Ping { .. } => (st.pongs_received, st.pings_sent - st.pongs_received),
@@ -331,7 +355,11 @@ pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl Fn
         data_sent: st.data_sent,
         data_received: st.data_received,
         samples_per_s: if dur > 0.0 { st.data_received as f64 / dur } else { 0.0 },
-        mbit_per_s: if dur > 0.0 { st.data_bytes as f64 * 8.0 / dur / 1e6 } else { 0.0 },
+        mbit_per_s: if dur > 0.0 {
+            st.data_bytes as f64 * 8.0 / dur / 1e6
+        } else {
+            0.0
+        },
         peers: perf.peers(),
         engine: node.participant.counters().into(),
         send_errors: node.transport.send_errors,

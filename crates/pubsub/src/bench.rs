@@ -50,9 +50,13 @@ pub struct BenchRow {
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
     #[error("testbed: {0}")]
-    Testbed(#[from] detpath::Error),
+    Testbed(#[from] Box<detpath::Error>),
     #[error("{system} {workload}: {source}")]
-    Run { system: String, workload: String, source: crate::app::AppError },
+    Run {
+        system: String,
+        workload: String,
+        source: Box<crate::app::AppError>,
+    },
     #[error("ddsperf: {0}")]
     Ddsperf(String),
 }
@@ -72,21 +76,44 @@ fn node(side: &Side, peer: &Side, datapath: &str, role: Role, size: usize, secs:
 /// Mean of the full seconds of a receiving run (the first and last, partial, dropped).
 fn steady(reports: &[SecondReport]) -> (f64, f64) {
     let busy: Vec<&SecondReport> = reports.iter().filter(|r| r.samples > 0).collect();
-    let core: Vec<&&SecondReport> = if busy.len() > 2 { busy[1..busy.len() - 1].iter().collect() } else { busy.iter().collect() };
+    let core: Vec<&&SecondReport> = if busy.len() > 2 {
+        busy[1..busy.len() - 1].iter().collect()
+    } else {
+        busy.iter().collect()
+    };
     if core.is_empty() {
         return (0.0, 0.0);
     }
     let n = core.len() as f64;
-    (core.iter().map(|r| r.samples_per_s).sum::<f64>() / n, core.iter().map(|r| r.mbit_per_s).sum::<f64>() / n)
+    (
+        core.iter().map(|r| r.samples_per_s).sum::<f64>() / n,
+        core.iter().map(|r| r.mbit_per_s).sum::<f64>() / n,
+    )
 }
 
 fn detpath_latency(tb: &Testbed, dp: &str, o: &BenchOptions) -> Result<BenchRow, BenchError> {
-    let err = |source| BenchError::Run { system: format!("detpath {dp}"), workload: "latency".into(), source };
+    let err = |source| BenchError::Run {
+        system: format!("detpath {dp}"),
+        workload: "latency".into(),
+        source: Box::new(source),
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let po = node(tb.b(), tb.a(), dp, Role::Pong, 32, o.seconds + 15, o.wait);
     let s2 = stop.clone();
     let pong = std::thread::spawn(move || run(&po, &|| s2.load(Ordering::Relaxed), |_| {}));
-    let out = run(&node(tb.a(), tb.b(), dp, Role::Ping { rate_hz: 1000.0 }, 32, o.seconds, o.wait), &|| false, |_| {});
+    let out = run(
+        &node(
+            tb.a(),
+            tb.b(),
+            dp,
+            Role::Ping { rate_hz: 1000.0 },
+            32,
+            o.seconds,
+            o.wait,
+        ),
+        &|| false,
+        |_| {},
+    );
     stop.store(true, Ordering::Relaxed);
     let _ = pong.join();
     let out = out.map_err(err)?;
@@ -97,23 +124,41 @@ fn detpath_latency(tb: &Testbed, dp: &str, o: &BenchOptions) -> Result<BenchRow,
         samples_per_s: None,
         mbit_per_s: None,
         lost: out.lost,
-        note: format!("{} pings, discovery {:.1} ms", out.pings_sent, out.discovery_ms.unwrap_or(0.0)),
+        note: format!(
+            "{} pings, discovery {:.1} ms",
+            out.pings_sent,
+            out.discovery_ms.unwrap_or(0.0)
+        ),
     })
 }
 
 fn detpath_throughput(tb: &Testbed, dp: &str, size: usize, o: &BenchOptions) -> Result<BenchRow, BenchError> {
     let workload = if size == 32 { "rate 32B" } else { "bandwidth 1KiB" };
-    let err = |source| BenchError::Run { system: format!("detpath {dp}"), workload: workload.into(), source };
+    let err = |source| BenchError::Run {
+        system: format!("detpath {dp}"),
+        workload: workload.into(),
+        source: Box::new(source),
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let so = node(tb.b(), tb.a(), dp, Role::Sub, size, o.seconds + 15, o.wait);
     let s2 = stop.clone();
     let reports = Arc::new(Mutex::new(Vec::new()));
     let r2 = reports.clone();
-    let sub = std::thread::spawn(move || run(&so, &|| s2.load(Ordering::Relaxed), |r| r2.lock().unwrap().push(r.clone())));
-    let out = run(&node(tb.a(), tb.b(), dp, Role::Pub { rate_hz: 0.0 }, size, o.seconds, o.wait), &|| false, |_| {});
+    let sub = std::thread::spawn(move || {
+        run(&so, &|| s2.load(Ordering::Relaxed), |r| {
+            r2.lock().unwrap().push(r.clone())
+        })
+    });
+    let out = run(
+        &node(tb.a(), tb.b(), dp, Role::Pub { rate_hz: 0.0 }, size, o.seconds, o.wait),
+        &|| false,
+        |_| {},
+    );
     std::thread::sleep(Duration::from_secs(2));
     stop.store(true, Ordering::Relaxed);
-    let sub = sub.join().map_err(|_| BenchError::Ddsperf("subscriber thread panicked".into()))?;
+    let sub = sub
+        .join()
+        .map_err(|_| BenchError::Ddsperf("subscriber thread panicked".into()))?;
     let out = out.map_err(err)?;
     let sub = sub.map_err(err)?;
     let (rate, mbit) = steady(&reports.lock().unwrap());
@@ -124,7 +169,12 @@ fn detpath_throughput(tb: &Testbed, dp: &str, size: usize, o: &BenchOptions) -> 
         samples_per_s: Some(rate),
         mbit_per_s: Some(mbit),
         lost: sub.lost,
-        note: format!("published {}, received {}, writer blocked {} times", out.data_sent, sub.data_received, out.data_sent.saturating_sub(sub.data_received)),
+        note: format!(
+            "published {}, received {}, writer blocked {} times",
+            out.data_sent,
+            sub.data_received,
+            out.data_sent.saturating_sub(sub.data_received)
+        ),
     })
 }
 
@@ -177,7 +227,9 @@ fn field(line: &str, key: &str) -> Option<f64> {
 pub fn parse_ddsperf_ping(text: &str) -> Option<LatencySummaryJson> {
     let (mut n, mut sum, mut p99, mut max, mut min, mut p50) = (0usize, 0.0, 0.0f64, 0.0f64, f64::MAX, Vec::new());
     for l in text.lines().filter(|l| l.contains(" mean ") && l.contains(" cnt ")) {
-        let (Some(mean), Some(cnt)) = (field(l, "mean"), field(l, "cnt")) else { continue };
+        let (Some(mean), Some(cnt)) = (field(l, "mean"), field(l, "cnt")) else {
+            continue;
+        };
         n += cnt as usize;
         sum += mean * cnt;
         p99 = p99.max(field(l, "99%").unwrap_or(0.0));
@@ -189,7 +241,17 @@ pub fn parse_ddsperf_ping(text: &str) -> Option<LatencySummaryJson> {
         return None;
     }
     p50.sort_by(|a, b| a.total_cmp(b));
-    Some(LatencySummaryJson { count: n, mean: sum / n as f64, min, p50: p50[p50.len() / 2], p99, p99_9: None, p99_99: None, p99_9999: None, max })
+    Some(LatencySummaryJson {
+        count: n,
+        mean: sum / n as f64,
+        min,
+        p50: p50[p50.len() / 2],
+        p99,
+        p99_9: None,
+        p99_99: None,
+        p99_9999: None,
+        max,
+    })
 }
 
 /// ddsperf sub's per-second "rate X kS/s Y Mb/s" lines: steady-state mean (first and last dropped).
@@ -213,7 +275,11 @@ pub fn parse_ddsperf_sub(text: &str) -> Option<(f64, f64, u64)> {
         return None;
     }
     let n = core.len() as f64;
-    Some((core.iter().map(|x| x.0).sum::<f64>() / n, core.iter().map(|x| x.1).sum::<f64>() / n, lost))
+    Some((
+        core.iter().map(|x| x.0).sum::<f64>() / n,
+        core.iter().map(|x| x.1).sum::<f64>() / n,
+        lost,
+    ))
 }
 
 fn ddsperf_rows(tb: &Testbed, o: &BenchOptions) -> Result<Vec<BenchRow>, BenchError> {
@@ -259,14 +325,18 @@ fn ddsperf_rows(tb: &Testbed, o: &BenchOptions) -> Result<Vec<BenchRow>, BenchEr
 pub fn bench(o: &BenchOptions, mut progress: impl FnMut(&BenchRow)) -> Result<Vec<BenchRow>, BenchError> {
     let mut rows = Vec::new();
     for dp in &o.datapaths {
-        let tb = Testbed::up(TestbedConfig::unique("psb"))?;
-        for r in [detpath_latency(&tb, dp, o)?, detpath_throughput(&tb, dp, 32, o)?, detpath_throughput(&tb, dp, 1024, o)?] {
+        let tb = Testbed::up(TestbedConfig::unique("psb")).map_err(Box::new)?;
+        for r in [
+            detpath_latency(&tb, dp, o)?,
+            detpath_throughput(&tb, dp, 32, o)?,
+            detpath_throughput(&tb, dp, 1024, o)?,
+        ] {
             progress(&r);
             rows.push(r);
         }
     }
     if o.with_ddsperf {
-        let tb = Testbed::up(TestbedConfig::unique("psb"))?;
+        let tb = Testbed::up(TestbedConfig::unique("psb")).map_err(Box::new)?;
         for r in ddsperf_rows(&tb, o)? {
             progress(&r);
             rows.push(r);

@@ -100,7 +100,11 @@ impl PerfConfig {
     pub fn topic_names(&self) -> (String, String, String) {
         let r = if self.reliable { 'R' } else { 'U' };
         let s = self.topic.suffix();
-        (format!("DDSPerf{r}Data{s}"), format!("DDSPerf{r}Ping{s}"), format!("DDSPerf{r}Pong{s}"))
+        (
+            format!("DDSPerf{r}Data{s}"),
+            format!("DDSPerf{r}Ping{s}"),
+            format!("DDSPerf{r}Pong{s}"),
+        )
     }
 }
 
@@ -199,8 +203,16 @@ impl PerfNode {
     /// Creates the ddsperf endpoints on `p`. `now` is monotonic ns.
     pub fn new(p: &mut Participant, now: u64, cfg: PerfConfig) -> Result<PerfNode, crate::engine::EngineError> {
         let (data_t, ping_t, pong_t) = cfg.topic_names();
-        let rel = if cfg.reliable { Reliability::Reliable } else { Reliability::BestEffort };
-        let mk = |q: Qos| Qos { reliability: rel, max_blocking_ns: 10_000_000_000, ..q };
+        let rel = if cfg.reliable {
+            Reliability::Reliable
+        } else {
+            Reliability::BestEffort
+        };
+        let mk = |q: Qos| Qos {
+            reliability: rel,
+            max_blocking_ns: 10_000_000_000,
+            ..q
+        };
         let ping_qos = mk(Qos::reliable_keep_last(1));
         let data_qos = mk(Qos::reliable_keep_all(cfg.data_depth));
         let size = cfg.size.max(12);
@@ -212,9 +224,20 @@ impl PerfNode {
         let slot = size + 32;
         let ping_w = p.create_writer(&ping_t, tn, keyed, ping_qos.clone(), slot)?;
         let ping_r = p.create_reader(now, &ping_t, tn, keyed, ping_qos.clone(), slot)?;
-        let pong_r = p.create_reader(now, &pong_t, tn, keyed, data_qos.clone().with_partition(&guid_partition(p.guid_prefix())), slot)?;
+        let pong_r = p.create_reader(
+            now,
+            &pong_t,
+            tn,
+            keyed,
+            data_qos.clone().with_partition(&guid_partition(p.guid_prefix())),
+            slot,
+        )?;
         let data_w = p.create_writer(&data_t, tn, keyed, data_qos.clone(), slot)?;
-        let data_r = if cfg.role == Role::Sub { Some(p.create_reader(now, &data_t, tn, keyed, data_qos, slot)?) } else { None };
+        let data_r = if cfg.role == Role::Sub {
+            Some(p.create_reader(now, &data_t, tn, keyed, data_qos, slot)?)
+        } else {
+            None
+        };
         let cap = cfg.max_latency_samples;
         Ok(PerfNode {
             ping_w,
@@ -233,7 +256,10 @@ impl PerfNode {
             next_pub_ns: now,
             outstanding: false,
             data_expect: Vec::new(),
-            stats: PerfStats { latency_ns: Vec::with_capacity(cap), ..Default::default() },
+            stats: PerfStats {
+                latency_ns: Vec::with_capacity(cap),
+                ..Default::default()
+            },
             window_start: 0,
             types: (tn, keyed),
             cfg,
@@ -274,13 +300,14 @@ impl PerfNode {
     pub fn on_events(&mut self, p: &mut Participant) {
         while let Some(e) = p.poll_event() {
             match e {
-                Event::ParticipantDiscovered { prefix, user_data } if user_data.starts_with(UDATA_MAGIC.as_bytes()) => {
-                    if self.pong_writers.iter().all(|(x, _)| *x != prefix) {
-                        let (_, _, pong_t) = self.cfg.topic_names();
-                        let q = self.ping_qos.clone().with_partition(&guid_partition(prefix));
-                        if let Ok(w) = p.create_writer(&pong_t, self.types.0, self.types.1, q, self.cfg.size + 32) {
-                            self.pong_writers.push((prefix, w));
-                        }
+                Event::ParticipantDiscovered { prefix, user_data }
+                    if user_data.starts_with(UDATA_MAGIC.as_bytes())
+                        && self.pong_writers.iter().all(|(x, _)| *x != prefix) =>
+                {
+                    let (_, _, pong_t) = self.cfg.topic_names();
+                    let q = self.ping_qos.clone().with_partition(&guid_partition(prefix));
+                    if let Ok(w) = p.create_writer(&pong_t, self.types.0, self.types.1, q, self.cfg.size + 32) {
+                        self.pong_writers.push((prefix, w));
                     }
                 }
                 Event::ParticipantLost { prefix, .. } => {
@@ -322,7 +349,10 @@ impl PerfNode {
     pub fn reset_stats(&mut self) {
         let mut lat = std::mem::take(&mut self.stats.latency_ns);
         lat.clear();
-        self.stats = PerfStats { latency_ns: lat, ..Default::default() };
+        self.stats = PerfStats {
+            latency_ns: lat,
+            ..Default::default()
+        };
         self.window_start = 0;
         for s in self.sent.iter_mut() {
             *s = (0, 0);

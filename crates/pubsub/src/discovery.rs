@@ -38,7 +38,7 @@ pub mod ports {
     /// The (domain, participant index) whose metatraffic unicast port this is, if any.
     pub fn index_of_metatraffic_port(domain: u32, port: u32) -> Option<u32> {
         let base = metatraffic_unicast(domain, 0);
-        (port >= base && (port - base) % PG == 0).then(|| (port - base) / PG)
+        (port >= base && (port - base).is_multiple_of(PG)).then(|| (port - base) / PG)
     }
 }
 
@@ -118,11 +118,19 @@ impl EndpointData {
 
 fn duration(r: &mut ByteReader<'_>) -> Result<i64, WireError> {
     let t = Time::read_pub(r)?;
-    Ok(if t == Time::INFINITE || t.seconds == 0x7fff_ffff { INFINITE_NS } else { t.to_nanos().max(0) })
+    Ok(if t == Time::INFINITE || t.seconds == 0x7fff_ffff {
+        INFINITE_NS
+    } else {
+        t.to_nanos().max(0)
+    })
 }
 
 fn write_duration(w: &mut ByteWriter<'_>, ns: i64) -> Result<(), WireError> {
-    let t = if ns == INFINITE_NS { Time::INFINITE } else { Time::from_nanos(ns) };
+    let t = if ns == INFINITE_NS {
+        Time::INFINITE
+    } else {
+        Time::from_nanos(ns)
+    };
     w.i32(t.seconds)?;
     w.u32(t.fraction)
 }
@@ -171,14 +179,19 @@ impl ParticipantData {
                     have_guid = true;
                 }
                 pid::PROTOCOL_VERSION => {
-                    d.protocol_version = ProtocolVersion { major: r.u8().map_err(bad)?, minor: r.u8().map_err(bad)? }
+                    d.protocol_version = ProtocolVersion {
+                        major: r.u8().map_err(bad)?,
+                        minor: r.u8().map_err(bad)?,
+                    }
                 }
                 pid::VENDORID => d.vendor = VendorId(r.array().map_err(bad)?),
                 pid::DOMAIN_ID => d.domain_id = Some(r.u32().map_err(bad)?),
-                pid::DEFAULT_UNICAST_LOCATOR => d.default_unicast.push(Locator::read_from(p.value, pl.le).map_err(bad)?),
-                pid::METATRAFFIC_UNICAST_LOCATOR => {
-                    d.metatraffic_unicast.push(Locator::read_from(p.value, pl.le).map_err(bad)?)
+                pid::DEFAULT_UNICAST_LOCATOR => {
+                    d.default_unicast.push(Locator::read_from(p.value, pl.le).map_err(bad)?)
                 }
+                pid::METATRAFFIC_UNICAST_LOCATOR => d
+                    .metatraffic_unicast
+                    .push(Locator::read_from(p.value, pl.le).map_err(bad)?),
                 pid::PARTICIPANT_LEASE_DURATION => d.lease_ns = duration(&mut r).map_err(bad)?,
                 pid::BUILTIN_ENDPOINT_SET => {
                     d.builtin_endpoints = r.u32().map_err(bad)?;
@@ -200,9 +213,13 @@ impl ParticipantData {
     /// Writes the parameter list (sentinel included).
     pub fn write(&self, w: &mut ByteWriter<'_>) -> Result<(), WireError> {
         let mut pw = ParamWriter::new(w);
-        pw.param(pid::PROTOCOL_VERSION, |w| w.bytes(&[self.protocol_version.major, self.protocol_version.minor, 0, 0]))?;
+        pw.param(pid::PROTOCOL_VERSION, |w| {
+            w.bytes(&[self.protocol_version.major, self.protocol_version.minor, 0, 0])
+        })?;
         pw.param(pid::VENDORID, |w| w.bytes(&[self.vendor.0[0], self.vendor.0[1], 0, 0]))?;
-        pw.param(pid::PARTICIPANT_GUID, |w| w.bytes(&Guid::new(self.guid_prefix, EntityId::PARTICIPANT).to_bytes()))?;
+        pw.param(pid::PARTICIPANT_GUID, |w| {
+            w.bytes(&Guid::new(self.guid_prefix, EntityId::PARTICIPANT).to_bytes())
+        })?;
         pw.u32(pid::BUILTIN_ENDPOINT_SET, self.builtin_endpoints)?;
         if let Some(dom) = self.domain_id {
             pw.u32(pid::DOMAIN_ID, dom)?;
@@ -230,7 +247,11 @@ impl EndpointData {
     pub fn parse(pl: &ParamList<'_>) -> Result<EndpointData, DiscoveryError> {
         let mut guid = None;
         let (mut topic, mut ty) = (None, None);
-        let mut qos = Qos { history: History::KeepLast(1), max_samples: u32::MAX, ..Qos::default() };
+        let mut qos = Qos {
+            history: History::KeepLast(1),
+            max_samples: u32::MAX,
+            ..Qos::default()
+        };
         let mut reliability = None;
         let mut unicast = Vec::new();
         let mut data_representation = Vec::new();
@@ -245,7 +266,11 @@ impl EndpointData {
                 pid::TYPE_NAME => ty = Some(read_string(&mut r).map_err(bad)?.to_string()),
                 pid::RELIABILITY => {
                     let kind = r.u32().map_err(bad)?;
-                    reliability = Some(if kind >= 2 { Reliability::Reliable } else { Reliability::BestEffort });
+                    reliability = Some(if kind >= 2 {
+                        Reliability::Reliable
+                    } else {
+                        Reliability::BestEffort
+                    });
                     if let Ok(b) = duration(&mut r) {
                         qos.max_blocking_ns = b;
                     }
@@ -262,7 +287,11 @@ impl EndpointData {
                 pid::HISTORY => {
                     let kind = r.u32().map_err(bad)?;
                     let depth = r.i32().map_err(bad)?;
-                    qos.history = if kind == 1 { History::KeepAll } else { History::KeepLast(depth.max(1) as u32) };
+                    qos.history = if kind == 1 {
+                        History::KeepAll
+                    } else {
+                        History::KeepLast(depth.max(1) as u32)
+                    };
                 }
                 pid::RESOURCE_LIMITS => {
                     let max = r.i32().map_err(bad)?;
@@ -279,7 +308,11 @@ impl EndpointData {
                     qos.liveliness_lease_ns = duration(&mut r).map_err(bad)?;
                 }
                 pid::OWNERSHIP => {
-                    qos.ownership = if r.u32().map_err(bad)? == 1 { Ownership::Exclusive } else { Ownership::Shared }
+                    qos.ownership = if r.u32().map_err(bad)? == 1 {
+                        Ownership::Exclusive
+                    } else {
+                        Ownership::Shared
+                    }
                 }
                 pid::PARTITION => {
                     let n = r.u32().map_err(bad)? as usize;
@@ -395,7 +428,9 @@ impl EndpointData {
             pw.param(pid::UNICAST_LOCATOR, |w| l.write_pub(w))?;
         }
         pw.param(pid::PROTOCOL_VERSION, |w| w.bytes(&[2, 1, 0, 0]))?;
-        pw.param(pid::VENDORID, |w| w.bytes(&[VendorId::DETPATH.0[0], VendorId::DETPATH.0[1], 0, 0]))?;
+        pw.param(pid::VENDORID, |w| {
+            w.bytes(&[VendorId::DETPATH.0[0], VendorId::DETPATH.0[1], 0, 0])
+        })?;
         pw.param(pid::DATA_REPRESENTATION, |w| {
             w.u32(self.data_representation.len() as u32)?;
             for r in &self.data_representation {

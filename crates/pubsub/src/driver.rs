@@ -26,7 +26,10 @@ pub trait Transport {
 
 /// Wall-clock nanoseconds (source timestamps; ddsperf compares them with its own wall clock).
 pub fn wall_ns() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
 }
 
 /// An [`Outbox`] over a transport.
@@ -49,7 +52,12 @@ pub struct Node<T: Transport> {
 
 impl<T: Transport> Node<T> {
     pub fn new(participant: Participant, transport: T) -> Node<T> {
-        Node { participant, transport, rxbuf: vec![0; 65536], received: 0 }
+        Node {
+            participant,
+            transport,
+            rxbuf: vec![0; 65536],
+            received: 0,
+        }
     }
 
     /// One turn: due timers, then receive for at most `max_wait_ns` (less if
@@ -58,12 +66,15 @@ impl<T: Transport> Node<T> {
     pub fn turn(&mut self, max_wait_ns: u64, mut after_rx: impl FnMut(&mut Participant, &mut dyn Outbox, u64)) {
         let now = self.transport.now_ns();
         if self.participant.next_timeout() <= now {
-            self.participant.handle_timeout(now, &mut TransportOutbox(&mut self.transport));
+            self.participant
+                .handle_timeout(now, &mut TransportOutbox(&mut self.transport));
         }
         let due = self.participant.next_timeout().saturating_sub(now);
         let mut wait = max_wait_ns.min(due);
         for _ in 0..64 {
-            let Some((len, src, rx_ns)) = self.transport.recv(&mut self.rxbuf, wait) else { break };
+            let Some((len, src, rx_ns)) = self.transport.recv(&mut self.rxbuf, wait) else {
+                break;
+            };
             wait = 0;
             self.received += 1;
             let (p, t, buf) = (&mut self.participant, &mut self.transport, &self.rxbuf);
@@ -88,7 +99,12 @@ impl<T: Transport> Node<T> {
                 break;
             }
             perf.on_events(&mut self.participant);
-            perf.poll(&mut self.participant, &mut TransportOutbox(&mut self.transport), now, wall_ns());
+            perf.poll(
+                &mut self.participant,
+                &mut TransportOutbox(&mut self.transport),
+                now,
+                wall_ns(),
+            );
             if now >= next_report {
                 each_second(perf, now - start);
                 next_report += 1_000_000_000;

@@ -11,16 +11,16 @@
 //! - `driver` (feature `endpoint`): the engine over a `Box<dyn detpath::Endpoint>`,
 //!   and the ping/pong/pub/sub programs behind `detpath pubsub`.
 
-pub mod wire;
+#[cfg(feature = "endpoint")]
+pub mod app;
+#[cfg(feature = "endpoint")]
+pub mod bench;
 pub mod ddsperf;
 pub mod discovery;
 pub mod driver;
 pub mod engine;
 pub mod qos;
-pub mod types;
-#[cfg(feature = "endpoint")]
-pub mod app;
-#[cfg(feature = "endpoint")]
-pub mod bench;
 #[cfg(feature = "endpoint")]
 pub mod transport;
+pub mod types;
+pub mod wire;

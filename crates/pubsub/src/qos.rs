@@ -87,15 +87,26 @@ impl Default for Qos {
 impl Qos {
     /// Reliable, KEEP_LAST n.
     pub fn reliable_keep_last(n: u32) -> Qos {
-        Qos { history: History::KeepLast(n.max(1)), ..Qos::default() }
+        Qos {
+            history: History::KeepLast(n.max(1)),
+            ..Qos::default()
+        }
     }
     /// Reliable, KEEP_ALL bounded by `max_samples`.
     pub fn reliable_keep_all(max_samples: u32) -> Qos {
-        Qos { history: History::KeepAll, max_samples: max_samples.max(1), ..Qos::default() }
+        Qos {
+            history: History::KeepAll,
+            max_samples: max_samples.max(1),
+            ..Qos::default()
+        }
     }
     /// Best effort, KEEP_LAST n.
     pub fn best_effort(n: u32) -> Qos {
-        Qos { reliability: Reliability::BestEffort, history: History::KeepLast(n.max(1)), ..Qos::default() }
+        Qos {
+            reliability: Reliability::BestEffort,
+            history: History::KeepLast(n.max(1)),
+            ..Qos::default()
+        }
     }
     /// With these partitions.
     pub fn with_partition(mut self, name: &str) -> Qos {
@@ -220,7 +231,10 @@ mod tests {
         assert!(partitions_match(&v(&[""]), &[]));
         assert!(!partitions_match(&v(&["a"]), &[]));
         assert!(partitions_match(&v(&["a", "b"]), &v(&["b"])));
-        assert!(partitions_match(&v(&["01*"]), &v(&["0110289e_05d445a1_07c4a865_000001c1"])));
+        assert!(partitions_match(
+            &v(&["01*"]),
+            &v(&["0110289e_05d445a1_07c4a865_000001c1"])
+        ));
         assert!(partitions_match(&v(&["x?z"]), &v(&["xyz"])));
         assert!(!partitions_match(&v(&["x?z"]), &v(&["xz"])));
         assert!(!partitions_match(&v(&["a*"]), &v(&["b*"])));
@@ -232,11 +246,20 @@ mod tests {
         let r = Qos::reliable_keep_last(1);
         assert_eq!(check_compatible(&w, &r), Err(Incompatible::Reliability));
         assert_eq!(check_compatible(&r, &w), Ok(()));
-        let tl = Qos { durability: Durability::TransientLocal, ..Qos::default() };
+        let tl = Qos {
+            durability: Durability::TransientLocal,
+            ..Qos::default()
+        };
         assert_eq!(check_compatible(&Qos::default(), &tl), Err(Incompatible::Durability));
-        let dl = Qos { deadline_ns: 1_000_000, ..Qos::default() };
+        let dl = Qos {
+            deadline_ns: 1_000_000,
+            ..Qos::default()
+        };
         assert_eq!(check_compatible(&Qos::default(), &dl), Err(Incompatible::Deadline));
         assert_eq!(check_compatible(&dl, &Qos::default()), Ok(()));
-        assert_eq!(check_compatible(&Qos::default().with_partition("p"), &Qos::default()), Err(Incompatible::Partition));
+        assert_eq!(
+            check_compatible(&Qos::default().with_partition("p"), &Qos::default()),
+            Err(Incompatible::Partition)
+        );
     }
 }

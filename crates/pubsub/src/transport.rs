@@ -29,7 +29,13 @@ pub struct EndpointTransport {
 impl EndpointTransport {
     pub fn new(ep: Box<dyn Endpoint>, wait: Wait) -> EndpointTransport {
         let max_datagram = ep.capabilities().max_payload.clamp(256, 65507);
-        EndpointTransport { ep, wait, send_errors: 0, truncated: 0, max_datagram }
+        EndpointTransport {
+            ep,
+            wait,
+            send_errors: 0,
+            truncated: 0,
+            max_datagram,
+        }
     }
 }
 
@@ -42,8 +48,12 @@ impl Transport for EndpointTransport {
     fn recv(&mut self, buf: &mut [u8], wait_ns: u64) -> Option<(usize, SocketAddrV4, u64)> {
         let mode = match (wait_ns, self.wait) {
             (0, _) => RecvMode::NonBlocking,
-            (n, Wait::Busy) => RecvMode::BusyPoll { timeout: Some(Duration::from_nanos(n)) },
-            (n, Wait::Block) => RecvMode::Blocking { timeout: Some(Duration::from_nanos(n)) },
+            (n, Wait::Busy) => RecvMode::BusyPoll {
+                timeout: Some(Duration::from_nanos(n)),
+            },
+            (n, Wait::Block) => RecvMode::Blocking {
+                timeout: Some(Duration::from_nanos(n)),
+            },
         };
         let m = self.ep.recv(buf, mode).ok()??;
         if m.truncated {

@@ -56,7 +56,11 @@ pub struct KeyedSeq {
 impl KeyedSeq {
     /// A sample of ddsperf "size" `size` (at least 12), baggage filled with 0xee as ddsperf does.
     pub fn with_size(size: usize) -> KeyedSeq {
-        KeyedSeq { seq: 0, keyval: 0, baggage: vec![0xee; size.saturating_sub(12)] }
+        KeyedSeq {
+            seq: 0,
+            keyval: 0,
+            baggage: vec![0xee; size.saturating_sub(12)],
+        }
     }
 }
 
@@ -150,17 +154,39 @@ mod tests {
         let mut w = ByteWriter::new(&mut buf, v == Xcdr::V1);
         let n = write_payload(&mut w, v, |c| x.serialize(c)).unwrap();
         let mut y = T::default();
-        y.deserialize_into(&mut CdrReader::from_payload(&buf[..n]).unwrap()).unwrap();
+        y.deserialize_into(&mut CdrReader::from_payload(&buf[..n]).unwrap())
+            .unwrap();
         assert_eq!(&y, x);
     }
 
     #[test]
     fn ddsperf_types_round_trip_in_both_versions_and_orders() {
         for v in [Xcdr::V1, Xcdr::V2] {
-            round_trip(&KeyedSeq { seq: 7, keyval: 3, baggage: vec![1, 2, 3] }, v);
+            round_trip(
+                &KeyedSeq {
+                    seq: 7,
+                    keyval: 3,
+                    baggage: vec![1, 2, 3],
+                },
+                v,
+            );
             round_trip(&OneULong { seq: 9 }, v);
-            round_trip(&Keyed256 { seq: 1, keyval: 2, baggage: [5; 248] }, v);
-            round_trip(&Unkeyed1024 { seq: 1, keyval: 0, baggage: [6; 1020] }, v);
+            round_trip(
+                &Keyed256 {
+                    seq: 1,
+                    keyval: 2,
+                    baggage: [5; 248],
+                },
+                v,
+            );
+            round_trip(
+                &Unkeyed1024 {
+                    seq: 1,
+                    keyval: 0,
+                    baggage: [6; 1020],
+                },
+                v,
+            );
         }
     }
 

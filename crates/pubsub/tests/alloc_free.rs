@@ -48,7 +48,12 @@ struct Ring {
 }
 impl Ring {
     fn new() -> Ring {
-        Ring { bufs: (0..256).map(|_| (SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0), 0, Box::new([0u8; 2048]))).collect(), n: 0 }
+        Ring {
+            bufs: (0..256)
+                .map(|_| (SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0), 0, Box::new([0u8; 2048])))
+                .collect(),
+            n: 0,
+        }
     }
 }
 impl Outbox for Ring {
@@ -79,7 +84,12 @@ fn side(i: u16, role: Role) -> Side {
     let mut pc = PerfConfig::new(role);
     pc.max_latency_samples = 20_000;
     let perf = PerfNode::new(&mut p, 1, pc).unwrap();
-    Side { p, perf, out: Ring::new(), addr }
+    Side {
+        p,
+        perf,
+        out: Ring::new(),
+        addr,
+    }
 }
 
 /// Moves queued datagrams between the two sides until quiet.
@@ -92,7 +102,11 @@ fn pump(s: &mut [Side; 2], now: u64) {
                 moved = true;
                 let to = 1 - from;
                 let (a, b) = s.split_at_mut(1);
-                let (src, dst) = if from == 0 { (&mut a[0], &mut b[0]) } else { (&mut b[0], &mut a[0]) };
+                let (src, dst) = if from == 0 {
+                    (&mut a[0], &mut b[0])
+                } else {
+                    (&mut b[0], &mut a[0])
+                };
                 let (dst_addr, len, buf) = (src.out.bufs[k].0, src.out.bufs[k].1, &src.out.bufs[k].2);
                 if dst_addr != dst.addr {
                     continue;
@@ -114,7 +128,8 @@ fn step(s: &mut [Side; 2], now: u64) {
             x.p.handle_timeout(now, &mut x.out);
         }
         x.perf.on_events(&mut x.p);
-        x.perf.poll(&mut x.p, &mut x.out, now, now as i64 + 1_700_000_000_000_000_000);
+        x.perf
+            .poll(&mut x.p, &mut x.out, now, now as i64 + 1_700_000_000_000_000_000);
     }
     pump(s, now);
 }
@@ -139,5 +154,8 @@ fn ping_pong_after_discovery_allocates_nothing() {
     let allocs = ALLOCS.load(Ordering::Relaxed);
     let round_trips = s[0].perf.stats.pongs_received - warm;
     assert!(round_trips >= 9_990, "{round_trips}");
-    assert_eq!(allocs, 0, "{allocs} allocations in {round_trips} round trips (10 s with SPDP and heartbeats)");
+    assert_eq!(
+        allocs, 0,
+        "{allocs} allocations in {round_trips} round trips (10 s with SPDP and heartbeats)"
+    );
 }

@@ -19,7 +19,12 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn have_ddsperf() -> bool {
-    Command::new("ddsperf").arg("help").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
+    Command::new("ddsperf")
+        .arg("help")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
 }
 
 /// A CycloneDDS configuration for loopback unicast discovery, in a temp file.
@@ -95,14 +100,22 @@ fn detpath_ping_ddsperf_pong_10000_reliable_pings_none_lost() {
         n.turn(1_000_000, |_, _, _| {});
     }
     let discovery = t0.elapsed();
-    assert!(perf.ready(&n.participant), "no match with ddsperf pong within 5 s: {:?}", n.participant.counters());
+    assert!(
+        perf.ready(&n.participant),
+        "no match with ddsperf pong within 5 s: {:?}",
+        n.participant.counters()
+    );
     assert!(discovery < Duration::from_secs(2), "discovery took {discovery:?}");
     // Warm-up: ddsperf matches our pong reader on its own schedule; a pong
     // written before that is (correctly, volatile) not delivered. Ping until
     // one comes back, then count 10,000.
     let saved = perf.cfg.count;
     perf.cfg.count = 0;
-    n.run_perf(&mut perf, |p, _, t| p.stats.pongs_received > 0 || t > 5_000_000_000, |_, _| {});
+    n.run_perf(
+        &mut perf,
+        |p, _, t| p.stats.pongs_received > 0 || t > 5_000_000_000,
+        |_, _| {},
+    );
     assert!(perf.stats.pongs_received > 0, "no pong within 5 s of matching");
     perf.cfg.count = saved;
     perf.reset_stats();
@@ -113,14 +126,20 @@ fn detpath_ping_ddsperf_pong_10000_reliable_pings_none_lost() {
         |p, _| {
             let w = &p.stats.latency_ns[p.window_start..];
             let s = detpath_pubsub::ddsperf::summarize(w);
-            println!("detpath ping: {} pongs this second, mean {:.1} us, max {:.1} us", s.count, s.mean_us, s.max_us);
+            println!(
+                "detpath ping: {} pongs this second, mean {:.1} us, max {:.1} us",
+                s.count, s.mean_us, s.max_us
+            );
             p.window_start = p.stats.latency_ns.len();
             last = p.stats.pongs_received;
         },
     );
     let _ = last;
     let s = detpath_pubsub::ddsperf::summarize(&perf.stats.latency_ns);
-    println!("discovery {discovery:?}; pings {} pongs {} unknown {}; {:?}", perf.stats.pings_sent, perf.stats.pongs_received, perf.stats.pongs_unknown, s);
+    println!(
+        "discovery {discovery:?}; pings {} pongs {} unknown {}; {:?}",
+        perf.stats.pings_sent, perf.stats.pongs_received, perf.stats.pongs_unknown, s
+    );
     println!("{:?}", n.participant.counters());
     assert_eq!(perf.stats.pings_sent, 10_000);
     assert_eq!(perf.stats.pongs_received, 10_000, "every ping answered");
@@ -142,13 +161,21 @@ fn ddsperf_ping_detpath_pong_answers_every_ping() {
     let mut out = String::new();
     ping.0.stdout.take().unwrap().read_to_string(&mut out).unwrap();
     println!("{out}");
-    println!("answered {} missing-writer {} {:?}", perf.stats.pings_answered, perf.stats.pong_writer_missing, n.participant.counters());
+    println!(
+        "answered {} missing-writer {} {:?}",
+        perf.stats.pings_answered,
+        perf.stats.pong_writer_missing,
+        n.participant.counters()
+    );
     let cnt: u64 = out
         .lines()
         .filter_map(|l| l.split(" cnt ").nth(1))
         .filter_map(|c| c.trim().parse::<u64>().ok())
         .sum();
-    assert!(!out.contains("failed to match"), "ddsperf says its endpoints did not all match ours");
+    assert!(
+        !out.contains("failed to match"),
+        "ddsperf says its endpoints did not all match ours"
+    );
     assert!(status.success(), "ddsperf exit status {status:?}");
     assert!(cnt >= 10_000, "ddsperf counted {cnt} round trips in {:?}", t0.elapsed());
     assert!(perf.stats.pings_answered >= cnt);

@@ -10,7 +10,12 @@ use std::net::SocketAddrV4;
 use std::path::PathBuf;
 
 fn cap(name: &str) -> Vec<u8> {
-    std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/captures").join(name)).unwrap()
+    std::fs::read(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/captures")
+            .join(name),
+    )
+    .unwrap()
 }
 
 /// The participant the captured pong process talked to (the INFO_DST of its messages).

@@ -16,19 +16,31 @@ fn matched(net: &mut Net, w: detpath_pubsub::engine::WriterId, r: detpath_pubsub
 #[test]
 fn discovery_matches_within_a_few_virtual_milliseconds() {
     let mut net = Net::new(2);
-    let w = net.nodes[0].create_writer_for("T", Qos::reliable_keep_last(1), &OneULong::default()).unwrap();
-    let r = net.nodes[1].create_reader_for(0, "T", Qos::reliable_keep_last(1), &OneULong::default()).unwrap();
+    let w = net.nodes[0]
+        .create_writer_for("T", Qos::reliable_keep_last(1), &OneULong::default())
+        .unwrap();
+    let r = net.nodes[1]
+        .create_reader_for(0, "T", Qos::reliable_keep_last(1), &OneULong::default())
+        .unwrap();
     let t = net.run_until(2000, |n| matched(n, w, r)).expect("no match in 2 s");
     assert!(t <= 10_000_000, "took {t} ns");
     let mut saw = Vec::new();
     while let Some(e) = net.nodes[0].poll_event() {
         saw.push(e);
     }
-    assert!(saw.iter().any(|e| matches!(e, Event::ParticipantDiscovered { user_data, .. } if user_data == b"node1")));
+    assert!(saw
+        .iter()
+        .any(|e| matches!(e, Event::ParticipantDiscovered { user_data, .. } if user_data == b"node1")));
     assert!(saw.iter().any(|e| matches!(e, Event::WriterMatched { .. })));
 }
 
-fn send_all(net: &mut Net, w: detpath_pubsub::engine::WriterId, r: detpath_pubsub::engine::ReaderId, n: u32, size: usize) -> Vec<u32> {
+fn send_all(
+    net: &mut Net,
+    w: detpath_pubsub::engine::WriterId,
+    r: detpath_pubsub::engine::ReaderId,
+    n: u32,
+    size: usize,
+) -> Vec<u32> {
     let mut got = Vec::new();
     let mut s = KeyedSeq::with_size(size);
     let mut rx = KeyedSeq::default();
@@ -37,7 +49,13 @@ fn send_all(net: &mut Net, w: detpath_pubsub::engine::WriterId, r: detpath_pubsu
         if next <= n {
             s.seq = next;
             let (node, out) = (&mut net.nodes[0], &mut net.outs[0]);
-            match node.write(net.now, out as &mut dyn Outbox, w, Some(Time::from_nanos(next as i64)), &s) {
+            match node.write(
+                net.now,
+                out as &mut dyn Outbox,
+                w,
+                Some(Time::from_nanos(next as i64)),
+                &s,
+            ) {
                 Ok(_) => next += 1,
                 Err(WriteError::HistoryFull) => {}
                 Err(e) => panic!("{e}"),
@@ -61,9 +79,13 @@ fn send_all(net: &mut Net, w: detpath_pubsub::engine::WriterId, r: detpath_pubsu
 fn reliable_delivers_everything_in_order_despite_20_percent_loss() {
     let mut net = Net::new(2);
     let mut rng = Lcg(42);
-    net.drop = Box::new(move |_, _, _, _| rng.next() % 5 == 0);
-    let w = net.nodes[0].create_writer_for("T", Qos::reliable_keep_all(64), &KeyedSeq::with_size(32)).unwrap();
-    let r = net.nodes[1].create_reader_for(0, "T", Qos::reliable_keep_all(64), &KeyedSeq::with_size(32)).unwrap();
+    net.drop = Box::new(move |_, _, _, _| rng.next().is_multiple_of(5));
+    let w = net.nodes[0]
+        .create_writer_for("T", Qos::reliable_keep_all(64), &KeyedSeq::with_size(32))
+        .unwrap();
+    let r = net.nodes[1]
+        .create_reader_for(0, "T", Qos::reliable_keep_all(64), &KeyedSeq::with_size(32))
+        .unwrap();
     net.run_until(5000, |n| matched(n, w, r)).expect("no match");
     let got = send_all(&mut net, w, r, 10_000, 32);
     assert_eq!(got, (1..=10_000).collect::<Vec<_>>());
@@ -76,14 +98,18 @@ fn reliable_delivers_everything_in_order_despite_20_percent_loss() {
 #[test]
 fn best_effort_counts_what_it_loses_and_never_retransmits() {
     let mut net = Net::new(2);
-    let w = net.nodes[0].create_writer_for("T", Qos::best_effort(1), &KeyedSeq::with_size(32)).unwrap();
-    let r = net.nodes[1].create_reader_for(0, "T", Qos::best_effort(100), &KeyedSeq::with_size(32)).unwrap();
+    let w = net.nodes[0]
+        .create_writer_for("T", Qos::best_effort(1), &KeyedSeq::with_size(32))
+        .unwrap();
+    let r = net.nodes[1]
+        .create_reader_for(0, "T", Qos::best_effort(100), &KeyedSeq::with_size(32))
+        .unwrap();
     net.run_until(2000, |n| matched(n, w, r)).expect("no match");
     let retransmits_before = net.nodes[0].counters().retransmits;
     let mut k = 0u64;
     net.drop = Box::new(move |from, _, _, _| {
         k += 1;
-        from == 0 && k % 10 == 0
+        from == 0 && k.is_multiple_of(10)
     });
     let mut s = KeyedSeq::with_size(32);
     let mut rx = KeyedSeq::default();
@@ -101,8 +127,12 @@ fn best_effort_counts_what_it_loses_and_never_retransmits() {
         }
     }
     let st = net.nodes[1].reader_status(r);
-    assert!(got >= 850 && got < 1000, "{got}");
-    assert_eq!(st.lost + got as u64, 1000, "every sample is either received or counted lost");
+    assert!((850..1000).contains(&got), "{got}");
+    assert_eq!(
+        st.lost + got as u64,
+        1000,
+        "every sample is either received or counted lost"
+    );
     assert_eq!(net.nodes[0].counters().retransmits, retransmits_before);
 }
 
@@ -110,10 +140,14 @@ fn best_effort_counts_what_it_loses_and_never_retransmits() {
 fn large_samples_go_as_fragments_and_survive_loss() {
     let mut net = Net::new(2);
     let mut rng = Lcg(7);
-    net.drop = Box::new(move |_, _, _, _| rng.next() % 10 == 0);
+    net.drop = Box::new(move |_, _, _, _| rng.next().is_multiple_of(10));
     let proto = KeyedSeq::with_size(20_000);
-    let w = net.nodes[0].create_writer_for("Big", Qos::reliable_keep_all(8), &proto).unwrap();
-    let r = net.nodes[1].create_reader_for(0, "Big", Qos::reliable_keep_all(8), &proto).unwrap();
+    let w = net.nodes[0]
+        .create_writer_for("Big", Qos::reliable_keep_all(8), &proto)
+        .unwrap();
+    let r = net.nodes[1]
+        .create_reader_for(0, "Big", Qos::reliable_keep_all(8), &proto)
+        .unwrap();
     net.run_until(5000, |n| matched(n, w, r)).expect("no match");
     let got = send_all(&mut net, w, r, 50, 20_000);
     assert_eq!(got, (1..=50).collect::<Vec<_>>());
@@ -124,8 +158,12 @@ fn large_samples_go_as_fragments_and_survive_loss() {
 #[test]
 fn keep_all_writer_blocks_when_nothing_is_acknowledged() {
     let mut net = Net::new(2);
-    let w = net.nodes[0].create_writer_for("T", Qos::reliable_keep_all(16), &OneULong::default()).unwrap();
-    let r = net.nodes[1].create_reader_for(0, "T", Qos::reliable_keep_all(16), &OneULong::default()).unwrap();
+    let w = net.nodes[0]
+        .create_writer_for("T", Qos::reliable_keep_all(16), &OneULong::default())
+        .unwrap();
+    let r = net.nodes[1]
+        .create_reader_for(0, "T", Qos::reliable_keep_all(16), &OneULong::default())
+        .unwrap();
     net.run_until(2000, |n| matched(n, w, r)).expect("no match");
     net.alive[1] = false;
     let mut ok = 0;
@@ -145,34 +183,54 @@ fn keep_all_writer_blocks_when_nothing_is_acknowledged() {
     assert_eq!(ok, 16);
     assert_eq!(net.nodes[0].writer_status(w).unacknowledged, 16);
     net.alive[1] = true;
-    net.run_until(2000, |n| n.nodes[0].writer_status(w).unacknowledged == 0).expect("acks came back");
+    net.run_until(2000, |n| n.nodes[0].writer_status(w).unacknowledged == 0)
+        .expect("acks came back");
     assert_eq!(net.nodes[1].reader_status(r).waiting, 16);
 }
 
 #[test]
 fn a_vanished_participant_expires_by_lease() {
     let mut net = Net::with_config(2, |_, c| c.lease_ns = 2_000_000_000);
-    let w = net.nodes[0].create_writer_for("T", Qos::reliable_keep_last(1), &OneULong::default()).unwrap();
-    let r = net.nodes[1].create_reader_for(0, "T", Qos::reliable_keep_last(1), &OneULong::default()).unwrap();
+    let w = net.nodes[0]
+        .create_writer_for("T", Qos::reliable_keep_last(1), &OneULong::default())
+        .unwrap();
+    let r = net.nodes[1]
+        .create_reader_for(0, "T", Qos::reliable_keep_last(1), &OneULong::default())
+        .unwrap();
     net.run_until(2000, |n| matched(n, w, r)).expect("no match");
     while net.nodes[0].poll_event().is_some() {}
     net.alive[1] = false;
-    let t = net.run_until(5000, |n| n.nodes[0].writer_status(w).matched == 0).expect("lease never expired");
-    assert!(t >= 1_900_000_000 && t <= 2_200_000_000, "expired after {t} ns");
+    let t = net
+        .run_until(5000, |n| n.nodes[0].writer_status(w).matched == 0)
+        .expect("lease never expired");
+    assert!((1_900_000_000..=2_200_000_000).contains(&t), "expired after {t} ns");
     let evs: Vec<_> = std::iter::from_fn(|| net.nodes[0].poll_event()).collect();
-    assert!(evs.iter().any(|e| matches!(e, Event::ParticipantLost { reason: detpath_pubsub::engine::LostReason::LeaseExpired, .. })));
+    assert!(evs.iter().any(|e| matches!(
+        e,
+        Event::ParticipantLost {
+            reason: detpath_pubsub::engine::LostReason::LeaseExpired,
+            ..
+        }
+    )));
     assert_eq!(net.nodes[0].counters().leases_expired, 1);
 }
 
 #[test]
 fn deadline_misses_are_counted_on_both_sides() {
     let mut net = Net::new(2);
-    let q = Qos { deadline_ns: 10_000_000, ..Qos::reliable_keep_last(1) };
-    let w = net.nodes[0].create_writer_for("T", q.clone(), &OneULong::default()).unwrap();
+    let q = Qos {
+        deadline_ns: 10_000_000,
+        ..Qos::reliable_keep_last(1)
+    };
+    let w = net.nodes[0]
+        .create_writer_for("T", q.clone(), &OneULong::default())
+        .unwrap();
     let r = net.nodes[1].create_reader_for(0, "T", q, &OneULong::default()).unwrap();
     net.run_until(2000, |n| matched(n, w, r)).expect("no match");
     for i in 0..20 {
-        net.nodes[0].write(net.now, &mut net.outs[0], w, None, &OneULong { seq: i }).unwrap();
+        net.nodes[0]
+            .write(net.now, &mut net.outs[0], w, None, &OneULong { seq: i })
+            .unwrap();
         net.step(5_000_000);
     }
     assert_eq!(net.nodes[1].reader_status(r).requested_deadline_missed, 0);
@@ -187,12 +245,37 @@ fn deadline_misses_are_counted_on_both_sides() {
 #[test]
 fn partitions_and_incompatible_reliability_do_not_match() {
     let mut net = Net::new(2);
-    let w1 = net.nodes[0].create_writer_for("T", Qos::reliable_keep_last(1).with_partition("a"), &OneULong::default()).unwrap();
-    let r1 = net.nodes[1].create_reader_for(0, "T", Qos::reliable_keep_last(1).with_partition("b"), &OneULong::default()).unwrap();
-    let w2 = net.nodes[0].create_writer_for("U", Qos::best_effort(1), &OneULong::default()).unwrap();
-    let r2 = net.nodes[1].create_reader_for(0, "U", Qos::reliable_keep_last(1), &OneULong::default()).unwrap();
-    let r3 = net.nodes[1].create_reader_for(0, "T", Qos::reliable_keep_last(1).with_partition("a*"), &OneULong::default()).unwrap();
-    net.run_until(100, |n| n.nodes[1].reader_status(r3).matched == 1).expect("wildcard partition matches");
+    let w1 = net.nodes[0]
+        .create_writer_for(
+            "T",
+            Qos::reliable_keep_last(1).with_partition("a"),
+            &OneULong::default(),
+        )
+        .unwrap();
+    let r1 = net.nodes[1]
+        .create_reader_for(
+            0,
+            "T",
+            Qos::reliable_keep_last(1).with_partition("b"),
+            &OneULong::default(),
+        )
+        .unwrap();
+    let w2 = net.nodes[0]
+        .create_writer_for("U", Qos::best_effort(1), &OneULong::default())
+        .unwrap();
+    let r2 = net.nodes[1]
+        .create_reader_for(0, "U", Qos::reliable_keep_last(1), &OneULong::default())
+        .unwrap();
+    let r3 = net.nodes[1]
+        .create_reader_for(
+            0,
+            "T",
+            Qos::reliable_keep_last(1).with_partition("a*"),
+            &OneULong::default(),
+        )
+        .unwrap();
+    net.run_until(100, |n| n.nodes[1].reader_status(r3).matched == 1)
+        .expect("wildcard partition matches");
     assert_eq!(net.nodes[1].reader_status(r1).matched, 0);
     assert_eq!(net.nodes[1].reader_status(r2).matched, 0);
     assert_eq!(net.nodes[0].writer_status(w2).matched, 0);
@@ -206,20 +289,29 @@ fn a_gap_that_never_fills_is_skipped_not_waited_on() {
     // KEEP_LAST 1 writer: samples the reader missed are gone from its history;
     // the reader must move on (counting them lost), not stall.
     let mut net = Net::new(2);
-    let w = net.nodes[0].create_writer_for("T", Qos::reliable_keep_last(1), &OneULong::default()).unwrap();
-    let r = net.nodes[1].create_reader_for(0, "T", Qos::reliable_keep_all(100), &OneULong::default()).unwrap();
+    let w = net.nodes[0]
+        .create_writer_for("T", Qos::reliable_keep_last(1), &OneULong::default())
+        .unwrap();
+    let r = net.nodes[1]
+        .create_reader_for(0, "T", Qos::reliable_keep_all(100), &OneULong::default())
+        .unwrap();
     net.run_until(2000, |n| matched(n, w, r)).expect("no match");
     net.alive[1] = false;
     for i in 1..=5 {
-        net.nodes[0].write(net.now, &mut net.outs[0], w, None, &OneULong { seq: i }).unwrap();
+        net.nodes[0]
+            .write(net.now, &mut net.outs[0], w, None, &OneULong { seq: i })
+            .unwrap();
         net.deliver();
     }
     net.alive[1] = true;
     for i in 6..=8 {
-        net.nodes[0].write(net.now, &mut net.outs[0], w, None, &OneULong { seq: i }).unwrap();
+        net.nodes[0]
+            .write(net.now, &mut net.outs[0], w, None, &OneULong { seq: i })
+            .unwrap();
         net.deliver();
     }
-    net.run_until(1000, |n| n.nodes[1].reader_status(r).waiting >= 3).expect("later samples delivered");
+    net.run_until(1000, |n| n.nodes[1].reader_status(r).waiting >= 3)
+        .expect("later samples delivered");
     let mut rx = OneULong::default();
     let mut got = Vec::new();
     while net.nodes[1].take(r, &mut rx).unwrap().is_some() {

@@ -16,7 +16,12 @@ use std::path::PathBuf;
 
 fn captures() -> Vec<Vec<u8>> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/captures");
-    let mut v: Vec<_> = std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "rtps")).collect();
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rtps"))
+        .collect();
     v.sort();
     v.into_iter().map(|p| std::fs::read(p).unwrap()).collect()
 }
@@ -33,13 +38,23 @@ fn still_works(abuse: impl FnOnce(&mut Participant, &mut VecOutbox)) {
         abuse(p, o);
         o.drain();
     }
-    let w = net.nodes[0].create_writer_for("T", Qos::reliable_keep_all(16), &OneULong::default()).unwrap();
-    let r = net.nodes[1].create_reader_for(0, "T", Qos::reliable_keep_all(16), &OneULong::default()).unwrap();
-    net.run_until(3000, |n| n.nodes[0].writer_status(w).matched == 1 && n.nodes[1].reader_status(r).matched == 1).expect("matched after the abuse");
+    let w = net.nodes[0]
+        .create_writer_for("T", Qos::reliable_keep_all(16), &OneULong::default())
+        .unwrap();
+    let r = net.nodes[1]
+        .create_reader_for(0, "T", Qos::reliable_keep_all(16), &OneULong::default())
+        .unwrap();
+    net.run_until(3000, |n| {
+        n.nodes[0].writer_status(w).matched == 1 && n.nodes[1].reader_status(r).matched == 1
+    })
+    .expect("matched after the abuse");
     for i in 0..10 {
-        net.nodes[0].write(net.now, &mut net.outs[0], w, None, &OneULong { seq: i }).unwrap();
+        net.nodes[0]
+            .write(net.now, &mut net.outs[0], w, None, &OneULong { seq: i })
+            .unwrap();
     }
-    net.run_until(1000, |n| n.nodes[1].reader_status(r).waiting == 10).expect("delivered after the abuse");
+    net.run_until(1000, |n| n.nodes[1].reader_status(r).waiting == 10)
+        .expect("delivered after the abuse");
 }
 
 #[test]
@@ -87,7 +102,14 @@ fn spdp_message(prefix: GuidPrefix, domain: u32, mutate: impl Fn(&mut Vec<u8>)) 
     mutate(&mut payload);
     let mut buf = vec![0u8; 1024];
     let mut b = MessageBuilder::new(&mut buf, prefix, VendorId::DETPATH).unwrap();
-    b.data_bytes(EntityId::SPDP_READER, EntityId::SPDP_WRITER, SequenceNumber(1), None, &payload).unwrap();
+    b.data_bytes(
+        EntityId::SPDP_READER,
+        EntityId::SPDP_WRITER,
+        SequenceNumber(1),
+        None,
+        &payload,
+    )
+    .unwrap();
     let n = b.finish();
     buf.truncate(n);
     buf
@@ -123,9 +145,14 @@ fn bad_parameter_lengths_and_foreign_domains_are_refused() {
 #[test]
 fn absurd_fragment_numbers_are_dropped() {
     let mut net = Net::new(2);
-    let w = net.nodes[0].create_writer_for("T", Qos::reliable_keep_all(4), &OneULong::default()).unwrap();
-    let r = net.nodes[1].create_reader_for(0, "T", Qos::reliable_keep_all(4), &OneULong::default()).unwrap();
-    net.run_until(2000, |n| n.nodes[1].reader_status(r).matched == 1).unwrap();
+    let w = net.nodes[0]
+        .create_writer_for("T", Qos::reliable_keep_all(4), &OneULong::default())
+        .unwrap();
+    let r = net.nodes[1]
+        .create_reader_for(0, "T", Qos::reliable_keep_all(4), &OneULong::default())
+        .unwrap();
+    net.run_until(2000, |n| n.nodes[1].reader_status(r).matched == 1)
+        .unwrap();
     let wguid = net.nodes[0].writer_guid(w);
     let cases: [(u32, u16, u16, u32); 5] = [
         (1, 1, 100, 4_000_000_000), // sample larger than the reader accepts
@@ -138,7 +165,17 @@ fn absurd_fragment_numbers_are_dropped() {
     for (i, (start, n, size, total)) in cases.iter().enumerate() {
         let mut buf = vec![0u8; 2048];
         let mut b = MessageBuilder::new(&mut buf, wguid.prefix, VendorId::DETPATH).unwrap();
-        b.data_frag(EntityId::UNKNOWN, wguid.entity, SequenceNumber(1 + i as i64), *start, *n, *size, *total, &[0u8; 100]).unwrap();
+        b.data_frag(
+            EntityId::UNKNOWN,
+            wguid.entity,
+            SequenceNumber(1 + i as i64),
+            *start,
+            *n,
+            *size,
+            *total,
+            &[0u8; 100],
+        )
+        .unwrap();
         let len = b.finish();
         let (p, o) = (&mut net.nodes[1], &mut net.outs[1]);
         p.handle_datagram(net.now, net.addrs[0], &buf[..len], o);
@@ -181,19 +218,28 @@ fn an_endpoint_flood_is_bounded_and_counted() {
             c.builtin_depth = 512;
         }
     });
-    net.run_until(1000, |n| n.nodes[1].remote_participants().count() == 1).unwrap();
+    net.run_until(1000, |n| n.nodes[1].remote_participants().count() == 1)
+        .unwrap();
     // Node 0 announces 300 writers; node 1 keeps at most 50.
     for k in 0..300 {
-        net.nodes[0].create_writer(&format!("flood{k}"), "OneULong", false, Qos::best_effort(1), 16).unwrap();
+        net.nodes[0]
+            .create_writer(&format!("flood{k}"), "OneULong", false, Qos::best_effort(1), 16)
+            .unwrap();
         if k % 50 == 0 {
             net.step(1_000_000);
         }
     }
-    net.run_until(3000, |n| n.nodes[0].counters().heartbeats_sent > 0 && n.nodes[1].counters().discovery_over_limit >= 250).expect("flood processed");
+    net.run_until(3000, |n| {
+        n.nodes[0].counters().heartbeats_sent > 0 && n.nodes[1].counters().discovery_over_limit >= 250
+    })
+    .expect("flood processed");
     assert_eq!(net.nodes[1].remote_endpoint_count(), 50);
     // Past builtin_depth, creating more is a typed error, not a silent loss.
     let mut n = 0;
-    while net.nodes[0].create_writer("more", "OneULong", false, Qos::best_effort(1), 16).is_ok() {
+    while net.nodes[0]
+        .create_writer("more", "OneULong", false, Qos::best_effort(1), 16)
+        .is_ok()
+    {
         n += 1;
     }
     assert_eq!(n, 512 - 300);

@@ -34,7 +34,12 @@ const PINGS: u64 = 3000;
 const PORT: u16 = 7410;
 
 fn have_ddsperf() -> bool {
-    Command::new("ddsperf").arg("help").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
+    Command::new("ddsperf")
+        .arg("help")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
 }
 
 /// A ddsperf process in a namespace, killed (by PID) when dropped.
@@ -83,7 +88,9 @@ fn ping_opts(tb: &Testbed, datapath: &str) -> NodeOptions {
 
 fn detpath_ping_ddsperf_pong(datapath: &str) {
     if !have_ddsperf() {
-        println!("SKIP detpath_ping_ddsperf_pong over {datapath}: ddsperf not installed (apt-get install cyclonedds-tools)");
+        println!(
+            "SKIP detpath_ping_ddsperf_pong over {datapath}: ddsperf not installed (apt-get install cyclonedds-tools)"
+        );
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -91,7 +98,11 @@ fn detpath_ping_ddsperf_pong(datapath: &str) {
     let _pong = ddsperf_in(tb.b(), tb.a().addr, &["-D", "40", "pong"]);
     let out = run(&ping_opts(&tb, datapath), &|| false, |_| {}).unwrap_or_else(|e| panic!("{datapath}: {e}"));
     println!("{datapath}: {}", serde_json::to_string(&out).unwrap());
-    assert!(out.discovery_ms.unwrap() < 2000.0, "discovery {:?} ms", out.discovery_ms);
+    assert!(
+        out.discovery_ms.unwrap() < 2000.0,
+        "discovery {:?} ms",
+        out.discovery_ms
+    );
     assert_eq!(out.pings_sent, PINGS);
     assert_eq!(out.received, PINGS, "every ping answered over {datapath}");
     assert_eq!(out.lost, 0);
@@ -99,7 +110,9 @@ fn detpath_ping_ddsperf_pong(datapath: &str) {
 
 fn ddsperf_ping_detpath_pong(datapath: &str) {
     if !have_ddsperf() {
-        println!("SKIP ddsperf_ping_detpath_pong over {datapath}: ddsperf not installed (apt-get install cyclonedds-tools)");
+        println!(
+            "SKIP ddsperf_ping_detpath_pong over {datapath}: ddsperf not installed (apt-get install cyclonedds-tools)"
+        );
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -116,9 +129,16 @@ fn ddsperf_ping_detpath_pong(datapath: &str) {
     let mut text = String::new();
     ping.0.stdout.take().unwrap().read_to_string(&mut text).unwrap();
     println!("{text}\n{datapath}: {}", serde_json::to_string(&out).unwrap());
-    let cnt: u64 = text.lines().filter_map(|l| l.split(" cnt ").nth(1)).filter_map(|c| c.trim().parse::<u64>().ok()).sum();
+    let cnt: u64 = text
+        .lines()
+        .filter_map(|l| l.split(" cnt ").nth(1))
+        .filter_map(|c| c.trim().parse::<u64>().ok())
+        .sum();
     assert!(text.contains("participant "), "ddsperf saw no participant");
-    assert!(!text.contains("failed to match"), "ddsperf: not all endpoints matched ours");
+    assert!(
+        !text.contains("failed to match"),
+        "ddsperf: not all endpoints matched ours"
+    );
     assert!(status.success(), "ddsperf exit {status:?}");
     assert!(cnt >= 4000, "ddsperf counted {cnt} round trips over {datapath}");
     assert!(out.pings_answered >= cnt);
@@ -140,7 +160,11 @@ fn detpath_both_sides(datapath: &str) {
     let pong = pong.join().unwrap();
     let out = out.unwrap_or_else(|e| panic!("{datapath} ping: {e}"));
     let pong = pong.unwrap_or_else(|e| panic!("{datapath} pong: {e}"));
-    println!("{datapath}: {}\n{}", serde_json::to_string(&out).unwrap(), serde_json::to_string(&pong).unwrap());
+    println!(
+        "{datapath}: {}\n{}",
+        serde_json::to_string(&out).unwrap(),
+        serde_json::to_string(&pong).unwrap()
+    );
     assert!(out.discovery_ms.unwrap() < 2000.0);
     assert_eq!(out.received, PINGS, "every ping answered over {datapath}");
     assert_eq!(pong.pings_answered, PINGS);
@@ -171,9 +195,16 @@ fn detpath_pub_sub(datapath: &str) {
     stop.store(true, Ordering::Relaxed);
     let out = out.unwrap_or_else(|e| panic!("{datapath} pub: {e}"));
     let sub = sub.unwrap_or_else(|e| panic!("{datapath} sub: {e}"));
-    println!("{datapath}: {}\n{}", serde_json::to_string(&out).unwrap(), serde_json::to_string(&sub).unwrap());
+    println!(
+        "{datapath}: {}\n{}",
+        serde_json::to_string(&out).unwrap(),
+        serde_json::to_string(&sub).unwrap()
+    );
     assert_eq!(out.data_sent, SAMPLES);
-    assert_eq!(sub.data_received, SAMPLES, "reliable KEEP_ALL delivers every sample over {datapath}");
+    assert_eq!(
+        sub.data_received, SAMPLES,
+        "reliable KEEP_ALL delivers every sample over {datapath}"
+    );
     assert_eq!(sub.lost, 0);
 }
 

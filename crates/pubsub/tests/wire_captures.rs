@@ -14,7 +14,12 @@ fn captures() -> Vec<(String, Vec<u8>)> {
         .unwrap()
         .filter_map(|e| e.ok())
         .filter(|e| e.path().extension().is_some_and(|x| x == "rtps"))
-        .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
         .collect();
     v.sort();
     // Cyclone wakes its own receive thread with a 1-byte datagram: not RTPS.
@@ -55,7 +60,16 @@ fn every_captured_message_parses() {
             *kinds.entry(kind(&s)).or_insert(0) += 1;
         }
     }
-    for k in ["ACKNACK", "HEARTBEAT", "INFO_TS", "INFO_DST", "DATA", "DATA_FRAG", "HEARTBEAT_FRAG", "NACK_FRAG"] {
+    for k in [
+        "ACKNACK",
+        "HEARTBEAT",
+        "INFO_TS",
+        "INFO_DST",
+        "DATA",
+        "DATA_FRAG",
+        "HEARTBEAT_FRAG",
+        "NACK_FRAG",
+    ] {
         assert!(kinds.contains_key(k), "no {k} in the captures: {kinds:?}");
     }
 }
@@ -75,7 +89,11 @@ fn spdp_carries_ddsperf_user_data_and_locators() {
             let pl = ParamList::new(body, e.is_le());
             let ud = pl.find(pid::USER_DATA).unwrap();
             let n = u32::from_le_bytes(ud[..4].try_into().unwrap()) as usize;
-            assert!(ud[4..4 + n].starts_with(b"DDSPerf:"), "{:?}", String::from_utf8_lossy(&ud[4..4 + n]));
+            assert!(
+                ud[4..4 + n].starts_with(b"DDSPerf:"),
+                "{:?}",
+                String::from_utf8_lossy(&ud[4..4 + n])
+            );
             let guid = pl.find(pid::PARTICIPANT_GUID).unwrap();
             assert_eq!(&guid[..12], &m.header.guid_prefix.0);
             let loc = Locator::read_from(pl.find(pid::DEFAULT_UNICAST_LOCATOR).unwrap(), true).unwrap();
@@ -98,7 +116,9 @@ fn sedp_names_ddsperf_topics_and_types() {
             if d.writer_id != EntityId::SEDP_PUBLICATIONS_WRITER && d.writer_id != EntityId::SEDP_SUBSCRIPTIONS_WRITER {
                 continue;
             }
-            let Some(p) = d.payload.filter(|_| !d.key_flag) else { continue };
+            let Some(p) = d.payload.filter(|_| !d.key_flag) else {
+                continue;
+            };
             let (e, body) = Encapsulation::split(p).unwrap();
             let pl = ParamList::new(body, e.is_le());
             let t = read_string(&mut pl.reader(pl.find(pid::TOPIC_NAME).unwrap())).unwrap();
@@ -106,7 +126,11 @@ fn sedp_names_ddsperf_topics_and_types() {
             topics.insert(format!("{t}/{ty}"));
         }
     }
-    for want in ["DDSPerfRPingKS/KeyedSeq", "DDSPerfRPongKS/KeyedSeq", "DDSPerfUPingOU/OneULong"] {
+    for want in [
+        "DDSPerfRPingKS/KeyedSeq",
+        "DDSPerfRPongKS/KeyedSeq",
+        "DDSPerfUPingOU/OneULong",
+    ] {
         assert!(topics.contains(want), "{want} not in {topics:?}");
     }
 }
@@ -148,7 +172,10 @@ fn fragments_describe_a_32k_sample() {
             if let Ok(Submessage::DataFrag(f)) = s {
                 assert_eq!(f.sample_size, 4 + 12 + 32768 - 12);
                 assert!(f.frag_start >= 1 && f.frag_start <= f.total_fragments());
-                assert_eq!(f.payload.len(), (f.frags_in_submessage as usize * f.frag_size as usize).min(f.sample_size as usize - f.offset()));
+                assert_eq!(
+                    f.payload.len(),
+                    (f.frags_in_submessage as usize * f.frag_size as usize).min(f.sample_size as usize - f.offset())
+                );
             }
         }
     }
@@ -167,12 +194,19 @@ fn builder_reproduces_what_the_parser_accepts() {
         let n = b.finish();
         let m2 = Message::parse(&buf[..n]).unwrap();
         let subs2: Vec<_> = m2.submessages().map(|s| s.unwrap()).collect();
-        let keep: Vec<_> = subs.iter().filter(|s| !matches!(s, Submessage::Pad | Submessage::Unknown { .. })).collect();
+        let keep: Vec<_> = subs
+            .iter()
+            .filter(|s| !matches!(s, Submessage::Pad | Submessage::Unknown { .. }))
+            .collect();
         assert_eq!(keep.len(), subs2.len(), "{name}");
         for (a, b) in keep.iter().zip(&subs2) {
             match (a, b) {
                 (Submessage::Data(x), Submessage::Data(y)) => {
-                    assert_eq!((x.writer_id, x.writer_sn, x.key_flag), (y.writer_id, y.writer_sn, y.key_flag), "{name}");
+                    assert_eq!(
+                        (x.writer_id, x.writer_sn, x.key_flag),
+                        (y.writer_id, y.writer_sn, y.key_flag),
+                        "{name}"
+                    );
                     let (px, py) = (x.payload.unwrap_or(&[]), y.payload.unwrap_or(&[]));
                     assert_eq!(px, &py[..px.len()], "{name}");
                 }

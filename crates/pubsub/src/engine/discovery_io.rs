@@ -37,7 +37,13 @@ impl Participant {
         let built = (|| -> Result<usize, WireError> {
             let mut b = MessageBuilder::new(&mut self.tx, self.cfg.guid_prefix, VendorId::DETPATH)?;
             if !dispose {
-                b.data_bytes(EntityId::SPDP_READER, EntityId::SPDP_WRITER, SequenceNumber(1), None, payload)?;
+                b.data_bytes(
+                    EntityId::SPDP_READER,
+                    EntityId::SPDP_WRITER,
+                    SequenceNumber(1),
+                    None,
+                    payload,
+                )?;
             } else {
                 let mut key = [0u8; 64];
                 let n = {
@@ -53,16 +59,31 @@ impl Participant {
                     let mut w = ByteWriter::new(&mut ib, true);
                     let mut pw = ParamWriter::new(&mut w);
                     pw.bytes(pid::KEY_HASH, &me.to_bytes())?;
-                    pw.bytes(pid::STATUS_INFO, &(status_info::DISPOSED | status_info::UNREGISTERED).to_be_bytes())?;
+                    pw.bytes(
+                        pid::STATUS_INFO,
+                        &(status_info::DISPOSED | status_info::UNREGISTERED).to_be_bytes(),
+                    )?;
                     pw.sentinel()?;
                     w.pos()
                 };
-                b.data_raw(EntityId::SPDP_READER, EntityId::SPDP_WRITER, SequenceNumber(2), Some(&ib[..qn]), Some(&key[..n]), true)?;
+                b.data_raw(
+                    EntityId::SPDP_READER,
+                    EntityId::SPDP_WRITER,
+                    SequenceNumber(2),
+                    Some(&ib[..qn]),
+                    Some(&key[..n]),
+                    true,
+                )?;
             }
             Ok(b.finish())
         })();
         if let Ok(len) = built {
-            let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+            let mut ctx = Ctx {
+                prefix: self.cfg.guid_prefix,
+                tx: &mut self.tx,
+                out,
+                counters: &mut self.counters,
+            };
             ctx.send(dst, len);
         }
     }
@@ -70,14 +91,19 @@ impl Participant {
     /// An SPDP DATA: a new participant, a lease renewal, or a goodbye.
     pub(super) fn on_spdp(&mut self, now: u64, src: SocketAddrV4, src_prefix: GuidPrefix, d: &Data<'_>) {
         let (status, key) = inline_status(d);
-        let gone = status & (status_info::DISPOSED | status_info::UNREGISTERED) != 0 || d.key_flag || d.payload.is_none();
+        let gone =
+            status & (status_info::DISPOSED | status_info::UNREGISTERED) != 0 || d.key_flag || d.payload.is_none();
         if gone {
             let prefix = key.map(|k| Guid::from_bytes(k).prefix).unwrap_or(src_prefix);
             self.drop_participant(prefix, LostReason::Disposed);
             return;
         }
         let Some(payload) = d.payload else { return };
-        if let Some(rp) = self.remote_participants.iter_mut().find(|r| r.data.guid_prefix == src_prefix) {
+        if let Some(rp) = self
+            .remote_participants
+            .iter_mut()
+            .find(|r| r.data.guid_prefix == src_prefix)
+        {
             if rp.raw == payload {
                 rp.last_seen_ns = now;
                 return;
@@ -107,7 +133,11 @@ impl Participant {
         }
         let meta_addr = pd.metatraffic_unicast.iter().find_map(usable).unwrap_or(src);
         let default_addr = pd.default_unicast.iter().find_map(usable).unwrap_or(meta_addr);
-        if let Some(rp) = self.remote_participants.iter_mut().find(|r| r.data.guid_prefix == pd.guid_prefix) {
+        if let Some(rp) = self
+            .remote_participants
+            .iter_mut()
+            .find(|r| r.data.guid_prefix == pd.guid_prefix)
+        {
             rp.last_seen_ns = now;
             rp.meta_addr = meta_addr;
             rp.default_addr = default_addr;
@@ -123,7 +153,13 @@ impl Participant {
         let prefix = pd.guid_prefix;
         let bes = pd.builtin_endpoints;
         let user_data = pd.user_data.clone();
-        self.remote_participants.push(RemoteParticipant { data: pd, raw: payload.to_vec(), meta_addr, default_addr, last_seen_ns: now });
+        self.remote_participants.push(RemoteParticipant {
+            data: pd,
+            raw: payload.to_vec(),
+            meta_addr,
+            default_addr,
+            last_seen_ns: now,
+        });
         self.counters.participants_discovered += 1;
         self.push_event(Event::ParticipantDiscovered { prefix, user_data });
         // Its SEDP built-in endpoints are matched with ours at the next timeout.
@@ -134,19 +170,53 @@ impl Participant {
     }
 
     /// Matches our SEDP built-in endpoints with a new participant's.
-    pub(super) fn match_builtin(&mut self, now: u64, out: &mut dyn Outbox, prefix: GuidPrefix, bes: u32, addr: SocketAddrV4) {
-        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+    pub(super) fn match_builtin(
+        &mut self,
+        now: u64,
+        out: &mut dyn Outbox,
+        prefix: GuidPrefix,
+        bes: u32,
+        addr: SocketAddrV4,
+    ) {
+        let mut ctx = Ctx {
+            prefix: self.cfg.guid_prefix,
+            tx: &mut self.tx,
+            out,
+            counters: &mut self.counters,
+        };
         if bes & builtin::PUBLICATIONS_DETECTOR != 0 {
-            self.writers[SEDP_PUB].add_proxy(&mut ctx, Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_READER), addr, true);
+            self.writers[SEDP_PUB].add_proxy(
+                &mut ctx,
+                Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_READER),
+                addr,
+                true,
+            );
         }
         if bes & builtin::SUBSCRIPTIONS_DETECTOR != 0 {
-            self.writers[SEDP_SUB].add_proxy(&mut ctx, Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_READER), addr, true);
+            self.writers[SEDP_SUB].add_proxy(
+                &mut ctx,
+                Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_READER),
+                addr,
+                true,
+            );
         }
         if bes & builtin::PUBLICATIONS_ANNOUNCER != 0 {
-            self.readers[SEDP_PUB].add_proxy(&mut ctx, now, Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_WRITER), addr, true);
+            self.readers[SEDP_PUB].add_proxy(
+                &mut ctx,
+                now,
+                Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_WRITER),
+                addr,
+                true,
+            );
         }
         if bes & builtin::SUBSCRIPTIONS_ANNOUNCER != 0 {
-            self.readers[SEDP_SUB].add_proxy(&mut ctx, now, Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_WRITER), addr, true);
+            self.readers[SEDP_SUB].add_proxy(
+                &mut ctx,
+                now,
+                Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_WRITER),
+                addr,
+                true,
+            );
         }
     }
 
@@ -213,36 +283,63 @@ impl Participant {
 
     /// Writes an announcement; false when the SEDP history has no room yet.
     fn sedp_write(&mut self, now: u64, out: &mut dyn Outbox, which: usize, ed: &EndpointData) -> bool {
-        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+        let mut ctx = Ctx {
+            prefix: self.cfg.guid_prefix,
+            tx: &mut self.tx,
+            out,
+            counters: &mut self.counters,
+        };
         let ser = |w: &mut ByteWriter<'_>| -> Result<(), WireError> {
             w.bytes(&PL_CDR_LE)?;
             ed.write(w)
         };
-        !matches!(self.writers[which].write(&mut ctx, now, None, &ser), Err(WriteError::HistoryFull))
+        !matches!(
+            self.writers[which].write(&mut ctx, now, None, &ser),
+            Err(WriteError::HistoryFull)
+        )
     }
 
     /// Tries to match local writer `wi` (or local reader `ri`) with remote endpoint `k`.
     fn try_match(&mut self, now: u64, out: &mut dyn Outbox, wi: usize, ri: Option<usize>, k: usize) {
         let re = &self.remote_endpoints[k];
         let (remote_guid, addr) = (re.data.guid, re.addr);
-        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+        let mut ctx = Ctx {
+            prefix: self.cfg.guid_prefix,
+            tx: &mut self.tx,
+            out,
+            counters: &mut self.counters,
+        };
         let event;
         if let Some(ri) = ri {
             let r = &mut self.readers[ri];
             if r.topic != re.data.topic_name || r.type_name != re.data.type_name {
                 return;
             }
-            let repr_ok = matches!(re.data.data_representation.first(), Some(&repr::XCDR1) | Some(&repr::XCDR2));
-            let res = check_compatible(&re.data.qos, &r.qos).and_then(|_| if repr_ok { Ok(()) } else { Err(Incompatible::DataRepresentation) });
+            let repr_ok = matches!(
+                re.data.data_representation.first(),
+                Some(&repr::XCDR1) | Some(&repr::XCDR2)
+            );
+            let res = check_compatible(&re.data.qos, &r.qos).and(if repr_ok {
+                Ok(())
+            } else {
+                Err(Incompatible::DataRepresentation)
+            });
             match res {
                 Ok(()) => {
                     let reliable = r.is_reliable() && re.data.qos.reliability == Reliability::Reliable;
                     r.add_proxy(&mut ctx, now, remote_guid, addr, reliable);
-                    event = Event::ReaderMatched { reader: ReaderId(ri), writer: remote_guid };
+                    event = Event::ReaderMatched {
+                        reader: ReaderId(ri),
+                        writer: remote_guid,
+                    };
                 }
                 Err(reason) => {
                     ctx.counters.incompatible_qos += 1;
-                    event = Event::IncompatibleQos { local: r.guid, remote: remote_guid, reason };
+                    event = Event::IncompatibleQos {
+                        local: r.guid,
+                        remote: remote_guid,
+                        reason,
+                    };
                 }
             }
         } else {
@@ -251,16 +348,27 @@ impl Participant {
                 return;
             }
             let repr_ok = re.data.data_representation.contains(&repr::XCDR1);
-            let res = check_compatible(&w.qos, &re.data.qos).and_then(|_| if repr_ok { Ok(()) } else { Err(Incompatible::DataRepresentation) });
+            let res = check_compatible(&w.qos, &re.data.qos).and(if repr_ok {
+                Ok(())
+            } else {
+                Err(Incompatible::DataRepresentation)
+            });
             match res {
                 Ok(()) => {
                     let reliable = w.is_reliable() && re.data.qos.reliability == Reliability::Reliable;
                     w.add_proxy(&mut ctx, remote_guid, addr, reliable);
-                    event = Event::WriterMatched { writer: WriterId(wi), reader: remote_guid };
+                    event = Event::WriterMatched {
+                        writer: WriterId(wi),
+                        reader: remote_guid,
+                    };
                 }
                 Err(reason) => {
                     ctx.counters.incompatible_qos += 1;
-                    event = Event::IncompatibleQos { local: w.guid, remote: remote_guid, reason };
+                    event = Event::IncompatibleQos {
+                        local: w.guid,
+                        remote: remote_guid,
+                        reason,
+                    };
                 }
             }
         }
@@ -291,14 +399,24 @@ impl Participant {
         }
     }
 
-    fn on_sedp(&mut self, now: u64, out: &mut dyn Outbox, which: usize, info: &SampleInfo, bytes: &[u8], key: Option<[u8; 16]>) {
+    fn on_sedp(
+        &mut self,
+        now: u64,
+        out: &mut dyn Outbox,
+        which: usize,
+        info: &SampleInfo,
+        bytes: &[u8],
+        key: Option<[u8; 16]>,
+    ) {
         let gone = !info.valid_data || info.status_info & (status_info::DISPOSED | status_info::UNREGISTERED) != 0;
-        let parsed = Encapsulation::split(bytes).map_err(crate::discovery::DiscoveryError::from).and_then(|(e, body)| {
-            if !e.is_param_list() {
-                return Err(crate::discovery::DiscoveryError::NotParamList(e.id));
-            }
-            Ok(ParamList::new(body, e.is_le()))
-        });
+        let parsed = Encapsulation::split(bytes)
+            .map_err(crate::discovery::DiscoveryError::from)
+            .and_then(|(e, body)| {
+                if !e.is_param_list() {
+                    return Err(crate::discovery::DiscoveryError::NotParamList(e.id));
+                }
+                Ok(ParamList::new(body, e.is_le()))
+            });
         if gone {
             let guid = key.map(Guid::from_bytes).or_else(|| {
                 let pl = parsed.as_ref().ok()?;
@@ -319,12 +437,20 @@ impl Participant {
             }
         };
         // Only a participant's own SEDP writer may announce its endpoints, and of the right kind.
-        let kind_ok = if which == SEDP_PUB { ed.is_writer() } else { !ed.is_writer() };
+        let kind_ok = if which == SEDP_PUB {
+            ed.is_writer()
+        } else {
+            !ed.is_writer()
+        };
         if ed.guid.prefix != info.writer.prefix || !kind_ok || ed.guid.entity.is_builtin() {
             self.counters.discovery_rejected += 1;
             return;
         }
-        let Some(rp) = self.remote_participants.iter().find(|r| r.data.guid_prefix == ed.guid.prefix) else {
+        let Some(rp) = self
+            .remote_participants
+            .iter()
+            .find(|r| r.data.guid_prefix == ed.guid.prefix)
+        else {
             self.counters.discovery_rejected += 1;
             return;
         };
@@ -356,12 +482,18 @@ impl Participant {
         let mut evs = Vec::new();
         for (i, w) in self.writers.iter_mut().enumerate().skip(FIRST_USER) {
             if w.remove_proxies(|x| *x == g) > 0 {
-                evs.push(Event::WriterUnmatched { writer: WriterId(i), reader: g });
+                evs.push(Event::WriterUnmatched {
+                    writer: WriterId(i),
+                    reader: g,
+                });
             }
         }
         for (i, r) in self.readers.iter_mut().enumerate().skip(FIRST_USER) {
             if r.remove_proxies(|x| *x == g) > 0 {
-                evs.push(Event::ReaderUnmatched { reader: ReaderId(i), writer: g });
+                evs.push(Event::ReaderUnmatched {
+                    reader: ReaderId(i),
+                    writer: g,
+                });
             }
         }
         for e in evs {
@@ -371,12 +503,16 @@ impl Participant {
 }
 
 fn inline_status(d: &Data<'_>) -> (u32, Option<[u8; 16]>) {
-    let Some(q) = d.inline_qos else { return (0, None) };
+    let Some(q) = d.inline_qos else {
+        return (0, None);
+    };
     let mut status = 0;
     let mut key = None;
     for p in q.iter().map_while(|p| p.ok()) {
         match p.pid {
-            pid::STATUS_INFO if p.value.len() >= 4 => status = u32::from_be_bytes([p.value[0], p.value[1], p.value[2], p.value[3]]),
+            pid::STATUS_INFO if p.value.len() >= 4 => {
+                status = u32::from_be_bytes([p.value[0], p.value[1], p.value[2], p.value[3]])
+            }
             pid::KEY_HASH if p.value.len() >= 16 => {
                 let mut k = [0u8; 16];
                 k.copy_from_slice(&p.value[..16]);

@@ -26,7 +26,10 @@ use crate::types::TopicType;
 use crate::wire::bytes::ByteWriter;
 use crate::wire::cdr::{repr, write_payload, CdrReader, Xcdr};
 use crate::wire::types::kind;
-use crate::wire::{EntityId, Guid, GuidPrefix, Locator, Message, ProtocolVersion, SequenceNumber, Submessage, Time, VendorId, WireError};
+use crate::wire::{
+    EntityId, Guid, GuidPrefix, Locator, Message, ProtocolVersion, SequenceNumber, Submessage, Time, VendorId,
+    WireError,
+};
 use reader::ReaderCore;
 use std::collections::VecDeque;
 use std::net::SocketAddrV4;
@@ -167,13 +170,35 @@ pub enum LostReason {
 /// What happened in discovery, for the application to react to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
-    ParticipantDiscovered { prefix: GuidPrefix, user_data: Vec<u8> },
-    ParticipantLost { prefix: GuidPrefix, reason: LostReason },
-    WriterMatched { writer: WriterId, reader: Guid },
-    ReaderMatched { reader: ReaderId, writer: Guid },
-    WriterUnmatched { writer: WriterId, reader: Guid },
-    ReaderUnmatched { reader: ReaderId, writer: Guid },
-    IncompatibleQos { local: Guid, remote: Guid, reason: Incompatible },
+    ParticipantDiscovered {
+        prefix: GuidPrefix,
+        user_data: Vec<u8>,
+    },
+    ParticipantLost {
+        prefix: GuidPrefix,
+        reason: LostReason,
+    },
+    WriterMatched {
+        writer: WriterId,
+        reader: Guid,
+    },
+    ReaderMatched {
+        reader: ReaderId,
+        writer: Guid,
+    },
+    WriterUnmatched {
+        writer: WriterId,
+        reader: Guid,
+    },
+    ReaderUnmatched {
+        reader: ReaderId,
+        writer: Guid,
+    },
+    IncompatibleQos {
+        local: Guid,
+        remote: Guid,
+        reason: Incompatible,
+    },
 }
 
 /// What a reader knows about a sample it hands out.
@@ -286,13 +311,47 @@ impl Participant {
         let dg = cfg.max_datagram.max(256);
         let hb = cfg.heartbeat_period_ns;
         let writers = vec![
-            WriterCore::new(Guid::new(p, EntityId::SEDP_PUBLICATIONS_WRITER), "DCPSPublication", "PublicationBuiltinTopicData", sedp_qos(cfg.builtin_depth), 512, dg, hb),
-            WriterCore::new(Guid::new(p, EntityId::SEDP_SUBSCRIPTIONS_WRITER), "DCPSSubscription", "SubscriptionBuiltinTopicData", sedp_qos(cfg.builtin_depth), 512, dg, hb),
+            WriterCore::new(
+                Guid::new(p, EntityId::SEDP_PUBLICATIONS_WRITER),
+                "DCPSPublication",
+                "PublicationBuiltinTopicData",
+                sedp_qos(cfg.builtin_depth),
+                512,
+                dg,
+                hb,
+            ),
+            WriterCore::new(
+                Guid::new(p, EntityId::SEDP_SUBSCRIPTIONS_WRITER),
+                "DCPSSubscription",
+                "SubscriptionBuiltinTopicData",
+                sedp_qos(cfg.builtin_depth),
+                512,
+                dg,
+                hb,
+            ),
         ];
         let (w, m) = (cfg.reorder_window, cfg.max_sample_size);
         let readers = vec![
-            ReaderCore::new(Guid::new(p, EntityId::SEDP_PUBLICATIONS_READER), "DCPSPublication", "PublicationBuiltinTopicData", sedp_qos(cfg.builtin_depth), 512, w, m, now),
-            ReaderCore::new(Guid::new(p, EntityId::SEDP_SUBSCRIPTIONS_READER), "DCPSSubscription", "SubscriptionBuiltinTopicData", sedp_qos(cfg.builtin_depth), 512, w, m, now),
+            ReaderCore::new(
+                Guid::new(p, EntityId::SEDP_PUBLICATIONS_READER),
+                "DCPSPublication",
+                "PublicationBuiltinTopicData",
+                sedp_qos(cfg.builtin_depth),
+                512,
+                w,
+                m,
+                now,
+            ),
+            ReaderCore::new(
+                Guid::new(p, EntityId::SEDP_SUBSCRIPTIONS_READER),
+                "DCPSSubscription",
+                "SubscriptionBuiltinTopicData",
+                sedp_qos(cfg.builtin_depth),
+                512,
+                w,
+                m,
+                now,
+            ),
         ];
         Participant {
             tx: vec![0; dg],
@@ -332,7 +391,9 @@ impl Participant {
     }
     /// Known remote participants: prefix and user data.
     pub fn remote_participants(&self) -> impl Iterator<Item = (GuidPrefix, &[u8])> {
-        self.remote_participants.iter().map(|r| (r.data.guid_prefix, r.data.user_data.as_slice()))
+        self.remote_participants
+            .iter()
+            .map(|r| (r.data.guid_prefix, r.data.user_data.as_slice()))
     }
     /// Number of known remote endpoints.
     pub fn remote_endpoint_count(&self) -> usize {
@@ -358,7 +419,14 @@ impl Participant {
 
     /// Creates a writer. `slot_size` preallocates each history slot (serialized
     /// bytes); it is announced and matched at the next [`handle_timeout`](Self::handle_timeout).
-    pub fn create_writer(&mut self, topic: &str, type_name: &str, keyed: bool, qos: Qos, slot_size: usize) -> Result<WriterId, EngineError> {
+    pub fn create_writer(
+        &mut self,
+        topic: &str,
+        type_name: &str,
+        keyed: bool,
+        qos: Qos,
+        slot_size: usize,
+    ) -> Result<WriterId, EngineError> {
         if qos.history == History::KeepAll && qos.max_samples == 0 {
             return Err(EngineError::BadQos("KEEP_ALL needs max_samples > 0"));
         }
@@ -367,8 +435,23 @@ impl Participant {
             return Err(EngineError::TooManyEntities(self.cfg.builtin_depth));
         }
         let key = self.next_key()?;
-        let eid = EntityId::user(key, if keyed { kind::USER_WRITER_WITH_KEY } else { kind::USER_WRITER_NO_KEY });
-        let w = WriterCore::new(Guid::new(self.cfg.guid_prefix, eid), topic, type_name, qos, slot_size.max(16), self.tx.len(), self.cfg.heartbeat_period_ns);
+        let eid = EntityId::user(
+            key,
+            if keyed {
+                kind::USER_WRITER_WITH_KEY
+            } else {
+                kind::USER_WRITER_NO_KEY
+            },
+        );
+        let w = WriterCore::new(
+            Guid::new(self.cfg.guid_prefix, eid),
+            topic,
+            type_name,
+            qos,
+            slot_size.max(16),
+            self.tx.len(),
+            self.cfg.heartbeat_period_ns,
+        );
         self.writers.push(w);
         let i = self.writers.len() - 1;
         self.pending_writers.push(i);
@@ -376,7 +459,15 @@ impl Participant {
     }
 
     /// Creates a reader (announced and matched at the next [`handle_timeout`](Self::handle_timeout)).
-    pub fn create_reader(&mut self, now: u64, topic: &str, type_name: &str, keyed: bool, qos: Qos, slot_size: usize) -> Result<ReaderId, EngineError> {
+    pub fn create_reader(
+        &mut self,
+        now: u64,
+        topic: &str,
+        type_name: &str,
+        keyed: bool,
+        qos: Qos,
+        slot_size: usize,
+    ) -> Result<ReaderId, EngineError> {
         if qos.history == History::KeepAll && qos.max_samples == 0 {
             return Err(EngineError::BadQos("KEEP_ALL needs max_samples > 0"));
         }
@@ -384,7 +475,14 @@ impl Participant {
             return Err(EngineError::TooManyEntities(self.cfg.builtin_depth));
         }
         let key = self.next_key()?;
-        let eid = EntityId::user(key, if keyed { kind::USER_READER_WITH_KEY } else { kind::USER_READER_NO_KEY });
+        let eid = EntityId::user(
+            key,
+            if keyed {
+                kind::USER_READER_WITH_KEY
+            } else {
+                kind::USER_READER_NO_KEY
+            },
+        );
         let r = ReaderCore::new(
             Guid::new(self.cfg.guid_prefix, eid),
             topic,
@@ -402,11 +500,22 @@ impl Participant {
     }
 
     /// Typed writer for `T`.
-    pub fn create_writer_for<T: TopicType>(&mut self, topic: &str, qos: Qos, prototype: &T) -> Result<WriterId, EngineError> {
+    pub fn create_writer_for<T: TopicType>(
+        &mut self,
+        topic: &str,
+        qos: Qos,
+        prototype: &T,
+    ) -> Result<WriterId, EngineError> {
         self.create_writer(topic, T::TYPE_NAME, T::KEYED, qos, prototype.size_hint())
     }
     /// Typed reader for `T`.
-    pub fn create_reader_for<T: TopicType>(&mut self, now: u64, topic: &str, qos: Qos, prototype: &T) -> Result<ReaderId, EngineError> {
+    pub fn create_reader_for<T: TopicType>(
+        &mut self,
+        now: u64,
+        topic: &str,
+        qos: Qos,
+        prototype: &T,
+    ) -> Result<ReaderId, EngineError> {
         self.create_reader(now, topic, T::TYPE_NAME, T::KEYED, qos, prototype.size_hint())
     }
 
@@ -445,7 +554,12 @@ impl Participant {
         if w.0 < FIRST_USER || w.0 >= self.writers.len() {
             return Err(WriteError::NoSuchWriter);
         }
-        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+        let mut ctx = Ctx {
+            prefix: self.cfg.guid_prefix,
+            tx: &mut self.tx,
+            out,
+            counters: &mut self.counters,
+        };
         self.writers[w.0].write(&mut ctx, now, source_ts, serialize)
     }
 
@@ -453,7 +567,9 @@ impl Participant {
     /// reusing its buffers). `Ok(None)` when nothing is waiting.
     pub fn take<T: TopicType>(&mut self, r: ReaderId, sample: &mut T) -> Result<Option<SampleInfo>, EngineError> {
         let cache = &mut self.readers[r.0].cache;
-        let Some(slot) = cache.front() else { return Ok(None) };
+        let Some(slot) = cache.front() else {
+            return Ok(None);
+        };
         let m = slot.meta;
         let info = SampleInfo {
             writer: m.writer,
@@ -567,7 +683,12 @@ impl Participant {
             self.next_spdp_ns = now + self.cfg.spdp_interval_ns;
         }
         self.expire_leases(now);
-        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+        let mut ctx = Ctx {
+            prefix: self.cfg.guid_prefix,
+            tx: &mut self.tx,
+            out,
+            counters: &mut self.counters,
+        };
         for w in &mut self.writers {
             w.poll(&mut ctx, now);
         }
@@ -608,7 +729,11 @@ impl Participant {
         let mut src_prefix = msg.header.guid_prefix;
         let mut dst = me;
         let mut ts: Option<Time> = None;
-        if let Some(rp) = self.remote_participants.iter_mut().find(|r| r.data.guid_prefix == src_prefix) {
+        if let Some(rp) = self
+            .remote_participants
+            .iter_mut()
+            .find(|r| r.data.guid_prefix == src_prefix)
+        {
             rp.last_seen_ns = now;
         }
         let mut sedp_dirty = false;
@@ -644,7 +769,12 @@ impl Participant {
                 self.counters.rx_not_for_us += 1;
                 continue;
             }
-            let mut ctx = Ctx { prefix: me, tx: &mut self.tx, out: &mut *out, counters: &mut self.counters };
+            let mut ctx = Ctx {
+                prefix: me,
+                tx: &mut self.tx,
+                out: &mut *out,
+                counters: &mut self.counters,
+            };
             match sub {
                 Submessage::Data(d) if d.writer_id == EntityId::SPDP_WRITER => {
                     self.on_spdp(now, src, src_prefix, &d);
@@ -709,13 +839,19 @@ impl Participant {
                     }
                 }
                 Submessage::AckNack(a) => {
-                    let hit = self.writers.iter_mut().any(|w| w.guid.entity == a.writer_id && w.on_acknack(&mut ctx, src_prefix, &a));
+                    let hit = self
+                        .writers
+                        .iter_mut()
+                        .any(|w| w.guid.entity == a.writer_id && w.on_acknack(&mut ctx, src_prefix, &a));
                     if !hit {
                         ctx.counters.rx_unmatched += 1;
                     }
                 }
                 Submessage::NackFrag(n) => {
-                    let hit = self.writers.iter_mut().any(|w| w.guid.entity == n.writer_id && w.on_nack_frag(&mut ctx, src_prefix, &n));
+                    let hit = self
+                        .writers
+                        .iter_mut()
+                        .any(|w| w.guid.entity == n.writer_id && w.on_nack_frag(&mut ctx, src_prefix, &n));
                     if !hit {
                         ctx.counters.rx_unmatched += 1;
                     }
@@ -755,7 +891,10 @@ impl Participant {
         for (i, w) in self.writers.iter_mut().enumerate() {
             for p in w.proxies.iter().filter(|p| p.guid.prefix == prefix) {
                 if i >= FIRST_USER {
-                    evs.push(Event::WriterUnmatched { writer: WriterId(i), reader: p.guid });
+                    evs.push(Event::WriterUnmatched {
+                        writer: WriterId(i),
+                        reader: p.guid,
+                    });
                 }
             }
             w.remove_proxies(|g| g.prefix == prefix);
@@ -763,7 +902,10 @@ impl Participant {
         for (i, r) in self.readers.iter_mut().enumerate() {
             for p in r.proxies.iter().filter(|p| p.guid.prefix == prefix) {
                 if i >= FIRST_USER {
-                    evs.push(Event::ReaderUnmatched { reader: ReaderId(i), writer: p.guid });
+                    evs.push(Event::ReaderUnmatched {
+                        reader: ReaderId(i),
+                        writer: p.guid,
+                    });
                 }
             }
             r.remove_proxies(|g| g.prefix == prefix);

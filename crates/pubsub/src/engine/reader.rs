@@ -8,7 +8,10 @@ use super::slots::{FifoRing, SampleMeta, SnRing};
 use super::tx::{Ctx, Sender};
 use crate::qos::{Durability, History, Qos, Reliability, INFINITE_NS};
 use crate::wire::plist::pid;
-use crate::wire::{BitSet256, Data, DataFrag, Gap, Guid, GuidPrefix, Heartbeat, HeartbeatFrag, ParamList, SequenceNumber, Time, MAX_SET_BITS};
+use crate::wire::{
+    BitSet256, Data, DataFrag, Gap, Guid, GuidPrefix, Heartbeat, HeartbeatFrag, ParamList, SequenceNumber, Time,
+    MAX_SET_BITS,
+};
 use std::net::SocketAddrV4;
 
 /// Largest number of fragments of one sample a reader reassembles.
@@ -104,7 +107,17 @@ pub(crate) struct ReaderCore {
 }
 
 impl ReaderCore {
-    pub fn new(guid: Guid, topic: &str, type_name: &str, qos: Qos, slot_size: usize, window: usize, max_sample: usize, now: u64) -> ReaderCore {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        guid: Guid,
+        topic: &str,
+        type_name: &str,
+        qos: Qos,
+        slot_size: usize,
+        window: usize,
+        max_sample: usize,
+        now: u64,
+    ) -> ReaderCore {
         ReaderCore {
             guid,
             topic: topic.to_string(),
@@ -164,7 +177,9 @@ impl ReaderCore {
     }
 
     fn find(&self, src: GuidPrefix, writer: crate::wire::EntityId) -> Option<usize> {
-        self.proxies.iter().position(|p| p.guid.prefix == src && p.guid.entity == writer)
+        self.proxies
+            .iter()
+            .position(|p| p.guid.prefix == src && p.guid.entity == writer)
     }
 
     fn send_acknack(&mut self, ctx: &mut Ctx<'_>, i: usize, missing: &BitSet256, final_flag: bool) {
@@ -177,7 +192,14 @@ impl ReaderCore {
     }
 
     /// Puts a sample into the cache.
-    fn deliver(cache: &mut FifoRing, qos: &Qos, growths: &mut u64, replaced: &mut u64, meta: SampleMeta, payload: &[u8]) -> Deliver {
+    fn deliver(
+        cache: &mut FifoRing,
+        qos: &Qos,
+        growths: &mut u64,
+        replaced: &mut u64,
+        meta: SampleMeta,
+        payload: &[u8],
+    ) -> Deliver {
         if cache.is_full() {
             match qos.history {
                 History::KeepLast(_) => {
@@ -216,7 +238,14 @@ impl ReaderCore {
         }
         if !p.reliable {
             let skipped = (sn - p.next_sn) as u64;
-            if let Deliver::Ok = Self::deliver(&mut self.cache, &self.qos, &mut self.slot_growths, &mut self.replaced, meta, payload) {
+            if let Deliver::Ok = Self::deliver(
+                &mut self.cache,
+                &self.qos,
+                &mut self.slot_growths,
+                &mut self.replaced,
+                meta,
+                payload,
+            ) {
                 p.lost += skipped;
                 ctx.counters.data_lost += skipped;
                 p.next_sn = sn + 1;
@@ -229,7 +258,14 @@ impl ReaderCore {
         }
         let _ = tl;
         if sn == p.next_sn {
-            match Self::deliver(&mut self.cache, &self.qos, &mut self.slot_growths, &mut self.replaced, meta, payload) {
+            match Self::deliver(
+                &mut self.cache,
+                &self.qos,
+                &mut self.slot_growths,
+                &mut self.replaced,
+                meta,
+                payload,
+            ) {
                 Deliver::Ok => {
                     p.next_sn += 1;
                     p.received += 1;
@@ -263,7 +299,14 @@ impl ReaderCore {
                 continue;
             }
             let meta = slot.meta;
-            match Self::deliver(&mut self.cache, &self.qos, &mut self.slot_growths, &mut self.replaced, meta, slot.payload()) {
+            match Self::deliver(
+                &mut self.cache,
+                &self.qos,
+                &mut self.slot_growths,
+                &mut self.replaced,
+                meta,
+                slot.payload(),
+            ) {
                 Deliver::Ok => {
                     p.window.clear(sn);
                     p.next_sn += 1;
@@ -313,7 +356,11 @@ impl ReaderCore {
             for sn in p.next_sn..p.next_sn + span.min(cap) {
                 if p.window.get(sn).is_none() {
                     let slot = p.window.slot_for(sn);
-                    slot.meta = SampleMeta { sn, irrelevant: true, ..Default::default() };
+                    slot.meta = SampleMeta {
+                        sn,
+                        irrelevant: true,
+                        ..Default::default()
+                    };
                     slot.len = 0;
                     if count_lost {
                         p.lost += 1;
@@ -349,7 +396,9 @@ impl ReaderCore {
         let mut key = None;
         for p in q.iter().map_while(|p| p.ok()) {
             match p.pid {
-                pid::STATUS_INFO if p.value.len() >= 4 => status = u32::from_be_bytes([p.value[0], p.value[1], p.value[2], p.value[3]]),
+                pid::STATUS_INFO if p.value.len() >= 4 => {
+                    status = u32::from_be_bytes([p.value[0], p.value[1], p.value[2], p.value[3]])
+                }
                 pid::KEY_HASH if p.value.len() >= 16 => {
                     let mut k = [0u8; 16];
                     k.copy_from_slice(&p.value[..16]);
@@ -363,7 +412,9 @@ impl ReaderCore {
 
     /// DATA from a matched writer. Returns false when not matched.
     pub fn on_data(&mut self, ctx: &mut Ctx<'_>, now: u64, src: GuidPrefix, ts: Option<Time>, d: &Data<'_>) -> bool {
-        let Some(i) = self.find(src, d.writer_id) else { return false };
+        let Some(i) = self.find(src, d.writer_id) else {
+            return false;
+        };
         let (status_info, key_hash) = Self::inline_info(d.inline_qos);
         let meta = SampleMeta {
             sn: d.writer_sn.0,
@@ -380,8 +431,17 @@ impl ReaderCore {
     }
 
     /// DATA_FRAG from a matched writer: reassembled, then accepted as a whole sample.
-    pub fn on_data_frag(&mut self, ctx: &mut Ctx<'_>, now: u64, src: GuidPrefix, ts: Option<Time>, f: &DataFrag<'_>) -> bool {
-        let Some(i) = self.find(src, f.writer_id) else { return false };
+    pub fn on_data_frag(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        now: u64,
+        src: GuidPrefix,
+        ts: Option<Time>,
+        f: &DataFrag<'_>,
+    ) -> bool {
+        let Some(i) = self.find(src, f.writer_id) else {
+            return false;
+        };
         let max = self.max_sample;
         let p = &mut self.proxies[i];
         p.last_seen_ns = now;
@@ -437,7 +497,10 @@ impl ReaderCore {
         ctx.counters.frags_received += 1;
         if r.nhave == r.total() {
             r.active = false;
-            let meta = SampleMeta { reception_ns: now, ..r.meta };
+            let meta = SampleMeta {
+                reception_ns: now,
+                ..r.meta
+            };
             let n = r.sample_size;
             let buf = std::mem::take(&mut r.buf);
             self.accept(ctx, now, i, meta, &buf[..n]);
@@ -448,7 +511,9 @@ impl ReaderCore {
 
     /// HEARTBEAT from a matched writer: answer with what is missing.
     pub fn on_heartbeat(&mut self, ctx: &mut Ctx<'_>, now: u64, src: GuidPrefix, hb: &Heartbeat) -> bool {
-        let Some(i) = self.find(src, hb.writer_id) else { return false };
+        let Some(i) = self.find(src, hb.writer_id) else {
+            return false;
+        };
         let tl = self.transient_local();
         let p = &mut self.proxies[i];
         p.last_seen_ns = now;
@@ -490,7 +555,9 @@ impl ReaderCore {
 
     /// GAP from a matched writer.
     pub fn on_gap(&mut self, ctx: &mut Ctx<'_>, now: u64, src: GuidPrefix, g: &Gap<'_>) -> bool {
-        let Some(i) = self.find(src, g.writer_id) else { return false };
+        let Some(i) = self.find(src, g.writer_id) else {
+            return false;
+        };
         let p = &mut self.proxies[i];
         p.last_seen_ns = now;
         if !p.synced {
@@ -505,7 +572,11 @@ impl ReaderCore {
             let cap = p.window.capacity() as i64;
             for sn in start.max(p.next_sn)..list_base.min(p.next_sn + cap) {
                 if p.window.get(sn).is_none() {
-                    p.window.slot_for(sn).meta = SampleMeta { sn, irrelevant: true, ..Default::default() };
+                    p.window.slot_for(sn).meta = SampleMeta {
+                        sn,
+                        irrelevant: true,
+                        ..Default::default()
+                    };
                 }
             }
         }
@@ -517,7 +588,11 @@ impl ReaderCore {
                 ctx.counters.gap_skipped += 1;
                 self.drain(i, now);
             } else if sn > p.next_sn && sn < p.next_sn + p.window.capacity() as i64 && p.window.get(sn).is_none() {
-                p.window.slot_for(sn).meta = SampleMeta { sn, irrelevant: true, ..Default::default() };
+                p.window.slot_for(sn).meta = SampleMeta {
+                    sn,
+                    irrelevant: true,
+                    ..Default::default()
+                };
             }
         }
         self.drain(i, now);
@@ -526,7 +601,9 @@ impl ReaderCore {
 
     /// HEARTBEAT_FRAG: ask for the fragments of the sample still missing.
     pub fn on_heartbeat_frag(&mut self, ctx: &mut Ctx<'_>, now: u64, src: GuidPrefix, h: &HeartbeatFrag) -> bool {
-        let Some(i) = self.find(src, h.writer_id) else { return false };
+        let Some(i) = self.find(src, h.writer_id) else {
+            return false;
+        };
         let p = &mut self.proxies[i];
         p.last_seen_ns = now;
         if !p.reliable || h.count <= p.last_hbfrag_count || (p.synced && h.writer_sn.0 < p.next_sn) {

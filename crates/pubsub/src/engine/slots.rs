@@ -36,7 +36,11 @@ pub struct Slot {
 
 impl Slot {
     fn new(capacity: usize) -> Slot {
-        Slot { meta: SampleMeta::default(), len: 0, data: vec![0; capacity] }
+        Slot {
+            meta: SampleMeta::default(),
+            len: 0,
+            data: vec![0; capacity],
+        }
     }
     /// Stores `payload`; grows the buffer (once) when it is too small. Returns true when it grew.
     pub fn store(&mut self, meta: SampleMeta, payload: &[u8]) -> bool {
@@ -63,7 +67,9 @@ pub struct SnRing {
 
 impl SnRing {
     pub fn new(capacity: usize, slot_size: usize) -> SnRing {
-        SnRing { slots: (0..capacity.max(1)).map(|_| Slot::new(slot_size)).collect() }
+        SnRing {
+            slots: (0..capacity.max(1)).map(|_| Slot::new(slot_size)).collect(),
+        }
     }
     pub fn capacity(&self) -> usize {
         self.slots.len()
@@ -106,7 +112,11 @@ pub struct FifoRing {
 
 impl FifoRing {
     pub fn new(capacity: usize, slot_size: usize) -> FifoRing {
-        FifoRing { slots: (0..capacity.max(1)).map(|_| Slot::new(slot_size)).collect(), head: 0, len: 0 }
+        FifoRing {
+            slots: (0..capacity.max(1)).map(|_| Slot::new(slot_size)).collect(),
+            head: 0,
+            len: 0,
+        }
     }
     pub fn len(&self) -> usize {
         self.len
@@ -155,7 +165,13 @@ mod tests {
     fn sn_ring_keeps_the_last_capacity() {
         let mut r = SnRing::new(4, 8);
         for sn in 1..=6 {
-            r.slot_for(sn).store(SampleMeta { sn, ..Default::default() }, &[sn as u8]);
+            r.slot_for(sn).store(
+                SampleMeta {
+                    sn,
+                    ..Default::default()
+                },
+                &[sn as u8],
+            );
         }
         assert!(r.get(2).is_none());
         assert_eq!(r.get(3).unwrap().payload(), &[3]);
@@ -168,12 +184,24 @@ mod tests {
     fn fifo_refuses_when_full_and_drops_oldest_on_demand() {
         let mut f = FifoRing::new(2, 4);
         for i in 1..=2 {
-            f.back_slot().unwrap().store(SampleMeta { sn: i, ..Default::default() }, &[i as u8]);
+            f.back_slot().unwrap().store(
+                SampleMeta {
+                    sn: i,
+                    ..Default::default()
+                },
+                &[i as u8],
+            );
             f.commit();
         }
         assert!(f.back_slot().is_none());
         f.drop_oldest();
-        f.back_slot().unwrap().store(SampleMeta { sn: 3, ..Default::default() }, &[3]);
+        f.back_slot().unwrap().store(
+            SampleMeta {
+                sn: 3,
+                ..Default::default()
+            },
+            &[3],
+        );
         f.commit();
         assert_eq!(f.front().unwrap().meta.sn, 2);
         f.pop();
@@ -183,7 +211,19 @@ mod tests {
     #[test]
     fn a_bigger_sample_grows_one_slot_once() {
         let mut r = SnRing::new(1, 2);
-        assert!(r.slot_for(1).store(SampleMeta { sn: 1, ..Default::default() }, &[1, 2, 3]));
-        assert!(!r.slot_for(2).store(SampleMeta { sn: 2, ..Default::default() }, &[1, 2, 3]));
+        assert!(r.slot_for(1).store(
+            SampleMeta {
+                sn: 1,
+                ..Default::default()
+            },
+            &[1, 2, 3]
+        ));
+        assert!(!r.slot_for(2).store(
+            SampleMeta {
+                sn: 2,
+                ..Default::default()
+            },
+            &[1, 2, 3]
+        ));
     }
 }

@@ -36,7 +36,12 @@ pub(crate) struct Sender<'c, 'a> {
 impl<'c, 'a> Sender<'c, 'a> {
     /// Datagrams to `dst`; with `dst_prefix`, each starts with INFO_DST.
     pub fn new(ctx: &'c mut Ctx<'a>, dst: SocketAddrV4, dst_prefix: Option<GuidPrefix>) -> Sender<'c, 'a> {
-        Sender { ctx, dst, dst_prefix, len: 0 }
+        Sender {
+            ctx,
+            dst,
+            dst_prefix,
+            len: 0,
+        }
     }
 
     fn start(&mut self) -> Result<(), WireError> {
@@ -64,7 +69,9 @@ impl<'c, 'a> Sender<'c, 'a> {
             Err(WireError::BufferFull) => {
                 b.truncate(mark);
                 let empty = {
-                    let fresh = self.dst_prefix.map_or(crate::wire::message::HEADER_LEN, |_| crate::wire::message::HEADER_LEN + 16);
+                    let fresh = self.dst_prefix.map_or(crate::wire::message::HEADER_LEN, |_| {
+                        crate::wire::message::HEADER_LEN + 16
+                    });
                     mark <= fresh
                 };
                 if empty {
@@ -86,7 +93,9 @@ impl<'c, 'a> Sender<'c, 'a> {
 
     /// Sends the datagram being built, if it holds anything.
     pub fn flush(&mut self) {
-        let header_only = self.dst_prefix.map_or(crate::wire::message::HEADER_LEN, |_| crate::wire::message::HEADER_LEN + 16);
+        let header_only = self.dst_prefix.map_or(crate::wire::message::HEADER_LEN, |_| {
+            crate::wire::message::HEADER_LEN + 16
+        });
         if self.len > header_only {
             let (dst, len) = (self.dst, self.len);
             self.ctx.send(dst, len);

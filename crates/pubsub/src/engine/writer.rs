@@ -7,7 +7,9 @@ use super::slots::{SampleMeta, SnRing};
 use super::tx::{Ctx, Sender};
 use crate::qos::{Durability, History, Qos, Reliability, INFINITE_NS};
 use crate::wire::bytes::ByteWriter;
-use crate::wire::{AckNack, BitSet256, EntityId, Guid, GuidPrefix, MessageBuilder, NackFrag, SequenceNumber, Time, VendorId, WireError};
+use crate::wire::{
+    AckNack, BitSet256, EntityId, Guid, GuidPrefix, MessageBuilder, NackFrag, SequenceNumber, Time, VendorId, WireError,
+};
 use std::net::SocketAddrV4;
 
 /// Why a write did not happen.
@@ -63,7 +65,15 @@ pub(crate) struct WriterCore {
 const FRAG_OVERHEAD: usize = 20 + 16 + 12 + 36 + 32;
 
 impl WriterCore {
-    pub fn new(guid: Guid, topic: &str, type_name: &str, qos: Qos, slot_size: usize, max_datagram: usize, hb_period_ns: u64) -> WriterCore {
+    pub fn new(
+        guid: Guid,
+        topic: &str,
+        type_name: &str,
+        qos: Qos,
+        slot_size: usize,
+        max_datagram: usize,
+        hb_period_ns: u64,
+    ) -> WriterCore {
         let depth = qos.depth();
         let frag_size = (max_datagram.saturating_sub(FRAG_OVERHEAD) / 4 * 4).clamp(64, 1344);
         WriterCore {
@@ -93,7 +103,10 @@ impl WriterCore {
 
     /// Lowest acknowledged-below over reliable readers (`next_sn` when there are none).
     fn min_acked(&self) -> i64 {
-        self.reliable_proxies().map(|p| p.acked_below).min().unwrap_or(self.next_sn)
+        self.reliable_proxies()
+            .map(|p| p.acked_below)
+            .min()
+            .unwrap_or(self.next_sn)
     }
 
     /// Oldest sequence number still in the history.
@@ -121,8 +134,16 @@ impl WriterCore {
             return Err(WriteError::HistoryFull);
         }
         let sn = self.next_sn;
-        let meta = SampleMeta { sn, writer: self.guid, source_ts, reception_ns: now, valid_data: true, ..Default::default() };
-        let need_ack = self.qos.history == History::KeepAll && self.unacked() + 1 >= (self.history.capacity() as i64 / 2).max(1);
+        let meta = SampleMeta {
+            sn,
+            writer: self.guid,
+            source_ts,
+            reception_ns: now,
+            valid_data: true,
+            ..Default::default()
+        };
+        let need_ack =
+            self.qos.history == History::KeepAll && self.unacked() + 1 >= (self.history.capacity() as i64 / 2).max(1);
         let first = self.first_available_after(sn);
         let (writer_id, hb_count) = (self.guid.entity, self.hb_count + 1);
         let has_reliable = self.reliable_proxies().next().is_some();
@@ -131,7 +152,15 @@ impl WriterCore {
             b.info_ts(source_ts)?;
             let range = b.data_with_range(EntityId::UNKNOWN, writer_id, SequenceNumber(sn), None, |w| serialize(w))?;
             if has_reliable {
-                b.heartbeat(EntityId::UNKNOWN, writer_id, SequenceNumber(first), SequenceNumber(sn), hb_count, !need_ack, false)?;
+                b.heartbeat(
+                    EntityId::UNKNOWN,
+                    writer_id,
+                    SequenceNumber(first),
+                    SequenceNumber(sn),
+                    hb_count,
+                    !need_ack,
+                    false,
+                )?;
             }
             Ok((b.finish(), range))
         })();
@@ -206,7 +235,9 @@ impl WriterCore {
         sn: i64,
         only: Option<&NackFrag<'_>>,
     ) {
-        let Some(slot) = self.history.get(sn) else { return };
+        let Some(slot) = self.history.get(sn) else {
+            return;
+        };
         let total = slot.len.div_ceil(self.frag_size);
         let (writer_id, frag_size, ts) = (self.guid.entity, self.frag_size, slot.meta.source_ts);
         let payload = slot.payload();
@@ -221,7 +252,16 @@ impl WriterCore {
             let bytes = &payload[f * frag_size..((f + 1) * frag_size).min(payload.len())];
             let _ = s.push(|b| {
                 b.info_ts(ts)?;
-                b.data_frag(reader, writer_id, SequenceNumber(sn), num, 1, frag_size as u16, payload.len() as u32, bytes)
+                b.data_frag(
+                    reader,
+                    writer_id,
+                    SequenceNumber(sn),
+                    num,
+                    1,
+                    frag_size as u16,
+                    payload.len() as u32,
+                    bytes,
+                )
             });
             s.ctx.counters.frags_sent += 1;
         }
@@ -234,8 +274,20 @@ impl WriterCore {
         }
         self.hb_count += 1;
         let (first, last) = (self.first_available(), self.next_sn - 1);
-        let Ok(mut b) = MessageBuilder::new(ctx.tx, ctx.prefix, VendorId::DETPATH) else { return };
-        if b.heartbeat(EntityId::UNKNOWN, self.guid.entity, SequenceNumber(first), SequenceNumber(last), self.hb_count, final_flag, false).is_err() {
+        let Ok(mut b) = MessageBuilder::new(ctx.tx, ctx.prefix, VendorId::DETPATH) else {
+            return;
+        };
+        if b.heartbeat(
+            EntityId::UNKNOWN,
+            self.guid.entity,
+            SequenceNumber(first),
+            SequenceNumber(last),
+            self.hb_count,
+            final_flag,
+            false,
+        )
+        .is_err()
+        {
             return;
         }
         let len = b.finish();
@@ -317,7 +369,17 @@ impl WriterCore {
         let (count, writer_id) = (self.hb_count, self.guid.entity);
         let (reader_id, last) = (p.guid.entity, self.next_sn - 1);
         let mut s = Sender::new(ctx, p.addr, Some(p.guid.prefix));
-        let _ = s.push(|b| b.heartbeat(reader_id, writer_id, SequenceNumber(first), SequenceNumber(last), count, final_flag, false));
+        let _ = s.push(|b| {
+            b.heartbeat(
+                reader_id,
+                writer_id,
+                SequenceNumber(first),
+                SequenceNumber(last),
+                count,
+                final_flag,
+                false,
+            )
+        });
         s.ctx.counters.heartbeats_sent += 1;
     }
 
@@ -332,7 +394,15 @@ impl WriterCore {
         {
             let mut s = Sender::new(ctx, p.addr, Some(p.guid.prefix));
             let gap = |s: &mut Sender<'_, '_>, (a, b): (i64, i64)| {
-                let _ = s.push(|m| m.gap(p.guid.entity, writer_id, SequenceNumber(a), SequenceNumber(b + 1), &BitSet256::new(0)));
+                let _ = s.push(|m| {
+                    m.gap(
+                        p.guid.entity,
+                        writer_id,
+                        SequenceNumber(a),
+                        SequenceNumber(b + 1),
+                        &BitSet256::new(0),
+                    )
+                });
                 s.ctx.counters.gaps_sent += 1;
             };
             for &sn in sns {
@@ -381,7 +451,11 @@ impl WriterCore {
 
     /// ACKNACK from a reader: acknowledgements move the proxy's horizon, negative bits are retransmitted.
     pub fn on_acknack(&mut self, ctx: &mut Ctx<'_>, src: GuidPrefix, a: &AckNack<'_>) -> bool {
-        let Some(i) = self.proxies.iter().position(|p| p.guid.prefix == src && p.guid.entity == a.reader_id) else {
+        let Some(i) = self
+            .proxies
+            .iter()
+            .position(|p| p.guid.prefix == src && p.guid.entity == a.reader_id)
+        else {
             return false;
         };
         let p = &mut self.proxies[i];
@@ -413,7 +487,11 @@ impl WriterCore {
 
     /// NACK_FRAG: resend the named fragments.
     pub fn on_nack_frag(&mut self, ctx: &mut Ctx<'_>, src: GuidPrefix, n: &NackFrag<'_>) -> bool {
-        let Some(i) = self.proxies.iter().position(|p| p.guid.prefix == src && p.guid.entity == n.reader_id) else {
+        let Some(i) = self
+            .proxies
+            .iter()
+            .position(|p| p.guid.prefix == src && p.guid.entity == n.reader_id)
+        else {
             return false;
         };
         if n.count <= self.proxies[i].last_nackfrag_count {

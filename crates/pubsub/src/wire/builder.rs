@@ -9,6 +9,9 @@ use super::plist::ParamWriter;
 use super::types::*;
 use super::WireError;
 
+/// Writes the parameters of an inline QoS (the sentinel is added after it).
+pub type InlineQos<'q, 'b> = &'q dyn Fn(&mut ParamWriter<'_, 'b>) -> Result<(), WireError>;
+
 /// An RTPS message under construction.
 #[derive(Debug)]
 pub struct MessageBuilder<'b> {
@@ -33,7 +36,9 @@ impl<'b> MessageBuilder<'b> {
     }
     /// Continues a message of `len` bytes already in `buf` (its header written by [`new`](Self::new)).
     pub fn resume(buf: &'b mut [u8], len: usize) -> MessageBuilder<'b> {
-        MessageBuilder { w: ByteWriter::at(buf, len.max(HEADER_LEN), true) }
+        MessageBuilder {
+            w: ByteWriter::at(buf, len.max(HEADER_LEN), true),
+        }
     }
     /// Bytes so far.
     pub fn len(&self) -> usize {
@@ -187,10 +192,11 @@ impl<'b> MessageBuilder<'b> {
         reader: EntityId,
         writer: EntityId,
         sn: SequenceNumber,
-        inline_qos: Option<&dyn Fn(&mut ParamWriter<'_, 'b>) -> Result<(), WireError>>,
+        inline_qos: Option<InlineQos<'_, 'b>>,
         payload: impl FnOnce(&mut ByteWriter<'b>) -> Result<(), WireError>,
     ) -> Result<(), WireError> {
-        self.data_with_range(reader, writer, sn, inline_qos, payload).map(|_| ())
+        self.data_with_range(reader, writer, sn, inline_qos, payload)
+            .map(|_| ())
     }
     /// [`data_with`](Self::data_with), returning where in the buffer the payload landed.
     pub fn data_with_range(
@@ -198,7 +204,7 @@ impl<'b> MessageBuilder<'b> {
         reader: EntityId,
         writer: EntityId,
         sn: SequenceNumber,
-        inline_qos: Option<&dyn Fn(&mut ParamWriter<'_, 'b>) -> Result<(), WireError>>,
+        inline_qos: Option<InlineQos<'_, 'b>>,
         payload: impl FnOnce(&mut ByteWriter<'b>) -> Result<(), WireError>,
     ) -> Result<std::ops::Range<usize>, WireError> {
         let flags = flag::DATA_DATA | if inline_qos.is_some() { flag::INLINE_QOS } else { 0 };
@@ -230,7 +236,9 @@ impl<'b> MessageBuilder<'b> {
         version: Xcdr,
         body: impl FnOnce(&mut CdrWriter<'_, 'b>) -> Result<(), WireError>,
     ) -> Result<(), WireError> {
-        self.data_with(reader, writer, sn, None, |w| write_payload(w, version, body).map(|_| ()))
+        self.data_with(reader, writer, sn, None, |w| {
+            write_payload(w, version, body).map(|_| ())
+        })
     }
     /// DATA with an already-serialized payload (retransmissions, discovery data).
     pub fn data_bytes(
@@ -238,7 +246,7 @@ impl<'b> MessageBuilder<'b> {
         reader: EntityId,
         writer: EntityId,
         sn: SequenceNumber,
-        inline_qos: Option<&dyn Fn(&mut ParamWriter<'_, 'b>) -> Result<(), WireError>>,
+        inline_qos: Option<InlineQos<'_, 'b>>,
         payload: &[u8],
     ) -> Result<(), WireError> {
         self.data_with(reader, writer, sn, inline_qos, |w| w.bytes(payload))
@@ -332,14 +340,22 @@ impl<'b> MessageBuilder<'b> {
                 let set = to_bitset(a.state.num_bits, |i| a.state.bit(i));
                 self.acknack(a.reader_id, a.writer_id, a.state.base, &set, a.count, a.final_flag)
             }
-            S::Heartbeat(h) => {
-                self.heartbeat(h.reader_id, h.writer_id, h.first_sn, h.last_sn, h.count, h.final_flag, h.liveliness_flag)
-            }
+            S::Heartbeat(h) => self.heartbeat(
+                h.reader_id,
+                h.writer_id,
+                h.first_sn,
+                h.last_sn,
+                h.count,
+                h.final_flag,
+                h.liveliness_flag,
+            ),
             S::Gap(g) => {
                 let set = to_bitset(g.gap_list.num_bits, |i| g.gap_list.bit(i));
                 self.gap(g.reader_id, g.writer_id, g.gap_start, g.gap_list.base, &set)
             }
-            S::HeartbeatFrag(h) => self.heartbeat_frag(h.reader_id, h.writer_id, h.writer_sn, h.last_fragment_num, h.count),
+            S::HeartbeatFrag(h) => {
+                self.heartbeat_frag(h.reader_id, h.writer_id, h.writer_sn, h.last_fragment_num, h.count)
+            }
             S::NackFrag(n) => {
                 let set = to_bitset(n.state.num_bits, |i| n.state.bit(i));
                 self.nack_frag(n.reader_id, n.writer_id, n.writer_sn, n.state.base, &set, n.count)

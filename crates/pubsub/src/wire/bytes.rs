@@ -49,18 +49,30 @@ impl<'a> ByteReader<'a> {
     }
     pub fn u16(&mut self) -> Result<u16, WireError> {
         let a = self.array::<2>()?;
-        Ok(if self.le { u16::from_le_bytes(a) } else { u16::from_be_bytes(a) })
+        Ok(if self.le {
+            u16::from_le_bytes(a)
+        } else {
+            u16::from_be_bytes(a)
+        })
     }
     pub fn u32(&mut self) -> Result<u32, WireError> {
         let a = self.array::<4>()?;
-        Ok(if self.le { u32::from_le_bytes(a) } else { u32::from_be_bytes(a) })
+        Ok(if self.le {
+            u32::from_le_bytes(a)
+        } else {
+            u32::from_be_bytes(a)
+        })
     }
     pub fn i32(&mut self) -> Result<i32, WireError> {
         Ok(self.u32()? as i32)
     }
     pub fn u64(&mut self) -> Result<u64, WireError> {
         let a = self.array::<8>()?;
-        Ok(if self.le { u64::from_le_bytes(a) } else { u64::from_be_bytes(a) })
+        Ok(if self.le {
+            u64::from_le_bytes(a)
+        } else {
+            u64::from_be_bytes(a)
+        })
     }
     /// Skips `n` bytes.
     pub fn skip(&mut self, n: usize) -> Result<(), WireError> {
@@ -138,7 +150,10 @@ impl<'a> ByteWriter<'a> {
     pub fn patch_u16(&mut self, at: usize, v: u16) -> Result<(), WireError> {
         let b = if self.le { v.to_le_bytes() } else { v.to_be_bytes() };
         let end = at.checked_add(2).ok_or(WireError::BufferFull)?;
-        self.buf.get_mut(at..end).ok_or(WireError::BufferFull)?.copy_from_slice(&b);
+        self.buf
+            .get_mut(at..end)
+            .ok_or(WireError::BufferFull)?
+            .copy_from_slice(&b);
         Ok(())
     }
     /// The whole underlying buffer (for callers that patch or read back).

@@ -95,7 +95,10 @@ pub struct CdrReader<'a> {
 impl<'a> CdrReader<'a> {
     /// A reader over a CDR body (the bytes after the encapsulation header).
     pub fn new(body: &'a [u8], le: bool, version: Xcdr) -> CdrReader<'a> {
-        CdrReader { r: ByteReader::new(body, le), max_align: version.max_align() }
+        CdrReader {
+            r: ByteReader::new(body, le),
+            max_align: version.max_align(),
+        }
     }
     /// A reader over a whole serialized payload: checks the header is plain CDR.
     pub fn from_payload(payload: &'a [u8]) -> Result<CdrReader<'a>, WireError> {
@@ -169,7 +172,11 @@ impl<'a, 'b> CdrWriter<'a, 'b> {
     /// A writer whose alignment origin is the writer's current position.
     pub fn new(w: &'a mut ByteWriter<'b>, version: Xcdr) -> CdrWriter<'a, 'b> {
         let origin = w.pos();
-        CdrWriter { w, origin, max_align: version.max_align() }
+        CdrWriter {
+            w,
+            origin,
+            max_align: version.max_align(),
+        }
     }
     fn align(&mut self, n: usize) -> Result<(), WireError> {
         let n = n.min(self.max_align);

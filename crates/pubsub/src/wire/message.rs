@@ -68,17 +68,31 @@ impl<'a> Message<'a> {
         if r.take(4)? != b"RTPS" {
             return Err(WireError::NotRtps);
         }
-        let version = ProtocolVersion { major: r.u8()?, minor: r.u8()? };
+        let version = ProtocolVersion {
+            major: r.u8()?,
+            minor: r.u8()?,
+        };
         if version.major != 2 {
             return Err(WireError::UnsupportedVersion(version.major, version.minor));
         }
         let vendor = VendorId(r.array()?);
         let guid_prefix = GuidPrefix(r.array()?);
-        Ok(Message { header: Header { version, vendor, guid_prefix }, body: r.rest() })
+        Ok(Message {
+            header: Header {
+                version,
+                vendor,
+                guid_prefix,
+            },
+            body: r.rest(),
+        })
     }
     /// The submessages in order.
     pub fn submessages(&self) -> Submessages<'a> {
-        Submessages { buf: self.body, pos: 0, done: false }
+        Submessages {
+            buf: self.body,
+            pos: 0,
+            done: false,
+        }
     }
 }
 
@@ -112,10 +126,18 @@ impl<'a> Submessages<'a> {
         }
         let (sid, flags) = (rest[0], rest[1]);
         let le = flags & flag::ENDIANNESS != 0;
-        let len = if le { u16::from_le_bytes([rest[2], rest[3]]) } else { u16::from_be_bytes([rest[2], rest[3]]) } as usize;
+        let len = if le {
+            u16::from_le_bytes([rest[2], rest[3]])
+        } else {
+            u16::from_be_bytes([rest[2], rest[3]])
+        } as usize;
         let avail = rest.len() - SUBMSG_HEADER_LEN;
         // Length 0 means "up to the end of the message", except for PAD and INFO_TS.
-        let body_len = if len == 0 && sid != id::PAD && sid != id::INFO_TS { avail } else { len };
+        let body_len = if len == 0 && sid != id::PAD && sid != id::INFO_TS {
+            avail
+        } else {
+            len
+        };
         if body_len > avail {
             return Err(WireError::Truncated);
         }
@@ -141,7 +163,11 @@ pub enum Submessage<'a> {
     Data(Data<'a>),
     DataFrag(DataFrag<'a>),
     /// Anything else (INFO_REPLY, vendor-specific, future ids): skipped by its length.
-    Unknown { id: u8, flags: u8, len: usize },
+    Unknown {
+        id: u8,
+        flags: u8,
+        len: usize,
+    },
 }
 
 /// INFO_SRC: the source of the following submessages.
@@ -263,15 +289,28 @@ impl<'a> Submessage<'a> {
             id::INFO_DST => Submessage::InfoDst(GuidPrefix(r.array()?)),
             id::INFO_SRC => {
                 r.skip(4)?;
-                let version = ProtocolVersion { major: r.u8()?, minor: r.u8()? };
-                Submessage::InfoSrc(InfoSrc { version, vendor: VendorId(r.array()?), guid_prefix: GuidPrefix(r.array()?) })
+                let version = ProtocolVersion {
+                    major: r.u8()?,
+                    minor: r.u8()?,
+                };
+                Submessage::InfoSrc(InfoSrc {
+                    version,
+                    vendor: VendorId(r.array()?),
+                    guid_prefix: GuidPrefix(r.array()?),
+                })
             }
             id::ACKNACK => {
                 let reader_id = EntityId(r.array()?);
                 let writer_id = EntityId(r.array()?);
                 let state = SnSet::read(&mut r)?;
                 let count = r.i32()?;
-                Submessage::AckNack(AckNack { reader_id, writer_id, state, count, final_flag: flags & flag::FINAL != 0 })
+                Submessage::AckNack(AckNack {
+                    reader_id,
+                    writer_id,
+                    state,
+                    count,
+                    final_flag: flags & flag::FINAL != 0,
+                })
             }
             id::HEARTBEAT => {
                 let reader_id = EntityId(r.array()?);
@@ -301,7 +340,12 @@ impl<'a> Submessage<'a> {
                 if gap_start.0 < 1 || gap_list.base < gap_start {
                     return Err(WireError::BadSequenceNumber);
                 }
-                Submessage::Gap(Gap { reader_id, writer_id, gap_start, gap_list })
+                Submessage::Gap(Gap {
+                    reader_id,
+                    writer_id,
+                    gap_start,
+                    gap_list,
+                })
             }
             id::HEARTBEAT_FRAG => {
                 let reader_id = EntityId(r.array()?);
@@ -312,7 +356,13 @@ impl<'a> Submessage<'a> {
                 if writer_sn.0 < 1 || last_fragment_num == 0 {
                     return Err(WireError::BadSequenceNumber);
                 }
-                Submessage::HeartbeatFrag(HeartbeatFrag { reader_id, writer_id, writer_sn, last_fragment_num, count })
+                Submessage::HeartbeatFrag(HeartbeatFrag {
+                    reader_id,
+                    writer_id,
+                    writer_sn,
+                    last_fragment_num,
+                    count,
+                })
             }
             id::NACK_FRAG => {
                 let reader_id = EntityId(r.array()?);
@@ -323,11 +373,21 @@ impl<'a> Submessage<'a> {
                 if writer_sn.0 < 1 {
                     return Err(WireError::BadSequenceNumber);
                 }
-                Submessage::NackFrag(NackFrag { reader_id, writer_id, writer_sn, state, count })
+                Submessage::NackFrag(NackFrag {
+                    reader_id,
+                    writer_id,
+                    writer_sn,
+                    state,
+                    count,
+                })
             }
             id::DATA => Submessage::Data(parse_data(flags, &mut r)?),
             id::DATA_FRAG => Submessage::DataFrag(parse_data_frag(flags, &mut r)?),
-            _ => Submessage::Unknown { id: sid, flags, len: body.len() },
+            _ => Submessage::Unknown {
+                id: sid,
+                flags,
+                len: body.len(),
+            },
         })
     }
 }
@@ -376,7 +436,14 @@ fn parse_data<'a>(flags: u8, r: &mut ByteReader<'a>) -> Result<Data<'a>, WireErr
         return Err(WireError::BadFlags);
     }
     let payload = if has_payload { Some(r.rest()) } else { None };
-    Ok(Data { reader_id, writer_id, writer_sn, inline_qos, payload, key_flag: flags & flag::DATA_KEY != 0 })
+    Ok(Data {
+        reader_id,
+        writer_id,
+        writer_sn,
+        inline_qos,
+        payload,
+        key_flag: flags & flag::DATA_KEY != 0,
+    })
 }
 
 fn parse_data_frag<'a>(flags: u8, r: &mut ByteReader<'a>) -> Result<DataFrag<'a>, WireError> {

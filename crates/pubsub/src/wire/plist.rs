@@ -95,7 +95,10 @@ impl<'a> ParamList<'a> {
     /// The parameters up to the sentinel. An item is an error when its length
     /// runs past the list; iteration stops after it.
     pub fn iter(&self) -> ParamIter<'a> {
-        ParamIter { r: ByteReader::new(self.buf, self.le), done: false }
+        ParamIter {
+            r: ByteReader::new(self.buf, self.le),
+            done: false,
+        }
     }
     /// The first value with this id.
     pub fn find(&self, id: u16) -> Option<&'a [u8]> {
@@ -248,7 +251,10 @@ mod tests {
         // No sentinel.
         let b = [0x05, 0x00, 0x04, 0x00, 1, 2, 3, 4];
         assert_eq!(ParamList::measure(&b, true), Err(WireError::Truncated));
-        assert_eq!(ParamList::new(&b, true).iter().nth(1), Some(Err(WireError::MissingSentinel)));
+        assert_eq!(
+            ParamList::new(&b, true).iter().nth(1),
+            Some(Err(WireError::MissingSentinel))
+        );
     }
 
     #[test]

@@ -111,7 +111,10 @@ impl Guid {
     pub fn from_bytes(b: [u8; 16]) -> Guid {
         let mut p = [0u8; 12];
         p.copy_from_slice(&b[..12]);
-        Guid { prefix: GuidPrefix(p), entity: EntityId([b[12], b[13], b[14], b[15]]) }
+        Guid {
+            prefix: GuidPrefix(p),
+            entity: EntityId([b[12], b[13], b[14], b[15]]),
+        }
     }
 }
 
@@ -150,11 +153,20 @@ const NS: i64 = 1_000_000_000;
 
 impl Time {
     /// TIME_INVALID.
-    pub const INVALID: Time = Time { seconds: -1, fraction: 0xffff_ffff };
+    pub const INVALID: Time = Time {
+        seconds: -1,
+        fraction: 0xffff_ffff,
+    };
     /// TIME_INFINITE / DURATION_INFINITE.
-    pub const INFINITE: Time = Time { seconds: 0x7fff_ffff, fraction: 0xffff_ffff };
+    pub const INFINITE: Time = Time {
+        seconds: 0x7fff_ffff,
+        fraction: 0xffff_ffff,
+    };
     /// TIME_ZERO.
-    pub const ZERO: Time = Time { seconds: 0, fraction: 0 };
+    pub const ZERO: Time = Time {
+        seconds: 0,
+        fraction: 0,
+    };
 
     /// From nanoseconds. The fraction is rounded up and [`Time::to_nanos`]
     /// rounds to nearest, so every nanosecond value survives the round trip
@@ -165,8 +177,11 @@ impl Time {
         }
         let secs = ns.div_euclid(NS);
         let rest = ns.rem_euclid(NS);
-        let fraction = (((rest as u128) << 32) + (NS as u128 - 1)) / NS as u128;
-        Time { seconds: secs.clamp(i32::MIN as i64, i32::MAX as i64) as i32, fraction: fraction.min(u32::MAX as u128) as u32 }
+        let fraction = ((rest as u128) << 32).div_ceil(NS as u128);
+        Time {
+            seconds: secs.clamp(i32::MIN as i64, i32::MAX as i64) as i32,
+            fraction: fraction.min(u32::MAX as u128) as u32,
+        }
     }
     /// To nanoseconds (`i64::MAX` for infinite).
     pub fn to_nanos(self) -> i64 {
@@ -181,7 +196,10 @@ impl Time {
         Time::read(r)
     }
     pub(crate) fn read(r: &mut ByteReader<'_>) -> Result<Time, WireError> {
-        Ok(Time { seconds: r.i32()?, fraction: r.u32()? })
+        Ok(Time {
+            seconds: r.i32()?,
+            fraction: r.u32()?,
+        })
     }
     pub(crate) fn write(self, w: &mut ByteWriter<'_>) -> Result<(), WireError> {
         w.i32(self.seconds)?;
@@ -205,7 +223,11 @@ impl Locator {
     pub fn udpv4(addr: SocketAddrV4) -> Locator {
         let mut address = [0u8; 16];
         address[12..].copy_from_slice(&addr.ip().octets());
-        Locator { kind: LOCATOR_KIND_UDPV4, port: addr.port() as u32, address }
+        Locator {
+            kind: LOCATOR_KIND_UDPV4,
+            port: addr.port() as u32,
+            address,
+        }
     }
     /// The socket address of a UDPv4 locator with a valid port.
     pub fn to_socket_addr_v4(&self) -> Option<SocketAddrV4> {
@@ -213,14 +235,21 @@ impl Locator {
             return None;
         }
         let a = &self.address;
-        Some(SocketAddrV4::new(Ipv4Addr::new(a[12], a[13], a[14], a[15]), self.port as u16))
+        Some(SocketAddrV4::new(
+            Ipv4Addr::new(a[12], a[13], a[14], a[15]),
+            self.port as u16,
+        ))
     }
     /// From a parameter value in the given byte order.
     pub fn read_from(value: &[u8], le: bool) -> Result<Locator, WireError> {
         Locator::read(&mut ByteReader::new(value, le))
     }
     pub(crate) fn read(r: &mut ByteReader<'_>) -> Result<Locator, WireError> {
-        Ok(Locator { kind: r.i32()?, port: r.u32()?, address: r.array()? })
+        Ok(Locator {
+            kind: r.i32()?,
+            port: r.u32()?,
+            address: r.array()?,
+        })
     }
     /// Writes the 24-byte locator.
     pub fn write_pub(&self, w: &mut ByteWriter<'_>) -> Result<(), WireError> {
@@ -283,7 +312,12 @@ impl<'a> SnSet<'a> {
         }
         let words = num_bits.div_ceil(32) as usize;
         let bitmap = r.take(words * 4)?;
-        Ok(SnSet { base, num_bits, bitmap, le: r.le })
+        Ok(SnSet {
+            base,
+            num_bits,
+            bitmap,
+            le: r.le,
+        })
     }
     /// Whether bit `i` (base + i) is set.
     pub fn bit(&self, i: u32) -> bool {
@@ -291,7 +325,9 @@ impl<'a> SnSet<'a> {
     }
     /// The sequence numbers in the set, ascending.
     pub fn iter(&self) -> impl Iterator<Item = SequenceNumber> + '_ {
-        (0..self.num_bits).filter(|&i| self.bit(i)).map(|i| SequenceNumber(self.base.0 + i as i64))
+        (0..self.num_bits)
+            .filter(|&i| self.bit(i))
+            .map(|i| SequenceNumber(self.base.0 + i as i64))
     }
 }
 
@@ -312,14 +348,21 @@ impl<'a> FragSet<'a> {
             return Err(WireError::BadSet);
         }
         let bitmap = r.take(num_bits.div_ceil(32) as usize * 4)?;
-        Ok(FragSet { base, num_bits, bitmap, le: r.le })
+        Ok(FragSet {
+            base,
+            num_bits,
+            bitmap,
+            le: r.le,
+        })
     }
     pub fn bit(&self, i: u32) -> bool {
         bit_of(self.bitmap, self.le, self.num_bits, i)
     }
     /// The fragment numbers in the set, ascending.
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        (0..self.num_bits).filter(|&i| self.bit(i)).map(|i| self.base.saturating_add(i))
+        (0..self.num_bits)
+            .filter(|&i| self.bit(i))
+            .map(|i| self.base.saturating_add(i))
     }
 }
 
@@ -342,8 +385,14 @@ fn bit_of(bitmap: &[u8], le: bool, num_bits: u32, i: u32) -> bool {
         return false;
     }
     let w = (i / 32) as usize * 4;
-    let Some(b) = bitmap.get(w..w + 4) else { return false };
-    let word = if le { u32::from_le_bytes([b[0], b[1], b[2], b[3]]) } else { u32::from_be_bytes([b[0], b[1], b[2], b[3]]) };
+    let Some(b) = bitmap.get(w..w + 4) else {
+        return false;
+    };
+    let word = if le {
+        u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    } else {
+        u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+    };
     word & (0x8000_0000 >> (i % 32)) != 0
 }
 
@@ -357,7 +406,10 @@ pub struct BitSet256 {
 impl BitSet256 {
     /// An empty set of `num_bits` bits (clamped to 256).
     pub fn new(num_bits: u32) -> BitSet256 {
-        BitSet256 { num_bits: num_bits.min(MAX_SET_BITS), words: [0; 8] }
+        BitSet256 {
+            num_bits: num_bits.min(MAX_SET_BITS),
+            words: [0; 8],
+        }
     }
     /// Sets bit `i` (ignored beyond `num_bits`).
     pub fn set(&mut self, i: u32) {
@@ -387,20 +439,35 @@ mod tests {
 
     #[test]
     fn time_round_trips_every_nanosecond_bit() {
-        for ns in [0i64, 1, 2, 3, 999_999_999, 1_000_000_001, 1_763_000_000_123_456_789, 1_763_000_000_123_456_788] {
+        for ns in [
+            0i64,
+            1,
+            2,
+            3,
+            999_999_999,
+            1_000_000_001,
+            1_763_000_000_123_456_789,
+            1_763_000_000_123_456_788,
+        ] {
             assert_eq!(Time::from_nanos(ns).to_nanos(), ns, "{ns}");
         }
         let mut x: i64 = 1_700_000_000_000_000_001;
         for _ in 0..100_000 {
             assert_eq!(Time::from_nanos(x).to_nanos(), x);
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407).rem_euclid(1 << 60);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407)
+                .rem_euclid(1 << 60);
         }
     }
 
     #[test]
     fn cyclone_timestamp_decodes() {
         // INFO_TS from a captured ddsperf ping (little endian): seconds 0x6b035323, fraction 0x3144893b.
-        let t = Time { seconds: 0x6b03_5323, fraction: 0x3144_893b };
+        let t = Time {
+            seconds: 0x6b03_5323,
+            fraction: 0x3144_893b,
+        };
         assert_eq!(t.to_nanos() & 1, 1, "the ping flag lives in the lowest bit");
         assert_eq!(Time::from_nanos(t.to_nanos()), t);
     }
@@ -431,7 +498,10 @@ mod tests {
         buf[8..12].copy_from_slice(&257u32.to_be_bytes());
         assert_eq!(SnSet::read(&mut ByteReader::new(&buf, false)), Err(WireError::BadSet));
         let zero_base = [0u8; 12];
-        assert_eq!(SnSet::read(&mut ByteReader::new(&zero_base, false)), Err(WireError::BadSequenceNumber));
+        assert_eq!(
+            SnSet::read(&mut ByteReader::new(&zero_base, false)),
+            Err(WireError::BadSequenceNumber)
+        );
     }
 
     #[test]

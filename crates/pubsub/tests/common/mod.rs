@@ -8,13 +8,16 @@ pub mod udp;
 use detpath_pubsub::engine::{Config, Participant, VecOutbox};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
+/// Decides per datagram (from, to, bytes, counter) whether it is dropped.
+pub type DropRule = Box<dyn FnMut(usize, usize, &[u8], u64) -> bool>;
+
 pub struct Net {
     pub nodes: Vec<Participant>,
     pub addrs: Vec<SocketAddrV4>,
     pub now: u64,
     pub outs: Vec<VecOutbox>,
     /// Decides per datagram (from, to, bytes, counter) whether it is dropped.
-    pub drop: Box<dyn FnMut(usize, usize, &[u8], u64) -> bool>,
+    pub drop: DropRule,
     pub sent: u64,
     pub dropped: u64,
     pub alive: Vec<bool>,
@@ -28,7 +31,11 @@ impl Net {
     pub fn new(n: usize) -> Net {
         let mut nodes = Vec::new();
         for i in 0..n {
-            let mut cfg = Config::new(0, detpath_pubsub::engine::make_guid_prefix(1, 100 + i as u32, 7), addr(i));
+            let mut cfg = Config::new(
+                0,
+                detpath_pubsub::engine::make_guid_prefix(1, 100 + i as u32, 7),
+                addr(i),
+            );
             cfg.add_peer(Ipv4Addr::LOCALHOST, n as u32);
             cfg.user_data = format!("node{i}").into_bytes();
             nodes.push(Participant::new(cfg, 0));
@@ -61,7 +68,9 @@ impl Net {
                 let batch = self.outs[i].drain();
                 for (dst, bytes) in batch {
                     moved = true;
-                    let Some(j) = self.addrs.iter().position(|a| *a == dst) else { continue };
+                    let Some(j) = self.addrs.iter().position(|a| *a == dst) else {
+                        continue;
+                    };
                     self.sent += 1;
                     if !self.alive[i] || !self.alive[j] || (self.drop)(i, j, &bytes, self.sent) {
                         self.dropped += 1;
@@ -105,7 +114,10 @@ impl Net {
 pub struct Lcg(pub u64);
 impl Lcg {
     pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         self.0 >> 33
     }
 }

@@ -22,7 +22,15 @@ impl UdpTransport {
             let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, port);
             if let Ok(sock) = UdpSocket::bind(addr) {
                 sock.set_nonblocking(true).unwrap();
-                return (UdpTransport { sock, addr, epoch: Instant::now(), send_errors: 0 }, idx);
+                return (
+                    UdpTransport {
+                        sock,
+                        addr,
+                        epoch: Instant::now(),
+                        send_errors: 0,
+                    },
+                    idx,
+                );
             }
         }
         panic!("no free participant index in domain {domain}");
@@ -40,15 +48,24 @@ impl Transport for UdpTransport {
             Ok(x) => x,
             Err(_) if wait_ns > 0 => {
                 // Wait with nanosecond precision (SO_RCVTIMEO rounds to jiffies).
-                let ts = libc::timespec { tv_sec: (wait_ns / 1_000_000_000) as _, tv_nsec: (wait_ns % 1_000_000_000) as _ };
-                let mut pfd = libc::pollfd { fd: self.sock.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+                let ts = libc::timespec {
+                    tv_sec: (wait_ns / 1_000_000_000) as _,
+                    tv_nsec: (wait_ns % 1_000_000_000) as _,
+                };
+                let mut pfd = libc::pollfd {
+                    fd: self.sock.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
                 // SAFETY: one valid pollfd, a valid timespec, no signal mask.
                 unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
                 self.sock.recv_from(buf).ok()?
             }
             Err(_) => return None,
         };
-        let SocketAddr::V4(src) = src else { return None };
+        let SocketAddr::V4(src) = src else {
+            return None;
+        };
         Some((n, src, self.now_ns()))
     }
     fn now_ns(&self) -> u64 {
