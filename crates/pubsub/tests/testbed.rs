@@ -183,7 +183,11 @@ fn detpath_pub_sub(datapath: &str) {
     so.duration = Some(Duration::from_secs(60));
     so.wait = Wait::Block;
     let stop2 = stop.clone();
-    let sub = std::thread::spawn(move || run(&so, &|| stop2.load(Ordering::Relaxed), |_| {}));
+    let sub = std::thread::spawn(move || {
+        run(&so, &|| stop2.load(Ordering::Relaxed), |r| {
+            println!("sub {}", serde_json::to_string(r).unwrap())
+        })
+    });
     let mut po = NodeOptions::new(&tb.a().uri(datapath, PORT), Role::Pub { rate_hz: 0.0 });
     po.netns = Some(tb.a().netns.clone());
     po.peers = vec![tb.b().addr];

@@ -143,6 +143,8 @@ pub struct Counters {
     pub heartbeats_stale: u64,
     pub acknacks_sent: u64,
     pub acknacks_stale: u64,
+    /// NACKed samples not resent because they were resent moments ago.
+    pub nacks_suppressed: u64,
     /// SPDP/SEDP announcements refused (malformed, must-understand, wrong domain).
     pub discovery_rejected: u64,
     /// Participants or endpoints not admitted because the limits were reached.
@@ -292,6 +294,8 @@ pub struct Participant {
     pending_builtin: Vec<(GuidPrefix, u32, SocketAddrV4)>,
     /// Our SPDP payload, serialized once.
     spdp_payload: Vec<u8>,
+    /// Some reader has room again and owes its writers an ACKNACK.
+    acks_due: bool,
 }
 
 fn sedp_qos(depth: u32) -> Qos {
@@ -370,6 +374,7 @@ impl Participant {
             sedp_scratch: Vec::with_capacity(4096),
             pending_builtin: Vec::new(),
             spdp_payload: Vec::new(),
+            acks_due: false,
         }
     }
 
@@ -586,6 +591,7 @@ impl Participant {
             Ok(())
         };
         cache.pop();
+        self.after_take(r.0);
         res.map_err(EngineError::Deserialize)?;
         Ok(Some(info))
     }
@@ -606,7 +612,19 @@ impl Participant {
         };
         let out = f(&info, slot.payload());
         cache.pop();
+        self.after_take(r.0);
         Some(out)
+    }
+
+    /// A KEEP_ALL reader that refused samples because its cache was full
+    /// tells its writers as soon as there is room (at the next timeout, now).
+    fn after_take(&mut self, i: usize) {
+        let r = &mut self.readers[i];
+        if r.blocked && !r.cache.is_full() {
+            r.unblock();
+            r.ack_due = true;
+            self.acks_due = true;
+        }
     }
 
     /// Status of a writer.
@@ -642,6 +660,7 @@ impl Participant {
             || !self.pending_readers.is_empty()
             || !self.spdp_replies.is_empty()
             || !self.pending_builtin.is_empty()
+            || self.acks_due
         {
             return 0;
         }
@@ -689,6 +708,13 @@ impl Participant {
             out,
             counters: &mut self.counters,
         };
+        if std::mem::take(&mut self.acks_due) {
+            for r in &mut self.readers {
+                if std::mem::take(&mut r.ack_due) {
+                    r.send_acks(&mut ctx);
+                }
+            }
+        }
         for w in &mut self.writers {
             w.poll(&mut ctx, now);
         }
@@ -842,7 +868,7 @@ impl Participant {
                     let hit = self
                         .writers
                         .iter_mut()
-                        .any(|w| w.guid.entity == a.writer_id && w.on_acknack(&mut ctx, src_prefix, &a));
+                        .any(|w| w.guid.entity == a.writer_id && w.on_acknack(&mut ctx, now, src_prefix, &a));
                     if !hit {
                         ctx.counters.rx_unmatched += 1;
                     }

@@ -14,6 +14,10 @@ use crate::wire::{
 };
 use std::net::SocketAddrV4;
 
+/// A hole already NACKed is NACKed again in answer to a final heartbeat
+/// only after this long (a retransmission takes about a round trip).
+const NACK_INTERVAL_NS: u64 = 2_000_000;
+
 /// Largest number of fragments of one sample a reader reassembles.
 pub const MAX_FRAGMENTS: u32 = 4096;
 
@@ -70,6 +74,11 @@ pub(crate) struct WriterProxy {
     window: SnRing,
     last_hb_count: i32,
     last_hbfrag_count: i32,
+    /// Highest lastSN a heartbeat announced.
+    hb_last: i64,
+    /// Highest sequence number NACKed, and when (NACK rate limit).
+    nacked_high: i64,
+    nacked_ns: u64,
     acknack_count: i32,
     nackfrag_count: i32,
     frag: Reassembly,
@@ -104,6 +113,10 @@ pub(crate) struct ReaderCore {
     /// Samples pushed out of a KEEP_LAST cache before they were taken.
     pub replaced: u64,
     pub slot_growths: u64,
+    /// A sample was refused because the KEEP_ALL cache was full.
+    pub blocked: bool,
+    /// Room came back: send ACKNACKs at the next timeout.
+    pub ack_due: bool,
 }
 
 impl ReaderCore {
@@ -134,6 +147,8 @@ impl ReaderCore {
             rejected: 0,
             replaced: 0,
             slot_growths: 0,
+            blocked: false,
+            ack_due: false,
         }
     }
 
@@ -156,6 +171,9 @@ impl ReaderCore {
             window: SnRing::new(if reliable { self.window } else { 1 }, self.slot_size),
             last_hb_count: i32::MIN,
             last_hbfrag_count: i32::MIN,
+            hb_last: 0,
+            nacked_high: 0,
+            nacked_ns: 0,
             acknack_count: 0,
             nackfrag_count: 0,
             frag: Reassembly::new(self.max_sample.min(1 << 20).max(self.slot_size)),
@@ -272,7 +290,15 @@ impl ReaderCore {
                     self.last_sample_ns = now;
                     self.drain(i, now);
                 }
-                Deliver::Full => self.rejected += 1,
+                Deliver::Full => {
+                    // Keep it in the window: it is delivered when the
+                    // application makes room, without a retransmission.
+                    self.rejected += 1;
+                    self.blocked = true;
+                    if p.window.get(sn).is_none() && p.window.slot_for(sn).store(meta, payload) {
+                        self.slot_growths += 1;
+                    }
+                }
             }
         } else if sn < p.next_sn + p.window.capacity() as i64 {
             if p.window.get(sn).is_none() {
@@ -315,6 +341,7 @@ impl ReaderCore {
                 }
                 Deliver::Full => {
                     self.rejected += 1;
+                    self.blocked = true;
                     return;
                 }
             }
@@ -533,24 +560,74 @@ impl ReaderCore {
         if hb.first_sn.0 > p.next_sn {
             self.skip_to(ctx, i, now, hb.first_sn.0, true);
         }
+        let p = &mut self.proxies[i];
+        p.hb_last = p.hb_last.max(hb.last_sn.0);
+        let missing = self.missing(i);
+        // A stream of final heartbeats (one per DATA) must not draw a NACK
+        // each for the same hole: re-ask at most every NACK_INTERVAL_NS,
+        // unless the hole is new or the writer asked (non-final).
         let p = &self.proxies[i];
-        let base = p.next_sn;
-        let upto = hb.last_sn.0.min(base + MAX_SET_BITS as i64 - 1);
-        let mut missing = BitSet256::new(if upto >= base { (upto - base + 1) as u32 } else { 0 });
-        for sn in base..=upto {
-            if p.window.get(sn).is_none() {
-                missing.set((sn - base) as u32);
+        let high = if missing.num_bits > 0 {
+            p.next_sn + missing.num_bits as i64 - 1
+        } else {
+            0
+        };
+        let fresh = high > p.nacked_high || now >= p.nacked_ns + NACK_INTERVAL_NS;
+        if !hb.final_flag || (missing.count() > 0 && fresh) {
+            if missing.count() > 0 {
+                let p = &mut self.proxies[i];
+                p.nacked_high = p.nacked_high.max(high);
+                p.nacked_ns = now;
             }
-        }
-        if missing.count() > 0 || !hb.final_flag {
-            // Trim trailing zero bits so the set says exactly what is wanted.
-            let mut m = missing;
-            while m.num_bits > 0 && !m.get(m.num_bits - 1) {
-                m.num_bits -= 1;
-            }
-            self.send_acknack(ctx, i, &m, true);
+            self.send_acknack(ctx, i, &missing, true);
         }
         true
+    }
+
+    /// What proxy `i` should be asked to resend: holes from the next expected
+    /// sample up to the last one announced, within what the reorder window
+    /// can hold; nothing while a KEEP_ALL cache is full (flow control: the
+    /// writer keeps its samples, the reader asks again when it has room).
+    fn missing(&self, i: usize) -> BitSet256 {
+        let p = &self.proxies[i];
+        let base = p.next_sn;
+        if self.qos.history == History::KeepAll && self.cache.is_full() {
+            return BitSet256::new(0);
+        }
+        let upto = p
+            .hb_last
+            .min(base + p.window.capacity().min(MAX_SET_BITS as usize) as i64 - 1);
+        let mut m = BitSet256::new(if upto >= base { (upto - base + 1) as u32 } else { 0 });
+        for sn in base..=upto {
+            if p.window.get(sn).is_none() {
+                m.set((sn - base) as u32);
+            }
+        }
+        // Trim trailing zero bits so the set says exactly what is wanted.
+        while m.num_bits > 0 && !m.get(m.num_bits - 1) {
+            m.num_bits -= 1;
+        }
+        m
+    }
+
+    /// The application made room in a cache that had refused samples:
+    /// deliver what waits in the reorder windows.
+    pub fn unblock(&mut self) {
+        self.blocked = false;
+        let now = self.last_sample_ns;
+        for i in 0..self.proxies.len() {
+            self.drain(i, now);
+        }
+    }
+
+    /// ACKNACKs to every reliable writer (after the cache had room again).
+    pub fn send_acks(&mut self, ctx: &mut Ctx<'_>) {
+        for i in 0..self.proxies.len() {
+            if self.proxies[i].reliable && self.proxies[i].synced {
+                let m = self.missing(i);
+                self.send_acknack(ctx, i, &m, true);
+            }
+        }
     }
 
     /// GAP from a matched writer.

@@ -35,7 +35,15 @@ pub(crate) struct ReaderProxy {
     pub start_sn: i64,
     pub last_acknack_count: i32,
     pub last_nackfrag_count: i32,
+    /// Highest sequence number retransmitted at `resent_ns` (NACK suppression).
+    pub resent_high: i64,
+    pub resent_ns: u64,
 }
+
+/// A NACK for something retransmitted less than this long ago is not
+/// answered again: the retransmission is most likely still on its way, and
+/// answering every NACK of a slow reader multiplies the traffic.
+const NACK_SUPPRESS_NS: u64 = 1_000_000;
 
 /// A local writer (user or SEDP built-in).
 pub(crate) struct WriterCore {
@@ -142,8 +150,12 @@ impl WriterCore {
             valid_data: true,
             ..Default::default()
         };
-        let need_ack =
-            self.qos.history == History::KeepAll && self.unacked() + 1 >= (self.history.capacity() as i64 / 2).max(1);
+        // A KEEP_ALL writer needs acknowledgements to free its history: past a
+        // quarter full, every eighth heartbeat asks for one.
+        let cap = self.history.capacity() as i64;
+        let need_ack = self.qos.history == History::KeepAll
+            && self.unacked() + 1 >= (cap / 4).max(1)
+            && sn % (cap / 8).max(1) == 0;
         let first = self.first_available_after(sn);
         let (writer_id, hb_count) = (self.guid.entity, self.hb_count + 1);
         let has_reliable = self.reliable_proxies().next().is_some();
@@ -344,6 +356,8 @@ impl WriterCore {
             start_sn,
             last_acknack_count: i32::MIN,
             last_nackfrag_count: i32::MIN,
+            resent_high: 0,
+            resent_ns: 0,
         });
         if replay {
             let i = self.proxies.len() - 1;
@@ -450,7 +464,7 @@ impl WriterCore {
     }
 
     /// ACKNACK from a reader: acknowledgements move the proxy's horizon, negative bits are retransmitted.
-    pub fn on_acknack(&mut self, ctx: &mut Ctx<'_>, src: GuidPrefix, a: &AckNack<'_>) -> bool {
+    pub fn on_acknack(&mut self, ctx: &mut Ctx<'_>, now: u64, src: GuidPrefix, a: &AckNack<'_>) -> bool {
         let Some(i) = self
             .proxies
             .iter()
@@ -466,9 +480,18 @@ impl WriterCore {
         p.last_acknack_count = a.count;
         let base = a.state.base.0.min(self.next_sn);
         p.acked_below = p.acked_below.max(base);
+        let suppress_upto = if now < p.resent_ns + NACK_SUPPRESS_NS {
+            p.resent_high
+        } else {
+            0
+        };
         let mut nacked = [0i64; 256];
         let mut n = 0;
         for sn in a.state.iter() {
+            if sn.0 <= suppress_upto {
+                ctx.counters.nacks_suppressed += 1;
+                continue;
+            }
             if n < nacked.len() && sn.0 < self.next_sn {
                 nacked[n] = sn.0;
                 n += 1;
@@ -476,6 +499,9 @@ impl WriterCore {
         }
         if n > 0 {
             self.resend(ctx, i, &nacked[..n]);
+            let p = &mut self.proxies[i];
+            p.resent_high = p.resent_high.max(nacked[n - 1]);
+            p.resent_ns = now;
         }
         let p = &self.proxies[i];
         if n > 0 || (!a.final_flag && p.reliable) {
