@@ -132,6 +132,13 @@ pub struct Outcome {
     pub peers: usize,
     pub engine: CountersJson,
     pub send_errors: u64,
+    /// Data writer: matched readers and samples not yet acknowledged at the end.
+    pub writer_matched: usize,
+    pub writer_matched_reliable: usize,
+    pub writer_unacknowledged: i64,
+    /// Data reader (sub): matched writers, samples refused while its cache was full.
+    pub reader_matched: usize,
+    pub reader_rejected: u64,
 }
 
 /// The engine counters that matter in a report.
@@ -144,6 +151,11 @@ pub struct CountersJson {
     pub heartbeats_sent: u64,
     pub acknacks_sent: u64,
     pub data_lost: u64,
+    pub gap_skipped: u64,
+    pub data_duplicate: u64,
+    pub data_out_of_window: u64,
+    pub nacks_suppressed: u64,
+    pub gaps_sent: u64,
     pub discovery_rejected: u64,
 }
 
@@ -157,6 +169,11 @@ impl From<Counters> for CountersJson {
             heartbeats_sent: c.heartbeats_sent,
             acknacks_sent: c.acknacks_sent,
             data_lost: c.data_lost,
+            gap_skipped: c.gap_skipped,
+            data_duplicate: c.data_duplicate,
+            data_out_of_window: c.data_out_of_window,
+            nacks_suppressed: c.nacks_suppressed,
+            gaps_sent: c.gaps_sent,
             discovery_rejected: c.discovery_rejected,
         }
     }
@@ -301,10 +318,15 @@ pub fn run(
             if p.count_done() && !matches!(p.cfg.role, Role::Pub { .. }) {
                 return true;
             }
-            // Pings sent (or samples published): wait for the answers, or for
-            // the readers' acknowledgements, at most 2 s more.
+            // Pings sent (or samples published): wait for the answers (2 s),
+            // or for the readers' acknowledgements (10 s).
             if count > 0 && (p.ping_done() || p.count_done()) {
-                let d = *drain_until.get_or_insert(t + 2_000_000_000);
+                let grace = if matches!(p.cfg.role, Role::Pub { .. }) {
+                    10_000_000_000
+                } else {
+                    2_000_000_000
+                };
+                let d = *drain_until.get_or_insert(t + grace);
                 return t >= d || (matches!(p.cfg.role, Role::Pub { .. }) && p.all_acknowledged(pp));
             }
             false
@@ -329,6 +351,7 @@ pub fn run(
         },
     );
     let dur = (node.transport.now_ns() - t0) as f64 / 1e9;
+    let (ws, rs) = perf.data_status(&node.participant);
     // Tell peers we are gone, so they do not wait for our lease to expire.
     node.participant
         .shutdown(&mut crate::driver::TransportOutbox(&mut node.transport));
@@ -363,5 +386,10 @@ pub fn run(
         peers: perf.peers(),
         engine: node.participant.counters().into(),
         send_errors: node.transport.send_errors,
+        writer_matched: ws.matched,
+        writer_matched_reliable: ws.matched_reliable,
+        writer_unacknowledged: ws.unacknowledged,
+        reader_matched: rs.map_or(0, |r| r.matched),
+        reader_rejected: rs.map_or(0, |r| r.rejected),
     })
 }

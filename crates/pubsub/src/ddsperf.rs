@@ -286,6 +286,11 @@ impl PerfNode {
         p.writer_status(self.data_w).unacknowledged == 0
     }
 
+    /// Status of the data writer and (sub) reader, for reports.
+    pub fn data_status(&self, p: &Participant) -> (crate::engine::WriterStatus, Option<crate::engine::ReaderStatus>) {
+        (p.writer_status(self.data_w), self.data_r.map(|r| p.reader_status(r)))
+    }
+
     /// Our data writer has a matched reader.
     pub fn data_writer_matched(&self, p: &Participant) -> bool {
         p.writer_status(self.data_w).matched > 0

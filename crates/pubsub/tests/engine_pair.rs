@@ -377,3 +377,96 @@ fn a_slow_keep_all_reader_throttles_the_writer_without_a_retransmission_storm() 
         net.nodes[1].reader_status(r).rejected
     );
 }
+
+#[test]
+fn everything_acknowledged_means_everything_delivered_even_with_loss() {
+    use detpath_pubsub::ddsperf::{PerfConfig, PerfNode, Role};
+    let mut net = Net::new(2);
+    let mut pc = PerfConfig::new(Role::Pub { rate_hz: 0.0 });
+    pc.count = 20_000;
+    let mut publ = PerfNode::new(&mut net.nodes[0], 1, pc).unwrap();
+    let mut sc = PerfConfig::new(Role::Sub);
+    sc.count = 20_000;
+    let mut sub = PerfNode::new(&mut net.nodes[1], 1, sc).unwrap();
+    net.run_until(2000, |n| {
+        publ.data_writer_matched(&n.nodes[0]) && sub.data_reader_matched(&n.nodes[1])
+    })
+    .unwrap();
+    let mut rng = Lcg(3);
+    net.drop = Box::new(move |_, _, _, _| rng.next().is_multiple_of(20));
+    let mut done = false;
+    for _ in 0..400_000 {
+        let now = net.now;
+        publ.poll(&mut net.nodes[0], &mut net.outs[0], now, 0);
+        net.deliver();
+        sub.poll(&mut net.nodes[1], &mut net.outs[1], now, 0);
+        net.deliver();
+        if publ.count_done() && publ.all_acknowledged(&net.nodes[0]) {
+            done = true;
+            break;
+        }
+        net.step(20_000);
+    }
+    // The publisher leaves at once (as `detpath pubsub pub` does); the
+    // subscriber still holds what it acknowledged.
+    net.nodes[0].shutdown(&mut net.outs[0]);
+    net.deliver();
+    net.alive[0] = false;
+    for _ in 0..1000 {
+        sub.poll(&mut net.nodes[1], &mut net.outs[1], net.now, 0);
+        net.step(1_000_000);
+    }
+    assert!(done, "never all acknowledged; sub has {}", sub.stats.data_received);
+    assert_eq!(sub.stats.data_received, 20_000, "acknowledged but not delivered");
+    assert_eq!(sub.stats.data_lost, 0);
+}
+
+#[test]
+fn data_racing_ahead_of_discovery_is_not_lost() {
+    // The writer's participant learns of the reader first and writes at
+    // once; the reader's participant learns of the writer only later (its
+    // SEDP publication is held back). Everything written after the writer
+    // matched must still arrive.
+    use detpath_pubsub::wire::{EntityId, Message, Submessage};
+    use std::cell::Cell;
+    use std::rc::Rc;
+    let mut net = Net::new(2);
+    let hold = Rc::new(Cell::new(true));
+    let h = hold.clone();
+    net.drop = Box::new(move |from, _, bytes, _| {
+        from == 0
+            && h.get()
+            && Message::parse(bytes).is_ok_and(|m| {
+                m.submessages()
+                    .any(|s| matches!(s, Ok(Submessage::Data(d)) if d.writer_id == EntityId::SEDP_PUBLICATIONS_WRITER))
+            })
+    });
+    let w = net.nodes[0]
+        .create_writer_for("T", Qos::reliable_keep_all(100), &OneULong::default())
+        .unwrap();
+    let r = net.nodes[1]
+        .create_reader_for(0, "T", Qos::reliable_keep_all(100), &OneULong::default())
+        .unwrap();
+    net.run_until(2000, |n| n.nodes[0].writer_status(w).matched == 1)
+        .expect("writer matched");
+    assert_eq!(
+        net.nodes[1].reader_status(r).matched,
+        0,
+        "the reader must not know the writer yet"
+    );
+    for i in 0..50 {
+        net.nodes[0]
+            .write(net.now, &mut net.outs[0], w, None, &OneULong { seq: i })
+            .unwrap();
+        net.deliver();
+    }
+    hold.set(false);
+    net.run_until(3000, |n| n.nodes[1].reader_status(r).waiting == 50)
+        .expect("all 50 delivered");
+    let mut rx = OneULong::default();
+    for i in 0..50 {
+        net.nodes[1].take(r, &mut rx).unwrap().unwrap();
+        assert_eq!(rx.seq, i);
+    }
+    assert_eq!(net.nodes[0].writer_status(w).unacknowledged, 0);
+}

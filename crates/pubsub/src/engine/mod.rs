@@ -81,7 +81,7 @@ impl Config {
             max_datagram: 1472,
             max_remote_participants: 64,
             max_remote_endpoints: 1024,
-            reorder_window: 128,
+            reorder_window: 256,
             max_sample_size: 1 << 20,
             max_events: 4096,
             builtin_depth: 256,
@@ -222,6 +222,8 @@ pub struct SampleInfo {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WriterStatus {
     pub matched: usize,
+    /// Of those, the reliable readers (they acknowledge and hold the writer back).
+    pub matched_reliable: usize,
     pub written: u64,
     pub unacknowledged: i64,
     pub offered_deadline_missed: u64,
@@ -632,6 +634,7 @@ impl Participant {
         let x = &self.writers[w.0];
         WriterStatus {
             matched: x.proxies.len(),
+            matched_reliable: x.proxies.iter().filter(|p| p.reliable).count(),
             written: x.written,
             unacknowledged: x.unacked(),
             offered_deadline_missed: x.deadline_missed,

@@ -247,6 +247,15 @@ impl ReaderCore {
         p.last_seen_ns = now;
         let sn = meta.sn;
         if !p.synced {
+            if p.reliable {
+                // Where this writer's stream starts for us is what its first
+                // HEARTBEAT says (samples written before it matched us come as
+                // GAPs): hold the sample until then.
+                if p.window.get(sn).is_none() && p.window.slot_for(sn).store(meta, payload) {
+                    self.slot_growths += 1;
+                }
+                return;
+            }
             p.next_sn = sn;
             p.synced = true;
         }
@@ -541,7 +550,6 @@ impl ReaderCore {
         let Some(i) = self.find(src, hb.writer_id) else {
             return false;
         };
-        let tl = self.transient_local();
         let p = &mut self.proxies[i];
         p.last_seen_ns = now;
         if !p.reliable {
@@ -553,10 +561,15 @@ impl ReaderCore {
         }
         p.last_hb_count = hb.count;
         if !p.synced {
-            // A volatile reader wants what is written from now on; a transient-local one everything.
-            p.next_sn = if tl { hb.first_sn.0 } else { hb.last_sn.0 + 1 };
+            // The stream starts at the oldest sample the writer still has;
+            // what it wrote before it matched us it answers with GAPs
+            // (volatile), so nothing written after the match is skipped, even
+            // when its data raced ahead of our discovery of it.
+            p.next_sn = hb.first_sn.0;
             p.synced = true;
+            self.drain(i, now);
         }
+        let p = &mut self.proxies[i];
         if hb.first_sn.0 > p.next_sn {
             self.skip_to(ctx, i, now, hb.first_sn.0, true);
         }
@@ -638,8 +651,8 @@ impl ReaderCore {
         let p = &mut self.proxies[i];
         p.last_seen_ns = now;
         if !p.synced {
-            p.next_sn = g.gap_start.0;
-            p.synced = true;
+            // Not synchronised yet: the first HEARTBEAT decides where we start.
+            return true;
         }
         let (start, list_base) = (g.gap_start.0, g.gap_list.base.0);
         if start <= p.next_sn {

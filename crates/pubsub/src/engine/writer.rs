@@ -15,7 +15,9 @@ use std::net::SocketAddrV4;
 /// Why a write did not happen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum WriteError {
-    #[error("KEEP_ALL history full of samples not yet acknowledged; retry after the readers acknowledge")]
+    /// KEEP_ALL: the history is full of unacknowledged samples, or a reliable
+    /// reader is as far behind as its reorder window reaches.
+    #[error("KEEP_ALL writer: too many samples not yet acknowledged; retry after the readers acknowledge")]
     HistoryFull,
     #[error("sample does not serialize: {0}")]
     Serialize(WireError),
@@ -39,6 +41,10 @@ pub(crate) struct ReaderProxy {
     pub resent_high: i64,
     pub resent_ns: u64,
 }
+
+/// Unacknowledged samples a KEEP_ALL writer sends ahead (a reliable
+/// reader's reorder window holds at most 256).
+const MAX_IN_FLIGHT: i64 = 256;
 
 /// A NACK for something retransmitted less than this long ago is not
 /// answered again: the retransmission is most likely still on its way, and
@@ -122,6 +128,13 @@ impl WriterCore {
         (self.next_sn - self.history.capacity() as i64).max(1)
     }
 
+    /// How many unacknowledged samples a KEEP_ALL writer lets out: its
+    /// history, but no more than a reader's reorder window holds (what goes
+    /// past that window is dropped and has to be sent again).
+    fn max_in_flight(&self) -> i64 {
+        (self.history.capacity() as i64).min(MAX_IN_FLIGHT)
+    }
+
     /// Samples not yet acknowledged by every reliable reader.
     pub fn unacked(&self) -> i64 {
         self.next_sn - self.min_acked()
@@ -138,7 +151,7 @@ impl WriterCore {
         source_ts: Option<Time>,
         serialize: &dyn Fn(&mut ByteWriter<'_>) -> Result<(), WireError>,
     ) -> Result<SequenceNumber, WriteError> {
-        if self.qos.history == History::KeepAll && self.next_sn - self.min_acked() >= self.history.capacity() as i64 {
+        if self.qos.history == History::KeepAll && self.unacked() >= self.max_in_flight() {
             return Err(WriteError::HistoryFull);
         }
         let sn = self.next_sn;
@@ -151,8 +164,8 @@ impl WriterCore {
             ..Default::default()
         };
         // A KEEP_ALL writer needs acknowledgements to free its history: past a
-        // quarter full, every eighth heartbeat asks for one.
-        let cap = self.history.capacity() as i64;
+        // quarter of what may be in flight, every eighth heartbeat asks for one.
+        let cap = self.max_in_flight();
         let need_ack = self.qos.history == History::KeepAll
             && self.unacked() + 1 >= (cap / 4).max(1)
             && sn % (cap / 8).max(1) == 0;
