@@ -167,7 +167,12 @@ fn detpath_both_sides(datapath: &str) {
     );
     assert!(out.discovery_ms.unwrap() < 2000.0);
     assert_eq!(out.received, PINGS, "every ping answered over {datapath}");
-    assert_eq!(pong.pings_answered, PINGS);
+    // The pong also answered the ping's warm-up pings (until the first pong came back).
+    assert!(
+        (PINGS..PINGS + 100).contains(&pong.pings_answered),
+        "pong answered {}",
+        pong.pings_answered
+    );
 }
 
 const SAMPLES: u64 = 20_000;
