@@ -8,6 +8,7 @@ mod bench_remote;
 mod bench_testbed;
 mod classify_cmd;
 mod echo_cmd;
+mod pubsub_cmd;
 mod report_cmd;
 mod sched_cmd;
 mod sched_plan_cmd;
@@ -37,6 +38,8 @@ enum Command {
     Classify(classify_cmd::Args),
     /// Time-slotted transmission (paper 003): benchmark, clock sync, NIC model, planner.
     Sched(sched_cmd::Args),
+    /// DDS-interoperable publish-subscribe (RTPS) on any datapath (paper 001): ping, pong, pub, sub, bench.
+    Pubsub(pubsub_cmd::Args),
 }
 
 fn main() {
@@ -49,6 +52,7 @@ fn main() {
         Command::Tune(args) => tune_cmd::run(args),
         Command::Classify(args) => classify_cmd::run(args),
         Command::Sched(args) => sched_cmd::run(args),
+        Command::Pubsub(args) => pubsub_cmd::run(args),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -1,0 +1,254 @@
+//! `detpath pubsub ping|pong|pub|sub|bench`: DDS publish-subscribe over any
+//! datapath, speaking RTPS as CycloneDDS does, with ddsperf's topics and
+//! conventions so `ddsperf` can be the partner on the other side. Prints a
+//! line a second and a summary (or JSON with `--json`).
+
+use detpath::sys::cleanup::{self, OnSignal};
+use detpath_pubsub::app::{run as run_node, LatencySummaryJson, NodeOptions, Outcome, SecondReport};
+use detpath_pubsub::bench::{bench, BenchOptions, BenchRow};
+use detpath_pubsub::ddsperf::{Role, TopicKind};
+use detpath_pubsub::transport::Wait;
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(clap::Subcommand)]
+enum Cmd {
+    /// Ping a pong (detpath or `ddsperf pong`): one-way latency (RTT/2) once a second and a summary.
+    Ping(PingArgs),
+    /// Answer pings (from detpath or `ddsperf ping`) until stopped.
+    Pong(NodeArgs),
+    /// Publish data (to detpath or `ddsperf sub`) at a rate or as fast as flow control allows.
+    Pub(PubArgs),
+    /// Subscribe to data (from detpath or `ddsperf pub`): samples/s, Mb/s and losses once a second.
+    Sub(NodeArgs),
+    /// The paper's three workloads per datapath in the testbed, with ddsperf as the reference row.
+    Bench(BenchArgs),
+}
+
+#[derive(clap::Args, Clone)]
+struct NodeArgs {
+    /// Endpoint spec; the port should be a standard RTPS port (7410 + 250*domain + 2*index), e.g. `udp://10.77.0.1:7410`.
+    #[arg(long)]
+    endpoint: String,
+    /// Peer IPv4 address (repeatable): SPDP goes to its ports for participant indices 0..=9.
+    #[arg(long = "peer", required = true)]
+    peers: Vec<Ipv4Addr>,
+    /// Open the endpoint inside this network namespace.
+    #[arg(long)]
+    netns: Option<String>,
+    /// DDS domain id.
+    #[arg(long, default_value_t = 0)]
+    domain: u32,
+    /// Sample size as ddsperf counts it (KeyedSeq: 12 + payload bytes).
+    #[arg(long, default_value_t = 32)]
+    size: usize,
+    /// Stop after this many samples (ping: pings; pub: published; sub: received).
+    #[arg(long)]
+    count: Option<u64>,
+    /// Stop after this many seconds.
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Reliable (the default, as ddsperf).
+    #[arg(long, conflicts_with = "best_effort")]
+    reliable: bool,
+    /// Best effort (ddsperf -u).
+    #[arg(long)]
+    best_effort: bool,
+    /// Topic type: ks (KeyedSeq, ddsperf's default) or ou (OneULong, ddsperf -TOU).
+    #[arg(long, default_value = "ks")]
+    topic: String,
+    /// Sleep in the kernel between datagrams instead of busy-polling.
+    #[arg(long)]
+    blocking: bool,
+    /// Seconds to wait for a peer to match.
+    #[arg(long, default_value_t = 10.0)]
+    discovery_timeout: f64,
+    /// Print JSON (one object per second, then the summary) instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+struct PingArgs {
+    #[command(flatten)]
+    node: NodeArgs,
+    /// Pings per second (0: next ping when the pong is back).
+    #[arg(long, default_value_t = 1000.0)]
+    rate: f64,
+}
+
+#[derive(clap::Args)]
+struct PubArgs {
+    #[command(flatten)]
+    node: NodeArgs,
+    /// Samples per second (0: as fast as reliable flow control allows).
+    #[arg(long, default_value_t = 0.0)]
+    rate: f64,
+}
+
+#[derive(clap::Args)]
+struct BenchArgs {
+    /// Datapaths to measure, comma separated.
+    #[arg(long, default_value = "udp,afxdp,xdppoll,dpdk", value_delimiter = ',')]
+    datapaths: Vec<String>,
+    /// Seconds per workload.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    /// Skip the ddsperf reference row.
+    #[arg(long)]
+    no_ddsperf: bool,
+    /// Sleep in the kernel between datagrams instead of busy-polling.
+    #[arg(long)]
+    blocking: bool,
+    /// Print JSON rows instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn options(a: &NodeArgs, role: Role) -> anyhow::Result<NodeOptions> {
+    let mut o = NodeOptions::new(&a.endpoint, role);
+    o.peers = a.peers.clone();
+    o.netns = a.netns.clone();
+    o.domain = a.domain;
+    o.size = a.size;
+    o.count = a.count.unwrap_or(0);
+    o.duration = a.duration.map(Duration::from_secs_f64);
+    o.reliable = !a.best_effort;
+    o.topic = match a.topic.as_str() {
+        "ks" | "KS" => TopicKind::Ks,
+        "ou" | "OU" => TopicKind::Ou,
+        t => anyhow::bail!("--topic {t}: use ks or ou"),
+    };
+    if o.size < 12 && o.topic == TopicKind::Ks {
+        anyhow::bail!("--size {}: KeyedSeq samples are at least 12 bytes", o.size);
+    }
+    o.wait = if a.blocking { Wait::Block } else { Wait::Busy };
+    o.discovery_timeout = Duration::from_secs_f64(a.discovery_timeout);
+    Ok(o)
+}
+
+fn us(x: Option<f64>) -> String {
+    x.map_or_else(|| "n/a".to_string(), |v| format!("{v:.1}"))
+}
+
+fn latency_line(l: &LatencySummaryJson) -> String {
+    format!(
+        "mean {:.1} min {:.1} p50 {:.1} p99 {:.1} p99.9 {} p99.99 {} p99.9999 {} max {:.1} us",
+        l.mean,
+        l.min,
+        l.p50,
+        l.p99,
+        us(l.p99_9),
+        us(l.p99_99),
+        us(l.p99_9999),
+        l.max
+    )
+}
+
+fn print_second(role: &str, json: bool, r: &SecondReport) {
+    if json {
+        println!("{}", serde_json::to_string(r).unwrap_or_default());
+    } else if role == "ping" {
+        let l = &r.latency;
+        println!("{:7.1}s  cnt {:5}  mean {:7.1} us  p50 {:7.1}  p99 {:7.1}  max {:8.1}", r.t_s, l.count, l.mean, l.p50, l.p99, l.max);
+    } else if role == "sub" {
+        println!("{:7.1}s  {:9.0} samples/s  {:8.2} Mb/s  lost {}", r.t_s, r.samples_per_s, r.mbit_per_s, r.lost);
+    }
+}
+
+fn print_outcome(o: &Outcome, json: bool) {
+    if json {
+        println!("{}", serde_json::to_string(o).unwrap_or_default());
+        return;
+    }
+    println!(
+        "{} over {} ({}, {} B): discovery {} ms, {:.1} s",
+        o.role,
+        o.endpoint,
+        if o.reliable { "reliable" } else { "best effort" },
+        o.size,
+        us(o.discovery_ms),
+        o.duration_s
+    );
+    match o.role.as_str() {
+        "ping" => {
+            println!("received {} of {} pings, lost {}", o.received, o.pings_sent, o.lost);
+            println!("latency_us (RTT/2) {}", latency_line(&o.latency_us));
+        }
+        "pong" => println!("answered {} pings from {} peer(s)", o.pings_answered, o.peers),
+        "pub" => println!("published {} samples", o.data_sent),
+        _ => println!("received {} samples, lost {}, {:.0} samples/s, {:.2} Mb/s", o.received, o.lost, o.samples_per_s, o.mbit_per_s),
+    }
+    let e = &o.engine;
+    println!(
+        "engine: rx {} tx {} malformed {} retransmits {} heartbeats {} acknacks {} send errors {}",
+        e.rx_datagrams, e.tx_datagrams, e.rx_malformed, e.retransmits, e.heartbeats_sent, e.acknacks_sent, o.send_errors
+    );
+}
+
+fn node(a: &NodeArgs, role: Role, name: &str) -> anyhow::Result<i32> {
+    cleanup::install_signal_handler(OnSignal::SetFlag);
+    let o = options(a, role)?;
+    let json = a.json;
+    let out = run_node(&o, &cleanup::interrupted, |r| print_second(name, json, r))?;
+    print_outcome(&out, json);
+    // Exit 1 when reliable samples were lost (as ddsperf does).
+    Ok(if o.reliable && out.lost > 0 { 1 } else { 0 })
+}
+
+fn print_rows(rows: &[BenchRow]) {
+    println!(
+        "{:<18} {:<18} {:>9} {:>9} {:>9} {:>9} {:>10} {:>12} {:>9}",
+        "system", "workload", "mean us", "p99 us", "p99.99", "max us", "lost", "samples/s", "Mb/s"
+    );
+    for r in rows {
+        let l = r.latency_us.as_ref();
+        println!(
+            "{:<18} {:<18} {:>9} {:>9} {:>9} {:>9} {:>10} {:>12} {:>9}",
+            r.system,
+            r.workload,
+            us(l.map(|l| l.mean)),
+            us(l.map(|l| l.p99)),
+            us(l.and_then(|l| l.p99_99)),
+            us(l.map(|l| l.max)),
+            r.lost,
+            r.samples_per_s.map_or("".into(), |x| format!("{x:.0}")),
+            r.mbit_per_s.map_or("".into(), |x| format!("{x:.1}")),
+        );
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    match args.cmd {
+        Cmd::Ping(a) => node(&a.node, Role::Ping { rate_hz: a.rate }, "ping"),
+        Cmd::Pong(a) => node(&a, Role::Pong, "pong"),
+        Cmd::Pub(a) => node(&a.node, Role::Pub { rate_hz: a.rate }, "pub"),
+        Cmd::Sub(a) => node(&a, Role::Sub, "sub"),
+        Cmd::Bench(a) => {
+            let o = BenchOptions {
+                datapaths: a.datapaths,
+                seconds: a.seconds,
+                with_ddsperf: !a.no_ddsperf,
+                wait: if a.blocking { Wait::Block } else { Wait::Busy },
+            };
+            let json = a.json;
+            let rows = bench(&o, |r| {
+                if json {
+                    println!("{}", serde_json::to_string(r).unwrap_or_default());
+                } else {
+                    eprintln!("done: {} {}", r.system, r.workload);
+                }
+            })?;
+            if !json {
+                print_rows(&rows);
+            }
+            Ok(0)
+        }
+    }
+}

@@ -1,0 +1,363 @@
+//! The programs behind `detpath pubsub ping|pong|pub|sub`: a ddsperf-compatible
+//! node on a detpath endpoint, run on the calling thread, reporting once a
+//! second and summarising at the end.
+
+use crate::ddsperf::{summarize, LatencySummary, PerfConfig, PerfNode, Role, TopicKind};
+use crate::driver::{Node, Transport};
+use crate::engine::{make_guid_prefix, Config, Counters, Participant};
+use crate::transport::{EndpointTransport, Wait};
+use serde::Serialize;
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct NodeOptions {
+    /// Endpoint spec, e.g. `afxdp://dpa?addr=10.77.0.1&port=7410`.
+    pub endpoint: String,
+    /// Unicast peers to send SPDP to (their metatraffic ports for indices 0..=max_index).
+    pub peers: Vec<Ipv4Addr>,
+    pub max_index: u32,
+    /// Open the endpoint inside this network namespace.
+    pub netns: Option<String>,
+    pub domain: u32,
+    pub role: Role,
+    pub reliable: bool,
+    pub topic: TopicKind,
+    pub size: usize,
+    /// Pings to send (ping; 0: until the duration ends).
+    pub count: u64,
+    pub duration: Option<Duration>,
+    /// Give up when nothing matched within this long.
+    pub discovery_timeout: Duration,
+    pub wait: Wait,
+    pub hostname: String,
+    /// Ping: at most one ping outstanding (see [`PerfConfig::lockstep`](crate::ddsperf::PerfConfig::lockstep)).
+    pub lockstep: bool,
+}
+
+impl NodeOptions {
+    pub fn new(endpoint: &str, role: Role) -> NodeOptions {
+        NodeOptions {
+            endpoint: endpoint.to_string(),
+            peers: Vec::new(),
+            max_index: 9,
+            netns: None,
+            domain: 0,
+            role,
+            reliable: true,
+            topic: TopicKind::Ks,
+            size: 32,
+            count: 0,
+            duration: None,
+            discovery_timeout: Duration::from_secs(10),
+            wait: Wait::Busy,
+            hostname: hostname(),
+            lockstep: false,
+        }
+    }
+}
+
+/// The host name (for ddsperf's user data), from /proc, "?" when unknown.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "?".into())
+}
+
+/// One second of figures.
+#[derive(Clone, Debug, Serialize)]
+pub struct SecondReport {
+    pub t_s: f64,
+    /// Ping: one-way latency (RTT/2) of this second's pongs.
+    pub latency: LatencySummaryJson,
+    /// Sub: samples and megabits received this second.
+    pub samples: u64,
+    pub samples_per_s: f64,
+    pub mbit_per_s: f64,
+    pub lost: u64,
+}
+
+/// [`LatencySummary`] for JSON (`null` where the count cannot support a percentile).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct LatencySummaryJson {
+    pub count: usize,
+    pub mean: f64,
+    pub min: f64,
+    pub p50: f64,
+    pub p99: f64,
+    pub p99_9: Option<f64>,
+    pub p99_99: Option<f64>,
+    pub p99_9999: Option<f64>,
+    pub max: f64,
+}
+
+impl From<LatencySummary> for LatencySummaryJson {
+    fn from(s: LatencySummary) -> Self {
+        LatencySummaryJson {
+            count: s.count,
+            mean: s.mean_us,
+            min: s.min_us,
+            p50: s.p50_us,
+            p99: s.p99_us,
+            p99_9: s.p999_us,
+            p99_99: s.p9999_us,
+            p99_9999: s.p999999_us,
+            max: s.max_us,
+        }
+    }
+}
+
+/// The end result.
+#[derive(Clone, Debug, Serialize)]
+pub struct Outcome {
+    pub role: String,
+    pub endpoint: String,
+    pub datapath: String,
+    pub reliable: bool,
+    pub size: usize,
+    /// Time from start until our endpoints matched a peer's.
+    pub discovery_ms: Option<f64>,
+    pub duration_s: f64,
+    pub pings_sent: u64,
+    pub received: u64,
+    pub lost: u64,
+    /// One-way latency in microseconds (RTT/2), over the whole run.
+    pub latency_us: LatencySummaryJson,
+    pub pings_answered: u64,
+    pub data_sent: u64,
+    pub data_received: u64,
+    pub samples_per_s: f64,
+    pub mbit_per_s: f64,
+    pub peers: usize,
+    pub engine: CountersJson,
+    pub send_errors: u64,
+    /// Data writer: matched readers and samples not yet acknowledged at the end.
+    pub writer_matched: usize,
+    pub writer_matched_reliable: usize,
+    pub writer_unacknowledged: i64,
+    /// Data reader (sub): matched writers, samples refused while its cache was full.
+    pub reader_matched: usize,
+    pub reader_rejected: u64,
+}
+
+/// The engine counters that matter in a report.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct CountersJson {
+    pub rx_datagrams: u64,
+    pub tx_datagrams: u64,
+    pub rx_malformed: u64,
+    pub retransmits: u64,
+    pub heartbeats_sent: u64,
+    pub acknacks_sent: u64,
+    pub data_lost: u64,
+    pub gap_skipped: u64,
+    pub data_duplicate: u64,
+    pub data_out_of_window: u64,
+    pub nacks_suppressed: u64,
+    pub gaps_sent: u64,
+    pub discovery_rejected: u64,
+}
+
+impl From<Counters> for CountersJson {
+    fn from(c: Counters) -> Self {
+        CountersJson {
+            rx_datagrams: c.rx_datagrams,
+            tx_datagrams: c.tx_datagrams,
+            rx_malformed: c.rx_malformed,
+            retransmits: c.retransmits,
+            heartbeats_sent: c.heartbeats_sent,
+            acknacks_sent: c.acknacks_sent,
+            data_lost: c.data_lost,
+            gap_skipped: c.gap_skipped,
+            data_duplicate: c.data_duplicate,
+            data_out_of_window: c.data_out_of_window,
+            nacks_suppressed: c.nacks_suppressed,
+            gaps_sent: c.gaps_sent,
+            discovery_rejected: c.discovery_rejected,
+        }
+    }
+}
+
+/// Why a run could not start or finish.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error("opening endpoint {spec}: {source}")]
+    Open { spec: String, source: detpath::Error },
+    #[error("entering network namespace {ns}: {source}")]
+    Netns { ns: String, source: detpath::Error },
+    #[error("creating the DDS endpoints: {0}")]
+    Engine(#[from] crate::engine::EngineError),
+    #[error("no peer matched within {0:?}: check --peer, the domain and that the peer runs (ddsperf, or detpath pubsub)")]
+    NoPeer(Duration),
+}
+
+fn role_name(r: Role) -> &'static str {
+    match r {
+        Role::Ping { .. } => "ping",
+        Role::Pong => "pong",
+        Role::Pub { .. } => "pub",
+        Role::Sub => "sub",
+    }
+}
+
+/// Opens the endpoint (inside the namespace when given) and builds the node.
+pub fn open_node(opts: &NodeOptions) -> Result<(Node<EndpointTransport>, PerfNode), AppError> {
+    let open = || detpath::open(&opts.endpoint);
+    let ep = match &opts.netns {
+        Some(ns) => detpath::sys::netns::run_in(ns, open).map_err(|e| AppError::Netns { ns: ns.clone(), source: e.into() })?,
+        None => open(),
+    }
+    .map_err(|e| AppError::Open { spec: opts.endpoint.clone(), source: e })?;
+    let t = EndpointTransport::new(ep, opts.wait);
+    let pid = std::process::id();
+    let local = t.local_addr();
+    let instance = (t.now_ns() as u32) ^ (local.port() as u32) << 16;
+    let mut cfg = Config::new(opts.domain, make_guid_prefix(u32::from(*local.ip()), pid, instance), local);
+    for ip in &opts.peers {
+        cfg.add_peer(*ip, opts.max_index);
+    }
+    cfg.max_datagram = t.max_datagram().min(1472);
+    cfg.user_data = PerfNode::user_data_for(opts.role, pid, &opts.hostname);
+    let now = t.now_ns();
+    let mut p = Participant::new(cfg, now);
+    let mut pc = PerfConfig::new(opts.role);
+    pc.reliable = opts.reliable;
+    pc.topic = opts.topic;
+    pc.size = opts.size;
+    pc.count = opts.count;
+    pc.lockstep = opts.lockstep;
+    if let (Role::Ping { rate_hz }, Some(d)) = (opts.role, opts.duration) {
+        let expect = (rate_hz.max(1.0) * d.as_secs_f64() * 1.2) as usize + 1024;
+        pc.max_latency_samples = expect.min(20_000_000);
+    }
+    if opts.count > 0 {
+        pc.max_latency_samples = opts.count as usize + 16;
+    }
+    let perf = PerfNode::new(&mut p, now, pc)?;
+    Ok((Node::new(p, t), perf))
+}
+
+/// Whether this node has matched what it needs to start.
+fn matched(perf: &PerfNode, p: &Participant) -> bool {
+    match perf.cfg.role {
+        Role::Ping { .. } => perf.ready(p),
+        Role::Pong => perf.peers() > 0,
+        Role::Pub { .. } => perf.data_writer_matched(p),
+        Role::Sub => perf.data_reader_matched(p),
+    }
+}
+
+/// Runs a node until its count or duration is reached or `stop` is set;
+/// `each_second` gets a report once a second.
+pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl FnMut(&SecondReport)) -> Result<Outcome, AppError> {
+    let (mut node, mut perf) = open_node(opts)?;
+    let start = node.transport.now_ns();
+    // Discovery first, so a missing peer is an error rather than a run of nothing.
+    let mut discovery_ms = None;
+    while discovery_ms.is_none() {
+        let now = node.transport.now_ns();
+        if matched(&perf, &node.participant) {
+            discovery_ms = Some((now - start) as f64 / 1e6);
+            break;
+        }
+        if stop() || now - start > opts.discovery_timeout.as_nanos() as u64 {
+            return Err(AppError::NoPeer(opts.discovery_timeout));
+        }
+        perf.on_events(&mut node.participant);
+        node.turn(1_000_000, |_, _, _| {});
+    }
+    // A reliable volatile writer only delivers to readers that matched it
+    // before the write, and matching completes on the peer's side on its own
+    // schedule: ping until the first pong is back (at most 5 s), then count.
+    if matches!(opts.role, Role::Ping { .. }) {
+        let until = node.transport.now_ns() + 5_000_000_000;
+        let saved = perf.cfg.count;
+        perf.cfg.count = 0;
+        while perf.stats.pongs_received == 0 && node.transport.now_ns() < until && !stop() {
+            let now = node.transport.now_ns();
+            perf.on_events(&mut node.participant);
+            perf.poll(&mut node.participant, &mut crate::driver::TransportOutbox(&mut node.transport), now, crate::driver::wall_ns());
+            node.turn(1_000_000, |p, out, rx| perf.poll(p, out, rx, crate::driver::wall_ns()));
+        }
+        perf.cfg.count = saved;
+        perf.reset_stats();
+    }
+    let t0 = node.transport.now_ns();
+    let limit = opts.duration.map(|d| d.as_nanos() as u64);
+    let count = opts.count;
+    let (mut last_rx, mut last_bytes, mut last_lost) = (0u64, 0u64, 0u64);
+    let mut drain_until: Option<u64> = None;
+    node.run_perf(
+        &mut perf,
+        |p, pp, t| {
+            if stop() || limit.is_some_and(|l| t >= l) {
+                return true;
+            }
+            if p.count_done() && !matches!(p.cfg.role, Role::Pub { .. }) {
+                return true;
+            }
+            // Pings sent (or samples published): wait for the answers (2 s),
+            // or for the readers' acknowledgements (10 s).
+            if count > 0 && (p.ping_done() || p.count_done()) {
+                let grace = if matches!(p.cfg.role, Role::Pub { .. }) { 10_000_000_000 } else { 2_000_000_000 };
+                let d = *drain_until.get_or_insert(t + grace);
+                return t >= d || (matches!(p.cfg.role, Role::Pub { .. }) && p.all_acknowledged(pp));
+            }
+            false
+        },
+        |p, t| {
+            let w = summarize(&p.stats.latency_ns[p.window_start..]);
+            p.window_start = p.stats.latency_ns.len();
+            let rx = p.stats.data_received - last_rx;
+            let bytes = p.stats.data_bytes - last_bytes;
+            let lost = p.stats.data_lost - last_lost;
+            last_rx = p.stats.data_received;
+            last_bytes = p.stats.data_bytes;
+            last_lost = p.stats.data_lost;
+            each_second(&SecondReport {
+                t_s: t as f64 / 1e9,
+                latency: w.into(),
+                samples: rx,
+                samples_per_s: rx as f64,
+                mbit_per_s: bytes as f64 * 8.0 / 1e6,
+                lost,
+            });
+        },
+    );
+    let dur = (node.transport.now_ns() - t0) as f64 / 1e9;
+    let (ws, rs) = perf.data_status(&node.participant);
+    // Tell peers we are gone, so they do not wait for our lease to expire.
+    node.participant.shutdown(&mut crate::driver::TransportOutbox(&mut node.transport));
+    let st = &perf.stats;
+    let (received, lost) = match opts.role {
+        Role::Ping { .. } => (st.pongs_received, st.pings_sent - st.pongs_received),
+        Role::Sub => (st.data_received, st.data_lost),
+        _ => (st.pings_answered, 0),
+    };
+    let datapath = opts.endpoint.split("://").next().unwrap_or("").to_string();
+    Ok(Outcome {
+        role: role_name(opts.role).into(),
+        endpoint: opts.endpoint.clone(),
+        datapath,
+        reliable: opts.reliable,
+        size: opts.size,
+        discovery_ms,
+        duration_s: dur,
+        pings_sent: st.pings_sent,
+        received,
+        lost,
+        latency_us: summarize(&st.latency_ns).into(),
+        pings_answered: st.pings_answered,
+        data_sent: st.data_sent,
+        data_received: st.data_received,
+        samples_per_s: if dur > 0.0 { st.data_received as f64 / dur } else { 0.0 },
+        mbit_per_s: if dur > 0.0 { st.data_bytes as f64 * 8.0 / dur / 1e6 } else { 0.0 },
+        peers: perf.peers(),
+        engine: node.participant.counters().into(),
+        send_errors: node.transport.send_errors,
+        writer_matched: ws.matched,
+        writer_matched_reliable: ws.matched_reliable,
+        writer_unacknowledged: ws.unacknowledged,
+        reader_matched: rs.map_or(0, |r| r.matched),
+        reader_rejected: rs.map_or(0, |r| r.rejected),
+    })
+}

@@ -1,0 +1,389 @@
+//! The discovery half of the participant: SPDP announcements out and in,
+//! SEDP announcements of local endpoints (through the built-in reliable
+//! writers) and of remote ones (from the built-in readers), and matching.
+
+use super::tx::Ctx;
+use super::*;
+use crate::discovery::status_info;
+use crate::qos::check_compatible;
+use crate::wire::plist::{pid, ParamList, ParamWriter};
+use crate::wire::{Data, Encapsulation, MessageBuilder};
+use std::net::Ipv4Addr;
+
+/// PL_CDR_LE encapsulation header.
+const PL_CDR_LE: [u8; 4] = [0x00, 0x03, 0x00, 0x00];
+
+fn usable(l: &Locator) -> Option<SocketAddrV4> {
+    let a = l.to_socket_addr_v4()?;
+    let ip = *a.ip();
+    (!ip.is_unspecified() && !ip.is_multicast() && ip != Ipv4Addr::BROADCAST).then_some(a)
+}
+
+impl Participant {
+    /// Sends our SPDP announcement (or, with `dispose`, our goodbye) to `dst`.
+    pub(super) fn send_spdp(&mut self, out: &mut dyn Outbox, dst: SocketAddrV4, dispose: bool) {
+        let me = Guid::new(self.cfg.guid_prefix, EntityId::PARTICIPANT);
+        if self.spdp_payload.is_empty() {
+            let pd = self.local_participant_data();
+            let mut buf = vec![0u8; 1024 + pd.user_data.len()];
+            let mut w = ByteWriter::new(&mut buf, true);
+            let n = w.bytes(&PL_CDR_LE).and_then(|_| pd.write(&mut w)).map(|_| w.pos());
+            if let Ok(n) = n {
+                buf.truncate(n);
+                self.spdp_payload = buf;
+            }
+        }
+        let payload = &self.spdp_payload;
+        let built = (|| -> Result<usize, WireError> {
+            let mut b = MessageBuilder::new(&mut self.tx, self.cfg.guid_prefix, VendorId::DETPATH)?;
+            if !dispose {
+                b.data_bytes(EntityId::SPDP_READER, EntityId::SPDP_WRITER, SequenceNumber(1), None, payload)?;
+            } else {
+                let mut key = [0u8; 64];
+                let n = {
+                    let mut w = ByteWriter::new(&mut key, true);
+                    w.bytes(&PL_CDR_LE)?;
+                    let mut pw = ParamWriter::new(&mut w);
+                    pw.bytes(pid::PARTICIPANT_GUID, &me.to_bytes())?;
+                    pw.sentinel()?;
+                    w.pos()
+                };
+                let mut ib = [0u8; 64];
+                let qn = {
+                    let mut w = ByteWriter::new(&mut ib, true);
+                    let mut pw = ParamWriter::new(&mut w);
+                    pw.bytes(pid::KEY_HASH, &me.to_bytes())?;
+                    pw.bytes(pid::STATUS_INFO, &(status_info::DISPOSED | status_info::UNREGISTERED).to_be_bytes())?;
+                    pw.sentinel()?;
+                    w.pos()
+                };
+                b.data_raw(EntityId::SPDP_READER, EntityId::SPDP_WRITER, SequenceNumber(2), Some(&ib[..qn]), Some(&key[..n]), true)?;
+            }
+            Ok(b.finish())
+        })();
+        if let Ok(len) = built {
+            let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+            ctx.send(dst, len);
+        }
+    }
+
+    /// An SPDP DATA: a new participant, a lease renewal, or a goodbye.
+    pub(super) fn on_spdp(&mut self, now: u64, src: SocketAddrV4, src_prefix: GuidPrefix, d: &Data<'_>) {
+        let (status, key) = inline_status(d);
+        let gone = status & (status_info::DISPOSED | status_info::UNREGISTERED) != 0 || d.key_flag || d.payload.is_none();
+        if gone {
+            let prefix = key.map(|k| Guid::from_bytes(k).prefix).unwrap_or(src_prefix);
+            self.drop_participant(prefix, LostReason::Disposed);
+            return;
+        }
+        let Some(payload) = d.payload else { return };
+        if let Some(rp) = self.remote_participants.iter_mut().find(|r| r.data.guid_prefix == src_prefix) {
+            if rp.raw == payload {
+                rp.last_seen_ns = now;
+                return;
+            }
+        }
+        let parsed = Encapsulation::split(payload).map_err(crate::discovery::DiscoveryError::from).and_then(|(e, body)| {
+            if !e.is_param_list() {
+                return Err(crate::discovery::DiscoveryError::NotParamList(e.id));
+            }
+            ParticipantData::parse(&ParamList::new(body, e.is_le()))
+        });
+        let pd = match parsed {
+            Ok(pd) => pd,
+            Err(_) => {
+                self.counters.discovery_rejected += 1;
+                return;
+            }
+        };
+        if pd.guid_prefix == self.cfg.guid_prefix {
+            return;
+        }
+        if pd.domain_id.is_some_and(|dom| dom != self.cfg.domain_id) {
+            self.counters.discovery_rejected += 1;
+            return;
+        }
+        let meta_addr = pd.metatraffic_unicast.iter().find_map(usable).unwrap_or(src);
+        let default_addr = pd.default_unicast.iter().find_map(usable).unwrap_or(meta_addr);
+        if let Some(rp) = self.remote_participants.iter_mut().find(|r| r.data.guid_prefix == pd.guid_prefix) {
+            rp.last_seen_ns = now;
+            rp.meta_addr = meta_addr;
+            rp.default_addr = default_addr;
+            rp.data = pd;
+            rp.raw.clear();
+            rp.raw.extend_from_slice(payload);
+            return;
+        }
+        if self.remote_participants.len() >= self.cfg.max_remote_participants {
+            self.counters.discovery_over_limit += 1;
+            return;
+        }
+        let prefix = pd.guid_prefix;
+        let bes = pd.builtin_endpoints;
+        let user_data = pd.user_data.clone();
+        self.remote_participants.push(RemoteParticipant { data: pd, raw: payload.to_vec(), meta_addr, default_addr, last_seen_ns: now });
+        self.counters.participants_discovered += 1;
+        self.push_event(Event::ParticipantDiscovered { prefix, user_data });
+        // Its SEDP built-in endpoints are matched with ours at the next timeout.
+        self.pending_builtin.push((prefix, bes, meta_addr));
+        if !self.spdp_replies.contains(&meta_addr) {
+            self.spdp_replies.push(meta_addr);
+        }
+    }
+
+    /// Matches our SEDP built-in endpoints with a new participant's.
+    pub(super) fn match_builtin(&mut self, now: u64, out: &mut dyn Outbox, prefix: GuidPrefix, bes: u32, addr: SocketAddrV4) {
+        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+        if bes & builtin::PUBLICATIONS_DETECTOR != 0 {
+            self.writers[SEDP_PUB].add_proxy(&mut ctx, Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_READER), addr, true);
+        }
+        if bes & builtin::SUBSCRIPTIONS_DETECTOR != 0 {
+            self.writers[SEDP_SUB].add_proxy(&mut ctx, Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_READER), addr, true);
+        }
+        if bes & builtin::PUBLICATIONS_ANNOUNCER != 0 {
+            self.readers[SEDP_PUB].add_proxy(&mut ctx, now, Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_WRITER), addr, true);
+        }
+        if bes & builtin::SUBSCRIPTIONS_ANNOUNCER != 0 {
+            self.readers[SEDP_SUB].add_proxy(&mut ctx, now, Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_WRITER), addr, true);
+        }
+    }
+
+    fn endpoint_data_of_writer(&self, i: usize) -> EndpointData {
+        let w = &self.writers[i];
+        EndpointData {
+            guid: w.guid,
+            topic_name: w.topic.clone(),
+            type_name: w.type_name.clone(),
+            qos: w.qos.clone(),
+            unicast: Vec::new(),
+            data_representation: vec![repr::XCDR1],
+            has_type_information: false,
+        }
+    }
+
+    fn endpoint_data_of_reader(&self, i: usize) -> EndpointData {
+        let r = &self.readers[i];
+        EndpointData {
+            guid: r.guid,
+            topic_name: r.topic.clone(),
+            type_name: r.type_name.clone(),
+            qos: r.qos.clone(),
+            unicast: Vec::new(),
+            data_representation: vec![repr::XCDR1, repr::XCDR2],
+            has_type_information: false,
+        }
+    }
+
+    /// Announces new local endpoints through SEDP and matches them with what is known.
+    pub(super) fn announce_pending(&mut self, now: u64, out: &mut dyn Outbox) {
+        let builtin = std::mem::take(&mut self.pending_builtin);
+        for (prefix, bes, addr) in builtin {
+            self.match_builtin(now, out, prefix, bes, addr);
+        }
+        let ws = std::mem::take(&mut self.pending_writers);
+        for (n, &i) in ws.iter().enumerate() {
+            let ed = self.endpoint_data_of_writer(i);
+            if !self.sedp_write(now, out, SEDP_PUB, &ed) {
+                // SEDP history full of unacknowledged announcements: the rest waits for acks.
+                self.pending_writers.extend_from_slice(&ws[n..]);
+                break;
+            }
+            for k in 0..self.remote_endpoints.len() {
+                if !self.remote_endpoints[k].data.is_writer() {
+                    self.try_match(now, out, i, None, k);
+                }
+            }
+        }
+        let rs = std::mem::take(&mut self.pending_readers);
+        for (n, &i) in rs.iter().enumerate() {
+            let ed = self.endpoint_data_of_reader(i);
+            if !self.sedp_write(now, out, SEDP_SUB, &ed) {
+                self.pending_readers.extend_from_slice(&rs[n..]);
+                break;
+            }
+            for k in 0..self.remote_endpoints.len() {
+                if self.remote_endpoints[k].data.is_writer() {
+                    self.try_match(now, out, usize::MAX, Some(i), k);
+                }
+            }
+        }
+    }
+
+    /// Writes an announcement; false when the SEDP history has no room yet.
+    fn sedp_write(&mut self, now: u64, out: &mut dyn Outbox, which: usize, ed: &EndpointData) -> bool {
+        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+        let ser = |w: &mut ByteWriter<'_>| -> Result<(), WireError> {
+            w.bytes(&PL_CDR_LE)?;
+            ed.write(w)
+        };
+        !matches!(self.writers[which].write(&mut ctx, now, None, &ser), Err(WriteError::HistoryFull))
+    }
+
+    /// Tries to match local writer `wi` (or local reader `ri`) with remote endpoint `k`.
+    fn try_match(&mut self, now: u64, out: &mut dyn Outbox, wi: usize, ri: Option<usize>, k: usize) {
+        let re = &self.remote_endpoints[k];
+        let (remote_guid, addr) = (re.data.guid, re.addr);
+        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+        let event;
+        if let Some(ri) = ri {
+            let r = &mut self.readers[ri];
+            if r.topic != re.data.topic_name || r.type_name != re.data.type_name {
+                return;
+            }
+            let repr_ok = matches!(re.data.data_representation.first(), Some(&repr::XCDR1) | Some(&repr::XCDR2));
+            let res = check_compatible(&re.data.qos, &r.qos).and(if repr_ok { Ok(()) } else { Err(Incompatible::DataRepresentation) });
+            match res {
+                Ok(()) => {
+                    let reliable = r.is_reliable() && re.data.qos.reliability == Reliability::Reliable;
+                    r.add_proxy(&mut ctx, now, remote_guid, addr, reliable);
+                    event = Event::ReaderMatched { reader: ReaderId(ri), writer: remote_guid };
+                }
+                Err(reason) => {
+                    ctx.counters.incompatible_qos += 1;
+                    event = Event::IncompatibleQos { local: r.guid, remote: remote_guid, reason };
+                }
+            }
+        } else {
+            let w = &mut self.writers[wi];
+            if w.topic != re.data.topic_name || w.type_name != re.data.type_name {
+                return;
+            }
+            let repr_ok = re.data.data_representation.contains(&repr::XCDR1);
+            let res = check_compatible(&w.qos, &re.data.qos).and(if repr_ok { Ok(()) } else { Err(Incompatible::DataRepresentation) });
+            match res {
+                Ok(()) => {
+                    let reliable = w.is_reliable() && re.data.qos.reliability == Reliability::Reliable;
+                    w.add_proxy(&mut ctx, remote_guid, addr, reliable);
+                    event = Event::WriterMatched { writer: WriterId(wi), reader: remote_guid };
+                }
+                Err(reason) => {
+                    ctx.counters.incompatible_qos += 1;
+                    event = Event::IncompatibleQos { local: w.guid, remote: remote_guid, reason };
+                }
+            }
+        }
+        self.push_event(event);
+    }
+
+    /// Processes what the SEDP built-in readers received.
+    pub(super) fn process_sedp(&mut self, now: u64, out: &mut dyn Outbox) {
+        for which in [SEDP_PUB, SEDP_SUB] {
+            loop {
+                let mut buf = std::mem::take(&mut self.sedp_scratch);
+                buf.clear();
+                let info = self.take_raw(ReaderId(which), |info, bytes| {
+                    buf.extend_from_slice(bytes);
+                    *info
+                });
+                match info {
+                    Some(info) => {
+                        self.on_sedp(now, out, which, &info, &buf, info.key_hash);
+                        self.sedp_scratch = buf;
+                    }
+                    None => {
+                        self.sedp_scratch = buf;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_sedp(&mut self, now: u64, out: &mut dyn Outbox, which: usize, info: &SampleInfo, bytes: &[u8], key: Option<[u8; 16]>) {
+        let gone = !info.valid_data || info.status_info & (status_info::DISPOSED | status_info::UNREGISTERED) != 0;
+        let parsed = Encapsulation::split(bytes).map_err(crate::discovery::DiscoveryError::from).and_then(|(e, body)| {
+            if !e.is_param_list() {
+                return Err(crate::discovery::DiscoveryError::NotParamList(e.id));
+            }
+            Ok(ParamList::new(body, e.is_le()))
+        });
+        if gone {
+            let guid = key.map(Guid::from_bytes).or_else(|| {
+                let pl = parsed.as_ref().ok()?;
+                let v = pl.find(pid::ENDPOINT_GUID)?;
+                let b: [u8; 16] = v.get(..16)?.try_into().ok()?;
+                Some(Guid::from_bytes(b))
+            });
+            if let Some(g) = guid {
+                self.drop_remote_endpoint(g);
+            }
+            return;
+        }
+        let ed = match parsed.and_then(|pl| EndpointData::parse(&pl)) {
+            Ok(ed) => ed,
+            Err(_) => {
+                self.counters.discovery_rejected += 1;
+                return;
+            }
+        };
+        // Only a participant's own SEDP writer may announce its endpoints, and of the right kind.
+        let kind_ok = if which == SEDP_PUB { ed.is_writer() } else { !ed.is_writer() };
+        if ed.guid.prefix != info.writer.prefix || !kind_ok || ed.guid.entity.is_builtin() {
+            self.counters.discovery_rejected += 1;
+            return;
+        }
+        let Some(rp) = self.remote_participants.iter().find(|r| r.data.guid_prefix == ed.guid.prefix) else {
+            self.counters.discovery_rejected += 1;
+            return;
+        };
+        let addr = ed.unicast.iter().find_map(usable).unwrap_or(rp.default_addr);
+        if let Some(k) = self.remote_endpoints.iter().position(|e| e.data.guid == ed.guid) {
+            self.remote_endpoints[k] = RemoteEndpoint { data: ed, addr };
+            return;
+        }
+        if self.remote_endpoints.len() >= self.cfg.max_remote_endpoints {
+            self.counters.discovery_over_limit += 1;
+            return;
+        }
+        let is_writer = ed.is_writer();
+        self.remote_endpoints.push(RemoteEndpoint { data: ed, addr });
+        let k = self.remote_endpoints.len() - 1;
+        if is_writer {
+            for ri in FIRST_USER..self.readers.len() {
+                self.try_match(now, out, usize::MAX, Some(ri), k);
+            }
+        } else {
+            for wi in FIRST_USER..self.writers.len() {
+                self.try_match(now, out, wi, None, k);
+            }
+        }
+    }
+
+    fn drop_remote_endpoint(&mut self, g: Guid) {
+        self.remote_endpoints.retain(|e| e.data.guid != g);
+        let mut evs = Vec::new();
+        for (i, w) in self.writers.iter_mut().enumerate().skip(FIRST_USER) {
+            if w.remove_proxies(|x| *x == g) > 0 {
+                evs.push(Event::WriterUnmatched { writer: WriterId(i), reader: g });
+            }
+        }
+        for (i, r) in self.readers.iter_mut().enumerate().skip(FIRST_USER) {
+            if r.remove_proxies(|x| *x == g) > 0 {
+                evs.push(Event::ReaderUnmatched { reader: ReaderId(i), writer: g });
+            }
+        }
+        for e in evs {
+            self.push_event(e);
+        }
+    }
+}
+
+fn inline_status(d: &Data<'_>) -> (u32, Option<[u8; 16]>) {
+    let Some(q) = d.inline_qos else {
+        return (0, None);
+    };
+    let mut status = 0;
+    let mut key = None;
+    for p in q.iter().map_while(|p| p.ok()) {
+        match p.pid {
+            pid::STATUS_INFO if p.value.len() >= 4 => status = u32::from_be_bytes([p.value[0], p.value[1], p.value[2], p.value[3]]),
+            pid::KEY_HASH if p.value.len() >= 16 => {
+                let mut k = [0u8; 16];
+                k.copy_from_slice(&p.value[..16]);
+                key = Some(k);
+            }
+            _ => {}
+        }
+    }
+    (status, key)
+}

@@ -1,0 +1,843 @@
+//! The sans-IO protocol engine: one DDS participant. Datagrams go in with
+//! the time they arrived ([`Participant::handle_datagram`]); timers run when
+//! the caller says the time has come ([`Participant::handle_timeout`]); every
+//! datagram the engine produces goes out through an [`Outbox`] the caller
+//! passes in. The engine reads no clock and opens no socket, so it runs the
+//! same over a detpath endpoint, a UDP socket or a test's vector.
+//!
+//! Time: `now` is CLOCK_MONOTONIC nanoseconds (timers, leases, reception
+//! times); source timestamps written into INFO_TS are wall-clock [`Time`]s
+//! the caller supplies with each write.
+
+mod discovery_io;
+pub mod outbox;
+mod reader;
+pub mod slots;
+mod tx;
+mod writer;
+
+pub use outbox::{NullOutbox, Outbox, VecOutbox};
+pub use reader::MAX_FRAGMENTS;
+pub use writer::WriteError;
+
+use crate::discovery::{builtin, EndpointData, ParticipantData};
+use crate::qos::{Durability, History, Incompatible, Qos, Reliability};
+use crate::types::TopicType;
+use crate::wire::bytes::ByteWriter;
+use crate::wire::cdr::{repr, write_payload, CdrReader, Xcdr};
+use crate::wire::types::kind;
+use crate::wire::{EntityId, Guid, GuidPrefix, Locator, Message, ProtocolVersion, SequenceNumber, Submessage, Time, VendorId, WireError};
+use reader::ReaderCore;
+use std::collections::VecDeque;
+use std::net::SocketAddrV4;
+use tx::Ctx;
+use writer::WriterCore;
+
+/// Engine configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub domain_id: u32,
+    pub guid_prefix: GuidPrefix,
+    /// The address and port this participant receives on, announced as both
+    /// its metatraffic and its default unicast locator (one endpoint carries both).
+    pub local: SocketAddrV4,
+    /// Where SPDP announcements go: the unicast peer list expanded to each
+    /// peer's metatraffic ports ([`Config::add_peer`]).
+    pub spdp_targets: Vec<SocketAddrV4>,
+    pub lease_ns: i64,
+    pub spdp_interval_ns: u64,
+    pub heartbeat_period_ns: u64,
+    pub user_data: Vec<u8>,
+    /// Largest datagram to send (UDP payload).
+    pub max_datagram: usize,
+    pub max_remote_participants: usize,
+    pub max_remote_endpoints: usize,
+    /// Out-of-order samples a reliable reader holds per writer (at most 256).
+    pub reorder_window: usize,
+    /// Largest sample a reader accepts (fragment reassembly bound).
+    pub max_sample_size: usize,
+    /// Events kept for the application before the oldest are dropped.
+    pub max_events: usize,
+    /// Announcements the SEDP built-in writers and readers hold (bounds local endpoints announced at once).
+    pub builtin_depth: u32,
+}
+
+impl Config {
+    /// Defaults: 10 s lease, SPDP every second, heartbeats every 100 ms,
+    /// 1472-byte datagrams (Ethernet MTU), 64 peers, 1024 remote endpoints.
+    pub fn new(domain_id: u32, guid_prefix: GuidPrefix, local: SocketAddrV4) -> Config {
+        Config {
+            domain_id,
+            guid_prefix,
+            local,
+            spdp_targets: Vec::new(),
+            lease_ns: 10_000_000_000,
+            spdp_interval_ns: 1_000_000_000,
+            heartbeat_period_ns: 100_000_000,
+            user_data: Vec::new(),
+            max_datagram: 1472,
+            max_remote_participants: 64,
+            max_remote_endpoints: 1024,
+            reorder_window: 256,
+            max_sample_size: 1 << 20,
+            max_events: 4096,
+            builtin_depth: 256,
+        }
+    }
+    /// Adds a unicast peer: SPDP goes to its metatraffic ports for participant
+    /// indices `0..=max_index` (as CycloneDDS does with its Peers list).
+    pub fn add_peer(&mut self, ip: std::net::Ipv4Addr, max_index: u32) {
+        for i in 0..=max_index {
+            let port = crate::discovery::ports::metatraffic_unicast(self.domain_id, i);
+            if let Ok(port) = u16::try_from(port) {
+                let a = SocketAddrV4::new(ip, port);
+                if a != self.local && !self.spdp_targets.contains(&a) {
+                    self.spdp_targets.push(a);
+                }
+            }
+        }
+    }
+}
+
+/// A GUID prefix in the recommended layout: vendor id, then host, process and instance bits.
+pub fn make_guid_prefix(host: u32, pid: u32, instance: u32) -> GuidPrefix {
+    let mut p = [0u8; 12];
+    p[..2].copy_from_slice(&VendorId::DETPATH.0);
+    p[2..4].copy_from_slice(&(host as u16).to_be_bytes());
+    p[4..8].copy_from_slice(&pid.to_be_bytes());
+    p[8..12].copy_from_slice(&instance.to_be_bytes());
+    GuidPrefix(p)
+}
+
+/// Everything the engine counts. Faults are counted, never fatal.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub rx_datagrams: u64,
+    pub rx_bytes: u64,
+    /// Not RTPS, or a header/submessage that failed validation (the rest of that message is dropped).
+    pub rx_malformed: u64,
+    /// From ourselves (looped back).
+    pub rx_own: u64,
+    /// Submessages addressed (INFO_DST) to another participant.
+    pub rx_not_for_us: u64,
+    /// Submessages of kinds the engine does not handle, skipped by length.
+    pub rx_unknown_submessages: u64,
+    /// DATA/HEARTBEAT/GAP from writers no local reader is matched with.
+    pub rx_unmatched: u64,
+    pub data_duplicate: u64,
+    pub data_out_of_window: u64,
+    pub data_lost: u64,
+    pub gap_skipped: u64,
+    pub frags_received: u64,
+    pub frag_rejected: u64,
+    pub frag_abandoned: u64,
+    pub frags_sent: u64,
+    pub tx_datagrams: u64,
+    pub tx_bytes: u64,
+    pub retransmits: u64,
+    pub gaps_sent: u64,
+    pub heartbeats_sent: u64,
+    pub heartbeats_stale: u64,
+    pub acknacks_sent: u64,
+    pub acknacks_stale: u64,
+    /// NACKed samples not resent because they were resent moments ago.
+    pub nacks_suppressed: u64,
+    /// SPDP/SEDP announcements refused (malformed, must-understand, wrong domain).
+    pub discovery_rejected: u64,
+    /// Participants or endpoints not admitted because the limits were reached.
+    pub discovery_over_limit: u64,
+    pub participants_discovered: u64,
+    pub leases_expired: u64,
+    pub incompatible_qos: u64,
+    pub events_dropped: u64,
+}
+
+/// Handle of a local writer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WriterId(usize);
+/// Handle of a local reader.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ReaderId(usize);
+
+/// Why a participant went away.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LostReason {
+    LeaseExpired,
+    Disposed,
+}
+
+/// What happened in discovery, for the application to react to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    ParticipantDiscovered { prefix: GuidPrefix, user_data: Vec<u8> },
+    ParticipantLost { prefix: GuidPrefix, reason: LostReason },
+    WriterMatched { writer: WriterId, reader: Guid },
+    ReaderMatched { reader: ReaderId, writer: Guid },
+    WriterUnmatched { writer: WriterId, reader: Guid },
+    ReaderUnmatched { reader: ReaderId, writer: Guid },
+    IncompatibleQos { local: Guid, remote: Guid, reason: Incompatible },
+}
+
+/// What a reader knows about a sample it hands out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SampleInfo {
+    pub writer: Guid,
+    pub sn: SequenceNumber,
+    pub source_timestamp: Option<Time>,
+    /// When the engine received it (the `now` of that datagram).
+    pub reception_ns: u64,
+    /// A sample (false: a dispose/unregister without data).
+    pub valid_data: bool,
+    pub status_info: u32,
+    /// KEY_HASH from the inline QoS, when the writer sent one.
+    pub key_hash: Option<[u8; 16]>,
+}
+
+/// Status of a writer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriterStatus {
+    pub matched: usize,
+    /// Of those, the reliable readers (they acknowledge and hold the writer back).
+    pub matched_reliable: usize,
+    pub written: u64,
+    pub unacknowledged: i64,
+    pub offered_deadline_missed: u64,
+    pub slot_growths: u64,
+}
+
+/// Status of a reader.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReaderStatus {
+    pub matched: usize,
+    pub received: u64,
+    pub lost: u64,
+    pub waiting: usize,
+    pub rejected: u64,
+    pub replaced: u64,
+    pub requested_deadline_missed: u64,
+    pub slot_growths: u64,
+}
+
+/// Why a call into the engine failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    #[error("entity limit reached: at most builtin_depth ({0}) writers and as many readers per participant (raise Config::builtin_depth)")]
+    TooManyEntities(u32),
+    #[error("invalid QoS: {0}")]
+    BadQos(&'static str),
+    #[error("sample does not deserialize: {0}")]
+    Deserialize(WireError),
+}
+
+struct RemoteParticipant {
+    data: ParticipantData,
+    /// The last SPDP payload, so an unchanged re-announcement renews the lease without parsing.
+    raw: Vec<u8>,
+    meta_addr: SocketAddrV4,
+    default_addr: SocketAddrV4,
+    last_seen_ns: u64,
+}
+
+struct RemoteEndpoint {
+    data: EndpointData,
+    addr: SocketAddrV4,
+}
+
+/// Indices of the SEDP built-in writers and readers in the entity tables.
+const SEDP_PUB: usize = 0;
+const SEDP_SUB: usize = 1;
+const FIRST_USER: usize = 2;
+
+/// One DDS domain participant.
+pub struct Participant {
+    cfg: Config,
+    tx: Vec<u8>,
+    writers: Vec<WriterCore>,
+    readers: Vec<ReaderCore>,
+    remote_participants: Vec<RemoteParticipant>,
+    remote_endpoints: Vec<RemoteEndpoint>,
+    next_entity_key: u32,
+    next_spdp_ns: u64,
+    events: VecDeque<Event>,
+    counters: Counters,
+    /// Local endpoints created but not yet announced and matched.
+    pending_writers: Vec<usize>,
+    pending_readers: Vec<usize>,
+    /// Participants to answer with a directed SPDP announcement.
+    spdp_replies: Vec<SocketAddrV4>,
+    /// Serialized SEDP samples waiting to be processed (taken from the built-in readers).
+    sedp_scratch: Vec<u8>,
+    /// New participants whose SEDP endpoints still need matching with ours.
+    pending_builtin: Vec<(GuidPrefix, u32, SocketAddrV4)>,
+    /// Our SPDP payload, serialized once.
+    spdp_payload: Vec<u8>,
+    /// Some reader has room again and owes its writers an ACKNACK.
+    acks_due: bool,
+}
+
+fn sedp_qos(depth: u32) -> Qos {
+    Qos { reliability: Reliability::Reliable, durability: Durability::TransientLocal, history: History::KeepAll, max_samples: depth.max(4), ..Qos::default() }
+}
+
+impl Participant {
+    /// A participant; nothing is sent until the first [`handle_timeout`](Self::handle_timeout).
+    pub fn new(cfg: Config, now: u64) -> Participant {
+        let p = cfg.guid_prefix;
+        let dg = cfg.max_datagram.max(256);
+        let hb = cfg.heartbeat_period_ns;
+        let writers = vec![
+            WriterCore::new(
+                Guid::new(p, EntityId::SEDP_PUBLICATIONS_WRITER),
+                "DCPSPublication",
+                "PublicationBuiltinTopicData",
+                sedp_qos(cfg.builtin_depth),
+                512,
+                dg,
+                hb,
+            ),
+            WriterCore::new(
+                Guid::new(p, EntityId::SEDP_SUBSCRIPTIONS_WRITER),
+                "DCPSSubscription",
+                "SubscriptionBuiltinTopicData",
+                sedp_qos(cfg.builtin_depth),
+                512,
+                dg,
+                hb,
+            ),
+        ];
+        let (w, m) = (cfg.reorder_window, cfg.max_sample_size);
+        let readers = vec![
+            ReaderCore::new(
+                Guid::new(p, EntityId::SEDP_PUBLICATIONS_READER),
+                "DCPSPublication",
+                "PublicationBuiltinTopicData",
+                sedp_qos(cfg.builtin_depth),
+                512,
+                w,
+                m,
+                now,
+            ),
+            ReaderCore::new(
+                Guid::new(p, EntityId::SEDP_SUBSCRIPTIONS_READER),
+                "DCPSSubscription",
+                "SubscriptionBuiltinTopicData",
+                sedp_qos(cfg.builtin_depth),
+                512,
+                w,
+                m,
+                now,
+            ),
+        ];
+        Participant {
+            tx: vec![0; dg],
+            cfg,
+            writers,
+            readers,
+            remote_participants: Vec::new(),
+            remote_endpoints: Vec::new(),
+            next_entity_key: 1,
+            next_spdp_ns: now,
+            events: VecDeque::new(),
+            counters: Counters::default(),
+            pending_writers: Vec::new(),
+            pending_readers: Vec::new(),
+            spdp_replies: Vec::new(),
+            sedp_scratch: Vec::with_capacity(4096),
+            pending_builtin: Vec::new(),
+            spdp_payload: Vec::new(),
+            acks_due: false,
+        }
+    }
+
+    /// This participant's GUID prefix.
+    pub fn guid_prefix(&self) -> GuidPrefix {
+        self.cfg.guid_prefix
+    }
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+    /// Counters so far.
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+    /// The next discovery or status event.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+    /// Known remote participants: prefix and user data.
+    pub fn remote_participants(&self) -> impl Iterator<Item = (GuidPrefix, &[u8])> {
+        self.remote_participants.iter().map(|r| (r.data.guid_prefix, r.data.user_data.as_slice()))
+    }
+    /// Number of known remote endpoints.
+    pub fn remote_endpoint_count(&self) -> usize {
+        self.remote_endpoints.len()
+    }
+
+    fn push_event(&mut self, e: Event) {
+        if self.events.len() >= self.cfg.max_events {
+            self.events.pop_front();
+            self.counters.events_dropped += 1;
+        }
+        self.events.push_back(e);
+    }
+
+    fn next_key(&mut self) -> Result<u32, EngineError> {
+        let k = self.next_entity_key;
+        if k >= 1 << 24 {
+            return Err(EngineError::TooManyEntities(self.cfg.builtin_depth));
+        }
+        self.next_entity_key += 1;
+        Ok(k)
+    }
+
+    /// Creates a writer. `slot_size` preallocates each history slot (serialized
+    /// bytes); it is announced and matched at the next [`handle_timeout`](Self::handle_timeout).
+    pub fn create_writer(&mut self, topic: &str, type_name: &str, keyed: bool, qos: Qos, slot_size: usize) -> Result<WriterId, EngineError> {
+        if qos.history == History::KeepAll && qos.max_samples == 0 {
+            return Err(EngineError::BadQos("KEEP_ALL needs max_samples > 0"));
+        }
+        // Every writer's announcement stays in the SEDP history for late joiners.
+        if self.writers.len() - FIRST_USER >= self.cfg.builtin_depth.max(4) as usize {
+            return Err(EngineError::TooManyEntities(self.cfg.builtin_depth));
+        }
+        let key = self.next_key()?;
+        let eid = EntityId::user(key, if keyed { kind::USER_WRITER_WITH_KEY } else { kind::USER_WRITER_NO_KEY });
+        let w = WriterCore::new(Guid::new(self.cfg.guid_prefix, eid), topic, type_name, qos, slot_size.max(16), self.tx.len(), self.cfg.heartbeat_period_ns);
+        self.writers.push(w);
+        let i = self.writers.len() - 1;
+        self.pending_writers.push(i);
+        Ok(WriterId(i))
+    }
+
+    /// Creates a reader (announced and matched at the next [`handle_timeout`](Self::handle_timeout)).
+    pub fn create_reader(&mut self, now: u64, topic: &str, type_name: &str, keyed: bool, qos: Qos, slot_size: usize) -> Result<ReaderId, EngineError> {
+        if qos.history == History::KeepAll && qos.max_samples == 0 {
+            return Err(EngineError::BadQos("KEEP_ALL needs max_samples > 0"));
+        }
+        if self.readers.len() - FIRST_USER >= self.cfg.builtin_depth.max(4) as usize {
+            return Err(EngineError::TooManyEntities(self.cfg.builtin_depth));
+        }
+        let key = self.next_key()?;
+        let eid = EntityId::user(key, if keyed { kind::USER_READER_WITH_KEY } else { kind::USER_READER_NO_KEY });
+        let r = ReaderCore::new(
+            Guid::new(self.cfg.guid_prefix, eid),
+            topic,
+            type_name,
+            qos,
+            slot_size.max(16),
+            self.cfg.reorder_window,
+            self.cfg.max_sample_size,
+            now,
+        );
+        self.readers.push(r);
+        let i = self.readers.len() - 1;
+        self.pending_readers.push(i);
+        Ok(ReaderId(i))
+    }
+
+    /// Typed writer for `T`.
+    pub fn create_writer_for<T: TopicType>(&mut self, topic: &str, qos: Qos, prototype: &T) -> Result<WriterId, EngineError> {
+        self.create_writer(topic, T::TYPE_NAME, T::KEYED, qos, prototype.size_hint())
+    }
+    /// Typed reader for `T`.
+    pub fn create_reader_for<T: TopicType>(&mut self, now: u64, topic: &str, qos: Qos, prototype: &T) -> Result<ReaderId, EngineError> {
+        self.create_reader(now, topic, T::TYPE_NAME, T::KEYED, qos, prototype.size_hint())
+    }
+
+    /// The GUID of a local writer.
+    pub fn writer_guid(&self, w: WriterId) -> Guid {
+        self.writers[w.0].guid
+    }
+    /// The GUID of a local reader.
+    pub fn reader_guid(&self, r: ReaderId) -> Guid {
+        self.readers[r.0].guid
+    }
+
+    /// Writes one sample, serialized by `T` straight into the transmit buffer.
+    pub fn write<T: TopicType>(
+        &mut self,
+        now: u64,
+        out: &mut dyn Outbox,
+        w: WriterId,
+        source_ts: Option<Time>,
+        sample: &T,
+    ) -> Result<SequenceNumber, WriteError> {
+        self.write_with(now, out, w, source_ts, &|bw: &mut ByteWriter<'_>| write_payload(bw, Xcdr::V1, |c| sample.serialize(c)).map(|_| ()))
+    }
+
+    /// Writes one sample whose serialized payload (encapsulation header included) `serialize` writes.
+    pub fn write_with(
+        &mut self,
+        now: u64,
+        out: &mut dyn Outbox,
+        w: WriterId,
+        source_ts: Option<Time>,
+        serialize: &dyn Fn(&mut ByteWriter<'_>) -> Result<(), WireError>,
+    ) -> Result<SequenceNumber, WriteError> {
+        if w.0 < FIRST_USER || w.0 >= self.writers.len() {
+            return Err(WriteError::NoSuchWriter);
+        }
+        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+        self.writers[w.0].write(&mut ctx, now, source_ts, serialize)
+    }
+
+    /// Takes the oldest sample of a reader into `sample` (deserialized,
+    /// reusing its buffers). `Ok(None)` when nothing is waiting.
+    pub fn take<T: TopicType>(&mut self, r: ReaderId, sample: &mut T) -> Result<Option<SampleInfo>, EngineError> {
+        let cache = &mut self.readers[r.0].cache;
+        let Some(slot) = cache.front() else {
+            return Ok(None);
+        };
+        let m = slot.meta;
+        let info = SampleInfo {
+            writer: m.writer,
+            sn: SequenceNumber(m.sn),
+            source_timestamp: m.source_ts,
+            reception_ns: m.reception_ns,
+            valid_data: m.valid_data,
+            status_info: m.status_info,
+            key_hash: m.key_hash,
+        };
+        let res = if m.valid_data { CdrReader::from_payload(slot.payload()).and_then(|mut c| sample.deserialize_into(&mut c)) } else { Ok(()) };
+        cache.pop();
+        self.after_take(r.0);
+        res.map_err(EngineError::Deserialize)?;
+        Ok(Some(info))
+    }
+
+    /// Takes the oldest sample as raw serialized bytes, handed to `f`.
+    pub fn take_raw<R>(&mut self, r: ReaderId, f: impl FnOnce(&SampleInfo, &[u8]) -> R) -> Option<R> {
+        let cache = &mut self.readers[r.0].cache;
+        let slot = cache.front()?;
+        let m = slot.meta;
+        let info = SampleInfo {
+            writer: m.writer,
+            sn: SequenceNumber(m.sn),
+            source_timestamp: m.source_ts,
+            reception_ns: m.reception_ns,
+            valid_data: m.valid_data,
+            status_info: m.status_info,
+            key_hash: m.key_hash,
+        };
+        let out = f(&info, slot.payload());
+        cache.pop();
+        self.after_take(r.0);
+        Some(out)
+    }
+
+    /// A KEEP_ALL reader that refused samples because its cache was full
+    /// tells its writers as soon as there is room (at the next timeout, now).
+    fn after_take(&mut self, i: usize) {
+        let r = &mut self.readers[i];
+        if r.blocked && !r.cache.is_full() {
+            r.unblock();
+            r.ack_due = true;
+            self.acks_due = true;
+        }
+    }
+
+    /// Status of a writer.
+    pub fn writer_status(&self, w: WriterId) -> WriterStatus {
+        let x = &self.writers[w.0];
+        WriterStatus {
+            matched: x.proxies.len(),
+            matched_reliable: x.proxies.iter().filter(|p| p.reliable).count(),
+            written: x.written,
+            unacknowledged: x.unacked(),
+            offered_deadline_missed: x.deadline_missed,
+            slot_growths: x.slot_growths,
+        }
+    }
+
+    /// Status of a reader.
+    pub fn reader_status(&self, r: ReaderId) -> ReaderStatus {
+        let x = &self.readers[r.0];
+        ReaderStatus {
+            matched: x.proxies.len(),
+            received: x.proxies.iter().map(|p| p.received).sum(),
+            lost: x.lost(),
+            waiting: x.cache.len(),
+            rejected: x.rejected,
+            replaced: x.replaced,
+            requested_deadline_missed: x.deadline_missed,
+            slot_growths: x.slot_growths,
+        }
+    }
+
+    /// The earliest time [`handle_timeout`](Self::handle_timeout) has work to do.
+    pub fn next_timeout(&self) -> u64 {
+        if !self.pending_writers.is_empty()
+            || !self.pending_readers.is_empty()
+            || !self.spdp_replies.is_empty()
+            || !self.pending_builtin.is_empty()
+            || self.acks_due
+        {
+            return 0;
+        }
+        let mut t = self.next_spdp_ns;
+        for w in &self.writers {
+            t = t.min(w.next_timeout());
+        }
+        for r in &self.readers {
+            t = t.min(r.next_timeout());
+        }
+        for rp in &self.remote_participants {
+            t = t.min(rp.last_seen_ns.saturating_add(rp.data.lease_ns.max(0) as u64));
+        }
+        t
+    }
+
+    /// Timer work due at `now`: announcements, heartbeats, lease expiry, deadlines.
+    pub fn handle_timeout(&mut self, now: u64, out: &mut dyn Outbox) {
+        if !self.pending_writers.is_empty() || !self.pending_readers.is_empty() || !self.pending_builtin.is_empty() {
+            self.announce_pending(now, out);
+        }
+        if !self.spdp_replies.is_empty() {
+            let targets = std::mem::take(&mut self.spdp_replies);
+            for t in &targets {
+                self.send_spdp(out, *t, false);
+            }
+        }
+        if now >= self.next_spdp_ns {
+            for i in 0..self.cfg.spdp_targets.len() {
+                let t = self.cfg.spdp_targets[i];
+                self.send_spdp(out, t, false);
+            }
+            for i in 0..self.remote_participants.len() {
+                let t = self.remote_participants[i].meta_addr;
+                if !self.cfg.spdp_targets.contains(&t) {
+                    self.send_spdp(out, t, false);
+                }
+            }
+            self.next_spdp_ns = now + self.cfg.spdp_interval_ns;
+        }
+        self.expire_leases(now);
+        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+        if std::mem::take(&mut self.acks_due) {
+            for r in &mut self.readers {
+                if std::mem::take(&mut r.ack_due) {
+                    r.send_acks(&mut ctx);
+                }
+            }
+        }
+        for w in &mut self.writers {
+            w.poll(&mut ctx, now);
+        }
+        for r in &mut self.readers {
+            r.poll(now);
+        }
+    }
+
+    /// Announces this participant gone (SPDP dispose) to everyone it knows.
+    pub fn shutdown(&mut self, out: &mut dyn Outbox) {
+        let mut targets = self.cfg.spdp_targets.clone();
+        for r in &self.remote_participants {
+            if !targets.contains(&r.meta_addr) {
+                targets.push(r.meta_addr);
+            }
+        }
+        for t in targets {
+            self.send_spdp(out, t, true);
+        }
+    }
+
+    /// One received datagram from `src`, received at `now`.
+    pub fn handle_datagram(&mut self, now: u64, src: SocketAddrV4, data: &[u8], out: &mut dyn Outbox) {
+        self.counters.rx_datagrams += 1;
+        self.counters.rx_bytes += data.len() as u64;
+        let msg = match Message::parse(data) {
+            Ok(m) => m,
+            Err(_) => {
+                self.counters.rx_malformed += 1;
+                return;
+            }
+        };
+        let me = self.cfg.guid_prefix;
+        if msg.header.guid_prefix == me {
+            self.counters.rx_own += 1;
+            return;
+        }
+        let mut src_prefix = msg.header.guid_prefix;
+        let mut dst = me;
+        let mut ts: Option<Time> = None;
+        if let Some(rp) = self.remote_participants.iter_mut().find(|r| r.data.guid_prefix == src_prefix) {
+            rp.last_seen_ns = now;
+        }
+        let mut sedp_dirty = false;
+        for sub in msg.submessages() {
+            let sub = match sub {
+                Ok(s) => s,
+                Err(_) => {
+                    self.counters.rx_malformed += 1;
+                    break;
+                }
+            };
+            match sub {
+                Submessage::InfoTs(t) => {
+                    ts = t;
+                    continue;
+                }
+                Submessage::InfoDst(p) => {
+                    dst = if p == GuidPrefix::UNKNOWN { me } else { p };
+                    continue;
+                }
+                Submessage::InfoSrc(s) => {
+                    src_prefix = s.guid_prefix;
+                    continue;
+                }
+                Submessage::Pad => continue,
+                Submessage::Unknown { .. } => {
+                    self.counters.rx_unknown_submessages += 1;
+                    continue;
+                }
+                _ => {}
+            }
+            if dst != me {
+                self.counters.rx_not_for_us += 1;
+                continue;
+            }
+            let mut ctx = Ctx { prefix: me, tx: &mut self.tx, out: &mut *out, counters: &mut self.counters };
+            match sub {
+                Submessage::Data(d) if d.writer_id == EntityId::SPDP_WRITER => {
+                    self.on_spdp(now, src, src_prefix, &d);
+                }
+                Submessage::Data(d) => {
+                    let mut hit = false;
+                    for (i, r) in self.readers.iter_mut().enumerate() {
+                        if d.reader_id == EntityId::UNKNOWN || d.reader_id == r.guid.entity {
+                            let matched = r.on_data(&mut ctx, now, src_prefix, ts, &d);
+                            hit |= matched;
+                            sedp_dirty |= matched && i < FIRST_USER;
+                        }
+                    }
+                    if !hit {
+                        ctx.counters.rx_unmatched += 1;
+                    }
+                }
+                Submessage::DataFrag(f) => {
+                    let mut hit = false;
+                    for (i, r) in self.readers.iter_mut().enumerate() {
+                        if f.reader_id == EntityId::UNKNOWN || f.reader_id == r.guid.entity {
+                            let matched = r.on_data_frag(&mut ctx, now, src_prefix, ts, &f);
+                            hit |= matched;
+                            sedp_dirty |= matched && i < FIRST_USER;
+                        }
+                    }
+                    if !hit {
+                        ctx.counters.rx_unmatched += 1;
+                    }
+                }
+                Submessage::Heartbeat(h) => {
+                    let mut hit = false;
+                    for (i, r) in self.readers.iter_mut().enumerate() {
+                        if h.reader_id == EntityId::UNKNOWN || h.reader_id == r.guid.entity {
+                            let matched = r.on_heartbeat(&mut ctx, now, src_prefix, &h);
+                            hit |= matched;
+                            sedp_dirty |= matched && i < FIRST_USER;
+                        }
+                    }
+                    if !hit {
+                        ctx.counters.rx_unmatched += 1;
+                    }
+                }
+                Submessage::Gap(g) => {
+                    let mut hit = false;
+                    for (i, r) in self.readers.iter_mut().enumerate() {
+                        if g.reader_id == EntityId::UNKNOWN || g.reader_id == r.guid.entity {
+                            let matched = r.on_gap(&mut ctx, now, src_prefix, &g);
+                            hit |= matched;
+                            sedp_dirty |= matched && i < FIRST_USER;
+                        }
+                    }
+                    if !hit {
+                        ctx.counters.rx_unmatched += 1;
+                    }
+                }
+                Submessage::HeartbeatFrag(h) => {
+                    for r in self.readers.iter_mut() {
+                        if h.reader_id == EntityId::UNKNOWN || h.reader_id == r.guid.entity {
+                            r.on_heartbeat_frag(&mut ctx, now, src_prefix, &h);
+                        }
+                    }
+                }
+                Submessage::AckNack(a) => {
+                    let hit = self.writers.iter_mut().any(|w| w.guid.entity == a.writer_id && w.on_acknack(&mut ctx, now, src_prefix, &a));
+                    if !hit {
+                        ctx.counters.rx_unmatched += 1;
+                    }
+                }
+                Submessage::NackFrag(n) => {
+                    let hit = self.writers.iter_mut().any(|w| w.guid.entity == n.writer_id && w.on_nack_frag(&mut ctx, src_prefix, &n));
+                    if !hit {
+                        ctx.counters.rx_unmatched += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if sedp_dirty {
+            self.process_sedp(now, out);
+        }
+    }
+
+    fn expire_leases(&mut self, now: u64) {
+        let mut i = 0;
+        while i < self.remote_participants.len() {
+            let rp = &self.remote_participants[i];
+            let lease = rp.data.lease_ns.max(0) as u64;
+            if now > rp.last_seen_ns.saturating_add(lease) {
+                let prefix = rp.data.guid_prefix;
+                self.counters.leases_expired += 1;
+                self.drop_participant(prefix, LostReason::LeaseExpired);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Forgets a participant and everything matched with its endpoints.
+    fn drop_participant(&mut self, prefix: GuidPrefix, reason: LostReason) {
+        let before = self.remote_participants.len();
+        self.remote_participants.retain(|r| r.data.guid_prefix != prefix);
+        if self.remote_participants.len() == before {
+            return;
+        }
+        self.remote_endpoints.retain(|e| e.data.guid.prefix != prefix);
+        let mut evs = Vec::new();
+        for (i, w) in self.writers.iter_mut().enumerate() {
+            for p in w.proxies.iter().filter(|p| p.guid.prefix == prefix) {
+                if i >= FIRST_USER {
+                    evs.push(Event::WriterUnmatched { writer: WriterId(i), reader: p.guid });
+                }
+            }
+            w.remove_proxies(|g| g.prefix == prefix);
+        }
+        for (i, r) in self.readers.iter_mut().enumerate() {
+            for p in r.proxies.iter().filter(|p| p.guid.prefix == prefix) {
+                if i >= FIRST_USER {
+                    evs.push(Event::ReaderUnmatched { reader: ReaderId(i), writer: p.guid });
+                }
+            }
+            r.remove_proxies(|g| g.prefix == prefix);
+        }
+        for e in evs {
+            self.push_event(e);
+        }
+        self.push_event(Event::ParticipantLost { prefix, reason });
+    }
+
+    fn local_participant_data(&self) -> ParticipantData {
+        ParticipantData {
+            guid_prefix: self.cfg.guid_prefix,
+            protocol_version: ProtocolVersion::V2_1,
+            vendor: VendorId::DETPATH,
+            domain_id: Some(self.cfg.domain_id),
+            default_unicast: vec![Locator::udpv4(self.cfg.local)],
+            metatraffic_unicast: vec![Locator::udpv4(self.cfg.local)],
+            lease_ns: self.cfg.lease_ns,
+            builtin_endpoints: builtin::DETPATH,
+            user_data: self.cfg.user_data.clone(),
+        }
+    }
+}

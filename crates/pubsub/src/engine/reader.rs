@@ -1,0 +1,683 @@
+//! A stateful reader (§8.4.10): one proxy per matched writer with its
+//! reorder window and fragment reassembly, the reader cache samples are taken
+//! from, and the reader side of the reliability protocol: ACKNACK in answer
+//! to HEARTBEAT, GAPs skipped, NACK_FRAG for missing fragments. Delivery is
+//! in sequence-number order per writer.
+
+use super::slots::{FifoRing, SampleMeta, SnRing};
+use super::tx::{Ctx, Sender};
+use crate::qos::{Durability, History, Qos, Reliability, INFINITE_NS};
+use crate::wire::plist::pid;
+use crate::wire::{BitSet256, Data, DataFrag, Gap, Guid, GuidPrefix, Heartbeat, HeartbeatFrag, ParamList, SequenceNumber, Time, MAX_SET_BITS};
+use std::net::SocketAddrV4;
+
+/// A hole already NACKed is NACKed again in answer to a final heartbeat
+/// only after this long (a retransmission takes about a round trip).
+const NACK_INTERVAL_NS: u64 = 2_000_000;
+
+/// Largest number of fragments of one sample a reader reassembles.
+pub const MAX_FRAGMENTS: u32 = 4096;
+
+/// Fragment reassembly of one sample.
+#[derive(Debug)]
+pub(crate) struct Reassembly {
+    active: bool,
+    sn: i64,
+    sample_size: usize,
+    frag_size: usize,
+    have: [u64; (MAX_FRAGMENTS / 64) as usize],
+    nhave: u32,
+    meta: SampleMeta,
+    buf: Vec<u8>,
+}
+
+impl Reassembly {
+    fn new(max_sample: usize) -> Reassembly {
+        Reassembly {
+            active: false,
+            sn: 0,
+            sample_size: 0,
+            frag_size: 0,
+            have: [0; (MAX_FRAGMENTS / 64) as usize],
+            nhave: 0,
+            meta: SampleMeta::default(),
+            buf: vec![0; max_sample],
+        }
+    }
+    fn total(&self) -> u32 {
+        self.sample_size.div_ceil(self.frag_size.max(1)) as u32
+    }
+    fn has(&self, f: u32) -> bool {
+        let i = f as usize - 1;
+        self.have[i / 64] & (1 << (i % 64)) != 0
+    }
+    fn mark(&mut self, f: u32) {
+        let i = f as usize - 1;
+        if self.have[i / 64] & (1 << (i % 64)) == 0 {
+            self.have[i / 64] |= 1 << (i % 64);
+            self.nhave += 1;
+        }
+    }
+}
+
+/// A matched writer.
+#[derive(Debug)]
+pub(crate) struct WriterProxy {
+    pub guid: Guid,
+    pub addr: SocketAddrV4,
+    pub reliable: bool,
+    synced: bool,
+    pub next_sn: i64,
+    window: SnRing,
+    last_hb_count: i32,
+    last_hbfrag_count: i32,
+    /// Highest lastSN a heartbeat announced.
+    hb_last: i64,
+    /// Highest sequence number NACKed, and when (NACK rate limit).
+    nacked_high: i64,
+    nacked_ns: u64,
+    acknack_count: i32,
+    nackfrag_count: i32,
+    frag: Reassembly,
+    /// Samples the writer no longer has, or best-effort samples that never came.
+    pub lost: u64,
+    pub received: u64,
+    pub last_seen_ns: u64,
+}
+
+/// Outcome of offering a sample to the reader cache.
+enum Deliver {
+    Ok,
+    Full,
+}
+
+/// A local reader (user or SEDP built-in).
+pub(crate) struct ReaderCore {
+    pub guid: Guid,
+    pub topic: String,
+    pub type_name: String,
+    pub qos: Qos,
+    pub cache: FifoRing,
+    pub proxies: Vec<WriterProxy>,
+    window: usize,
+    max_sample: usize,
+    slot_size: usize,
+    pub last_sample_ns: u64,
+    pub deadline_missed: u64,
+    deadline_checked_ns: u64,
+    /// Samples refused because a KEEP_ALL cache was full (the writer resends them later).
+    pub rejected: u64,
+    /// Samples pushed out of a KEEP_LAST cache before they were taken.
+    pub replaced: u64,
+    pub slot_growths: u64,
+    /// A sample was refused because the KEEP_ALL cache was full.
+    pub blocked: bool,
+    /// Room came back: send ACKNACKs at the next timeout.
+    pub ack_due: bool,
+}
+
+impl ReaderCore {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(guid: Guid, topic: &str, type_name: &str, qos: Qos, slot_size: usize, window: usize, max_sample: usize, now: u64) -> ReaderCore {
+        ReaderCore {
+            guid,
+            topic: topic.to_string(),
+            type_name: type_name.to_string(),
+            cache: FifoRing::new(qos.depth(), slot_size),
+            qos,
+            proxies: Vec::new(),
+            window: window.clamp(1, MAX_SET_BITS as usize),
+            max_sample,
+            slot_size,
+            last_sample_ns: now,
+            deadline_missed: 0,
+            deadline_checked_ns: now,
+            rejected: 0,
+            replaced: 0,
+            slot_growths: 0,
+            blocked: false,
+            ack_due: false,
+        }
+    }
+
+    fn transient_local(&self) -> bool {
+        self.qos.durability >= Durability::TransientLocal
+    }
+
+    /// A new matched writer; a reliable one gets a pre-emptive ACKNACK asking for its HEARTBEAT.
+    pub fn add_proxy(&mut self, ctx: &mut Ctx<'_>, now: u64, guid: Guid, addr: SocketAddrV4, reliable: bool) {
+        if self.proxies.iter().any(|p| p.guid == guid) {
+            return;
+        }
+        let tl = self.transient_local();
+        self.proxies.push(WriterProxy {
+            guid,
+            addr,
+            reliable,
+            synced: tl,
+            next_sn: 1,
+            window: SnRing::new(if reliable { self.window } else { 1 }, self.slot_size),
+            last_hb_count: i32::MIN,
+            last_hbfrag_count: i32::MIN,
+            hb_last: 0,
+            nacked_high: 0,
+            nacked_ns: 0,
+            acknack_count: 0,
+            nackfrag_count: 0,
+            frag: Reassembly::new(self.max_sample.min(1 << 20).max(self.slot_size)),
+            lost: 0,
+            received: 0,
+            last_seen_ns: now,
+        });
+        if reliable {
+            let i = self.proxies.len() - 1;
+            self.send_acknack(ctx, i, &BitSet256::new(0), false);
+        }
+    }
+
+    /// Drops the proxies of writers for which `gone` is true.
+    pub fn remove_proxies(&mut self, gone: impl Fn(&Guid) -> bool) -> usize {
+        let before = self.proxies.len();
+        self.proxies.retain(|p| !gone(&p.guid));
+        before - self.proxies.len()
+    }
+
+    fn find(&self, src: GuidPrefix, writer: crate::wire::EntityId) -> Option<usize> {
+        self.proxies.iter().position(|p| p.guid.prefix == src && p.guid.entity == writer)
+    }
+
+    fn send_acknack(&mut self, ctx: &mut Ctx<'_>, i: usize, missing: &BitSet256, final_flag: bool) {
+        let p = &mut self.proxies[i];
+        p.acknack_count = p.acknack_count.wrapping_add(1).max(1);
+        let (count, base, writer, reader) = (p.acknack_count, p.next_sn.max(1), p.guid.entity, self.guid.entity);
+        let mut s = Sender::new(ctx, p.addr, Some(p.guid.prefix));
+        let _ = s.push(|b| b.acknack(reader, writer, SequenceNumber(base), missing, count, final_flag));
+        s.ctx.counters.acknacks_sent += 1;
+    }
+
+    /// Puts a sample into the cache.
+    fn deliver(cache: &mut FifoRing, qos: &Qos, growths: &mut u64, replaced: &mut u64, meta: SampleMeta, payload: &[u8]) -> Deliver {
+        if cache.is_full() {
+            match qos.history {
+                History::KeepLast(_) => {
+                    cache.drop_oldest();
+                    *replaced += 1;
+                }
+                History::KeepAll => return Deliver::Full,
+            }
+        }
+        match cache.back_slot() {
+            Some(slot) => {
+                if slot.store(meta, payload) {
+                    *growths += 1;
+                }
+                cache.commit();
+                Deliver::Ok
+            }
+            None => Deliver::Full,
+        }
+    }
+
+    /// Offers sample `meta.sn` from proxy `i`; in order it goes to the cache,
+    /// ahead of order into the reorder window.
+    fn accept(&mut self, ctx: &mut Ctx<'_>, now: u64, i: usize, meta: SampleMeta, payload: &[u8]) {
+        let tl = self.transient_local();
+        let p = &mut self.proxies[i];
+        p.last_seen_ns = now;
+        let sn = meta.sn;
+        if !p.synced {
+            if p.reliable {
+                // Where this writer's stream starts for us is what its first
+                // HEARTBEAT says (samples written before it matched us come as
+                // GAPs): hold the sample until then.
+                if p.window.get(sn).is_none() && p.window.slot_for(sn).store(meta, payload) {
+                    self.slot_growths += 1;
+                }
+                return;
+            }
+            p.next_sn = sn;
+            p.synced = true;
+        }
+        if sn < p.next_sn {
+            ctx.counters.data_duplicate += 1;
+            return;
+        }
+        if !p.reliable {
+            let skipped = (sn - p.next_sn) as u64;
+            if let Deliver::Ok = Self::deliver(&mut self.cache, &self.qos, &mut self.slot_growths, &mut self.replaced, meta, payload) {
+                p.lost += skipped;
+                ctx.counters.data_lost += skipped;
+                p.next_sn = sn + 1;
+                p.received += 1;
+                self.last_sample_ns = now;
+            } else {
+                self.rejected += 1;
+            }
+            return;
+        }
+        let _ = tl;
+        if sn == p.next_sn {
+            match Self::deliver(&mut self.cache, &self.qos, &mut self.slot_growths, &mut self.replaced, meta, payload) {
+                Deliver::Ok => {
+                    p.next_sn += 1;
+                    p.received += 1;
+                    self.last_sample_ns = now;
+                    self.drain(i, now);
+                }
+                Deliver::Full => {
+                    // Keep it in the window: it is delivered when the
+                    // application makes room, without a retransmission.
+                    self.rejected += 1;
+                    self.blocked = true;
+                    if p.window.get(sn).is_none() && p.window.slot_for(sn).store(meta, payload) {
+                        self.slot_growths += 1;
+                    }
+                }
+            }
+        } else if sn < p.next_sn + p.window.capacity() as i64 {
+            if p.window.get(sn).is_none() {
+                if p.window.slot_for(sn).store(meta, payload) {
+                    self.slot_growths += 1;
+                }
+            } else {
+                ctx.counters.data_duplicate += 1;
+            }
+        } else {
+            ctx.counters.data_out_of_window += 1;
+        }
+    }
+
+    /// Moves what became in-order from the reorder window to the cache.
+    fn drain(&mut self, i: usize, now: u64) {
+        loop {
+            let p = &mut self.proxies[i];
+            let sn = p.next_sn;
+            let Some(slot) = p.window.get(sn) else { return };
+            if slot.meta.irrelevant {
+                p.window.clear(sn);
+                p.next_sn += 1;
+                continue;
+            }
+            let meta = slot.meta;
+            match Self::deliver(&mut self.cache, &self.qos, &mut self.slot_growths, &mut self.replaced, meta, slot.payload()) {
+                Deliver::Ok => {
+                    p.window.clear(sn);
+                    p.next_sn += 1;
+                    p.received += 1;
+                    self.last_sample_ns = now;
+                }
+                Deliver::Full => {
+                    self.rejected += 1;
+                    self.blocked = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Skips `[from, to)` as far as this proxy is concerned: present samples
+    /// in the window are delivered, the rest counted as `lost` (or not, for a GAP).
+    fn skip_to(&mut self, ctx: &mut Ctx<'_>, i: usize, now: u64, to: i64, count_lost: bool) {
+        let p = &mut self.proxies[i];
+        if to <= p.next_sn {
+            return;
+        }
+        let span = to - p.next_sn;
+        let cap = p.window.capacity() as i64;
+        let mut present = 0i64;
+        // Only the window can hold anything: look at most `cap` numbers.
+        for sn in p.next_sn..p.next_sn + span.min(cap) {
+            if let Some(s) = p.window.get(sn) {
+                if !s.meta.irrelevant {
+                    present += 1;
+                }
+            }
+        }
+        if present == 0 {
+            for sn in p.next_sn..p.next_sn + span.min(cap) {
+                p.window.clear(sn);
+            }
+            if count_lost {
+                p.lost += span as u64;
+                ctx.counters.data_lost += span as u64;
+            } else {
+                ctx.counters.gap_skipped += span as u64;
+            }
+            p.next_sn = to;
+            self.drain(i, now);
+        } else {
+            // Walk the window in order: deliver what is there, mark the holes irrelevant.
+            for sn in p.next_sn..p.next_sn + span.min(cap) {
+                if p.window.get(sn).is_none() {
+                    let slot = p.window.slot_for(sn);
+                    slot.meta = SampleMeta { sn, irrelevant: true, ..Default::default() };
+                    slot.len = 0;
+                    if count_lost {
+                        p.lost += 1;
+                        ctx.counters.data_lost += 1;
+                    } else {
+                        ctx.counters.gap_skipped += 1;
+                    }
+                }
+            }
+            let beyond = span - span.min(cap);
+            if beyond > 0 {
+                if count_lost {
+                    p.lost += beyond as u64;
+                    ctx.counters.data_lost += beyond as u64;
+                } else {
+                    ctx.counters.gap_skipped += beyond as u64;
+                }
+            }
+            let walked_to = self.proxies[i].next_sn + span.min(cap);
+            self.drain(i, now);
+            let p = &mut self.proxies[i];
+            if p.next_sn >= walked_to {
+                p.next_sn = p.next_sn.max(to);
+                self.drain(i, now);
+            }
+            // Otherwise the cache is full: what could not be delivered waits there.
+        }
+    }
+
+    fn inline_info(d_qos: Option<ParamList<'_>>) -> (u32, Option<[u8; 16]>) {
+        let Some(q) = d_qos else { return (0, None) };
+        let mut status = 0;
+        let mut key = None;
+        for p in q.iter().map_while(|p| p.ok()) {
+            match p.pid {
+                pid::STATUS_INFO if p.value.len() >= 4 => status = u32::from_be_bytes([p.value[0], p.value[1], p.value[2], p.value[3]]),
+                pid::KEY_HASH if p.value.len() >= 16 => {
+                    let mut k = [0u8; 16];
+                    k.copy_from_slice(&p.value[..16]);
+                    key = Some(k);
+                }
+                _ => {}
+            }
+        }
+        (status, key)
+    }
+
+    /// DATA from a matched writer. Returns false when not matched.
+    pub fn on_data(&mut self, ctx: &mut Ctx<'_>, now: u64, src: GuidPrefix, ts: Option<Time>, d: &Data<'_>) -> bool {
+        let Some(i) = self.find(src, d.writer_id) else {
+            return false;
+        };
+        let (status_info, key_hash) = Self::inline_info(d.inline_qos);
+        let meta = SampleMeta {
+            sn: d.writer_sn.0,
+            writer: self.proxies[i].guid,
+            source_ts: ts,
+            reception_ns: now,
+            status_info,
+            key_hash,
+            valid_data: d.payload.is_some() && !d.key_flag,
+            irrelevant: false,
+        };
+        self.accept(ctx, now, i, meta, d.payload.unwrap_or(&[]));
+        true
+    }
+
+    /// DATA_FRAG from a matched writer: reassembled, then accepted as a whole sample.
+    pub fn on_data_frag(&mut self, ctx: &mut Ctx<'_>, now: u64, src: GuidPrefix, ts: Option<Time>, f: &DataFrag<'_>) -> bool {
+        let Some(i) = self.find(src, f.writer_id) else {
+            return false;
+        };
+        let max = self.max_sample;
+        let p = &mut self.proxies[i];
+        p.last_seen_ns = now;
+        let sn = f.writer_sn.0;
+        if p.synced && sn < p.next_sn {
+            ctx.counters.data_duplicate += 1;
+            return true;
+        }
+        if f.sample_size as usize > max || f.total_fragments() > MAX_FRAGMENTS {
+            ctx.counters.frag_rejected += 1;
+            return true;
+        }
+        let r = &mut p.frag;
+        if !r.active || r.sn != sn || r.sample_size != f.sample_size as usize || r.frag_size != f.frag_size as usize {
+            if r.active {
+                ctx.counters.frag_abandoned += 1;
+            }
+            r.active = true;
+            r.sn = sn;
+            r.sample_size = f.sample_size as usize;
+            r.frag_size = f.frag_size as usize;
+            r.have = [0; (MAX_FRAGMENTS / 64) as usize];
+            r.nhave = 0;
+            let (status_info, key_hash) = Self::inline_info(f.inline_qos);
+            r.meta = SampleMeta { sn, writer: p.guid, source_ts: ts, reception_ns: now, status_info, key_hash, valid_data: !f.key_flag, irrelevant: false };
+            if r.buf.len() < r.sample_size {
+                r.buf.resize(r.sample_size, 0);
+                self.slot_growths += 1;
+            }
+        }
+        let off = f.offset();
+        let end = off + f.payload.len();
+        if end > r.sample_size {
+            ctx.counters.frag_rejected += 1;
+            return true;
+        }
+        r.buf[off..end].copy_from_slice(f.payload);
+        for k in 0..f.frags_in_submessage as u32 {
+            let num = f.frag_start + k;
+            if num <= r.total() {
+                r.mark(num);
+            }
+        }
+        ctx.counters.frags_received += 1;
+        if r.nhave == r.total() {
+            r.active = false;
+            let meta = SampleMeta { reception_ns: now, ..r.meta };
+            let n = r.sample_size;
+            let buf = std::mem::take(&mut r.buf);
+            self.accept(ctx, now, i, meta, &buf[..n]);
+            self.proxies[i].frag.buf = buf;
+        }
+        true
+    }
+
+    /// HEARTBEAT from a matched writer: answer with what is missing.
+    pub fn on_heartbeat(&mut self, ctx: &mut Ctx<'_>, now: u64, src: GuidPrefix, hb: &Heartbeat) -> bool {
+        let Some(i) = self.find(src, hb.writer_id) else {
+            return false;
+        };
+        let p = &mut self.proxies[i];
+        p.last_seen_ns = now;
+        if !p.reliable {
+            return true;
+        }
+        if hb.count <= p.last_hb_count {
+            ctx.counters.heartbeats_stale += 1;
+            return true;
+        }
+        p.last_hb_count = hb.count;
+        if !p.synced {
+            // The stream starts at the oldest sample the writer still has;
+            // what it wrote before it matched us it answers with GAPs
+            // (volatile), so nothing written after the match is skipped, even
+            // when its data raced ahead of our discovery of it.
+            p.next_sn = hb.first_sn.0;
+            p.synced = true;
+            self.drain(i, now);
+        }
+        let p = &mut self.proxies[i];
+        if hb.first_sn.0 > p.next_sn {
+            self.skip_to(ctx, i, now, hb.first_sn.0, true);
+        }
+        let p = &mut self.proxies[i];
+        p.hb_last = p.hb_last.max(hb.last_sn.0);
+        let missing = self.missing(i);
+        // A stream of final heartbeats (one per DATA) must not draw a NACK
+        // each for the same hole: re-ask at most every NACK_INTERVAL_NS,
+        // unless the hole is new or the writer asked (non-final).
+        let p = &self.proxies[i];
+        let high = if missing.num_bits > 0 { p.next_sn + missing.num_bits as i64 - 1 } else { 0 };
+        let fresh = high > p.nacked_high || now >= p.nacked_ns + NACK_INTERVAL_NS;
+        if !hb.final_flag || (missing.count() > 0 && fresh) {
+            if missing.count() > 0 {
+                let p = &mut self.proxies[i];
+                p.nacked_high = p.nacked_high.max(high);
+                p.nacked_ns = now;
+            }
+            self.send_acknack(ctx, i, &missing, true);
+        }
+        true
+    }
+
+    /// What proxy `i` should be asked to resend: holes from the next expected
+    /// sample up to the last one announced, within what the reorder window
+    /// can hold; nothing while a KEEP_ALL cache is full (flow control: the
+    /// writer keeps its samples, the reader asks again when it has room).
+    fn missing(&self, i: usize) -> BitSet256 {
+        let p = &self.proxies[i];
+        let base = p.next_sn;
+        if self.qos.history == History::KeepAll && self.cache.is_full() {
+            return BitSet256::new(0);
+        }
+        let upto = p.hb_last.min(base + p.window.capacity().min(MAX_SET_BITS as usize) as i64 - 1);
+        let mut m = BitSet256::new(if upto >= base { (upto - base + 1) as u32 } else { 0 });
+        for sn in base..=upto {
+            if p.window.get(sn).is_none() {
+                m.set((sn - base) as u32);
+            }
+        }
+        // Trim trailing zero bits so the set says exactly what is wanted.
+        while m.num_bits > 0 && !m.get(m.num_bits - 1) {
+            m.num_bits -= 1;
+        }
+        m
+    }
+
+    /// The application made room in a cache that had refused samples:
+    /// deliver what waits in the reorder windows.
+    pub fn unblock(&mut self) {
+        self.blocked = false;
+        let now = self.last_sample_ns;
+        for i in 0..self.proxies.len() {
+            self.drain(i, now);
+        }
+    }
+
+    /// ACKNACKs to every reliable writer (after the cache had room again).
+    pub fn send_acks(&mut self, ctx: &mut Ctx<'_>) {
+        for i in 0..self.proxies.len() {
+            if self.proxies[i].reliable && self.proxies[i].synced {
+                let m = self.missing(i);
+                self.send_acknack(ctx, i, &m, true);
+            }
+        }
+    }
+
+    /// GAP from a matched writer.
+    pub fn on_gap(&mut self, ctx: &mut Ctx<'_>, now: u64, src: GuidPrefix, g: &Gap<'_>) -> bool {
+        let Some(i) = self.find(src, g.writer_id) else {
+            return false;
+        };
+        let p = &mut self.proxies[i];
+        p.last_seen_ns = now;
+        if !p.synced {
+            // Not synchronised yet: the first HEARTBEAT decides where we start.
+            return true;
+        }
+        let (start, list_base) = (g.gap_start.0, g.gap_list.base.0);
+        if start <= p.next_sn {
+            self.skip_to(ctx, i, now, list_base, false);
+        } else {
+            let p = &mut self.proxies[i];
+            let cap = p.window.capacity() as i64;
+            for sn in start.max(p.next_sn)..list_base.min(p.next_sn + cap) {
+                if p.window.get(sn).is_none() {
+                    p.window.slot_for(sn).meta = SampleMeta { sn, irrelevant: true, ..Default::default() };
+                }
+            }
+        }
+        for sn in g.gap_list.iter() {
+            let p = &mut self.proxies[i];
+            let sn = sn.0;
+            if sn == p.next_sn {
+                p.next_sn += 1;
+                ctx.counters.gap_skipped += 1;
+                self.drain(i, now);
+            } else if sn > p.next_sn && sn < p.next_sn + p.window.capacity() as i64 && p.window.get(sn).is_none() {
+                p.window.slot_for(sn).meta = SampleMeta { sn, irrelevant: true, ..Default::default() };
+            }
+        }
+        self.drain(i, now);
+        true
+    }
+
+    /// HEARTBEAT_FRAG: ask for the fragments of the sample still missing.
+    pub fn on_heartbeat_frag(&mut self, ctx: &mut Ctx<'_>, now: u64, src: GuidPrefix, h: &HeartbeatFrag) -> bool {
+        let Some(i) = self.find(src, h.writer_id) else {
+            return false;
+        };
+        let p = &mut self.proxies[i];
+        p.last_seen_ns = now;
+        if !p.reliable || h.count <= p.last_hbfrag_count || (p.synced && h.writer_sn.0 < p.next_sn) {
+            return true;
+        }
+        p.last_hbfrag_count = h.count;
+        let r = &p.frag;
+        let last = h.last_fragment_num.min(MAX_FRAGMENTS);
+        let (base, mut set) = if r.active && r.sn == h.writer_sn.0 {
+            let first_missing = (1..=last.min(r.total())).find(|&f| !r.has(f));
+            let Some(b) = first_missing else { return true };
+            let mut s = BitSet256::new((last - b + 1).min(MAX_SET_BITS));
+            for f in b..b + s.num_bits {
+                if f > r.total() || !r.has(f) {
+                    s.set(f - b);
+                }
+            }
+            (b, s)
+        } else {
+            let mut s = BitSet256::new(last.min(MAX_SET_BITS));
+            for f in 0..s.num_bits {
+                s.set(f);
+            }
+            (1, s)
+        };
+        while set.num_bits > 0 && !set.get(set.num_bits - 1) {
+            set.num_bits -= 1;
+        }
+        if set.num_bits == 0 {
+            return true;
+        }
+        p.nackfrag_count = p.nackfrag_count.wrapping_add(1).max(1);
+        let (count, writer, reader, sn) = (p.nackfrag_count, p.guid.entity, self.guid.entity, h.writer_sn);
+        let mut s = Sender::new(ctx, p.addr, Some(p.guid.prefix));
+        let _ = s.push(|b| b.nack_frag(reader, writer, sn, base, &set, count));
+        true
+    }
+
+    /// Periodic work: the requested deadline.
+    pub fn poll(&mut self, now: u64) {
+        if self.qos.deadline_ns != INFINITE_NS && !self.proxies.is_empty() {
+            let since = self.last_sample_ns.max(self.deadline_checked_ns);
+            if now >= since + self.qos.deadline_ns as u64 {
+                self.deadline_missed += 1;
+                self.deadline_checked_ns = now;
+            }
+        }
+    }
+
+    /// When the next deadline check is due.
+    pub fn next_timeout(&self) -> u64 {
+        if self.qos.deadline_ns != INFINITE_NS && !self.proxies.is_empty() {
+            self.last_sample_ns.max(self.deadline_checked_ns) + self.qos.deadline_ns as u64
+        } else {
+            u64::MAX
+        }
+    }
+
+    /// Reliability as a flag.
+    pub fn is_reliable(&self) -> bool {
+        self.qos.reliability == Reliability::Reliable
+    }
+
+    /// Samples lost over all matched writers.
+    pub fn lost(&self) -> u64 {
+        self.proxies.iter().map(|p| p.lost).sum()
+    }
+}

@@ -1,0 +1,466 @@
+//! A stateful writer (§8.4.9): its history, one proxy per matched reader,
+//! and the writer side of the reliability protocol: DATA (or DATA_FRAG) out,
+//! HEARTBEAT to reliable readers, ACKNACK and NACK_FRAG answered with
+//! retransmissions or GAPs.
+
+use super::slots::{SampleMeta, SnRing};
+use super::tx::{Ctx, Sender};
+use crate::qos::{Durability, History, Qos, Reliability, INFINITE_NS};
+use crate::wire::bytes::ByteWriter;
+use crate::wire::{AckNack, BitSet256, EntityId, Guid, GuidPrefix, MessageBuilder, NackFrag, SequenceNumber, Time, VendorId, WireError};
+use std::net::SocketAddrV4;
+
+/// Why a write did not happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum WriteError {
+    /// KEEP_ALL: the history is full of unacknowledged samples, or a reliable
+    /// reader is as far behind as its reorder window reaches.
+    #[error("KEEP_ALL writer: too many samples not yet acknowledged; retry after the readers acknowledge")]
+    HistoryFull,
+    #[error("sample does not serialize: {0}")]
+    Serialize(WireError),
+    #[error("no such writer")]
+    NoSuchWriter,
+}
+
+/// A matched reader.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ReaderProxy {
+    pub guid: Guid,
+    pub addr: SocketAddrV4,
+    pub reliable: bool,
+    /// Every sequence number below this is acknowledged.
+    pub acked_below: i64,
+    /// The first sequence number this reader may receive (volatile: what came after the match).
+    pub start_sn: i64,
+    pub last_acknack_count: i32,
+    pub last_nackfrag_count: i32,
+    /// Highest sequence number retransmitted at `resent_ns` (NACK suppression).
+    pub resent_high: i64,
+    pub resent_ns: u64,
+}
+
+/// Unacknowledged samples a KEEP_ALL writer sends ahead (a reliable
+/// reader's reorder window holds at most 256).
+const MAX_IN_FLIGHT: i64 = 256;
+
+/// A NACK for something retransmitted less than this long ago is not
+/// answered again: the retransmission is most likely still on its way, and
+/// answering every NACK of a slow reader multiplies the traffic.
+const NACK_SUPPRESS_NS: u64 = 1_000_000;
+
+/// A local writer (user or SEDP built-in).
+pub(crate) struct WriterCore {
+    pub guid: Guid,
+    pub topic: String,
+    pub type_name: String,
+    pub qos: Qos,
+    pub next_sn: i64,
+    pub history: SnRing,
+    pub proxies: Vec<ReaderProxy>,
+    pub hb_count: i32,
+    pub next_hb_ns: u64,
+    pub hb_period_ns: u64,
+    /// Fragment size for samples too large for one datagram.
+    pub frag_size: usize,
+    /// Scratch space to serialize a sample that needs fragmenting.
+    scratch: Vec<u8>,
+    pub last_write_ns: u64,
+    pub deadline_missed: u64,
+    pub deadline_checked_ns: u64,
+    pub written: u64,
+    pub slot_growths: u64,
+}
+
+/// Room a DATA_FRAG message needs besides the fragment: header, INFO_DST,
+/// INFO_TS, DATA_FRAG header and a trailing HEARTBEAT.
+const FRAG_OVERHEAD: usize = 20 + 16 + 12 + 36 + 32;
+
+impl WriterCore {
+    pub fn new(guid: Guid, topic: &str, type_name: &str, qos: Qos, slot_size: usize, max_datagram: usize, hb_period_ns: u64) -> WriterCore {
+        let depth = qos.depth();
+        let frag_size = (max_datagram.saturating_sub(FRAG_OVERHEAD) / 4 * 4).clamp(64, 1344);
+        WriterCore {
+            guid,
+            topic: topic.to_string(),
+            type_name: type_name.to_string(),
+            qos,
+            next_sn: 1,
+            history: SnRing::new(depth, slot_size),
+            proxies: Vec::new(),
+            hb_count: 0,
+            next_hb_ns: 0,
+            hb_period_ns,
+            frag_size,
+            scratch: vec![0; slot_size],
+            last_write_ns: 0,
+            deadline_missed: 0,
+            deadline_checked_ns: 0,
+            written: 0,
+            slot_growths: 0,
+        }
+    }
+
+    fn reliable_proxies(&self) -> impl Iterator<Item = &ReaderProxy> {
+        self.proxies.iter().filter(|p| p.reliable)
+    }
+
+    /// Lowest acknowledged-below over reliable readers (`next_sn` when there are none).
+    fn min_acked(&self) -> i64 {
+        self.reliable_proxies().map(|p| p.acked_below).min().unwrap_or(self.next_sn)
+    }
+
+    /// Oldest sequence number still in the history.
+    fn first_available(&self) -> i64 {
+        (self.next_sn - self.history.capacity() as i64).max(1)
+    }
+
+    /// How many unacknowledged samples a KEEP_ALL writer lets out: its
+    /// history, but no more than a reader's reorder window holds (what goes
+    /// past that window is dropped and has to be sent again).
+    fn max_in_flight(&self) -> i64 {
+        (self.history.capacity() as i64).min(MAX_IN_FLIGHT)
+    }
+
+    /// Samples not yet acknowledged by every reliable reader.
+    pub fn unacked(&self) -> i64 {
+        self.next_sn - self.min_acked()
+    }
+
+    /// Writes one sample: `serialize` writes the payload (encapsulation
+    /// header included) straight into the transmit buffer; the bytes are then
+    /// kept in the history for retransmission. Too large for one datagram, it
+    /// goes out as DATA_FRAGs.
+    pub fn write(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        now: u64,
+        source_ts: Option<Time>,
+        serialize: &dyn Fn(&mut ByteWriter<'_>) -> Result<(), WireError>,
+    ) -> Result<SequenceNumber, WriteError> {
+        if self.qos.history == History::KeepAll && self.unacked() >= self.max_in_flight() {
+            return Err(WriteError::HistoryFull);
+        }
+        let sn = self.next_sn;
+        let meta = SampleMeta { sn, writer: self.guid, source_ts, reception_ns: now, valid_data: true, ..Default::default() };
+        // A KEEP_ALL writer needs acknowledgements to free its history: past a
+        // quarter of what may be in flight, every eighth heartbeat asks for one.
+        let cap = self.max_in_flight();
+        let need_ack = self.qos.history == History::KeepAll && self.unacked() + 1 >= (cap / 4).max(1) && sn % (cap / 8).max(1) == 0;
+        let first = self.first_available_after(sn);
+        let (writer_id, hb_count) = (self.guid.entity, self.hb_count + 1);
+        let has_reliable = self.reliable_proxies().next().is_some();
+        let built = (|| -> Result<(usize, std::ops::Range<usize>), WireError> {
+            let mut b = MessageBuilder::new(ctx.tx, ctx.prefix, VendorId::DETPATH)?;
+            b.info_ts(source_ts)?;
+            let range = b.data_with_range(EntityId::UNKNOWN, writer_id, SequenceNumber(sn), None, |w| serialize(w))?;
+            if has_reliable {
+                b.heartbeat(EntityId::UNKNOWN, writer_id, SequenceNumber(first), SequenceNumber(sn), hb_count, !need_ack, false)?;
+            }
+            Ok((b.finish(), range))
+        })();
+        match built {
+            Ok((len, range)) => {
+                if self.history.slot_for(sn).store(meta, &ctx.tx[range]) {
+                    self.slot_growths += 1;
+                }
+                if has_reliable {
+                    self.hb_count = hb_count;
+                }
+                self.next_sn += 1;
+                self.send_to_all(ctx, len, sn);
+            }
+            Err(WireError::BufferFull) => {
+                // Too large for one datagram: serialize into scratch, keep it, send fragments.
+                let n = loop {
+                    let mut w = ByteWriter::new(&mut self.scratch, true);
+                    match serialize(&mut w) {
+                        Ok(()) => break w.pos(),
+                        Err(WireError::BufferFull) if self.scratch.len() < (1 << 26) => {
+                            let grow = self.scratch.len().max(1024) * 2;
+                            self.scratch.resize(grow, 0);
+                            self.slot_growths += 1;
+                        }
+                        Err(e) => return Err(WriteError::Serialize(e)),
+                    }
+                };
+                if self.history.slot_for(sn).store(meta, &self.scratch[..n]) {
+                    self.slot_growths += 1;
+                }
+                self.next_sn += 1;
+                for i in 0..self.proxies.len() {
+                    let p = self.proxies[i];
+                    if p.start_sn > sn || self.proxies[..i].iter().any(|q| q.addr == p.addr && q.start_sn <= sn) {
+                        continue;
+                    }
+                    self.send_fragments(ctx, p.addr, None, EntityId::UNKNOWN, sn, None);
+                }
+                if has_reliable {
+                    self.heartbeat_all(ctx, !need_ack);
+                }
+            }
+            Err(e) => return Err(WriteError::Serialize(e)),
+        }
+        self.last_write_ns = now;
+        self.written += 1;
+        Ok(SequenceNumber(sn))
+    }
+
+    fn first_available_after(&self, sn: i64) -> i64 {
+        (sn + 1 - self.history.capacity() as i64).max(1)
+    }
+
+    /// Sends the message in the transmit buffer to every distinct reader address, allocating nothing.
+    fn send_to_all(&self, ctx: &mut Ctx<'_>, len: usize, sn: i64) {
+        for (i, p) in self.proxies.iter().enumerate() {
+            if p.start_sn > sn || self.proxies[..i].iter().any(|q| q.addr == p.addr && q.start_sn <= sn) {
+                continue;
+            }
+            ctx.send(p.addr, len);
+        }
+    }
+
+    /// Sends sample `sn` from the history as DATA_FRAGs (all fragments, or those in `only`).
+    fn send_fragments(&mut self, ctx: &mut Ctx<'_>, dst: SocketAddrV4, dst_prefix: Option<GuidPrefix>, reader: EntityId, sn: i64, only: Option<&NackFrag<'_>>) {
+        let Some(slot) = self.history.get(sn) else {
+            return;
+        };
+        let total = slot.len.div_ceil(self.frag_size);
+        let (writer_id, frag_size, ts) = (self.guid.entity, self.frag_size, slot.meta.source_ts);
+        let payload = slot.payload();
+        let mut s = Sender::new(ctx, dst, dst_prefix);
+        for f in 0..total {
+            let num = f as u32 + 1;
+            if let Some(n) = only {
+                if !n.state.iter().any(|x| x == num) {
+                    continue;
+                }
+            }
+            let bytes = &payload[f * frag_size..((f + 1) * frag_size).min(payload.len())];
+            let _ = s.push(|b| {
+                b.info_ts(ts)?;
+                b.data_frag(reader, writer_id, SequenceNumber(sn), num, 1, frag_size as u16, payload.len() as u32, bytes)
+            });
+            s.ctx.counters.frags_sent += 1;
+        }
+    }
+
+    /// A heartbeat to every reliable reader (periodic, or `final_flag` false to ask for acknowledgements).
+    pub fn heartbeat_all(&mut self, ctx: &mut Ctx<'_>, final_flag: bool) {
+        if self.reliable_proxies().next().is_none() {
+            return;
+        }
+        self.hb_count += 1;
+        let (first, last) = (self.first_available(), self.next_sn - 1);
+        let Ok(mut b) = MessageBuilder::new(ctx.tx, ctx.prefix, VendorId::DETPATH) else {
+            return;
+        };
+        if b.heartbeat(EntityId::UNKNOWN, self.guid.entity, SequenceNumber(first), SequenceNumber(last), self.hb_count, final_flag, false).is_err() {
+            return;
+        }
+        let len = b.finish();
+        ctx.counters.heartbeats_sent += 1;
+        for (i, p) in self.proxies.iter().enumerate() {
+            if p.reliable && !self.proxies[..i].iter().any(|q| q.reliable && q.addr == p.addr) {
+                ctx.send(p.addr, len);
+            }
+        }
+    }
+
+    /// Periodic work: heartbeats while something is unacknowledged, deadline accounting.
+    pub fn poll(&mut self, ctx: &mut Ctx<'_>, now: u64) {
+        if now >= self.next_hb_ns {
+            if self.reliable_proxies().any(|p| p.acked_below < self.next_sn) {
+                self.heartbeat_all(ctx, false);
+            }
+            self.next_hb_ns = now + self.hb_period_ns;
+        }
+        if self.qos.deadline_ns != INFINITE_NS && self.written > 0 {
+            let period = self.qos.deadline_ns as u64;
+            let since = self.last_write_ns.max(self.deadline_checked_ns);
+            if now >= since + period {
+                self.deadline_missed += 1;
+                self.deadline_checked_ns = now;
+            }
+        }
+    }
+
+    /// When the next heartbeat or deadline check is due.
+    pub fn next_timeout(&self) -> u64 {
+        let mut t = u64::MAX;
+        if self.reliable_proxies().any(|p| p.acked_below < self.next_sn) {
+            t = self.next_hb_ns;
+        }
+        if self.qos.deadline_ns != INFINITE_NS && self.written > 0 {
+            t = t.min(self.last_write_ns.max(self.deadline_checked_ns) + self.qos.deadline_ns as u64);
+        }
+        t
+    }
+
+    /// A new matched reader. Transient-local writers replay their history to it.
+    pub fn add_proxy(&mut self, ctx: &mut Ctx<'_>, guid: Guid, addr: SocketAddrV4, reliable: bool) {
+        if self.proxies.iter().any(|p| p.guid == guid) {
+            return;
+        }
+        let replay = self.qos.durability >= Durability::TransientLocal;
+        let start_sn = if replay { self.first_available() } else { self.next_sn };
+        self.proxies.push(ReaderProxy {
+            guid,
+            addr,
+            reliable,
+            acked_below: start_sn,
+            start_sn,
+            last_acknack_count: i32::MIN,
+            last_nackfrag_count: i32::MIN,
+            resent_high: 0,
+            resent_ns: 0,
+        });
+        if replay {
+            let i = self.proxies.len() - 1;
+            let sns: Vec<i64> = (start_sn..self.next_sn).collect();
+            self.resend(ctx, i, &sns);
+        }
+        if reliable {
+            self.heartbeat_to(ctx, self.proxies.len() - 1, false);
+        }
+    }
+
+    /// Drops the proxies of readers for which `gone` is true.
+    pub fn remove_proxies(&mut self, gone: impl Fn(&Guid) -> bool) -> usize {
+        let before = self.proxies.len();
+        self.proxies.retain(|p| !gone(&p.guid));
+        before - self.proxies.len()
+    }
+
+    fn heartbeat_to(&mut self, ctx: &mut Ctx<'_>, i: usize, final_flag: bool) {
+        self.hb_count += 1;
+        let p = &self.proxies[i];
+        let first = self.first_available().max(p.start_sn).min(self.next_sn);
+        let (count, writer_id) = (self.hb_count, self.guid.entity);
+        let (reader_id, last) = (p.guid.entity, self.next_sn - 1);
+        let mut s = Sender::new(ctx, p.addr, Some(p.guid.prefix));
+        let _ = s.push(|b| b.heartbeat(reader_id, writer_id, SequenceNumber(first), SequenceNumber(last), count, final_flag, false));
+        s.ctx.counters.heartbeats_sent += 1;
+    }
+
+    /// Retransmits `sns` (ascending) to proxy `i`: DATA (or fragments) for
+    /// what the history still holds, one GAP per run of what it does not.
+    fn resend(&mut self, ctx: &mut Ctx<'_>, i: usize, sns: &[i64]) {
+        let p = self.proxies[i];
+        let writer_id = self.guid.entity;
+        let mut run: Option<(i64, i64)> = None;
+        let mut big = [0i64; 16];
+        let mut nbig = 0;
+        {
+            let mut s = Sender::new(ctx, p.addr, Some(p.guid.prefix));
+            let gap = |s: &mut Sender<'_, '_>, (a, b): (i64, i64)| {
+                let _ = s.push(|m| m.gap(p.guid.entity, writer_id, SequenceNumber(a), SequenceNumber(b + 1), &BitSet256::new(0)));
+                s.ctx.counters.gaps_sent += 1;
+            };
+            for &sn in sns {
+                if sn < 1 || sn >= self.next_sn {
+                    continue;
+                }
+                match self.history.get(sn).filter(|_| sn >= p.start_sn) {
+                    None => {
+                        run = match run {
+                            Some((a, b)) if b + 1 == sn => Some((a, sn)),
+                            Some(r) => {
+                                gap(&mut s, r);
+                                Some((sn, sn))
+                            }
+                            None => Some((sn, sn)),
+                        }
+                    }
+                    Some(slot) => {
+                        if let Some(r) = run.take() {
+                            gap(&mut s, r);
+                        }
+                        let (ts, payload) = (slot.meta.source_ts, slot.payload());
+                        match s.push(|b| {
+                            b.info_ts(ts)?;
+                            b.data_bytes(p.guid.entity, writer_id, SequenceNumber(sn), None, payload)
+                        }) {
+                            Ok(()) => s.ctx.counters.retransmits += 1,
+                            Err(WireError::BufferFull) if nbig < big.len() => {
+                                big[nbig] = sn;
+                                nbig += 1;
+                            }
+                            Err(_) => {}
+                        }
+                    }
+                }
+            }
+            if let Some(r) = run {
+                gap(&mut s, r);
+            }
+        }
+        for &sn in &big[..nbig] {
+            ctx.counters.retransmits += 1;
+            self.send_fragments(ctx, p.addr, Some(p.guid.prefix), p.guid.entity, sn, None);
+        }
+    }
+
+    /// ACKNACK from a reader: acknowledgements move the proxy's horizon, negative bits are retransmitted.
+    pub fn on_acknack(&mut self, ctx: &mut Ctx<'_>, now: u64, src: GuidPrefix, a: &AckNack<'_>) -> bool {
+        let Some(i) = self.proxies.iter().position(|p| p.guid.prefix == src && p.guid.entity == a.reader_id) else {
+            return false;
+        };
+        let p = &mut self.proxies[i];
+        if a.count <= p.last_acknack_count {
+            ctx.counters.acknacks_stale += 1;
+            return true;
+        }
+        p.last_acknack_count = a.count;
+        let base = a.state.base.0.min(self.next_sn);
+        p.acked_below = p.acked_below.max(base);
+        let suppress_upto = if now < p.resent_ns + NACK_SUPPRESS_NS { p.resent_high } else { 0 };
+        let mut nacked = [0i64; 256];
+        let mut n = 0;
+        for sn in a.state.iter() {
+            if sn.0 <= suppress_upto {
+                ctx.counters.nacks_suppressed += 1;
+                continue;
+            }
+            if n < nacked.len() && sn.0 < self.next_sn {
+                nacked[n] = sn.0;
+                n += 1;
+            }
+        }
+        if n > 0 {
+            self.resend(ctx, i, &nacked[..n]);
+            let p = &mut self.proxies[i];
+            p.resent_high = p.resent_high.max(nacked[n - 1]);
+            p.resent_ns = now;
+        }
+        let p = &self.proxies[i];
+        if n > 0 || (!a.final_flag && p.reliable) {
+            let final_flag = p.acked_below >= self.next_sn && n == 0;
+            self.heartbeat_to(ctx, i, final_flag);
+        }
+        true
+    }
+
+    /// NACK_FRAG: resend the named fragments.
+    pub fn on_nack_frag(&mut self, ctx: &mut Ctx<'_>, src: GuidPrefix, n: &NackFrag<'_>) -> bool {
+        let Some(i) = self.proxies.iter().position(|p| p.guid.prefix == src && p.guid.entity == n.reader_id) else {
+            return false;
+        };
+        if n.count <= self.proxies[i].last_nackfrag_count {
+            return true;
+        }
+        self.proxies[i].last_nackfrag_count = n.count;
+        let p = self.proxies[i];
+        if self.history.get(n.writer_sn.0).is_some() {
+            self.send_fragments(ctx, p.addr, Some(p.guid.prefix), p.guid.entity, n.writer_sn.0, Some(n));
+        } else {
+            self.resend(ctx, i, &[n.writer_sn.0]);
+        }
+        true
+    }
+
+    /// Reliability as a flag.
+    pub fn is_reliable(&self) -> bool {
+        self.qos.reliability == Reliability::Reliable
+    }
+}

@@ -1,0 +1,26 @@
+//! detpath-pubsub: a publish-subscribe layer DDS applications talk to. It
+//! speaks RTPS 2.x (OMG DDSI-RTPS, as CycloneDDS 0.10 does) over UDPv4 on any
+//! `detpath::Endpoint`, so every datapath carries it unchanged.
+//!
+//! Layers, bottom up:
+//! - [`wire`]: the RTPS codec (no allocation, no OS code, never panics; fuzzed).
+//! - [`engine`]: the sans-IO protocol engine: datagrams and the time go in,
+//!   datagrams come out through an [`engine::Outbox`]. Discovery (SPDP/SEDP),
+//!   reliable and best-effort writers and readers, QoS matching.
+//! - [`types`]: plain (final) data types and the ddsperf types.
+//! - `driver` (feature `endpoint`): the engine over a `Box<dyn detpath::Endpoint>`,
+//!   and the ping/pong/pub/sub programs behind `detpath pubsub`.
+
+#[cfg(feature = "endpoint")]
+pub mod app;
+#[cfg(feature = "endpoint")]
+pub mod bench;
+pub mod ddsperf;
+pub mod discovery;
+pub mod driver;
+pub mod engine;
+pub mod qos;
+#[cfg(feature = "endpoint")]
+pub mod transport;
+pub mod types;
+pub mod wire;

@@ -1,0 +1,176 @@
+//! Plain (final) data types as the engine sees them: a type name, whether it
+//! is keyed, and CDR (de)serialization that writes straight into the
+//! transmit buffer and reads into a caller's sample (reusing its buffers, so
+//! a steady stream of samples allocates nothing). Includes the ddsperf types
+//! (`ddsperf_types.idl` of CycloneDDS), so detpath and ddsperf can be each
+//! other's partner.
+
+use crate::wire::{CdrReader, CdrWriter, WireError};
+
+/// A data type that can be published and subscribed.
+pub trait TopicType {
+    /// The type name announced in discovery (matching is by topic and type name).
+    const TYPE_NAME: &'static str;
+    /// Has key fields (decides the entity kinds announced).
+    const KEYED: bool;
+    /// Serializes the sample (CDR body, after the encapsulation header).
+    fn serialize(&self, w: &mut CdrWriter<'_, '_>) -> Result<(), WireError>;
+    /// Deserializes into `self`, reusing what `self` already holds.
+    fn deserialize_into(&mut self, r: &mut CdrReader<'_>) -> Result<(), WireError>;
+    /// A size to preallocate history slots with (bytes of serialized payload, header included).
+    fn size_hint(&self) -> usize {
+        64
+    }
+}
+
+/// ddsperf's `OneULong` (topic suffix `OU`): `unsigned long seq`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OneULong {
+    pub seq: u32,
+}
+
+impl TopicType for OneULong {
+    const TYPE_NAME: &'static str = "OneULong";
+    const KEYED: bool = false;
+    fn serialize(&self, w: &mut CdrWriter<'_, '_>) -> Result<(), WireError> {
+        w.u32(self.seq)
+    }
+    fn deserialize_into(&mut self, r: &mut CdrReader<'_>) -> Result<(), WireError> {
+        self.seq = r.u32()?;
+        Ok(())
+    }
+    fn size_hint(&self) -> usize {
+        8
+    }
+}
+
+/// ddsperf's `KeyedSeq` (topic suffix `KS`, its default): `seq`, `@key keyval`,
+/// `sequence<octet> baggage`. ddsperf's "size S" is 12 + the baggage length.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeyedSeq {
+    pub seq: u32,
+    pub keyval: u32,
+    pub baggage: Vec<u8>,
+}
+
+impl KeyedSeq {
+    /// A sample of ddsperf "size" `size` (at least 12), baggage filled with 0xee as ddsperf does.
+    pub fn with_size(size: usize) -> KeyedSeq {
+        KeyedSeq { seq: 0, keyval: 0, baggage: vec![0xee; size.saturating_sub(12)] }
+    }
+}
+
+impl TopicType for KeyedSeq {
+    const TYPE_NAME: &'static str = "KeyedSeq";
+    const KEYED: bool = true;
+    fn serialize(&self, w: &mut CdrWriter<'_, '_>) -> Result<(), WireError> {
+        w.u32(self.seq)?;
+        w.u32(self.keyval)?;
+        w.seq_len(self.baggage.len())?;
+        w.octets(&self.baggage)
+    }
+    fn deserialize_into(&mut self, r: &mut CdrReader<'_>) -> Result<(), WireError> {
+        self.seq = r.u32()?;
+        self.keyval = r.u32()?;
+        let n = r.seq_len(1)?;
+        let b = r.octets(n)?;
+        self.baggage.clear();
+        self.baggage.extend_from_slice(b);
+        Ok(())
+    }
+    fn size_hint(&self) -> usize {
+        4 + 12 + self.baggage.len() + 3
+    }
+}
+
+macro_rules! fixed_type {
+    ($(#[$doc:meta])* $name:ident, $tyname:literal, keyed: $keyed:literal, $n:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, PartialEq, Eq)]
+        pub struct $name {
+            pub seq: u32,
+            pub keyval: u32,
+            pub baggage: [u8; $n],
+        }
+        impl Default for $name {
+            fn default() -> $name {
+                $name { seq: 0, keyval: 0, baggage: [0xee; $n] }
+            }
+        }
+        impl TopicType for $name {
+            const TYPE_NAME: &'static str = $tyname;
+            const KEYED: bool = $keyed;
+            fn serialize(&self, w: &mut CdrWriter<'_, '_>) -> Result<(), WireError> {
+                w.u32(self.seq)?;
+                if $keyed {
+                    w.u32(self.keyval)?;
+                }
+                w.octets(&self.baggage)
+            }
+            fn deserialize_into(&mut self, r: &mut CdrReader<'_>) -> Result<(), WireError> {
+                self.seq = r.u32()?;
+                if $keyed {
+                    self.keyval = r.u32()?;
+                }
+                self.baggage.copy_from_slice(r.octets($n)?);
+                Ok(())
+            }
+            fn size_hint(&self) -> usize {
+                4 + 8 + $n
+            }
+        }
+    };
+}
+
+fixed_type!(
+    /// ddsperf's `Keyed32` (`K32`): seq, key, 24 octets.
+    Keyed32, "Keyed32", keyed: true, 24
+);
+fixed_type!(
+    /// ddsperf's `Keyed256` (`K256`): seq, key, 248 octets.
+    Keyed256, "Keyed256", keyed: true, 248
+);
+fixed_type!(
+    /// ddsperf's `Unkeyed16` (`UK16`): seq, 12 octets.
+    Unkeyed16, "Unkeyed16", keyed: false, 12
+);
+fixed_type!(
+    /// ddsperf's `Unkeyed1024` (`UK1024`): seq, 1020 octets.
+    Unkeyed1024, "Unkeyed1024", keyed: false, 1020
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::bytes::ByteWriter;
+    use crate::wire::cdr::{write_payload, Xcdr};
+
+    fn round_trip<T: TopicType + Default + PartialEq + std::fmt::Debug>(x: &T, v: Xcdr) {
+        let mut buf = vec![0u8; 4096];
+        let mut w = ByteWriter::new(&mut buf, v == Xcdr::V1);
+        let n = write_payload(&mut w, v, |c| x.serialize(c)).unwrap();
+        let mut y = T::default();
+        y.deserialize_into(&mut CdrReader::from_payload(&buf[..n]).unwrap()).unwrap();
+        assert_eq!(&y, x);
+    }
+
+    #[test]
+    fn ddsperf_types_round_trip_in_both_versions_and_orders() {
+        for v in [Xcdr::V1, Xcdr::V2] {
+            round_trip(&KeyedSeq { seq: 7, keyval: 3, baggage: vec![1, 2, 3] }, v);
+            round_trip(&OneULong { seq: 9 }, v);
+            round_trip(&Keyed256 { seq: 1, keyval: 2, baggage: [5; 248] }, v);
+            round_trip(&Unkeyed1024 { seq: 1, keyval: 0, baggage: [6; 1020] }, v);
+        }
+    }
+
+    #[test]
+    fn keyed_seq_size_matches_ddsperf() {
+        let k = KeyedSeq::with_size(32);
+        assert_eq!(k.baggage.len(), 20);
+        let mut buf = [0u8; 64];
+        let mut w = ByteWriter::new(&mut buf, true);
+        let n = write_payload(&mut w, Xcdr::V1, |c| k.serialize(c)).unwrap();
+        assert_eq!(n, 4 + 32, "ddsperf's size 32 is 32 bytes of CDR");
+    }
+}
