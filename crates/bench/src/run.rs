@@ -35,7 +35,9 @@ pub struct PingPongConfig {
     pub warmup: u64,
     /// A pong arriving later than this after its ping counts as lost.
     pub loss_timeout_ns: u64,
-    /// Test hook: sleep this long just before sending this round (an artificially stalled client).
+    /// Test hook: sleep this long just after sending this round (an artificially
+    /// stalled client: that round's pong waits for it, and the sends due
+    /// meanwhile leave late).
     pub stall: Option<(u64, Duration)>,
     /// When set, once the last probe's pong is in, the client sleeps until this
     /// long before the next send deadline instead of spinning, so a SCHED_FIFO
@@ -156,11 +158,6 @@ pub fn run_client(
         if next < total {
             let deadline = start + next * cfg.period_ns;
             if now >= deadline {
-                if let Some((seq, pause)) = cfg.stall {
-                    if seq == next {
-                        std::thread::sleep(pause);
-                    }
-                }
                 let nonce = rng.next();
                 let t0 = monotonic_ns();
                 let p = Probe { seq: next, nonce, client_send_ns: t0, ..Probe::default() };
@@ -168,6 +165,11 @@ pub fn run_client(
                 ep.send_to(&tx, server)?;
                 rounds[next as usize] = Round { nonce, client_tx: t0, lateness: t0 - deadline, ..Round::default() };
                 last_send = t0;
+                if let Some((seq, pause)) = cfg.stall {
+                    if seq == next {
+                        std::thread::sleep(pause);
+                    }
+                }
                 next += 1;
                 if next.is_multiple_of(4096) {
                     progress(next);

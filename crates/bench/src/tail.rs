@@ -17,7 +17,8 @@
 //! timer and scheduler ticks left out); the hypervisor took the vCPU (the
 //! core's steal time grew in that interval); else it is unexplained. Each
 //! round slower than the threshold is then attributed, first match wins:
-//! client sent late, server slow, then the cause of the worst gap of the
+//! client sent late (a send while the round was out left later than the
+//! threshold: the client was not polling), server slow, then the cause of the worst gap of the
 //! client or server thread that overlaps the round; no overlapping gap:
 //! unexplained.
 
@@ -31,8 +32,9 @@ use std::time::Duration;
 /// An iteration longer than this is a gap (ns). The paper's jitter budget is
 /// microseconds; a poll loop iteration here takes ~50-200 ns.
 pub const DEFAULT_GAP_BOUND_NS: u64 = 2_000;
-/// How often the sampler reads /proc.
-pub const SAMPLE_PERIOD: Duration = Duration::from_millis(5);
+/// How often the sampler reads /proc (it shares the cores it watches: a
+/// read costs tens of µs, so not more often).
+pub const SAMPLE_PERIOD: Duration = Duration::from_millis(10);
 /// Gaps kept per thread; more are counted, not kept.
 pub const GAP_CAPACITY: usize = 1 << 16;
 
@@ -455,13 +457,19 @@ pub fn attribute(records: &[Record], threshold_ns: u64, threads: &[ThreadGaps], 
     largest.sort_by(|a, b| b.len_us.total_cmp(&a.len_us));
     largest.truncate(10);
     report.largest_gaps = largest;
-    for r in records {
+    for (i, r) in records.iter().enumerate() {
         let Some(lat) = r.latency_ns() else { continue };
         if lat <= threshold_ns {
             continue;
         }
         report.rounds += 1;
-        let cause = if r.send_lateness_ns > threshold_ns {
+        // The client was not running its loop while this round was out: one of
+        // its sends from this round's until its pong came in left late. (A
+        // stalled client does not slow the round it sends late, whose latency
+        // starts at the actual send, but the rounds in flight: their pongs
+        // wait for it.)
+        let client_stalled = records[i..].iter().take_while(|o| o.client_send_ns <= r.client_recv_ns).any(|o| o.send_lateness_ns > threshold_ns);
+        let cause = if client_stalled {
             Cause::ClientLate
         } else if r.server_time_ns().is_some_and(|s| s > threshold_ns) {
             Cause::ServerSlow
