@@ -15,7 +15,8 @@
 //!   same flow sets ([`smtlib`] writes them as SMT-LIB2).
 //!
 //! How the solver works: [`app_solver`] (one application on a slot set: branch and bound over flow
-//! offsets with an EDF relaxation) and [`search`] (which slots each application owns).
+//! offsets with an EDF relaxation), [`need`] (how many slots an application needs at least) and
+//! [`search`] (which slots each application owns).
 
 pub mod app_solver;
 pub mod clock;
@@ -23,6 +24,7 @@ pub mod edf;
 pub mod error;
 pub mod evaluate;
 pub mod generate;
+pub mod need;
 pub mod planner;
 pub mod plot;
 pub mod problem;
