@@ -75,6 +75,7 @@ pub fn run(args: Args) -> Result<i32> {
         &spec,
         &Options {
             timeout: Some(timeout),
+            ..Options::default()
         },
     )
     .with_context(|| format!("{}", file.display()))?;

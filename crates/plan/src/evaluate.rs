@@ -224,6 +224,7 @@ fn run_set(
         &problem,
         &Options {
             timeout: Some(config.timeout),
+            ..Options::default()
         },
     );
     let ours_valid = (plan.status == Status::Feasible).then(|| validate(&set.spec, &plan).is_ok());

@@ -53,8 +53,8 @@ const CHECK_BUDGET: u64 = 1000;
 const MEMO_CAP: usize = 4096;
 
 /// Runs the exact search with the given clock.
-pub fn solve(problem: &Problem, clock: &mut Clock) -> Outcome {
-    match Search::new(problem).run(clock) {
+pub fn solve(problem: &Problem, quick_nodes: u64, clock: &mut Clock) -> Outcome {
+    match Search::new(problem).run(quick_nodes, clock) {
         Ok(o) => o,
         Err(_) => Outcome::Unknown(format!(
             "time limit reached after {} search nodes",
@@ -79,7 +79,7 @@ impl From<TimedOut> for Stop {
 }
 
 /// Partition-search nodes of phase 1 (cheap bounds) before phase 2 computes strong ones.
-const PHASE1_NODES: u64 = 300;
+pub const QUICK_NODES: u64 = 300;
 
 /// Search state. Lives for one solve.
 struct Search<'p> {
@@ -126,7 +126,7 @@ impl<'p> Search<'p> {
         }
     }
 
-    fn run(&mut self, clock: &mut Clock) -> Result<Outcome, TimedOut> {
+    fn run(&mut self, quick_nodes: u64, clock: &mut Clock) -> Result<Outcome, TimedOut> {
         let napps = self.problem.apps.len();
         // Each application alone on the whole ring.
         for a in 0..napps {
@@ -145,11 +145,13 @@ impl<'p> Search<'p> {
         if let Some(proof) = self.size_bound() {
             return Ok(proof);
         }
-        self.node_limit = Some(PHASE1_NODES);
-        match self.search(clock) {
-            Ok(outcome) => return Ok(outcome),
-            Err(Stop::Time) => return Err(TimedOut),
-            Err(Stop::Budget) => {}
+        if quick_nodes > 0 {
+            self.node_limit = Some(quick_nodes);
+            match self.search(clock) {
+                Ok(outcome) => return Ok(outcome),
+                Err(Stop::Time) => return Err(TimedOut),
+                Err(Stop::Budget) => {}
+            }
         }
         // Phase 2: the applications' minimum slot counts (exact where the budgets allow, else strong
         // lower bounds), then the search to the end.
