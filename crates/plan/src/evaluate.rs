@@ -42,7 +42,7 @@ impl Default for Config {
             points: 14,
             sets_per_point: 64,
             timeout: Duration::from_secs(10),
-            z3_timeout: Some(Duration::from_secs(5)),
+            z3_timeout: Some(Duration::from_secs(2)),
             out: PathBuf::from("plan-eval"),
         }
     }
