@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! detpath-plan: transmit-ring partitions and send schedules for periodic critical traffic.
 //!
 //! Paper 003 (KeepON, §6.1) divides the transmit ring into N slots of fixed duration, gives each
