@@ -16,6 +16,7 @@
 use crate::clock::{Clock, TimedOut};
 use crate::edf::{self, Job};
 use crate::problem::Problem;
+use crate::slotset::SlotHash;
 use crate::slotset::SlotSet;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -55,13 +56,13 @@ pub struct AppSolver {
     ring: usize,
     hyper: i64,
     flows: Vec<FlowShape>,
-    cache: HashMap<SlotSet, Option<Rc<AppSchedule>>>,
+    cache: HashMap<SlotSet, Option<Rc<AppSchedule>>, SlotHash>,
     /// Slot sets recently found infeasible (an infeasible superset proves a subset infeasible).
     recent_infeasible: Vec<SlotSet>,
     /// Recent schedules (a schedule using only allowed slots proves a set feasible).
     recent_feasible: Vec<Rc<AppSchedule>>,
     /// Largest budget a set was left undecided with.
-    undecided: HashMap<SlotSet, u64>,
+    undecided: HashMap<SlotSet, u64, SlotHash>,
     /// Pairs (a, b) of consecutive identical flows: their offsets are taken in order.
     twins: Vec<(usize, usize)>,
     scratch: edf::Scratch,
@@ -104,16 +105,26 @@ impl AppSolver {
             ring: problem.ring,
             hyper: problem.hyper,
             flows,
-            cache: HashMap::new(),
+            cache: HashMap::default(),
             recent_infeasible: Vec::new(),
             recent_feasible: Vec::new(),
-            undecided: HashMap::new(),
+            undecided: HashMap::default(),
             twins,
             scratch: edf::Scratch::default(),
             jobs: Vec::new(),
             times: Vec::new(),
             reach,
         }
+    }
+
+    /// The flows as [`crate::need`] sees them.
+    pub fn shapes(&self) -> Vec<crate::need::Shape> {
+        self.flows.iter().map(|f| crate::need::Shape { period: f.period, jitter: f.jitter, count: f.count }).collect()
+    }
+
+    /// Ring slots and hyperperiod (slots).
+    pub fn dims(&self) -> (usize, i64) {
+        (self.ring, self.hyper)
     }
 
     /// Number of flow instances in one hyperperiod.
@@ -188,14 +199,50 @@ impl AppSolver {
 
     /// Offsets m in [-J, period - 1] for which each instance of flow f alone finds an allowed point in
     /// its window (a necessary condition, so other offsets need no search).
+    ///
+    /// An unclipped window [t, t + J] holds an allowed point when the gap from slot t mod ring to the
+    /// next allowed slot is at most J, which depends on m only modulo the ring; windows cut at 0 or at
+    /// the hyperperiod (the first and last instances) are checked one by one.
     fn offsets(&self, f: &FlowShape, allowed: &SlotSet) -> Vec<i64> {
+        let n = self.ring;
+        let Some(first) = allowed.first().filter(|&s| s < n) else {
+            return Vec::new();
+        };
+        // gap[r]: slots from r to the next allowed slot (cyclic).
+        let mut gap = vec![0i64; n];
+        let mut next = first + n;
+        for r in (0..n).rev() {
+            if allowed.contains(r) {
+                next = r;
+            }
+            gap[r] = (next - r) as i64;
+        }
+        let mut starts: Vec<usize> = (0..f.count.min(n as i64)).map(|k| (k * f.period).rem_euclid(n as i64) as usize).collect();
+        starts.sort_unstable();
+        starts.dedup();
+        let ok_mod: Vec<bool> = (0..n).map(|m| starts.iter().all(|&s| gap[(s + m) % n] <= f.jitter)).collect();
+        let window_ok = |k: i64, m: i64| {
+            let lo = (k * f.period + m).max(0);
+            let hi = (k * f.period + m + f.jitter).min(self.hyper - 1);
+            lo <= hi && edf::next_allowed(lo, n, allowed).is_some_and(|t| t <= hi)
+        };
         (-f.jitter..f.period)
             .filter(|&m| {
-                (0..f.count).all(|k| {
-                    let lo = (k * f.period + m).max(0);
-                    let hi = (k * f.period + m + f.jitter).min(self.hyper - 1);
-                    lo <= hi && edf::next_allowed(lo, self.ring, allowed).is_some_and(|t| t <= hi)
-                })
+                if !ok_mod[m.rem_euclid(n as i64) as usize] {
+                    return false;
+                }
+                // Clipped windows: instance 0 before time 0, the last ones past the hyperperiod.
+                if m < 0 && !window_ok(0, m) {
+                    return false;
+                }
+                let mut k = f.count - 1;
+                while k >= 0 && k * f.period + m + f.jitter > self.hyper - 1 {
+                    if !window_ok(k, m) {
+                        return false;
+                    }
+                    k -= 1;
+                }
+                true
             })
             .collect()
     }

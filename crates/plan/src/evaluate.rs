@@ -42,7 +42,7 @@ impl Default for Config {
             points: 14,
             sets_per_point: 64,
             timeout: Duration::from_secs(10),
-            z3_timeout: Some(Duration::from_secs(5)),
+            z3_timeout: Some(Duration::from_secs(2)),
             out: PathBuf::from("plan-eval"),
         }
     }
@@ -203,7 +203,7 @@ fn run_set(config: &Config, dir: &Path, set: &FlowSet, disagreements: &mut Vec<S
     );
     write(smt_path.clone(), &smtlib::to_smtlib(&problem, &comment))?;
 
-    let plan = plan_problem(&set.spec, &problem, &Options { timeout: Some(config.timeout) });
+    let plan = plan_problem(&set.spec, &problem, &Options { timeout: Some(config.timeout), ..Options::default() });
     let ours_valid = (plan.status == Status::Feasible).then(|| validate(&set.spec, &plan).is_ok());
     let ours = Answer { status: plan.status, reason: plan.reason, ms: plan.solve_ms, valid: ours_valid };
     if ours_valid == Some(false) {

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! detpath-plan: transmit-ring partitions and send schedules for periodic critical traffic.
 //!
 //! Paper 003 (KeepON, §6.1) divides the transmit ring into N slots of fixed duration, gives each
@@ -15,7 +16,8 @@
 //!   same flow sets ([`smtlib`] writes them as SMT-LIB2).
 //!
 //! How the solver works: [`app_solver`] (one application on a slot set: branch and bound over flow
-//! offsets with an EDF relaxation) and [`search`] (which slots each application owns).
+//! offsets with an EDF relaxation), [`need`] (how many slots an application needs at least) and
+//! [`search`] (which slots each application owns).
 
 pub mod app_solver;
 pub mod clock;
@@ -23,6 +25,7 @@ pub mod edf;
 pub mod error;
 pub mod evaluate;
 pub mod generate;
+pub mod need;
 pub mod planner;
 pub mod plot;
 pub mod problem;

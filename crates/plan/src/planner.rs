@@ -13,11 +13,14 @@ use std::time::Duration;
 pub struct Options {
     /// Give up with `unknown` after this long (None: never).
     pub timeout: Option<Duration>,
+    /// Partition-search nodes tried with cheap bounds before the strong ones are computed (0: strong
+    /// bounds from the start). Changes only the speed, never the answer.
+    pub quick_nodes: u64,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { timeout: Some(Duration::from_secs(60)) }
+        Options { timeout: Some(Duration::from_secs(60)), quick_nodes: search::QUICK_NODES }
     }
 }
 
@@ -30,7 +33,7 @@ pub fn plan(spec: &Spec, options: &Options) -> Result<Plan, InputError> {
 /// Plans an already checked problem (`problem` must come from `spec`).
 pub fn plan_problem(spec: &Spec, problem: &Problem, options: &Options) -> Plan {
     let mut clock = Clock::new(options.timeout);
-    let outcome = search::solve(problem, &mut clock);
+    let outcome = search::solve(problem, options.quick_nodes, &mut clock);
     let mut plan = Plan {
         status: Status::Unknown,
         reason: None,

@@ -9,10 +9,13 @@
 //!   take it. The first set that suffices on its own is the application's partition; supersets of it
 //!   are never tried (they only take slots from the others). Every minimal sufficient set is reachable
 //!   this way, so the search is complete.
-//! - Bounds: each application needs at least `need` slots (its exact minimum when the per-application
-//!   branch and bound finishes within its budget, else a counting bound); the free slots must cover
-//!   the sum of the needs of the applications still to place, and every one of them must still be
-//!   schedulable on the free slots alone (forward checking).
+//! - Bounds: each application needs at least `need` slots; the free slots must cover the sum of the
+//!   needs of the applications still to place, and every one of them must still be schedulable on the
+//!   free slots alone (forward checking). If the needs add up to more than the ring, no search is needed.
+//! - Two phases: first with cheap needs (counting, and per flow the arcs its instances must hit) and a
+//!   small node budget, which settles most flow sets in well under a millisecond; then with strong
+//!   needs ([`need::slot_need`] and a minimum-slots search per application, exact where their budgets
+//!   allow) and no budget but the time limit.
 //! - Failure memo: the rest of the search from depth d with free slots F fails for every F' within F
 //!   (fewer slots never help), so failures are kept per depth and looked up by subset. Only slots some
 //!   remaining application can reach count in F: slots no one left can use are interchangeable, and
@@ -22,6 +25,7 @@
 
 use crate::app_solver::{AppSchedule, AppSolver, Verdict};
 use crate::clock::{Clock, TimedOut};
+use crate::need;
 use crate::problem::Problem;
 use crate::slotset::SlotSet;
 use crate::spec::Reason;
@@ -38,6 +42,8 @@ pub enum Outcome {
     Unknown(String),
 }
 
+/// Offset boxes the arc bound ([`need::slot_need`]) may examine per application.
+const NEED_BOXES: u64 = 3000;
 /// Work budget (search nodes) of each application's minimum-slots branch and bound.
 const NEED_BUDGET: u64 = 2000;
 /// Branch-and-bound nodes a single check may take where an undecided answer is acceptable (dropping
@@ -47,12 +53,30 @@ const CHECK_BUDGET: u64 = 1000;
 const MEMO_CAP: usize = 4096;
 
 /// Runs the exact search with the given clock.
-pub fn solve(problem: &Problem, clock: &mut Clock) -> Outcome {
-    match Search::new(problem).run(clock) {
+pub fn solve(problem: &Problem, quick_nodes: u64, clock: &mut Clock) -> Outcome {
+    match Search::new(problem).run(quick_nodes, clock) {
         Ok(o) => o,
         Err(_) => Outcome::Unknown(format!("time limit reached after {} search nodes", clock.ticks())),
     }
 }
+
+/// Why a search stopped early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// The solver's time limit.
+    Time,
+    /// The phase's node budget.
+    Budget,
+}
+
+impl From<TimedOut> for Stop {
+    fn from(_: TimedOut) -> Stop {
+        Stop::Time
+    }
+}
+
+/// Partition-search nodes of phase 1 (cheap bounds) before phase 2 computes strong ones.
+pub const QUICK_NODES: u64 = 300;
 
 /// Search state. Lives for one solve.
 struct Search<'p> {
@@ -73,6 +97,9 @@ struct Search<'p> {
     /// Chosen partition per depth.
     chosen: Vec<SlotSet>,
     ring: SlotSet,
+    /// Partition-search nodes so far in this phase, and the phase's limit.
+    nodes: u64,
+    node_limit: Option<u64>,
 }
 
 impl<'p> Search<'p> {
@@ -89,12 +116,14 @@ impl<'p> Search<'p> {
             failed: Vec::new(),
             chosen: Vec::new(),
             ring: SlotSet::full(problem.ring),
+            nodes: 0,
+            node_limit: None,
         }
     }
 
-    fn run(&mut self, clock: &mut Clock) -> Result<Outcome, TimedOut> {
+    fn run(&mut self, quick_nodes: u64, clock: &mut Clock) -> Result<Outcome, TimedOut> {
         let napps = self.problem.apps.len();
-        // Each application alone on the whole ring, and its minimum number of slots.
+        // Each application alone on the whole ring.
         for a in 0..napps {
             if self.solvers[a].solve(self.ring, clock)?.is_none() {
                 return Ok(Outcome::Infeasible(
@@ -102,17 +131,52 @@ impl<'p> Search<'p> {
                     format!("application {:?} cannot meet its jitter bounds even with all {} slots", self.problem.apps[a].name, self.problem.ring),
                 ));
             }
-            let need = self.min_slots(a, clock)?;
-            self.need.push(need);
         }
+        // Phase 1: cheap per-application bounds and a short search, which settles most sets.
+        self.need = (0..napps).map(|a| self.solvers[a].slot_bound()).collect();
+        if let Some(proof) = self.size_bound() {
+            return Ok(proof);
+        }
+        if quick_nodes > 0 {
+            self.node_limit = Some(quick_nodes);
+            match self.search(clock) {
+                Ok(outcome) => return Ok(outcome),
+                Err(Stop::Time) => return Err(TimedOut),
+                Err(Stop::Budget) => {}
+            }
+        }
+        // Phase 2: the applications' minimum slot counts (exact where the budgets allow, else strong
+        // lower bounds), then the search to the end.
+        for a in 0..napps {
+            self.need[a] = self.min_slots(a, clock)?;
+        }
+        if let Some(proof) = self.size_bound() {
+            return Ok(proof);
+        }
+        self.node_limit = None;
+        match self.search(clock) {
+            Ok(outcome) => Ok(outcome),
+            Err(_) => Err(TimedOut),
+        }
+    }
+
+    /// Infeasible when the applications' needs add up to more than the ring.
+    fn size_bound(&self) -> Option<Outcome> {
         let total: usize = self.need.iter().sum();
-        if total > self.problem.ring {
-            let parts: Vec<String> = (0..napps).map(|a| format!("{} needs {}", self.problem.apps[a].name, self.need[a])).collect();
-            return Ok(Outcome::Infeasible(
-                Reason::PartitionSizeBound,
-                format!("partitions need at least {total} slots, the ring has {}: {}", self.problem.ring, parts.join(", ")),
-            ));
+        if total <= self.problem.ring {
+            return None;
         }
+        let parts: Vec<String> = (0..self.need.len()).map(|a| format!("{} needs {}", self.problem.apps[a].name, self.need[a])).collect();
+        Some(Outcome::Infeasible(
+            Reason::PartitionSizeBound,
+            format!("partitions need at least {total} slots, the ring has {}: {}", self.problem.ring, parts.join(", ")),
+        ))
+    }
+
+    /// The partition search with the current needs (from scratch: order, memo).
+    fn search(&mut self, clock: &mut Clock) -> Result<Outcome, Stop> {
+        let napps = self.problem.apps.len();
+        self.nodes = 0;
         // Most demanding first; identical applications end up next to each other.
         let sig: Vec<Vec<(i64, i64)>> = (0..napps).map(|a| self.signature(a)).collect();
         let mut order: Vec<usize> = (0..napps).collect();
@@ -133,10 +197,20 @@ impl<'p> Search<'p> {
         let mut out = vec![(SlotSet::EMPTY, Rc::new(empty_schedule(self.problem.ring))); napps];
         for d in 0..napps {
             let a = self.order[d];
-            let sched = self.solvers[a].solve(self.chosen[d], clock)?.ok_or(TimedOut)?;
+            let sched = self.solvers[a].solve(self.chosen[d], clock)?.ok_or(Stop::Time)?;
             out[a] = (sched.used, sched);
         }
         Ok(Outcome::Feasible(out))
+    }
+
+    /// Counts a search node; Err(Budget) past the node limit.
+    fn node(&mut self, clock: &mut Clock) -> Result<(), Stop> {
+        clock.tick()?;
+        self.nodes += 1;
+        if self.node_limit.is_some_and(|l| self.nodes > l) {
+            return Err(Stop::Budget);
+        }
+        Ok(())
     }
 
     /// Flows of application a as sorted (period, jitter) pairs.
@@ -149,18 +223,30 @@ impl<'p> Search<'p> {
     /// Fewest slots application a can be scheduled on: branch and bound within a budget, else a lower
     /// bound ([`AppSolver::slot_bound`]); both are lower bounds, the first is exact.
     fn min_slots(&mut self, a: usize, clock: &mut Clock) -> Result<usize, TimedOut> {
-        let lb = self.solvers[a].slot_bound();
+        let mut lb = self.solvers[a].slot_bound();
         let order: Vec<usize> = (0..self.problem.ring).collect();
         let Some(first) = self.minimal(a, self.ring, SlotSet::EMPTY, &order, clock)? else {
             return Ok(usize::MAX);
         };
         let mut best = first.len();
-        if best == lb {
-            return Ok(lb);
+        // A short search for a smaller set first (cheap when the counting bound is the answer), then the
+        // arc bound, then the search again with it.
+        for round in 0..2 {
+            if best <= lb {
+                return Ok(best);
+            }
+            let mut nodes = 0u64;
+            let budget = if round == 0 { NEED_BUDGET / 8 } else { NEED_BUDGET };
+            if self.min_slots_rec(a, SlotSet::EMPTY, SlotSet::EMPTY, lb, &mut best, &mut nodes, budget, clock)? {
+                return Ok(best);
+            }
+            if round == 0 && best > lb {
+                let (ring, hyper) = self.solvers[a].dims();
+                lb = lb.max(need::slot_need(ring, hyper, &self.solvers[a].shapes(), best, NEED_BOXES));
+                clock.tick()?;
+            }
         }
-        let mut nodes = 0u64;
-        let exact = self.min_slots_rec(a, SlotSet::EMPTY, SlotSet::EMPTY, lb, &mut best, &mut nodes, clock)?;
-        Ok(if exact { best } else { lb })
+        Ok(lb.min(best))
     }
 
     /// Returns false when the budget ran out (best is then only an upper bound).
@@ -173,22 +259,24 @@ impl<'p> Search<'p> {
         lb: usize,
         best: &mut usize,
         nodes: &mut u64,
+        budget: u64,
         clock: &mut Clock,
     ) -> Result<bool, TimedOut> {
         clock.tick()?;
         *nodes += 1;
-        if *nodes > NEED_BUDGET {
+        if *nodes > budget {
             return Ok(false);
         }
         if *best <= lb.max(inc.len()) {
             return Ok(true);
         }
-        let s = match self.solvers[a].check(self.ring.minus(exc), Some(CHECK_BUDGET), clock)? {
+        let cb = CHECK_BUDGET;
+        let s = match self.solvers[a].check(self.ring.minus(exc), Some(cb), clock)? {
             Verdict::Feasible(s) => s,
             Verdict::Infeasible => return Ok(true),
             Verdict::Undecided => return Ok(false),
         };
-        match self.solvers[a].check(inc, Some(CHECK_BUDGET), clock)? {
+        match self.solvers[a].check(inc, Some(cb), clock)? {
             Verdict::Feasible(t) => {
                 *best = (*best).min(t.used.len());
                 return Ok(true);
@@ -200,7 +288,8 @@ impl<'p> Search<'p> {
             return Ok(true);
         }
         let r = pick_slot(&s, inc)?;
-        Ok(self.min_slots_rec(a, with(inc, r), exc, lb, best, nodes, clock)? && self.min_slots_rec(a, inc, with(exc, r), lb, best, nodes, clock)?)
+        Ok(self.min_slots_rec(a, with(inc, r), exc, lb, best, nodes, budget, clock)?
+            && self.min_slots_rec(a, inc, with(exc, r), lb, best, nodes, budget, clock)?)
     }
 
     /// An inclusion-minimal slot set M with keep ⊆ M ⊆ avail on which application a can be scheduled
@@ -226,8 +315,8 @@ impl<'p> Search<'p> {
 
     /// Places the applications at depths d.. on the free slots; `bound`: the application at depth d
     /// may only use slots >= bound (symmetry with the previous, identical application).
-    fn place(&mut self, d: usize, free: SlotSet, bound: usize, clock: &mut Clock) -> Result<bool, TimedOut> {
-        clock.tick()?;
+    fn place(&mut self, d: usize, free: SlotSet, bound: usize, clock: &mut Clock) -> Result<bool, Stop> {
+        self.node(clock)?;
         if d == self.order.len() {
             return Ok(true);
         }
@@ -246,7 +335,7 @@ impl<'p> Search<'p> {
         Ok(ok)
     }
 
-    fn place_here(&mut self, d: usize, free: SlotSet, bound: usize, clock: &mut Clock) -> Result<bool, TimedOut> {
+    fn place_here(&mut self, d: usize, free: SlotSet, bound: usize, clock: &mut Clock) -> Result<bool, Stop> {
         if self.need_from[d] > free.and(self.reach_from[d]).len() {
             return Ok(false);
         }
@@ -270,8 +359,8 @@ impl<'p> Search<'p> {
     /// M - inc: take it, or never take it. Every minimal sufficient set lies below some branch, so the
     /// enumeration is complete.
     #[allow(clippy::too_many_arguments)]
-    fn choose(&mut self, d: usize, free: SlotSet, own: SlotSet, inc: SlotSet, exc: SlotSet, order: &[usize], clock: &mut Clock) -> Result<bool, TimedOut> {
-        clock.tick()?;
+    fn choose(&mut self, d: usize, free: SlotSet, own: SlotSet, inc: SlotSet, exc: SlotSet, order: &[usize], clock: &mut Clock) -> Result<bool, Stop> {
+        self.node(clock)?;
         let a = self.order[d];
         // The applications after this one need their slots out of what this one leaves.
         let rest = self.reach_from[d + 1];

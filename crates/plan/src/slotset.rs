@@ -139,6 +139,37 @@ impl SlotSet {
     }
 }
 
+/// A fast hasher for slot sets (the default SipHash costs more than the lookups it serves; keys are
+/// not attacker-controlled).
+#[derive(Default, Clone, Copy)]
+pub struct SlotHasher(u64);
+
+impl std::hash::Hasher for SlotHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.write_u64(u64::from_le_bytes(w));
+        }
+        for &b in chunks.remainder() {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_usize(&mut self, w: usize) {
+        self.write_u64(w as u64);
+    }
+}
+
+/// Build-hasher for maps keyed by [`SlotSet`].
+pub type SlotHash = std::hash::BuildHasherDefault<SlotHasher>;
+
 #[cfg(test)]
 mod tests {
     use super::*;
