@@ -429,26 +429,34 @@ impl PerfNode {
         } else {
             64
         };
+        // As fast as possible: bursts batched into full datagrams (as ddsperf
+        // asks CycloneDDS to), flushed at the end of the burst.
+        let batch = rate_hz <= 0.0;
         for _ in 0..budget {
             if self.cfg.count > 0 && self.stats.data_sent >= self.cfg.count {
-                return;
+                break;
             }
             self.seq = self.seq.wrapping_add(1);
             self.tx.set_seq(self.seq);
             let ts = Some(Time::from_nanos(wall & !1));
-            let res = match &self.tx {
-                Sample::Ks(s) => p.write(now, out, self.data_w, ts, s),
-                Sample::Ou(s) => p.write(now, out, self.data_w, ts, s),
+            let res = match (&self.tx, batch) {
+                (Sample::Ks(s), true) => p.write_batched(now, out, self.data_w, ts, s),
+                (Sample::Ou(s), true) => p.write_batched(now, out, self.data_w, ts, s),
+                (Sample::Ks(s), false) => p.write(now, out, self.data_w, ts, s),
+                (Sample::Ou(s), false) => p.write(now, out, self.data_w, ts, s),
             };
             match res {
                 Ok(_) => self.stats.data_sent += 1,
                 Err(WriteError::HistoryFull) => {
                     self.seq = self.seq.wrapping_sub(1);
                     self.stats.data_blocked += 1;
-                    return;
+                    break;
                 }
-                Err(_) => return,
+                Err(_) => break,
             }
+        }
+        if batch {
+            p.flush(out, self.data_w);
         }
     }
 
