@@ -539,12 +539,12 @@ impl PerfNode {
     }
 }
 
-/// The next send time of a fixed-rate schedule: one interval on, unless
-/// that is more than half an interval behind `now` (then restart from now),
-/// as ddsperf paces its pings.
+/// The next send time of a fixed-rate schedule: one interval on, so a late
+/// send (a wait that overslept) is made up at once and the rate holds; only
+/// when more than 100 intervals behind does the schedule restart from now.
 fn next_slot(due: u64, now: u64, intv: u64) -> u64 {
     let mut cur = due;
-    if cur + intv / 2 < now {
+    if cur + 100 * intv < now {
         cur = now;
     }
     cur + intv
