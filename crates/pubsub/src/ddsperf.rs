@@ -84,6 +84,7 @@ pub struct PerfConfig {
 }
 
 impl PerfConfig {
+    /// ddsperf's defaults for `role`: reliable, KeyedSeq of size 32, data depth 1000.
     pub fn new(role: Role) -> PerfConfig {
         PerfConfig {
             role,
