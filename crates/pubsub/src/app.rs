@@ -37,6 +37,7 @@ pub struct NodeOptions {
 }
 
 impl NodeOptions {
+    /// Defaults: domain 0, reliable 32-byte KeyedSeq, busy polling, peer indices 0..=9, 10 s discovery timeout.
     pub fn new(endpoint: &str, role: Role) -> NodeOptions {
         NodeOptions {
             endpoint: endpoint.to_string(),

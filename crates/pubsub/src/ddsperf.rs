@@ -84,6 +84,7 @@ pub struct PerfConfig {
 }
 
 impl PerfConfig {
+    /// ddsperf's defaults for `role`: reliable, KeyedSeq of size 32, data depth 1000.
     pub fn new(role: Role) -> PerfConfig {
         PerfConfig { role, reliable: true, topic: TopicKind::Ks, size: 32, data_depth: 1000, count: 0, max_latency_samples: 2_000_000, lockstep: false }
     }
@@ -390,26 +391,34 @@ impl PerfNode {
         } else {
             64
         };
+        // As fast as possible: bursts batched into full datagrams (as ddsperf
+        // asks CycloneDDS to), flushed at the end of the burst.
+        let batch = rate_hz <= 0.0;
         for _ in 0..budget {
             if self.cfg.count > 0 && self.stats.data_sent >= self.cfg.count {
-                return;
+                break;
             }
             self.seq = self.seq.wrapping_add(1);
             self.tx.set_seq(self.seq);
             let ts = Some(Time::from_nanos(wall & !1));
-            let res = match &self.tx {
-                Sample::Ks(s) => p.write(now, out, self.data_w, ts, s),
-                Sample::Ou(s) => p.write(now, out, self.data_w, ts, s),
+            let res = match (&self.tx, batch) {
+                (Sample::Ks(s), true) => p.write_batched(now, out, self.data_w, ts, s),
+                (Sample::Ou(s), true) => p.write_batched(now, out, self.data_w, ts, s),
+                (Sample::Ks(s), false) => p.write(now, out, self.data_w, ts, s),
+                (Sample::Ou(s), false) => p.write(now, out, self.data_w, ts, s),
             };
             match res {
                 Ok(_) => self.stats.data_sent += 1,
                 Err(WriteError::HistoryFull) => {
                     self.seq = self.seq.wrapping_sub(1);
                     self.stats.data_blocked += 1;
-                    return;
+                    break;
                 }
-                Err(_) => return,
+                Err(_) => break,
             }
+        }
+        if batch {
+            p.flush(out, self.data_w);
         }
     }
 
@@ -492,12 +501,12 @@ impl PerfNode {
     }
 }
 
-/// The next send time of a fixed-rate schedule: one interval on, unless
-/// that is more than half an interval behind `now` (then restart from now),
-/// as ddsperf paces its pings.
+/// The next send time of a fixed-rate schedule: one interval on, so a late
+/// send (a wait that overslept) is made up at once and the rate holds; only
+/// when more than 100 intervals behind does the schedule restart from now.
 fn next_slot(due: u64, now: u64, intv: u64) -> u64 {
     let mut cur = due;
-    if cur + intv / 2 < now {
+    if cur + 100 * intv < now {
         cur = now;
     }
     cur + intv

@@ -48,6 +48,7 @@ pub struct Node<T: Transport> {
 }
 
 impl<T: Transport> Node<T> {
+    /// A participant on a transport; nothing is sent until the first turn.
     pub fn new(participant: Participant, transport: T) -> Node<T> {
         Node { participant, transport, rxbuf: vec![0; 65536], received: 0 }
     }

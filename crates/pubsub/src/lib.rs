@@ -8,8 +8,11 @@
 //!   datagrams come out through an [`engine::Outbox`]. Discovery (SPDP/SEDP),
 //!   reliable and best-effort writers and readers, QoS matching.
 //! - [`types`]: plain (final) data types and the ddsperf types.
-//! - `driver` (feature `endpoint`): the engine over a `Box<dyn detpath::Endpoint>`,
-//!   and the ping/pong/pub/sub programs behind `detpath pubsub`.
+//! - [`ddsperf`]: ddsperf's topics and conventions as a node on the engine.
+//! - [`driver`]: the polling loop over a transport; with feature `endpoint`,
+//!   `transport` (a `Box<dyn detpath::Endpoint>` as transport), `app` (the
+//!   ping/pong/pub/sub programs behind `detpath pubsub`) and `bench` (the
+//!   paper's three workloads per datapath, ddsperf as reference).
 
 #[cfg(feature = "endpoint")]
 pub mod app;

@@ -27,6 +27,7 @@ pub struct EndpointTransport {
 }
 
 impl EndpointTransport {
+    /// Wraps an open endpoint.
     pub fn new(ep: Box<dyn Endpoint>, wait: Wait) -> EndpointTransport {
         let max_datagram = ep.capabilities().max_payload.clamp(256, 65507);
         EndpointTransport { ep, wait, send_errors: 0, truncated: 0, max_datagram }

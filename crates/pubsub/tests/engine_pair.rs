@@ -350,3 +350,47 @@ fn data_racing_ahead_of_discovery_is_not_lost() {
     }
     assert_eq!(net.nodes[0].writer_status(w).unacknowledged, 0);
 }
+
+#[test]
+fn batched_writes_share_datagrams_and_stay_reliable_under_loss() {
+    let mut net = Net::new(2);
+    let w = net.nodes[0]
+        .create_writer_for("T", Qos::reliable_keep_all(1000), &KeyedSeq::with_size(32))
+        .unwrap();
+    let r = net.nodes[1]
+        .create_reader_for(0, "T", Qos::reliable_keep_all(1000), &KeyedSeq::with_size(32))
+        .unwrap();
+    net.run_until(2000, |n| matched(n, w, r)).expect("no match");
+    let mut rng = Lcg(11);
+    net.drop = Box::new(move |_, _, _, _| rng.next().is_multiple_of(10));
+    let tx_before = net.nodes[0].counters().tx_datagrams;
+    let mut s = KeyedSeq::with_size(32);
+    let mut rx = KeyedSeq::default();
+    let (mut next, mut got) = (1u32, Vec::new());
+    for _ in 0..100_000 {
+        for _ in 0..64 {
+            if next > 20_000 {
+                break;
+            }
+            s.seq = next;
+            match net.nodes[0].write_batched(net.now, &mut net.outs[0], w, None, &s) {
+                Ok(_) => next += 1,
+                Err(WriteError::HistoryFull) => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        net.nodes[0].flush(&mut net.outs[0], w);
+        net.deliver();
+        while net.nodes[1].take(r, &mut rx).unwrap().is_some() {
+            got.push(rx.seq);
+        }
+        if got.len() == 20_000 {
+            break;
+        }
+        net.step(50_000);
+    }
+    assert_eq!(got.len(), 20_000);
+    assert!(got.iter().enumerate().all(|(i, &x)| x == i as u32 + 1), "in order");
+    let sent = net.nodes[0].counters().tx_datagrams - tx_before;
+    assert!(sent < 20_000 / 5, "{sent} datagrams for 20,000 batched samples");
+}

@@ -482,6 +482,45 @@ impl Participant {
         self.writers[w.0].write(&mut ctx, now, source_ts, serialize)
     }
 
+    /// Writes one sample into the writer's batch: several samples share a
+    /// datagram, sent when full or at [`flush`](Self::flush) (throughput;
+    /// latency-sensitive writes use [`write`](Self::write)).
+    pub fn write_batched<T: TopicType>(
+        &mut self,
+        now: u64,
+        out: &mut dyn Outbox,
+        w: WriterId,
+        source_ts: Option<Time>,
+        sample: &T,
+    ) -> Result<SequenceNumber, WriteError> {
+        if w.0 < FIRST_USER || w.0 >= self.writers.len() {
+            return Err(WriteError::NoSuchWriter);
+        }
+        let mut ctx = Ctx {
+            prefix: self.cfg.guid_prefix,
+            tx: &mut self.tx,
+            out,
+            counters: &mut self.counters,
+        };
+        self.writers[w.0].write_batched(&mut ctx, now, source_ts, &|bw: &mut ByteWriter<'_>| {
+            write_payload(bw, Xcdr::V1, |c| sample.serialize(c)).map(|_| ())
+        })
+    }
+
+    /// Sends what a writer has batched.
+    pub fn flush(&mut self, out: &mut dyn Outbox, w: WriterId) {
+        if w.0 >= self.writers.len() {
+            return;
+        }
+        let mut ctx = Ctx {
+            prefix: self.cfg.guid_prefix,
+            tx: &mut self.tx,
+            out,
+            counters: &mut self.counters,
+        };
+        self.writers[w.0].flush(&mut ctx);
+    }
+
     /// Takes the oldest sample of a reader into `sample` (deserialized,
     /// reusing its buffers). `Ok(None)` when nothing is waiting.
     pub fn take<T: TopicType>(&mut self, r: ReaderId, sample: &mut T) -> Result<Option<SampleInfo>, EngineError> {

@@ -7,6 +7,7 @@ use std::net::SocketAddrV4;
 /// bytes are only valid during the call. A transport that fails counts the
 /// failure itself; the engine's reliability protocol repairs the loss.
 pub trait Outbox {
+    /// Sends one datagram to `dst` (the bytes are valid only during the call).
     fn send(&mut self, dst: SocketAddrV4, datagram: &[u8]);
 }
 

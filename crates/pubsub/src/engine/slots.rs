@@ -62,9 +62,11 @@ pub struct SnRing {
 }
 
 impl SnRing {
+    /// `capacity` slots of `slot_size` bytes each, allocated now.
     pub fn new(capacity: usize, slot_size: usize) -> SnRing {
         SnRing { slots: (0..capacity.max(1)).map(|_| Slot::new(slot_size)).collect() }
     }
+    /// Number of slots.
     pub fn capacity(&self) -> usize {
         self.slots.len()
     }
@@ -105,15 +107,19 @@ pub struct FifoRing {
 }
 
 impl FifoRing {
+    /// `capacity` slots of `slot_size` bytes each, allocated now.
     pub fn new(capacity: usize, slot_size: usize) -> FifoRing {
         FifoRing { slots: (0..capacity.max(1)).map(|_| Slot::new(slot_size)).collect(), head: 0, len: 0 }
     }
+    /// Number of samples held.
     pub fn len(&self) -> usize {
         self.len
     }
+    /// Nothing held.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+    /// No free slot.
     pub fn is_full(&self) -> bool {
         self.len == self.slots.len()
     }
@@ -132,6 +138,7 @@ impl FifoRing {
         let i = (self.head + self.len) % self.slots.len();
         Some(&mut self.slots[i])
     }
+    /// Makes the slot filled through [`back_slot`](Self::back_slot) part of the queue.
     pub fn commit(&mut self) {
         if !self.is_full() {
             self.len += 1;

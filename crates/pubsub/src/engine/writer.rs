@@ -40,6 +40,9 @@ pub(crate) struct ReaderProxy {
     pub resent_ns: u64,
 }
 
+/// Room a HEARTBEAT takes at the end of a batch.
+const HB_LEN: usize = 32;
+
 /// Unacknowledged samples a KEEP_ALL writer sends ahead (a reliable
 /// reader's reorder window holds at most 256).
 const MAX_IN_FLIGHT: i64 = 256;
@@ -65,6 +68,9 @@ pub(crate) struct WriterCore {
     pub frag_size: usize,
     /// Scratch space to serialize a sample that needs fragmenting.
     scratch: Vec<u8>,
+    /// A datagram of several DATA being batched (`write_batched`), `batch_len` bytes so far (0: none).
+    batch: Vec<u8>,
+    batch_len: usize,
     pub last_write_ns: u64,
     pub deadline_missed: u64,
     pub deadline_checked_ns: u64,
@@ -93,6 +99,8 @@ impl WriterCore {
             hb_period_ns,
             frag_size,
             scratch: vec![0; slot_size],
+            batch: vec![0; max_datagram],
+            batch_len: 0,
             last_write_ns: 0,
             deadline_missed: 0,
             deadline_checked_ns: 0,
@@ -138,6 +146,8 @@ impl WriterCore {
         source_ts: Option<Time>,
         serialize: &dyn Fn(&mut ByteWriter<'_>) -> Result<(), WireError>,
     ) -> Result<SequenceNumber, WriteError> {
+        // Batched samples go first: sequence numbers leave in order.
+        self.flush(ctx);
         if self.qos.history == History::KeepAll && self.unacked() >= self.max_in_flight() {
             return Err(WriteError::HistoryFull);
         }
@@ -206,6 +216,112 @@ impl WriterCore {
         Ok(SequenceNumber(sn))
     }
 
+    /// Like [`write`](Self::write), but the DATA joins a datagram of
+    /// several (as CycloneDDS batches when ddsperf asks it to), sent when full
+    /// or at [`flush`](Self::flush). Samples too large for that go out at once.
+    pub fn write_batched(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        now: u64,
+        source_ts: Option<Time>,
+        serialize: &dyn Fn(&mut ByteWriter<'_>) -> Result<(), WireError>,
+    ) -> Result<SequenceNumber, WriteError> {
+        if self.qos.history == History::KeepAll && self.unacked() >= self.max_in_flight() {
+            self.flush(ctx);
+            return Err(WriteError::HistoryFull);
+        }
+        let sn = self.next_sn;
+        let writer_id = self.guid.entity;
+        for attempt in 0..2 {
+            if self.batch_len == 0 {
+                match MessageBuilder::new(&mut self.batch, ctx.prefix, VendorId::DETPATH) {
+                    Ok(b) => self.batch_len = b.finish(),
+                    Err(_) => break,
+                }
+            }
+            let mark = self.batch_len;
+            let mut b = MessageBuilder::resume(&mut self.batch, mark);
+            let res = b.info_ts(source_ts).and_then(|_| {
+                b.data_with_range(EntityId::UNKNOWN, writer_id, SequenceNumber(sn), None, |w| serialize(w))
+            });
+            // Keep room for the heartbeat the flush appends.
+            match res {
+                Ok(range) if b.remaining() >= HB_LEN => {
+                    self.batch_len = b.finish();
+                    let meta = SampleMeta {
+                        sn,
+                        writer: self.guid,
+                        source_ts,
+                        reception_ns: now,
+                        valid_data: true,
+                        ..Default::default()
+                    };
+                    if self.history.slot_for(sn).store(meta, &self.batch[range]) {
+                        self.slot_growths += 1;
+                    }
+                    self.next_sn += 1;
+                    self.last_write_ns = now;
+                    self.written += 1;
+                    return Ok(SequenceNumber(sn));
+                }
+                Ok(_) | Err(WireError::BufferFull) => {
+                    b.truncate(mark);
+                    let only_header = mark <= crate::wire::message::HEADER_LEN;
+                    self.flush(ctx);
+                    if only_header || attempt == 1 {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    b.truncate(mark);
+                    return Err(WriteError::Serialize(e));
+                }
+            }
+        }
+        // Does not fit a datagram with others: on its own (fragmented if need be).
+        self.flush(ctx);
+        self.write(ctx, now, source_ts, serialize)
+    }
+
+    /// Sends the batched datagram, closed by a heartbeat for reliable readers.
+    pub fn flush(&mut self, ctx: &mut Ctx<'_>) {
+        if self.batch_len <= crate::wire::message::HEADER_LEN {
+            self.batch_len = 0;
+            return;
+        }
+        let last = self.next_sn - 1;
+        if self.reliable_proxies().next().is_some() {
+            let cap = self.max_in_flight();
+            let need_ack = self.qos.history == History::KeepAll && self.unacked() >= (cap / 4).max(1);
+            self.hb_count += 1;
+            let first = self.first_available();
+            let mut b = MessageBuilder::resume(&mut self.batch, self.batch_len);
+            if b.heartbeat(
+                EntityId::UNKNOWN,
+                self.guid.entity,
+                SequenceNumber(first),
+                SequenceNumber(last),
+                self.hb_count,
+                !need_ack,
+                false,
+            )
+            .is_ok()
+            {
+                self.batch_len = b.finish();
+            }
+        }
+        let len = self.batch_len;
+        for (i, p) in self.proxies.iter().enumerate() {
+            if self.proxies[..i].iter().any(|q| q.addr == p.addr) {
+                continue;
+            }
+            ctx.counters.tx_datagrams += 1;
+            ctx.counters.tx_bytes += len as u64;
+            ctx.out.send(p.addr, &self.batch[..len]);
+        }
+        self.batch_len = 0;
+    }
+
     fn first_available_after(&self, sn: i64) -> i64 {
         (sn + 1 - self.history.capacity() as i64).max(1)
     }
@@ -269,6 +385,7 @@ impl WriterCore {
 
     /// Periodic work: heartbeats while something is unacknowledged, deadline accounting.
     pub fn poll(&mut self, ctx: &mut Ctx<'_>, now: u64) {
+        self.flush(ctx);
         if now >= self.next_hb_ns {
             if self.reliable_proxies().any(|p| p.acked_below < self.next_sn) {
                 self.heartbeat_all(ctx, false);

@@ -44,20 +44,25 @@ impl<'a> ByteReader<'a> {
         a.copy_from_slice(s);
         Ok(a)
     }
+    /// Reads a u8.
     pub fn u8(&mut self) -> Result<u8, WireError> {
         Ok(self.array::<1>()?[0])
     }
+    /// Reads a u16.
     pub fn u16(&mut self) -> Result<u16, WireError> {
         let a = self.array::<2>()?;
         Ok(if self.le { u16::from_le_bytes(a) } else { u16::from_be_bytes(a) })
     }
+    /// Reads a u32.
     pub fn u32(&mut self) -> Result<u32, WireError> {
         let a = self.array::<4>()?;
         Ok(if self.le { u32::from_le_bytes(a) } else { u32::from_be_bytes(a) })
     }
+    /// Reads an i32.
     pub fn i32(&mut self) -> Result<i32, WireError> {
         Ok(self.u32()? as i32)
     }
+    /// Reads a u64.
     pub fn u64(&mut self) -> Result<u64, WireError> {
         let a = self.array::<8>()?;
         Ok(if self.le { u64::from_le_bytes(a) } else { u64::from_be_bytes(a) })
@@ -109,22 +114,28 @@ impl<'a> ByteWriter<'a> {
         self.pos = end;
         Ok(&mut self.buf[at..end])
     }
+    /// Writes raw bytes.
     pub fn bytes(&mut self, b: &[u8]) -> Result<(), WireError> {
         self.reserve(b.len())?.copy_from_slice(b);
         Ok(())
     }
+    /// Writes a u8.
     pub fn u8(&mut self, v: u8) -> Result<(), WireError> {
         self.bytes(&[v])
     }
+    /// Writes a u16.
     pub fn u16(&mut self, v: u16) -> Result<(), WireError> {
         self.bytes(&if self.le { v.to_le_bytes() } else { v.to_be_bytes() })
     }
+    /// Writes a u32.
     pub fn u32(&mut self, v: u32) -> Result<(), WireError> {
         self.bytes(&if self.le { v.to_le_bytes() } else { v.to_be_bytes() })
     }
+    /// Writes an i32.
     pub fn i32(&mut self, v: i32) -> Result<(), WireError> {
         self.u32(v as u32)
     }
+    /// Writes a u64.
     pub fn u64(&mut self, v: u64) -> Result<(), WireError> {
         self.bytes(&if self.le { v.to_le_bytes() } else { v.to_be_bytes() })
     }

@@ -108,33 +108,42 @@ impl<'a> CdrReader<'a> {
         let pad = (n - self.r.pos() % n) % n;
         self.r.skip(pad)
     }
+    /// Bytes left.
     pub fn remaining(&self) -> usize {
         self.r.remaining()
     }
+    /// Reads a u8.
     pub fn u8(&mut self) -> Result<u8, WireError> {
         self.r.u8()
     }
+    /// Reads a boolean (one octet).
     pub fn bool(&mut self) -> Result<bool, WireError> {
         Ok(self.r.u8()? != 0)
     }
+    /// Reads a u16 (aligned).
     pub fn u16(&mut self) -> Result<u16, WireError> {
         self.align(2)?;
         self.r.u16()
     }
+    /// Reads a u32 (aligned).
     pub fn u32(&mut self) -> Result<u32, WireError> {
         self.align(4)?;
         self.r.u32()
     }
+    /// Reads an i32 (aligned).
     pub fn i32(&mut self) -> Result<i32, WireError> {
         Ok(self.u32()? as i32)
     }
+    /// Reads a u64 (aligned).
     pub fn u64(&mut self) -> Result<u64, WireError> {
         self.align(8)?;
         self.r.u64()
     }
+    /// Reads an i64 (aligned).
     pub fn i64(&mut self) -> Result<i64, WireError> {
         Ok(self.u64()? as i64)
     }
+    /// Reads an f64 (aligned).
     pub fn f64(&mut self) -> Result<f64, WireError> {
         Ok(f64::from_bits(self.u64()?))
     }
@@ -181,33 +190,42 @@ impl<'a, 'b> CdrWriter<'a, 'b> {
     pub fn len(&self) -> usize {
         self.w.pos() - self.origin
     }
+    /// Nothing held.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Writes a u8.
     pub fn u8(&mut self, v: u8) -> Result<(), WireError> {
         self.w.u8(v)
     }
+    /// Writes a boolean (one octet).
     pub fn bool(&mut self, v: bool) -> Result<(), WireError> {
         self.w.u8(v as u8)
     }
+    /// Writes a u16 (aligned).
     pub fn u16(&mut self, v: u16) -> Result<(), WireError> {
         self.align(2)?;
         self.w.u16(v)
     }
+    /// Writes a u32 (aligned).
     pub fn u32(&mut self, v: u32) -> Result<(), WireError> {
         self.align(4)?;
         self.w.u32(v)
     }
+    /// Writes an i32 (aligned).
     pub fn i32(&mut self, v: i32) -> Result<(), WireError> {
         self.u32(v as u32)
     }
+    /// Writes a u64 (aligned).
     pub fn u64(&mut self, v: u64) -> Result<(), WireError> {
         self.align(8)?;
         self.w.u64(v)
     }
+    /// Writes an i64 (aligned).
     pub fn i64(&mut self, v: i64) -> Result<(), WireError> {
         self.u64(v as u64)
     }
+    /// Writes an f64 (aligned).
     pub fn f64(&mut self, v: f64) -> Result<(), WireError> {
         self.u64(v.to_bits())
     }
@@ -219,6 +237,7 @@ impl<'a, 'b> CdrWriter<'a, 'b> {
     pub fn seq_len(&mut self, n: usize) -> Result<(), WireError> {
         self.u32(u32::try_from(n).map_err(|_| WireError::BufferFull)?)
     }
+    /// Writes a string (aligned length with NUL, bytes, NUL).
     pub fn string(&mut self, s: &str) -> Result<(), WireError> {
         self.align(4)?;
         super::plist::write_string(self.w, s)

@@ -154,6 +154,7 @@ pub struct ParamWriter<'w, 'b> {
 }
 
 impl<'w, 'b> ParamWriter<'w, 'b> {
+    /// Parameters written through `w`.
     pub fn new(w: &'w mut ByteWriter<'b>) -> ParamWriter<'w, 'b> {
         ParamWriter { w }
     }

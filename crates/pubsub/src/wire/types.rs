@@ -97,6 +97,7 @@ pub struct Guid {
 }
 
 impl Guid {
+    /// The GUID of `entity` in the participant `prefix`.
     pub fn new(prefix: GuidPrefix, entity: EntityId) -> Guid {
         Guid { prefix, entity }
     }
@@ -314,6 +315,7 @@ impl<'a> FragSet<'a> {
         let bitmap = r.take(num_bits.div_ceil(32) as usize * 4)?;
         Ok(FragSet { base, num_bits, bitmap, le: r.le })
     }
+    /// Whether bit `i` (counting from the base) is set.
     pub fn bit(&self, i: u32) -> bool {
         bit_of(self.bitmap, self.le, self.num_bits, i)
     }
@@ -367,6 +369,7 @@ impl BitSet256 {
             self.words[(i / 32) as usize] |= 0x8000_0000 >> (i % 32);
         }
     }
+    /// Whether bit `i` is set.
     pub fn get(&self, i: u32) -> bool {
         i < self.num_bits && self.words[(i / 32) as usize] & (0x8000_0000 >> (i % 32)) != 0
     }
