@@ -354,12 +354,8 @@ fn data_racing_ahead_of_discovery_is_not_lost() {
 #[test]
 fn batched_writes_share_datagrams_and_stay_reliable_under_loss() {
     let mut net = Net::new(2);
-    let w = net.nodes[0]
-        .create_writer_for("T", Qos::reliable_keep_all(1000), &KeyedSeq::with_size(32))
-        .unwrap();
-    let r = net.nodes[1]
-        .create_reader_for(0, "T", Qos::reliable_keep_all(1000), &KeyedSeq::with_size(32))
-        .unwrap();
+    let w = net.nodes[0].create_writer_for("T", Qos::reliable_keep_all(1000), &KeyedSeq::with_size(32)).unwrap();
+    let r = net.nodes[1].create_reader_for(0, "T", Qos::reliable_keep_all(1000), &KeyedSeq::with_size(32)).unwrap();
     net.run_until(2000, |n| matched(n, w, r)).expect("no match");
     let mut rng = Lcg(11);
     net.drop = Box::new(move |_, _, _, _| rng.next().is_multiple_of(10));

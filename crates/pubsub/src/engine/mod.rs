@@ -496,15 +496,8 @@ impl Participant {
         if w.0 < FIRST_USER || w.0 >= self.writers.len() {
             return Err(WriteError::NoSuchWriter);
         }
-        let mut ctx = Ctx {
-            prefix: self.cfg.guid_prefix,
-            tx: &mut self.tx,
-            out,
-            counters: &mut self.counters,
-        };
-        self.writers[w.0].write_batched(&mut ctx, now, source_ts, &|bw: &mut ByteWriter<'_>| {
-            write_payload(bw, Xcdr::V1, |c| sample.serialize(c)).map(|_| ())
-        })
+        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+        self.writers[w.0].write_batched(&mut ctx, now, source_ts, &|bw: &mut ByteWriter<'_>| write_payload(bw, Xcdr::V1, |c| sample.serialize(c)).map(|_| ()))
     }
 
     /// Sends what a writer has batched.
@@ -512,12 +505,7 @@ impl Participant {
         if w.0 >= self.writers.len() {
             return;
         }
-        let mut ctx = Ctx {
-            prefix: self.cfg.guid_prefix,
-            tx: &mut self.tx,
-            out,
-            counters: &mut self.counters,
-        };
+        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
         self.writers[w.0].flush(&mut ctx);
     }
 

@@ -241,21 +241,12 @@ impl WriterCore {
             }
             let mark = self.batch_len;
             let mut b = MessageBuilder::resume(&mut self.batch, mark);
-            let res = b.info_ts(source_ts).and_then(|_| {
-                b.data_with_range(EntityId::UNKNOWN, writer_id, SequenceNumber(sn), None, |w| serialize(w))
-            });
+            let res = b.info_ts(source_ts).and_then(|_| b.data_with_range(EntityId::UNKNOWN, writer_id, SequenceNumber(sn), None, |w| serialize(w)));
             // Keep room for the heartbeat the flush appends.
             match res {
                 Ok(range) if b.remaining() >= HB_LEN => {
                     self.batch_len = b.finish();
-                    let meta = SampleMeta {
-                        sn,
-                        writer: self.guid,
-                        source_ts,
-                        reception_ns: now,
-                        valid_data: true,
-                        ..Default::default()
-                    };
+                    let meta = SampleMeta { sn, writer: self.guid, source_ts, reception_ns: now, valid_data: true, ..Default::default() };
                     if self.history.slot_for(sn).store(meta, &self.batch[range]) {
                         self.slot_growths += 1;
                     }
@@ -296,17 +287,7 @@ impl WriterCore {
             self.hb_count += 1;
             let first = self.first_available();
             let mut b = MessageBuilder::resume(&mut self.batch, self.batch_len);
-            if b.heartbeat(
-                EntityId::UNKNOWN,
-                self.guid.entity,
-                SequenceNumber(first),
-                SequenceNumber(last),
-                self.hb_count,
-                !need_ack,
-                false,
-            )
-            .is_ok()
-            {
+            if b.heartbeat(EntityId::UNKNOWN, self.guid.entity, SequenceNumber(first), SequenceNumber(last), self.hb_count, !need_ack, false).is_ok() {
                 self.batch_len = b.finish();
             }
         }
