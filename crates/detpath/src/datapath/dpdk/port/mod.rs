@@ -14,6 +14,7 @@
 use super::eal;
 use super::host::HostState;
 use super::{Config, DpdkError, Vdev};
+use crate::datapath::wait::{Step, Wait};
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, Endpoint, RecvMode, RxBatch, RxMeta, TxDatagram};
 use crate::error::{Error, Result};
 use crate::spec::EndpointSpec;
@@ -318,29 +319,16 @@ impl DpdkEndpoint {
 
     /// Waits per `mode` until a datagram is pending; false when the wait ended empty.
     fn wait_pending(&mut self, mode: RecvMode) -> bool {
-        if !self.pending.is_empty() || self.poll_rx() > 0 && !self.pending.is_empty() {
-            return true;
-        }
-        let (timeout, nap) = match mode {
-            RecvMode::NonBlocking => return false,
-            RecvMode::BusyPoll { timeout } => (timeout, false),
-            RecvMode::Blocking { timeout } => (timeout, true),
-        };
-        let deadline = timeout.map(|t| Instant::now() + t);
-        let mut spins = 0u32;
+        let wait = Wait::new(mode);
         loop {
-            self.poll_rx();
-            if !self.pending.is_empty() {
+            if !self.pending.is_empty() || self.poll_rx() > 0 && !self.pending.is_empty() {
                 return true;
             }
-            spins = spins.wrapping_add(1);
-            if nap {
-                std::thread::sleep(BLOCKING_NAP);
-            }
-            if let Some(d) = deadline {
-                if (nap || spins & 63 == 0) && Instant::now() >= d {
-                    return false;
-                }
+            match wait.after_empty() {
+                Step::GiveUp => return false,
+                Step::Spin => std::hint::spin_loop(),
+                // DPDK gives no file descriptor to sleep on: a blocking wait naps between polls.
+                Step::Sleep(_) => std::thread::sleep(BLOCKING_NAP),
             }
         }
     }
