@@ -317,7 +317,7 @@ pub struct ThreadGaps {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GapReport {
     pub thread: String,
-    /// Start, ms after the run's first probe.
+    /// Start, ms after the run's first measured probe (negative: during the warm-up).
     pub at_ms: f64,
     pub len_us: f64,
     pub cause: Cause,
@@ -418,8 +418,10 @@ pub fn classify_gap(gap: &Gap, cpu: Option<u32>, samples: &[CpuSample], irq_rate
 }
 
 /// Attributes every round slower than `threshold_ns` (see the module docs).
-/// `start_ns` is the run's first scheduled send, for the report's gap times.
+/// Gap times are given from the first measured send (the timeline's zero);
+/// `start_ns` (the run's first scheduled send) when no round was sent.
 pub fn attribute(records: &[Record], threshold_ns: u64, threads: &[ThreadGaps], samples: &[CpuSample], start_ns: u64) -> TailReport {
+    let start_ns = records.iter().map(|r| r.client_send_ns).filter(|&t| t != 0).min().unwrap_or(start_ns);
     let mut report = TailReport {
         threshold_us: threshold_ns as f64 / 1e3,
         method: format!(
@@ -448,7 +450,7 @@ pub fn attribute(records: &[Record], threshold_ns: u64, threads: &[ThreadGaps], 
         .flat_map(|(t, gs)| {
             gs.iter().map(move |(g, c)| GapReport {
                 thread: t.thread.to_string(),
-                at_ms: g.start_ns.saturating_sub(start_ns) as f64 / 1e6,
+                at_ms: (g.start_ns as f64 - start_ns as f64) / 1e6,
                 len_us: g.len_ns() as f64 / 1e3,
                 cause: *c,
             })

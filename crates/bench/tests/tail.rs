@@ -35,6 +35,7 @@ fn tail_of(tag: &str, datapath: &str, probe: PingPongConfig, stress: u8, thresho
         tail_threshold: threshold,
         keys: keys.into(),
         server_keys: server_keys.into(),
+        library_logs_to_stderr: false,
     };
     let quiet: Observer = Arc::new(|_| {});
     let outcome = run_matrix(&cfg, quiet).expect("the run");
