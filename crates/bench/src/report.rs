@@ -392,6 +392,7 @@ fn cause_color(c: Cause) -> RGBColor {
         Cause::Descheduled => RGBColor(214, 39, 40),
         Cause::Interrupt => RGBColor(255, 127, 14),
         Cause::Steal => RGBColor(23, 190, 207),
+        Cause::KernelTime => RGBColor(188, 189, 34),
         Cause::Unexplained => RGBColor(127, 127, 127),
     }
 }
