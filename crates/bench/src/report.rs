@@ -410,7 +410,11 @@ fn mark_tail<'a, DB: DrawingBackend + 'a>(
     let th = tail.threshold_us;
     if th > ylo && th < yhi {
         let dashes = (0..100).map(|k| k as f64 * tmax / 100.0).map(|x| PathElement::new(vec![(x, th), (x + tmax / 200.0, th)], BLACK.stroke_width(1)));
-        chart.draw_series(dashes).map_err(e)?.label(format!("tail threshold {th:.1} µs")).legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(1)));
+        chart
+            .draw_series(dashes)
+            .map_err(e)?
+            .label(format!("tail threshold {th:.1} µs"))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(1)));
     }
     let mut shown: Vec<Cause> = Vec::new();
     for g in tail.largest_gaps.iter().filter(|g| g.at_ms >= 0.0) {

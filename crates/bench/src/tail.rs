@@ -423,7 +423,9 @@ impl TailReport {
         let causes = parts
             .iter()
             .map(|(n, c)| match c {
-                Cause::Unexplained if self.unexplained_no_gap > 0 => format!("{n} unexplained ({} with no gap in either polling thread)", self.unexplained_no_gap),
+                Cause::Unexplained if self.unexplained_no_gap > 0 => {
+                    format!("{n} unexplained ({} with no gap in either polling thread)", self.unexplained_no_gap)
+                }
                 _ => format!("{n} {}", c.describe()),
             })
             .collect::<Vec<_>>()
@@ -711,8 +713,16 @@ mod tests {
             rec(4, t(5), 90_000, 0, 1_000),      // overlaps an unexplained server gap only
             rec(5, t(6), 90_000, 0, 1_000),      // no gap at all
         ];
-        let client = ThreadGaps { thread: "client", cpu: None, gaps: vec![Gap { start_ns: t(4) + 10, end_ns: t(4) + 60_000, involuntary_switches: 1, charged_ns: None }] };
-        let server = ThreadGaps { thread: "server", cpu: None, gaps: vec![Gap { start_ns: t(5) + 10, end_ns: t(5) + 60_000, involuntary_switches: 0, charged_ns: None }] };
+        let client = ThreadGaps {
+            thread: "client",
+            cpu: None,
+            gaps: vec![Gap { start_ns: t(4) + 10, end_ns: t(4) + 60_000, involuntary_switches: 1, charged_ns: None }],
+        };
+        let server = ThreadGaps {
+            thread: "server",
+            cpu: None,
+            gaps: vec![Gap { start_ns: t(5) + 10, end_ns: t(5) + 60_000, involuntary_switches: 0, charged_ns: None }],
+        };
         let r = attribute(&records, 50_000, &[client, server], &[], t(0));
         assert_eq!((r.rounds, r.client_late, r.server_slow, r.descheduled, r.unexplained, r.unexplained_no_gap), (5, 1, 1, 1, 2, 1));
         assert_eq!((r.gaps_client, r.gaps_server, r.largest_gaps.len()), (1, 1, 2));
