@@ -36,6 +36,11 @@ impl Configuration {
     pub fn paper_matrix(stress: u8) -> Vec<Configuration> {
         vec![Configuration { stress: 0, tuned: false }, Configuration { stress, tuned: false }, Configuration { stress, tuned: true }]
     }
+
+    /// `D`, `D&S`, `T` or `T&S`.
+    pub fn label(&self) -> &'static str {
+        crate::results::configuration_label(self.tuned, self.stress > 0)
+    }
 }
 
 /// What the main job measures.
@@ -295,7 +300,7 @@ fn run_sockperf(tb: &Testbed, pp: &PingPongConfig, cpus: (u32, u32), config: Run
 
 /// Applies the latency profile for `cores` (detpath tune apply); the returned
 /// value reverts it on drop.
-fn apply_tuning(cores: &str, rt_priority: u8) -> anyhow::Result<(detpath_tune::AppliedTuning, String)> {
+pub fn apply_tuning(cores: &str, rt_priority: u8) -> anyhow::Result<(detpath_tune::AppliedTuning, String)> {
     let list = detpath_tune::CpuList::parse(cores)?;
     let t = detpath_tune::apply(&detpath_tune::Host::real(), &detpath_tune::ApplyRequest::new(list))?;
     let state = format!("tuned (cores {cores}; polling threads SCHED_FIFO {rt_priority}, memory locked, cpu_dma_latency 0): {}", t.summary());
