@@ -132,3 +132,64 @@ fn a_sync_run_locks() {
         assert!((-80_000.0..=-20_000.0).contains(&rate), "{dp}: mean rate {rate} ppb over the second half");
     }
 }
+
+#[test]
+fn a_planned_run_sends_every_app_only_in_its_partition() {
+    if !is_root() {
+        println!("SKIP a_planned_run_sends_every_app_only_in_its_partition: needs root (namespaces, XDP)");
+        return;
+    }
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let spec = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/two-apps.json");
+    let planned = bench::plan::load(&spec, None, std::time::Duration::from_secs(10)).expect("the example plan is feasible");
+    let mut cfg = BenchConfig::paper();
+    planned.apply(&mut cfg, 64, detpath_sched::Mode::Strict, true, 1).expect("the plan loads");
+    cfg.datapaths = ["udp", "afxdp", "dpdk"].iter().map(|s| s.to_string()).collect();
+    cfg.methods = vec![Method::Slots];
+    cfg.duration_ns = 1_000_000_000;
+    cfg.warmup_ns = 200_000_000;
+    let tb = TestbedConfig::unique("schp");
+    cfg.testbed_prefix = tb.a.netns.trim_end_matches("-a").to_string();
+    let r = bench::run(&cfg, "test", &|l| eprintln!("{l}"), &|| false).expect("bench runs");
+    assert!(!Testbed::status(&tb).complete(&tb), "testbed {} left behind", cfg.testbed_prefix);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.runs.len(), 3);
+    // The partitions the plan gave, independently of the scheduler's classes.
+    let owner = |pos: u32| planned.ring.apps.iter().find(|a| a.owns(pos as usize)).map(|a| a.name.as_str());
+    for run in &r.runs {
+        assert_eq!(run.violations, 0, "{}: a strict class let a packet out late", run.datapath);
+        for f in &run.flows {
+            eprintln!(
+                "{} {}: due {} sent {} refused {} outside {} received {}, release p50/p99/max {}/{}/{} ns, IAT error p50/p99 {}/{} ns",
+                run.datapath,
+                f.name,
+                f.planned,
+                f.sent,
+                f.refused,
+                f.outside_partition,
+                f.received,
+                f.release_error_ns.p50,
+                f.release_error_ns.p99,
+                f.release_error_ns.max,
+                f.iat_error_ns.p50,
+                f.iat_error_ns.p99
+            );
+            assert_eq!(f.outside_partition, 0, "{} {}: instances left outside the application's slots", run.datapath, f.name);
+            // The histogram keeps 3 significant digits: a 5000 ns error can read 5003.
+            assert!(f.release_error_ns.max <= run.late_tolerance_ns * 1001 / 1000, "{} {}: {:?}", run.datapath, f.name, f.release_error_ns);
+            // Not vacuous: most instances went out (strict classes drop the ones this VM's CPU made late) and arrived.
+            assert!(f.planned > 0 && f.sent * 2 >= f.planned, "{} {}: sent {} of {}", run.datapath, f.name, f.sent, f.planned);
+            assert!(f.received > 0 && f.received <= f.sent, "{} {}: received {} of {}", run.datapath, f.name, f.received, f.sent);
+        }
+        // The classes are the plan's applications, each owning exactly its partition; the flood owns none of it.
+        for c in &run.classes {
+            let class = cfg.sched.classes.iter().find(|k| k.name == c.name).expect("class in the config");
+            for pos in class.mask.positions() {
+                match c.kind {
+                    detpath_sched::ClassKind::RealTime => assert_eq!(owner(pos), Some(c.name.as_str()), "{}: position {pos}", c.name),
+                    detpath_sched::ClassKind::BestEffort => assert_eq!(owner(pos), None, "flood in planned slot {pos}"),
+                }
+            }
+        }
+    }
+}
