@@ -1,4 +1,6 @@
-//! `detpath sched bench --plan`: plans that cannot run fail before any
+//! `detpath sched bench --plan` and spec keys of the slot scheduler.
+//!
+//! Plans that cannot run fail before any
 //! testbed is made, with the planner's exit statuses (3 proven infeasible,
 //! 2 bad input) and a message that says why. No root needed.
 
@@ -40,4 +42,27 @@ fn bad_plan_inputs_exit_2_naming_the_problem() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("not a plan"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `detpath echo` opens its spec with the slot scheduler's keys: a bad one is named, exit 2.
+#[test]
+fn echo_names_a_bad_scheduler_key() {
+    for (spec, want) in [
+        ("udp://127.0.0.1:0?sched=slots&classes=a:rt:0&sched_mod=strict", "`sched_mod` is not a key of the slot scheduler"),
+        ("udp://127.0.0.1:0?slot_ns=10000", "add `sched=slots`"),
+        ("udp://127.0.0.1:0?sched=slots&classes=a:rt:0&mode=strict", "sched_mode=strict"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_detpath")).args(["echo", spec, "--count", "0"]).output().expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{spec}: {err}");
+        assert!(err.contains(want), "{spec}: {err}");
+    }
+    // A good one opens (and echoes nothing with --count 0).
+    let out = Command::new(env!("CARGO_BIN_EXE_detpath"))
+        .args(["echo", "udp://127.0.0.1:0?sched=slots&slot_ns=10000&ring_slots=10&classes=a:rt:0;b:be:5", "--count", "0"])
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("echo on 127.0.0.1"), "{stdout}");
 }
