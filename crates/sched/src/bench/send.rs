@@ -220,24 +220,15 @@ pub fn slots(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, flood: boo
                 break;
             }
         }
-        // A busy slot about to start: spin on the clock so the poll finds it at once.
-        let mut t = monotonic_ns();
-        if let Some(s) = ep.scheduler().next_busy_slot(4) {
-            let at = ep.scheduler().slot_instant(s);
-            if at > t && at - t <= SPIN_NS {
-                while t < at {
-                    std::hint::spin_loop();
-                    t = monotonic_ns();
-                }
-            }
-        }
+        // A busy slot about to start: the scheduler spins on the clock and releases it as it starts.
+        let t = monotonic_ns();
         if missed_from.is_none() && t >= tl.measure_from {
             missed_from = Some(missed_now(ep.scheduler()));
         }
         if missed_to.is_none() && t >= tl.end {
             missed_to = Some(missed_now(ep.scheduler()));
         }
-        ep.poll_observed(t, |r, ok| {
+        ep.poll_spin_observed(t, SPIN_NS, |r, ok| {
             if !ok {
                 return;
             }
