@@ -135,7 +135,7 @@ fn sched_endpoint_over_udp_allocates_nothing() {
             }
             let _ = ep.send_be(2, b"bulk", to);
             // Half the time the scheduler spins to the next busy slot itself.
-            sent += if next % 20_000 == 0 {
+            sent += if next.is_multiple_of(20_000) {
                 ep.poll_spin_observed(detpath::monotonic_ns(), 3_000, |_, _| {}).released
             } else {
                 ep.poll(detpath::monotonic_ns()).released
