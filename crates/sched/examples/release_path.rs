@@ -60,7 +60,7 @@ fn main() {
             s.poll(t, monotonic_ns, |_| true);
             continue;
         }
-        if round % 2 == 0 {
+        if round.is_multiple_of(2) {
             // The scheduler spins: lookup first, the spin's last reading is the hand-off's time stamp.
             let mut rel = 0;
             s.poll_spin(t, 3_000, monotonic_ns, |r| {
