@@ -634,10 +634,20 @@ impl<S: TickSource> Scheduler<S> {
         K: FnMut(&Release<'_>) -> bool,
     {
         let mut summary = self.poll(now, &mut read_clock, &mut sink);
+        // Hand-offs take µs: decide on the next slot from the present, not from `now`.
+        let now = if summary.released > 0 || summary.late > 0 { read_clock() } else { now };
         let horizon = (spin_ns / self.ring.slot_ns + 2).min(self.ring.slots as u64);
         let Some(s) = self.next_busy_slot(horizon) else { return summary };
         let scheduled_ns = self.source.mono_at(self.ring.start_ns(s));
-        if s >= self.filled_to || scheduled_ns <= now || scheduled_ns - now > spin_ns {
+        if s >= self.filled_to || scheduled_ns > now.saturating_add(spin_ns) {
+            return summary;
+        }
+        if scheduled_ns <= now {
+            // It started while the hand-offs ran: release it the ordinary way.
+            let more = self.poll(now, &mut read_clock, &mut sink);
+            summary.slots += more.slots;
+            summary.released += more.released;
+            summary.late += more.late;
             return summary;
         }
         let pos = self.ring.position(s);
