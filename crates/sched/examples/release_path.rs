@@ -37,6 +37,8 @@ fn main() {
     let peer = "10.0.0.2:7".parse().unwrap();
     let payload = [0u8; 64];
     let (mut overshoot, mut preamble, mut total, mut spun) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // Independent of where the release time stamp is taken: a clock reading as the sink's first act.
+    let (mut entry_old, mut entry_spin) = (Vec::new(), Vec::new());
     let end = monotonic_ns() + 4_000_000_000;
     let mut round = 0u64;
     while monotonic_ns() < end {
@@ -62,13 +64,15 @@ fn main() {
         }
         if round.is_multiple_of(2) {
             // The scheduler spins: lookup first, the spin's last reading is the hand-off's time stamp.
-            let mut rel = 0;
+            let (mut rel, mut entry) = (0, 0);
             s.poll_spin(t, 3_000, monotonic_ns, |r| {
+                entry = monotonic_ns();
                 rel = r.release_ns.saturating_sub(r.scheduled_ns).max(1);
                 true
             });
             if rel > 0 {
                 spun.push(rel);
+                entry_spin.push(entry.saturating_sub(at));
             }
             continue;
         }
@@ -76,12 +80,14 @@ fn main() {
             std::hint::spin_loop();
             t = monotonic_ns();
         }
-        let mut rel = 0;
+        let (mut rel, mut entry) = (0, 0);
         s.poll(t, monotonic_ns, |r| {
+            entry = monotonic_ns();
             rel = r.release_ns;
             true
         });
         if rel > 0 {
+            entry_old.push(entry - at);
             overshoot.push(t - at);
             preamble.push(rel - t);
             total.push(rel - at);
@@ -92,4 +98,6 @@ fn main() {
     println!("poll: entry to release time stamp (ns): {}", pct(&mut preamble));
     println!("release error, caller spins then poll (ns): {}", pct(&mut total));
     println!("release error, poll_spin (ns):             {} ({} releases)", pct(&mut spun), spun.len());
+    println!("sink entered after the slot start, caller spins then poll (ns): {}", pct(&mut entry_old));
+    println!("sink entered after the slot start, poll_spin (ns):             {}", pct(&mut entry_spin));
 }
