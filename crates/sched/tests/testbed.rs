@@ -49,7 +49,13 @@ fn strict_classes_never_let_a_packet_out_late() {
             run.datapath, run.violations, run.rt_sent, run.rt_received, run.release_error_ns.p50, run.release_error_ns.p99
         );
         assert_eq!(run.violations, 0, "{}: a strict class let a packet out late", run.datapath);
-        assert!(run.release_error_ns.max <= run.late_tolerance_ns, "{}: release error {} ns beyond the tolerance", run.datapath, run.release_error_ns.max);
+        // The histogram keeps 3 significant digits: an error of 4997..5000 ns reads 5003.
+        assert!(
+            run.release_error_ns.max <= run.late_tolerance_ns * 1001 / 1000,
+            "{}: release error {} ns beyond the tolerance",
+            run.datapath,
+            run.release_error_ns.max
+        );
         // Not vacuous: real-time packets did go out, and arrived.
         let offered: u64 = run.classes.iter().filter(|c| c.name != "bulk").map(|c| c.counters.accepted).sum();
         assert!(run.rt_sent * 10 >= offered, "{}: only {} of {} real-time packets left", run.datapath, run.rt_sent, offered);
