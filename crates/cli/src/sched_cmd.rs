@@ -129,6 +129,11 @@ struct BenchArgs {
     /// class on the free slots, except this many slots before each planned slot.
     #[arg(long, default_value_t = 1, requires = "plan")]
     plan_guard: u32,
+    /// With --plan: rotate the plan by this many slots (partitions and send
+    /// times alike). This VM's 250 Hz tick lands on the millisecond boundary,
+    /// ring position 0 of a ring whose cycle divides 1 ms: 1 moves the plan off it.
+    #[arg(long, default_value_t = 0, requires = "plan")]
+    plan_shift: u32,
 }
 
 #[derive(clap::Args)]
@@ -243,7 +248,7 @@ fn bench_config(a: &BenchArgs) -> anyhow::Result<BenchConfig> {
     if let Some(spec) = &a.plan {
         anyhow::ensure!(a.plan_timeout.is_finite() && a.plan_timeout > 0.0, "--plan-timeout must be a positive number of seconds");
         let planned = bench::plan::load(spec, a.plan_result.as_deref(), std::time::Duration::from_secs_f64(a.plan_timeout))?;
-        planned.apply(&mut cfg, a.plan_size, mode, a.be_class != "none", a.plan_guard)?;
+        planned.apply(&mut cfg, a.plan_size, mode, a.be_class != "none", a.plan_guard, a.plan_shift)?;
     }
     cfg.cpus = (a.cpu.first().copied().unwrap_or(0), a.cpu.get(1).copied().unwrap_or(1));
     if let Some(t) = &a.testbed {

@@ -341,7 +341,9 @@ impl BenchConfig {
             if !t.is_multiple_of(slot) {
                 return Err(BenchError::FlowTime { flow: f.name.clone(), instance: k });
             }
-            if last.is_some_and(|l| t <= l) || t >= hyper {
+            // In order, and within one hyperperiod of the first (the next repetition's first comes after).
+            let first = f.instance_offset_ns(slot, 0);
+            if last.is_some_and(|l| t <= l) || t >= first + hyper {
                 return Err(BenchError::FlowOrder { flow: f.name.clone(), instance: k });
             }
             last = Some(t);
@@ -349,7 +351,7 @@ impl BenchConfig {
             if !mask.contains(pos) {
                 return Err(BenchError::FlowSlots { flow: f.name.clone(), class: f.class.clone(), position: pos });
             }
-            if let Some(other) = at.insert(t, &f.name) {
+            if let Some(other) = at.insert(t % hyper, &f.name) {
                 return Err(BenchError::FlowCollision { a: other.to_string(), b: f.name.clone(), at_ns: t });
             }
         }

@@ -116,16 +116,23 @@ impl Planned {
     /// class on the free slots except the `guard` slots before each planned
     /// slot (a software send here can take most of a slot), which the flood
     /// uses. Lead and late tolerance stay as `cfg` has them.
-    pub fn apply(&self, cfg: &mut BenchConfig, size: usize, mode: Mode, free_slots_flood: bool, guard: u32) -> Result<(), super::BenchError> {
+    ///
+    /// `shift` rotates the whole plan by that many slots (partitions and send
+    /// times alike, which keeps all three rules): on a host whose timer tick
+    /// lands on ring position 0 (this VM's 250 Hz tick on the millisecond
+    /// boundary), `shift` 1 moves the plan's slot 0 off it.
+    pub fn apply(&self, cfg: &mut BenchConfig, size: usize, mode: Mode, free_slots_flood: bool, guard: u32, shift: u32) -> Result<(), super::BenchError> {
         let r = &self.ring;
         let n = r.ring_slots;
+        let shift = shift % n;
+        let shift_ns = shift as i64 * r.slot_ns as i64;
         cfg.sched.slot_ns = r.slot_ns;
         cfg.sched.ring_slots = n;
         cfg.sched.classes.clear();
         cfg.flows.clear();
         let mut planned = vec![false; n as usize];
         for app in r.apps.iter().filter(|a| !a.flows.is_empty()) {
-            let positions: Vec<u32> = (0..n).filter(|&s| app.owns(s as usize)).collect();
+            let positions: Vec<u32> = (0..n).filter(|&s| app.owns(s as usize)).map(|s| (s + shift) % n).collect();
             for &p in &positions {
                 planned[p as usize] = true;
             }
@@ -138,7 +145,7 @@ impl Planned {
                     period_ns: f.period_ns,
                     size,
                     phase_slot: 0,
-                    offsets_ns: f.offsets_ns.clone(),
+                    offsets_ns: f.offsets_ns.iter().map(|o| o + shift_ns).collect(),
                 });
             }
         }
@@ -177,7 +184,7 @@ mod tests {
         );
         let p = load(&spec, None, Duration::from_secs(5)).unwrap();
         let mut cfg = BenchConfig::paper();
-        p.apply(&mut cfg, 64, Mode::Strict, true, 1).unwrap();
+        p.apply(&mut cfg, 64, Mode::Strict, true, 1, 0).unwrap();
         assert_eq!((cfg.sched.slot_ns, cfg.sched.ring_slots), (50_000, 16));
         assert_eq!(cfg.sched.classes.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["ctl", "io", FREE_SLOTS_CLASS]);
         assert_eq!(cfg.flows.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["ctl/c1", "ctl/c2", "io/i1"]);
@@ -194,6 +201,15 @@ mod tests {
             for pos in c.mask.positions() {
                 assert!(!free.contains(pos) && !free.contains((pos + 15) % 16), "{pos}");
             }
+        }
+        // Rotated by 3 slots: every transmission 3 slots later, in the rotated partition.
+        let mut rot = BenchConfig::paper();
+        p.apply(&mut rot, 64, Mode::Strict, false, 1, 3).unwrap();
+        for t in &p.plan.schedule {
+            let f = rot.flows.iter().find(|f| f.name == format!("{}/{}", t.app, t.flow)).unwrap();
+            assert_eq!(f.instance_offset_ns(50_000, t.instance), t.tx_ns + 150_000);
+            let class = rot.sched.classes.iter().find(|c| c.name == t.app).unwrap();
+            assert!(class.mask.contains((((t.tx_ns / 50_000) + 3) % 16) as u32));
         }
         // A saved plan is read back and gives the same configuration.
         let saved = write("plan.json", &serde_json::to_string(&p.plan).unwrap());
@@ -243,7 +259,7 @@ mod tests {
         );
         let p = load(&spec, None, Duration::from_secs(5)).unwrap();
         let mut cfg = BenchConfig::paper();
-        let e = p.apply(&mut cfg, 64, Mode::Strict, false, 1).unwrap_err();
+        let e = p.apply(&mut cfg, 64, Mode::Strict, false, 1, 0).unwrap_err();
         assert!(matches!(e, super::super::BenchError::PlanRepeat { hyperperiod_ns: 80_000, cycle_ns: 320_000 }), "{e}");
         let _ = std::fs::remove_file(spec);
     }
