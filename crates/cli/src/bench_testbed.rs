@@ -9,7 +9,9 @@ use detpath_bench::matrix::{run_matrix, Configuration, Event, MatrixConfig};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+// Flattened into bench_cmd::Args: a group id of its own (derive names both `Args`; clap's debug build refuses that).
 #[derive(clap::Args)]
+#[group(id = "bench_testbed")]
 pub struct Args {
     /// Datapaths to measure (default: every registered one).
     #[arg(long, value_delimiter = ',')]
