@@ -81,6 +81,18 @@ pub struct ClientArgs {
 pub fn server(args: ServerArgs) -> anyhow::Result<i32> {
     cleanup::install_signal_handler(OnSignal::SetFlag);
     let metrics = args.metrics.start()?; // before --netns: scraped from the host
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher_stop = stop.clone();
+    // run_server checks `stop` every 10 ms of silence; the watcher turns a
+    // signal into it. Spawned before the endpoint opens: opening makes this
+    // thread real-time and pinned, which a thread spawned later would inherit
+    // and then starve behind the polling loop on that core.
+    let watcher = std::thread::spawn(move || {
+        while !cleanup::interrupted() && !watcher_stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        watcher_stop.store(true, Ordering::Relaxed);
+    });
     let (_ns, ep) = args.side.open(true)?;
     let mut ep = metrics.wrap(ep);
     let caps = ep.capabilities().clone();
@@ -88,15 +100,6 @@ pub fn server(args: ServerArgs) -> anyhow::Result<i32> {
     for note in &caps.notes {
         eprintln!("  {note}");
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    let watcher_stop = stop.clone();
-    // run_server checks `stop` every 10 ms of silence; the watcher turns a signal into it.
-    let watcher = std::thread::spawn(move || {
-        while !cleanup::interrupted() && !watcher_stop.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        watcher_stop.store(true, Ordering::Relaxed);
-    });
     let report = run_server(ep.as_mut(), &stop);
     stop.store(true, Ordering::Relaxed);
     let _ = watcher.join();

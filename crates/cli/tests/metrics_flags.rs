@@ -89,19 +89,37 @@ fn bench_server_serves_metrics_and_needs_a_token_beyond_loopback() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--metrics-token"), "{}", String::from_utf8_lossy(&refused.stderr));
 
     let (_child, addr) = start(&["bench", "server", "--endpoint", &spec, "--netns", &tb.b().netns, "--metrics", "127.0.0.1:0"]);
-    // Not probes: counted as received, not echoed.
+    // Not probes: counted as received, not echoed. The listener may be up
+    // before the server's endpoint is open (a datagram then finds no socket):
+    // send one at a time until the counter moves, then five more.
     let a = tb.a().addr;
     let server = SocketAddrV4::new(tb.b().addr, port);
-    tb.a()
-        .run(|| {
-            let s = UdpSocket::bind((a, 0)).unwrap();
-            for _ in 0..5 {
-                s.send_to(b"not a probe", server).unwrap();
-            }
-        })
-        .unwrap();
-    let want = format!("detpath_endpoint_rx_packets_total{{local=\"{server}\",datapath=\"udp\"}} 5");
+    let send = |n: usize| {
+        tb.a()
+            .run(|| {
+                let s = UdpSocket::bind((a, 0)).unwrap();
+                for _ in 0..n {
+                    s.send_to(b"not a probe", server).unwrap();
+                }
+            })
+            .unwrap()
+    };
+    let metric = format!("detpath_endpoint_rx_packets_total{{local=\"{server}\",datapath=\"udp\"}} ");
+    let received = |text: &str| text.lines().find_map(|l| l.strip_prefix(metric.as_str())).and_then(|v| v.trim().parse::<u64>().ok());
     let mut text = String::new();
+    let mut before = None;
+    for _ in 0..50 {
+        send(1);
+        std::thread::sleep(Duration::from_millis(100));
+        text = scrape(addr);
+        before = received(&text).filter(|&n| n > 0);
+        if before.is_some() {
+            break;
+        }
+    }
+    let before = before.unwrap_or_else(|| panic!("the server never counted a datagram:\n{text}"));
+    send(5);
+    let want = format!("{metric}{}", before + 5);
     for _ in 0..20 {
         text = scrape(addr);
         if text.contains(&want) {
