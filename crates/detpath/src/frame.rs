@@ -89,3 +89,38 @@ pub fn open_frames(spec: &str) -> Result<Box<dyn FrameEndpoint>> {
 pub(crate) fn is_for(local: MacAddr, dst: &[u8]) -> bool {
     dst.len() >= 6 && (dst[0] & 1 == 1 || dst[..6] == local.0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_interface_is_named_with_the_fix() {
+        let e = open_frames("packet://nosuch0?port=7400").err().unwrap().to_string();
+        assert!(e.contains("nosuch0") && e.contains("ip link"), "{e}");
+    }
+
+    #[test]
+    fn unknown_frame_datapaths_and_keys_are_refused_by_name() {
+        let e = open_frames("udp://lo?port=7400").err().unwrap().to_string();
+        assert!(e.contains("udp") && e.contains("packet") && e.contains("afxdp"), "{e}");
+        let e = open_frames("packet://lo?port=7400&zerocopy=true").err().unwrap().to_string();
+        assert!(e.contains("zerocopy") && e.contains("packet"), "{e}");
+    }
+
+    #[test]
+    fn an_ethertype_that_is_an_802_3_length_is_refused() {
+        let e = open_frames("packet://lo?port=1500").err().unwrap().to_string();
+        assert!(e.contains("802.3") && e.contains("1536"), "{e}");
+    }
+
+    #[test]
+    fn group_and_own_destinations_are_for_us() {
+        let me = MacAddr([2, 0, 0, 0, 0, 1]);
+        assert!(is_for(me, &[2, 0, 0, 0, 0, 1, 9]));
+        assert!(is_for(me, &[0xff; 6]));
+        assert!(is_for(me, &[0x01, 0x00, 0x5e, 0, 0, 1]));
+        assert!(!is_for(me, &[2, 0, 0, 0, 0, 2]));
+        assert!(!is_for(me, &[2, 0, 0]));
+    }
+}

@@ -512,6 +512,46 @@ mod tests {
     }
 
     #[test]
+    fn raweth_locators_encode_as_cyclonedds_announces_them() {
+        // PID_METATRAFFIC_UNICAST_LOCATOR value from ddsperf's raweth SPDP (little endian, captured).
+        let captured: [u8; 24] = [0x00, 0x80, 0, 0, 0xe8, 0x1c, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x64, 0x70, 0, 0, 0x0b];
+        let l = Locator::read_from(&captured, true).unwrap();
+        assert_eq!(l.kind, LOCATOR_KIND_RAWETH);
+        let e = EthAddr { mac: [0x02, 0x64, 0x70, 0, 0, 0x0b], ethertype: 7400 };
+        assert_eq!(l.to_addr(), Some(Addr::Eth(e)));
+        assert_eq!(l.to_socket_addr_v4(), None);
+        assert_eq!(Locator::raweth(e), l);
+        for le in [true, false] {
+            let mut buf = [0u8; 24];
+            let mut w = ByteWriter::new(&mut buf, le);
+            Addr::Eth(e).locator().write(&mut w).unwrap();
+            assert_eq!(w.pos(), 24);
+            if le {
+                assert_eq!(buf, captured);
+            }
+            assert_eq!(Locator::read_from(&buf, le).unwrap().to_addr(), Some(Addr::Eth(e)));
+        }
+        assert_eq!(e.to_string(), "[02:64:70:00:00:0b]:7400");
+    }
+
+    #[test]
+    fn raweth_locators_with_unusable_ports_or_kinds_are_refused() {
+        let e = EthAddr::broadcast(7400);
+        assert!(e.is_group());
+        assert!(Locator::raweth(e).to_eth_addr().unwrap().is_group());
+        for port in [0u32, 0x05ff, 0x1_0000, u32::MAX] {
+            let l = Locator { port, ..Locator::raweth(e) };
+            assert_eq!(l.to_addr(), None, "port {port}");
+        }
+        let udp6 = Locator { kind: 2, ..Locator::raweth(e) };
+        assert_eq!(udp6.to_addr(), None);
+        let u: SocketAddrV4 = "10.77.0.2:7410".parse().unwrap();
+        assert_eq!(Locator::udpv4(u).to_addr(), Some(Addr::Udp(u)));
+        assert!(!Addr::Udp(u).same_kind(&Addr::Eth(e)));
+        assert!(Addr::Eth(e).same_kind(&Addr::Eth(EthAddr { mac: [2, 0, 0, 0, 0, 1], ethertype: 7410 })));
+    }
+
+    #[test]
     fn cyclone_timestamp_decodes() {
         // INFO_TS from a captured ddsperf ping (little endian): seconds 0x6b035323, fraction 0x3144893b.
         let t = Time { seconds: 0x6b03_5323, fraction: 0x3144_893b };
