@@ -353,7 +353,11 @@ pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl Fn
         Role::Sub => (st.data_received, st.data_lost),
         _ => (st.pings_answered, 0),
     };
-    let datapath = opts.endpoint.split("://").next().unwrap_or("").to_string();
+    // raweth://dpa is the packet frame datapath: name it as raweth+packet.
+    let datapath = match opts.endpoint.split("://").next().unwrap_or("") {
+        "raweth" => "raweth+packet".to_string(),
+        dp => dp.to_string(),
+    };
     Ok(Outcome {
         role: role_name(opts.role).into(),
         endpoint: opts.endpoint.clone(),
