@@ -1,7 +1,8 @@
 //! detpath-pubsub in layer-2 mode (CycloneDDS's `raweth`: RTPS directly in
 //! Ethernet frames, EtherType = RTPS port 7400, locators of kind 0x8000
 //! carrying the MAC) in the two-namespace testbed, on each frame datapath:
-//! `packet` (AF_PACKET, `raweth://dpa`) and `afxdp` (`raweth+afxdp://dpa`).
+//! `packet` (AF_PACKET, `raweth://dpa`), `afxdp` (`raweth+afxdp://dpa`) and
+//! `dpdk` (`raweth+dpdk://dpa?huge=off`, net_af_xdp over the veth end).
 //!
 //! - detpath ping (a) -> detpath pong (b): discovery within 2 s, 10,000
 //!   reliable pings answered, none lost; garbage frames of the EtherType
@@ -32,6 +33,8 @@ const ETHERTYPE: u16 = 7400;
 fn spec(datapath: &str, side: &Side) -> String {
     match datapath {
         "packet" => format!("raweth://{}", side.iface),
+        // net_af_xdp over the veth end, without hugepages.
+        "dpdk" => format!("raweth+dpdk://{}?huge=off", side.iface),
         dp => format!("raweth+{dp}://{}", side.iface),
     }
 }
@@ -195,4 +198,4 @@ macro_rules! over {
         mod ddsperf_ping_detpath_pong { $( #[test] fn $dp() { super::ddsperf_ping_detpath_pong(stringify!($dp)); } )* }
     };
 }
-over!(packet, afxdp);
+over!(packet, afxdp, dpdk);
