@@ -98,7 +98,8 @@ struct PubArgs {
 
 #[derive(clap::Args)]
 struct BenchArgs {
-    /// Datapaths to measure, comma separated.
+    /// Datapaths to measure, comma separated; `raweth+packet`, `raweth+afxdp`, `raweth+dpdk` run RTPS
+    /// at layer 2 (CycloneDDS raweth, EtherType 7400) on that frame datapath.
     #[arg(long, default_value = "udp,afxdp,xdppoll,dpdk", value_delimiter = ',')]
     datapaths: Vec<String>,
     /// Seconds per workload.

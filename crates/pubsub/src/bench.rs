@@ -59,8 +59,18 @@ pub enum BenchError {
 
 const PORT: u16 = 7410;
 
+/// The endpoint spec of `datapath` on `side`: a UDP datapath (`afxdp`) at the
+/// RTPS port, or `raweth+<frame datapath>` (`raweth+afxdp`: layer 2 at
+/// EtherType 7400, discovery by broadcast).
+fn spec(side: &Side, datapath: &str) -> String {
+    match datapath.strip_prefix("raweth+") {
+        Some(frames) => format!("raweth+{frames}://{}", side.iface),
+        None => side.uri(datapath, PORT),
+    }
+}
+
 fn node(side: &Side, peer: &Side, datapath: &str, role: Role, size: usize, secs: u64, wait: Wait) -> NodeOptions {
-    let mut o = NodeOptions::new(&side.uri(datapath, PORT), role);
+    let mut o = NodeOptions::new(&spec(side, datapath), role);
     o.netns = Some(side.netns.clone());
     o.peers = vec![peer.addr];
     o.size = size;

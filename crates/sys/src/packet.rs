@@ -148,6 +148,22 @@ impl EtherSocket {
         Ok(EtherSocket { fd, ifindex, ethertype })
     }
 
+    /// Sets the socket's receive or send buffer (`SO_RCVBUF`/`SO_SNDBUF` in
+    /// bytes; the FORCE variant first, which ignores rmem_max/wmem_max with
+    /// CAP_NET_ADMIN).
+    pub fn set_buffer(&self, receive: bool, bytes: i32) -> Result<()> {
+        let (forced, plain, what) =
+            if receive { (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, "SO_RCVBUF") } else { (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF, "SO_SNDBUF") };
+        for opt in [forced, plain] {
+            // SAFETY: an int option of the right size on a socket we own.
+            let r = unsafe { libc::setsockopt(self.fd.as_raw_fd(), libc::SOL_SOCKET, opt, (&bytes as *const i32).cast(), 4) };
+            if r == 0 {
+                return Ok(());
+            }
+        }
+        Err(Error::io(format!("setting {what}={bytes} on the AF_PACKET socket"), std::io::Error::last_os_error()))
+    }
+
     /// The EtherType it receives.
     pub fn ethertype(&self) -> u16 {
         self.ethertype

@@ -350,13 +350,15 @@ impl AfxdpEndpoint {
         }
     }
 
-    /// A received frame as a bare Ethernet payload: the program matched its
-    /// EtherType; here its destination must be us or a group address.
+    /// A received frame as a bare Ethernet payload: its EtherType must be
+    /// ours and its destination us or a group address.
     fn parse_eth(&self, frame: &[u8], slot: &mut [u8], rx_ns: u64) -> Parsed<FrameMeta> {
         if frame.len() < ETH_HEADER {
             return Parsed::Malformed;
         }
-        if !crate::frame::is_for(self.src_mac, frame) {
+        // The program matched the EtherType; a shared program (`xdp=shared`) may hand us anything.
+        let ours = matches!(self.framing, Framing::Ether { ethertype } if frame[12..14] == ethertype.to_be_bytes());
+        if !ours || !crate::frame::is_for(self.src_mac, frame) {
             return Parsed::NotForMe;
         }
         let p = &frame[ETH_HEADER..];
