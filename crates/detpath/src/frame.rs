@@ -61,7 +61,8 @@ pub struct FrameDatapath {
 }
 
 /// Every frame datapath this build knows.
-pub static FRAME_DATAPATHS: &[&FrameDatapath] = &[&crate::datapath::packet::FRAME_DATAPATH, &crate::datapath::afxdp::FRAME_DATAPATH, &crate::datapath::dpdk::FRAME_DATAPATH];
+pub static FRAME_DATAPATHS: &[&FrameDatapath] =
+    &[&crate::datapath::packet::FRAME_DATAPATH, &crate::datapath::afxdp::FRAME_DATAPATH, &crate::datapath::dpdk::FRAME_DATAPATH];
 
 /// Opens a frame endpoint from a spec such as `packet://dpa?port=7400`
 /// (`port` is the EtherType).

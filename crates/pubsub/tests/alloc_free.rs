@@ -5,9 +5,9 @@
 
 use detpath_pubsub::ddsperf::{PerfConfig, PerfNode, Role};
 use detpath_pubsub::engine::{make_guid_prefix, Config, Outbox, Participant};
+use detpath_pubsub::wire::Addr;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use detpath_pubsub::wire::Addr;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -90,7 +90,11 @@ fn inject_garbage(side: &Side, n: usize) -> usize {
     side.run(move || {
         let s = detpath::sys::packet::PacketSocket::open(&iface).expect("AF_PACKET socket");
         let src = [0x02, 0x64, 0x70, 0, 0, 0x0b];
-        let bodies: [&[u8]; 3] = [b"RT", b"XXXX\x02\x01\x01\x10aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", b"RTPS\x02\x01\x01\x10\x01\x0f\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x15\x01\xff\x7f"];
+        let bodies: [&[u8]; 3] = [
+            b"RT",
+            b"XXXX\x02\x01\x01\x10aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            b"RTPS\x02\x01\x01\x10\x01\x0f\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x15\x01\xff\x7f",
+        ];
         let mut sent = 0;
         for i in 0..n {
             let mut f = vec![0xff; 6];
@@ -147,7 +151,12 @@ fn detpath_both_sides(datapath: &str) {
     assert!((PINGS..PINGS + 100).contains(&pong.pings_answered), "pong answered {}", pong.pings_answered);
     assert!(injected > 0, "no garbage frame could be injected");
     // Each garbage frame reached both nodes (broadcast): counted, never delivered as data.
-    assert!(pong.engine.rx_malformed + out.engine.rx_malformed >= injected as u64, "malformed {} + {} of {injected} injected", pong.engine.rx_malformed, out.engine.rx_malformed);
+    assert!(
+        pong.engine.rx_malformed + out.engine.rx_malformed >= injected as u64,
+        "malformed {} + {} of {injected} injected",
+        pong.engine.rx_malformed,
+        out.engine.rx_malformed
+    );
 }
 
 fn detpath_ping_ddsperf_pong(datapath: &str) {

@@ -239,7 +239,13 @@ impl EtherSocket {
             let mut src = [0u8; 6];
             src.copy_from_slice(&sll.sll_addr[..6]);
             let full = r as usize;
-            return Ok(Some(EtherRecv { len: full.min(buf.len()), truncated: full > buf.len(), src, ethertype: u16::from_be(sll.sll_protocol), for_us: sll.sll_pkttype != libc::PACKET_OTHERHOST }));
+            return Ok(Some(EtherRecv {
+                len: full.min(buf.len()),
+                truncated: full > buf.len(),
+                src,
+                ethertype: u16::from_be(sll.sll_protocol),
+                for_us: sll.sll_pkttype != libc::PACKET_OTHERHOST,
+            }));
         }
     }
 }

@@ -59,8 +59,8 @@
 //! says the build lacks DPDK and how to rebuild.
 
 use crate::endpoint::{Datapath, Endpoint};
-use crate::frame::{FrameDatapath, FrameEndpoint};
 use crate::error::{Error, Result};
+use crate::frame::{FrameDatapath, FrameEndpoint};
 use crate::spec::EndpointSpec;
 use detpath_wire::MacAddr;
 use std::net::Ipv4Addr;

@@ -47,13 +47,14 @@ impl PacketEndpoint {
         dev.require_up()?;
         let sock = EtherSocket::open(iface, ethertype)?;
         for (key, receive, default) in [("rcvbuf", true, Some(DEFAULT_RCVBUF)), ("sndbuf", false, None)] {
-            let bytes = match spec.extra.get(key) {
-                None => default,
-                Some(v) => Some(v.parse::<i32>().ok().filter(|n| *n > 0).ok_or_else(|| crate::Error::BadSpec {
-                    spec: spec.to_string(),
-                    why: format!("`{key}` takes a positive number of bytes, not `{v}`"),
-                })?),
-            };
+            let bytes =
+                match spec.extra.get(key) {
+                    None => default,
+                    Some(v) => Some(v.parse::<i32>().ok().filter(|n| *n > 0).ok_or_else(|| crate::Error::BadSpec {
+                        spec: spec.to_string(),
+                        why: format!("`{key}` takes a positive number of bytes, not `{v}`"),
+                    })?),
+                };
             if let Some(bytes) = bytes {
                 sock.set_buffer(receive, bytes)?;
             }

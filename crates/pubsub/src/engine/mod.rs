@@ -26,10 +26,10 @@ use crate::types::TopicType;
 use crate::wire::bytes::ByteWriter;
 use crate::wire::cdr::{repr, write_payload, CdrReader, Xcdr};
 use crate::wire::types::kind;
+use crate::wire::Addr;
 use crate::wire::{EntityId, Guid, GuidPrefix, Locator, Message, ProtocolVersion, SequenceNumber, Submessage, Time, VendorId, WireError};
 use reader::ReaderCore;
 use std::collections::VecDeque;
-use crate::wire::Addr;
 use tx::Ctx;
 use writer::WriterCore;
 

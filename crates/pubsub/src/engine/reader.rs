@@ -8,8 +8,8 @@ use super::slots::{FifoRing, SampleMeta, SnRing};
 use super::tx::{Ctx, Sender};
 use crate::qos::{Durability, History, Qos, Reliability, INFINITE_NS};
 use crate::wire::plist::pid;
-use crate::wire::{BitSet256, Data, DataFrag, Gap, Guid, GuidPrefix, Heartbeat, HeartbeatFrag, ParamList, SequenceNumber, Time, MAX_SET_BITS};
 use crate::wire::Addr;
+use crate::wire::{BitSet256, Data, DataFrag, Gap, Guid, GuidPrefix, Heartbeat, HeartbeatFrag, ParamList, SequenceNumber, Time, MAX_SET_BITS};
 
 /// A hole already NACKed is NACKed again in answer to a final heartbeat
 /// only after this long (a retransmission takes about a round trip).

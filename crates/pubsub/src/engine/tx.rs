@@ -5,8 +5,8 @@
 
 use super::outbox::Outbox;
 use super::Counters;
-use crate::wire::{GuidPrefix, MessageBuilder, VendorId, WireError};
 use crate::wire::Addr;
+use crate::wire::{GuidPrefix, MessageBuilder, VendorId, WireError};
 
 /// What a protocol action needs to send.
 pub(crate) struct Ctx<'a> {

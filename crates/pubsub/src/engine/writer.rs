@@ -7,8 +7,8 @@ use super::slots::{SampleMeta, SnRing};
 use super::tx::{Ctx, Sender};
 use crate::qos::{Durability, History, Qos, Reliability, INFINITE_NS};
 use crate::wire::bytes::ByteWriter;
-use crate::wire::{AckNack, BitSet256, EntityId, Guid, GuidPrefix, MessageBuilder, NackFrag, SequenceNumber, Time, VendorId, WireError};
 use crate::wire::Addr;
+use crate::wire::{AckNack, BitSet256, EntityId, Guid, GuidPrefix, MessageBuilder, NackFrag, SequenceNumber, Time, VendorId, WireError};
 
 /// Why a write did not happen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
