@@ -65,7 +65,8 @@ pub static FRAME_DATAPATHS: &[&FrameDatapath] =
     &[&crate::datapath::packet::FRAME_DATAPATH, &crate::datapath::afxdp::FRAME_DATAPATH, &crate::datapath::dpdk::FRAME_DATAPATH];
 
 /// Opens a frame endpoint from a spec such as `packet://dpa?port=7400`
-/// (`port` is the EtherType).
+/// (`port` is the EtherType). With `rt_*` keys the calling thread becomes
+/// the endpoint's real-time polling thread first, as in [`crate::open_spec`].
 pub fn open_frames(spec: &str) -> Result<Box<dyn FrameEndpoint>> {
     let spec: EndpointSpec = spec.parse()?;
     let Some(dp) = FRAME_DATAPATHS.iter().find(|d| d.name == spec.datapath) else {
@@ -79,10 +80,13 @@ pub fn open_frames(spec: &str) -> Result<Box<dyn FrameEndpoint>> {
             accepted: COMMON_KEYS.iter().chain(dp.keys).copied().collect::<Vec<_>>().join(", "),
         });
     }
-    if spec.realtime.is_some() {
-        return Err(Error::Unsupported { datapath: dp.name, what: "rt_* keys on a frame endpoint".into() });
+    match &spec.realtime {
+        None => (dp.open)(&spec),
+        Some(rt) => {
+            let (notes, hold) = crate::realtime::prepare_thread(rt)?;
+            Ok(Box::new(crate::realtime::RealtimeFrameEndpoint::wrap((dp.open)(&spec)?, notes, hold)))
+        }
     }
-    (dp.open)(&spec)
 }
 
 /// A received frame is for us when it is addressed to our MAC, or to a
