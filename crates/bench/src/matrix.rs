@@ -36,6 +36,11 @@ impl Configuration {
     pub fn paper_matrix(stress: u8) -> Vec<Configuration> {
         vec![Configuration { stress: 0, tuned: false }, Configuration { stress, tuned: false }, Configuration { stress, tuned: true }]
     }
+
+    /// `D`, `D&S`, `T` or `T&S`.
+    pub fn label(&self) -> &'static str {
+        crate::results::configuration_label(self.tuned, self.stress > 0)
+    }
 }
 
 /// What the main job measures.
@@ -66,7 +71,13 @@ pub struct MatrixConfig {
     pub keys: String,
     /// Extra spec keys for the server's endpoint only (after `keys`).
     pub server_keys: String,
+    /// The C libraries' messages (libbpf, libxdp, the DPDK EAL) go to
+    /// `libs.log` in the result directory; with this, to stderr as well (`-v`).
+    pub library_logs_to_stderr: bool,
 }
+
+/// The file in a result directory that holds libbpf's, libxdp's and the DPDK EAL's messages.
+pub const LIBRARY_LOG: &str = "libs.log";
 
 /// What the runner tells its caller while it works (for progress bars and logs).
 #[derive(Debug, Clone)]
@@ -104,6 +115,8 @@ pub fn run_matrix(cfg: &MatrixConfig, observe: Observer) -> anyhow::Result<Matri
     let tb = Testbed::up(TestbedConfig::with_prefix(&cfg.testbed))?;
     let env = Environment::capture();
     let mut dir = ResultDir::create(&cfg.out).with_context(|| format!("creating a result directory under {}", cfg.out.display()))?;
+    let lib_log = dir.path().join(LIBRARY_LOG);
+    detpath::route_library_logs(&lib_log, cfg.library_logs_to_stderr).with_context(|| format!("opening {}", lib_log.display()))?;
     let tune_cores = cfg.tune_cores.clone().unwrap_or_else(|| cfg.cpus.1.to_string());
     let mut runs: Vec<&str> = cfg.datapaths.iter().map(String::as_str).collect();
     if cfg.with_sockperf {
@@ -287,7 +300,7 @@ fn run_sockperf(tb: &Testbed, pp: &PingPongConfig, cpus: (u32, u32), config: Run
 
 /// Applies the latency profile for `cores` (detpath tune apply); the returned
 /// value reverts it on drop.
-fn apply_tuning(cores: &str, rt_priority: u8) -> anyhow::Result<(detpath_tune::AppliedTuning, String)> {
+pub fn apply_tuning(cores: &str, rt_priority: u8) -> anyhow::Result<(detpath_tune::AppliedTuning, String)> {
     let list = detpath_tune::CpuList::parse(cores)?;
     let t = detpath_tune::apply(&detpath_tune::Host::real(), &detpath_tune::ApplyRequest::new(list))?;
     let state = format!("tuned (cores {cores}; polling threads SCHED_FIFO {rt_priority}, memory locked, cpu_dma_latency 0): {}", t.summary());

@@ -9,14 +9,17 @@
 //!   whose line drops first has the shorter tail.
 //! - `timeline`: latency over the run, one panel per run: each round when
 //!   there are few, else the median and the maximum of consecutive buckets
-//!   (no spike is hidden by the downsampling).
+//!   (no spike is hidden by the downsampling); with the run's tail threshold
+//!   as a dashed line and its largest noise gaps as bands coloured by cause.
 
 use crate::records::Record;
 use crate::results::{LoadError, ResultDir, RunResult};
 use crate::stats::{self, BoxStats};
 use crate::table;
+use crate::tail::{Cause, TailReport};
 use anyhow::{anyhow, Context, Result};
 use plotters::coord::combinators::{BindKeyPoints, LogCoord, WithKeyPoints};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -374,6 +377,59 @@ fn timeline<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, runs: &[&LoadedRu
             chart.draw_series(b.iter().map(|b| Circle::new((t(b.start), us(b.max)), 1, RED.mix(0.8).filled()))).map_err(e)?;
             chart.draw_series(LineSeries::new(b.iter().map(|b| (t(b.start), us(b.median))), color.stroke_width(1))).map_err(e)?;
         }
+        if let Some(tail) = &r.run.tail {
+            mark_tail(&mut chart, tail, (ylo, yhi), tmax)?;
+        }
+    }
+    Ok(())
+}
+
+/// Colours of the tail causes on the timeline.
+fn cause_color(c: Cause) -> RGBColor {
+    match c {
+        Cause::ClientLate => RGBColor(148, 103, 189),
+        Cause::ServerSlow => RGBColor(140, 86, 75),
+        Cause::Descheduled => RGBColor(214, 39, 40),
+        Cause::Interrupt => RGBColor(255, 127, 14),
+        Cause::Steal => RGBColor(23, 190, 207),
+        Cause::KernelTime => RGBColor(188, 189, 34),
+        Cause::Unexplained => RGBColor(127, 127, 127),
+    }
+}
+
+/// The tail on a timeline panel: the threshold as a dashed line and each of
+/// the run's largest gaps as a vertical band (at least a line wide, so a
+/// 2 ms gap in a 100 s run still shows) in its cause's colour, one legend
+/// entry per cause.
+fn mark_tail<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, WithKeyPoints<LogCoord<f64>>>>,
+    tail: &TailReport,
+    (ylo, yhi): (f64, f64),
+    tmax: f64,
+) -> Result<()> {
+    let th = tail.threshold_us;
+    if th > ylo && th < yhi {
+        let dashes = (0..100).map(|k| k as f64 * tmax / 100.0).map(|x| PathElement::new(vec![(x, th), (x + tmax / 200.0, th)], BLACK.stroke_width(1)));
+        chart
+            .draw_series(dashes)
+            .map_err(e)?
+            .label(format!("tail threshold {th:.1} µs"))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(1)));
+    }
+    let mut shown: Vec<Cause> = Vec::new();
+    for g in tail.largest_gaps.iter().filter(|g| g.at_ms >= 0.0) {
+        let (x0, x1) = (g.at_ms / 1e3, (g.at_ms + g.len_us / 1e3) / 1e3);
+        let color = cause_color(g.cause);
+        let band = [Rectangle::new([(x0, ylo), (x1, yhi)], color.mix(0.25).filled())];
+        chart.draw_series(band).map_err(e)?;
+        let line = chart.draw_series([PathElement::new(vec![(x0, ylo), (x0, yhi)], color.mix(0.7).stroke_width(1))]).map_err(e)?;
+        if !shown.contains(&g.cause) {
+            shown.push(g.cause);
+            line.label(format!("gap: {}", g.cause.describe())).legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.mix(0.5).filled()));
+        }
+    }
+    if !shown.is_empty() || (th > ylo && th < yhi) {
+        draw_legend(chart)?;
     }
     Ok(())
 }

@@ -64,16 +64,21 @@ pub struct RunConfig {
     pub extra: BTreeMap<String, String>,
 }
 
+/// Paper 000's label of a configuration: `D`, `D&S`, `T`, `T&S`.
+pub fn configuration_label(tuned: bool, stressed: bool) -> &'static str {
+    match (tuned, stressed) {
+        (false, false) => "D",
+        (false, true) => "D&S",
+        (true, false) => "T",
+        (true, true) => "T&S",
+    }
+}
+
 impl RunConfig {
     /// Paper 000's configuration label: `D` (default), `D&S` (default and
     /// stress), `T` (tuned), `T&S` (tuned and stress).
     pub fn configuration(&self) -> &'static str {
-        match (self.tuned, self.stress_percent > 0) {
-            (false, false) => "D",
-            (false, true) => "D&S",
-            (true, false) => "T",
-            (true, true) => "T&S",
-        }
+        configuration_label(self.tuned, self.stress_percent > 0)
     }
 
     /// The configuration as a file-name part.

@@ -87,3 +87,30 @@ fn nothing_to_plot_is_an_error() {
     let err = report::render(&runs, &base.path().join("out")).unwrap_err();
     assert!(err.to_string().contains("nothing to plot"));
 }
+
+#[test]
+fn the_timeline_marks_the_tail_threshold_and_each_gap_by_cause() {
+    use detpath_bench::tail::{Cause, GapReport, TailReport};
+    let tmp = tempfile::tempdir().unwrap();
+    let mut d = ResultDir::create(&tmp.path().join("results")).unwrap();
+    let recs = common::records(3, 2_000, 20_000, 2_000.0, 900_000, 400);
+    let mut run = common::run("afxdp", 0, false, &recs);
+    let gap = |at_ms: f64, cause| GapReport { thread: "server".into(), at_ms, len_us: 800.0, cause };
+    run.tail = Some(TailReport {
+        threshold_us: 200.0,
+        rounds: 5,
+        descheduled: 3,
+        steal: 2,
+        // One gap in the warm-up (negative time): not on the timeline.
+        largest_gaps: vec![gap(10.0, Cause::Descheduled), gap(20.0, Cause::Steal), gap(30.0, Cause::Descheduled), gap(-5.0, Cause::Interrupt)],
+        ..TailReport::default()
+    });
+    d.save_run(&run, &recs).unwrap();
+    let runs = report::load_dirs(&[d.path().to_path_buf()]).unwrap();
+    report::render(&runs, &tmp.path().join("plots")).unwrap();
+    let svg = std::fs::read_to_string(tmp.path().join("plots/timeline.svg")).unwrap();
+    assert!(svg.contains("tail threshold 200.0 µs"), "threshold line labelled");
+    assert_eq!(svg.matches("gap: thread descheduled").count(), 1, "one legend entry per cause");
+    assert!(svg.contains("gap: hypervisor steal"));
+    assert!(!svg.contains("gap: interrupt"), "a warm-up gap is not drawn");
+}

@@ -8,21 +8,12 @@ use common::*;
 use detpath_classify::frames::{build, Layer};
 use detpath_classify::server::ServeConfig;
 use detpath_sys::packet::PacketSocket;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 fn scrape(addr: SocketAddr, token: Option<&str>) -> (u16, String, String) {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(3)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
-    write!(s, "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{auth}\r\n").unwrap();
-    let mut resp = String::new();
-    s.read_to_string(&mut resp).unwrap();
-    let (head, body) = resp.split_once("\r\n\r\n").unwrap();
-    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let ctype = head.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("content-type: ").map(String::from)).unwrap_or_default();
-    (status, ctype, body.to_string())
+    let r = detpath_metrics::http::get(addr, "/metrics", token).unwrap();
+    (r.status, r.content_type, r.body)
 }
 
 fn value(body: &str, metric: &str, label: Option<(&str, &str)>) -> f64 {

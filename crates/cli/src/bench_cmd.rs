@@ -168,6 +168,11 @@ pub fn finish(dir: &ResultDir, json: bool, failed: bool, gate: LossGate) -> anyh
         print!("{}", detpath_bench::table::render(dir.runs()));
     }
     eprintln!("results saved in {}", dir.path().display());
+    let lib_log = dir.path().join(detpath_bench::matrix::LIBRARY_LOG);
+    let lib_lines = std::fs::read_to_string(&lib_log).map(|t| t.lines().count()).unwrap_or(0);
+    if lib_lines > 0 {
+        eprintln!("{lib_lines} lines from libbpf/libxdp/DPDK in {} (-v shows them here)", lib_log.display());
+    }
     let interrupted = detpath::sys::cleanup::interrupted() || dir.runs().iter().any(|r| !r.complete);
     Ok(if failed {
         2

@@ -23,7 +23,8 @@ use std::time::Duration;
 /// Where and how one side runs.
 #[derive(clap::Args)]
 pub struct SideArgs {
-    /// Local endpoint spec, e.g. `afxdp://eth1?port=7100` or `udp://10.0.0.2:7100`.
+    /// Local endpoint spec, e.g. `afxdp://eth1?port=7100` or `udp://10.0.0.2:7100`; with
+    /// `sched=slots&slot_ns=..&classes=..` the sends leave through the slot scheduler (crates/sched).
     #[arg(long)]
     endpoint: String,
     /// Pin the polling thread to this core.
@@ -43,7 +44,8 @@ impl SideArgs {
     fn open(&self, hold_cstates: bool) -> anyhow::Result<(Option<detpath::sys::netns::NetnsGuard>, Box<dyn detpath::Endpoint>)> {
         let ns = self.netns.as_deref().map(detpath::sys::netns::enter).transpose()?;
         let spec = with_rt_keys(&self.endpoint, self.cpu, self.rt_priority, hold_cstates);
-        let ep = detpath::open(&spec).with_context(|| format!("opening {spec}"))?;
+        // detpath_sched::open: detpath::open plus the slot scheduler's keys (sched=slots&...).
+        let ep = detpath_sched::open(&spec).with_context(|| format!("opening {spec}"))?;
         Ok((ns, ep))
     }
 }

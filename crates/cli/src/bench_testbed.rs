@@ -9,7 +9,9 @@ use detpath_bench::matrix::{run_matrix, Configuration, Event, MatrixConfig};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+// Flattened into bench_cmd::Args: a group id of its own (derive names both `Args`; clap's debug build refuses that).
 #[derive(clap::Args)]
+#[group(id = "bench_testbed")]
 pub struct Args {
     /// Datapaths to measure (default: every registered one).
     #[arg(long, value_delimiter = ',')]
@@ -66,6 +68,10 @@ pub struct Args {
     /// Extra spec keys for the server's endpoint only (e.g. `stall_rx=500:2ms` with the fault datapath).
     #[arg(long, default_value = "")]
     server_keys: String,
+    /// Also print the C libraries' messages (libbpf, libxdp, DPDK EAL) on
+    /// stderr; they always go to libs.log in the result directory.
+    #[arg(short, long)]
+    verbose: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -88,6 +94,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         tail_threshold: args.tail_threshold,
         keys: args.keys.clone(),
         server_keys: args.server_keys.clone(),
+        library_logs_to_stderr: args.verbose,
     };
     // One progress bar per run, drawn from the client thread's progress events.
     let bar: Arc<Mutex<Option<indicatif::ProgressBar>>> = Arc::new(Mutex::new(None));

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Endpoint spec, e.g. `afxdp://dpa?port=7000` or `udp://10.77.0.2:7000`.
+    /// Endpoint spec, e.g. `afxdp://dpa?port=7000` or `udp://10.77.0.2:7000`; with
+    /// `sched=slots&slot_ns=..&classes=..` the replies leave through the slot scheduler (crates/sched).
     spec: String,
     /// Run inside this network namespace (e.g. `detpath-b` of the testbed).
     #[arg(long)]
@@ -27,7 +28,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     cleanup::install_signal_handler(OnSignal::SetFlag);
     let metrics = args.metrics.start()?; // before --netns: scraped from the host
     let _ns = args.netns.as_deref().map(detpath::sys::netns::enter).transpose()?;
-    let mut ep = metrics.wrap(detpath::open(&args.spec)?);
+    let mut ep = metrics.wrap(detpath_sched::open(&args.spec)?);
     println!("echo on {} ({})", ep.local_addr(), ep.capabilities().summary());
     let mode = if args.blocking {
         RecvMode::Blocking { timeout: Some(Duration::from_millis(100)) }

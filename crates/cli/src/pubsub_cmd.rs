@@ -5,7 +5,7 @@
 
 use detpath::sys::cleanup::{self, OnSignal};
 use detpath_pubsub::app::{run as run_node, LatencySummaryJson, NodeOptions, Outcome, SecondReport};
-use detpath_pubsub::bench::{bench, BenchOptions, BenchRow};
+use detpath_pubsub::bench::{bench, BenchOptions, BenchRow, Pinning};
 use detpath_pubsub::ddsperf::{Role, TopicKind};
 use detpath_pubsub::transport::Wait;
 use std::net::Ipv4Addr;
@@ -114,6 +114,87 @@ struct BenchArgs {
     /// Print JSON rows instead of a table.
     #[arg(long)]
     json: bool,
+    /// Paper 000's three configurations: Default, Default & Stress
+    /// (--matrix-stress %), Tuned & Stress (both sides real-time).
+    #[arg(long)]
+    matrix: bool,
+    /// Stress level of the matrix's stress columns.
+    #[arg(long, default_value_t = 80, value_parser = clap::value_parser!(u8).range(1..=100))]
+    matrix_stress: u8,
+    /// CPU load (percent) from stress-ng on both cores (without --matrix).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=100))]
+    stress: u8,
+    /// Apply the low-latency tuning for the run and run both sides real-time (without --matrix).
+    #[arg(long)]
+    tuned: bool,
+    /// Cores of the sending and the answering side (ping/pub, pong/sub; ddsperf too).
+    #[arg(long, value_delimiter = ',', default_values_t = [0u32, 1])]
+    cpu: Vec<u32>,
+    /// SCHED_FIFO priority of both sides in tuned runs.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u8).range(1..=99))]
+    rt_priority: u8,
+    /// Where the result directory (rows.json, table.txt, libs.log) goes.
+    #[arg(long, default_value = "results")]
+    out: std::path::PathBuf,
+    /// Also print the C libraries' messages (libbpf, libxdp, DPDK EAL) on stderr.
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+/// `detpath pubsub bench`: every configuration asked for, stress and tuning
+/// set up around each (tuning reverted when it ends, also on Ctrl-C), rows
+/// saved to a result directory.
+fn bench_cmd(a: BenchArgs) -> anyhow::Result<i32> {
+    use detpath_bench::matrix::{apply_tuning, Configuration, LIBRARY_LOG};
+    cleanup::install_signal_handler(OnSignal::SetFlag);
+    let configurations = if a.matrix { Configuration::paper_matrix(a.matrix_stress) } else { vec![Configuration { stress: a.stress, tuned: a.tuned }] };
+    let (sender_cpu, receiver_cpu) = (a.cpu.first().copied().unwrap_or(0), a.cpu.get(1).copied().unwrap_or(1));
+    let dir = detpath_bench::results::ResultDir::create_named(&a.out, &format!("pubsub-{}", detpath_bench::results::utc_compact(unix_now())))?;
+    detpath::route_library_logs(&dir.path().join(LIBRARY_LOG), a.verbose)?;
+    let mut rows: Vec<BenchRow> = Vec::new();
+    let json = a.json;
+    for conf in configurations {
+        if cleanup::interrupted() {
+            break;
+        }
+        // Held for the configuration; reverted on drop.
+        let _tuning = if conf.tuned {
+            let (t, state) = apply_tuning(&receiver_cpu.to_string(), a.rt_priority)?;
+            eprintln!("pubsub bench: {state}");
+            Some(t)
+        } else {
+            None
+        };
+        let _stress =
+            if conf.stress > 0 { Some(detpath_bench::stress::Stress::start(conf.stress, &[sender_cpu as usize, receiver_cpu as usize])?) } else { None };
+        let o = BenchOptions {
+            datapaths: a.datapaths.clone(),
+            seconds: a.seconds,
+            with_ddsperf: !a.no_ddsperf,
+            wait: if a.blocking { Wait::Block } else { Wait::Busy },
+            configuration: conf.label().to_string(),
+            pinning: Some(Pinning { sender_cpu, receiver_cpu, rt_priority: conf.tuned.then_some(a.rt_priority) }),
+        };
+        rows.extend(bench(&o, |r| {
+            if json {
+                println!("{}", serde_json::to_string(r).unwrap_or_default());
+            } else {
+                eprintln!("done: {} {} {}", r.configuration, r.system, r.workload);
+            }
+        })?);
+        detpath_bench::results::atomic_write(&dir.path().join("rows.json"), |f| serde_json::to_writer_pretty(f, &rows).map_err(std::io::Error::other))?;
+    }
+    let table = rows_table(&rows);
+    std::fs::write(dir.path().join("table.txt"), &table)?;
+    if !json {
+        print!("{table}");
+    }
+    eprintln!("results saved in {}", dir.path().display());
+    Ok(if cleanup::interrupted() { 130 } else { 0 })
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
 fn options(a: &NodeArgs, role: Role) -> anyhow::Result<NodeOptions> {
@@ -219,15 +300,21 @@ fn node(a: &NodeArgs, role: Role, name: &str) -> anyhow::Result<i32> {
     Ok(if o.reliable && out.lost > 0 { 1 } else { 0 })
 }
 
-fn print_rows(rows: &[BenchRow]) {
-    println!(
-        "{:<18} {:<18} {:>9} {:>9} {:>9} {:>9} {:>10} {:>12} {:>9}",
-        "system", "workload", "mean us", "p99 us", "p99.99", "max us", "lost", "samples/s", "Mb/s"
+/// The rows as a table, configurations in the order run.
+fn rows_table(rows: &[BenchRow]) -> String {
+    use std::fmt::Write as _;
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "{:<6} {:<18} {:<18} {:>9} {:>9} {:>9} {:>9} {:>10} {:>12} {:>9}",
+        "config", "system", "workload", "mean us", "p99 us", "p99.99", "max us", "lost", "samples/s", "Mb/s"
     );
     for r in rows {
         let l = r.latency_us.as_ref();
-        println!(
-            "{:<18} {:<18} {:>9} {:>9} {:>9} {:>9} {:>10} {:>12} {:>9}",
+        let _ = writeln!(
+            t,
+            "{:<6} {:<18} {:<18} {:>9} {:>9} {:>9} {:>9} {:>10} {:>12} {:>9}",
+            r.configuration,
             r.system,
             r.workload,
             us(l.map(|l| l.mean)),
@@ -239,6 +326,7 @@ fn print_rows(rows: &[BenchRow]) {
             r.mbit_per_s.map_or("".into(), |x| format!("{x:.1}")),
         );
     }
+    t
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -247,25 +335,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Cmd::Pong(a) => node(&a, Role::Pong, "pong"),
         Cmd::Pub(a) => node(&a.node, Role::Pub { rate_hz: a.rate }, "pub"),
         Cmd::Sub(a) => node(&a, Role::Sub, "sub"),
-        Cmd::Bench(a) => {
-            let o = BenchOptions {
-                datapaths: a.datapaths,
-                seconds: a.seconds,
-                with_ddsperf: !a.no_ddsperf,
-                wait: if a.blocking { Wait::Block } else { Wait::Busy },
-            };
-            let json = a.json;
-            let rows = bench(&o, |r| {
-                if json {
-                    println!("{}", serde_json::to_string(r).unwrap_or_default());
-                } else {
-                    eprintln!("done: {} {}", r.system, r.workload);
-                }
-            })?;
-            if !json {
-                print_rows(&rows);
-            }
-            Ok(0)
-        }
+        Cmd::Bench(a) => bench_cmd(a),
     }
 }

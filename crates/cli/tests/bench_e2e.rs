@@ -93,6 +93,15 @@ fn bench_and_report(datapath: &str, testbed: &str) {
     assert_eq!(rows.iter().filter(|l| l.ends_with(",lost")).count() as u64, lost, "lost rows = lost");
     assert!(dirs[0].join("table.txt").is_file());
     assert!(!namespaces().contains(testbed), "testbed {testbed} left behind");
+    // The C libraries' chatter goes to the result directory, not the terminal.
+    for prefix in ["libbpf:", "libxdp:", "EAL:"] {
+        assert!(!stderr.lines().any(|l| l.starts_with(prefix)), "{datapath}: `{prefix}` lines on stderr: {stderr}");
+    }
+    let lib_log = std::fs::read_to_string(dirs[0].join("libs.log")).expect("libs.log in the result directory");
+    if datapath == "dpdk" {
+        // DPDK's af_xdp driver loads its XDP program through Debian's libxdp/libbpf, which always warn.
+        assert!(lib_log.contains("libbpf:"), "dpdk: libbpf's messages not in libs.log: {lib_log}");
+    }
 
     let plots = out.0.join("plots");
     let rep = Command::new(BIN).arg("report").arg(&dirs[0]).arg("--out").arg(&plots).output().unwrap();

@@ -4,8 +4,8 @@
 //! capability labels; beyond loopback a token is required. Needs root.
 
 use detpath::testbed::{Testbed, TestbedConfig};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, SocketAddrV4, TcpStream, UdpSocket};
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -21,13 +21,9 @@ impl Drop for Reaper {
 }
 
 fn scrape(addr: SocketAddr) -> String {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(3)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    write!(s, "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
-    let mut resp = String::new();
-    s.read_to_string(&mut resp).unwrap();
-    assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
-    resp
+    let r = detpath_metrics::http::get(addr, "/metrics", None).unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body
 }
 
 /// Starts the command; returns it and the metrics address it printed.

@@ -53,6 +53,18 @@ pub fn open_spec(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
     }
 }
 
+/// Sends the C libraries' own messages (libbpf's, and with DPDK the EAL's
+/// and the libbpf/libxdp its af_xdp driver loads: "libxdp: No bpffs found
+/// ...") to the file at `path`, appended, and with `tee` to stderr too. A
+/// benchmark points them at its result directory so its output is its own;
+/// `-v` keeps them on the terminal. Process-wide; a later call moves them.
+pub fn route_library_logs(path: &std::path::Path, tee: bool) -> std::io::Result<()> {
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    datapath::dpdk::route_library_logs(&file, tee)?;
+    sys::liblog::route_to(file, tee);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

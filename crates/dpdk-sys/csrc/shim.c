@@ -8,9 +8,14 @@
  *
  * Every function returns a negative errno-style value on failure unless
  * stated otherwise. */
+#define _GNU_SOURCE /* fopencookie */
+#include <dlfcn.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include <rte_common.h>
 #include <rte_eal.h>
@@ -24,10 +29,91 @@
 #include <rte_log.h>
 #include <rte_version.h>
 
+/* Where the C libraries' own messages go.
+ *
+ * The EAL logs through one FILE*; the af_xdp PMD (loaded by the EAL from its
+ * plugin directory) brings Debian's libxdp and libbpf, which print through
+ * callbacks taking a va_list. Rust cannot take a va_list, so this file owns
+ * one FILE* that writes every line to a log file descriptor and, when asked,
+ * to stderr too, and points all three libraries at it. */
+static int lib_log_fd = -1;
+static int lib_log_tee;
+static FILE *lib_log;
+
+static ssize_t lib_log_write(void *cookie, const char *buf, size_t n)
+{
+	(void)cookie;
+	if (lib_log_fd >= 0 && write(lib_log_fd, buf, n) < 0)
+		return -1;
+	if (lib_log_tee && write(STDERR_FILENO, buf, n) < 0)
+		return -1;
+	return (ssize_t)n;
+}
+
+static int lib_log_vprint(int level, const char *fmt, va_list ap)
+{
+	/* Both libraries number their levels WARN 0, INFO 1, DEBUG 2; their own
+	 * default printers drop DEBUG (every relocation), and so does this. */
+	if (level > 1)
+		return 0;
+	return lib_log ? vfprintf(lib_log, fmt, ap) : vfprintf(stderr, fmt, ap);
+}
+
+/* libbpf_set_print / libxdp_set_print, looked up in the copies the PMD
+ * loaded (RTLD_NOLOAD: never load a library just to silence it). Their
+ * print-function types are int (*)(enum level, const char *, va_list). */
+typedef int (*lib_print_fn)(int, const char *, va_list);
+static void lib_log_hook(const char *lib, const char *setter)
+{
+	void *h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		return;
+	void *(*set)(lib_print_fn) = (void *(*)(lib_print_fn))dlsym(h, setter);
+	if (set)
+		set(lib_log_vprint);
+	dlclose(h);
+}
+
+static void lib_log_hook_all(void)
+{
+	if (!lib_log)
+		return;
+	rte_openlog_stream(lib_log);
+	lib_log_hook("libbpf.so.1", "libbpf_set_print");
+	lib_log_hook("libxdp.so.1", "libxdp_set_print");
+}
+
+/* Routes EAL, libbpf and libxdp messages to `fd` (dup'ed; -1: nowhere) and,
+ * with `tee`, to stderr as well. May be called before or after EAL init, and
+ * again to move the log (the next result directory). */
+int detpath_dpdk_route_library_logs(int fd, int tee)
+{
+	if (!lib_log) {
+		cookie_io_functions_t io = { .read = NULL, .write = lib_log_write, .seek = NULL, .close = NULL };
+		lib_log = fopencookie(NULL, "w", io);
+		if (!lib_log)
+			return -errno;
+		setvbuf(lib_log, NULL, _IOLBF, 0);
+	}
+	fflush(lib_log);
+	int nfd = fd >= 0 ? dup(fd) : -1;
+	if (fd >= 0 && nfd < 0)
+		return -errno;
+	if (lib_log_fd >= 0)
+		close(lib_log_fd);
+	lib_log_fd = nfd;
+	lib_log_tee = tee;
+	lib_log_hook_all();
+	return 0;
+}
+
 int detpath_dpdk_eal_init(int argc, char **argv)
 {
 	int r = rte_eal_init(argc, argv);
-	return r < 0 ? -rte_errno : r;
+	int e = rte_errno;
+	/* The PMDs (and the libraries they link) are loaded now: hook them. */
+	lib_log_hook_all();
+	return r < 0 ? -e : r;
 }
 
 int detpath_dpdk_errno(void)

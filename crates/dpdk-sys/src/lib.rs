@@ -40,6 +40,9 @@ pub const RTE_MBUF_DEFAULT_BUF_SIZE: u16 = 2048 + 128;
 extern "C" {
     /// rte_eal_init; returns the number of parsed arguments or -rte_errno.
     pub fn detpath_dpdk_eal_init(argc: c_int, argv: *mut *mut c_char) -> c_int;
+    /// Routes the EAL's, libbpf's and libxdp's messages to `fd` (dup'ed;
+    /// -1 drops them) and, with `tee` != 0, to stderr too. Before or after EAL init.
+    pub fn detpath_dpdk_route_library_logs(fd: c_int, tee: c_int) -> c_int;
     /// rte_errno of the calling thread.
     pub fn detpath_dpdk_errno() -> c_int;
     /// rte_strerror (accepts negative values).

@@ -79,3 +79,30 @@ impl Drop for Listener {
         }
     }
 }
+
+/// What one GET returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    pub status: u16,
+    /// The Content-Type header, lower-cased ("" when absent).
+    pub content_type: String,
+    pub body: String,
+}
+
+/// One blocking `GET path` (HTTP/1.1, connection closed after), with a bearer
+/// token when given: a scrape from a script or a test, of this listener or of
+/// the classifier daemon's, without a Prometheus server.
+pub fn get(addr: SocketAddr, path: &str, token: Option<&str>) -> std::io::Result<Response> {
+    use std::io::{Read, Write};
+    let bad = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("GET {path} from {addr}: {why}"));
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(3))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{auth}\r\n")?;
+    let mut resp = String::new();
+    s.read_to_string(&mut resp)?;
+    let (head, body) = resp.split_once("\r\n\r\n").ok_or_else(|| bad("no end of headers"))?;
+    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).ok_or_else(|| bad("no status code"))?;
+    let content_type = head.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("content-type: ").map(String::from)).unwrap_or_default();
+    Ok(Response { status, content_type, body: body.to_string() })
+}

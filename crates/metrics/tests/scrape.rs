@@ -6,24 +6,15 @@
 use detpath::testbed::{Testbed, TestbedConfig};
 use detpath::{Endpoint, RecvMode};
 use detpath_metrics::MetricsArgs;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, SocketAddrV4, TcpStream};
+use std::net::{SocketAddr, SocketAddrV4};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// One HTTP GET: status, content type, body.
 fn get(addr: SocketAddr, path: &str, token: Option<&str>) -> (u16, String, String) {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(3)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{auth}\r\n").unwrap();
-    let mut resp = String::new();
-    s.read_to_string(&mut resp).unwrap();
-    let (head, body) = resp.split_once("\r\n\r\n").unwrap();
-    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let ctype = head.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("content-type: ").map(String::from)).unwrap_or_default();
-    (status, ctype, body.to_string())
+    let r = detpath_metrics::http::get(addr, path, token).unwrap();
+    (r.status, r.content_type, r.body)
 }
 
 fn parse(body: &str) -> prometheus_parse::Scrape {

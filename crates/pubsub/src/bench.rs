@@ -7,6 +7,12 @@
 //! 2. sample rate: 32-byte samples as fast as reliable KEEP_ALL allows;
 //! 3. bandwidth: 1 KiB samples as fast as reliable KEEP_ALL allows.
 //!
+//! Each call measures one configuration (the caller sets up stress and
+//! tuning around it, as `detpath pubsub bench --matrix` does for paper
+//! 000's D, D&S and T&S); [`Pinning`] puts the sending and the answering
+//! side on their cores, real-time in tuned runs, detpath's through its
+//! endpoints' `rt_*` keys and ddsperf's through taskset and chrt.
+//!
 //! ddsperf prints per-second figures only (mean, percentiles up to 99%, max
 //! per second), so its row combines them: mean weighted by count, p99 the
 //! worst second's, max the largest; it has no p99.99.
@@ -30,11 +36,28 @@ pub struct BenchOptions {
     pub seconds: u64,
     pub with_ddsperf: bool,
     pub wait: Wait,
+    /// The configuration's name for the rows ("D", "D&S", "T&S").
+    pub configuration: String,
+    /// Cores (and real-time priority) of the two sides; None: unpinned.
+    pub pinning: Option<Pinning>,
+}
+
+/// Where the two sides of every workload run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pinning {
+    /// The pinging / publishing side (namespace a).
+    pub sender_cpu: u32,
+    /// The answering / subscribing side (namespace b).
+    pub receiver_cpu: u32,
+    /// SCHED_FIFO priority of both, memory locked (tuned runs).
+    pub rt_priority: Option<u8>,
 }
 
 /// One measured row.
 #[derive(Clone, Debug, Serialize)]
 pub struct BenchRow {
+    /// "D", "D&S", "T&S" (see [`BenchOptions::configuration`]).
+    pub configuration: String,
     /// "detpath udp", "detpath afxdp", ..., "ddsperf".
     pub system: String,
     /// "latency 32B 1kHz", "rate 32B", "bandwidth 1KiB".
@@ -59,18 +82,31 @@ pub enum BenchError {
 
 const PORT: u16 = 7410;
 
-/// The endpoint spec of `datapath` on `side`: a UDP datapath (`afxdp`) at the
-/// RTPS port, or `raweth+<frame datapath>` (`raweth+afxdp`: layer 2 at
-/// EtherType 7400, discovery by broadcast).
-fn spec(side: &Side, datapath: &str) -> String {
-    match datapath.strip_prefix("raweth+") {
+/// The endpoint spec of one side: a UDP datapath (`afxdp`) at the RTPS port,
+/// or `raweth+<frame datapath>` (`raweth+afxdp`: layer 2 at EtherType 7400,
+/// discovery by broadcast); pinned (and real-time) by `rt_*` keys when asked.
+fn side_uri(side: &Side, datapath: &str, cpu: Option<u32>, rt_priority: Option<u8>) -> String {
+    let mut uri = match datapath.strip_prefix("raweth+") {
         Some(frames) => format!("raweth+{frames}://{}", side.iface),
         None => side.uri(datapath, PORT),
+    };
+    if let Some(core) = cpu {
+        uri += &format!("{}rt_core={core}", if uri.contains('?') { '&' } else { '?' });
+        if let Some(p) = rt_priority {
+            uri += &format!("&rt_priority={p}");
+        }
     }
+    uri
 }
 
-fn node(side: &Side, peer: &Side, datapath: &str, role: Role, size: usize, secs: u64, wait: Wait) -> NodeOptions {
-    let mut o = NodeOptions::new(&spec(side, datapath), role);
+fn node(side: &Side, peer: &Side, datapath: &str, role: Role, size: usize, secs: u64, o: &BenchOptions) -> NodeOptions {
+    let receiver = matches!(role, Role::Pong | Role::Sub);
+    let cpu = o.pinning.map(|p| if receiver { p.receiver_cpu } else { p.sender_cpu });
+    let rt = o.pinning.and_then(|p| p.rt_priority).filter(|_| realtime_ok(&role));
+    // A real-time sender spinning on the OS's core would starve it (the
+    // tuning isolates the receiver's core only): it sleeps in the kernel.
+    let wait = if rt.is_some() && !receiver { Wait::Block } else { o.wait };
+    let mut o = NodeOptions::new(&side_uri(side, datapath, cpu, rt), role);
     o.netns = Some(side.netns.clone());
     o.peers = vec![peer.addr];
     o.size = size;
@@ -90,17 +126,32 @@ fn steady(reports: &[SecondReport]) -> (f64, f64) {
     (core.iter().map(|r| r.samples_per_s).sum::<f64>() / n, core.iter().map(|r| r.mbit_per_s).sum::<f64>() / n)
 }
 
+/// Whether a side may run SCHED_FIFO: not an unlimited-rate publisher, which
+/// never sleeps and would starve every other thread of its core, its own
+/// included (ddsperf's pub then never sees its -D deadline).
+fn realtime_ok(role: &Role) -> bool {
+    !matches!(role, Role::Pub { .. })
+}
+
+/// Runs `f` on a thread of its own: a side pinned and made real-time by its
+/// endpoint's `rt_*` keys keeps that for life, so never the caller's thread.
+fn on_own_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, BenchError> {
+    std::thread::spawn(f).join().map_err(|_| BenchError::Ddsperf("a benchmark thread panicked".into()))
+}
+
 fn detpath_latency(tb: &Testbed, dp: &str, o: &BenchOptions) -> Result<BenchRow, BenchError> {
     let err = |source| BenchError::Run { system: format!("detpath {dp}"), workload: "latency".into(), source: Box::new(source) };
     let stop = Arc::new(AtomicBool::new(false));
-    let po = node(tb.b(), tb.a(), dp, Role::Pong, 32, o.seconds + 15, o.wait);
+    let po = node(tb.b(), tb.a(), dp, Role::Pong, 32, o.seconds + 15, o);
     let s2 = stop.clone();
     let pong = std::thread::spawn(move || run(&po, &|| s2.load(Ordering::Relaxed), |_| {}));
-    let out = run(&node(tb.a(), tb.b(), dp, Role::Ping { rate_hz: 1000.0 }, 32, o.seconds, o.wait), &|| false, |_| {});
+    let pi = node(tb.a(), tb.b(), dp, Role::Ping { rate_hz: 1000.0 }, 32, o.seconds, o);
+    let out = on_own_thread(move || run(&pi, &|| false, |_| {}));
     stop.store(true, Ordering::Relaxed);
     let _ = pong.join();
-    let out = out.map_err(err)?;
+    let out = out?.map_err(err)?;
     Ok(BenchRow {
+        configuration: o.configuration.clone(),
         system: format!("detpath {dp}"),
         workload: "latency 32B 1kHz".into(),
         latency_us: Some(out.latency_us),
@@ -115,19 +166,21 @@ fn detpath_throughput(tb: &Testbed, dp: &str, size: usize, o: &BenchOptions) -> 
     let workload = if size == 32 { "rate 32B" } else { "bandwidth 1KiB" };
     let err = |source| BenchError::Run { system: format!("detpath {dp}"), workload: workload.into(), source: Box::new(source) };
     let stop = Arc::new(AtomicBool::new(false));
-    let so = node(tb.b(), tb.a(), dp, Role::Sub, size, o.seconds + 15, o.wait);
+    let so = node(tb.b(), tb.a(), dp, Role::Sub, size, o.seconds + 15, o);
     let s2 = stop.clone();
     let reports = Arc::new(Mutex::new(Vec::new()));
     let r2 = reports.clone();
     let sub = std::thread::spawn(move || run(&so, &|| s2.load(Ordering::Relaxed), |r| r2.lock().unwrap().push(r.clone())));
-    let out = run(&node(tb.a(), tb.b(), dp, Role::Pub { rate_hz: 0.0 }, size, o.seconds, o.wait), &|| false, |_| {});
+    let pb = node(tb.a(), tb.b(), dp, Role::Pub { rate_hz: 0.0 }, size, o.seconds, o);
+    let out = on_own_thread(move || run(&pb, &|| false, |_| {}));
     std::thread::sleep(Duration::from_secs(2));
     stop.store(true, Ordering::Relaxed);
     let sub = sub.join().map_err(|_| BenchError::Ddsperf("subscriber thread panicked".into()))?;
-    let out = out.map_err(err)?;
+    let out = out?.map_err(err)?;
     let sub = sub.map_err(err)?;
     let (rate, mbit) = steady(&reports.lock().unwrap());
     Ok(BenchRow {
+        configuration: o.configuration.clone(),
         system: format!("detpath {dp}"),
         workload: workload.into(),
         latency_us: None,
@@ -138,8 +191,9 @@ fn detpath_throughput(tb: &Testbed, dp: &str, size: usize, o: &BenchOptions) -> 
     })
 }
 
-/// Runs ddsperf in a namespace with a unicast-peer configuration; returns its stdout.
-fn ddsperf_in(side: &Side, peer: &Side, args: &[&str]) -> Result<std::process::Child, BenchError> {
+/// Runs ddsperf in a namespace with a unicast-peer configuration, on `cpu`
+/// (and SCHED_FIFO `rt`) when given; returns the child (its stdout piped).
+fn ddsperf_in(side: &Side, peer: &Side, args: &[&str], cpu: Option<u32>, rt: Option<u8>) -> Result<std::process::Child, BenchError> {
     let dir = std::env::temp_dir().join(format!("detpath-psbench-{}-{}", side.netns, std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| BenchError::Ddsperf(e.to_string()))?;
     let cfg = dir.join("cyclonedds.xml");
@@ -151,8 +205,15 @@ fn ddsperf_in(side: &Side, peer: &Side, args: &[&str]) -> Result<std::process::C
         ),
     )
     .map_err(|e| BenchError::Ddsperf(e.to_string()))?;
-    Command::new("ip")
-        .args(["netns", "exec", &side.netns, "ddsperf"])
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &side.netns]);
+    if let Some(c) = cpu {
+        cmd.args(["taskset", "-c", &c.to_string()]);
+    }
+    if let Some(p) = rt {
+        cmd.args(["chrt", "-f", &p.to_string()]);
+    }
+    cmd.arg("ddsperf")
         .args(args)
         .env("CYCLONEDDS_URI", format!("file://{}", cfg.display()))
         .stdout(Stdio::piped())
@@ -232,12 +293,15 @@ fn ddsperf_rows(tb: &Testbed, o: &BenchOptions) -> Result<Vec<BenchRow>, BenchEr
     let secs = o.seconds.to_string();
     let long = (o.seconds + 10).to_string();
     let mut rows = Vec::new();
-    let pong = ddsperf_in(tb.b(), tb.a(), &["-D", &long, "pong"])?;
+    let rt = o.pinning.and_then(|p| p.rt_priority);
+    let (tx_cpu, rx_cpu) = (o.pinning.map(|p| p.sender_cpu), o.pinning.map(|p| p.receiver_cpu));
+    let pong = ddsperf_in(tb.b(), tb.a(), &["-D", &long, "pong"], rx_cpu, rt)?;
     std::thread::sleep(Duration::from_millis(500));
-    let ping = ddsperf_in(tb.a(), tb.b(), &["-D", &secs, "ping", "1000Hz", "size", "32"])?;
+    let ping = ddsperf_in(tb.a(), tb.b(), &["-D", &secs, "ping", "1000Hz", "size", "32"], tx_cpu, rt)?;
     let text = finish(ping, false);
     finish(pong, true);
     rows.push(BenchRow {
+        configuration: o.configuration.clone(),
         system: "ddsperf".into(),
         workload: "latency 32B 1kHz".into(),
         latency_us: parse_ddsperf_ping(&text),
@@ -247,14 +311,15 @@ fn ddsperf_rows(tb: &Testbed, o: &BenchOptions) -> Result<Vec<BenchRow>, BenchEr
         note: "CycloneDDS 0.10 over kernel UDP; per-second figures combined".into(),
     });
     for (size, workload) in [("32", "rate 32B"), ("1024", "bandwidth 1KiB")] {
-        let sub = ddsperf_in(tb.b(), tb.a(), &["-D", &long, "sub"])?;
+        let sub = ddsperf_in(tb.b(), tb.a(), &["-D", &long, "sub"], rx_cpu, rt)?;
         std::thread::sleep(Duration::from_millis(500));
-        let publ = ddsperf_in(tb.a(), tb.b(), &["-D", &secs, "pub", "size", size])?;
+        let publ = ddsperf_in(tb.a(), tb.b(), &["-D", &secs, "pub", "size", size], tx_cpu, rt.filter(|_| realtime_ok(&Role::Pub { rate_hz: 0.0 })))?;
         finish(publ, false);
         std::thread::sleep(Duration::from_secs(1));
         let text = finish(sub, true);
         let r = parse_ddsperf_sub(&text);
         rows.push(BenchRow {
+            configuration: o.configuration.clone(),
             system: "ddsperf".into(),
             workload: workload.into(),
             latency_us: None,
@@ -290,6 +355,15 @@ pub fn bench(o: &BenchOptions, mut progress: impl FnMut(&BenchRow)) -> Result<Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sides_are_pinned_by_rt_keys_and_only_sleeping_ones_are_real_time() {
+        let tb = TestbedConfig::with_prefix("psb-unit");
+        assert_eq!(side_uri(&tb.a, "udp", None, None), "udp://dpa?addr=10.77.0.1&port=7410");
+        assert_eq!(side_uri(&tb.a, "afxdp", Some(0), Some(50)), "afxdp://dpa?addr=10.77.0.1&port=7410&rt_core=0&rt_priority=50");
+        assert!(realtime_ok(&Role::Ping { rate_hz: 1000.0 }) && realtime_ok(&Role::Pong) && realtime_ok(&Role::Sub));
+        assert!(!realtime_ok(&Role::Pub { rate_hz: 0.0 }), "an unlimited publisher never sleeps");
+    }
 
     #[test]
     fn parses_ddsperf_ping_lines() {

@@ -231,15 +231,17 @@ impl SchedConfig {
     }
 }
 
-/// The endpoint-spec keys a scheduler reads (proposed for `detpath::open`:
-/// `udp://10.0.0.1:7000?sched=slots&slot_ns=10000&ring_slots=100&classes=ctl:rt:strict:5/10;bulk:be:10/10`).
-pub const SPEC_KEYS: &[&str] = &["sched", "slot_ns", "ring_slots", "lead_slots", "late_tolerance_ns", "mode", "max_payload", "classes"];
+/// The endpoint-spec keys of the slot scheduler, read by [`crate::open`]:
+/// `udp://10.0.0.1:7000?sched=slots&slot_ns=10000&ring_slots=100&classes=ctl:rt:strict:5/10;bulk:be:10/10`.
+/// The mode key is `sched_mode` because `mode` is detpath's XDP mode key; `send_class`
+/// names the class `send_to` uses (read by [`crate::spec::SlotsEndpoint`]).
+pub const SPEC_KEYS: &[&str] = &["sched", "slot_ns", "ring_slots", "lead_slots", "late_tolerance_ns", "sched_mode", "max_payload", "classes", "send_class"];
 
 impl SchedConfig {
     /// A configuration from endpoint-spec keys (values as strings): `sched=slots`
     /// (required; anything else is an error), `slot_ns` (default 10000),
     /// `ring_slots` (100), `lead_slots` (2), `late_tolerance_ns` (one slot),
-    /// `mode` (strict|relaxed, default strict: the classes' default),
+    /// `sched_mode` (strict|relaxed, default strict: the classes' default),
     /// `max_payload` (1472), `classes` (required: class texts separated by `;`).
     /// Keys not in [`SPEC_KEYS`] are ignored (they belong to the datapath).
     pub fn from_spec_keys(keys: &std::collections::BTreeMap<String, String>) -> Result<SchedConfig, ConfigError> {
@@ -260,7 +262,11 @@ impl SchedConfig {
         let mut cfg = SchedConfig::new(slot_ns, ring_slots, lead_slots);
         cfg.late_tolerance_ns = num("late_tolerance_ns", get("late_tolerance_ns"), slot_ns)?;
         cfg.max_payload = num("max_payload", get("max_payload"), 1472usize)?;
-        let mode: Mode = get("mode").unwrap_or("strict").parse()?;
+        let mode: Mode = get("sched_mode").unwrap_or("strict").parse()?;
+        // The ring first: a class mask is read against it, so a bad ring would show as a bad mask.
+        if ring_slots == 0 || ring_slots > MAX_RING_SLOTS {
+            return Err(ConfigError::RingLength { slots: ring_slots, max: MAX_RING_SLOTS });
+        }
         let classes = get("classes").ok_or(ConfigError::NoClass)?;
         cfg.classes = classes.split(';').filter(|c| !c.trim().is_empty()).map(|c| ClassConfig::parse(c.trim(), ring_slots, mode)).collect::<Result<_, _>>()?;
         cfg.validate()?;

@@ -62,6 +62,19 @@ impl<S: TickSource> SchedEndpoint<S> {
         })
     }
 
+    /// Like [`poll_observed`](Self::poll_observed), and if the next busy slot
+    /// starts within `spin_ns`, spins until it starts and releases it then
+    /// (see [`Scheduler::poll_spin`]): the hand-off follows the clock reading
+    /// that found the slot started, with the lookup done before.
+    pub fn poll_spin_observed(&mut self, now: u64, spin_ns: u64, mut observe: impl FnMut(&Release<'_>, bool)) -> PollSummary {
+        let ep = &mut self.ep;
+        self.sched.poll_spin(now, spin_ns, monotonic_ns, |r| {
+            let ok = ep.send_to(r.payload, r.peer).is_ok();
+            observe(r, ok);
+            ok
+        })
+    }
+
     /// Receives one datagram (the endpoint's own receive; the scheduler only transmits).
     pub fn recv(&mut self, buf: &mut [u8], mode: RecvMode) -> detpath::Result<Option<RxMeta>> {
         self.ep.recv(buf, mode)

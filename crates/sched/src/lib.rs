@@ -23,6 +23,8 @@
 //! - [`probe`]: what this host offers (line rate, PTP clock, launch time).
 //! - [`endpoint`]: [`SchedEndpoint`], the scheduler wrapped around any
 //!   `detpath::Endpoint`.
+//! - [`spec`]: [`open`], `detpath::open` plus the scheduler's spec keys
+//!   (`...&sched=slots&slot_ns=10000&classes=...`), giving a [`SlotsEndpoint`].
 //! - [`bench`]: `detpath sched bench`, slots versus clock_nanosleep.
 //!
 //! ```
@@ -54,6 +56,7 @@ pub mod ringmodel;
 pub mod sched;
 pub mod servo;
 pub mod slot;
+pub mod spec;
 pub mod sync;
 
 pub use clock::{CompletionSource, MonotonicSource, OverlaySource, SlotClock, TickSource};
@@ -63,3 +66,4 @@ pub use mask::SlotMask;
 pub use sched::{ClassCounters, ErrorSummary, PollSummary, Refusal, Release, Scheduled, Scheduler};
 pub use servo::{PiServo, ServoConfig, ServoOutput, ServoState};
 pub use slot::{Ring, Slot};
+pub use spec::{open, open_slots, SlotsEndpoint};

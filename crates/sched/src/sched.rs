@@ -205,6 +205,10 @@ pub struct Scheduler<S: TickSource> {
     /// Real-time packets placed in the ring, by ring position.
     slots: Box<[Option<Pending>]>,
     next_release: Slot,
+    /// Every pre-buffered real-time packet is for this slot or later (the
+    /// ring window's end when the pre-buffer was last emptied into the ring),
+    /// so `poll` only moves packets when a long stall carries it this far.
+    filled_to: Slot,
     seq: u64,
 }
 
@@ -247,6 +251,7 @@ impl<S: TickSource> Scheduler<S> {
             classes,
             slots: vec![None; ring.slots as usize].into_boxed_slice(),
             next_release,
+            filled_to: next_release + ring.slots as u64,
             seq: 0,
         })
     }
@@ -477,6 +482,7 @@ impl<S: TickSource> Scheduler<S> {
     /// Moves pre-buffered real-time packets whose slot has entered the ring window into the ring.
     fn insert_due(&mut self) {
         let end = self.next_release + self.ring.slots as u64;
+        self.filled_to = end;
         for class in 0..self.classes.len() {
             while let Some(p) = self.classes[class].edf.peek().copied() {
                 if p.slot >= end {
@@ -522,67 +528,142 @@ impl<S: TickSource> Scheduler<S> {
         C: FnMut() -> u64,
         K: FnMut(&Release<'_>) -> bool,
     {
-        let current = self.current_slot(now);
+        // What lies between a slot's start and its hand-off is kept short: no
+        // division (slot starts and ring positions advance by addition) and no
+        // pre-buffer work (done after the hand-offs, for the slots ahead).
+        let elapsed = self.source.elapsed_ns(now);
+        let mut start = self.ring.start_ns(self.next_release);
+        let mut pos = self.ring.position(self.next_release);
         let mut summary = PollSummary::default();
-        while self.next_release <= current {
+        while start <= elapsed {
             let s = self.next_release;
-            self.insert_due();
-            let pos = self.ring.position(s);
-            let scheduled_ns = self.source.mono_at(self.ring.start_ns(s));
+            if s >= self.filled_to {
+                self.insert_due();
+            }
+            let scheduled_ns = self.source.mono_at(start);
             let entry = match self.slots[pos as usize] {
                 Some(p) if p.slot == s => self.slots[pos as usize].take(),
                 _ => None,
             };
             summary.slots += 1;
-            if let Some(p) = entry {
-                let class = p.class as usize;
+            if entry.is_some() || self.best_effort_waiting(pos) {
                 let t = read_clock();
-                if t.saturating_sub(scheduled_ns) > self.tolerance_ns {
-                    summary.late += 1;
-                    self.handle_late(p, t);
-                } else {
-                    let c = &mut self.classes[class];
-                    let r = Release {
-                        class,
-                        kind: ClassKind::RealTime,
-                        slot: s,
-                        asked: p.asked,
-                        scheduled_ns,
-                        release_ns: t,
-                        payload: c.pool.get(p.buf, p.len),
-                        peer: p.peer,
-                    };
-                    let ok = sink(&r);
-                    Self::account(c, ok, t.saturating_sub(scheduled_ns));
-                    c.pool.release(p.buf);
-                    summary.released += ok as u64;
-                }
-            } else if let Some(class) = self.owners.owner(pos) {
-                let c = &mut self.classes[class];
-                if c.kind == ClassKind::BestEffort && !c.fifo.is_empty() {
-                    let t = read_clock();
-                    if t.saturating_sub(scheduled_ns) > self.tolerance_ns {
-                        c.counters.missed_slots += 1;
-                    } else if let Some(p) = c.fifo.pop() {
-                        let r = Release {
-                            class,
-                            kind: ClassKind::BestEffort,
-                            slot: s,
-                            asked: s,
-                            scheduled_ns,
-                            release_ns: t,
-                            payload: c.pool.get(p.buf, p.len),
-                            peer: p.peer,
-                        };
-                        let ok = sink(&r);
-                        Self::account(c, ok, t.saturating_sub(scheduled_ns));
-                        c.pool.release(p.buf);
-                        summary.released += ok as u64;
-                    }
-                }
+                self.release_slot(s, pos, scheduled_ns, entry, t, &mut sink, &mut summary);
             }
             self.next_release += 1;
+            start += self.ring.slot_ns;
+            pos += 1;
+            if pos == self.ring.slots {
+                pos = 0;
+            }
         }
+        if summary.slots > 0 {
+            self.insert_due();
+        }
+        summary
+    }
+
+    /// Whether ring position `pos` belongs to a best-effort class with packets queued.
+    fn best_effort_waiting(&self, pos: u32) -> bool {
+        self.owners.owner(pos).is_some_and(|c| self.classes[c].kind == ClassKind::BestEffort && !self.classes[c].fifo.is_empty())
+    }
+
+    /// Hands slot `s`'s packet (its ring `entry`, or its best-effort class's
+    /// next packet) to `sink` at clock reading `t`, or treats it as late.
+    fn release_slot<K>(&mut self, s: Slot, pos: u32, scheduled_ns: u64, entry: Option<Pending>, t: u64, sink: &mut K, summary: &mut PollSummary)
+    where
+        K: FnMut(&Release<'_>) -> bool,
+    {
+        if let Some(p) = entry {
+            let class = p.class as usize;
+            if t.saturating_sub(scheduled_ns) > self.tolerance_ns {
+                summary.late += 1;
+                self.handle_late(p, t);
+            } else {
+                let c = &mut self.classes[class];
+                let r = Release {
+                    class,
+                    kind: ClassKind::RealTime,
+                    slot: s,
+                    asked: p.asked,
+                    scheduled_ns,
+                    release_ns: t,
+                    payload: c.pool.get(p.buf, p.len),
+                    peer: p.peer,
+                };
+                let ok = sink(&r);
+                Self::account(c, ok, t.saturating_sub(scheduled_ns));
+                c.pool.release(p.buf);
+                summary.released += ok as u64;
+            }
+        } else if let Some(class) = self.owners.owner(pos) {
+            let c = &mut self.classes[class];
+            if c.kind != ClassKind::BestEffort {
+                return;
+            }
+            if t.saturating_sub(scheduled_ns) > self.tolerance_ns {
+                c.counters.missed_slots += 1;
+            } else if let Some(p) = c.fifo.pop() {
+                let r = Release {
+                    class,
+                    kind: ClassKind::BestEffort,
+                    slot: s,
+                    asked: s,
+                    scheduled_ns,
+                    release_ns: t,
+                    payload: c.pool.get(p.buf, p.len),
+                    peer: p.peer,
+                };
+                let ok = sink(&r);
+                Self::account(c, ok, t.saturating_sub(scheduled_ns));
+                c.pool.release(p.buf);
+                summary.released += ok as u64;
+            }
+        }
+    }
+
+    /// [`poll`](Self::poll) at `now`, then, if the next slot with something
+    /// to send starts within `spin_ns`, releases it on time: its packet is
+    /// looked up first, then `read_clock` is read until the slot has started,
+    /// and that reading is the hand-off's time stamp, with nothing left
+    /// between it and `sink`. The empty slots before it pass unused (they
+    /// are empty: nothing else can be queued meanwhile, the caller is here).
+    pub fn poll_spin<C, K>(&mut self, now: u64, spin_ns: u64, mut read_clock: C, mut sink: K) -> PollSummary
+    where
+        C: FnMut() -> u64,
+        K: FnMut(&Release<'_>) -> bool,
+    {
+        let mut summary = self.poll(now, &mut read_clock, &mut sink);
+        // Hand-offs take µs: decide on the next slot from the present, not from `now`.
+        let now = if summary.released > 0 || summary.late > 0 { read_clock() } else { now };
+        let horizon = (spin_ns / self.ring.slot_ns + 2).min(self.ring.slots as u64);
+        let Some(s) = self.next_busy_slot(horizon) else { return summary };
+        let scheduled_ns = self.source.mono_at(self.ring.start_ns(s));
+        if s >= self.filled_to || scheduled_ns > now.saturating_add(spin_ns) {
+            return summary;
+        }
+        if scheduled_ns <= now {
+            // It started while the hand-offs ran: release it the ordinary way.
+            let more = self.poll(now, &mut read_clock, &mut sink);
+            summary.slots += more.slots;
+            summary.released += more.released;
+            summary.late += more.late;
+            return summary;
+        }
+        let pos = self.ring.position(s);
+        let entry = match self.slots[pos as usize] {
+            Some(p) if p.slot == s => self.slots[pos as usize].take(),
+            _ => None,
+        };
+        let mut t = read_clock();
+        while t < scheduled_ns {
+            std::hint::spin_loop();
+            t = read_clock();
+        }
+        summary.slots += s + 1 - self.next_release;
+        self.release_slot(s, pos, scheduled_ns, entry, t, &mut sink, &mut summary);
+        self.next_release = s + 1;
+        self.insert_due();
         summary
     }
 

@@ -134,7 +134,12 @@ fn sched_endpoint_over_udp_allocates_nothing() {
                 next += 10_000;
             }
             let _ = ep.send_be(2, b"bulk", to);
-            sent += ep.poll(detpath::monotonic_ns()).released;
+            // Half the time the scheduler spins to the next busy slot itself.
+            sent += if next.is_multiple_of(20_000) {
+                ep.poll_spin_observed(detpath::monotonic_ns(), 3_000, |_, _| {}).released
+            } else {
+                ep.poll(detpath::monotonic_ns()).released
+            };
         }
     });
     assert_eq!(n, 0, "{n} allocations while polling a udp SchedEndpoint");

@@ -4,7 +4,8 @@
 //! network namespaces ([`netns`]), interface facts ([`netdev`]), the
 //! neighbour table ([`neigh`]), XDP programs and their links ([`xdp`]),
 //! AF_PACKET sockets ([`packet`]), NIC settings through ethtool
-//! ([`ethtool`]), the thread's capabilities and limits ([`caps`]), and the
+//! ([`ethtool`]), the thread's capabilities and limits ([`caps`]), where libbpf's own
+//! messages go ([`liblog`]), and the
 //! undo registry that puts host changes back on SIGINT/SIGTERM
 //! ([`cleanup`]). The datapaths, the classifier and the tuning layer hold no
 //! copies of any of this: the rule in ARCHITECTURE.md is that code above this
@@ -21,6 +22,7 @@ pub mod caps;
 pub mod cleanup;
 pub mod error;
 pub mod ethtool;
+pub mod liblog;
 pub mod neigh;
 pub mod netdev;
 pub mod netns;

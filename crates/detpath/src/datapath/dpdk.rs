@@ -72,6 +72,14 @@ mod host;
 #[cfg(feature = "dpdk")]
 mod port;
 
+#[cfg(feature = "dpdk")]
+pub(crate) use eal::route_library_logs;
+/// Without DPDK in the build there is no EAL or af_xdp driver to route.
+#[cfg(not(feature = "dpdk"))]
+pub(crate) fn route_library_logs(_file: &std::fs::File, _tee: bool) -> std::io::Result<()> {
+    Ok(())
+}
+
 pub static DATAPATH: Datapath = Datapath {
     name: "dpdk",
     summary: "DPDK poll-mode driver (real port by PCI address, or net_af_xdp over an interface)",

@@ -24,11 +24,7 @@ struct Inst {
 pub fn brute_force(spec: &Spec) -> Option<Vec<i64>> {
     let slot = spec.slot_ns;
     let n = spec.ring_slots;
-    let mut h = 1i64;
-    for f in spec.apps.iter().flat_map(|a| &a.flows) {
-        let p = f.period_ns / slot;
-        h = h / gcd(h, p) * p;
-    }
+    let h = hyperperiod_slots(spec);
     let mut insts = Vec::new();
     let mut flow_id = 0;
     for (ai, a) in spec.apps.iter().enumerate() {
@@ -92,11 +88,7 @@ pub fn brute_force(spec: &Spec) -> Option<Vec<i64>> {
 pub fn plan_of(spec: &Spec, times: &[i64]) -> Plan {
     let slot = spec.slot_ns;
     let n = spec.ring_slots;
-    let mut h = 1i64;
-    for f in spec.apps.iter().flat_map(|a| &a.flows) {
-        let p = f.period_ns / slot;
-        h = h / gcd(h, p) * p;
-    }
+    let h = hyperperiod_slots(spec);
     let mut schedule = Vec::new();
     let mut parts = Vec::new();
     let mut i = 0;
@@ -114,6 +106,11 @@ pub fn plan_of(spec: &Spec, times: &[i64]) -> Plan {
         parts.push((a.name.clone(), slots));
     }
     Plan { status: Status::Feasible, reason: None, detail: None, hyperperiod_ns: (h * slot) as u64, partitions: Partitions(parts), schedule, solve_ms: 0.0 }
+}
+
+/// The hyperperiod in slots, computed here independently of the crate (this file is the reference).
+fn hyperperiod_slots(spec: &Spec) -> i64 {
+    spec.apps.iter().flat_map(|a| &a.flows).map(|f| f.period_ns / spec.slot_ns).fold(1, |h, p| h / gcd(h, p) * p)
 }
 
 fn gcd(a: i64, b: i64) -> i64 {

@@ -14,6 +14,7 @@
 //! let out later than the late tolerance.
 
 mod output;
+pub mod plan;
 pub mod probe_payload;
 mod recv;
 mod send;
@@ -86,6 +87,11 @@ pub struct FlowSpec {
     pub size: usize,
     /// Ring position of its first instance (its phase within the ring cycle).
     pub phase_slot: u32,
+    /// Planned deviations (from `detpath sched plan`): instance `k` goes out at
+    /// `k * period_ns + offsets_ns[k % len]` after the run's start instead of
+    /// `phase_slot` slots plus `k * period_ns`. Empty: strictly periodic.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub offsets_ns: Vec<i64>,
 }
 
 impl FlowSpec {
@@ -106,7 +112,23 @@ impl FlowSpec {
             period_ns: (period_us * 1000.0).round() as u64,
             size: size.parse().map_err(|_| bad())?,
             phase_slot: phase.parse().map_err(|_| bad())?,
+            offsets_ns: Vec::new(),
         })
+    }
+
+    /// Offset of instance `seq` from the run's start (a ring-cycle boundary), ns.
+    pub fn instance_offset_ns(&self, slot_ns: u64, seq: u64) -> u64 {
+        let periodic = seq * self.period_ns;
+        if self.offsets_ns.is_empty() {
+            return self.phase_slot as u64 * slot_ns + periodic;
+        }
+        // A validated plan keeps every instance at or after 0 (tx_k in [0, H)).
+        periodic.saturating_add_signed(self.offsets_ns[(seq % self.offsets_ns.len() as u64) as usize])
+    }
+
+    /// The schedule repeats after this many instances (1: every instance is alike).
+    pub fn instances_per_repeat(&self) -> u64 {
+        self.offsets_ns.len().max(1) as u64
     }
 }
 
@@ -139,6 +161,22 @@ pub enum BenchError {
     #[error("best-effort class `{class}` does not exist or is not best effort")]
     /// The flood's class is missing or not best effort.
     BeClass { class: String },
+    #[error("flow `{flow}`: planned instance {instance} is not at a slot start")]
+    /// A planned instance between slot starts.
+    FlowTime { flow: String, instance: u64 },
+    #[error("flow `{flow}`: planned instance {instance} is not after the one before it (jitter bound of a period or more); the run sends instances in order")]
+    /// Planned instances out of order.
+    FlowOrder { flow: String, instance: u64 },
+    #[error("flows `{a}` and `{b}` both send at {at_ns} ns of the plan's hyperperiod")]
+    /// Two planned instances at one instant.
+    FlowCollision { a: String, b: String, at_ns: u64 },
+    #[error(
+        "the plan's hyperperiod ({hyperperiod_ns} ns) is not a multiple of the ring cycle ({cycle_ns} ns = ring_slots x slot_ns): \
+         repeated every hyperperiod, its instances would land in other ring positions than planned; \
+         choose ring_slots so that ring_slots x slot_ns divides the hyperperiod"
+    )]
+    /// A plan whose repetition does not keep its ring positions.
+    PlanRepeat { hyperperiod_ns: u64, cycle_ns: u64 },
     #[error("no flows: give at least one --flow")]
     /// No flow configured.
     NoFlows,
@@ -241,6 +279,7 @@ impl BenchConfig {
         let n = self.sched.ring_slots as u64;
         let min = probe_payload::HEADER_LEN;
         let mut used: Vec<Option<&str>> = vec![None; n as usize];
+        let mut planned_at: std::collections::HashMap<u64, &str> = std::collections::HashMap::new();
         for f in &self.flows {
             let class = self
                 .sched
@@ -253,6 +292,10 @@ impl BenchConfig {
             }
             if f.size < min || f.size > self.sched.max_payload {
                 return Err(BenchError::FlowSize { flow: f.name.clone(), size: f.size, min, max: self.sched.max_payload });
+            }
+            if !f.offsets_ns.is_empty() {
+                self.validate_planned(f, &class.mask, &mut planned_at)?;
+                continue;
             }
             let step = f.period_ns / self.sched.slot_ns;
             // Positions repeat after lcm(step, n) / step instances.
@@ -276,6 +319,40 @@ impl BenchConfig {
             }
             if self.be_size < min || self.be_size > self.sched.max_payload {
                 return Err(BenchError::FlowSize { flow: "flood".into(), size: self.be_size, min, max: self.sched.max_payload });
+            }
+        }
+        Ok(())
+    }
+
+    /// A planned flow: every instance of its hyperperiod at a slot start its
+    /// class owns, in order, at an instant no other planned instance has, and
+    /// the hyperperiod a whole number of ring cycles (so repeating it keeps
+    /// the ring positions).
+    fn validate_planned<'a>(&self, f: &'a FlowSpec, mask: &crate::SlotMask, at: &mut std::collections::HashMap<u64, &'a str>) -> Result<(), BenchError> {
+        let slot = self.sched.slot_ns;
+        let cycle = slot * self.sched.ring_slots as u64;
+        let hyper = f.period_ns * f.offsets_ns.len() as u64;
+        if !hyper.is_multiple_of(cycle) {
+            return Err(BenchError::PlanRepeat { hyperperiod_ns: hyper, cycle_ns: cycle });
+        }
+        let mut last = None;
+        for k in 0..f.offsets_ns.len() as u64 {
+            let t = f.instance_offset_ns(slot, k);
+            if !t.is_multiple_of(slot) {
+                return Err(BenchError::FlowTime { flow: f.name.clone(), instance: k });
+            }
+            // In order, and within one hyperperiod of the first (the next repetition's first comes after).
+            let first = f.instance_offset_ns(slot, 0);
+            if last.is_some_and(|l| t <= l) || t >= first + hyper {
+                return Err(BenchError::FlowOrder { flow: f.name.clone(), instance: k });
+            }
+            last = Some(t);
+            let pos = ((t / slot) % self.sched.ring_slots as u64) as u32;
+            if !mask.contains(pos) {
+                return Err(BenchError::FlowSlots { flow: f.name.clone(), class: f.class.clone(), position: pos });
+            }
+            if let Some(other) = at.insert(t % hyper, &f.name) {
+                return Err(BenchError::FlowCollision { a: other.to_string(), b: f.name.clone(), at_ns: t });
             }
         }
         Ok(())
@@ -328,8 +405,19 @@ pub struct FlowReport {
     pub period_ns: u64,
     /// Its payload bytes.
     pub size: usize,
-    /// Instances the sender handed to the datapath.
+    /// Instances due in the run (submitted to the scheduler, or due to the sleeping sender).
+    pub planned: u64,
+    /// Instances the sender handed to the datapath (the rest of `planned` was refused, or dropped late by a strict class).
     pub sent: u64,
+    /// Instances the scheduler refused at submission (late, pre-buffer full, slot taken).
+    pub refused: u64,
+    /// Instances handed off in a ring slot the flow's class does not own
+    /// (the slot of the hand-off instant: what left outside its partition).
+    pub outside_partition: u64,
+    /// Hand-off minus planned instant, measured window, ns.
+    pub release_error_ns: ErrorSummary,
+    /// Spread of the planned deviations from the release times (0: strictly periodic), ns.
+    pub planned_deviation_ns: u64,
     /// Instances the receiver got (distinct sequence numbers).
     pub received: u64,
     /// |a_i - a_(i-1) - period| over consecutive instances, ns.

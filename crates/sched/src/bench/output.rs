@@ -92,6 +92,28 @@ pub fn table(r: &Report) -> String {
             );
         }
     }
+    let _ = writeln!(
+        t,
+        "\nper flow (due, sent, refused at submission, handed off outside the class's slots; release error and IAT error p50/p99/p99.99/max µs; planned deviation µs):"
+    );
+    for run in &r.runs {
+        for f in &run.flows {
+            let _ = writeln!(
+                t,
+                "  {:<6} {:<10} {:<14} due {:>7} sent {:>7} refused {:>4} outside {:>5}  rel {}  IAT {}  dev {}",
+                run.datapath,
+                run.method.as_str(),
+                f.name,
+                f.planned,
+                f.sent,
+                f.refused,
+                f.outside_partition,
+                quad(&f.release_error_ns),
+                quad(&f.iat_error_ns),
+                us(f.planned_deviation_ns)
+            );
+        }
+    }
     let _ = writeln!(t, "\ngoals (slots p99 IAT error <= sleep/10; release error p50 < 100 ns, p99 < 1 µs; zero strict violations):");
     let dps: Vec<&str> = dedup(r.runs.iter().map(|x| x.datapath.as_str()));
     for dp in dps {

@@ -75,13 +75,16 @@ pub fn summary_sorted(v: &[u64]) -> ErrorSummary {
 }
 
 /// Inter-arrival errors and PDV of one flow's arrivals (sorted by seq), counting only instances due at or after `from`.
-fn flow_figures(arr: &[Arrival], period: u64, from: u64) -> (Vec<u64>, Vec<u64>) {
+/// The inter-arrival error is against the planned gap (the scheduled instants' difference: the period for a
+/// strictly periodic flow, the period plus the change of planned deviation for a planned one).
+fn flow_figures(arr: &[Arrival], from: u64) -> (Vec<u64>, Vec<u64>) {
     let mut iat = Vec::new();
     for w in arr.windows(2) {
         let (a, b) = (&w[0], &w[1]);
         if b.seq == a.seq + 1 && a.scheduled_ns >= from {
             let gap = b.rx_ns as i128 - a.rx_ns as i128;
-            iat.push((gap - period as i128).unsigned_abs() as u64);
+            let planned = b.scheduled_ns as i128 - a.scheduled_ns as i128;
+            iat.push((gap - planned).unsigned_abs() as u64);
         }
     }
     let delays: Vec<i128> = arr.iter().filter(|a| a.scheduled_ns >= from).map(|a| a.rx_ns as i128 - a.scheduled_ns as i128).collect();
@@ -97,11 +100,12 @@ pub fn analyse(cfg: &BenchConfig, tl: &Timeline, dp: &str, method: Method, endpo
     let mut flows = Vec::new();
     let mut rt_received = 0;
     for (i, f) in cfg.flows.iter().enumerate() {
+        let fs = sent.flows.get(i);
         let mut arr: Vec<Arrival> = received.arrivals.iter().filter(|a| a.flow as usize == i).copied().collect();
         arr.sort_by_key(|a| (a.seq, a.rx_ns));
         arr.dedup_by_key(|a| a.seq);
         rt_received += arr.len() as u64;
-        let (mut iat, mut pdv) = flow_figures(&arr, f.period_ns, tl.measure_from);
+        let (mut iat, mut pdv) = flow_figures(&arr, tl.measure_from);
         all_iat.extend_from_slice(&iat);
         all_pdv.extend_from_slice(&pdv);
         iat.sort_unstable();
@@ -111,7 +115,12 @@ pub fn analyse(cfg: &BenchConfig, tl: &Timeline, dp: &str, method: Method, endpo
             class: f.class.clone(),
             period_ns: f.period_ns,
             size: f.size,
-            sent: sent.flow_sent.get(i).copied().unwrap_or(0),
+            planned: fs.map(|x| x.planned).unwrap_or(0),
+            sent: fs.map(|x| x.sent).unwrap_or(0),
+            refused: fs.map(|x| x.refused).unwrap_or(0),
+            outside_partition: fs.map(|x| x.outside_partition).unwrap_or(0),
+            release_error_ns: fs.map(|x| ErrorSummary::of(&x.release)).unwrap_or_default(),
+            planned_deviation_ns: f.offsets_ns.iter().max().zip(f.offsets_ns.iter().min()).map(|(a, b)| (a - b) as u64).unwrap_or(0),
             received: arr.len() as u64,
             iat_error_ns: summary_sorted(&iat),
             pdv_ns: summary_sorted(&pdv),
@@ -144,7 +153,7 @@ pub fn analyse(cfg: &BenchConfig, tl: &Timeline, dp: &str, method: Method, endpo
         pdv_ns: summary_sorted(&all_pdv),
         violations: sent.violations,
         late_tolerance_ns: cfg.sched.late_tolerance_ns,
-        rt_sent: sent.flow_sent.iter().sum(),
+        rt_sent: sent.flows.iter().map(|f| f.sent).sum(),
         rt_received,
         rx_foreign: received.foreign,
         classes,
@@ -163,7 +172,7 @@ mod tests {
         let a = |seq: u64, rx: u64| Arrival { flow: 0, seq, scheduled_ns: 1_000 + seq * 100, rx_ns: rx };
         // Seq 2 is lost: no IAT across the gap.
         let arr = [a(0, 1_010), a(1, 1_115), a(3, 1_320), a(4, 1_410)];
-        let (iat, pdv) = flow_figures(&arr, 100, 0);
+        let (iat, pdv) = flow_figures(&arr, 0);
         assert_eq!(iat, vec![5, 10]);
         assert_eq!(pdv, vec![0, 5, 10, 0]);
         let s = summary_sorted(&[1, 2, 3, 4, 100]);

@@ -32,8 +32,8 @@ pub struct Sent {
     /// How long the datapath's send call took (real-time packets, measured window).
     pub send_cost: Histogram<u64>,
     pub violations: u64,
-    /// Real-time packets sent per flow (config order).
-    pub flow_sent: Vec<u64>,
+    /// Per flow (config order).
+    pub flows: Vec<FlowSent>,
     /// Best effort released in flood-active slots of the measured window, and those slots.
     pub be_in_window: u64,
     pub slots_in_window: u64,
@@ -52,9 +52,11 @@ pub fn expected_packets(cfg: &BenchConfig) -> usize {
 
 /// Flow state of a sender: next instance and its pre-built payload.
 struct FlowState {
+    spec: super::FlowSpec,
     class: usize,
-    period: u64,
     size: usize,
+    start: u64,
+    slot_ns: u64,
     next: u64,
     seq: u64,
     buf: Vec<u8>,
@@ -62,11 +64,16 @@ struct FlowState {
 }
 
 impl FlowState {
+    /// Moves on to the next instance.
+    fn advance(&mut self) {
+        self.seq += 1;
+        self.next = self.start + self.spec.instance_offset_ns(self.slot_ns, self.seq);
+    }
+
     /// Skips instances that fall in a pause (their sequence numbers too).
     fn skip_inactive(&mut self, tl: &Timeline) {
         while self.next < tl.end && !tl.active(self.next) {
-            self.seq += 1;
-            self.next += self.period;
+            self.advance();
         }
     }
 }
@@ -76,15 +83,49 @@ fn flows(cfg: &BenchConfig, tl: &Timeline, class_of: impl Fn(&str) -> usize) -> 
         .iter()
         .enumerate()
         .map(|(i, f)| FlowState {
+            spec: f.clone(),
             class: class_of(&f.class),
-            period: f.period_ns,
             size: f.size,
-            next: tl.start + f.phase_slot as u64 * cfg.sched.slot_ns,
+            start: tl.start,
+            slot_ns: cfg.sched.slot_ns,
+            next: tl.start + f.instance_offset_ns(cfg.sched.slot_ns, 0),
             seq: 0,
             buf: vec![0u8; f.size.max(HEADER_LEN)],
             id: i as u16,
         })
         .collect()
+}
+
+/// Per-flow figures of the sender: release error and where each instance left.
+pub struct FlowSent {
+    /// Instances due (submitted to the scheduler, or due to the sleeping sender).
+    pub planned: u64,
+    /// Instances handed to the datapath.
+    pub sent: u64,
+    /// Instances the scheduler refused at submission (late, full, slot taken).
+    pub refused: u64,
+    /// Release error (hand-off − planned instant), measured window.
+    pub release: Histogram<u64>,
+    /// Instances whose hand-off fell in a ring slot the flow's class does not own (whole run).
+    pub outside_partition: u64,
+}
+
+impl FlowSent {
+    fn new() -> FlowSent {
+        FlowSent { planned: 0, sent: 0, refused: 0, release: hist(), outside_partition: 0 }
+    }
+}
+
+/// Records one hand-off of flow `f` at `release_ns`, planned for `scheduled_ns`.
+fn record_flow(cfg: &BenchConfig, tl: &Timeline, fs: &mut FlowSent, class: usize, scheduled_ns: u64, release_ns: u64) {
+    fs.sent += 1;
+    let pos = ((release_ns / cfg.sched.slot_ns) % cfg.sched.ring_slots as u64) as u32;
+    if !cfg.sched.classes.get(class).is_some_and(|c| c.mask.contains(pos)) {
+        fs.outside_partition += 1;
+    }
+    if scheduled_ns >= tl.measure_from {
+        fs.release.saturating_record(release_ns.saturating_sub(scheduled_ns));
+    }
 }
 
 /// Sleeps until `t` (CLOCK_MONOTONIC, absolute), as periodic applications do.
@@ -115,7 +156,7 @@ pub fn slots(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, flood: boo
     let mut class_hist: Vec<Histogram<u64>> = (0..n_classes).map(|_| hist()).collect();
     let (mut release, mut send_cost) = (hist(), hist());
     let mut violations = 0u64;
-    let mut flow_sent = vec![0u64; fl.len()];
+    let mut flow_sent: Vec<FlowSent> = fl.iter().map(|_| FlowSent::new()).collect();
     let mut be_buf = vec![0u8; cfg.be_size];
     let mut be_seq = 0u64;
     let (s0, s1) = (ep.scheduler().current_slot(tl.measure_from), ep.scheduler().current_slot(tl.end));
@@ -150,12 +191,15 @@ pub fn slots(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, flood: boo
                 while f.next < now + cfg.lookahead_ns && f.next < tl.end {
                     Header { flow: f.id, seq: f.seq, scheduled_ns: f.next }.write(&mut f.buf);
                     // Late, full and taken are counted by the scheduler; anything else is a configuration error.
+                    flow_sent[f.id as usize].planned += 1;
                     match ep.send_at(f.next, f.class, &f.buf[..f.size], peer) {
-                        Ok(_) | Err(Refusal::Late { .. }) | Err(Refusal::PrebufferFull { .. }) | Err(Refusal::SlotTaken { .. }) => {}
+                        Ok(_) => {}
+                        Err(Refusal::Late { .. }) | Err(Refusal::PrebufferFull { .. }) | Err(Refusal::SlotTaken { .. }) => {
+                            flow_sent[f.id as usize].refused += 1
+                        }
                         Err(e) => anyhow::bail!("flow {}: {e}", f.id),
                     }
-                    f.seq += 1;
-                    f.next += f.period;
+                    f.advance();
                     f.skip_inactive(tl);
                 }
             }
@@ -176,24 +220,15 @@ pub fn slots(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, flood: boo
                 break;
             }
         }
-        // A busy slot about to start: spin on the clock so the poll finds it at once.
-        let mut t = monotonic_ns();
-        if let Some(s) = ep.scheduler().next_busy_slot(4) {
-            let at = ep.scheduler().slot_instant(s);
-            if at > t && at - t <= SPIN_NS {
-                while t < at {
-                    std::hint::spin_loop();
-                    t = monotonic_ns();
-                }
-            }
-        }
+        // A busy slot about to start: the scheduler spins on the clock and releases it as it starts.
+        let t = monotonic_ns();
         if missed_from.is_none() && t >= tl.measure_from {
             missed_from = Some(missed_now(ep.scheduler()));
         }
         if missed_to.is_none() && t >= tl.end {
             missed_to = Some(missed_now(ep.scheduler()));
         }
-        ep.poll_observed(t, |r, ok| {
+        ep.poll_spin_observed(t, SPIN_NS, |r, ok| {
             if !ok {
                 return;
             }
@@ -201,8 +236,8 @@ pub fn slots(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, flood: boo
             match r.kind {
                 ClassKind::RealTime => {
                     if let Some(h) = Header::parse(r.payload) {
-                        if let Some(s) = flow_sent.get_mut(h.flow as usize) {
-                            *s += 1;
+                        if let Some(fs) = flow_sent.get_mut(h.flow as usize) {
+                            record_flow(cfg, tl, fs, r.class, h.scheduled_ns, r.release_ns);
                         }
                     }
                     if r.scheduled_ns >= tl.measure_from {
@@ -227,7 +262,7 @@ pub fn slots(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, flood: boo
     let sched = ep.scheduler();
     let classes = (0..n_classes).map(|i| (sched.counters(i).unwrap_or_default(), class_hist[i].clone())).collect();
     let be_missed = missed_to.unwrap_or_else(|| missed_now(sched)).saturating_sub(missed_from.unwrap_or(0));
-    Ok(Sent { endpoint, classes, release, send_cost, violations, flow_sent, be_in_window, slots_in_window, be_missed })
+    Ok(Sent { endpoint, classes, release, send_cost, violations, flows: flow_sent, be_in_window, slots_in_window, be_missed })
 }
 
 /// Pins the calling thread to `core` (best effort: an error leaves it unpinned).
@@ -254,7 +289,7 @@ pub fn sleep(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, peer: Sock
     let mut class_hist: Vec<Histogram<u64>> = (0..n_classes).map(|_| hist()).collect();
     let (mut release, mut send_cost) = (hist(), hist());
     let mut violations = 0u64;
-    let mut flow_sent = vec![0u64; fl.len()];
+    let mut flow_sent: Vec<FlowSent> = fl.iter().map(|_| FlowSent::new()).collect();
     let tolerance = cfg.sched.late_tolerance_ns;
 
     let flood_rate = cfg.be_fraction() * 1e9 / cfg.sched.slot_ns as f64;
@@ -318,11 +353,12 @@ pub fn sleep(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, peer: Sock
                 let done = monotonic_ns();
                 drop(e);
                 let err = t.saturating_sub(f.next);
+                flow_sent[f.id as usize].planned += 1;
                 let k = &mut counters[f.class];
                 k.accepted += 1;
                 if ok {
                     k.sent += 1;
-                    flow_sent[f.id as usize] += 1;
+                    record_flow(cfg, tl, &mut flow_sent[f.id as usize], f.class, f.next, t);
                     if f.next >= tl.measure_from {
                         send_cost.saturating_record(done - t);
                         release.saturating_record(err);
@@ -335,8 +371,7 @@ pub fn sleep(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, peer: Sock
                 } else {
                     k.tx_errors += 1;
                 }
-                f.seq += 1;
-                f.next += f.period;
+                f.advance();
             }
         }
         Ok(())
@@ -349,5 +384,5 @@ pub fn sleep(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, peer: Sock
         counters[b].accepted = flood_sent;
     }
     let classes = counters.into_iter().zip(class_hist).collect();
-    Ok(Sent { endpoint, classes, release, send_cost, violations, flow_sent, be_in_window: 0, slots_in_window: 0, be_missed: 0 })
+    Ok(Sent { endpoint, classes, release, send_cost, violations, flows: flow_sent, be_in_window: 0, slots_in_window: 0, be_missed: 0 })
 }

@@ -134,6 +134,18 @@ pub(crate) fn ensure(cfg: &Config) -> Result<Eal, DpdkError> {
     result
 }
 
+/// Routes the EAL's log, and the libbpf and libxdp that DPDK's af_xdp driver
+/// loads, to `file` (and stderr with `tee`); see [`crate::route_library_logs`].
+pub(crate) fn route_library_logs(file: &std::fs::File, tee: bool) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: the fd is open for the call; the shim dup()s it and owns the copy.
+    let r = unsafe { sys::detpath_dpdk_route_library_logs(file.as_raw_fd(), tee as i32) };
+    if r < 0 {
+        return Err(std::io::Error::from_raw_os_error(-r));
+    }
+    Ok(())
+}
+
 fn check_compatible(eal: &Eal, cfg: &Config) -> Result<(), DpdkError> {
     if cfg.pci.is_some() && !eal.pci {
         return Err(DpdkError::EalMismatch {
