@@ -113,3 +113,23 @@ fn ip_traffic_reaches_the_kernel_beside_an_ethertype_program() {
     drop(ep);
     assert_no_xdp(tb.b());
 }
+
+#[test]
+fn a_frame_spec_with_rt_keys_opens_on_a_pinned_thread() {
+    let tb = Testbed::up(TestbedConfig::unique("frm")).expect("testbed up (needs root)");
+    let spec = format!("packet://{}?port={ETHERTYPE}&rt_core=0", tb.b().iface);
+    // A thread of its own: the keys pin the opening thread.
+    let (plain, pinned) = tb
+        .b()
+        .spawn(move || {
+            let plain = detpath::open_frames(&spec.replace("&rt_core=0", "")).unwrap().capabilities().notes.len();
+            let ep = detpath::open_frames(&spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+            let cpus = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+            assert!(cpus.lines().any(|l| l.split_once(':').is_some_and(|(k, v)| k == "Cpus_allowed_list" && v.trim() == "0")), "not pinned to core 0: {cpus}");
+            (plain, ep.capabilities().notes.len())
+        })
+        .join()
+        .unwrap()
+        .unwrap();
+    assert!(pinned >= plain, "the real-time setup's notes join the endpoint's: {plain} vs {pinned}");
+}
