@@ -4,7 +4,9 @@
  *
  * A frame is "ours" when it is Ethernet II / IPv4 (any IHL; options skipped,
  * not interpreted) / UDP with destination address == dp_config.addr and
- * destination port == dp_config.port. Everything else (ARP, IPv6, VLAN-tagged,
+ * destination port == dp_config.port; or, when dp_config.ethertype is not
+ * zero (frame endpoints: CycloneDDS raweth, paper 001's layer-2 mode), any
+ * Ethernet II frame of that EtherType (user space checks the destination MAC). Everything else (ARP, IPv6, VLAN-tagged,
  * TCP, ICMP, other addresses or ports, truncated headers) is NOT ours and
  * the program returns XDP_PASS, so the rest of the host keeps working.
  *
@@ -37,11 +39,13 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
-/* Network byte order, as on the wire. */
+/* Network byte order, as on the wire. ethertype != 0 selects the EtherType
+ * match (addr and port are then ignored); it took the place of a padding
+ * field, so a config written without it (zero) keeps the UDP match. */
 struct dp_filter_config {
 	__be32 addr;
 	__be16 port;
-	__u16 _pad;
+	__be16 ethertype;
 };
 
 enum dp_stat {
@@ -90,9 +94,13 @@ static __always_inline int dp_is_ours(void *data, void *data_end, const struct d
 	struct udphdr *udp;
 	__u32 ihl;
 
-	if (!cfg || cfg->addr == 0)
+	if (!cfg)
 		return 0;
 	if ((void *)(eth + 1) > data_end)
+		return 0;
+	if (cfg->ethertype != 0)
+		return eth->h_proto == cfg->ethertype;
+	if (cfg->addr == 0)
 		return 0;
 	if (eth->h_proto != bpf_htons(ETH_P_IP))
 		return 0;

@@ -2,7 +2,7 @@
 /* xsk_redirect: the afxdp datapath's XDP program.
  *
  * Frames that are ours (detpath_filter.h: IPv4/UDP to dp_config's address
- * and port) go to the AF_XDP socket registered in xsks_map at the frame's
+ * and port, or one EtherType for a frame endpoint) go to the AF_XDP socket registered in xsks_map at the frame's
  * RX queue index. If no socket is registered on that queue (e.g. RSS put the
  * flow on a queue the endpoint is not bound to) the frame is dropped and
  * counted in DP_STAT_DROPPED rather than handed to a kernel stack that has

@@ -34,11 +34,15 @@ enum Cmd {
 #[derive(clap::Args, Clone)]
 struct NodeArgs {
     /// Endpoint spec; the port should be a standard RTPS port (7410 + 250*domain + 2*index), e.g. `udp://10.77.0.1:7410`.
+    /// Layer 2 (CycloneDDS raweth: RTPS in Ethernet frames, EtherType = port, default 7400):
+    /// `raweth://dpa` (AF_PACKET) or `raweth+afxdp://dpa?mode=skb`.
     #[arg(long)]
     endpoint: String,
-    /// Peer IPv4 address (repeatable): SPDP goes to its ports for participant indices 0..=9.
-    #[arg(long = "peer", required = true)]
-    peers: Vec<Ipv4Addr>,
+    /// Peer (repeatable): an IPv4 address (SPDP goes to its ports for participant indices 0..=9),
+    /// or for raweth a MAC address (SPDP also goes to the broadcast address, as CycloneDDS's raweth does).
+    /// Required for UDP endpoints.
+    #[arg(long = "peer")]
+    peers: Vec<String>,
     /// Open the endpoint inside this network namespace.
     #[arg(long)]
     netns: Option<String>,
@@ -94,7 +98,8 @@ struct PubArgs {
 
 #[derive(clap::Args)]
 struct BenchArgs {
-    /// Datapaths to measure, comma separated.
+    /// Datapaths to measure, comma separated; `raweth+packet`, `raweth+afxdp`, `raweth+dpdk` run RTPS
+    /// at layer 2 (CycloneDDS raweth, EtherType 7400) on that frame datapath.
     #[arg(long, default_value = "udp,afxdp,xdppoll,dpdk", value_delimiter = ',')]
     datapaths: Vec<String>,
     /// Seconds per workload.
@@ -194,7 +199,19 @@ fn unix_now() -> u64 {
 
 fn options(a: &NodeArgs, role: Role) -> anyhow::Result<NodeOptions> {
     let mut o = NodeOptions::new(&a.endpoint, role);
-    o.peers = a.peers.clone();
+    for p in &a.peers {
+        if let Ok(ip) = p.parse::<Ipv4Addr>() {
+            o.peers.push(ip);
+        } else if let Some(mac) = detpath::MacAddr::parse(p) {
+            o.mac_peers.push(mac.0);
+        } else {
+            anyhow::bail!("--peer {p}: give an IPv4 address (UDP) or a MAC address aa:bb:cc:dd:ee:ff (raweth)");
+        }
+    }
+    let raweth = detpath_pubsub::transport::raweth_spec(&a.endpoint).is_some();
+    if !raweth && o.peers.is_empty() {
+        anyhow::bail!("--peer: a UDP endpoint needs at least one IPv4 peer (detpath sends SPDP to unicast peers only)");
+    }
     o.netns = a.netns.clone();
     o.domain = a.domain;
     o.size = a.size;

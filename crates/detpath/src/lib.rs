@@ -20,6 +20,7 @@
 pub mod datapath;
 pub mod endpoint;
 pub mod error;
+pub mod frame;
 pub mod realtime;
 pub mod spec;
 pub mod testbed;
@@ -30,6 +31,7 @@ pub use detpath_sys as sys;
 pub use detpath_sys::XdpMode;
 pub use endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxBatch, RxMeta, TxDatagram};
 pub use error::{Error, Result};
+pub use frame::{open_frames, FrameDatapath, FrameEndpoint, FrameMeta, MacAddr};
 pub use spec::{EndpointSpec, RealtimeSpec};
 
 /// Opens an endpoint from a spec string such as `afxdp://veth0?port=7000`.

@@ -19,6 +19,7 @@
 
 use crate::endpoint::{Capabilities, Counters, Endpoint, RecvMode, RxBatch, RxMeta, TxDatagram};
 use crate::error::Result;
+use crate::frame::{FrameEndpoint, FrameMeta, MacAddr};
 use crate::spec::RealtimeSpec;
 use detpath_tune::rt::{CpuDmaLatencyHold, RealtimeConfig, Warning};
 use std::net::SocketAddrV4;
@@ -64,6 +65,43 @@ impl RealtimeEndpoint {
         let mut caps = inner.capabilities().clone();
         caps.notes.extend(notes);
         RealtimeEndpoint { inner, caps, _hold: hold }
+    }
+}
+
+/// A frame endpoint opened on a real-time polling thread (the same setup as
+/// [`RealtimeEndpoint`], for `rt_*` keys in a frame spec).
+pub(crate) struct RealtimeFrameEndpoint {
+    inner: Box<dyn FrameEndpoint>,
+    caps: Capabilities,
+    _hold: Option<CpuDmaLatencyHold>,
+}
+
+impl RealtimeFrameEndpoint {
+    pub(crate) fn wrap(inner: Box<dyn FrameEndpoint>, notes: Vec<String>, hold: Option<CpuDmaLatencyHold>) -> RealtimeFrameEndpoint {
+        let mut caps = inner.capabilities().clone();
+        caps.notes.extend(notes);
+        RealtimeFrameEndpoint { inner, caps, _hold: hold }
+    }
+}
+
+impl FrameEndpoint for RealtimeFrameEndpoint {
+    fn local_mac(&self) -> MacAddr {
+        self.inner.local_mac()
+    }
+    fn ethertype(&self) -> u16 {
+        self.inner.ethertype()
+    }
+    fn capabilities(&self) -> &Capabilities {
+        &self.caps
+    }
+    fn counters(&self) -> Counters {
+        self.inner.counters()
+    }
+    fn send_frame(&mut self, payload: &[u8], dst: MacAddr, ethertype: u16) -> Result<()> {
+        self.inner.send_frame(payload, dst, ethertype)
+    }
+    fn recv_frame(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<FrameMeta>> {
+        self.inner.recv_frame(buf, mode)
     }
 }
 

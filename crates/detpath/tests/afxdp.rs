@@ -486,7 +486,7 @@ fn jumbo_mtu_refuses_native_and_auto_says_so() {
     let e = open_in(tb.b(), PORT, "&mode=native").err().unwrap();
     assert!(matches!(e, Error::Sys(detpath::sys::Error::MtuTooLarge { mtu: 9000, max, .. }) if max == NATIVE_MAX_MTU), "{e}");
     assert!(e.to_string().contains("mtu"), "{e}");
-    let filter = FilterConfig { addr: tb.b().addr, port: PORT };
+    let filter = FilterConfig::udp(tb.b().addr, PORT);
     tb.b()
         .run(|| {
             let dev = NetDev::lookup(&tb.b().iface).unwrap();

@@ -6,6 +6,7 @@ use crate::ddsperf::{summarize, LatencySummary, PerfConfig, PerfNode, Role, Topi
 use crate::driver::{Node, Transport};
 use crate::engine::{make_guid_prefix, Config, Counters, Participant};
 use crate::transport::{EndpointTransport, Wait};
+use crate::wire::{Addr, EthAddr};
 use serde::Serialize;
 use std::net::Ipv4Addr;
 use std::time::Duration;
@@ -17,6 +18,9 @@ pub struct NodeOptions {
     pub endpoint: String,
     /// Unicast peers to send SPDP to (their metatraffic ports for indices 0..=max_index).
     pub peers: Vec<Ipv4Addr>,
+    /// raweth peers (MAC addresses) to send SPDP to, besides the broadcast
+    /// address every raweth node announces to (as CycloneDDS's raweth does).
+    pub mac_peers: Vec<[u8; 6]>,
     pub max_index: u32,
     /// Open the endpoint inside this network namespace.
     pub netns: Option<String>,
@@ -42,6 +46,7 @@ impl NodeOptions {
         NodeOptions {
             endpoint: endpoint.to_string(),
             peers: Vec::new(),
+            mac_peers: Vec::new(),
             max_index: 9,
             netns: None,
             domain: 0,
@@ -202,19 +207,33 @@ fn role_name(r: Role) -> &'static str {
 
 /// Opens the endpoint (inside the namespace when given) and builds the node.
 pub fn open_node(opts: &NodeOptions) -> Result<(Node<EndpointTransport>, PerfNode), AppError> {
-    let open = || detpath::open(&opts.endpoint);
-    let ep = match &opts.netns {
+    let open = || crate::transport::open(&opts.endpoint);
+    let link = match &opts.netns {
         Some(ns) => detpath::sys::netns::run_in(ns, open).map_err(|e| AppError::Netns { ns: ns.clone(), source: e.into() })?,
         None => open(),
     }
     .map_err(|e| AppError::Open { spec: opts.endpoint.clone(), source: e })?;
-    let t = EndpointTransport::new(ep, opts.wait);
+    let t = EndpointTransport::on(link, opts.wait);
     let pid = std::process::id();
     let local = t.local_addr();
-    let instance = (t.now_ns() as u32) ^ (local.port() as u32) << 16;
-    let mut cfg = Config::new(opts.domain, make_guid_prefix(u32::from(*local.ip()), pid, instance), local);
-    for ip in &opts.peers {
-        cfg.add_peer(*ip, opts.max_index);
+    let (host, port) = match local {
+        Addr::Udp(a) => (u32::from(*a.ip()), a.port()),
+        Addr::Eth(e) => (u32::from_be_bytes([e.mac[2], e.mac[3], e.mac[4], e.mac[5]]), e.ethertype),
+    };
+    let instance = (t.now_ns() as u32) ^ (port as u32) << 16;
+    let mut cfg = Config::new(opts.domain, make_guid_prefix(host, pid, instance), local);
+    match local {
+        Addr::Udp(_) => {
+            for ip in &opts.peers {
+                cfg.add_peer(*ip, opts.max_index);
+            }
+        }
+        Addr::Eth(e) => {
+            cfg.add_spdp_target(Addr::Eth(EthAddr::broadcast(e.ethertype)));
+            for mac in &opts.mac_peers {
+                cfg.add_spdp_target(Addr::Eth(EthAddr { mac: *mac, ethertype: e.ethertype }));
+            }
+        }
     }
     cfg.max_datagram = t.max_datagram().min(1472);
     cfg.user_data = PerfNode::user_data_for(opts.role, pid, &opts.hostname);
@@ -334,7 +353,11 @@ pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl Fn
         Role::Sub => (st.data_received, st.data_lost),
         _ => (st.pings_answered, 0),
     };
-    let datapath = opts.endpoint.split("://").next().unwrap_or("").to_string();
+    // raweth://dpa is the packet frame datapath: name it as raweth+packet.
+    let datapath = match opts.endpoint.split("://").next().unwrap_or("") {
+        "raweth" => "raweth+packet".to_string(),
+        dp => dp.to_string(),
+    };
     Ok(Outcome {
         role: role_name(opts.role).into(),
         endpoint: opts.endpoint.clone(),

@@ -82,9 +82,14 @@ pub enum BenchError {
 
 const PORT: u16 = 7410;
 
-/// The endpoint spec of one side: pinned (and real-time) by `rt_*` keys when asked.
+/// The endpoint spec of one side: a UDP datapath (`afxdp`) at the RTPS port,
+/// or `raweth+<frame datapath>` (`raweth+afxdp`: layer 2 at EtherType 7400,
+/// discovery by broadcast); pinned (and real-time) by `rt_*` keys when asked.
 fn side_uri(side: &Side, datapath: &str, cpu: Option<u32>, rt_priority: Option<u8>) -> String {
-    let mut uri = side.uri(datapath, PORT);
+    let mut uri = match datapath.strip_prefix("raweth+") {
+        Some(frames) => format!("raweth+{frames}://{}", side.iface),
+        None => side.uri(datapath, PORT),
+    };
     if let Some(core) = cpu {
         uri += &format!("{}rt_core={core}", if uri.contains('?') { '&' } else { '?' });
         if let Some(p) = rt_priority {

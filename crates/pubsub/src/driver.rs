@@ -6,20 +6,20 @@
 
 use crate::ddsperf::PerfNode;
 use crate::engine::{Outbox, Participant};
-use std::net::SocketAddrV4;
+use crate::wire::Addr;
 
 /// What the driver needs from a transport. Implementations own their OS
 /// resources; this crate has none of its own.
 pub trait Transport {
     /// Sends one datagram; a failure is the transport's to count.
-    fn send(&mut self, dst: SocketAddrV4, bytes: &[u8]);
+    fn send(&mut self, dst: Addr, bytes: &[u8]);
     /// Receives one datagram into `buf`, waiting at most `wait_ns` (0: do not
     /// wait): its length, sender and monotonic reception time.
-    fn recv(&mut self, buf: &mut [u8], wait_ns: u64) -> Option<(usize, SocketAddrV4, u64)>;
+    fn recv(&mut self, buf: &mut [u8], wait_ns: u64) -> Option<(usize, Addr, u64)>;
     /// CLOCK_MONOTONIC nanoseconds (the clock reception times use).
     fn now_ns(&self) -> u64;
     /// The address peers reach this transport at.
-    fn local_addr(&self) -> SocketAddrV4;
+    fn local_addr(&self) -> Addr;
     /// Largest datagram payload it carries.
     fn max_datagram(&self) -> usize;
 }
@@ -33,7 +33,7 @@ pub fn wall_ns() -> i64 {
 pub struct TransportOutbox<'a, T: Transport + ?Sized>(pub &'a mut T);
 
 impl<T: Transport + ?Sized> Outbox for TransportOutbox<'_, T> {
-    fn send(&mut self, dst: SocketAddrV4, datagram: &[u8]) {
+    fn send(&mut self, dst: Addr, datagram: &[u8]) {
         self.0.send(dst, datagram);
     }
 }

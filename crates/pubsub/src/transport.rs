@@ -1,10 +1,22 @@
-//! The engine's transport over a `detpath::Endpoint`: whatever datapath the
-//! endpoint uses (udp, afxdp, xdppoll, dpdk), RTPS rides on it unchanged.
+//! The engine's transport over a detpath endpoint: a datagram
+//! [`detpath::Endpoint`] (RTPS over UDPv4 on udp, afxdp, xdppoll, dpdk) or a
+//! frame [`detpath::FrameEndpoint`] (RTPS directly in Ethernet frames,
+//! CycloneDDS's `raweth`, on packet or afxdp).
+//!
+//! Spec: a datagram endpoint spec as `detpath::open` takes it
+//! (`afxdp://dpa?port=7410`), or `raweth+<frame datapath>://<iface>?port=<EtherType>`
+//! (`raweth+afxdp://dpa?port=7400`; `raweth://dpa` is `raweth+packet://dpa`,
+//! and the EtherType defaults to 7400, CycloneDDS's for domain 0).
 
 use crate::driver::Transport;
-use detpath::{Endpoint, RecvMode};
-use std::net::SocketAddrV4;
+use crate::wire::{Addr, EthAddr};
+use detpath::{Endpoint, FrameEndpoint, MacAddr, RecvMode};
 use std::time::Duration;
+
+/// The EtherType CycloneDDS's raweth transport uses in domain 0 (the
+/// discovery port 7400, 0x1ce8): every raweth participant of the domain
+/// sends and receives on it.
+pub const RAWETH_DEFAULT_ETHERTYPE: u16 = 7400;
 
 /// How the polling thread waits for datagrams.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,51 +27,144 @@ pub enum Wait {
     Block,
 }
 
+/// What carries the datagrams.
+pub enum Link {
+    /// UDPv4 datagrams.
+    Datagram(Box<dyn Endpoint>),
+    /// Bare Ethernet payloads of one EtherType (raweth).
+    Frames(Box<dyn FrameEndpoint>),
+}
+
 /// A detpath endpoint as a driver transport.
 pub struct EndpointTransport {
-    pub ep: Box<dyn Endpoint>,
+    pub link: Link,
     pub wait: Wait,
     /// Sends the endpoint refused.
     pub send_errors: u64,
     /// Datagrams cut off by the receive buffer (dropped).
     pub truncated: u64,
+    /// Sends to an address of the other kind (a UDP locator on a raweth link): dropped.
+    pub wrong_kind: u64,
     max_datagram: usize,
+    local: Addr,
+}
+
+/// A spec split into the frame datapath spec (`Some`) when it asks for raweth.
+pub fn raweth_spec(spec: &str) -> Option<String> {
+    let rest = spec.strip_prefix("raweth")?;
+    let (dp, rest) = if let Some(r) = rest.strip_prefix("://") {
+        ("packet", r)
+    } else {
+        let r = rest.strip_prefix('+')?;
+        let (dp, r) = r.split_once("://")?;
+        (dp, r)
+    };
+    let has_port = rest.split_once('?').is_some_and(|(_, q)| q.split('&').any(|kv| kv.starts_with("port=")));
+    let sep = if rest.contains('?') { '&' } else { '?' };
+    Some(if has_port { format!("{dp}://{rest}") } else { format!("{dp}://{rest}{sep}port={RAWETH_DEFAULT_ETHERTYPE}") })
+}
+
+/// Opens the spec's endpoint (datagram or, for `raweth...`, frames) on the calling thread.
+pub fn open(spec: &str) -> detpath::Result<Link> {
+    match raweth_spec(spec) {
+        Some(frames) => Ok(Link::Frames(detpath::open_frames(&frames)?)),
+        None => Ok(Link::Datagram(detpath::open(spec)?)),
+    }
 }
 
 impl EndpointTransport {
-    /// Wraps an open endpoint.
+    /// Wraps an open datagram endpoint.
     pub fn new(ep: Box<dyn Endpoint>, wait: Wait) -> EndpointTransport {
-        let max_datagram = ep.capabilities().max_payload.clamp(256, 65507);
-        EndpointTransport { ep, wait, send_errors: 0, truncated: 0, max_datagram }
+        Self::on(Link::Datagram(ep), wait)
+    }
+
+    /// Wraps an open link.
+    pub fn on(link: Link, wait: Wait) -> EndpointTransport {
+        let (max_payload, local) = match &link {
+            Link::Datagram(ep) => (ep.capabilities().max_payload, Addr::Udp(ep.local_addr())),
+            Link::Frames(ep) => (ep.capabilities().max_payload, Addr::Eth(EthAddr { mac: ep.local_mac().0, ethertype: ep.ethertype() })),
+        };
+        EndpointTransport { link, wait, send_errors: 0, truncated: 0, wrong_kind: 0, max_datagram: max_payload.clamp(256, 65507), local }
+    }
+
+    /// The endpoint's counters.
+    pub fn counters(&self) -> detpath::Counters {
+        match &self.link {
+            Link::Datagram(ep) => ep.counters(),
+            Link::Frames(ep) => ep.counters(),
+        }
+    }
+
+    /// The endpoint's capabilities.
+    pub fn capabilities(&self) -> &detpath::Capabilities {
+        match &self.link {
+            Link::Datagram(ep) => ep.capabilities(),
+            Link::Frames(ep) => ep.capabilities(),
+        }
     }
 }
 
 impl Transport for EndpointTransport {
-    fn send(&mut self, dst: SocketAddrV4, bytes: &[u8]) {
-        if self.ep.send_to(bytes, dst).is_err() {
+    fn send(&mut self, dst: Addr, bytes: &[u8]) {
+        let r = match (&mut self.link, dst) {
+            (Link::Datagram(ep), Addr::Udp(a)) => ep.send_to(bytes, a),
+            (Link::Frames(ep), Addr::Eth(e)) => ep.send_frame(bytes, MacAddr(e.mac), e.ethertype),
+            _ => {
+                self.wrong_kind += 1;
+                return;
+            }
+        };
+        if r.is_err() {
             self.send_errors += 1;
         }
     }
-    fn recv(&mut self, buf: &mut [u8], wait_ns: u64) -> Option<(usize, SocketAddrV4, u64)> {
+    fn recv(&mut self, buf: &mut [u8], wait_ns: u64) -> Option<(usize, Addr, u64)> {
         let mode = match (wait_ns, self.wait) {
             (0, _) => RecvMode::NonBlocking,
             (n, Wait::Busy) => RecvMode::BusyPoll { timeout: Some(Duration::from_nanos(n)) },
             (n, Wait::Block) => RecvMode::Blocking { timeout: Some(Duration::from_nanos(n)) },
         };
-        let m = self.ep.recv(buf, mode).ok()??;
-        if m.truncated {
+        let (len, truncated, src, rx_ns) = match &mut self.link {
+            Link::Datagram(ep) => {
+                let m = ep.recv(buf, mode).ok()??;
+                (m.len, m.truncated, Addr::Udp(m.peer), m.rx_ns)
+            }
+            Link::Frames(ep) => {
+                let m = ep.recv_frame(buf, mode).ok()??;
+                let ethertype = match self.local {
+                    Addr::Eth(e) => e.ethertype,
+                    Addr::Udp(_) => 0,
+                };
+                (m.len, m.truncated, Addr::Eth(EthAddr { mac: m.src.0, ethertype }), m.rx_ns)
+            }
+        };
+        if truncated {
             self.truncated += 1;
             return None;
         }
-        Some((m.len, m.peer, m.rx_ns))
+        Some((len, src, rx_ns))
     }
     fn now_ns(&self) -> u64 {
         detpath::monotonic_ns()
     }
-    fn local_addr(&self) -> SocketAddrV4 {
-        self.ep.local_addr()
+    fn local_addr(&self) -> Addr {
+        self.local
     }
     fn max_datagram(&self) -> usize {
         self.max_datagram
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raweth_specs_name_the_frame_datapath_and_default_the_ethertype() {
+        assert_eq!(raweth_spec("raweth://dpa").as_deref(), Some("packet://dpa?port=7400"));
+        assert_eq!(raweth_spec("raweth+afxdp://dpa?mode=skb").as_deref(), Some("afxdp://dpa?mode=skb&port=7400"));
+        assert_eq!(raweth_spec("raweth+packet://dpa?port=7410").as_deref(), Some("packet://dpa?port=7410"));
+        assert_eq!(raweth_spec("afxdp://dpa?port=7410"), None);
+        assert_eq!(raweth_spec("rawethx://dpa"), None);
     }
 }

@@ -5,6 +5,7 @@
 
 use detpath_pubsub::ddsperf::{PerfConfig, PerfNode, Role};
 use detpath_pubsub::engine::{make_guid_prefix, Config, Outbox, Participant};
+use detpath_pubsub::wire::Addr;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -43,16 +44,16 @@ static A: Counting = Counting;
 
 /// A preallocated datagram queue: the outbox itself allocates nothing.
 struct Ring {
-    bufs: Vec<(SocketAddrV4, usize, Box<[u8; 2048]>)>,
+    bufs: Vec<(Addr, usize, Box<[u8; 2048]>)>,
     n: usize,
 }
 impl Ring {
     fn new() -> Ring {
-        Ring { bufs: (0..256).map(|_| (SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0), 0, Box::new([0u8; 2048]))).collect(), n: 0 }
+        Ring { bufs: (0..256).map(|_| (Addr::Udp(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)), 0, Box::new([0u8; 2048]))).collect(), n: 0 }
     }
 }
 impl Outbox for Ring {
-    fn send(&mut self, dst: SocketAddrV4, d: &[u8]) {
+    fn send(&mut self, dst: Addr, d: &[u8]) {
         if self.n < self.bufs.len() && d.len() <= 2048 {
             let b = &mut self.bufs[self.n];
             b.0 = dst;

@@ -47,3 +47,25 @@ fn ddsperf_discovery_traffic_is_admitted_and_matched() {
     // The reply went out: ACKNACKs for the SEDP data, our SPDP to its metatraffic port.
     assert!(out.sent.iter().any(|(d, _)| *d == pong));
 }
+
+/// A raweth participant admits ddsperf's raweth SPDP (captured on the
+/// testbed) and answers to the MAC and EtherType its locators carry.
+#[test]
+fn ddsperf_raweth_spdp_is_admitted_and_answered_at_its_mac() {
+    use detpath_pubsub::wire::{Addr, EthAddr, LOCATOR_KIND_RAWETH};
+    let spdp = cap("raweth_spdp.rtps");
+    let me = Addr::Eth(EthAddr { mac: [0x02, 0x64, 0x70, 0, 0, 0x0a], ethertype: 7400 });
+    let peer = EthAddr { mac: [0x02, 0x64, 0x70, 0, 0, 0x0b], ethertype: 7400 };
+    let mut p = Participant::new(Config::new(0, detpath_pubsub::engine::make_guid_prefix(10, 1, 1), me), 1);
+    let mut out = VecOutbox::default();
+    p.handle_datagram(2, Addr::Eth(peer), &spdp, &mut out);
+    assert!(std::iter::from_fn(|| p.poll_event()).any(|e| matches!(e, Event::ParticipantDiscovered { .. })), "ddsperf's raweth participant admitted");
+    p.handle_timeout(3, &mut out);
+    let sent = out.drain();
+    assert!(!sent.is_empty());
+    assert!(sent.iter().all(|(d, _)| *d == Addr::Eth(peer)), "everything goes to the announced MAC at EtherType 7400: {sent:?}");
+    // Our own SPDP announces a raweth locator with our MAC.
+    let ours = sent.iter().find(|(_, b)| b.windows(6).any(|w| w == [0x02, 0x64, 0x70, 0, 0, 0x0a])).expect("our SPDP");
+    let kind = (LOCATOR_KIND_RAWETH as u32).to_le_bytes();
+    assert!(ours.1.windows(8).any(|w| w[..4] == kind && w[4..] == 7400u32.to_le_bytes()), "kind 0x8000 port 7400 in our SPDP");
+}

@@ -63,7 +63,7 @@ fn every_captured_message_parses() {
 #[test]
 fn spdp_carries_ddsperf_user_data_and_locators() {
     let mut seen = 0;
-    for (_, bytes) in captures() {
+    for (name, bytes) in captures() {
         let m = Message::parse(&bytes).unwrap();
         for s in m.submessages() {
             let Ok(Submessage::Data(d)) = s else { continue };
@@ -79,9 +79,17 @@ fn spdp_carries_ddsperf_user_data_and_locators() {
             let guid = pl.find(pid::PARTICIPANT_GUID).unwrap();
             assert_eq!(&guid[..12], &m.header.guid_prefix.0);
             let loc = Locator::read_from(pl.find(pid::DEFAULT_UNICAST_LOCATOR).unwrap(), true).unwrap();
-            let sa = loc.to_socket_addr_v4().unwrap();
-            assert_eq!(sa.ip().octets(), [127, 0, 0, 1]);
-            assert!((7410..7430).contains(&sa.port()));
+            match loc.to_addr().unwrap() {
+                Addr::Udp(sa) => {
+                    assert_eq!(sa.ip().octets(), [127, 0, 0, 1]);
+                    assert!((7410..7430).contains(&sa.port()));
+                }
+                // The raweth capture (testbed interface dpb): kind 0x8000, EtherType 7400, the MAC.
+                Addr::Eth(e) => {
+                    assert!(name.starts_with("raweth"), "{name}");
+                    assert_eq!((e.mac, e.ethertype), ([0x02, 0x64, 0x70, 0, 0, 0x0b], 7400));
+                }
+            }
             seen += 1;
         }
     }

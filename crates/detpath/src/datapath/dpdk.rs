@@ -60,6 +60,7 @@
 
 use crate::endpoint::{Datapath, Endpoint};
 use crate::error::{Error, Result};
+use crate::frame::{FrameDatapath, FrameEndpoint};
 use crate::spec::EndpointSpec;
 use detpath_wire::MacAddr;
 use std::net::Ipv4Addr;
@@ -178,6 +179,8 @@ pub struct Config {
     pub log_level: String,
     pub burst: u16,
     pub ring: u16,
+    /// A frame endpoint of this EtherType (the frame datapath); `None`: UDP.
+    pub ethertype: Option<u16>,
 }
 
 /// True for `0000:03:00.0` or `03:00.0`.
@@ -268,23 +271,57 @@ impl Config {
             log_level,
             burst,
             ring: spec.ring_size as u16,
+            ethertype: None,
         })
     }
 }
+
+/// The frame datapath on the same port, pool and queues: frames of the
+/// spec's `port` as EtherType (`dpdk://dpa?port=7400`); ARP is not
+/// answered (the endpoint has no IPv4 address of its own then).
+pub static FRAME_DATAPATH: FrameDatapath = FrameDatapath {
+    name: "dpdk",
+    summary: "DPDK poll-mode driver carrying frames of one EtherType",
+    keys: &["queue", "ring", "batch", "vdev", "mbufs", "mem", "huge", "log"],
+    open: open_frames,
+};
 
 fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
     let cfg = Config::from_spec(spec)?;
     #[cfg(feature = "dpdk")]
     {
-        port::open(spec, cfg)
+        Ok(Box::new(port::open(spec, cfg)?))
     }
     #[cfg(not(feature = "dpdk"))]
     {
         let _ = cfg;
-        Err(Error::Unsupported {
-            datapath: "dpdk",
-            what: "opening an endpoint in this build, which lacks DPDK (built without the `dpdk` cargo feature); install DPDK with `apt-get install libdpdk-dev pkg-config` (or `make deps`) and rebuild with default features".into(),
-        })
+        Err(no_dpdk())
+    }
+}
+
+fn open_frames(spec: &EndpointSpec) -> Result<Box<dyn FrameEndpoint>> {
+    let mut cfg = Config::from_spec(spec)?;
+    let ethertype = spec.require_port()?;
+    if ethertype < 0x0600 {
+        return Err(Error::BadSpec { spec: spec.to_string(), why: format!("EtherType {ethertype} (the `port` key) is an 802.3 length; use at least 1536") });
+    }
+    cfg.ethertype = Some(ethertype);
+    #[cfg(feature = "dpdk")]
+    {
+        Ok(Box::new(port::open(spec, cfg)?))
+    }
+    #[cfg(not(feature = "dpdk"))]
+    {
+        let _ = cfg;
+        Err(no_dpdk())
+    }
+}
+
+#[cfg(not(feature = "dpdk"))]
+fn no_dpdk() -> Error {
+    Error::Unsupported {
+        datapath: "dpdk",
+        what: "opening an endpoint in this build, which lacks DPDK (built without the `dpdk` cargo feature); install DPDK with `apt-get install libdpdk-dev pkg-config` (or `make deps`) and rebuild with default features".into(),
     }
 }
 

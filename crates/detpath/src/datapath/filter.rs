@@ -14,20 +14,32 @@ use detpath_sys::NetDev;
 use libbpf_rs::{MapCore, MapFlags, MapHandle, Object};
 use std::net::Ipv4Addr;
 
-/// What the program matches: IPv4/UDP frames to this destination address and port.
+/// What the program matches: IPv4/UDP frames to this destination address
+/// and port, or (`ethertype` not 0) Ethernet frames of that EtherType.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FilterConfig {
     pub addr: Ipv4Addr,
     pub port: u16,
+    /// 0: match by address and port; else match frames of this EtherType.
+    pub ethertype: u16,
 }
 
 impl FilterConfig {
+    /// Matches IPv4/UDP to `addr:port`.
+    pub fn udp(addr: Ipv4Addr, port: u16) -> FilterConfig {
+        FilterConfig { addr, port, ethertype: 0 }
+    }
+    /// Matches every frame of `ethertype`.
+    pub fn ethertype(ethertype: u16) -> FilterConfig {
+        FilterConfig { addr: Ipv4Addr::UNSPECIFIED, port: 0, ethertype }
+    }
     /// The bytes of `struct dp_filter_config` (`bpf/detpath_filter.h`):
-    /// `__be32 addr; __be16 port; __u16 _pad;`.
+    /// `__be32 addr; __be16 port; __be16 ethertype;`.
     fn to_bytes(self) -> [u8; 8] {
         let mut b = [0u8; 8];
         b[0..4].copy_from_slice(&self.addr.octets());
         b[4..6].copy_from_slice(&self.port.to_be_bytes());
+        b[6..8].copy_from_slice(&self.ethertype.to_be_bytes());
         b
     }
 }
@@ -122,7 +134,7 @@ mod tests {
 
     #[test]
     fn filter_config_layout_matches_the_c_struct() {
-        let b = FilterConfig { addr: Ipv4Addr::new(10, 77, 0, 1), port: 7000 }.to_bytes();
+        let b = FilterConfig::udp(Ipv4Addr::new(10, 77, 0, 1), 7000).to_bytes();
         assert_eq!(b, [10, 77, 0, 1, 0x1b, 0x58, 0, 0]);
     }
 }

@@ -8,6 +8,7 @@ pub mod afxdp;
 pub mod dpdk;
 pub mod fault;
 pub mod filter;
+pub mod packet;
 pub mod udp;
 pub(crate) mod wait;
 pub mod xdppoll;

@@ -140,7 +140,7 @@ fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
     // Bind the transmit socket first: it reserves the port on this host, so
     // two endpoints cannot claim the same one.
     let tx = UdpSocket::bind(local).map_err(|e| Error::os(format!("binding UDP {local} for xdppoll transmit"), e, "CAP_NET_BIND_SERVICE"))?;
-    let prog = FilterProgram::attach(OBJECT, "detpath_xdppoll", &dev, spec.mode, FilterConfig { addr, port })?;
+    let prog = FilterProgram::attach(OBJECT, "detpath_xdppoll", &dev, spec.mode, FilterConfig::udp(addr, port))?;
     let map = prog.map_handle("dp_ring")?;
     let fd = map.as_fd().try_clone_to_owned().map_err(|e| Error::io("duplicating the ring buffer fd", e))?;
     let ring = RingConsumer::new(fd, 1 << 22)?;

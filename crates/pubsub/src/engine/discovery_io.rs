@@ -13,15 +13,23 @@ use std::net::Ipv4Addr;
 /// PL_CDR_LE encapsulation header.
 const PL_CDR_LE: [u8; 4] = [0x00, 0x03, 0x00, 0x00];
 
-fn usable(l: &Locator) -> Option<SocketAddrV4> {
-    let a = l.to_socket_addr_v4()?;
-    let ip = *a.ip();
-    (!ip.is_unspecified() && !ip.is_multicast() && ip != Ipv4Addr::BROADCAST).then_some(a)
+/// The unicast address of `l` if this participant can reach it: the same
+/// kind as `local` (UDPv4 or raweth), not a group or unspecified address.
+pub(super) fn usable(local: Addr) -> impl Fn(&Locator) -> Option<Addr> {
+    move |l| {
+        let a = l.to_addr()?;
+        let ok = local.same_kind(&a)
+            && match a {
+                Addr::Udp(u) => !u.ip().is_unspecified() && !u.ip().is_multicast() && *u.ip() != Ipv4Addr::BROADCAST,
+                Addr::Eth(e) => !e.is_group() && e.mac != [0; 6],
+            };
+        ok.then_some(a)
+    }
 }
 
 impl Participant {
     /// Sends our SPDP announcement (or, with `dispose`, our goodbye) to `dst`.
-    pub(super) fn send_spdp(&mut self, out: &mut dyn Outbox, dst: SocketAddrV4, dispose: bool) {
+    pub(super) fn send_spdp(&mut self, out: &mut dyn Outbox, dst: Addr, dispose: bool) {
         let me = Guid::new(self.cfg.guid_prefix, EntityId::PARTICIPANT);
         if self.spdp_payload.is_empty() {
             let pd = self.local_participant_data();
@@ -68,7 +76,7 @@ impl Participant {
     }
 
     /// An SPDP DATA: a new participant, a lease renewal, or a goodbye.
-    pub(super) fn on_spdp(&mut self, now: u64, src: SocketAddrV4, src_prefix: GuidPrefix, d: &Data<'_>) {
+    pub(super) fn on_spdp(&mut self, now: u64, src: Addr, src_prefix: GuidPrefix, d: &Data<'_>) {
         let (status, key) = inline_status(d);
         let gone = status & (status_info::DISPOSED | status_info::UNREGISTERED) != 0 || d.key_flag || d.payload.is_none();
         if gone {
@@ -103,8 +111,8 @@ impl Participant {
             self.counters.discovery_rejected += 1;
             return;
         }
-        let meta_addr = pd.metatraffic_unicast.iter().find_map(usable).unwrap_or(src);
-        let default_addr = pd.default_unicast.iter().find_map(usable).unwrap_or(meta_addr);
+        let meta_addr = pd.metatraffic_unicast.iter().find_map(usable(self.cfg.local)).unwrap_or(src);
+        let default_addr = pd.default_unicast.iter().find_map(usable(self.cfg.local)).unwrap_or(meta_addr);
         if let Some(rp) = self.remote_participants.iter_mut().find(|r| r.data.guid_prefix == pd.guid_prefix) {
             rp.last_seen_ns = now;
             rp.meta_addr = meta_addr;
@@ -132,7 +140,7 @@ impl Participant {
     }
 
     /// Matches our SEDP built-in endpoints with a new participant's.
-    pub(super) fn match_builtin(&mut self, now: u64, out: &mut dyn Outbox, prefix: GuidPrefix, bes: u32, addr: SocketAddrV4) {
+    pub(super) fn match_builtin(&mut self, now: u64, out: &mut dyn Outbox, prefix: GuidPrefix, bes: u32, addr: Addr) {
         let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
         if bes & builtin::PUBLICATIONS_DETECTOR != 0 {
             self.writers[SEDP_PUB].add_proxy(&mut ctx, Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_READER), addr, true);
@@ -326,7 +334,7 @@ impl Participant {
             self.counters.discovery_rejected += 1;
             return;
         };
-        let addr = ed.unicast.iter().find_map(usable).unwrap_or(rp.default_addr);
+        let addr = ed.unicast.iter().find_map(usable(self.cfg.local)).unwrap_or(rp.default_addr);
         if let Some(k) = self.remote_endpoints.iter().position(|e| e.data.guid == ed.guid) {
             self.remote_endpoints[k] = RemoteEndpoint { data: ed, addr };
             return;

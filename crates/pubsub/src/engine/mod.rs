@@ -26,10 +26,10 @@ use crate::types::TopicType;
 use crate::wire::bytes::ByteWriter;
 use crate::wire::cdr::{repr, write_payload, CdrReader, Xcdr};
 use crate::wire::types::kind;
+use crate::wire::Addr;
 use crate::wire::{EntityId, Guid, GuidPrefix, Locator, Message, ProtocolVersion, SequenceNumber, Submessage, Time, VendorId, WireError};
 use reader::ReaderCore;
 use std::collections::VecDeque;
-use std::net::SocketAddrV4;
 use tx::Ctx;
 use writer::WriterCore;
 
@@ -40,10 +40,10 @@ pub struct Config {
     pub guid_prefix: GuidPrefix,
     /// The address and port this participant receives on, announced as both
     /// its metatraffic and its default unicast locator (one endpoint carries both).
-    pub local: SocketAddrV4,
+    pub local: Addr,
     /// Where SPDP announcements go: the unicast peer list expanded to each
     /// peer's metatraffic ports ([`Config::add_peer`]).
-    pub spdp_targets: Vec<SocketAddrV4>,
+    pub spdp_targets: Vec<Addr>,
     pub lease_ns: i64,
     pub spdp_interval_ns: u64,
     pub heartbeat_period_ns: u64,
@@ -65,11 +65,11 @@ pub struct Config {
 impl Config {
     /// Defaults: 10 s lease, SPDP every second, heartbeats every 100 ms,
     /// 1472-byte datagrams (Ethernet MTU), 64 peers, 1024 remote endpoints.
-    pub fn new(domain_id: u32, guid_prefix: GuidPrefix, local: SocketAddrV4) -> Config {
+    pub fn new(domain_id: u32, guid_prefix: GuidPrefix, local: impl Into<Addr>) -> Config {
         Config {
             domain_id,
             guid_prefix,
-            local,
+            local: local.into(),
             spdp_targets: Vec::new(),
             lease_ns: 10_000_000_000,
             spdp_interval_ns: 1_000_000_000,
@@ -90,11 +90,16 @@ impl Config {
         for i in 0..=max_index {
             let port = crate::discovery::ports::metatraffic_unicast(self.domain_id, i);
             if let Ok(port) = u16::try_from(port) {
-                let a = SocketAddrV4::new(ip, port);
-                if a != self.local && !self.spdp_targets.contains(&a) {
-                    self.spdp_targets.push(a);
-                }
+                self.add_spdp_target(Addr::Udp(std::net::SocketAddrV4::new(ip, port)));
             }
+        }
+    }
+    /// Adds one address SPDP announcements go to (e.g. a raweth peer's MAC,
+    /// or the broadcast address at the discovery EtherType, as CycloneDDS's
+    /// raweth transport announces). Ours and duplicates are skipped.
+    pub fn add_spdp_target(&mut self, a: Addr) {
+        if a != self.local && !self.spdp_targets.contains(&a) {
+            self.spdp_targets.push(a);
         }
     }
 }
@@ -233,14 +238,14 @@ struct RemoteParticipant {
     data: ParticipantData,
     /// The last SPDP payload, so an unchanged re-announcement renews the lease without parsing.
     raw: Vec<u8>,
-    meta_addr: SocketAddrV4,
-    default_addr: SocketAddrV4,
+    meta_addr: Addr,
+    default_addr: Addr,
     last_seen_ns: u64,
 }
 
 struct RemoteEndpoint {
     data: EndpointData,
-    addr: SocketAddrV4,
+    addr: Addr,
 }
 
 /// Indices of the SEDP built-in writers and readers in the entity tables.
@@ -264,11 +269,11 @@ pub struct Participant {
     pending_writers: Vec<usize>,
     pending_readers: Vec<usize>,
     /// Participants to answer with a directed SPDP announcement.
-    spdp_replies: Vec<SocketAddrV4>,
+    spdp_replies: Vec<Addr>,
     /// Serialized SEDP samples waiting to be processed (taken from the built-in readers).
     sedp_scratch: Vec<u8>,
     /// New participants whose SEDP endpoints still need matching with ours.
-    pending_builtin: Vec<(GuidPrefix, u32, SocketAddrV4)>,
+    pending_builtin: Vec<(GuidPrefix, u32, Addr)>,
     /// Our SPDP payload, serialized once.
     spdp_payload: Vec<u8>,
     /// Some reader has room again and owes its writers an ACKNACK.
@@ -670,7 +675,8 @@ impl Participant {
     }
 
     /// One received datagram from `src`, received at `now`.
-    pub fn handle_datagram(&mut self, now: u64, src: SocketAddrV4, data: &[u8], out: &mut dyn Outbox) {
+    pub fn handle_datagram(&mut self, now: u64, src: impl Into<Addr>, data: &[u8], out: &mut dyn Outbox) {
+        let src = src.into();
         self.counters.rx_datagrams += 1;
         self.counters.rx_bytes += data.len() as u64;
         let msg = match Message::parse(data) {
@@ -860,8 +866,8 @@ impl Participant {
             protocol_version: ProtocolVersion::V2_1,
             vendor: VendorId::DETPATH,
             domain_id: Some(self.cfg.domain_id),
-            default_unicast: vec![Locator::udpv4(self.cfg.local)],
-            metatraffic_unicast: vec![Locator::udpv4(self.cfg.local)],
+            default_unicast: vec![self.cfg.local.locator()],
+            metatraffic_unicast: vec![self.cfg.local.locator()],
             lease_ns: self.cfg.lease_ns,
             builtin_endpoints: builtin::DETPATH,
             user_data: self.cfg.user_data.clone(),

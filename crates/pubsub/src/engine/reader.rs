@@ -8,8 +8,8 @@ use super::slots::{FifoRing, SampleMeta, SnRing};
 use super::tx::{Ctx, Sender};
 use crate::qos::{Durability, History, Qos, Reliability, INFINITE_NS};
 use crate::wire::plist::pid;
+use crate::wire::Addr;
 use crate::wire::{BitSet256, Data, DataFrag, Gap, Guid, GuidPrefix, Heartbeat, HeartbeatFrag, ParamList, SequenceNumber, Time, MAX_SET_BITS};
-use std::net::SocketAddrV4;
 
 /// A hole already NACKed is NACKed again in answer to a final heartbeat
 /// only after this long (a retransmission takes about a round trip).
@@ -64,7 +64,7 @@ impl Reassembly {
 #[derive(Debug)]
 pub(crate) struct WriterProxy {
     pub guid: Guid,
-    pub addr: SocketAddrV4,
+    pub addr: Addr,
     pub reliable: bool,
     synced: bool,
     pub next_sn: i64,
@@ -145,7 +145,7 @@ impl ReaderCore {
     }
 
     /// A new matched writer; a reliable one gets a pre-emptive ACKNACK asking for its HEARTBEAT.
-    pub fn add_proxy(&mut self, ctx: &mut Ctx<'_>, now: u64, guid: Guid, addr: SocketAddrV4, reliable: bool) {
+    pub fn add_proxy(&mut self, ctx: &mut Ctx<'_>, now: u64, guid: Guid, addr: Addr, reliable: bool) {
         if self.proxies.iter().any(|p| p.guid == guid) {
             return;
         }

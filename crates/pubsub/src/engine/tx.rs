@@ -5,8 +5,8 @@
 
 use super::outbox::Outbox;
 use super::Counters;
+use crate::wire::Addr;
 use crate::wire::{GuidPrefix, MessageBuilder, VendorId, WireError};
-use std::net::SocketAddrV4;
 
 /// What a protocol action needs to send.
 pub(crate) struct Ctx<'a> {
@@ -18,7 +18,7 @@ pub(crate) struct Ctx<'a> {
 
 impl Ctx<'_> {
     /// Sends the first `len` bytes of the transmit buffer.
-    pub fn send(&mut self, dst: SocketAddrV4, len: usize) {
+    pub fn send(&mut self, dst: Addr, len: usize) {
         self.counters.tx_datagrams += 1;
         self.counters.tx_bytes += len as u64;
         self.out.send(dst, &self.tx[..len]);
@@ -28,14 +28,14 @@ impl Ctx<'_> {
 /// Packs submessages for one destination into datagrams.
 pub(crate) struct Sender<'c, 'a> {
     pub ctx: &'c mut Ctx<'a>,
-    dst: SocketAddrV4,
+    dst: Addr,
     dst_prefix: Option<GuidPrefix>,
     len: usize,
 }
 
 impl<'c, 'a> Sender<'c, 'a> {
     /// Datagrams to `dst`; with `dst_prefix`, each starts with INFO_DST.
-    pub fn new(ctx: &'c mut Ctx<'a>, dst: SocketAddrV4, dst_prefix: Option<GuidPrefix>) -> Sender<'c, 'a> {
+    pub fn new(ctx: &'c mut Ctx<'a>, dst: Addr, dst_prefix: Option<GuidPrefix>) -> Sender<'c, 'a> {
         Sender { ctx, dst, dst_prefix, len: 0 }
     }
 

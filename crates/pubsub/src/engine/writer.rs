@@ -7,8 +7,8 @@ use super::slots::{SampleMeta, SnRing};
 use super::tx::{Ctx, Sender};
 use crate::qos::{Durability, History, Qos, Reliability, INFINITE_NS};
 use crate::wire::bytes::ByteWriter;
+use crate::wire::Addr;
 use crate::wire::{AckNack, BitSet256, EntityId, Guid, GuidPrefix, MessageBuilder, NackFrag, SequenceNumber, Time, VendorId, WireError};
-use std::net::SocketAddrV4;
 
 /// Why a write did not happen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -27,7 +27,7 @@ pub enum WriteError {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ReaderProxy {
     pub guid: Guid,
-    pub addr: SocketAddrV4,
+    pub addr: Addr,
     pub reliable: bool,
     /// Every sequence number below this is acknowledged.
     pub acked_below: i64,
@@ -318,7 +318,7 @@ impl WriterCore {
     }
 
     /// Sends sample `sn` from the history as DATA_FRAGs (all fragments, or those in `only`).
-    fn send_fragments(&mut self, ctx: &mut Ctx<'_>, dst: SocketAddrV4, dst_prefix: Option<GuidPrefix>, reader: EntityId, sn: i64, only: Option<&NackFrag<'_>>) {
+    fn send_fragments(&mut self, ctx: &mut Ctx<'_>, dst: Addr, dst_prefix: Option<GuidPrefix>, reader: EntityId, sn: i64, only: Option<&NackFrag<'_>>) {
         let Some(slot) = self.history.get(sn) else {
             return;
         };
@@ -396,7 +396,7 @@ impl WriterCore {
     }
 
     /// A new matched reader. Transient-local writers replay their history to it.
-    pub fn add_proxy(&mut self, ctx: &mut Ctx<'_>, guid: Guid, addr: SocketAddrV4, reliable: bool) {
+    pub fn add_proxy(&mut self, ctx: &mut Ctx<'_>, guid: Guid, addr: Addr, reliable: bool) {
         if self.proxies.iter().any(|p| p.guid == guid) {
             return;
         }

@@ -192,6 +192,91 @@ impl Time {
 
 /// Locator kinds.
 pub const LOCATOR_KIND_UDPV4: i32 = 1;
+/// CycloneDDS's vendor-specific layer-2 locator (`raweth`): the port is the
+/// EtherType, the MAC address is in the last six bytes of the address.
+pub const LOCATOR_KIND_RAWETH: i32 = 0x8000;
+
+/// A layer-2 address: a MAC address and the EtherType (= RTPS port) frames carry.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct EthAddr {
+    pub mac: [u8; 6],
+    pub ethertype: u16,
+}
+
+impl EthAddr {
+    /// The broadcast address at `ethertype` (where CycloneDDS sends SPDP by default).
+    pub fn broadcast(ethertype: u16) -> EthAddr {
+        EthAddr { mac: [0xff; 6], ethertype }
+    }
+    /// A group address (broadcast or multicast: the low bit of the first octet).
+    pub fn is_group(&self) -> bool {
+        self.mac[0] & 1 == 1
+    }
+}
+
+impl fmt::Display for EthAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = self.mac;
+        write!(f, "[{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}]:{}", m[0], m[1], m[2], m[3], m[4], m[5], self.ethertype)
+    }
+}
+
+/// Where a datagram comes from or goes to: a UDPv4 socket address, or a MAC
+/// address and EtherType (raweth). One participant uses one kind: the kind
+/// of its own address.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Addr {
+    Udp(SocketAddrV4),
+    Eth(EthAddr),
+}
+
+impl Addr {
+    /// The locator announcing this address.
+    pub fn locator(&self) -> Locator {
+        match self {
+            Addr::Udp(a) => Locator::udpv4(*a),
+            Addr::Eth(e) => Locator::raweth(*e),
+        }
+    }
+    /// True when `other` is of the same kind (a participant reaches only those).
+    pub fn same_kind(&self, other: &Addr) -> bool {
+        matches!((self, other), (Addr::Udp(_), Addr::Udp(_)) | (Addr::Eth(_), Addr::Eth(_)))
+    }
+    /// The UDPv4 address, if it is one.
+    pub fn udp(&self) -> Option<SocketAddrV4> {
+        match self {
+            Addr::Udp(a) => Some(*a),
+            Addr::Eth(_) => None,
+        }
+    }
+}
+
+impl From<SocketAddrV4> for Addr {
+    fn from(a: SocketAddrV4) -> Addr {
+        Addr::Udp(a)
+    }
+}
+
+impl PartialEq<SocketAddrV4> for Addr {
+    fn eq(&self, other: &SocketAddrV4) -> bool {
+        *self == Addr::Udp(*other)
+    }
+}
+
+impl From<EthAddr> for Addr {
+    fn from(a: EthAddr) -> Addr {
+        Addr::Eth(a)
+    }
+}
+
+impl fmt::Display for Addr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Addr::Udp(a) => a.fmt(f),
+            Addr::Eth(e) => e.fmt(f),
+        }
+    }
+}
 
 /// Locator_t: kind, port, 16-byte address (IPv4 in the last four bytes).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -207,6 +292,30 @@ impl Locator {
         let mut address = [0u8; 16];
         address[12..].copy_from_slice(&addr.ip().octets());
         Locator { kind: LOCATOR_KIND_UDPV4, port: addr.port() as u32, address }
+    }
+    /// A raweth locator (kind 0x8000): port = EtherType, MAC in bytes 10..16, the rest zero.
+    pub fn raweth(a: EthAddr) -> Locator {
+        let mut address = [0u8; 16];
+        address[10..].copy_from_slice(&a.mac);
+        Locator { kind: LOCATOR_KIND_RAWETH, port: a.ethertype as u32, address }
+    }
+    /// The layer-2 address of a raweth locator whose port is a valid EtherType
+    /// (1536..=65535: smaller values are 802.3 lengths; CycloneDDS uses the port as is).
+    pub fn to_eth_addr(&self) -> Option<EthAddr> {
+        if self.kind != LOCATOR_KIND_RAWETH || !(0x0600..=0xffff).contains(&self.port) {
+            return None;
+        }
+        let mut mac = [0u8; 6];
+        mac.copy_from_slice(&self.address[10..]);
+        Some(EthAddr { mac, ethertype: self.port as u16 })
+    }
+    /// The address of a UDPv4 or raweth locator (None for other kinds and invalid ports).
+    pub fn to_addr(&self) -> Option<Addr> {
+        match self.kind {
+            LOCATOR_KIND_UDPV4 => self.to_socket_addr_v4().map(Addr::Udp),
+            LOCATOR_KIND_RAWETH => self.to_eth_addr().map(Addr::Eth),
+            _ => None,
+        }
     }
     /// The socket address of a UDPv4 locator with a valid port.
     pub fn to_socket_addr_v4(&self) -> Option<SocketAddrV4> {
@@ -400,6 +509,46 @@ mod tests {
             assert_eq!(Time::from_nanos(x).to_nanos(), x);
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407).rem_euclid(1 << 60);
         }
+    }
+
+    #[test]
+    fn raweth_locators_encode_as_cyclonedds_announces_them() {
+        // PID_METATRAFFIC_UNICAST_LOCATOR value from ddsperf's raweth SPDP (little endian, captured).
+        let captured: [u8; 24] = [0x00, 0x80, 0, 0, 0xe8, 0x1c, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x64, 0x70, 0, 0, 0x0b];
+        let l = Locator::read_from(&captured, true).unwrap();
+        assert_eq!(l.kind, LOCATOR_KIND_RAWETH);
+        let e = EthAddr { mac: [0x02, 0x64, 0x70, 0, 0, 0x0b], ethertype: 7400 };
+        assert_eq!(l.to_addr(), Some(Addr::Eth(e)));
+        assert_eq!(l.to_socket_addr_v4(), None);
+        assert_eq!(Locator::raweth(e), l);
+        for le in [true, false] {
+            let mut buf = [0u8; 24];
+            let mut w = ByteWriter::new(&mut buf, le);
+            Addr::Eth(e).locator().write(&mut w).unwrap();
+            assert_eq!(w.pos(), 24);
+            if le {
+                assert_eq!(buf, captured);
+            }
+            assert_eq!(Locator::read_from(&buf, le).unwrap().to_addr(), Some(Addr::Eth(e)));
+        }
+        assert_eq!(e.to_string(), "[02:64:70:00:00:0b]:7400");
+    }
+
+    #[test]
+    fn raweth_locators_with_unusable_ports_or_kinds_are_refused() {
+        let e = EthAddr::broadcast(7400);
+        assert!(e.is_group());
+        assert!(Locator::raweth(e).to_eth_addr().unwrap().is_group());
+        for port in [0u32, 0x05ff, 0x1_0000, u32::MAX] {
+            let l = Locator { port, ..Locator::raweth(e) };
+            assert_eq!(l.to_addr(), None, "port {port}");
+        }
+        let udp6 = Locator { kind: 2, ..Locator::raweth(e) };
+        assert_eq!(udp6.to_addr(), None);
+        let u: SocketAddrV4 = "10.77.0.2:7410".parse().unwrap();
+        assert_eq!(Locator::udpv4(u).to_addr(), Some(Addr::Udp(u)));
+        assert!(!Addr::Udp(u).same_kind(&Addr::Eth(e)));
+        assert!(Addr::Eth(e).same_kind(&Addr::Eth(EthAddr { mac: [2, 0, 0, 0, 0, 1], ethertype: 7410 })));
     }
 
     #[test]

@@ -64,7 +64,7 @@ impl Net {
                 let batch = self.outs[i].drain();
                 for (dst, bytes) in batch {
                     moved = true;
-                    let Some(j) = self.addrs.iter().position(|a| *a == dst) else {
+                    let Some(j) = self.addrs.iter().position(|a| dst == *a) else {
                         continue;
                     };
                     self.sent += 1;

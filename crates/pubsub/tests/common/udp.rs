@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use detpath_pubsub::driver::Transport;
+use detpath_pubsub::wire::Addr;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::time::Instant;
@@ -30,12 +31,16 @@ impl UdpTransport {
 }
 
 impl Transport for UdpTransport {
-    fn send(&mut self, dst: SocketAddrV4, bytes: &[u8]) {
+    fn send(&mut self, dst: Addr, bytes: &[u8]) {
+        let Some(dst) = dst.udp() else {
+            self.send_errors += 1;
+            return;
+        };
         if self.sock.send_to(bytes, dst).is_err() {
             self.send_errors += 1;
         }
     }
-    fn recv(&mut self, buf: &mut [u8], wait_ns: u64) -> Option<(usize, SocketAddrV4, u64)> {
+    fn recv(&mut self, buf: &mut [u8], wait_ns: u64) -> Option<(usize, Addr, u64)> {
         let (n, src) = match self.sock.recv_from(buf) {
             Ok(x) => x,
             Err(_) if wait_ns > 0 => {
@@ -51,13 +56,13 @@ impl Transport for UdpTransport {
         let SocketAddr::V4(src) = src else {
             return None;
         };
-        Some((n, src, self.now_ns()))
+        Some((n, Addr::Udp(src), self.now_ns()))
     }
     fn now_ns(&self) -> u64 {
         self.epoch.elapsed().as_nanos() as u64 + 1
     }
-    fn local_addr(&self) -> SocketAddrV4 {
-        self.addr
+    fn local_addr(&self) -> Addr {
+        Addr::Udp(self.addr)
     }
     fn max_datagram(&self) -> usize {
         1472

@@ -54,6 +54,7 @@ use crate::datapath::filter::FilterStats;
 use crate::datapath::wait::{wait_readable, Step, Wait};
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxBatch, RxMeta, TxDatagram};
 use crate::error::{last_os_error, Error, Result};
+use crate::frame::{FrameDatapath, FrameEndpoint, FrameMeta};
 use crate::spec::EndpointSpec;
 use detpath_sys::neigh::Neighbours;
 use detpath_wire::{build_udp_frame, parse_udp_frame, MacAddr, UdpFrameHeader};
@@ -63,6 +64,18 @@ use std::net::SocketAddrV4;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 use umem::Umem;
+
+/// The frame datapath on the same socket, rings and program: the program
+/// matches the spec's `port` as an EtherType (`afxdp://dpa?port=7400`).
+pub static FRAME_DATAPATH: FrameDatapath = FrameDatapath {
+    name: "afxdp",
+    summary: "AF_XDP socket behind an XDP redirect of one EtherType; native/skb, copy/zero-copy",
+    keys: &["queue", "mode", "zerocopy", "busy_poll", "ring", "frame", "batch", "xdp"],
+    open: |spec| Ok(Box::new(setup::open_afxdp_framing(spec, Framing::Ether { ethertype: spec.require_port()? })?)),
+};
+
+/// Ethernet II header bytes (frame endpoints build it themselves).
+const ETH_HEADER: usize = 14;
 
 pub static DATAPATH: Datapath = Datapath {
     name: "afxdp",
@@ -104,6 +117,7 @@ pub struct AfxdpEndpoint {
     /// RX frames that did not fit the fill ring yet (capacity fixed at open).
     fill_pending: Vec<u64>,
     neigh: Neighbours,
+    framing: Framing,
     local: SocketAddrV4,
     src_mac: MacAddr,
     ip_id: u16,
@@ -124,18 +138,18 @@ fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
     Ok(Box::new(open_afxdp(spec)?))
 }
 
-/// Where received datagrams go: one caller buffer, or a batch.
-trait RxSink {
+/// Where received datagrams (or frames) go: one caller buffer, or a batch.
+trait RxSink<M> {
     fn slot(&mut self) -> Option<&mut [u8]>;
-    fn commit(&mut self, meta: RxMeta);
+    fn commit(&mut self, meta: M);
 }
 
-struct One<'a> {
+struct One<'a, M> {
     buf: &'a mut [u8],
-    got: Option<RxMeta>,
+    got: Option<M>,
 }
 
-impl RxSink for One<'_> {
+impl<M> RxSink<M> for One<'_, M> {
     fn slot(&mut self) -> Option<&mut [u8]> {
         if self.got.is_some() {
             None
@@ -143,18 +157,34 @@ impl RxSink for One<'_> {
             Some(&mut *self.buf)
         }
     }
-    fn commit(&mut self, meta: RxMeta) {
+    fn commit(&mut self, meta: M) {
         self.got = Some(meta);
     }
 }
 
-impl RxSink for RxBatch {
+impl RxSink<RxMeta> for RxBatch {
     fn slot(&mut self) -> Option<&mut [u8]> {
         self.next_slot()
     }
     fn commit(&mut self, meta: RxMeta) {
         RxBatch::commit(self, meta)
     }
+}
+
+/// What one received frame became.
+enum Parsed<M> {
+    Deliver { meta: M, len: usize, truncated: bool },
+    Malformed,
+    NotForMe,
+}
+
+/// How this endpoint frames payloads: UDP datagrams (the `afxdp` datapath)
+/// or bare Ethernet payloads of one EtherType (the `afxdp` frame datapath).
+/// Everything else (UMEM, rings, program, waiting) is shared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Framing {
+    Udp,
+    Ether { ethertype: u16 },
 }
 
 impl AfxdpEndpoint {
@@ -265,16 +295,13 @@ impl AfxdpEndpoint {
         }
     }
 
-    /// Builds one frame into a free TX frame and writes its descriptor at ring position `i`.
+    /// Builds one UDP frame into a free TX frame and writes its descriptor at ring position `i`.
     fn build(&mut self, i: u32, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
         if payload.len() > self.caps.max_payload {
             return Err(Error::PayloadTooLarge { iface: self.feed.iface().to_string(), len: payload.len(), max: self.caps.max_payload });
         }
         let dst_mac = self.neigh.resolve(*peer.ip())?;
-        let addr = match self.tx_free.pop() {
-            Some(a) => a,
-            None => return Err(Error::io("afxdp TX frame pool empty", std::io::Error::from_raw_os_error(libc::ENOBUFS))),
-        };
+        let addr = self.take_tx_frame()?;
         self.ip_id = self.ip_id.wrapping_add(1);
         let h = UdpFrameHeader { src_mac: self.src_mac, dst_mac, src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64 };
         let Some(len) = build_udp_frame(self.umem.frame_mut(addr), &h, payload) else {
@@ -287,9 +314,65 @@ impl AfxdpEndpoint {
         Ok(())
     }
 
+    /// Builds one Ethernet frame (header + payload) and writes its descriptor at ring position `i`.
+    fn build_eth(&mut self, i: u32, payload: &[u8], dst: MacAddr, ethertype: u16) -> Result<()> {
+        if payload.len() > self.caps.max_payload {
+            return Err(Error::PayloadTooLarge { iface: self.feed.iface().to_string(), len: payload.len(), max: self.caps.max_payload });
+        }
+        let addr = self.take_tx_frame()?;
+        let frame = self.umem.frame_mut(addr);
+        let len = ETH_HEADER + payload.len();
+        frame[0..6].copy_from_slice(&dst.0);
+        frame[6..12].copy_from_slice(&self.src_mac.0);
+        frame[12..14].copy_from_slice(&ethertype.to_be_bytes());
+        frame[ETH_HEADER..len].copy_from_slice(payload);
+        self.tx.write(i, libc::xdp_desc { addr, len: len as u32, options: 0 });
+        self.counters.tx_packets += 1;
+        self.counters.tx_bytes += len as u64;
+        Ok(())
+    }
+
+    fn take_tx_frame(&mut self) -> Result<u64> {
+        self.tx_free.pop().ok_or_else(|| Error::io("afxdp TX frame pool empty", std::io::Error::from_raw_os_error(libc::ENOBUFS)))
+    }
+
+    /// A received frame as a UDP datagram for this endpoint.
+    fn parse_udp(&self, frame: &[u8], slot: &mut [u8], rx_ns: u64) -> Parsed<RxMeta> {
+        match parse_udp_frame(frame, self.verify_checksum) {
+            Ok(f) if f.dst == self.local => {
+                let p = f.payload(frame);
+                let len = p.len().min(slot.len());
+                slot[..len].copy_from_slice(&p[..len]);
+                let truncated = len < p.len();
+                Parsed::Deliver { meta: RxMeta { len, truncated, peer: f.src, rx_ns }, len, truncated }
+            }
+            _ => Parsed::Malformed,
+        }
+    }
+
+    /// A received frame as a bare Ethernet payload: its EtherType must be
+    /// ours and its destination us or a group address.
+    fn parse_eth(&self, frame: &[u8], slot: &mut [u8], rx_ns: u64) -> Parsed<FrameMeta> {
+        if frame.len() < ETH_HEADER {
+            return Parsed::Malformed;
+        }
+        // The program matched the EtherType; a shared program (`xdp=shared`) may hand us anything.
+        let ours = matches!(self.framing, Framing::Ether { ethertype } if frame[12..14] == ethertype.to_be_bytes());
+        if !ours || !crate::frame::is_for(self.src_mac, frame) {
+            return Parsed::NotForMe;
+        }
+        let p = &frame[ETH_HEADER..];
+        let len = p.len().min(slot.len());
+        slot[..len].copy_from_slice(&p[..len]);
+        let mut src = [0u8; 6];
+        src.copy_from_slice(&frame[6..12]);
+        let truncated = len < p.len();
+        Parsed::Deliver { meta: FrameMeta { len, truncated, src: MacAddr(src), rx_ns }, len, truncated }
+    }
+
     /// Takes ready RX descriptors into `sink` until it is full or the ring is
     /// empty; recycles every frame. Returns how many datagrams were delivered.
-    fn drain_rx(&mut self, sink: &mut impl RxSink, max: u32) -> usize {
+    fn drain_rx<M>(&mut self, sink: &mut impl RxSink<M>, max: u32, parse: fn(&Self, &[u8], &mut [u8], u64) -> Parsed<M>) -> usize {
         self.flush_fill_pending();
         let avail = self.rx.available(max);
         if avail == 0 {
@@ -302,29 +385,22 @@ impl AfxdpEndpoint {
             let Some(slot) = sink.slot() else { break };
             let d = self.rx.read(taken);
             taken += 1;
-            let meta = match self.umem.frame(d.addr, d.len) {
-                Some(frame) => match parse_udp_frame(frame, self.verify_checksum) {
-                    Ok(f) if f.dst == self.local => {
-                        let p = f.payload(frame);
-                        let len = p.len().min(slot.len());
-                        slot[..len].copy_from_slice(&p[..len]);
-                        Some(RxMeta { len, truncated: len < p.len(), peer: f.src, rx_ns })
-                    }
-                    _ => None,
-                },
-                None => None,
+            let parsed = match self.umem.frame(d.addr, d.len) {
+                Some(frame) => parse(self, frame, slot, rx_ns),
+                None => Parsed::Malformed,
             };
-            match meta {
-                Some(m) => {
+            match parsed {
+                Parsed::Deliver { meta, len, truncated } => {
                     self.counters.rx_packets += 1;
-                    self.counters.rx_bytes += m.len as u64;
-                    if m.truncated {
+                    self.counters.rx_bytes += len as u64;
+                    if truncated {
                         self.counters.rx_truncated += 1;
                     }
-                    sink.commit(m);
+                    sink.commit(meta);
                     delivered += 1;
                 }
-                None => self.counters.rx_malformed += 1,
+                Parsed::Malformed => self.counters.rx_malformed += 1,
+                Parsed::NotForMe => self.counters.rx_not_for_me += 1,
             }
         }
         // Recycle the frames to the fill ring (overflow waits in fill_pending).
@@ -357,11 +433,11 @@ impl AfxdpEndpoint {
     }
 
     /// Receives per `mode` into `sink`; returns how many datagrams were delivered.
-    fn recv_into(&mut self, sink: &mut impl RxSink, mode: RecvMode, max: u32) -> Result<usize> {
+    fn recv_into<M>(&mut self, sink: &mut impl RxSink<M>, mode: RecvMode, max: u32, parse: fn(&Self, &[u8], &mut [u8], u64) -> Parsed<M>) -> Result<usize> {
         let wait = Wait::new(mode);
         let busy = matches!(mode, RecvMode::BusyPoll { .. });
         loop {
-            let n = self.drain_rx(sink, max);
+            let n = self.drain_rx(sink, max, parse);
             if n > 0 {
                 return Ok(n);
             }
@@ -375,7 +451,7 @@ impl AfxdpEndpoint {
                         self.kick_rx();
                     }
                     if step == Step::GiveUp {
-                        return Ok(self.drain_rx(sink, max));
+                        return Ok(self.drain_rx(sink, max, parse));
                     }
                     std::hint::spin_loop();
                 }
@@ -397,7 +473,7 @@ impl Endpoint for AfxdpEndpoint {
         let x = self.xsk_stats();
         let f = self.feed.stats();
         Counters {
-            rx_not_for_me: f.passed,
+            rx_not_for_me: f.passed + self.counters.rx_not_for_me,
             rx_kernel_dropped: x.rx_dropped + x.rx_ring_full + f.dropped,
             fill_ring_empty: x.rx_fill_ring_empty_descs,
             tx_errors: self.counters.tx_errors + x.tx_invalid_descs,
@@ -443,13 +519,43 @@ impl Endpoint for AfxdpEndpoint {
 
     fn recv(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<RxMeta>> {
         let mut one = One { buf, got: None };
-        self.recv_into(&mut one, mode, 1)?;
+        self.recv_into(&mut one, mode, 1, Self::parse_udp)?;
         Ok(one.got)
     }
 
     fn recv_batch(&mut self, batch: &mut RxBatch, mode: RecvMode) -> Result<usize> {
         batch.clear();
         let max = batch.capacity() as u32;
-        self.recv_into(batch, mode, max)
+        self.recv_into(batch, mode, max, Self::parse_udp)
+    }
+}
+
+impl FrameEndpoint for AfxdpEndpoint {
+    fn local_mac(&self) -> MacAddr {
+        self.src_mac
+    }
+    fn ethertype(&self) -> u16 {
+        match self.framing {
+            Framing::Ether { ethertype } => ethertype,
+            Framing::Udp => 0x0800,
+        }
+    }
+    fn capabilities(&self) -> &Capabilities {
+        &self.caps
+    }
+    fn counters(&self) -> Counters {
+        Endpoint::counters(self)
+    }
+    fn send_frame(&mut self, payload: &[u8], dst: MacAddr, ethertype: u16) -> Result<()> {
+        self.tx_reserve(1)?;
+        self.build_eth(0, payload, dst, ethertype)?;
+        self.tx.submit(1);
+        self.kick_tx();
+        Ok(())
+    }
+    fn recv_frame(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<FrameMeta>> {
+        let mut one = One { buf, got: None };
+        self.recv_into(&mut one, mode, 1, Self::parse_eth)?;
+        Ok(one.got)
     }
 }

@@ -6,7 +6,7 @@
 use super::feed::XdpFeed;
 use super::ring::{Ring, RingKind};
 use super::umem::Umem;
-use super::{AfxdpEndpoint, XDP_PACKET_HEADROOM};
+use super::{AfxdpEndpoint, Framing, XDP_PACKET_HEADROOM};
 use crate::datapath::filter::FilterConfig;
 use crate::endpoint::{Capabilities, Counters};
 use crate::error::{last_os_error, Error, Result};
@@ -232,11 +232,32 @@ fn enable_busy_poll(fd: &OwnedFd, budget: i32) -> std::result::Result<(), String
 /// [`AfxdpEndpoint::xsk_stats`] or [`AfxdpEndpoint::filter_stats`]).
 /// Call it on a thread inside the interface's network namespace.
 pub fn open_afxdp(spec: &EndpointSpec) -> Result<AfxdpEndpoint> {
+    open_afxdp_framing(spec, Framing::Udp)
+}
+
+/// Opens an AF_XDP endpoint carrying UDP datagrams or bare Ethernet frames.
+pub(crate) fn open_afxdp_framing(spec: &EndpointSpec, framing: Framing) -> Result<AfxdpEndpoint> {
     let settings = Settings::from_spec(spec)?;
     let port = spec.require_port()?;
     let dev = NetDev::lookup(spec.require_iface()?)?;
     check_device(spec, &dev, &settings)?;
-    let addr = dev.pick_ipv4(spec.addr)?;
+    // A frame endpoint needs no IPv4 address on the interface.
+    let (addr, filter, headers) = match framing {
+        Framing::Udp => {
+            let addr = dev.pick_ipv4(spec.addr)?;
+            (addr, FilterConfig::udp(addr, port), detpath_wire::HEADERS_LEN)
+        }
+        Framing::Ether { ethertype } => {
+            if ethertype < 0x0600 {
+                return Err(bad_spec(spec, format!("EtherType {ethertype} (the `port` key) is an 802.3 length; use at least 1536")));
+            }
+            (std::net::Ipv4Addr::UNSPECIFIED, FilterConfig::ethertype(ethertype), super::ETH_HEADER)
+        }
+    };
+    let max_payload = match framing {
+        Framing::Udp => detpath_wire::max_payload_for_mtu(dev.mtu as usize),
+        Framing::Ether { .. } => dev.mtu as usize,
+    };
 
     let fd = xdp_socket()?;
     let Rings { umem, fill, comp, rx, tx, tx_free } = umem_and_rings(&fd, &settings)?;
@@ -245,7 +266,7 @@ pub fn open_afxdp(spec: &EndpointSpec) -> Result<AfxdpEndpoint> {
     let feed = if settings.shared {
         XdpFeed::shared(&dev, spec.queue, fd.as_raw_fd())?
     } else {
-        XdpFeed::own(XSK_REDIRECT_OBJ, &dev, spec.mode, FilterConfig { addr, port }, spec.queue, fd.as_raw_fd())?
+        XdpFeed::own(XSK_REDIRECT_OBJ, &dev, spec.mode, filter, spec.queue, fd.as_raw_fd())?
     };
 
     let ring_size = settings.ring_size;
@@ -257,7 +278,7 @@ pub fn open_afxdp(spec: &EndpointSpec) -> Result<AfxdpEndpoint> {
         zero_copy: Some(bound.zero_copy),
         need_wakeup: Some(bound.need_wakeup),
         busy_poll: false,
-        max_payload: detpath_wire::max_payload_for_mtu(dev.mtu as usize).min((settings.frame_size - XDP_PACKET_HEADROOM) as usize - detpath_wire::HEADERS_LEN),
+        max_payload: max_payload.min((settings.frame_size - XDP_PACKET_HEADROOM) as usize - headers),
         max_batch: spec.batch.min(ring_size) as usize,
         notes: feed.notes(),
     };
@@ -282,6 +303,7 @@ pub fn open_afxdp(spec: &EndpointSpec) -> Result<AfxdpEndpoint> {
         tx_free,
         fill_pending: Vec::with_capacity(ring_size as usize),
         neigh,
+        framing,
         local: SocketAddrV4::new(addr, port),
         src_mac: dev.mac,
         ip_id: 0,

@@ -17,6 +17,7 @@ use super::{Config, DpdkError, Vdev};
 use crate::datapath::wait::{Step, Wait};
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, Endpoint, RecvMode, RxBatch, RxMeta, TxDatagram};
 use crate::error::{Error, Result};
+use crate::frame::{FrameEndpoint, FrameMeta};
 use crate::spec::EndpointSpec;
 use detpath_dpdk_sys as sys;
 use detpath_sys::cleanup::{self, CleanupHandle};
@@ -44,6 +45,8 @@ pub(crate) use setup::open;
 
 /// Ethernet minimum frame without FCS; shorter frames are zero-padded.
 const MIN_FRAME: usize = 60;
+/// Ethernet II header bytes (frame endpoints build and strip it).
+const ETH_HEADER: usize = 14;
 /// Received datagrams held for the caller (while resolving a peer, say).
 const PENDING: usize = 1024;
 /// Neighbour cache slots (static entries may add more).
@@ -71,11 +74,15 @@ struct Pending {
     data: *const u8,
     len: u16,
     peer: SocketAddrV4,
+    /// The sender's MAC (what a frame endpoint reports).
+    src_mac: MacAddr,
     rx_ns: u64,
 }
 
 pub(crate) struct DpdkEndpoint {
     port: u16,
+    /// `Some`: a frame endpoint of this EtherType (no IP, no ARP); `None`: UDP.
+    ethertype: Option<u16>,
     pool: *mut sys::rte_mempool,
     device: String,
     local: SocketAddrV4,
@@ -137,6 +144,9 @@ impl DpdkEndpoint {
         }
         // SAFETY: the first (only) segment holds `len` bytes at `data`, alive until the mbuf is freed.
         let frame = unsafe { std::slice::from_raw_parts(data as *const u8, len as usize) };
+        if let Some(et) = self.ethertype {
+            return self.classify_frame(m, frame, et, now);
+        }
         if arp::is_arp(frame) {
             let parsed = arp::parse_arp_frame(frame);
             self.free(m);
@@ -154,7 +164,7 @@ impl DpdkEndpoint {
                 }
                 // SAFETY: payload_offset + payload_len lies within the frame (checked by the parser).
                 let p = unsafe { (data as *const u8).add(f.payload_offset) };
-                self.pending.push_back(Pending { m, data: p, len: f.payload_len as u16, peer: f.src, rx_ns: now });
+                self.pending.push_back(Pending { m, data: p, len: f.payload_len as u16, peer: f.src, src_mac: MacAddr::default(), rx_ns: now });
             }
             Ok(_) | Err(FrameError::NotIpv4(_)) | Err(FrameError::NotUdp(_)) => {
                 self.counters.rx_not_for_me += 1;
@@ -165,6 +175,27 @@ impl DpdkEndpoint {
                 self.free(m);
             }
         }
+    }
+
+    /// A frame endpoint's receive: frames of our EtherType to us (or a group) are kept.
+    fn classify_frame(&mut self, m: *mut sys::rte_mbuf, frame: &[u8], ethertype: u16, now: u64) {
+        if frame.len() < ETH_HEADER {
+            self.counters.rx_malformed += 1;
+            return self.free(m);
+        }
+        if frame[12..14] != ethertype.to_be_bytes() || !crate::frame::is_for(self.mac, frame) {
+            self.counters.rx_not_for_me += 1;
+            return self.free(m);
+        }
+        if self.pending.len() >= PENDING {
+            self.pending_dropped += 1;
+            return self.free(m);
+        }
+        let mut src = [0u8; 6];
+        src.copy_from_slice(&frame[6..12]);
+        let p = frame[ETH_HEADER..].as_ptr();
+        let peer = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0);
+        self.pending.push_back(Pending { m, data: p, len: (frame.len() - ETH_HEADER) as u16, peer, src_mac: MacAddr(src), rx_ns: now });
     }
 
     fn on_arp(&mut self, p: &ArpPacket) {
@@ -335,6 +366,11 @@ impl DpdkEndpoint {
 
     /// Copies the oldest pending datagram into `buf` and frees its mbuf.
     fn deliver(&mut self, buf: &mut [u8]) -> Option<RxMeta> {
+        self.deliver_pending(buf).map(|(m, _)| m)
+    }
+
+    /// Copies the oldest pending datagram or frame payload into `buf` and frees its mbuf.
+    fn deliver_pending(&mut self, buf: &mut [u8]) -> Option<(RxMeta, MacAddr)> {
         let p = self.pending.pop_front()?;
         let full = p.len as usize;
         let len = full.min(buf.len());
@@ -346,7 +382,52 @@ impl DpdkEndpoint {
         if full > len {
             self.counters.rx_truncated += 1;
         }
-        Some(RxMeta { len, truncated: full > len, peer: p.peer, rx_ns: p.rx_ns })
+        Some((RxMeta { len, truncated: full > len, peer: p.peer, rx_ns: p.rx_ns }, p.src_mac))
+    }
+}
+
+impl FrameEndpoint for DpdkEndpoint {
+    fn local_mac(&self) -> MacAddr {
+        self.mac
+    }
+    fn ethertype(&self) -> u16 {
+        self.ethertype.unwrap_or(0x0800)
+    }
+    fn capabilities(&self) -> &Capabilities {
+        &self.caps
+    }
+    fn counters(&self) -> Counters {
+        Endpoint::counters(self)
+    }
+    fn send_frame(&mut self, payload: &[u8], dst: MacAddr, ethertype: u16) -> Result<()> {
+        self.check_len(payload.len())?;
+        self.alloc(1)?;
+        // Padded to the Ethernet minimum as the UDP frames are (the PMD may not pad).
+        let len = (ETH_HEADER + payload.len()).max(MIN_FRAME);
+        // SAFETY: tx_buf[0] is a fresh mbuf; set_len checks the room.
+        let data = unsafe { sys::detpath_dpdk_mbuf_set_len(self.tx_buf[0], len as u16) };
+        if data.is_null() {
+            self.free(self.tx_buf[0]);
+            self.counters.tx_errors += 1;
+            return Err(Error::PayloadTooLarge { iface: self.device.clone(), len: payload.len(), max: self.max_payload });
+        }
+        // SAFETY: data points to `len` writable bytes of the mbuf.
+        let buf = unsafe { std::slice::from_raw_parts_mut(data, len) };
+        buf[0..6].copy_from_slice(&dst.0);
+        buf[6..12].copy_from_slice(&self.mac.0);
+        buf[12..14].copy_from_slice(&ethertype.to_be_bytes());
+        buf[ETH_HEADER..ETH_HEADER + payload.len()].copy_from_slice(payload);
+        buf[ETH_HEADER + payload.len()..].fill(0);
+        self.tx_all(1)?;
+        self.counters.tx_packets += 1;
+        self.counters.tx_bytes += len as u64;
+        Ok(())
+    }
+    fn recv_frame(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<FrameMeta>> {
+        if !self.wait_pending(mode) {
+            return Ok(None);
+        }
+        Ok(self.deliver_pending(buf).map(|(m, src)| FrameMeta { len: m.len, truncated: m.truncated, src, rx_ns: m.rx_ns }))
     }
 }
 

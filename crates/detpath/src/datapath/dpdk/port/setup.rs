@@ -12,7 +12,7 @@ pub(super) fn normalise_pci(p: &str) -> String {
 }
 
 /// Opens a `dpdk` endpoint (the calling thread's namespace is the endpoint's).
-pub(crate) fn open(spec: &EndpointSpec, cfg: Config) -> Result<Box<dyn Endpoint>> {
+pub(crate) fn open(spec: &EndpointSpec, cfg: Config) -> Result<DpdkEndpoint> {
     let port_no = spec.require_port()?;
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     match cfg.pci.clone() {
@@ -21,11 +21,15 @@ pub(crate) fn open(spec: &EndpointSpec, cfg: Config) -> Result<Box<dyn Endpoint>
     }
 }
 
-pub(super) fn open_vdev(spec: &EndpointSpec, cfg: Config, port_no: u16, id: u32) -> Result<Box<dyn Endpoint>> {
+pub(super) fn open_vdev(spec: &EndpointSpec, cfg: Config, port_no: u16, id: u32) -> Result<DpdkEndpoint> {
     let iface = cfg.iface.clone().unwrap_or_default();
     let dev = NetDev::lookup(&iface)?;
     dev.require_up()?;
-    let addr = dev.pick_ipv4(spec.addr)?;
+    // A frame endpoint needs no IPv4 address on the interface.
+    let addr = match cfg.ethertype {
+        Some(_) => spec.addr.unwrap_or(Ipv4Addr::UNSPECIFIED),
+        None => dev.pick_ipv4(spec.addr)?,
+    };
     if spec.queue >= dev.queues {
         return Err(Error::NoSuchQueue { iface: iface.clone(), queue: spec.queue, count: dev.queues });
     }
@@ -147,7 +151,7 @@ pub(super) fn port_by_name(name: &str) -> Option<u16> {
     (unsafe { sys::detpath_dpdk_port_by_name(c.as_ptr(), &mut port) } == 0).then_some(port)
 }
 
-pub(super) fn open_pci(spec: &EndpointSpec, cfg: Config, pci: String, port_no: u16, id: u32) -> Result<Box<dyn Endpoint>> {
+pub(super) fn open_pci(spec: &EndpointSpec, cfg: Config, pci: String, port_no: u16, id: u32) -> Result<DpdkEndpoint> {
     let sysfs = std::path::Path::new("/sys/bus/pci/devices").join(&pci);
     if !sysfs.exists() {
         return Err(DpdkError::NoSuchPort {
@@ -329,7 +333,7 @@ pub(super) fn configure(owner: &mut PortOwner, cfg: &Config, port: u16, id: u32,
     Ok(facts)
 }
 
-pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: u16, facts: PortFacts, s: Setup) -> Result<Box<dyn Endpoint>> {
+pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: u16, facts: PortFacts, s: Setup) -> Result<DpdkEndpoint> {
     let pool = owner.pool;
     let PortFacts { driver, max_rx_pktlen, rxd, txd } = facts;
     // The XDP program the PMD attached, to remove it on close if the PMD does not.
@@ -368,13 +372,19 @@ pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: 
     }
 
     let room = MBUF_DATA.min(max_rx_pktlen.max(MBUF_DATA as u32) as usize);
-    let max_payload = detpath_wire::max_payload_for_mtu(s.mtu as usize).min(room - HEADERS_LEN);
+    let max_payload = match cfg.ethertype {
+        None => detpath_wire::max_payload_for_mtu(s.mtu as usize).min(room - HEADERS_LEN),
+        Some(_) => (s.mtu as usize).min(room - ETH_HEADER),
+    };
     let mut notes = vec![
         format!("pmd={driver}"),
         format!("device={}", s.devargs),
         s.eal_note.clone(),
         format!("mbufs={} rxd={rxd} txd={txd} burst={}", cfg.mbufs, cfg.burst),
-        "arp=answers+resolves".to_string(),
+        match cfg.ethertype {
+            None => "arp=answers+resolves".to_string(),
+            Some(et) => format!("frames of EtherType {et:#06x} (no ARP)"),
+        },
     ];
     if speed != 0 && s.ifindex.is_none() {
         notes.push(format!("link={speed}Mb/s"));
@@ -395,8 +405,9 @@ pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: 
     // SAFETY: port valid; stats_base has 8 slots.
     unsafe { sys::detpath_dpdk_port_stats(port, stats_base.as_mut_ptr()) };
     let burst = cfg.burst.max(1);
-    Ok(Box::new(DpdkEndpoint {
+    Ok(DpdkEndpoint {
         port,
+        ethertype: cfg.ethertype,
         pool,
         device: s.device,
         local: s.local,
@@ -418,5 +429,5 @@ pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: 
         ip_id: 0,
         stats_base,
         _owner: owner,
-    }))
+    })
 }
