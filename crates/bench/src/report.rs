@@ -393,6 +393,7 @@ fn cause_color(c: Cause) -> RGBColor {
         Cause::Interrupt => RGBColor(255, 127, 14),
         Cause::Steal => RGBColor(23, 190, 207),
         Cause::KernelTime => RGBColor(188, 189, 34),
+        Cause::DeferredSoftirq => RGBColor(227, 119, 194),
         Cause::Unexplained => RGBColor(127, 127, 127),
     }
 }

@@ -207,6 +207,9 @@ pub struct CpuSample {
     pub irqs: Vec<u64>,
     /// Softirqs per CPU, the periodic TIMER, HRTIMER, SCHED and RCU left out (`/proc/softirqs`).
     pub softirqs: Vec<u64>,
+    /// Per CPU, ns its ksoftirqd thread has run plus waited to run
+    /// (`/proc/<pid>/schedstat`): grows while softirq work was deferred to it.
+    pub ksoftirqd_ns: Vec<u64>,
 }
 
 /// Steal ticks per CPU from `/proc/stat` text (`cpuN user nice system idle iowait irq softirq steal ...`).
@@ -245,15 +248,44 @@ pub fn parse_per_cpu_table(text: &str, skip: &[&str]) -> Vec<u64> {
     sums
 }
 
+/// Run time plus run-queue wait (ns) from `/proc/<pid>/schedstat` text ("run wait slices").
+pub fn parse_schedstat(text: &str) -> u64 {
+    text.split_whitespace().take(2).filter_map(|v| v.parse::<u64>().ok()).sum()
+}
+
+/// The schedstat file of `ksoftirqd/N` for each CPU N under `root`.
+fn find_ksoftirqd(root: &Path) -> Vec<Option<PathBuf>> {
+    let mut out: Vec<Option<PathBuf>> = Vec::new();
+    let Ok(dir) = std::fs::read_dir(root.join("proc")) else { return out };
+    for e in dir.flatten() {
+        let pid = e.file_name();
+        if !pid.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        if let Some(cpu) = comm.trim().strip_prefix("ksoftirqd/").and_then(|n| n.parse::<usize>().ok()) {
+            if out.len() <= cpu {
+                out.resize(cpu + 1, None);
+            }
+            out[cpu] = Some(e.path().join("schedstat"));
+        }
+    }
+    out
+}
+
 /// Reads the counters under a root (`/` on the host, a fake tree in tests).
 #[derive(Debug, Clone)]
 pub struct ProcReader {
     root: PathBuf,
+    /// `proc/<pid>/schedstat` of each CPU's ksoftirqd, found once.
+    ksoftirqd: Vec<Option<PathBuf>>,
 }
 
 impl ProcReader {
     pub fn new(root: impl Into<PathBuf>) -> ProcReader {
-        ProcReader { root: root.into() }
+        let root = root.into();
+        let ksoftirqd = find_ksoftirqd(&root);
+        ProcReader { root, ksoftirqd }
     }
 
     pub fn host() -> ProcReader {
@@ -271,6 +303,11 @@ impl ProcReader {
             steal: parse_steal(&self.read("proc/stat")),
             irqs: parse_per_cpu_table(&self.read("proc/interrupts"), &["LOC"]),
             softirqs: parse_per_cpu_table(&self.read("proc/softirqs"), &["TIMER", "HRTIMER", "SCHED", "RCU"]),
+            ksoftirqd_ns: self
+                .ksoftirqd
+                .iter()
+                .map(|p| p.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).map_or(0, |t| parse_schedstat(&t)))
+                .collect(),
         }
     }
 
@@ -327,6 +364,7 @@ pub enum Cause {
     Interrupt,
     Steal,
     KernelTime,
+    DeferredSoftirq,
     Unexplained,
 }
 
@@ -339,6 +377,7 @@ impl Cause {
             Cause::Interrupt => "interrupt/softirq",
             Cause::Steal => "hypervisor steal",
             Cause::KernelTime => "kernel time on the core",
+            Cause::DeferredSoftirq => "softirq deferred to ksoftirqd",
             Cause::Unexplained => "unexplained",
         }
     }
@@ -378,6 +417,11 @@ pub struct TailReport {
     /// the thread's own system call, e.g. a send that runs the peer's receive).
     #[serde(default)]
     pub kernel: u64,
+    /// No polling thread had a gap, but a core's ksoftirqd ran or waited to
+    /// run more than usual around the round: the packet's softirq (on veth,
+    /// the peer's NAPI on the sending core) was deferred to that thread.
+    #[serde(default)]
+    pub ksoftirqd: u64,
     pub unexplained: u64,
     /// Of the unexplained, rounds that no gap of either polling thread
     /// overlapped: both loops ran, the packet waited elsewhere (in a softirq
@@ -401,6 +445,7 @@ impl TailReport {
             Cause::Interrupt => self.interrupt += 1,
             Cause::Steal => self.steal += 1,
             Cause::KernelTime => self.kernel += 1,
+            Cause::DeferredSoftirq => self.ksoftirqd += 1,
             Cause::Unexplained => self.unexplained += 1,
         }
     }
@@ -414,6 +459,7 @@ impl TailReport {
             (self.interrupt, Cause::Interrupt),
             (self.steal, Cause::Steal),
             (self.kernel, Cause::KernelTime),
+            (self.ksoftirqd, Cause::DeferredSoftirq),
             (self.unexplained, Cause::Unexplained),
         ]
         .into_iter()
@@ -487,6 +533,18 @@ pub fn classify_gap(gap: &Gap, cpu: Option<u32>, samples: &[CpuSample], irq_rate
     otherwise
 }
 
+/// Whether a ksoftirqd of the polling threads' cores ran or waited more than
+/// the run's usual rate predicts in the sampling interval around [start, end].
+fn deferred_softirq(threads: &[ThreadGaps], samples: &[CpuSample], start: u64, end: u64) -> bool {
+    let Some((a, b)) = bracket(samples, start, end) else { return false };
+    let span = b.t_ns.saturating_sub(a.t_ns) as f64;
+    threads.iter().filter_map(|t| t.cpu.map(|c| c as usize)).any(|cpu| {
+        let d = b.ksoftirqd_ns.get(cpu).copied().unwrap_or(0).saturating_sub(a.ksoftirqd_ns.get(cpu).copied().unwrap_or(0));
+        // More than twice the usual, and at least 20 µs: a deferral that could hold a round up.
+        d as f64 > 2.0 * rate(samples, cpu, |s| &s.ksoftirqd_ns) * span && d > 20_000
+    })
+}
+
 /// Attributes every round slower than `threshold_ns` (see the module docs).
 /// Gap times are given from the first measured send (the timeline's zero);
 /// `start_ns` (the run's first scheduled send) when no round was sent.
@@ -552,6 +610,9 @@ pub fn attribute(records: &[Record], threshold_ns: u64, threads: &[ThreadGaps], 
                 gs[from..].iter().take_while(|(g, _)| g.start_ns <= r.client_recv_ns).map(|(_, c)| *c)
             });
             overlapping.min().unwrap_or_else(|| {
+                if deferred_softirq(threads, samples, r.client_send_ns, r.client_recv_ns) {
+                    return Cause::DeferredSoftirq;
+                }
                 report.unexplained_no_gap += 1;
                 Cause::Unexplained
             })
@@ -559,6 +620,14 @@ pub fn attribute(records: &[Record], threshold_ns: u64, threads: &[ThreadGaps], 
         report.count(cause);
     }
     report
+}
+
+/// A fake ksoftirqd for tests: `proc/<pid>/comm` and its schedstat (run, wait ns).
+pub fn write_fake_ksoftirqd(root: &Path, cpu: usize, pid: u32, run_ns: u64, wait_ns: u64) -> std::io::Result<()> {
+    let dir = root.join(format!("proc/{pid}"));
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join("comm"), format!("ksoftirqd/{cpu}\n"))?;
+    std::fs::write(dir.join("schedstat"), format!("{run_ns} {wait_ns} 7\n"))
 }
 
 /// A fake /proc tree for tests: writes stat, interrupts and softirqs under `root`.
@@ -603,6 +672,8 @@ mod tests {
         assert!(parse_per_cpu_table("", &[]).is_empty());
         let real = ProcReader::host().sample(1);
         assert!(!real.steal.is_empty() && !real.irqs.is_empty() && !real.softirqs.is_empty(), "{real:?}");
+        assert_eq!(parse_schedstat("2099735970 90261380625 66890\n"), 2099735970 + 90261380625);
+        assert!(real.ksoftirqd_ns.len() == real.irqs.len() && real.ksoftirqd_ns.iter().all(|&n| n > 0), "every CPU's ksoftirqd found: {real:?}");
     }
 
     #[test]
@@ -699,6 +770,30 @@ mod tests {
             eprintln!("attempt {attempt}: spin preempted: {spun:?}");
         }
         panic!("no spin of 20 was charged to its thread: the charge is not measured");
+    }
+
+    #[test]
+    fn a_round_no_gap_overlapped_is_a_deferred_softirq_when_ksoftirqd_ran() {
+        let dir = std::env::temp_dir().join(format!("detpath-ksirq-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        write_fake_proc(&dir, &[0, 0], &[0, 0], &[0, 0]).unwrap();
+        write_fake_ksoftirqd(&dir, 0, 11, 0, 0).unwrap();
+        write_fake_ksoftirqd(&dir, 1, 12, 0, 0).unwrap();
+        let reader = ProcReader::new(&dir);
+        let ms = 1_000_000;
+        let mut samples = Vec::new();
+        // ksoftirqd/0 runs 10 µs per 10 ms, except 900 µs (run + wait) between 30 and 40 ms.
+        for (t, k0) in [(0u64, 0u64), (10, 10_000), (20, 20_000), (30, 30_000), (40, 930_000), (50, 940_000)] {
+            write_fake_ksoftirqd(&dir, 0, 11, k0 / 2, k0 - k0 / 2).unwrap();
+            samples.push(reader.sample(t * ms));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(samples[4].ksoftirqd_ns, vec![930_000, 0], "found by comm, run + wait");
+        let threads = [ThreadGaps { thread: "client", cpu: Some(0), gaps: vec![] }, ThreadGaps { thread: "server", cpu: Some(1), gaps: vec![] }];
+        let records = vec![rec(0, 5 * ms, 90_000, 0, 1_000), rec(1, 35 * ms, 90_000, 0, 1_000), rec(2, 45 * ms, 4_000, 0, 1_000)];
+        let r = attribute(&records, 50_000, &threads, &samples, 0);
+        assert_eq!((r.rounds, r.ksoftirqd, r.unexplained, r.unexplained_no_gap), (2, 1, 1, 1), "{r:?}");
+        assert!(r.line().contains("1 softirq deferred to ksoftirqd"), "{}", r.line());
     }
 
     #[test]

@@ -50,7 +50,7 @@ fn a_stalled_client_is_client_late() {
     // 30 ms right after sending round 300 (warm-up included): its pong waits, the next sends leave late.
     let t = tail_of("cl", "udp", probe(600, Some((300, Duration::from_millis(30)))), 0, TailThreshold::Micros(5_000.0), "", "");
     assert!(t.client_late >= 1, "{t:?}");
-    assert_eq!(t.rounds, t.client_late + t.server_slow + t.descheduled + t.interrupt + t.steal + t.kernel + t.unexplained);
+    assert_eq!(t.rounds, t.client_late + t.server_slow + t.descheduled + t.interrupt + t.steal + t.kernel + t.ksoftirqd + t.unexplained);
 }
 
 #[test]
