@@ -303,11 +303,7 @@ impl ProcReader {
             steal: parse_steal(&self.read("proc/stat")),
             irqs: parse_per_cpu_table(&self.read("proc/interrupts"), &["LOC"]),
             softirqs: parse_per_cpu_table(&self.read("proc/softirqs"), &["TIMER", "HRTIMER", "SCHED", "RCU"]),
-            ksoftirqd_ns: self
-                .ksoftirqd
-                .iter()
-                .map(|p| p.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).map_or(0, |t| parse_schedstat(&t)))
-                .collect(),
+            ksoftirqd_ns: self.ksoftirqd.iter().map(|p| p.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).map_or(0, |t| parse_schedstat(&t))).collect(),
         }
     }
 
