@@ -17,12 +17,13 @@
 //! at a time. Namespaces: `detpath-rweth-<pid>-<n>-{a,b}`.
 #![cfg(feature = "endpoint")]
 
+mod ddsperf;
+use ddsperf::{have_ddsperf, Ddsperf};
 use detpath::testbed::{Side, Testbed, TestbedConfig};
 use detpath_pubsub::app::{run, NodeOptions, Outcome};
 use detpath_pubsub::ddsperf::Role;
 use detpath_pubsub::transport::Wait;
 use std::io::Read;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -39,38 +40,8 @@ fn spec(datapath: &str, side: &Side) -> String {
     }
 }
 
-fn have_ddsperf() -> bool {
-    Command::new("ddsperf").arg("help").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
-}
-
-/// A ddsperf process on raweth in a namespace, killed (by PID) when dropped.
-struct Ddsperf(Child, std::path::PathBuf);
-impl Drop for Ddsperf {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-        let _ = std::fs::remove_dir_all(&self.1);
-    }
-}
-
 fn ddsperf_raweth_in(side: &Side, args: &[&str]) -> Ddsperf {
-    let dir = std::env::temp_dir().join(format!("detpath-rweth-{}-{}", side.netns, std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let cfg = dir.join("cyclonedds.xml");
-    std::fs::write(
-        &cfg,
-        format!(r#"<CycloneDDS><Domain Id="any"><General><Transport>raweth</Transport><Interfaces><NetworkInterface name="{}"/></Interfaces></General></Domain></CycloneDDS>"#, side.iface),
-    )
-    .unwrap();
-    let child = Command::new("ip")
-        .args(["netns", "exec", &side.netns, "ddsperf"])
-        .args(args)
-        .env("CYCLONEDDS_URI", format!("file://{}", cfg.display()))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("ip netns exec ddsperf");
-    Ddsperf(child, dir)
+    ddsperf::spawn_in(side, "rweth", &ddsperf::raweth_config(side), args)
 }
 
 fn ping_opts(tb: &Testbed, datapath: &str, pings: u64) -> NodeOptions {

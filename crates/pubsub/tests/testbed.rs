@@ -19,12 +19,13 @@
 //! ddsperf tests say SKIP. The tests busy-poll, so they run one at a time.
 #![cfg(feature = "endpoint")]
 
+mod ddsperf;
+use ddsperf::{have_ddsperf, Ddsperf};
 use detpath::testbed::{Side, Testbed, TestbedConfig};
 use detpath_pubsub::app::{run, NodeOptions};
 use detpath_pubsub::ddsperf::Role;
 use detpath_pubsub::transport::Wait;
 use std::io::Read;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -33,41 +34,8 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 const PINGS: u64 = 3000;
 const PORT: u16 = 7410;
 
-fn have_ddsperf() -> bool {
-    Command::new("ddsperf").arg("help").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
-}
-
-/// A ddsperf process in a namespace, killed (by PID) when dropped.
-struct Ddsperf(Child, std::path::PathBuf);
-impl Drop for Ddsperf {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-        let _ = std::fs::remove_dir_all(&self.1);
-    }
-}
-
 fn ddsperf_in(side: &Side, peer: std::net::Ipv4Addr, args: &[&str]) -> Ddsperf {
-    let dir = std::env::temp_dir().join(format!("detpath-ps-{}-{}", side.netns, std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let cfg = dir.join("cyclonedds.xml");
-    std::fs::write(
-        &cfg,
-        format!(
-            r#"<CycloneDDS><Domain Id="any"><General><Interfaces><NetworkInterface name="{}"/></Interfaces><AllowMulticast>false</AllowMulticast></General><Discovery><ParticipantIndex>auto</ParticipantIndex><Peers><Peer Address="{peer}"/></Peers></Discovery></Domain></CycloneDDS>"#,
-            side.iface
-        ),
-    )
-    .unwrap();
-    let child = Command::new("ip")
-        .args(["netns", "exec", &side.netns, "ddsperf"])
-        .args(args)
-        .env("CYCLONEDDS_URI", format!("file://{}", cfg.display()))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("ip netns exec ddsperf");
-    Ddsperf(child, dir)
+    ddsperf::spawn_in(side, "ps", &ddsperf::udp_config(side, peer), args)
 }
 
 fn ping_opts(tb: &Testbed, datapath: &str) -> NodeOptions {

@@ -12,28 +12,36 @@ pub struct PacketSocket {
     ifindex: u32,
 }
 
+/// An AF_PACKET socket of `kind` (SOCK_RAW: whole frames; SOCK_DGRAM: the
+/// kernel adds and strips the Ethernet header) for `protocol` (host order),
+/// bound to `iface`; with its ifindex.
+fn bound_socket(iface: &str, kind: i32, protocol: u16) -> Result<(OwnedFd, u32)> {
+    let ifindex = crate::netdev::ifindex(iface)?;
+    let proto = protocol.to_be() as i32;
+    // SAFETY: plain socket(2); the result is checked.
+    let fd = unsafe { libc::socket(libc::AF_PACKET, kind | libc::SOCK_CLOEXEC, proto) };
+    if fd < 0 {
+        return Err(Error::os(format!("AF_PACKET socket on {iface}"), std::io::Error::last_os_error(), "CAP_NET_RAW"));
+    }
+    // SAFETY: fd is fresh and ours.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: zeroed sockaddr_ll is valid; fields set below.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = proto as u16;
+    sll.sll_ifindex = ifindex as i32;
+    // SAFETY: sll is a valid sockaddr_ll of the given length.
+    let r = unsafe { libc::bind(fd.as_raw_fd(), &sll as *const _ as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_ll>() as u32) };
+    if r < 0 {
+        return Err(Error::io(format!("binding AF_PACKET socket to {iface}"), std::io::Error::last_os_error()));
+    }
+    Ok((fd, ifindex))
+}
+
 impl PacketSocket {
     /// Opens a socket on `iface` in the calling thread's namespace.
     pub fn open(iface: &str) -> Result<PacketSocket> {
-        let ifindex = crate::netdev::ifindex(iface)?;
-        let proto = (libc::ETH_P_ALL as u16).to_be() as i32;
-        // SAFETY: plain socket(2); the result is checked.
-        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, proto) };
-        if fd < 0 {
-            return Err(Error::os(format!("AF_PACKET socket on {iface}"), std::io::Error::last_os_error(), "CAP_NET_RAW"));
-        }
-        // SAFETY: fd is fresh and ours.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: zeroed sockaddr_ll is valid; fields set below.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = proto as u16;
-        sll.sll_ifindex = ifindex as i32;
-        // SAFETY: sll is a valid sockaddr_ll of the given length.
-        let r = unsafe { libc::bind(fd.as_raw_fd(), &sll as *const _ as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_ll>() as u32) };
-        if r < 0 {
-            return Err(Error::io(format!("binding AF_PACKET socket to {iface}"), std::io::Error::last_os_error()));
-        }
+        let (fd, ifindex) = bound_socket(iface, libc::SOCK_RAW, libc::ETH_P_ALL as u16)?;
         Ok(PacketSocket { fd, ifindex })
     }
 
@@ -126,25 +134,7 @@ impl EtherSocket {
                 std::io::Error::new(std::io::ErrorKind::InvalidInput, "EtherTypes below 0x0600 are 802.3 lengths; use a port of at least 1536"),
             ));
         }
-        let ifindex = crate::netdev::ifindex(iface)?;
-        let proto = ethertype.to_be() as i32;
-        // SAFETY: plain socket(2); the result is checked.
-        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, proto) };
-        if fd < 0 {
-            return Err(Error::os(format!("AF_PACKET socket on {iface}"), std::io::Error::last_os_error(), "CAP_NET_RAW"));
-        }
-        // SAFETY: fd is fresh and ours.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: zeroed sockaddr_ll is valid; fields set below.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = proto as u16;
-        sll.sll_ifindex = ifindex as i32;
-        // SAFETY: sll is a valid sockaddr_ll of the given length.
-        let r = unsafe { libc::bind(fd.as_raw_fd(), &sll as *const _ as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_ll>() as u32) };
-        if r < 0 {
-            return Err(Error::io(format!("binding AF_PACKET socket to {iface}"), std::io::Error::last_os_error()));
-        }
+        let (fd, ifindex) = bound_socket(iface, libc::SOCK_DGRAM | libc::SOCK_NONBLOCK, ethertype)?;
         Ok(EtherSocket { fd, ifindex, ethertype })
     }
 
