@@ -70,6 +70,9 @@ struct NodeArgs {
     /// Sleep in the kernel between datagrams instead of busy-polling.
     #[arg(long)]
     blocking: bool,
+    /// Busy-poll for this many µs after each datagram sent or received, then sleep in the kernel.
+    #[arg(long, conflicts_with = "blocking")]
+    spin_us: Option<u64>,
     /// Seconds to wait for a peer to match.
     #[arg(long, default_value_t = 10.0)]
     discovery_timeout: f64,
@@ -226,7 +229,11 @@ fn options(a: &NodeArgs, role: Role) -> anyhow::Result<NodeOptions> {
     if o.size < 12 && o.topic == TopicKind::Ks {
         anyhow::bail!("--size {}: KeyedSeq samples are at least 12 bytes", o.size);
     }
-    o.wait = if a.blocking { Wait::Block } else { Wait::Busy };
+    o.wait = match (a.blocking, a.spin_us) {
+        (_, Some(us)) => Wait::Hybrid { spin_ns: us * 1000 },
+        (true, None) => Wait::Block,
+        (false, None) => Wait::Busy,
+    };
     o.discovery_timeout = Duration::from_secs_f64(a.discovery_timeout);
     Ok(o)
 }

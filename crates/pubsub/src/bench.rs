@@ -82,6 +82,9 @@ pub enum BenchError {
 
 const PORT: u16 = 7410;
 
+/// How long a real-time sender spins after each datagram before it sleeps.
+const TUNED_SENDER_SPIN_NS: u64 = 200_000;
+
 /// The endpoint spec of one side: a UDP datapath (`afxdp`) at the RTPS port,
 /// or `raweth+<frame datapath>` (`raweth+afxdp`: layer 2 at EtherType 7400,
 /// discovery by broadcast); pinned (and real-time) by `rt_*` keys when asked.
@@ -103,9 +106,14 @@ fn node(side: &Side, peer: &Side, datapath: &str, role: Role, size: usize, secs:
     let receiver = matches!(role, Role::Pong | Role::Sub);
     let cpu = o.pinning.map(|p| if receiver { p.receiver_cpu } else { p.sender_cpu });
     let rt = o.pinning.and_then(|p| p.rt_priority).filter(|_| realtime_ok(&role));
-    // A real-time sender spinning on the OS's core would starve it (the
-    // tuning isolates the receiver's core only): it sleeps in the kernel.
-    let wait = if rt.is_some() && !receiver { Wait::Block } else { o.wait };
+    // Real-time sides: the receiver has the isolated core to itself and
+    // spins; the sender shares its core with the OS, so it spins only while
+    // an answer is due (200 µs after each datagram) and sleeps otherwise.
+    let wait = match (rt, receiver) {
+        (None, _) => o.wait,
+        (Some(_), true) => Wait::Busy,
+        (Some(_), false) => Wait::Hybrid { spin_ns: TUNED_SENDER_SPIN_NS },
+    };
     let mut o = NodeOptions::new(&side_uri(side, datapath, cpu, rt), role);
     o.netns = Some(side.netns.clone());
     o.peers = vec![peer.addr];

@@ -25,6 +25,11 @@ pub enum Wait {
     Busy,
     /// Sleep in the kernel until something arrives.
     Block,
+    /// Spin for up to `spin_ns` after the last send or receive (an answer is
+    /// usually due within tens of µs), then sleep in the kernel: the answer
+    /// is caught without a wake-up, and an idle side leaves its core to the
+    /// OS (what sockperf's and SO_BUSY_POLL's spin-then-sleep do).
+    Hybrid { spin_ns: u64 },
 }
 
 /// What carries the datagrams.
@@ -47,6 +52,8 @@ pub struct EndpointTransport {
     pub wrong_kind: u64,
     max_datagram: usize,
     local: Addr,
+    /// When the last datagram went out or came in (for [`Wait::Hybrid`]).
+    last_activity_ns: u64,
 }
 
 /// A spec split into the frame datapath spec (`Some`) when it asks for raweth.
@@ -84,7 +91,25 @@ impl EndpointTransport {
             Link::Datagram(ep) => (ep.capabilities().max_payload, Addr::Udp(ep.local_addr())),
             Link::Frames(ep) => (ep.capabilities().max_payload, Addr::Eth(EthAddr { mac: ep.local_mac().0, ethertype: ep.ethertype() })),
         };
-        EndpointTransport { link, wait, send_errors: 0, truncated: 0, wrong_kind: 0, max_datagram: max_payload.clamp(256, 65507), local }
+        EndpointTransport { link, wait, send_errors: 0, truncated: 0, wrong_kind: 0, max_datagram: max_payload.clamp(256, 65507), local, last_activity_ns: 0 }
+    }
+
+    /// One receive in `mode`: (length, truncated, source, rx time).
+    fn recv_once(&mut self, buf: &mut [u8], mode: RecvMode) -> Option<(usize, bool, Addr, u64)> {
+        match &mut self.link {
+            Link::Datagram(ep) => {
+                let m = ep.recv(buf, mode).ok()??;
+                Some((m.len, m.truncated, Addr::Udp(m.peer), m.rx_ns))
+            }
+            Link::Frames(ep) => {
+                let m = ep.recv_frame(buf, mode).ok()??;
+                let ethertype = match self.local {
+                    Addr::Eth(e) => e.ethertype,
+                    Addr::Udp(_) => 0,
+                };
+                Some((m.len, m.truncated, Addr::Eth(EthAddr { mac: m.src.0, ethertype }), m.rx_ns))
+            }
+        }
     }
 
     /// The endpoint's counters.
@@ -117,27 +142,29 @@ impl Transport for EndpointTransport {
         if r.is_err() {
             self.send_errors += 1;
         }
+        if matches!(self.wait, Wait::Hybrid { .. }) {
+            self.last_activity_ns = detpath::monotonic_ns();
+        }
     }
     fn recv(&mut self, buf: &mut [u8], wait_ns: u64) -> Option<(usize, Addr, u64)> {
-        let mode = match (wait_ns, self.wait) {
-            (0, _) => RecvMode::NonBlocking,
-            (n, Wait::Busy) => RecvMode::BusyPoll { timeout: Some(Duration::from_nanos(n)) },
-            (n, Wait::Block) => RecvMode::Blocking { timeout: Some(Duration::from_nanos(n)) },
-        };
-        let (len, truncated, src, rx_ns) = match &mut self.link {
-            Link::Datagram(ep) => {
-                let m = ep.recv(buf, mode).ok()??;
-                (m.len, m.truncated, Addr::Udp(m.peer), m.rx_ns)
-            }
-            Link::Frames(ep) => {
-                let m = ep.recv_frame(buf, mode).ok()??;
-                let ethertype = match self.local {
-                    Addr::Eth(e) => e.ethertype,
-                    Addr::Udp(_) => 0,
-                };
-                (m.len, m.truncated, Addr::Eth(EthAddr { mac: m.src.0, ethertype }), m.rx_ns)
+        let busy = |n: u64| RecvMode::BusyPoll { timeout: Some(Duration::from_nanos(n)) };
+        let block = |n: u64| if n == 0 { RecvMode::NonBlocking } else { RecvMode::Blocking { timeout: Some(Duration::from_nanos(n)) } };
+        let got = match (wait_ns, self.wait) {
+            (0, _) => self.recv_once(buf, RecvMode::NonBlocking),
+            (n, Wait::Busy) => self.recv_once(buf, busy(n)),
+            (n, Wait::Block) => self.recv_once(buf, block(n)),
+            (n, Wait::Hybrid { spin_ns }) => {
+                let now = detpath::monotonic_ns();
+                let spin = (self.last_activity_ns + spin_ns).saturating_sub(now).min(n);
+                let spun = if spin > 0 { self.recv_once(buf, busy(spin)) } else { None };
+                spun.or_else(|| {
+                    let rest = n.saturating_sub(detpath::monotonic_ns() - now);
+                    self.recv_once(buf, block(rest))
+                })
             }
         };
+        let (len, truncated, src, rx_ns) = got?;
+        self.last_activity_ns = rx_ns;
         if truncated {
             self.truncated += 1;
             return None;
@@ -158,6 +185,32 @@ impl Transport for EndpointTransport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hybrid_wait_receives_while_spinning_and_after_it_sleeps() {
+        use crate::driver::Transport as _;
+        let a = detpath::open("udp://127.0.0.1:0").unwrap();
+        let b = detpath::open("udp://127.0.0.1:0").unwrap();
+        let b_addr = b.local_addr();
+        let mut a = EndpointTransport::new(a, Wait::Hybrid { spin_ns: 50_000_000 });
+        let mut b = EndpointTransport::new(b, Wait::Block);
+        let mut buf = [0u8; 64];
+        // Nothing there: the wait ends empty after about its length, spin then sleep.
+        let t0 = detpath::monotonic_ns();
+        assert!(a.recv(&mut buf, 20_000_000).is_none());
+        let waited = detpath::monotonic_ns() - t0;
+        assert!((20_000_000..2_000_000_000).contains(&waited), "{waited} ns");
+        // An answer inside the spin window (just after a send), and one long after it.
+        for pause_ms in [1u64, 120] {
+            a.send(Addr::Udp(b_addr), b"ping");
+            let (n, from, _) = b.recv(&mut buf, 1_000_000_000).expect("b gets the ping");
+            assert_eq!(&buf[..n], b"ping");
+            std::thread::sleep(Duration::from_millis(pause_ms));
+            b.send(from, b"pong");
+            let (n, _, _) = a.recv(&mut buf, 1_000_000_000).expect("a gets the pong");
+            assert_eq!(&buf[..n], b"pong", "after {pause_ms} ms");
+        }
+    }
 
     #[test]
     fn raweth_specs_name_the_frame_datapath_and_default_the_ethertype() {
