@@ -77,7 +77,7 @@ impl Participant {
 
     /// An SPDP DATA: a new participant, a lease renewal, or a goodbye.
     pub(super) fn on_spdp(&mut self, now: u64, src: Addr, src_prefix: GuidPrefix, d: &Data<'_>) {
-        let (status, key) = inline_status(d);
+        let (status, key) = super::reader::inline_info(d.inline_qos);
         let gone = status & (status_info::DISPOSED | status_info::UNREGISTERED) != 0 || d.key_flag || d.payload.is_none();
         if gone {
             let prefix = key.map(|k| Guid::from_bytes(k).prefix).unwrap_or(src_prefix);
@@ -374,24 +374,4 @@ impl Participant {
             self.push_event(e);
         }
     }
-}
-
-fn inline_status(d: &Data<'_>) -> (u32, Option<[u8; 16]>) {
-    let Some(q) = d.inline_qos else {
-        return (0, None);
-    };
-    let mut status = 0;
-    let mut key = None;
-    for p in q.iter().map_while(|p| p.ok()) {
-        match p.pid {
-            pid::STATUS_INFO if p.value.len() >= 4 => status = u32::from_be_bytes([p.value[0], p.value[1], p.value[2], p.value[3]]),
-            pid::KEY_HASH if p.value.len() >= 16 => {
-                let mut k = [0u8; 16];
-                k.copy_from_slice(&p.value[..16]);
-                key = Some(k);
-            }
-            _ => {}
-        }
-    }
-    (status, key)
 }

@@ -736,56 +736,16 @@ impl Participant {
                     self.on_spdp(now, src, src_prefix, &d);
                 }
                 Submessage::Data(d) => {
-                    let mut hit = false;
-                    for (i, r) in self.readers.iter_mut().enumerate() {
-                        if d.reader_id == EntityId::UNKNOWN || d.reader_id == r.guid.entity {
-                            let matched = r.on_data(&mut ctx, now, src_prefix, ts, &d);
-                            hit |= matched;
-                            sedp_dirty |= matched && i < FIRST_USER;
-                        }
-                    }
-                    if !hit {
-                        ctx.counters.rx_unmatched += 1;
-                    }
+                    sedp_dirty |= to_readers(&mut self.readers, &mut ctx, d.reader_id, |r, c| r.on_data(c, now, src_prefix, ts, &d));
                 }
                 Submessage::DataFrag(f) => {
-                    let mut hit = false;
-                    for (i, r) in self.readers.iter_mut().enumerate() {
-                        if f.reader_id == EntityId::UNKNOWN || f.reader_id == r.guid.entity {
-                            let matched = r.on_data_frag(&mut ctx, now, src_prefix, ts, &f);
-                            hit |= matched;
-                            sedp_dirty |= matched && i < FIRST_USER;
-                        }
-                    }
-                    if !hit {
-                        ctx.counters.rx_unmatched += 1;
-                    }
+                    sedp_dirty |= to_readers(&mut self.readers, &mut ctx, f.reader_id, |r, c| r.on_data_frag(c, now, src_prefix, ts, &f));
                 }
                 Submessage::Heartbeat(h) => {
-                    let mut hit = false;
-                    for (i, r) in self.readers.iter_mut().enumerate() {
-                        if h.reader_id == EntityId::UNKNOWN || h.reader_id == r.guid.entity {
-                            let matched = r.on_heartbeat(&mut ctx, now, src_prefix, &h);
-                            hit |= matched;
-                            sedp_dirty |= matched && i < FIRST_USER;
-                        }
-                    }
-                    if !hit {
-                        ctx.counters.rx_unmatched += 1;
-                    }
+                    sedp_dirty |= to_readers(&mut self.readers, &mut ctx, h.reader_id, |r, c| r.on_heartbeat(c, now, src_prefix, &h));
                 }
                 Submessage::Gap(g) => {
-                    let mut hit = false;
-                    for (i, r) in self.readers.iter_mut().enumerate() {
-                        if g.reader_id == EntityId::UNKNOWN || g.reader_id == r.guid.entity {
-                            let matched = r.on_gap(&mut ctx, now, src_prefix, &g);
-                            hit |= matched;
-                            sedp_dirty |= matched && i < FIRST_USER;
-                        }
-                    }
-                    if !hit {
-                        ctx.counters.rx_unmatched += 1;
-                    }
+                    sedp_dirty |= to_readers(&mut self.readers, &mut ctx, g.reader_id, |r, c| r.on_gap(c, now, src_prefix, &g));
                 }
                 Submessage::HeartbeatFrag(h) => {
                     for r in self.readers.iter_mut() {
@@ -873,4 +833,22 @@ impl Participant {
             user_data: self.cfg.user_data.clone(),
         }
     }
+}
+
+/// Offers a reader-addressed submessage to every reader it names (all of them
+/// for ENTITYID_UNKNOWN) and counts it unmatched when none took it; true when
+/// a built-in (discovery) reader took it, so SEDP has news to process.
+fn to_readers(readers: &mut [ReaderCore], ctx: &mut Ctx<'_>, reader_id: EntityId, mut offer: impl FnMut(&mut ReaderCore, &mut Ctx<'_>) -> bool) -> bool {
+    let (mut hit, mut builtin) = (false, false);
+    for (i, r) in readers.iter_mut().enumerate() {
+        if reader_id == EntityId::UNKNOWN || reader_id == r.guid.entity {
+            let matched = offer(r, ctx);
+            hit |= matched;
+            builtin |= matched && i < FIRST_USER;
+        }
+    }
+    if !hit {
+        ctx.counters.rx_unmatched += 1;
+    }
+    builtin
 }

@@ -380,30 +380,12 @@ impl ReaderCore {
         }
     }
 
-    fn inline_info(d_qos: Option<ParamList<'_>>) -> (u32, Option<[u8; 16]>) {
-        let Some(q) = d_qos else { return (0, None) };
-        let mut status = 0;
-        let mut key = None;
-        for p in q.iter().map_while(|p| p.ok()) {
-            match p.pid {
-                pid::STATUS_INFO if p.value.len() >= 4 => status = u32::from_be_bytes([p.value[0], p.value[1], p.value[2], p.value[3]]),
-                pid::KEY_HASH if p.value.len() >= 16 => {
-                    let mut k = [0u8; 16];
-                    k.copy_from_slice(&p.value[..16]);
-                    key = Some(k);
-                }
-                _ => {}
-            }
-        }
-        (status, key)
-    }
-
     /// DATA from a matched writer. Returns false when not matched.
     pub fn on_data(&mut self, ctx: &mut Ctx<'_>, now: u64, src: GuidPrefix, ts: Option<Time>, d: &Data<'_>) -> bool {
         let Some(i) = self.find(src, d.writer_id) else {
             return false;
         };
-        let (status_info, key_hash) = Self::inline_info(d.inline_qos);
+        let (status_info, key_hash) = inline_info(d.inline_qos);
         let meta = SampleMeta {
             sn: d.writer_sn.0,
             writer: self.proxies[i].guid,
@@ -446,7 +428,7 @@ impl ReaderCore {
             r.frag_size = f.frag_size as usize;
             r.have = [0; (MAX_FRAGMENTS / 64) as usize];
             r.nhave = 0;
-            let (status_info, key_hash) = Self::inline_info(f.inline_qos);
+            let (status_info, key_hash) = inline_info(f.inline_qos);
             r.meta = SampleMeta { sn, writer: p.guid, source_ts: ts, reception_ns: now, status_info, key_hash, valid_data: !f.key_flag, irrelevant: false };
             if r.buf.len() < r.sample_size {
                 r.buf.resize(r.sample_size, 0);
@@ -680,4 +662,24 @@ impl ReaderCore {
     pub fn lost(&self) -> u64 {
         self.proxies.iter().map(|p| p.lost).sum()
     }
+}
+
+/// The status info (disposed/unregistered bits) and key hash of a sample's
+/// inline QoS; (0, None) without one. Malformed parameters end the scan.
+pub(super) fn inline_info(qos: Option<ParamList<'_>>) -> (u32, Option<[u8; 16]>) {
+    let Some(q) = qos else { return (0, None) };
+    let mut status = 0;
+    let mut key = None;
+    for p in q.iter().map_while(|p| p.ok()) {
+        match p.pid {
+            pid::STATUS_INFO if p.value.len() >= 4 => status = u32::from_be_bytes([p.value[0], p.value[1], p.value[2], p.value[3]]),
+            pid::KEY_HASH if p.value.len() >= 16 => {
+                let mut k = [0u8; 16];
+                k.copy_from_slice(&p.value[..16]);
+                key = Some(k);
+            }
+            _ => {}
+        }
+    }
+    (status, key)
 }
