@@ -167,7 +167,8 @@ fn cpu_model() -> Option<String> {
         .map(|(_, v)| v.trim().to_string())
 }
 
-fn now_unix() -> u64 {
+/// Seconds since the Unix epoch (for result directory names and dates).
+pub fn now_unix() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 

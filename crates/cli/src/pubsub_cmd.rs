@@ -152,7 +152,10 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<i32> {
     cleanup::install_signal_handler(OnSignal::SetFlag);
     let configurations = if a.matrix { Configuration::paper_matrix(a.matrix_stress) } else { vec![Configuration { stress: a.stress, tuned: a.tuned }] };
     let (sender_cpu, receiver_cpu) = (a.cpu.first().copied().unwrap_or(0), a.cpu.get(1).copied().unwrap_or(1));
-    let dir = detpath_bench::results::ResultDir::create_named(&a.out, &format!("pubsub-{}", detpath_bench::results::utc_compact(unix_now())))?;
+    let dir = detpath_bench::results::ResultDir::create_named(
+        &a.out,
+        &format!("pubsub-{}", detpath_bench::results::utc_compact(detpath_bench::results::now_unix())),
+    )?;
     detpath::route_library_logs(&dir.path().join(LIBRARY_LOG), a.verbose)?;
     let mut rows: Vec<BenchRow> = Vec::new();
     let json = a.json;
@@ -194,10 +197,6 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<i32> {
     }
     eprintln!("results saved in {}", dir.path().display());
     Ok(if cleanup::interrupted() { 130 } else { 0 })
-}
-
-fn unix_now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
 fn options(a: &NodeArgs, role: Role) -> anyhow::Result<NodeOptions> {

@@ -314,6 +314,34 @@ impl fmt::Display for EndpointSpec {
     }
 }
 
+/// Appends `keys` (`a=1&b=2`, may be empty) to a spec.
+pub fn with_keys(spec: &str, keys: &str) -> String {
+    let keys = keys.trim_matches('&');
+    if keys.is_empty() {
+        spec.to_string()
+    } else {
+        format!("{spec}{}{keys}", if spec.contains('?') { '&' } else { '?' })
+    }
+}
+
+/// Appends the `rt_*` keys that pin an endpoint's polling thread to `core`
+/// and, with `rt`, run it SCHED_FIFO at that priority with memory locked
+/// (see [`crate::realtime`]); `hold_cstates` also holds cpu_dma_latency at 0.
+pub fn with_rt_keys(spec: &str, core: Option<u32>, rt: Option<u8>, hold_cstates: bool) -> String {
+    let Some(core) = core else { return spec.to_string() };
+    let mut uri = format!("{spec}{}rt_core={core}", if spec.contains('?') { '&' } else { '?' });
+    match rt {
+        Some(prio) => {
+            uri += &format!("&rt_priority={prio}");
+            if hold_cstates {
+                uri += "&rt_dma_latency=0";
+            }
+        }
+        None => uri += "&rt_mlock=false",
+    }
+    uri
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -89,17 +89,16 @@ const TUNED_SENDER_SPIN_NS: u64 = 200_000;
 /// or `raweth+<frame datapath>` (`raweth+afxdp`: layer 2 at EtherType 7400,
 /// discovery by broadcast); pinned (and real-time) by `rt_*` keys when asked.
 fn side_uri(side: &Side, datapath: &str, cpu: Option<u32>, rt_priority: Option<u8>) -> String {
-    let mut uri = match datapath.strip_prefix("raweth+") {
+    let uri = match datapath.strip_prefix("raweth+") {
         Some(frames) => format!("raweth+{frames}://{}", side.iface),
         None => side.uri(datapath, PORT),
     };
-    if let Some(core) = cpu {
-        uri += &format!("{}rt_core={core}", if uri.contains('?') { '&' } else { '?' });
-        if let Some(p) = rt_priority {
-            uri += &format!("&rt_priority={p}");
-        }
-    }
-    uri
+    let rt_keys = match (cpu, rt_priority) {
+        (None, _) => String::new(),
+        (Some(core), None) => format!("rt_core={core}"),
+        (Some(core), Some(p)) => format!("rt_core={core}&rt_priority={p}"),
+    };
+    detpath::spec::with_keys(&uri, &rt_keys)
 }
 
 fn node(side: &Side, peer: &Side, datapath: &str, role: Role, size: usize, secs: u64, o: &BenchOptions) -> NodeOptions {
