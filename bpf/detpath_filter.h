@@ -19,6 +19,7 @@
  *
  * Maps (user space: crates/detpath/src/xdp.rs):
  *   dp_config  ARRAY[1] of struct dp_filter_config, written before attach.
+ *              flags: DP_CFG_RX_STAMP asks for a receive time stamp.
  *              An all-zero config matches nothing.
  *   dp_stats   PERCPU_ARRAY[DP_STAT_MAX] of __u64:
  *              DP_STAT_MATCHED  ours, handed to user space (redirected / queued)
@@ -41,11 +42,28 @@
 
 /* Network byte order, as on the wire. ethertype != 0 selects the EtherType
  * match (addr and port are then ignored); it took the place of a padding
- * field, so a config written without it (zero) keeps the UDP match. */
+ * field, so a config written without it (zero) keeps the UDP match.
+ * flags (host order): DP_CFG_* below. */
 struct dp_filter_config {
 	__be32 addr;
 	__be16 port;
 	__be16 ethertype;
+	__u32 flags;
+};
+
+/* Time-stamp each frame that is ours with bpf_ktime_get_ns() (CLOCK_MONOTONIC)
+ * as the program sees it (spec key rx_stamp=xdp): the earliest instant the
+ * host knows of the frame, before any user-space polling delay. */
+#define DP_CFG_RX_STAMP 1u
+
+/* What a program that time-stamps puts where it can reach user space: in the
+ * frame's XDP metadata area (afxdp: the 16 bytes before the frame in UMEM) or
+ * in its ring record (xdppoll). magic says the stamp was written for this frame. */
+#define DP_RX_META_MAGIC 0x64707473u /* "dpts" */
+struct dp_rx_meta {
+	__u64 rx_ns;
+	__u32 magic;
+	__u32 reserved;
 };
 
 enum dp_stat {

@@ -3,11 +3,11 @@
 //! busy-polls through shared memory (no syscall per packet); transmit goes
 //! through a kernel UDP socket bound to the same address and port.
 //!
-//! Spec: `xdppoll://<iface>?port=N[&addr=A][&mode=auto|native|skb]`.
+//! Spec: `xdppoll://<iface>?port=N[&addr=A][&mode=auto|native|skb][&rx_stamp=user|xdp]`.
 
 use crate::datapath::filter::{FilterConfig, FilterProgram};
 use crate::datapath::wait::{wait_readable, Step, Wait};
-use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxMeta};
+use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxMeta, RxStamp};
 use crate::error::{last_os_error, Error, Result};
 use crate::spec::EndpointSpec;
 use detpath_sys::NetDev;
@@ -15,8 +15,13 @@ use std::net::{SocketAddrV4, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-pub static DATAPATH: Datapath =
-    Datapath { name: "xdppoll", summary: "XDP program → BPF ring buffer, busy-polled; TX via UDP socket", keys: &["mode", "checksum"], wraps: false, open };
+pub static DATAPATH: Datapath = Datapath {
+    name: "xdppoll",
+    summary: "XDP program → BPF ring buffer, busy-polled; TX via UDP socket",
+    keys: &["mode", "checksum", "rx_stamp"],
+    wraps: false,
+    open,
+};
 
 static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/xdppoll.bpf.o"));
 
@@ -24,8 +29,11 @@ static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/xdppoll.bpf.o")
 const BPF_RINGBUF_BUSY_BIT: u32 = 1 << 31;
 const BPF_RINGBUF_DISCARD_BIT: u32 = 1 << 30;
 const BPF_RINGBUF_HDR_SZ: usize = 8;
-/// Bytes in front of the frame inside a record (struct dp_poll_record in bpf/xdppoll.bpf.c).
-const RECORD_FRAME_OFFSET: usize = 8;
+/// Bytes in front of the frame inside a record (struct dp_poll_record in
+/// bpf/xdppoll.bpf.c: `__u32 len; __u32 _pad; __u64 rx_ns;`).
+const RECORD_FRAME_OFFSET: usize = 16;
+/// Where the record's `rx_ns` (the program's time stamp, `rx_stamp=xdp`) is.
+const RECORD_STAMP_OFFSET: usize = 8;
 
 /// User-space side of a BPF ring buffer, read through shared memory.
 struct RingConsumer {
@@ -125,6 +133,8 @@ pub struct XdpPollEndpoint {
     tx: UdpSocket,
     local: SocketAddrV4,
     verify_checksum: bool,
+    /// Take `rx_ns` from the record the program time-stamped (`rx_stamp=xdp`).
+    xdp_stamp: bool,
     caps: Capabilities,
     counters: Counters,
     // Declared last: detached after the ring is unmapped.
@@ -140,7 +150,9 @@ fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
     // Bind the transmit socket first: it reserves the port on this host, so
     // two endpoints cannot claim the same one.
     let tx = UdpSocket::bind(local).map_err(|e| Error::os(format!("binding UDP {local} for xdppoll transmit"), e, "CAP_NET_BIND_SERVICE"))?;
-    let prog = FilterProgram::attach(OBJECT, "detpath_xdppoll", &dev, spec.mode, FilterConfig::udp(addr, port))?;
+    let rx_stamp = spec.rx_stamp(&[RxStamp::Xdp])?;
+    let filter = FilterConfig::udp(addr, port).stamped(rx_stamp == RxStamp::Xdp);
+    let prog = FilterProgram::attach(OBJECT, "detpath_xdppoll", &dev, spec.mode, filter)?;
     let map = prog.map_handle("dp_ring")?;
     let fd = map.as_fd().try_clone_to_owned().map_err(|e| Error::io("duplicating the ring buffer fd", e))?;
     let ring = RingConsumer::new(fd, 1 << 22)?;
@@ -150,10 +162,12 @@ fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
         xdp_mode: Some(prog.mode()),
         max_payload: detpath_wire::max_payload_for_mtu(dev.mtu as usize),
         max_batch: 64,
+        rx_stamp,
         notes: vec!["rx: BPF ring buffer (copy), tx: kernel UDP socket".into()],
         ..Default::default()
     };
-    Ok(Box::new(XdpPollEndpoint { ring, tx, local, verify_checksum: spec.verify_checksum, caps, counters: Counters::default(), prog }))
+    let xdp_stamp = rx_stamp == RxStamp::Xdp;
+    Ok(Box::new(XdpPollEndpoint { ring, tx, local, verify_checksum: spec.verify_checksum, xdp_stamp, caps, counters: Counters::default(), prog }))
 }
 
 impl XdpPollEndpoint {
@@ -161,6 +175,7 @@ impl XdpPollEndpoint {
     fn try_recv(&mut self, buf: &mut [u8]) -> Option<RxMeta> {
         let verify = self.verify_checksum;
         let local = self.local;
+        let xdp_stamp = self.xdp_stamp;
         loop {
             let got = self.ring.consume_one(|rec| {
                 let frame_len = rec.get(..4).map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as usize);
@@ -169,11 +184,18 @@ impl XdpPollEndpoint {
                 let payload = f.payload(frame);
                 let n = payload.len().min(buf.len());
                 buf[..n].copy_from_slice(&payload[..n]);
-                Some(RxMeta { len: n, truncated: n < payload.len(), peer: f.src, rx_ns: 0 })
+                let stamp = if xdp_stamp {
+                    rec.get(RECORD_STAMP_OFFSET..RECORD_FRAME_OFFSET).map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+                } else {
+                    0
+                };
+                Some(RxMeta { len: n, truncated: n < payload.len(), peer: f.src, rx_ns: stamp })
             })?;
             match got {
                 Some(mut m) => {
-                    m.rx_ns = monotonic_ns();
+                    if m.rx_ns == 0 {
+                        m.rx_ns = monotonic_ns();
+                    }
                     self.counters.rx_packets += 1;
                     self.counters.rx_bytes += m.len as u64;
                     self.counters.rx_truncated += m.truncated as u64;

@@ -399,6 +399,7 @@ pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: 
         busy_poll: true,
         max_payload,
         max_batch: cfg.burst as usize,
+        rx_stamp: Default::default(),
         notes,
     };
     let mut stats_base = [0u64; 8];
