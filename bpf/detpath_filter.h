@@ -39,6 +39,7 @@
 #include <linux/udp.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+#include "detpath_meta.h"
 
 /* Network byte order, as on the wire. ethertype != 0 selects the EtherType
  * match (addr and port are then ignored); it took the place of a padding
@@ -56,15 +57,6 @@ struct dp_filter_config {
  * host knows of the frame, before any user-space polling delay. */
 #define DP_CFG_RX_STAMP 1u
 
-/* What a program that time-stamps puts where it can reach user space: in the
- * frame's XDP metadata area (afxdp: the 16 bytes before the frame in UMEM) or
- * in its ring record (xdppoll). magic says the stamp was written for this frame. */
-#define DP_RX_META_MAGIC 0x64707473u /* "dpts" */
-struct dp_rx_meta {
-	__u64 rx_ns;
-	__u32 magic;
-	__u32 reserved;
-};
 
 enum dp_stat {
 	DP_STAT_MATCHED = 0,

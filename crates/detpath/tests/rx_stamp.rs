@@ -3,7 +3,7 @@
 //! A datagram is sent, then left waiting 40 ms before the endpoint is asked
 //! for it. With the default (`user`) stamp `rx_ns` is after the receive call
 //! began; with `rx_stamp=xdp` (afxdp, xdppoll: the XDP program's
-//! bpf_ktime_get_ns) or `rx_stamp=kernel` (udp: SO_TIMESTAMPNS mapped to
+//! bpf_ktime_get_ns; dpdk: the program net_af_xdp loads) or `rx_stamp=kernel` (udp: SO_TIMESTAMPNS mapped to
 //! CLOCK_MONOTONIC) it is when the frame arrived: after the send, well
 //! before the receive call. Real veth pair between two namespaces; needs root.
 
@@ -60,6 +60,8 @@ fn each_datapath_stamps_where_its_spec_says() {
         ("afxdp", "&mode=skb&rx_stamp=xdp", RxStamp::Xdp),
         ("xdppoll", "&mode=native&rx_stamp=xdp", RxStamp::Xdp),
         ("udp", "&rx_stamp=kernel", RxStamp::Kernel),
+        ("dpdk", "&huge=off&rx_stamp=xdp", RxStamp::Xdp),
+        ("dpdk", "&huge=off", RxStamp::User),
         ("afxdp", "", RxStamp::User),
         ("xdppoll", "&rx_stamp=user", RxStamp::User),
         ("udp", "", RxStamp::User),
@@ -91,6 +93,7 @@ fn a_stamp_the_datapath_cannot_take_is_named() {
         ("afxdp", "&rx_stamp=kernel", "offers user|xdp"),
         ("afxdp", "&rx_stamp=xdp&xdp=shared", "needs our own XDP program"),
         ("xdppoll", "&rx_stamp=soon", "takes user|xdp, not `soon`"),
+        ("dpdk", "&huge=off&vdev=af_packet&rx_stamp=xdp", "needs `vdev=af_xdp`"),
     ] {
         let uri = format!("{}{extra}", tb.b().uri(dp, 7400));
         let err = tb.b().run(|| detpath::open(&uri)).unwrap().err().unwrap_or_else(|| panic!("{uri} opened"));
