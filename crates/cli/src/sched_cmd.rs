@@ -107,7 +107,7 @@ struct BenchArgs {
     #[arg(long)]
     testbed: Option<String>,
     /// Where the receiver time-stamps each frame: `arrival` (the XDP program
-    /// on afxdp/xdppoll, the kernel on udp, the ring on dpdk) or `user` (when
+    /// on afxdp, xdppoll and dpdk, the kernel on udp) or `user` (when
     /// the receiving thread polls it).
     #[arg(long, default_value = "arrival", value_parser = ["arrival", "user"])]
     rx_stamp: String,

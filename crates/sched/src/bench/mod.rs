@@ -224,8 +224,8 @@ pub struct BenchConfig {
     pub testbed_prefix: String,
     /// First UDP port; each run takes the next two.
     pub port_base: u16,
-    /// Time-stamp arrivals where the frame arrives (`rx_stamp=xdp` on afxdp
-    /// and xdppoll, `rx_stamp=kernel` on udp; dpdk has only its ring), not
+    /// Time-stamp arrivals where the frame arrives (`rx_stamp=xdp` on afxdp,
+    /// xdppoll and dpdk's net_af_xdp, `rx_stamp=kernel` on udp), not
     /// when the receiving thread polls it: the IAT then measures the
     /// transmission, not the receiver's polling.
     pub arrival_stamps: bool,
@@ -579,7 +579,7 @@ fn endpoint_uri(base: &str, datapath: &str, core: u32, rt: Option<u8>, receiver:
     let mut uri = format!("{base}&rt_core={core}");
     if receiver && arrival_stamps {
         match datapath {
-            "afxdp" | "xdppoll" => uri += "&rx_stamp=xdp",
+            "afxdp" | "xdppoll" | "dpdk" => uri += "&rx_stamp=xdp",
             "udp" => uri += "&rx_stamp=kernel",
             _ => {}
         }
