@@ -575,14 +575,20 @@ fn set_nice(nice: Option<i32>) {
     }
 }
 
+/// The spec key that time-stamps a datapath's frames on arrival (the XDP
+/// program, or the kernel for udp), or "" when it has none.
+pub(crate) fn arrival_stamp_key(datapath: &str) -> &'static str {
+    match datapath {
+        "afxdp" | "xdppoll" | "dpdk" => "&rx_stamp=xdp",
+        "udp" => "&rx_stamp=kernel",
+        _ => "",
+    }
+}
+
 fn endpoint_uri(base: &str, datapath: &str, core: u32, rt: Option<u8>, receiver: bool, arrival_stamps: bool) -> String {
     let mut uri = format!("{base}&rt_core={core}");
     if receiver && arrival_stamps {
-        match datapath {
-            "afxdp" | "xdppoll" | "dpdk" => uri += "&rx_stamp=xdp",
-            "udp" => uri += "&rx_stamp=kernel",
-            _ => {}
-        }
+        uri += arrival_stamp_key(datapath);
     }
     match rt {
         Some(p) => uri += &format!("&rt_priority={p}"),
