@@ -11,9 +11,12 @@
  * the program returns XDP_PASS, so the rest of the host keeps working.
  *
  * IPv4 fragments: the first fragment (offset 0) carries the UDP header and is
- * matched by its port like any frame (user space then counts it malformed and
- * drops it: detpath does not reassemble). Later fragments (offset != 0) carry
- * no UDP header, so their port is unknown: they are NOT ours and pass.
+ * matched by its port like any frame; its (source, IP id) then goes into
+ * dp_frags, so the later fragments of that datagram (offset != 0, no UDP
+ * header) are ours too; the last one (MF clear) removes the entry. User
+ * space reassembles (detpath_wire::reasm). A later fragment that arrives
+ * before its first one is not recognised and passes to the kernel (lost:
+ * the sender's reliability protocol resends).
  *
  * Checksums are not checked here; user space verifies them.
  *
@@ -21,6 +24,8 @@
  *   dp_config  ARRAY[1] of struct dp_filter_config, written before attach.
  *              flags: DP_CFG_RX_STAMP asks for a receive time stamp.
  *              An all-zero config matches nothing.
+ *   dp_frags   LRU_HASH (source, IP id) of fragmented datagrams to us whose
+ *              first fragment matched; written by the program only.
  *   dp_stats   PERCPU_ARRAY[DP_STAT_MAX] of __u64:
  *              DP_STAT_MATCHED  ours, handed to user space (redirected / queued)
  *              DP_STAT_PASSED   not ours, XDP_PASS to the kernel stack
@@ -79,6 +84,20 @@ struct {
 	__type(value, __u64);
 } dp_stats SEC(".maps");
 
+/* A fragmented datagram to us: its source and IPv4 identification. */
+struct dp_frag_key {
+	__be32 saddr;
+	__be16 id;
+	__u16 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 256);
+	__type(key, struct dp_frag_key);
+	__type(value, __u8);
+} dp_frags SEC(".maps");
+
 /* Adds one to counter idx (an enum dp_stat) on this CPU. */
 static __always_inline void dp_count(__u32 idx)
 {
@@ -121,13 +140,30 @@ static __always_inline int dp_is_ours(void *data, void *data_end, const struct d
 		return 0;
 	if (ip->protocol != IPPROTO_UDP || ip->daddr != cfg->addr)
 		return 0;
-	if (ip->frag_off & bpf_htons(0x1fff))
-		return 0; /* a later fragment: no UDP header to match */
+	if (ip->frag_off & bpf_htons(0x1fff)) {
+		/* A later fragment: no UDP header; ours if its first fragment was. */
+		struct dp_frag_key k = { .saddr = ip->saddr, .id = ip->id, .pad = 0 };
+
+		if (!bpf_map_lookup_elem(&dp_frags, &k))
+			return 0;
+		if (!(ip->frag_off & bpf_htons(0x2000)))
+			bpf_map_delete_elem(&dp_frags, &k);
+		return 1;
+	}
 	ihl = (__u32)ip->ihl * 4; /* 20..60 */
 	udp = (void *)ip + ihl;
 	if ((void *)(udp + 1) > data_end)
 		return 0;
-	return udp->dest == cfg->port;
+	if (udp->dest != cfg->port)
+		return 0;
+	if (ip->frag_off & bpf_htons(0x2000)) {
+		/* The first fragment of a datagram to us: remember it for the rest. */
+		struct dp_frag_key k = { .saddr = ip->saddr, .id = ip->id, .pad = 0 };
+		__u8 one = 1;
+
+		bpf_map_update_elem(&dp_frags, &k, &one, BPF_ANY);
+	}
+	return 1;
 }
 
 #endif /* DETPATH_FILTER_H */

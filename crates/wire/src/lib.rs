@@ -1,11 +1,14 @@
 //! Wire formats of detpath: the Ethernet/IPv4/UDP frames every datapath that
 //! builds its own frames sends and parses. Pure functions over byte slices:
-//! no allocation, no OS calls, no panics on any input (fuzzed in `fuzz/`).
+//! no allocation (the reassembler allocates its slots once, when created),
+//! no OS calls, no panics on any input (fuzzed in `fuzz/`).
 
 pub mod checksum;
 pub mod frame;
+pub mod reasm;
 
 pub use frame::{build_udp_frame, parse_udp_frame, FrameError, MacAddr, UdpFrame, UdpFrameHeader};
+pub use reasm::{parse_fragment, FragError, Reassembled, Reassembler};
 
 /// Ethernet header length (no VLAN tag).
 pub const ETH_HLEN: usize = 14;

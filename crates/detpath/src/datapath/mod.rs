@@ -5,6 +5,7 @@
 use crate::endpoint::Datapath;
 
 pub mod afxdp;
+pub(crate) mod defrag;
 pub mod dpdk;
 pub mod fault;
 pub mod filter;

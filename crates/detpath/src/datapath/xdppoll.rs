@@ -5,7 +5,9 @@
 //!
 //! Spec: `xdppoll://<iface>?port=N[&addr=A][&mode=auto|native|skb][&rx_stamp=user|xdp]`.
 
+use crate::datapath::defrag::{Defrag, Defragged};
 use crate::datapath::filter::{FilterConfig, FilterProgram};
+use detpath_wire::FrameError;
 use crate::datapath::wait::{wait_readable, Step, Wait};
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxMeta, RxStamp};
 use crate::error::{last_os_error, Error, Result};
@@ -154,6 +156,8 @@ enum Record<T> {
 enum Refusal {
     Malformed,
     NotForMe,
+    /// A fragment kept for reassembly (counted nowhere).
+    Held,
 }
 
 impl PollFeed {
@@ -225,6 +229,7 @@ fn count<T>(counters: &mut Counters, got: Option<Record<T>>, len: impl Fn(&T) ->
             counters.rx_not_for_me += 1;
             Some(None)
         }
+        Record::Refused(Refusal::Held) => Some(None),
     }
 }
 
@@ -233,6 +238,8 @@ pub struct XdpPollEndpoint {
     tx: UdpSocket,
     local: SocketAddrV4,
     verify_checksum: bool,
+    /// Datagrams arriving as IPv4 fragments, being put back together.
+    defrag: Defrag,
     caps: Capabilities,
     counters: Counters,
 }
@@ -257,7 +264,7 @@ fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
         notes: vec!["rx: BPF ring buffer (copy), tx: kernel UDP socket".into()],
         ..Default::default()
     };
-    Ok(Box::new(XdpPollEndpoint { feed, tx, local, verify_checksum: spec.verify_checksum, caps, counters: Counters::default() }))
+    Ok(Box::new(XdpPollEndpoint { feed, tx, local, verify_checksum: spec.verify_checksum, defrag: Defrag::default(), caps, counters: Counters::default() }))
 }
 
 impl Endpoint for XdpPollEndpoint {
@@ -278,15 +285,24 @@ impl Endpoint for XdpPollEndpoint {
     }
 
     fn recv(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<RxMeta>> {
-        let (verify, local, counters) = (self.verify_checksum, self.local, &mut self.counters);
+        let (verify, local, counters, defrag) = (self.verify_checksum, self.local, &mut self.counters, &mut self.defrag);
         self.feed.recv(mode, |feed| loop {
             let got = feed.take(|frame, rx_ns| {
-                // A frame to our port but not our address, or that does not parse: malformed.
-                let f = detpath_wire::parse_udp_frame(frame, verify).ok().filter(|f| f.dst == local).ok_or(Refusal::Malformed)?;
-                let payload = f.payload(frame);
-                let n = payload.len().min(buf.len());
-                buf[..n].copy_from_slice(&payload[..n]);
-                Ok(RxMeta { len: n, truncated: n < payload.len(), peer: f.src, rx_ns })
+                let mut deliver = |payload: &[u8], peer| {
+                    let n = payload.len().min(buf.len());
+                    buf[..n].copy_from_slice(&payload[..n]);
+                    Ok(RxMeta { len: n, truncated: n < payload.len(), peer, rx_ns })
+                };
+                match detpath_wire::parse_udp_frame(frame, verify) {
+                    Ok(f) if f.dst == local => deliver(f.payload(frame), f.src),
+                    Err(FrameError::Fragment) => match defrag.offer(frame, local, verify, rx_ns) {
+                        Defragged::Held => Err(Refusal::Held),
+                        Defragged::Datagram { src, payload } => deliver(payload, src),
+                        Defragged::Dropped => Err(Refusal::Malformed),
+                    },
+                    // A frame to our port but not our address, or that does not parse: malformed.
+                    _ => Err(Refusal::Malformed),
+                }
             });
             if let Some(m) = count(counters, got, |m| (m.len, m.truncated))? {
                 return Some(m);

@@ -50,6 +50,7 @@ mod umem;
 
 pub use setup::open_afxdp;
 
+use crate::datapath::defrag::{Defrag, Defragged};
 use crate::datapath::filter::{self, FilterStats};
 use crate::datapath::wait::{wait_readable, Step, Wait};
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxBatch, RxMeta, TxDatagram};
@@ -57,7 +58,7 @@ use crate::error::{last_os_error, Error, Result};
 use crate::frame::{FrameDatapath, FrameEndpoint, FrameMeta};
 use crate::spec::EndpointSpec;
 use detpath_sys::neigh::Neighbours;
-use detpath_wire::{build_udp_frame, parse_udp_frame, MacAddr, UdpFrameHeader};
+use detpath_wire::{build_udp_frame, parse_udp_frame, FrameError, MacAddr, UdpFrameHeader};
 use feed::XdpFeed;
 use ring::Ring;
 use std::net::SocketAddrV4;
@@ -124,6 +125,8 @@ pub struct AfxdpEndpoint {
     verify_checksum: bool,
     /// Take `rx_ns` from the XDP program's metadata (`rx_stamp=xdp`).
     xdp_stamp: bool,
+    /// Datagrams arriving as IPv4 fragments, being put back together.
+    defrag: Defrag,
     zero_copy: bool,
     kernel_busy_poll: bool,
     batch: u32,
@@ -178,6 +181,8 @@ enum Parsed<M> {
     Deliver { meta: M, len: usize, truncated: bool },
     Malformed,
     NotForMe,
+    /// A fragment kept for reassembly.
+    Held,
 }
 
 /// How this endpoint frames payloads: UDP datagrams (the `afxdp` datapath)
@@ -339,22 +344,28 @@ impl AfxdpEndpoint {
     }
 
     /// A received frame as a UDP datagram for this endpoint.
-    fn parse_udp(&self, frame: &[u8], slot: &mut [u8], rx_ns: u64) -> Parsed<RxMeta> {
+    /// A fragment goes to the reassembler and is delivered when it completes its datagram.
+    fn parse_udp(&self, defrag: &mut Defrag, frame: &[u8], slot: &mut [u8], rx_ns: u64) -> Parsed<RxMeta> {
+        let deliver = |p: &[u8], peer, slot: &mut [u8]| {
+            let len = p.len().min(slot.len());
+            slot[..len].copy_from_slice(&p[..len]);
+            let truncated = len < p.len();
+            Parsed::Deliver { meta: RxMeta { len, truncated, peer, rx_ns }, len, truncated }
+        };
         match parse_udp_frame(frame, self.verify_checksum) {
-            Ok(f) if f.dst == self.local => {
-                let p = f.payload(frame);
-                let len = p.len().min(slot.len());
-                slot[..len].copy_from_slice(&p[..len]);
-                let truncated = len < p.len();
-                Parsed::Deliver { meta: RxMeta { len, truncated, peer: f.src, rx_ns }, len, truncated }
-            }
+            Ok(f) if f.dst == self.local => deliver(f.payload(frame), f.src, slot),
+            Err(FrameError::Fragment) => match defrag.offer(frame, self.local, self.verify_checksum, rx_ns) {
+                Defragged::Held => Parsed::Held,
+                Defragged::Datagram { src, payload } => deliver(payload, src, slot),
+                Defragged::Dropped => Parsed::Malformed,
+            },
             _ => Parsed::Malformed,
         }
     }
 
     /// A received frame as a bare Ethernet payload: its EtherType must be
     /// ours and its destination us or a group address.
-    fn parse_eth(&self, frame: &[u8], slot: &mut [u8], rx_ns: u64) -> Parsed<FrameMeta> {
+    fn parse_eth(&self, _: &mut Defrag, frame: &[u8], slot: &mut [u8], rx_ns: u64) -> Parsed<FrameMeta> {
         if frame.len() < ETH_HEADER {
             return Parsed::Malformed;
         }
@@ -374,13 +385,15 @@ impl AfxdpEndpoint {
 
     /// Takes ready RX descriptors into `sink` until it is full or the ring is
     /// empty; recycles every frame. Returns how many datagrams were delivered.
-    fn drain_rx<M>(&mut self, sink: &mut impl RxSink<M>, max: u32, parse: fn(&Self, &[u8], &mut [u8], u64) -> Parsed<M>) -> usize {
+    fn drain_rx<M>(&mut self, sink: &mut impl RxSink<M>, max: u32, parse: fn(&Self, &mut Defrag, &[u8], &mut [u8], u64) -> Parsed<M>) -> usize {
         self.flush_fill_pending();
         let avail = self.rx.available(max);
         if avail == 0 {
             return 0;
         }
         let polled_ns = monotonic_ns();
+        // Lent out of self for the loop (parse borrows self immutably).
+        let mut defrag = std::mem::take(&mut self.defrag);
         let mut taken = 0u32;
         let mut delivered = 0usize;
         while taken < avail {
@@ -389,7 +402,7 @@ impl AfxdpEndpoint {
             taken += 1;
             let rx_ns = if self.xdp_stamp { self.xdp_stamp_of(d.addr).unwrap_or(polled_ns) } else { polled_ns };
             let parsed = match self.umem.frame(d.addr, d.len) {
-                Some(frame) => parse(self, frame, slot, rx_ns),
+                Some(frame) => parse(self, &mut defrag, frame, slot, rx_ns),
                 None => Parsed::Malformed,
             };
             match parsed {
@@ -404,6 +417,7 @@ impl AfxdpEndpoint {
                 }
                 Parsed::Malformed => self.counters.rx_malformed += 1,
                 Parsed::NotForMe => self.counters.rx_not_for_me += 1,
+                Parsed::Held => {}
             }
         }
         // Recycle the frames to the fill ring (overflow waits in fill_pending).
@@ -419,6 +433,7 @@ impl AfxdpEndpoint {
         }
         self.rx.release(taken);
         self.fill.submit(direct);
+        self.defrag = defrag;
         delivered
     }
 
@@ -450,7 +465,7 @@ impl AfxdpEndpoint {
     }
 
     /// Receives per `mode` into `sink`; returns how many datagrams were delivered.
-    fn recv_into<M>(&mut self, sink: &mut impl RxSink<M>, mode: RecvMode, max: u32, parse: fn(&Self, &[u8], &mut [u8], u64) -> Parsed<M>) -> Result<usize> {
+    fn recv_into<M>(&mut self, sink: &mut impl RxSink<M>, mode: RecvMode, max: u32, parse: fn(&Self, &mut Defrag, &[u8], &mut [u8], u64) -> Parsed<M>) -> Result<usize> {
         let wait = Wait::new(mode);
         let busy = matches!(mode, RecvMode::BusyPoll { .. });
         loop {

@@ -316,6 +316,7 @@ pub(crate) fn open_afxdp_framing(spec: &EndpointSpec, framing: Framing) -> Resul
         ip_id: 0,
         verify_checksum: spec.verify_checksum,
         xdp_stamp: settings.xdp_stamp,
+        defrag: Default::default(),
         zero_copy: bound.zero_copy,
         kernel_busy_poll: caps.busy_poll,
         batch: caps.max_batch as u32,

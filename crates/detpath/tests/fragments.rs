@@ -1,0 +1,64 @@
+//! IPv4 fragments on the datapaths that parse frames themselves (afxdp,
+//! xdppoll): a kernel UDP sender fragments datagrams above the MTU (as
+//! CycloneDDS's 14,720-byte RTPS messages are); the endpoint's XDP program
+//! hands every fragment of a datagram to its port to user space, which
+//! reassembles it. Fragmented datagrams to other ports still reach the
+//! kernel. Real veth pair between two namespaces; needs root.
+
+mod common;
+
+use common::assert_no_xdp;
+use detpath::testbed::{Testbed, TestbedConfig};
+use detpath::{Endpoint, RecvMode, RxBatch};
+use std::net::UdpSocket;
+use std::time::Duration;
+
+const WAIT: RecvMode = RecvMode::BusyPoll { timeout: Some(Duration::from_secs(2)) };
+
+fn fill(seed: usize, len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i.wrapping_mul(31) ^ seed.wrapping_mul(7)) as u8).collect()
+}
+
+#[test]
+fn fragmented_datagrams_are_reassembled_and_others_reach_the_kernel() {
+    let tb = Testbed::up(TestbedConfig::unique("frag")).unwrap();
+    for (i, dp) in ["afxdp", "xdppoll"].into_iter().enumerate() {
+        let port = 7500 + 10 * i as u16;
+        let uri = tb.b().uri(dp, port);
+        let mut ep: Box<dyn Endpoint> = tb.b().run(|| detpath::open(&uri)).unwrap().unwrap_or_else(|e| panic!("{uri}: {e}"));
+        // A kernel socket on the same address, another port, beside the program.
+        let kernel = tb.b().run(|| UdpSocket::bind((tb.b().addr, port + 1)).unwrap()).unwrap();
+        kernel.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let client = tb.a().run(|| UdpSocket::bind((tb.a().addr, 0)).unwrap()).unwrap();
+        let mut buf = vec![0u8; 70_000];
+        let sizes = [1472, 1473, 2000, 9000, 14_720, 30_000, 65_507, 100];
+        for (k, &len) in sizes.iter().enumerate() {
+            let p = fill(k, len);
+            client.send_to(&p, ep.local_addr()).unwrap();
+            let m = ep.recv(&mut buf, WAIT).unwrap().unwrap_or_else(|| panic!("{dp}: {len} B datagram not received"));
+            assert_eq!(m.len, len, "{dp}: length");
+            assert!(buf[..len] == p[..], "{dp}: {len} B payload differs");
+            assert_eq!(m.peer, std::net::SocketAddrV4::new(tb.a().addr, client.local_addr().unwrap().port()));
+        }
+        // Batches too: three 5000-byte datagrams in a row.
+        for k in 0..3 {
+            client.send_to(&fill(100 + k, 5000), ep.local_addr()).unwrap();
+        }
+        let mut batch = RxBatch::new(8, 8192);
+        let mut got = Vec::new();
+        while got.len() < 3 {
+            assert!(ep.recv_batch(&mut batch, WAIT).unwrap() > 0, "{dp}: batch of fragmented datagrams");
+            got.extend(batch.iter().map(|(_, p)| p.to_vec()));
+        }
+        assert_eq!(got, (0..3).map(|k| fill(100 + k, 5000)).collect::<Vec<_>>(), "{dp}: batched datagrams");
+        // The kernel's own fragmented datagram (another port) is not taken.
+        let q = fill(9, 6000);
+        client.send_to(&q, (tb.b().addr, port + 1)).unwrap();
+        let (n, _) = kernel.recv_from(&mut buf).expect("the kernel socket gets its fragmented datagram");
+        assert!(n == q.len() && buf[..n] == q[..], "{dp}: kernel datagram");
+        let c = ep.counters();
+        assert_eq!(c.rx_malformed, 0, "{dp}: {c:?}");
+        assert_eq!(c.rx_packets, sizes.len() as u64 + 3, "{dp}: {c:?}");
+    }
+    assert_no_xdp(tb.b());
+}
