@@ -264,7 +264,14 @@ mod tests {
     /// Builds a datagram as one (oversized) frame, then cuts its IPv4 payload
     /// into fragments of at most `mtu` bytes of IP packet, as a kernel does.
     fn fragments(payload: &[u8], id: u16, mtu: usize) -> Vec<Vec<u8>> {
-        let h = UdpFrameHeader { src_mac: MacAddr([2; 6]), dst_mac: MacAddr([4; 6]), src: SocketAddrV4::new(A, 7410), dst: SocketAddrV4::new(B, 7412), ip_id: id, ttl: 64 };
+        let h = UdpFrameHeader {
+            src_mac: MacAddr([2; 6]),
+            dst_mac: MacAddr([4; 6]),
+            src: SocketAddrV4::new(A, 7410),
+            dst: SocketAddrV4::new(B, 7412),
+            ip_id: id,
+            ttl: 64,
+        };
         let mut whole = vec![0u8; payload.len() + 64];
         let n = build_udp_frame(&mut whole, &h, payload).unwrap();
         let ip_payload = &whole[ETH_HLEN + IPV4_HLEN..n];
@@ -384,7 +391,14 @@ mod tests {
         assert_eq!(parse_fragment(&odd), Err(FragError::BadFragment));
         assert_eq!(parse_fragment(&f[0][..30]), Err(FragError::Frame(FrameError::Truncated)));
         let mut whole = vec![0u8; 200];
-        let h = UdpFrameHeader { src_mac: MacAddr([2; 6]), dst_mac: MacAddr([4; 6]), src: SocketAddrV4::new(A, 1), dst: SocketAddrV4::new(B, 2), ip_id: 0, ttl: 64 };
+        let h = UdpFrameHeader {
+            src_mac: MacAddr([2; 6]),
+            dst_mac: MacAddr([4; 6]),
+            src: SocketAddrV4::new(A, 1),
+            dst: SocketAddrV4::new(B, 2),
+            ip_id: 0,
+            ttl: 64,
+        };
         let n = build_udp_frame(&mut whole, &h, b"whole").unwrap();
         assert_eq!(parse_fragment(&whole[..n]), Err(FragError::NotAFragment));
     }

@@ -7,13 +7,13 @@
 
 use crate::datapath::defrag::{Defrag, Defragged};
 use crate::datapath::filter::{FilterConfig, FilterProgram};
-use detpath_wire::FrameError;
 use crate::datapath::wait::{wait_readable, Step, Wait};
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxMeta, RxStamp};
 use crate::error::{last_os_error, Error, Result};
 use crate::frame::{FrameDatapath, FrameEndpoint, FrameMeta, MacAddr};
 use crate::spec::EndpointSpec;
 use detpath_sys::NetDev;
+use detpath_wire::FrameError;
 use std::net::{SocketAddrV4, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};

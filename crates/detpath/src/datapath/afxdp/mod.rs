@@ -178,7 +178,11 @@ impl RxSink<RxMeta> for RxBatch {
 
 /// What one received frame became.
 enum Parsed<M> {
-    Deliver { meta: M, len: usize, truncated: bool },
+    Deliver {
+        meta: M,
+        len: usize,
+        truncated: bool,
+    },
     Malformed,
     NotForMe,
     /// A fragment kept for reassembly.
@@ -465,7 +469,13 @@ impl AfxdpEndpoint {
     }
 
     /// Receives per `mode` into `sink`; returns how many datagrams were delivered.
-    fn recv_into<M>(&mut self, sink: &mut impl RxSink<M>, mode: RecvMode, max: u32, parse: fn(&Self, &mut Defrag, &[u8], &mut [u8], u64) -> Parsed<M>) -> Result<usize> {
+    fn recv_into<M>(
+        &mut self,
+        sink: &mut impl RxSink<M>,
+        mode: RecvMode,
+        max: u32,
+        parse: fn(&Self, &mut Defrag, &[u8], &mut [u8], u64) -> Parsed<M>,
+    ) -> Result<usize> {
         let wait = Wait::new(mode);
         let busy = matches!(mode, RecvMode::BusyPoll { .. });
         loop {

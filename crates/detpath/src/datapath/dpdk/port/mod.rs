@@ -14,6 +14,7 @@
 use super::eal;
 use super::host::HostState;
 use super::{Config, DpdkError, Vdev};
+use crate::datapath::defrag::{Defrag, Defragged};
 use crate::datapath::wait::{Step, Wait};
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, Endpoint, RecvMode, RxBatch, RxMeta, RxStamp, TxDatagram};
 use crate::error::{Error, Result};
@@ -67,7 +68,7 @@ const MBUF_DATA: usize = 2048;
 static NEXT_ID: AtomicU32 = AtomicU32::new(0);
 static CLAIMED: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
-/// One received datagram still in its mbuf.
+/// One received datagram still in its mbuf (or, `m` null, in a slot of [`Assembled`]).
 #[derive(Clone, Copy)]
 struct Pending {
     m: *mut sys::rte_mbuf,
@@ -77,6 +78,42 @@ struct Pending {
     /// The sender's MAC (what a frame endpoint reports).
     src_mac: MacAddr,
     rx_ns: u64,
+}
+
+/// Reassembled datagrams waiting in `pending` (FIFO, as `pending` is): a
+/// ring of buffers taken once, at the first one.
+#[derive(Default)]
+struct Assembled {
+    bufs: Vec<Box<[u8]>>,
+    /// Next slot to deliver, and how many are waiting.
+    head: usize,
+    waiting: usize,
+}
+
+impl Assembled {
+    const SLOTS: usize = 8;
+
+    /// Copies `payload` into the next free slot; `None` when all are waiting.
+    fn store(&mut self, payload: &[u8]) -> Option<*const u8> {
+        if self.bufs.is_empty() {
+            self.bufs = (0..Self::SLOTS).map(|_| vec![0u8; detpath_wire::reasm::MAX_IP_PAYLOAD].into_boxed_slice()).collect();
+        }
+        if self.waiting == Self::SLOTS || payload.len() > detpath_wire::reasm::MAX_IP_PAYLOAD {
+            return None;
+        }
+        let slot = &mut self.bufs[(self.head + self.waiting) % Self::SLOTS];
+        slot[..payload.len()].copy_from_slice(payload);
+        self.waiting += 1;
+        Some(slot.as_ptr())
+    }
+
+    /// The oldest waiting slot was delivered.
+    fn release(&mut self) {
+        if self.waiting > 0 {
+            self.head = (self.head + 1) % Self::SLOTS;
+            self.waiting -= 1;
+        }
+    }
 }
 
 pub(crate) struct DpdkEndpoint {
@@ -100,6 +137,9 @@ pub(crate) struct DpdkEndpoint {
     tx_macs: Vec<MacAddr>,
     pending: VecDeque<Pending>,
     pending_dropped: u64,
+    /// Datagrams that arrived as IPv4 fragments: being put back together, and done ones waiting.
+    defrag: Defrag,
+    assembled: Assembled,
     neigh: NeighCache,
     /// Subnets of the interface, for the on-link check (empty: no check).
     subnets: Vec<(Ipv4Addr, u8)>,
@@ -117,8 +157,36 @@ unsafe impl Send for DpdkEndpoint {}
 
 impl DpdkEndpoint {
     fn free(&mut self, m: *mut sys::rte_mbuf) {
+        if m.is_null() {
+            // A reassembled datagram: its slot in `assembled` is released instead.
+            self.assembled.release();
+            return;
+        }
         // SAFETY: m is an mbuf this endpoint received or allocated and still owns.
         unsafe { sys::detpath_dpdk_mbuf_free(m) };
+    }
+
+    /// A fragment: the reassembler copies it (the mbuf is freed); a
+    /// datagram it completes waits in `assembled` like one in an mbuf.
+    fn on_fragment(&mut self, m: *mut sys::rte_mbuf, frame: &[u8], now: u64) {
+        let got = match self.defrag.offer(frame, self.local, self.verify_checksum, now) {
+            Defragged::Held => None,
+            Defragged::Dropped => {
+                self.counters.rx_malformed += 1;
+                None
+            }
+            Defragged::Datagram { src, payload } => match (self.pending.len() < PENDING).then(|| self.assembled.store(payload)).flatten() {
+                Some(data) => Some((src, data, payload.len())),
+                None => {
+                    self.pending_dropped += 1;
+                    None
+                }
+            },
+        };
+        self.free(m);
+        if let Some((peer, data, len)) = got {
+            self.pending.push_back(Pending { m: std::ptr::null_mut(), data, len: len as u16, peer, src_mac: MacAddr::default(), rx_ns: now });
+        }
     }
 
     /// One RX burst, every frame classified. Returns the number of frames taken.
@@ -169,6 +237,7 @@ impl DpdkEndpoint {
                 let p = unsafe { (data as *const u8).add(f.payload_offset) };
                 self.pending.push_back(Pending { m, data: p, len: f.payload_len as u16, peer: f.src, src_mac: MacAddr::default(), rx_ns: now });
             }
+            Err(FrameError::Fragment) => self.on_fragment(m, frame, now),
             Ok(_) | Err(FrameError::NotIpv4(_)) | Err(FrameError::NotUdp(_)) => {
                 self.counters.rx_not_for_me += 1;
                 self.free(m);

@@ -456,6 +456,8 @@ pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: 
         tx_macs: vec![MacAddr::default(); burst as usize],
         pending: VecDeque::with_capacity(PENDING),
         pending_dropped: 0,
+        defrag: Default::default(),
+        assembled: Default::default(),
         neigh: NeighCache::new(&cfg.neigh),
         subnets: s.subnets,
         arp_timeout: Duration::from_millis(cfg.arp_timeout_ms),
