@@ -64,7 +64,7 @@ pub fn parse_fragment(frame: &[u8]) -> Result<Fragment<'_>, FragError> {
     }
     let data = &ip[ihl..total];
     // Every fragment but the last carries a multiple of 8 bytes (RFC 791).
-    if (more && data.len() % 8 != 0) || data.is_empty() || offset + data.len() > MAX_IP_PAYLOAD {
+    if (more && !data.len().is_multiple_of(8)) || data.is_empty() || offset + data.len() > MAX_IP_PAYLOAD {
         return Err(FragError::BadFragment);
     }
     Ok(Fragment {
