@@ -177,6 +177,9 @@ impl RxSink<RxMeta> for RxBatch {
 }
 
 /// What one received frame became.
+/// How a received frame becomes a delivery: (endpoint, reassembler, frame, caller's slot, rx time).
+type ParseFn<E, M> = fn(&E, &mut Defrag, &[u8], &mut [u8], u64) -> Parsed<M>;
+
 enum Parsed<M> {
     Deliver {
         meta: M,
@@ -389,7 +392,7 @@ impl AfxdpEndpoint {
 
     /// Takes ready RX descriptors into `sink` until it is full or the ring is
     /// empty; recycles every frame. Returns how many datagrams were delivered.
-    fn drain_rx<M>(&mut self, sink: &mut impl RxSink<M>, max: u32, parse: fn(&Self, &mut Defrag, &[u8], &mut [u8], u64) -> Parsed<M>) -> usize {
+    fn drain_rx<M>(&mut self, sink: &mut impl RxSink<M>, max: u32, parse: ParseFn<Self, M>) -> usize {
         self.flush_fill_pending();
         let avail = self.rx.available(max);
         if avail == 0 {
@@ -469,13 +472,7 @@ impl AfxdpEndpoint {
     }
 
     /// Receives per `mode` into `sink`; returns how many datagrams were delivered.
-    fn recv_into<M>(
-        &mut self,
-        sink: &mut impl RxSink<M>,
-        mode: RecvMode,
-        max: u32,
-        parse: fn(&Self, &mut Defrag, &[u8], &mut [u8], u64) -> Parsed<M>,
-    ) -> Result<usize> {
+    fn recv_into<M>(&mut self, sink: &mut impl RxSink<M>, mode: RecvMode, max: u32, parse: ParseFn<Self, M>) -> Result<usize> {
         let wait = Wait::new(mode);
         let busy = matches!(mode, RecvMode::BusyPoll { .. });
         loop {
