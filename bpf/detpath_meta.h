@@ -8,7 +8,9 @@
 #ifndef DETPATH_META_H
 #define DETPATH_META_H
 
+#include <linux/bpf.h>
 #include <linux/types.h>
+#include <bpf/bpf_helpers.h>
 
 #define DP_RX_META_MAGIC 0x64707473u /* "dpts" */
 
@@ -17,5 +19,22 @@ struct dp_rx_meta {
 	__u32 magic;
 	__u32 reserved;
 };
+
+/* Grows ctx's metadata area by a struct dp_rx_meta and stamps it with
+ * bpf_ktime_get_ns(). A driver without metadata support refuses the growth:
+ * the frame goes unstamped (user space then uses its own clock). */
+static __always_inline void dp_stamp_rx(struct xdp_md *ctx)
+{
+	struct dp_rx_meta *meta;
+
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct dp_rx_meta)) != 0)
+		return;
+	meta = (void *)(long)ctx->data_meta;
+	if ((void *)(meta + 1) > (void *)(long)ctx->data)
+		return;
+	meta->rx_ns = bpf_ktime_get_ns();
+	meta->magic = DP_RX_META_MAGIC;
+	meta->reserved = 0;
+}
 
 #endif /* DETPATH_META_H */

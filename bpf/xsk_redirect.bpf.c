@@ -37,15 +37,8 @@ int xsk_redirect(struct xdp_md *ctx)
 		dp_count(DP_STAT_PASSED);
 		return XDP_PASS;
 	}
-	if (cfg && (cfg->flags & DP_CFG_RX_STAMP) && bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct dp_rx_meta)) == 0) {
-		struct dp_rx_meta *meta = (void *)(long)ctx->data_meta;
-
-		if ((void *)(meta + 1) <= (void *)(long)ctx->data) {
-			meta->rx_ns = bpf_ktime_get_ns();
-			meta->magic = DP_RX_META_MAGIC;
-			meta->reserved = 0;
-		}
-	}
+	if (cfg && (cfg->flags & DP_CFG_RX_STAMP))
+		dp_stamp_rx(ctx);
 	act = bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_DROP);
 	dp_count(act == XDP_REDIRECT ? DP_STAT_MATCHED : DP_STAT_DROPPED);
 	return act;

@@ -11,8 +11,6 @@
  * the frame, inside the mbuf's headroom. A driver without metadata support
  * refuses the growth: the frame goes unstamped and user space uses its own
  * clock. No configuration map: net_af_xdp loads the object itself. */
-#include <linux/bpf.h>
-#include <bpf/bpf_helpers.h>
 #include "detpath_meta.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -27,14 +25,6 @@ struct {
 SEC("xdp")
 int xsk_stamp(struct xdp_md *ctx)
 {
-	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct dp_rx_meta)) == 0) {
-		struct dp_rx_meta *meta = (void *)(long)ctx->data_meta;
-
-		if ((void *)(meta + 1) <= (void *)(long)ctx->data) {
-			meta->rx_ns = bpf_ktime_get_ns();
-			meta->magic = DP_RX_META_MAGIC;
-			meta->reserved = 0;
-		}
-	}
+	dp_stamp_rx(ctx);
 	return bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
 }

@@ -194,46 +194,9 @@ fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
 }
 
 impl UdpEndpoint {
-    /// One non-blocking recvfrom (recvmsg with the kernel's time stamp under
+    /// One non-blocking recvmsg (with the kernel's time stamp under
     /// `rx_stamp=kernel`). `Ok(None)` on EAGAIN.
     fn try_recv(&mut self, buf: &mut [u8]) -> Result<Option<RxMeta>> {
-        if self.kernel_stamp {
-            return self.try_recv_stamped(buf);
-        }
-        // SAFETY: sockaddr_in is plain data; zero is a valid value.
-        let mut from: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-        let mut from_len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-        // SAFETY: buf is writable for its length; from/from_len describe a sockaddr_in.
-        let n = unsafe {
-            libc::recvfrom(
-                self.sock.as_raw_fd(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                libc::MSG_DONTWAIT | libc::MSG_TRUNC,
-                (&mut from as *mut libc::sockaddr_in).cast(),
-                &mut from_len,
-            )
-        };
-        if n < 0 {
-            let e = last_os_error();
-            return match e.raw_os_error() {
-                Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(None),
-                _ => Err(Error::io("receiving on the UDP socket", e)),
-            };
-        }
-        let rx_ns = monotonic_ns();
-        let full = n as usize;
-        let len = full.min(buf.len());
-        self.counters.rx_packets += 1;
-        self.counters.rx_bytes += len as u64;
-        if full > len {
-            self.counters.rx_truncated += 1;
-        }
-        Ok(Some(RxMeta { len, truncated: full > len, peer: from_sockaddr_in(&from), rx_ns }))
-    }
-
-    /// One non-blocking recvmsg that also reads the kernel's time stamp.
-    fn try_recv_stamped(&mut self, buf: &mut [u8]) -> Result<Option<RxMeta>> {
         let m = &mut self.mmsg;
         m.iovs[0] = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
         let hdr = &mut m.hdrs[0].msg_hdr;
@@ -243,8 +206,10 @@ impl UdpEndpoint {
         hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as u32;
         hdr.msg_iov = &mut m.iovs[0];
         hdr.msg_iovlen = 1;
-        hdr.msg_control = m.cmsgs[0].as_mut_ptr().cast();
-        hdr.msg_controllen = std::mem::size_of::<[u64; CMSG_WORDS]>();
+        if self.kernel_stamp {
+            hdr.msg_control = m.cmsgs[0].as_mut_ptr().cast();
+            hdr.msg_controllen = std::mem::size_of::<[u64; CMSG_WORDS]>();
+        }
         // SAFETY: hdr points at live buffers: buf (writable for its length), an address and the control space.
         let n = unsafe { libc::recvmsg(self.sock.as_raw_fd(), hdr, libc::MSG_DONTWAIT | libc::MSG_TRUNC) };
         if n < 0 {
@@ -255,7 +220,7 @@ impl UdpEndpoint {
             };
         }
         let now = monotonic_ns();
-        let rx_ns = kernel_stamp(&self.mmsg.hdrs[0].msg_hdr, real_minus_mono()).unwrap_or(now);
+        let rx_ns = if self.kernel_stamp { kernel_stamp(&self.mmsg.hdrs[0].msg_hdr, real_minus_mono()).unwrap_or(now) } else { now };
         let full = n as usize;
         let len = full.min(buf.len());
         self.counters.rx_packets += 1;
