@@ -76,6 +76,11 @@ struct NodeArgs {
     /// Seconds to wait for a peer to match.
     #[arg(long, default_value_t = 10.0)]
     discovery_timeout: f64,
+    /// Largest RTPS message sent, bytes: above the MTU it goes as IPv4
+    /// fragments where the datapath can send them (udp, afxdp, xdppoll), as
+    /// CycloneDDS does (its MaxMessageSize is 14720).
+    #[arg(long, default_value_t = 14720, value_parser = clap::value_parser!(u64).range(256..=65507))]
+    max_message: u64,
     /// Print JSON (one object per second, then the summary) instead of text.
     #[arg(long)]
     json: bool,
@@ -234,6 +239,7 @@ fn options(a: &NodeArgs, role: Role) -> anyhow::Result<NodeOptions> {
         (false, None) => Wait::Busy,
     };
     o.discovery_timeout = Duration::from_secs_f64(a.discovery_timeout);
+    o.max_message = a.max_message as usize;
     Ok(o)
 }
 

@@ -176,8 +176,11 @@ pub struct Capabilities {
     pub need_wakeup: Option<bool>,
     /// Socket busy polling (SO_BUSY_POLL / SO_PREFER_BUSY_POLL) in effect.
     pub busy_poll: bool,
-    /// Largest payload one datagram can carry.
+    /// Largest payload one datagram can carry in one frame.
     pub max_payload: usize,
+    /// Largest payload `send_to` takes: above `max_payload` the datapath sends
+    /// it as IPv4 fragments, as a kernel does (0: the same as `max_payload`).
+    pub max_datagram: usize,
     /// Largest batch one call moves.
     pub max_batch: usize,
     /// Where receive time stamps come from (`rx_stamp` key).

@@ -59,6 +59,19 @@ fn fragmented_datagrams_are_reassembled_and_others_reach_the_kernel() {
             let (n, _) = kernel.recv_from(&mut buf).expect("the kernel socket gets its fragmented datagram");
             assert!(n == q.len() && buf[..n] == q[..], "{dp}: kernel datagram");
         }
+        // And back: a datagram above the MTU from the endpoint to a kernel socket
+        // (afxdp fragments it itself; xdppoll sends through the kernel).
+        if ep.capabilities().max_datagram > ep.capabilities().max_payload || dp == "xdppoll" {
+            client.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            for len in [1473, 9000, 65_507] {
+                let r = fill(len, len);
+                ep.send_to(&r, std::net::SocketAddrV4::new(tb.a().addr, client.local_addr().unwrap().port()))
+                    .unwrap_or_else(|e| panic!("{dp}: send {len} B: {e}"));
+                let (n, _) = client.recv_from(&mut buf).unwrap_or_else(|e| panic!("{dp}: the kernel got no {len} B datagram: {e}"));
+                assert!(n == len && buf[..n] == r[..], "{dp}: {len} B datagram to the kernel differs");
+            }
+            assert!(ep.send_to(&vec![0u8; 65_508], std::net::SocketAddrV4::new(tb.a().addr, 9)).is_err(), "{dp}: above 65,507 B is refused");
+        }
         let c = ep.counters();
         assert_eq!(c.rx_malformed, 0, "{dp}: {c:?}");
         assert_eq!(c.rx_packets, sizes.len() as u64 + 3, "{dp}: {c:?}");

@@ -38,6 +38,10 @@ pub struct NodeOptions {
     pub hostname: String,
     /// Ping: at most one ping outstanding (see [`PerfConfig::lockstep`](crate::ddsperf::PerfConfig::lockstep)).
     pub lockstep: bool,
+    /// Largest RTPS message this node sends (the datapath's limit caps it).
+    /// Above the MTU the datapath sends IPv4 fragments, as CycloneDDS does
+    /// with its default MaxMessageSize of 14,720 bytes.
+    pub max_message: usize,
 }
 
 impl NodeOptions {
@@ -60,6 +64,7 @@ impl NodeOptions {
             wait: Wait::Busy,
             hostname: hostname(),
             lockstep: false,
+            max_message: 14_720,
         }
     }
 }
@@ -235,7 +240,7 @@ pub fn open_node(opts: &NodeOptions) -> Result<(Node<EndpointTransport>, PerfNod
             }
         }
     }
-    cfg.max_datagram = t.max_datagram().min(1472);
+    cfg.max_datagram = t.max_datagram().min(opts.max_message);
     cfg.user_data = PerfNode::user_data_for(opts.role, pid, &opts.hostname);
     let now = t.now_ns();
     let mut p = Participant::new(cfg, now);

@@ -88,7 +88,8 @@ impl EndpointTransport {
     /// Wraps an open link.
     pub fn on(link: Link, wait: Wait) -> EndpointTransport {
         let (max_payload, local) = match &link {
-            Link::Datagram(ep) => (ep.capabilities().max_payload, Addr::Udp(ep.local_addr())),
+            // Above one frame the datapath fragments (max_datagram), where it can.
+            Link::Datagram(ep) => (ep.capabilities().max_payload.max(ep.capabilities().max_datagram), Addr::Udp(ep.local_addr())),
             Link::Frames(ep) => (ep.capabilities().max_payload, Addr::Eth(EthAddr { mac: ep.local_mac().0, ethertype: ep.ethertype() })),
         };
         EndpointTransport { link, wait, send_errors: 0, truncated: 0, wrong_kind: 0, max_datagram: max_payload.clamp(256, 65507), local, last_activity_ns: 0 }

@@ -171,7 +171,7 @@ pub struct UdpFrameHeader {
     pub dst_mac: MacAddr,
     pub src: SocketAddrV4,
     pub dst: SocketAddrV4,
-    /// IPv4 identification field (informational: detpath never fragments).
+    /// IPv4 identification field (the same in every fragment of one datagram).
     pub ip_id: u16,
     pub ttl: u8,
 }
@@ -185,18 +185,28 @@ pub fn build_udp_frame(buf: &mut [u8], h: &UdpFrameHeader, payload: &[u8]) -> Op
     if buf.len() < total {
         return None;
     }
-    let udp_len = ip_len - IPV4_HLEN as u16;
-    // Ethernet
+    write_eth_ipv4(buf, h, ip_len, IP_DF);
+    write_udp_header(&mut buf[ETH_HLEN + IPV4_HLEN..], h, payload);
+    buf[HEADERS_LEN..total].copy_from_slice(payload);
+    Some(total)
+}
+
+/// IPv4 flags and fragment offset word: don't fragment.
+const IP_DF: u16 = 0x4000;
+/// IPv4 flags: more fragments.
+const IP_MF: u16 = 0x2000;
+
+/// Ethernet + IPv4 header (no options) with a valid checksum.
+fn write_eth_ipv4(buf: &mut [u8], h: &UdpFrameHeader, ip_len: u16, flags_offset: u16) {
     buf[0..6].copy_from_slice(&h.dst_mac.0);
     buf[6..12].copy_from_slice(&h.src_mac.0);
     buf[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
-    // IPv4
     let ip = &mut buf[ETH_HLEN..ETH_HLEN + IPV4_HLEN];
     ip[0] = 0x45;
     ip[1] = 0;
     ip[2..4].copy_from_slice(&ip_len.to_be_bytes());
     ip[4..6].copy_from_slice(&h.ip_id.to_be_bytes());
-    ip[6..8].copy_from_slice(&0x4000u16.to_be_bytes()); // DF
+    ip[6..8].copy_from_slice(&flags_offset.to_be_bytes());
     ip[8] = h.ttl;
     ip[9] = IPPROTO_UDP;
     ip[10..12].copy_from_slice(&[0, 0]);
@@ -204,20 +214,69 @@ pub fn build_udp_frame(buf: &mut [u8], h: &UdpFrameHeader, payload: &[u8]) -> Op
     ip[16..20].copy_from_slice(&h.dst.ip().octets());
     let ip_csum = checksum::internet(ip);
     ip[10..12].copy_from_slice(&ip_csum.to_be_bytes());
-    // UDP
-    let off = ETH_HLEN + IPV4_HLEN;
-    buf[off..off + 2].copy_from_slice(&h.src.port().to_be_bytes());
-    buf[off + 2..off + 4].copy_from_slice(&h.dst.port().to_be_bytes());
-    buf[off + 4..off + 6].copy_from_slice(&udp_len.to_be_bytes());
-    buf[off + 6..off + 8].copy_from_slice(&[0, 0]);
-    buf[HEADERS_LEN..total].copy_from_slice(payload);
+}
+
+/// The 8-byte UDP header of `payload` (checksum over all of it) at `out[..8]`.
+fn write_udp_header(out: &mut [u8], h: &UdpFrameHeader, payload: &[u8]) {
+    let udp_len = (UDP_HLEN + payload.len()) as u16;
+    out[0..2].copy_from_slice(&h.src.port().to_be_bytes());
+    out[2..4].copy_from_slice(&h.dst.port().to_be_bytes());
+    out[4..6].copy_from_slice(&udp_len.to_be_bytes());
+    out[6..8].copy_from_slice(&[0, 0]);
     let acc = checksum::pseudo_header_sum(*h.src.ip(), *h.dst.ip(), IPPROTO_UDP, udp_len);
-    let mut csum = checksum::finish(checksum::sum(&buf[off..total], acc));
+    let mut csum = checksum::finish(checksum::sum(payload, checksum::sum(&out[..UDP_HLEN], acc)));
     if csum == 0 {
         csum = 0xffff; // 0 means "no checksum" in UDP over IPv4 (RFC 768)
     }
-    buf[off + 6..off + 8].copy_from_slice(&csum.to_be_bytes());
-    Some(total)
+    out[6..8].copy_from_slice(&csum.to_be_bytes());
+}
+
+/// Largest UDP payload an IPv4 datagram carries (fragmented).
+pub const MAX_UDP_PAYLOAD: usize = 65_535 - IPV4_HLEN - UDP_HLEN;
+
+/// How many frames a `payload_len`-byte UDP datagram takes on a link of
+/// `mtu` (1 when it fits one frame; IPv4 fragments otherwise).
+pub fn udp_fragment_count(payload_len: usize, mtu: usize) -> usize {
+    let per = fragment_data_len(mtu);
+    if payload_len + UDP_HLEN + IPV4_HLEN <= mtu || per == 0 {
+        1
+    } else {
+        (payload_len + UDP_HLEN).div_ceil(per)
+    }
+}
+
+/// IPv4 payload bytes in every fragment but the last (a multiple of 8).
+fn fragment_data_len(mtu: usize) -> usize {
+    mtu.saturating_sub(IPV4_HLEN) & !7
+}
+
+/// Writes frame `k` of [`udp_fragment_count`] for a datagram too large for
+/// one frame of `mtu`, as a kernel fragments: the UDP header (checksum over
+/// the whole datagram) in the first, every fragment but the last a multiple
+/// of 8 bytes, all with `h.ip_id`, DF clear. Returns the frame length, or
+/// `None` when `k` is past the last fragment, `buf` is too small or the
+/// payload is above [`MAX_UDP_PAYLOAD`].
+pub fn build_udp_fragment(buf: &mut [u8], h: &UdpFrameHeader, payload: &[u8], mtu: usize, k: usize) -> Option<usize> {
+    let per = fragment_data_len(mtu);
+    let ip_payload = UDP_HLEN + payload.len();
+    if per == 0 || payload.len() > MAX_UDP_PAYLOAD || k * per >= ip_payload {
+        return None;
+    }
+    let (from, to) = (k * per, ((k + 1) * per).min(ip_payload));
+    let len = ETH_HLEN + IPV4_HLEN + (to - from);
+    if buf.len() < len {
+        return None;
+    }
+    let more = if to < ip_payload { IP_MF } else { 0 };
+    write_eth_ipv4(buf, h, (IPV4_HLEN + to - from) as u16, more | (from / 8) as u16);
+    let out = &mut buf[ETH_HLEN + IPV4_HLEN..len];
+    if k == 0 {
+        write_udp_header(out, h, payload);
+        out[UDP_HLEN..].copy_from_slice(&payload[..to - UDP_HLEN]);
+    } else {
+        out.copy_from_slice(&payload[from - UDP_HLEN..to - UDP_HLEN]);
+    }
+    Some(len)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ pub mod checksum;
 pub mod frame;
 pub mod reasm;
 
-pub use frame::{build_udp_frame, parse_udp_frame, FrameError, MacAddr, UdpFrame, UdpFrameHeader};
+pub use frame::{build_udp_fragment, build_udp_frame, parse_udp_frame, udp_fragment_count, FrameError, MacAddr, UdpFrame, UdpFrameHeader, MAX_UDP_PAYLOAD};
 pub use reasm::{parse_fragment, FragError, Reassembled, Reassembler};
 
 /// Ethernet header length (no VLAN tag).

@@ -261,8 +261,7 @@ mod tests {
     const A: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
     const B: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
 
-    /// Builds a datagram as one (oversized) frame, then cuts its IPv4 payload
-    /// into fragments of at most `mtu` bytes of IP packet, as a kernel does.
+    /// The frames of one datagram, fragmented for `mtu` as a kernel does.
     fn fragments(payload: &[u8], id: u16, mtu: usize) -> Vec<Vec<u8>> {
         let h = UdpFrameHeader {
             src_mac: MacAddr([2; 6]),
@@ -272,24 +271,11 @@ mod tests {
             ip_id: id,
             ttl: 64,
         };
-        let mut whole = vec![0u8; payload.len() + 64];
-        let n = build_udp_frame(&mut whole, &h, payload).unwrap();
-        let ip_payload = &whole[ETH_HLEN + IPV4_HLEN..n];
-        let per = (mtu - IPV4_HLEN) / 8 * 8;
-        ip_payload
-            .chunks(per)
-            .enumerate()
-            .map(|(k, data)| {
-                let more = (k + 1) * per < ip_payload.len();
-                let mut f = whole[..ETH_HLEN + IPV4_HLEN].to_vec();
-                f.extend_from_slice(data);
-                let ip = &mut f[ETH_HLEN..];
-                ip[2..4].copy_from_slice(&((IPV4_HLEN + data.len()) as u16).to_be_bytes());
-                let flags = (if more { 0x2000 } else { 0 }) | ((k * per / 8) as u16);
-                ip[6..8].copy_from_slice(&flags.to_be_bytes());
-                ip[10..12].copy_from_slice(&[0, 0]);
-                let c = checksum::internet(&ip[..IPV4_HLEN]);
-                ip[10..12].copy_from_slice(&c.to_be_bytes());
+        (0..crate::udp_fragment_count(payload.len(), mtu))
+            .map(|k| {
+                let mut f = vec![0u8; mtu + ETH_HLEN];
+                let n = crate::build_udp_fragment(&mut f, &h, payload, mtu, k).unwrap();
+                f.truncate(n);
                 f
             })
             .collect()
@@ -320,6 +306,35 @@ mod tests {
             }
         }
         assert_eq!(r.stats(), ReasmStats { fragments: 10, completed: 1, expired: 0, dropped: 0 });
+    }
+
+    #[test]
+    fn fragments_are_cut_as_a_kernel_cuts_them() {
+        let f = fragments(&data(14_000), 9, 1500);
+        let sizes: Vec<usize> = f.iter().map(|x| x.len() - ETH_HLEN).collect();
+        assert_eq!(sizes, [vec![1500; 9], vec![20 + 14_008 - 9 * 1480]].concat(), "1480 data bytes each, the rest last");
+        let parsed: Vec<_> = f.iter().map(|x| parse_fragment(x).unwrap()).collect();
+        assert!(parsed.iter().enumerate().all(|(k, p)| p.offset == k * 1480 && p.more == (k < 9) && p.id == 9));
+        assert_eq!(crate::udp_fragment_count(1472, 1500), 1, "fits one frame");
+        assert_eq!(crate::udp_fragment_count(1473, 1500), 2);
+        assert!(
+            crate::build_udp_fragment(
+                &mut [0u8; 1514],
+                &UdpFrameHeader {
+                    src_mac: MacAddr([0; 6]),
+                    dst_mac: MacAddr([0; 6]),
+                    src: SocketAddrV4::new(A, 1),
+                    dst: SocketAddrV4::new(B, 2),
+                    ip_id: 0,
+                    ttl: 1
+                },
+                &data(3000),
+                1500,
+                3
+            )
+            .is_none(),
+            "past the last"
+        );
     }
 
     #[test]

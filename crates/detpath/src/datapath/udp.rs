@@ -182,8 +182,10 @@ fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
         caps.iface = Some(dev.name.clone());
         caps.max_payload = detpath_wire::max_payload_for_mtu(dev.mtu as usize);
     } else {
-        caps.max_payload = 65507;
+        caps.max_payload = detpath_wire::MAX_UDP_PAYLOAD;
     }
+    // The kernel fragments what does not fit one frame.
+    caps.max_datagram = detpath_wire::MAX_UDP_PAYLOAD;
     if spec.busy_poll {
         match setsockopt_int(&sock, libc::SOL_SOCKET, libc::SO_BUSY_POLL, BUSY_POLL_US) {
             Ok(()) => caps.busy_poll = true,

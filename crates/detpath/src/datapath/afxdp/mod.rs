@@ -328,6 +328,37 @@ impl AfxdpEndpoint {
         Ok(())
     }
 
+    /// Sends a datagram above one frame as IPv4 fragments (all with one IP
+    /// id, submitted as TX slots come free).
+    fn send_fragmented(&mut self, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
+        if payload.len() > self.caps.max_datagram {
+            return Err(Error::PayloadTooLarge { iface: self.feed.iface().to_string(), len: payload.len(), max: self.caps.max_datagram });
+        }
+        let mtu = self.caps.max_payload + detpath_wire::IPV4_HLEN + detpath_wire::UDP_HLEN;
+        let frags = detpath_wire::udp_fragment_count(payload.len(), mtu);
+        let dst_mac = self.neigh.resolve(*peer.ip())?;
+        self.ip_id = self.ip_id.wrapping_add(1);
+        let h = UdpFrameHeader { src_mac: self.src_mac, dst_mac, src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64 };
+        let mut k = 0;
+        while k < frags {
+            let n = self.tx_reserve((frags - k) as u32)?;
+            for i in 0..n {
+                let addr = self.take_tx_frame()?;
+                let Some(len) = detpath_wire::build_udp_fragment(self.umem.frame_mut(addr), &h, payload, mtu, k) else {
+                    self.tx_free.push(addr);
+                    return Err(Error::PayloadTooLarge { iface: self.feed.iface().to_string(), len: payload.len(), max: self.caps.max_datagram });
+                };
+                self.tx.write(i, libc::xdp_desc { addr, len: len as u32, options: 0 });
+                k += 1;
+            }
+            self.tx.submit(n);
+            self.kick_tx();
+        }
+        self.counters.tx_packets += 1;
+        self.counters.tx_bytes += payload.len() as u64;
+        Ok(())
+    }
+
     /// Builds one Ethernet frame (header + payload) and writes its descriptor at ring position `i`.
     fn build_eth(&mut self, i: u32, payload: &[u8], dst: MacAddr, ethertype: u16) -> Result<()> {
         if payload.len() > self.caps.max_payload {
@@ -521,6 +552,9 @@ impl Endpoint for AfxdpEndpoint {
     }
 
     fn send_to(&mut self, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
+        if payload.len() > self.caps.max_payload {
+            return self.send_fragmented(payload, peer);
+        }
         self.tx_reserve(1)?;
         self.build(0, payload, peer)?;
         self.tx.submit(1);
@@ -539,7 +573,12 @@ impl Endpoint for AfxdpEndpoint {
             };
             let mut built = 0u32;
             let mut err = None;
+            let mut large = None;
             for d in &batch[sent..sent + n as usize] {
+                if d.payload.len() > self.caps.max_payload {
+                    large = Some(d);
+                    break;
+                }
                 if let Err(e) = self.build(built, d.payload, d.peer) {
                     err = Some(e);
                     break;
@@ -549,6 +588,13 @@ impl Endpoint for AfxdpEndpoint {
             self.tx.submit(built);
             self.kick_tx();
             sent += built as usize;
+            if let Some(d) = large.filter(|_| err.is_none()) {
+                // A datagram above one frame, after those before it.
+                match self.send_fragmented(d.payload, d.peer) {
+                    Ok(()) => sent += 1,
+                    Err(e) => err = Some(e),
+                }
+            }
             if let Some(e) = err {
                 return if sent == 0 { Err(e) } else { Ok(sent) };
             }

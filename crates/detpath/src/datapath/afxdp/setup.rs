@@ -285,6 +285,8 @@ pub(crate) fn open_afxdp_framing(spec: &EndpointSpec, framing: Framing) -> Resul
         need_wakeup: Some(bound.need_wakeup),
         busy_poll: false,
         max_payload: max_payload.min((settings.frame_size - XDP_PACKET_HEADROOM) as usize - headers),
+        // UDP datagrams above one frame go as IPv4 fragments (frames carry no IP).
+        max_datagram: if framing == Framing::Udp { detpath_wire::MAX_UDP_PAYLOAD } else { 0 },
         max_batch: spec.batch.min(ring_size) as usize,
         rx_stamp: if settings.xdp_stamp { RxStamp::Xdp } else { RxStamp::User },
         notes: feed.notes(),

@@ -429,6 +429,7 @@ pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: 
         need_wakeup: None,
         busy_poll: true,
         max_payload,
+        max_datagram: 0,
         max_batch: cfg.burst as usize,
         rx_stamp: if cfg.xdp_stamp { RxStamp::Xdp } else { RxStamp::User },
         notes,
