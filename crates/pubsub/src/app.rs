@@ -5,7 +5,7 @@
 use crate::ddsperf::{summarize, LatencySummary, PerfConfig, PerfNode, Role, TopicKind};
 use crate::driver::{Node, Transport};
 use crate::engine::{make_guid_prefix, Config, Counters, Participant};
-use crate::transport::{EndpointTransport, Wait};
+use crate::transport::{EndpointTransport, Link, Wait};
 use crate::wire::{Addr, EthAddr};
 use serde::Serialize;
 use std::net::Ipv4Addr;
@@ -38,6 +38,10 @@ pub struct NodeOptions {
     pub hostname: String,
     /// Ping: at most one ping outstanding (see [`PerfConfig::lockstep`](crate::ddsperf::PerfConfig::lockstep)).
     pub lockstep: bool,
+    /// Without `peers`, on the kernel udp datapath with an interface named
+    /// (`udp://<iface>?...`): announce on and listen to the SPDP multicast
+    /// group, as CycloneDDS does by default (bypass datapaths need peers).
+    pub multicast: bool,
 }
 
 impl NodeOptions {
@@ -60,6 +64,7 @@ impl NodeOptions {
             wait: Wait::Busy,
             hostname: hostname(),
             lockstep: false,
+            multicast: true,
         }
     }
 }
@@ -213,7 +218,20 @@ pub fn open_node(opts: &NodeOptions) -> Result<(Node<EndpointTransport>, PerfNod
         None => open(),
     }
     .map_err(|e| AppError::Open { spec: opts.endpoint.clone(), source: e })?;
-    let t = EndpointTransport::on(link, opts.wait);
+    let mut t = EndpointTransport::on(link, opts.wait);
+    let group_iface = match &t.link {
+        Link::Datagram(ep) if opts.multicast && opts.peers.is_empty() && ep.capabilities().datapath == "udp" => ep.capabilities().iface.clone(),
+        _ => None,
+    };
+    if let Some(iface) = group_iface {
+        let open_group = || crate::transport::open_spdp_group(&iface, opts.domain);
+        let group = match &opts.netns {
+            Some(ns) => detpath::sys::netns::run_in(ns, open_group).map_err(|e| AppError::Netns { ns: ns.clone(), source: e.into() })?,
+            None => open_group(),
+        }
+        .map_err(|e| AppError::Open { spec: format!("SPDP multicast group on {iface}"), source: e })?;
+        t = t.with_group(group);
+    }
     let pid = std::process::id();
     let local = t.local_addr();
     let (host, port) = match local {
@@ -226,6 +244,9 @@ pub fn open_node(opts: &NodeOptions) -> Result<(Node<EndpointTransport>, PerfNod
         Addr::Udp(_) => {
             for ip in &opts.peers {
                 cfg.add_peer(*ip, opts.max_index);
+            }
+            if t.group().is_some() {
+                cfg.add_spdp_multicast();
             }
         }
         Addr::Eth(e) => {

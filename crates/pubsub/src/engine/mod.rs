@@ -96,6 +96,13 @@ impl Config {
             }
         }
     }
+    /// Announces over the SPDP multicast group (239.255.0.1, port 7400 +
+    /// 250·domain), as CycloneDDS does by default: whoever listens there
+    /// discovers us without a peer list (the transport must reach the group).
+    pub fn add_spdp_multicast(&mut self) {
+        let port = crate::discovery::ports::metatraffic_multicast(self.domain_id) as u16;
+        self.add_spdp_target(Addr::Udp(std::net::SocketAddrV4::new(crate::discovery::SPDP_MULTICAST, port)));
+    }
     /// Adds one address SPDP announcements go to (e.g. a raweth peer's MAC,
     /// or the broadcast address at the discovery EtherType, as CycloneDDS's
     /// raweth transport announces). Ours and duplicates are skipped.
