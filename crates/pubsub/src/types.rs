@@ -32,6 +32,22 @@ pub trait TopicType {
     fn key_hash_of(_payload: &[u8]) -> Option<[u8; 16]> {
         None
     }
+    /// The key hash of a serialized key (a DATA with the key flag: the key
+    /// fields alone, as CycloneDDS sends dispose and unregister).
+    fn key_hash_of_key(_payload: &[u8]) -> Option<[u8; 16]> {
+        None
+    }
+}
+
+/// `T`'s key hash of a serialized sample, or with `key_only` of a
+/// serialized key: what the engine's readers and writers sort samples into
+/// instances with (`engine::KeyOf`).
+pub fn key_hash_from<T: TopicType>(payload: &[u8], key_only: bool) -> Option<[u8; 16]> {
+    if key_only {
+        T::key_hash_of_key(payload)
+    } else {
+        T::key_hash_of(payload)
+    }
 }
 
 /// The key hash of a key that is one `unsigned long`: its big-endian CDR
@@ -117,6 +133,9 @@ impl TopicType for KeyedSeq {
     fn key_hash_of(payload: &[u8]) -> Option<[u8; 16]> {
         key_hash_u32_at(payload, 4)
     }
+    fn key_hash_of_key(payload: &[u8]) -> Option<[u8; 16]> {
+        key_hash_u32_at(payload, 0)
+    }
 }
 
 macro_rules! fixed_type {
@@ -160,6 +179,13 @@ macro_rules! fixed_type {
             fn key_hash_of(payload: &[u8]) -> Option<[u8; 16]> {
                 if $keyed {
                     key_hash_u32_at(payload, 4)
+                } else {
+                    None
+                }
+            }
+            fn key_hash_of_key(payload: &[u8]) -> Option<[u8; 16]> {
+                if $keyed {
+                    key_hash_u32_at(payload, 0)
                 } else {
                     None
                 }
@@ -221,6 +247,8 @@ mod tests {
             assert_eq!(KeyedSeq::key_hash_of(&buf[..n]), k.key_hash());
         }
         assert_eq!(KeyedSeq::key_hash_of(&[0, 1, 0, 0, 1, 2]), None, "too short");
+        // A serialized key (CDR_LE header, then keyval alone), as CycloneDDS sends with dispose.
+        assert_eq!(key_hash_from::<KeyedSeq>(&[0, 1, 0, 0, 4, 3, 2, 1], true), k.key_hash());
         assert_eq!(Keyed32 { keyval: 7, ..Default::default() }.key_hash(), Some(key_hash_u32(7)));
         assert_eq!(Unkeyed16::default().key_hash(), None);
         assert_eq!(OneULong::key_hash_of(&[0; 16]), None);

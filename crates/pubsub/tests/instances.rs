@@ -212,3 +212,28 @@ fn an_instance_whose_writer_lease_expires_has_no_writers() {
     let info = net.nodes[1].take(r, &mut rx).unwrap().unwrap();
     assert_eq!((rx.seq, info.valid_data, info.instance_state), (2, true, InstanceState::NoWriters), "the sample still waiting says so");
 }
+
+#[test]
+fn a_dispose_carrying_the_serialized_key_as_cyclonedds_sends_it_names_the_instance() {
+    use detpath_pubsub::engine::Outbox;
+    use detpath_pubsub::wire::{EntityId, MessageBuilder, SequenceNumber, VendorId};
+    let (mut net, w, r) = pair(Qos::reliable_keep_last(1), Qos::reliable_keep_last(1));
+    write(&mut net, w, 0x0a0b0c0d, 1).unwrap();
+    write(&mut net, w, 5, 2).unwrap();
+    net.step(1_000_000);
+    assert_eq!(take_all(&mut net, r).len(), 2);
+    // DATA with the key flag: CDR_LE header and the key (keyval) alone; STATUS_INFO disposed|unregistered, no key hash.
+    let writer = net.nodes[0].writer_guid(w);
+    let mut buf = [0u8; 256];
+    let mut b = MessageBuilder::new(&mut buf, writer.prefix, VendorId([0x01, 0x10])).unwrap();
+    let qos = [0x71, 0x00, 0x04, 0x00, 0, 0, 0, 3, 0x01, 0x00, 0x00, 0x00];
+    b.data_raw(EntityId::UNKNOWN, writer.entity, SequenceNumber(3), Some(&qos), Some(&[0x00, 0x01, 0x00, 0x00, 0x0d, 0x0c, 0x0b, 0x0a]), true).unwrap();
+    let n = b.finish();
+    let src = net.addrs[0];
+    net.nodes[1].handle_datagram(net.now, src, &buf[..n], &mut net.outs[1] as &mut dyn Outbox);
+    let got = take_all(&mut net, r);
+    assert_eq!(got.len(), 1);
+    assert_eq!((got[0].2, got[0].3, got[0].4), (false, InstanceState::Disposed, Some(key_hash_u32(0x0a0b0c0d))));
+    let other = KeyedSeq { keyval: 5, ..Default::default() }.key_hash().unwrap();
+    assert_eq!(net.nodes[1].instance_state(r, &other), Some(InstanceState::Alive), "only that instance");
+}

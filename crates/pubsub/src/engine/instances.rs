@@ -12,8 +12,9 @@ use crate::qos::{History, Qos};
 use crate::wire::Guid;
 use std::collections::VecDeque;
 
-/// A serialized sample's key hash, read from its payload (`TopicType::key_hash_of`).
-pub type KeyOf = fn(&[u8]) -> Option<[u8; 16]>;
+/// A serialized sample's key hash, read from its payload; with `true`, the
+/// payload is a serialized key (`types::key_hash_from`).
+pub type KeyOf = fn(&[u8], bool) -> Option<[u8; 16]>;
 
 /// The state of an instance as a reader sees it (DDS instance_state).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -297,6 +298,15 @@ impl WriterHistory {
             WriterHistory::PerInstance(h) => h.order.front().map_or(next_sn, |&i| h.slots[i as usize].meta.sn),
         }
     }
+    /// The oldest sequence number held once `sn` (being written) is in: as
+    /// now for a per-instance history (it may name a sample about to go; a
+    /// reader asking for it gets a GAP), never above `sn`.
+    pub fn first_available_after(&self, sn: i64) -> i64 {
+        match self {
+            WriterHistory::Ring(r) => (sn + 1 - r.capacity() as i64).max(1),
+            WriterHistory::PerInstance(h) => h.order.front().map_or(sn, |&i| h.slots[i as usize].meta.sn.min(sn)),
+        }
+    }
     /// Instances held (1 for a ring).
     pub fn instances(&self) -> usize {
         match self {
@@ -415,6 +425,8 @@ mod tests {
     fn writer_keeps_the_last_n_of_each_instance() {
         let qos = Qos::reliable_keep_last(2).with_max_instances(3);
         let mut h = WriterHistory::new(&qos, true, 8);
+        // The heartbeat sent with the first sample must announce it.
+        assert_eq!(h.first_available_after(1), 1);
         // Instance 1 written once, then instance 2 many times: 1's sample stays.
         h.store(meta(1, 1, 0), &[1], 0).unwrap();
         for sn in 2..=20 {

@@ -507,11 +507,11 @@ impl Participant {
 
     /// Typed writer for `T`.
     pub fn create_writer_for<T: TopicType>(&mut self, topic: &str, qos: Qos, prototype: &T) -> Result<WriterId, EngineError> {
-        self.create_writer_keyed(topic, T::TYPE_NAME, (T::KEYED, Some(T::key_hash_of)), qos, prototype.size_hint())
+        self.create_writer_keyed(topic, T::TYPE_NAME, (T::KEYED, Some(crate::types::key_hash_from::<T>)), qos, prototype.size_hint())
     }
     /// Typed reader for `T`.
     pub fn create_reader_for<T: TopicType>(&mut self, now: u64, topic: &str, qos: Qos, prototype: &T) -> Result<ReaderId, EngineError> {
-        self.create_reader_keyed(now, topic, T::TYPE_NAME, (T::KEYED, Some(T::key_hash_of)), qos, prototype.size_hint())
+        self.create_reader_keyed(now, topic, T::TYPE_NAME, (T::KEYED, Some(crate::types::key_hash_from::<T>)), qos, prototype.size_hint())
     }
 
     /// The GUID of a local writer.

@@ -148,7 +148,7 @@ impl WriterCore {
     /// The instance a serialized sample belongs to (keyed writers).
     fn key_of(&self, payload: &[u8]) -> Option<[u8; 16]> {
         if self.keyed {
-            Some(self.key_of.and_then(|f| f(payload)).unwrap_or_default())
+            Some(self.key_of.and_then(|f| f(payload, false)).unwrap_or_default())
         } else {
             None
         }
@@ -398,10 +398,9 @@ impl WriterCore {
         self.batch_len = 0;
     }
 
-    /// The oldest sample the history holds once `sn` is in (per instance:
-    /// as now, which may name one about to go: a reader asking for it gets a GAP).
+    /// The oldest sample the history holds once `sn` is in.
     fn first_available_after(&self, sn: i64) -> i64 {
-        self.history.first_available(sn + 1)
+        self.history.first_available_after(sn)
     }
 
     /// Sends the message in the transmit buffer to every distinct reader address, allocating nothing.
