@@ -13,7 +13,9 @@ use detpath_pubsub::app::{run, NodeOptions};
 use detpath_pubsub::ddsperf::Role;
 use detpath_pubsub::transport::Wait;
 use std::io::Read;
-use std::sync::Mutex;
+use std::net::SocketAddrV4;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -38,11 +40,30 @@ fn detpath_ping_without_peers_finds_default_ddsperf_pong_over_multicast() {
     o.duration = Some(Duration::from_secs(30));
     o.wait = Wait::Block;
     o.lockstep = true;
-    let out = run(&o, &|| false, |_| {}).unwrap_or_else(|e| panic!("{e}"));
+    // Garbage to the group from the other namespace while the ping runs: counted as malformed and dropped.
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let junk = tb.b().spawn(move || {
+        let mut g = detpath_pubsub::transport::open_spdp_group("dpb", 0).expect("group endpoint in namespace b");
+        let to = SocketAddrV4::new(detpath_pubsub::discovery::SPDP_MULTICAST, 7400);
+        let mut sent = 0u64;
+        while !stop2.load(Ordering::Relaxed) {
+            if g.send_to(b"RTPX not rtps at all", to).is_ok() && g.send_to(b"RTPS\x02\x01", to).is_ok() {
+                sent += 2;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        sent
+    });
+    let out = run(&o, &|| false, |_| {});
+    stop.store(true, Ordering::Relaxed);
+    let junk_sent = junk.join().unwrap().unwrap();
+    let out = out.unwrap_or_else(|e| panic!("{e}"));
     println!("{}", serde_json::to_string(&out).unwrap());
     assert!(out.discovery_ms.is_some());
     assert_eq!(out.received, 2000, "every ping answered");
     assert_eq!(out.lost, 0);
+    assert!(junk_sent > 0 && out.engine.rx_malformed > 0, "garbage on the group counted: {} of {junk_sent}", out.engine.rx_malformed);
 }
 
 #[test]
