@@ -199,6 +199,8 @@ pub enum AppError {
     Engine(#[from] crate::engine::EngineError),
     #[error("no peer matched within {0:?}: check --peer, the domain and that the peer runs (ddsperf, or detpath pubsub)")]
     NoPeer(Duration),
+    #[error("{0}: no peers, and no interface to join the SPDP multicast group on: name it (udp://<iface>?addr=A&port=P) or give peers")]
+    NoDiscovery(String),
 }
 
 fn role_name(r: Role) -> &'static str {
@@ -220,7 +222,10 @@ pub fn open_node(opts: &NodeOptions) -> Result<(Node<EndpointTransport>, PerfNod
     .map_err(|e| AppError::Open { spec: opts.endpoint.clone(), source: e })?;
     let mut t = EndpointTransport::on(link, opts.wait);
     let group_iface = match &t.link {
-        Link::Datagram(ep) if opts.multicast && opts.peers.is_empty() && ep.capabilities().datapath == "udp" => ep.capabilities().iface.clone(),
+        Link::Datagram(ep) if opts.multicast && opts.peers.is_empty() && ep.capabilities().datapath == "udp" => match ep.capabilities().iface.clone() {
+            Some(i) => Some(i),
+            None => return Err(AppError::NoDiscovery(opts.endpoint.clone())),
+        },
         _ => None,
     };
     if let Some(iface) = group_iface {
