@@ -19,6 +19,7 @@
  *
  * Maps (user space: crates/detpath/src/xdp.rs):
  *   dp_config  ARRAY[1] of struct dp_filter_config, written before attach.
+ *              flags: DP_CFG_RX_STAMP asks for a receive time stamp.
  *              An all-zero config matches nothing.
  *   dp_stats   PERCPU_ARRAY[DP_STAT_MAX] of __u64:
  *              DP_STAT_MATCHED  ours, handed to user space (redirected / queued)
@@ -38,15 +39,24 @@
 #include <linux/udp.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+#include "detpath_meta.h"
 
 /* Network byte order, as on the wire. ethertype != 0 selects the EtherType
  * match (addr and port are then ignored); it took the place of a padding
- * field, so a config written without it (zero) keeps the UDP match. */
+ * field, so a config written without it (zero) keeps the UDP match.
+ * flags (host order): DP_CFG_* below. */
 struct dp_filter_config {
 	__be32 addr;
 	__be16 port;
 	__be16 ethertype;
+	__u32 flags;
 };
+
+/* Time-stamp each frame that is ours with bpf_ktime_get_ns() (CLOCK_MONOTONIC)
+ * as the program sees it (spec key rx_stamp=xdp): the earliest instant the
+ * host knows of the frame, before any user-space polling delay. */
+#define DP_CFG_RX_STAMP 1u
+
 
 enum dp_stat {
 	DP_STAT_MATCHED = 0,

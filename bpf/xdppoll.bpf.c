@@ -7,9 +7,12 @@
 /* Largest frame copied; bigger ones are counted as dropped. MTU 1500 + 14 fits. */
 #define DP_POLL_MAX_FRAME 2048
 
+/* rx_ns: bpf_ktime_get_ns() when the program saw the frame, written only
+ * under DP_CFG_RX_STAMP (else 0). */
 struct dp_poll_record {
 	__u32 len;
 	__u32 _pad;
+	__u64 rx_ns;
 	__u8 data[DP_POLL_MAX_FRAME];
 };
 
@@ -51,6 +54,7 @@ int detpath_xdppoll(struct xdp_md *ctx)
 		return XDP_DROP;
 	}
 	rec->len = len;
+	rec->rx_ns = (cfg->flags & DP_CFG_RX_STAMP) ? bpf_ktime_get_ns() : 0;
 	bpf_ringbuf_submit(rec, 0);
 	dp_count(DP_STAT_MATCHED);
 	return XDP_DROP;

@@ -6,7 +6,13 @@
  * RX queue index. If no socket is registered on that queue (e.g. RSS put the
  * flow on a queue the endpoint is not bound to) the frame is dropped and
  * counted in DP_STAT_DROPPED rather than handed to a kernel stack that has
- * no socket for it. Everything else: XDP_PASS, counted in DP_STAT_PASSED. */
+ * no socket for it. Everything else: XDP_PASS, counted in DP_STAT_PASSED.
+ *
+ * With DP_CFG_RX_STAMP the program grows the frame's metadata area by a
+ * struct dp_rx_meta holding bpf_ktime_get_ns(); the kernel copies metadata
+ * into UMEM just before the frame (copy mode too), where user space reads
+ * it. A driver without metadata support refuses the growth: no stamp, and
+ * user space falls back to its own clock (and counts it). */
 #include "detpath_filter.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -24,11 +30,21 @@ int xsk_redirect(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
+	const struct dp_filter_config *cfg = dp_get_config();
 	long act;
 
-	if (!dp_is_ours(data, data_end, dp_get_config())) {
+	if (!dp_is_ours(data, data_end, cfg)) {
 		dp_count(DP_STAT_PASSED);
 		return XDP_PASS;
+	}
+	if (cfg && (cfg->flags & DP_CFG_RX_STAMP) && bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct dp_rx_meta)) == 0) {
+		struct dp_rx_meta *meta = (void *)(long)ctx->data_meta;
+
+		if ((void *)(meta + 1) <= (void *)(long)ctx->data) {
+			meta->rx_ns = bpf_ktime_get_ns();
+			meta->magic = DP_RX_META_MAGIC;
+			meta->reserved = 0;
+		}
 	}
 	act = bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_DROP);
 	dp_count(act == XDP_REDIRECT ? DP_STAT_MATCHED : DP_STAT_DROPPED);

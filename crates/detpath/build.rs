@@ -1,6 +1,6 @@
 fn main() {
     // One object per program in bpf/; loaded with include_bytes! from OUT_DIR.
-    for prog in ["xsk_redirect", "xdppoll"] {
+    for prog in ["xsk_redirect", "xdppoll", "xsk_stamp"] {
         if detpath_bpf_build::bpf_dir().join(format!("{prog}.bpf.c")).exists() {
             detpath_bpf_build::compile(prog);
         }

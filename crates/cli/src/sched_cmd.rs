@@ -106,6 +106,11 @@ struct BenchArgs {
     /// Testbed namespace prefix (default: detpath-sch<pid>).
     #[arg(long)]
     testbed: Option<String>,
+    /// Where the receiver time-stamps each frame: `arrival` (the XDP program
+    /// on afxdp, xdppoll and dpdk, the kernel on udp) or `user` (when
+    /// the receiving thread polls it).
+    #[arg(long, default_value = "arrival", value_parser = ["arrival", "user"])]
+    rx_stamp: String,
     /// Print JSON (the list of runs) instead of the table.
     #[arg(long)]
     json: bool,
@@ -254,6 +259,7 @@ fn bench_config(a: &BenchArgs) -> anyhow::Result<BenchConfig> {
     if let Some(t) = &a.testbed {
         cfg.testbed_prefix = t.clone();
     }
+    cfg.arrival_stamps = a.rx_stamp == "arrival";
     cfg.validate()?;
     Ok(cfg)
 }

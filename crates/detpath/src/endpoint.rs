@@ -35,9 +35,37 @@ pub struct RxMeta {
     pub truncated: bool,
     /// The sender.
     pub peer: SocketAddrV4,
-    /// CLOCK_MONOTONIC nanoseconds when the endpoint took the datagram off its
-    /// ring or socket (a software timestamp, the same clock on every datapath).
+    /// CLOCK_MONOTONIC nanoseconds when the datagram arrived, the same clock
+    /// on every datapath. By default ([`RxStamp::User`]) when the endpoint took
+    /// it off its ring or socket; with `rx_stamp=xdp` / `rx_stamp=kernel` when
+    /// the XDP program or the kernel's receive path saw it
+    /// ([`Capabilities::rx_stamp`] says which).
     pub rx_ns: u64,
+}
+
+/// Where [`RxMeta::rx_ns`] is taken: the spec key `rx_stamp`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RxStamp {
+    /// When user space took the datagram off the ring or socket (includes
+    /// the polling delay; what an application sees). Every datapath.
+    #[default]
+    User,
+    /// When the endpoint's XDP program ran on the frame (`bpf_ktime_get_ns`,
+    /// carried in XDP metadata or the ring record): afxdp, xdppoll.
+    Xdp,
+    /// When the kernel's receive path queued the packet (SO_TIMESTAMPNS): udp.
+    Kernel,
+}
+
+impl RxStamp {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RxStamp::User => "user",
+            RxStamp::Xdp => "xdp",
+            RxStamp::Kernel => "kernel",
+        }
+    }
 }
 
 /// One datagram to send.
@@ -152,6 +180,8 @@ pub struct Capabilities {
     pub max_payload: usize,
     /// Largest batch one call moves.
     pub max_batch: usize,
+    /// Where receive time stamps come from (`rx_stamp` key).
+    pub rx_stamp: RxStamp,
     /// Anything else worth knowing about how the endpoint was set up.
     pub notes: Vec<String>,
 }
@@ -174,6 +204,9 @@ impl Capabilities {
         }
         if self.busy_poll {
             s += " busy-poll";
+        }
+        if self.rx_stamp != RxStamp::User {
+            s += &format!(" rx-stamp={}", self.rx_stamp.as_str());
         }
         s
     }

@@ -6,7 +6,8 @@
 //! A datapath offers frames by registering a [`FrameDatapath`] beside its
 //! [`Datapath`](crate::Datapath) (same scheme, same keys where they apply):
 //! `afxdp` serves both with one UMEM, ring and XDP program whose filter
-//! matches either (IPv4 address, UDP port) or an EtherType; `packet` is the
+//! matches either (IPv4 address, UDP port) or an EtherType (so do `xdppoll`,
+//! whose frames go out through an AF_PACKET socket, and `dpdk`); `packet` is the
 //! frame datapath usable everywhere (an AF_PACKET socket bound to the
 //! EtherType). In a frame spec the `port` key is the EtherType, CycloneDDS's
 //! convention (`packet://dpa?port=7400` receives EtherType 0x1ce8).
@@ -27,8 +28,8 @@ pub struct FrameMeta {
     pub truncated: bool,
     /// The sender's MAC address.
     pub src: MacAddr,
-    /// CLOCK_MONOTONIC nanoseconds when the endpoint took the frame off its
-    /// ring or socket (the clock [`crate::RxMeta::rx_ns`] uses).
+    /// CLOCK_MONOTONIC nanoseconds when the frame arrived, taken as
+    /// [`crate::RxMeta::rx_ns`] is (the `rx_stamp` key).
     pub rx_ns: u64,
 }
 
@@ -61,8 +62,12 @@ pub struct FrameDatapath {
 }
 
 /// Every frame datapath this build knows.
-pub static FRAME_DATAPATHS: &[&FrameDatapath] =
-    &[&crate::datapath::packet::FRAME_DATAPATH, &crate::datapath::afxdp::FRAME_DATAPATH, &crate::datapath::dpdk::FRAME_DATAPATH];
+pub static FRAME_DATAPATHS: &[&FrameDatapath] = &[
+    &crate::datapath::packet::FRAME_DATAPATH,
+    &crate::datapath::afxdp::FRAME_DATAPATH,
+    &crate::datapath::xdppoll::FRAME_DATAPATH,
+    &crate::datapath::dpdk::FRAME_DATAPATH,
+];
 
 /// Opens a frame endpoint from a spec such as `packet://dpa?port=7400`
 /// (`port` is the EtherType). With `rt_*` keys the calling thread becomes

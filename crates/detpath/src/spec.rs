@@ -16,6 +16,9 @@
 //! (refuse a core that is not isolated or carries IRQs), `rt_dma_latency`
 //! (hold /dev/cpu_dma_latency at this many us while the endpoint lives).
 //!
+//! `rx_stamp` (user|xdp|kernel: where `RxMeta::rx_ns` is taken; see
+//! [`EndpointSpec::rx_stamp`]) is read by the datapaths that offer more than `user`.
+//!
 //! Keys parsed here into typed fields, taken by the datapaths that declare
 //! them ([`crate::Datapath::keys`]): `queue`, `mode` (auto|native|skb),
 //! `zerocopy` (true|false), `busy_poll` (true|false), `ring` (ring size),
@@ -120,6 +123,21 @@ impl EndpointSpec {
         self.iface
             .as_deref()
             .ok_or_else(|| self.bad(format!("the {} datapath needs an interface: `{}://<iface>?port=N` or `iface=<iface>`", self.datapath, self.datapath)))
+    }
+
+    /// The `rx_stamp` key: `user` (default) or one of the sources this
+    /// datapath offers (`offered`), else an error naming them.
+    pub fn rx_stamp(&self, offered: &[crate::RxStamp]) -> Result<crate::RxStamp> {
+        use crate::RxStamp;
+        let Some(v) = self.extra.get("rx_stamp") else { return Ok(RxStamp::User) };
+        let all = [RxStamp::User, RxStamp::Xdp, RxStamp::Kernel];
+        let names = || std::iter::once("user").chain(offered.iter().map(|s| s.as_str())).collect::<Vec<_>>().join("|");
+        match all.into_iter().find(|s| s.as_str() == v) {
+            Some(RxStamp::User) => Ok(RxStamp::User),
+            Some(s) if offered.contains(&s) => Ok(s),
+            Some(s) => Err(self.bad(format!("the {} datapath cannot take `rx_stamp={}`; it offers {}", self.datapath, s.as_str(), names()))),
+            None => Err(self.bad(format!("`rx_stamp` takes {}, not `{v}`", names()))),
+        }
     }
 
     /// The port, or an error when it is 0 and the datapath cannot pick one.

@@ -95,6 +95,16 @@ fn dpdk_frames_cross_to_packet_and_afxdp() {
 }
 
 #[test]
+fn xdppoll_frames_cross_to_packet_afxdp_and_itself() {
+    let tb = Testbed::up(TestbedConfig::unique("frm")).expect("testbed up (needs root)");
+    for (a, b) in [("packet", "xdppoll"), ("xdppoll", "afxdp"), ("xdppoll", "xdppoll")] {
+        exchange(&tb, a, b);
+    }
+    assert_no_xdp(tb.a());
+    assert_no_xdp(tb.b());
+}
+
+#[test]
 fn ip_traffic_reaches_the_kernel_beside_an_ethertype_program() {
     let tb = Testbed::up(TestbedConfig::unique("frm")).expect("testbed up (needs root)");
     let spec = format!("afxdp://{}?port={ETHERTYPE}", tb.b().iface);

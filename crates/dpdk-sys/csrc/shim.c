@@ -345,6 +345,12 @@ uint8_t *detpath_dpdk_mbuf_data(struct rte_mbuf *m, uint32_t *len, uint16_t *seg
 	return rte_pktmbuf_mtod(m, uint8_t *);
 }
 
+/* Bytes of headroom in front of the data (where XDP metadata lands). */
+uint16_t detpath_dpdk_mbuf_headroom(struct rte_mbuf *m)
+{
+	return rte_pktmbuf_headroom(m);
+}
+
 /* Room at the data pointer of a fresh mbuf (data room minus headroom). */
 uint16_t detpath_dpdk_mbuf_room(struct rte_mbuf *m)
 {

@@ -99,6 +99,8 @@ extern "C" {
     pub fn detpath_dpdk_mbuf_free_bulk(m: *mut *mut rte_mbuf, n: c_uint);
     /// First segment's data pointer; writes its length and the segment count.
     pub fn detpath_dpdk_mbuf_data(m: *mut rte_mbuf, len: *mut u32, segs: *mut u16) -> *mut u8;
+    /// Bytes of headroom in front of the data.
+    pub fn detpath_dpdk_mbuf_headroom(m: *mut rte_mbuf) -> u16;
     /// Bytes writable at the data pointer of a fresh mbuf.
     pub fn detpath_dpdk_mbuf_room(m: *mut rte_mbuf) -> u16;
     /// Sets a fresh mbuf's length; its data pointer, or NULL when it does not fit.

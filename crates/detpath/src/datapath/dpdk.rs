@@ -83,7 +83,7 @@ pub(crate) fn route_library_logs(_file: &std::fs::File, _tee: bool) -> std::io::
 pub static DATAPATH: Datapath = Datapath {
     name: "dpdk",
     summary: "DPDK poll-mode driver (real port by PCI address, or net_af_xdp over an interface)",
-    keys: &["queue", "ring", "batch", "vdev", "neigh", "mbufs", "mem", "huge", "arp_timeout", "log"],
+    keys: &["queue", "ring", "batch", "vdev", "neigh", "mbufs", "mem", "huge", "arp_timeout", "log", "rx_stamp"],
     wraps: false,
     open,
 };
@@ -181,6 +181,8 @@ pub struct Config {
     pub ring: u16,
     /// A frame endpoint of this EtherType (the frame datapath); `None`: UDP.
     pub ethertype: Option<u16>,
+    /// `rx_stamp=xdp`: net_af_xdp loads our time-stamping program (bpf/xsk_stamp.bpf.c).
+    pub xdp_stamp: bool,
 }
 
 /// True for `0000:03:00.0` or `03:00.0`.
@@ -257,6 +259,10 @@ impl Config {
             return Err(bad(format!("`ring` at most 16384 for DPDK, not {}", spec.ring_size)));
         }
         let burst = spec.batch.min(512) as u16;
+        let xdp_stamp = spec.rx_stamp(&[crate::RxStamp::Xdp])? == crate::RxStamp::Xdp;
+        if xdp_stamp && (pci.is_some() || vdev != Vdev::AfXdp) {
+            return Err(bad("`rx_stamp=xdp` needs `vdev=af_xdp` over an interface (the stamp is written by the XDP program net_af_xdp loads)".into()));
+        }
         let mbufs = num("mbufs", 8191, 512, 1 << 20)? as u32;
         Ok(Config {
             pci,
@@ -272,6 +278,7 @@ impl Config {
             burst,
             ring: spec.ring_size as u16,
             ethertype: None,
+            xdp_stamp,
         })
     }
 }
@@ -282,7 +289,7 @@ impl Config {
 pub static FRAME_DATAPATH: FrameDatapath = FrameDatapath {
     name: "dpdk",
     summary: "DPDK poll-mode driver carrying frames of one EtherType",
-    keys: &["queue", "ring", "batch", "vdev", "mbufs", "mem", "huge", "log"],
+    keys: &["queue", "ring", "batch", "vdev", "mbufs", "mem", "huge", "log", "rx_stamp"],
     open: open_frames,
 };
 

@@ -22,24 +22,45 @@ pub struct FilterConfig {
     pub port: u16,
     /// 0: match by address and port; else match frames of this EtherType.
     pub ethertype: u16,
+    /// Time-stamp each matched frame in the program (`DP_CFG_RX_STAMP`).
+    pub rx_stamp: bool,
+}
+
+/// `DP_CFG_RX_STAMP` in bpf/detpath_filter.h.
+const DP_CFG_RX_STAMP: u32 = 1;
+/// `struct dp_rx_meta` (bpf/detpath_filter.h): `__u64 rx_ns; __u32 magic; __u32 reserved;`.
+pub(crate) const RX_META_LEN: usize = 16;
+const DP_RX_META_MAGIC: u32 = 0x6470_7473;
+
+/// The program's receive time stamp from a `struct dp_rx_meta`, or `None`
+/// when the program did not write one for this frame.
+pub(crate) fn rx_meta_stamp(meta: &[u8; RX_META_LEN]) -> Option<u64> {
+    let magic = u32::from_ne_bytes([meta[8], meta[9], meta[10], meta[11]]);
+    (magic == DP_RX_META_MAGIC).then(|| u64::from_ne_bytes(meta[..8].try_into().expect("8 bytes")))
 }
 
 impl FilterConfig {
     /// Matches IPv4/UDP to `addr:port`.
     pub fn udp(addr: Ipv4Addr, port: u16) -> FilterConfig {
-        FilterConfig { addr, port, ethertype: 0 }
+        FilterConfig { addr, port, ethertype: 0, rx_stamp: false }
     }
     /// Matches every frame of `ethertype`.
     pub fn ethertype(ethertype: u16) -> FilterConfig {
-        FilterConfig { addr: Ipv4Addr::UNSPECIFIED, port: 0, ethertype }
+        FilterConfig { addr: Ipv4Addr::UNSPECIFIED, port: 0, ethertype, rx_stamp: false }
+    }
+    /// The same match, time-stamping each matched frame when `on`.
+    pub fn stamped(self, on: bool) -> FilterConfig {
+        FilterConfig { rx_stamp: on, ..self }
     }
     /// The bytes of `struct dp_filter_config` (`bpf/detpath_filter.h`):
-    /// `__be32 addr; __be16 port; __be16 ethertype;`.
-    fn to_bytes(self) -> [u8; 8] {
-        let mut b = [0u8; 8];
+    /// `__be32 addr; __be16 port; __be16 ethertype; __u32 flags;`.
+    fn to_bytes(self) -> [u8; 12] {
+        let mut b = [0u8; 12];
         b[0..4].copy_from_slice(&self.addr.octets());
         b[4..6].copy_from_slice(&self.port.to_be_bytes());
         b[6..8].copy_from_slice(&self.ethertype.to_be_bytes());
+        let flags = if self.rx_stamp { DP_CFG_RX_STAMP } else { 0 };
+        b[8..12].copy_from_slice(&flags.to_ne_bytes());
         b
     }
 }
@@ -135,6 +156,17 @@ mod tests {
     #[test]
     fn filter_config_layout_matches_the_c_struct() {
         let b = FilterConfig::udp(Ipv4Addr::new(10, 77, 0, 1), 7000).to_bytes();
-        assert_eq!(b, [10, 77, 0, 1, 0x1b, 0x58, 0, 0]);
+        assert_eq!(b, [10, 77, 0, 1, 0x1b, 0x58, 0, 0, 0, 0, 0, 0]);
+        let b = FilterConfig::ethertype(0x7400).stamped(true).to_bytes();
+        assert_eq!(b[6..12], [0x74, 0, 1, 0, 0, 0]);
+    }
+
+    #[test]
+    fn a_stamp_counts_only_with_its_magic() {
+        let mut m = [0u8; RX_META_LEN];
+        m[..8].copy_from_slice(&123_456_789u64.to_ne_bytes());
+        assert_eq!(rx_meta_stamp(&m), None, "no magic: not written for this frame");
+        m[8..12].copy_from_slice(&DP_RX_META_MAGIC.to_ne_bytes());
+        assert_eq!(rx_meta_stamp(&m), Some(123_456_789));
     }
 }

@@ -14,7 +14,7 @@
 //! them and caps them at net.core.rmem_max / wmem_max unless root).
 
 use crate::datapath::wait::{wait_readable, Step, Wait};
-use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxBatch, RxMeta, TxDatagram};
+use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxBatch, RxMeta, RxStamp, TxDatagram};
 use crate::error::{last_os_error, Error, Result};
 use crate::spec::EndpointSpec;
 use detpath_sys::NetDev;
@@ -22,7 +22,7 @@ use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
 
 pub static DATAPATH: Datapath =
-    Datapath { name: "udp", summary: "kernel UDP socket (baseline)", keys: &["busy_poll", "batch", "rcvbuf", "sndbuf"], wraps: false, open };
+    Datapath { name: "udp", summary: "kernel UDP socket (baseline)", keys: &["busy_poll", "batch", "rcvbuf", "sndbuf", "rx_stamp"], wraps: false, open };
 
 /// SO_BUSY_POLL value: microseconds a blocking read spins before sleeping.
 const BUSY_POLL_US: i32 = 50;
@@ -41,13 +41,20 @@ pub struct UdpEndpoint {
     /// recvmmsg/sendmmsg scratch, allocated once; the pointers inside are
     /// set at the start of each call and not used after it returns.
     mmsg: MmsgScratch,
+    /// `rx_stamp=kernel`: `rx_ns` is the kernel's receive time stamp (SO_TIMESTAMPNS).
+    kernel_stamp: bool,
 }
 
 struct MmsgScratch {
     hdrs: Vec<libc::mmsghdr>,
     iovs: Vec<libc::iovec>,
     addrs: Vec<libc::sockaddr_in>,
+    /// Control-message space per datagram, for the kernel's time stamp (u64 for alignment).
+    cmsgs: Vec<[u64; CMSG_WORDS]>,
 }
+
+/// Room for one SCM_TIMESTAMPNS control message (header 16 + timespec 16 bytes), rounded up.
+const CMSG_WORDS: usize = 8;
 
 // SAFETY: the raw pointers in `mmsg` only ever point into buffers lent to a
 // single call (and into `mmsg` itself) and are rewritten before each use; the
@@ -57,8 +64,47 @@ unsafe impl Send for UdpEndpoint {}
 impl MmsgScratch {
     fn new(n: usize) -> MmsgScratch {
         // SAFETY: mmsghdr, iovec and sockaddr_in are plain data; zero is valid for each.
-        unsafe { MmsgScratch { hdrs: vec![std::mem::zeroed(); n], iovs: vec![std::mem::zeroed(); n], addrs: vec![std::mem::zeroed(); n] } }
+        unsafe {
+            MmsgScratch {
+                hdrs: vec![std::mem::zeroed(); n],
+                iovs: vec![std::mem::zeroed(); n],
+                addrs: vec![std::mem::zeroed(); n],
+                cmsgs: vec![[0; CMSG_WORDS]; n],
+            }
+        }
     }
+}
+
+/// The SCM_TIMESTAMPNS time stamp in `hdr`'s control messages, mapped from
+/// CLOCK_REALTIME (what the kernel stamps) to CLOCK_MONOTONIC by the offset
+/// between the two clocks now (`real_minus_mono`); `None` when there is none.
+fn kernel_stamp(hdr: &libc::msghdr, real_minus_mono: i128) -> Option<u64> {
+    // SAFETY: hdr describes a control buffer the kernel filled in this call
+    // (msg_controllen is what it wrote); CMSG_* walk only inside it.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(hdr);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                let real = ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128;
+                return u64::try_from(real - real_minus_mono).ok();
+            }
+            c = libc::CMSG_NXTHDR(hdr, c);
+        }
+    }
+    None
+}
+
+/// CLOCK_REALTIME minus CLOCK_MONOTONIC, in ns, now.
+fn real_minus_mono() -> i128 {
+    let read = |clock| {
+        // SAFETY: ts is a valid timespec to fill.
+        let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        unsafe { libc::clock_gettime(clock, &mut ts) };
+        ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128
+    };
+    read(libc::CLOCK_REALTIME) - read(libc::CLOCK_MONOTONIC)
 }
 
 fn sockaddr_in(a: SocketAddrV4) -> libc::sockaddr_in {
@@ -116,7 +162,12 @@ fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
         std::net::SocketAddr::V6(_) => unreachable!("bound to an IPv4 address"),
     };
     let batch = (spec.batch as usize).clamp(1, MAX_BATCH);
-    let mut caps = Capabilities { datapath: "udp", max_batch: batch, ..Default::default() };
+    let rx_stamp = spec.rx_stamp(&[RxStamp::Kernel])?;
+    let kernel_stamp = rx_stamp == RxStamp::Kernel;
+    if kernel_stamp {
+        setsockopt_int(&sock, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1).map_err(|e| Error::io("asking for receive time stamps (SO_TIMESTAMPNS)", e))?;
+    }
+    let mut caps = Capabilities { datapath: "udp", max_batch: batch, rx_stamp, ..Default::default() };
     for (what, opt, forced, size) in [("rcvbuf", libc::SO_RCVBUF, libc::SO_RCVBUFFORCE, rcvbuf), ("sndbuf", libc::SO_SNDBUF, libc::SO_SNDBUFFORCE, sndbuf)] {
         if let Some(n) = size {
             // The FORCE variants (CAP_NET_ADMIN) ignore the rmem_max/wmem_max caps.
@@ -142,7 +193,7 @@ fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
             Err(e) => caps.notes.push(format!("SO_BUSY_POLL refused ({e}); blocking reads sleep at once")),
         }
     }
-    Ok(Box::new(UdpEndpoint { sock, local, caps, counters: Counters::default(), mmsg: MmsgScratch::new(batch) }))
+    Ok(Box::new(UdpEndpoint { sock, local, caps, counters: Counters::default(), mmsg: MmsgScratch::new(batch), kernel_stamp }))
 }
 
 // ---- Multicast group endpoints ----
@@ -225,8 +276,12 @@ fn open_group(spec: &EndpointSpec, group: Ipv4Addr, rcvbuf: Option<i32>) -> Resu
 }
 
 impl UdpEndpoint {
-    /// One non-blocking recvfrom. `Ok(None)` on EAGAIN.
+    /// One non-blocking recvfrom (recvmsg with the kernel's time stamp under
+    /// `rx_stamp=kernel`). `Ok(None)` on EAGAIN.
     fn try_recv(&mut self, buf: &mut [u8]) -> Result<Option<RxMeta>> {
+        if self.kernel_stamp {
+            return self.try_recv_stamped(buf);
+        }
         // SAFETY: sockaddr_in is plain data; zero is a valid value.
         let mut from: libc::sockaddr_in = unsafe { std::mem::zeroed() };
         let mut from_len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
@@ -259,6 +314,38 @@ impl UdpEndpoint {
         Ok(Some(RxMeta { len, truncated: full > len, peer: from_sockaddr_in(&from), rx_ns }))
     }
 
+    /// One non-blocking recvmsg that also reads the kernel's time stamp.
+    fn try_recv_stamped(&mut self, buf: &mut [u8]) -> Result<Option<RxMeta>> {
+        let m = &mut self.mmsg;
+        m.iovs[0] = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+        let hdr = &mut m.hdrs[0].msg_hdr;
+        // SAFETY: msghdr is plain data; zero is valid.
+        *hdr = unsafe { std::mem::zeroed() };
+        hdr.msg_name = (&mut m.addrs[0] as *mut libc::sockaddr_in).cast();
+        hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as u32;
+        hdr.msg_iov = &mut m.iovs[0];
+        hdr.msg_iovlen = 1;
+        hdr.msg_control = m.cmsgs[0].as_mut_ptr().cast();
+        hdr.msg_controllen = std::mem::size_of::<[u64; CMSG_WORDS]>();
+        // SAFETY: hdr points at live buffers: buf (writable for its length), an address and the control space.
+        let n = unsafe { libc::recvmsg(self.sock.as_raw_fd(), hdr, libc::MSG_DONTWAIT | libc::MSG_TRUNC) };
+        if n < 0 {
+            let e = last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(None),
+                _ => Err(Error::io("receiving on the UDP socket", e)),
+            };
+        }
+        let now = monotonic_ns();
+        let rx_ns = kernel_stamp(&self.mmsg.hdrs[0].msg_hdr, real_minus_mono()).unwrap_or(now);
+        let full = n as usize;
+        let len = full.min(buf.len());
+        self.counters.rx_packets += 1;
+        self.counters.rx_bytes += len as u64;
+        self.counters.rx_truncated += (full > len) as u64;
+        Ok(Some(RxMeta { len, truncated: full > len, peer: from_sockaddr_in(&self.mmsg.addrs[0]), rx_ns }))
+    }
+
     /// One non-blocking recvmmsg into the batch's free slots; 0 on EAGAIN.
     fn try_recv_batch(&mut self, batch: &mut RxBatch) -> Result<usize> {
         let (area, slot) = batch.free_area();
@@ -275,6 +362,10 @@ impl UdpEndpoint {
             m.hdrs[i].msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as u32;
             m.hdrs[i].msg_hdr.msg_iov = &mut m.iovs[i];
             m.hdrs[i].msg_hdr.msg_iovlen = 1;
+            if self.kernel_stamp {
+                m.hdrs[i].msg_hdr.msg_control = m.cmsgs[i].as_mut_ptr().cast();
+                m.hdrs[i].msg_hdr.msg_controllen = std::mem::size_of::<[u64; CMSG_WORDS]>();
+            }
             m.hdrs[i].msg_len = 0;
         }
         // SAFETY: n headers, each pointing at a live iovec (into `area`, which
@@ -287,9 +378,11 @@ impl UdpEndpoint {
                 _ => Err(Error::io("receiving a batch on the UDP socket", e)),
             };
         }
-        let rx_ns = monotonic_ns();
+        let polled_ns = monotonic_ns();
+        let offset = if self.kernel_stamp { real_minus_mono() } else { 0 };
         for i in 0..got as usize {
             let h = &self.mmsg.hdrs[i];
+            let rx_ns = if self.kernel_stamp { kernel_stamp(&h.msg_hdr, offset).unwrap_or(polled_ns) } else { polled_ns };
             let len = (h.msg_len as usize).min(slot);
             let truncated = h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
             self.counters.rx_packets += 1;

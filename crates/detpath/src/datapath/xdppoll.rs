@@ -3,20 +3,26 @@
 //! busy-polls through shared memory (no syscall per packet); transmit goes
 //! through a kernel UDP socket bound to the same address and port.
 //!
-//! Spec: `xdppoll://<iface>?port=N[&addr=A][&mode=auto|native|skb]`.
+//! Spec: `xdppoll://<iface>?port=N[&addr=A][&mode=auto|native|skb][&rx_stamp=user|xdp]`.
 
 use crate::datapath::filter::{FilterConfig, FilterProgram};
 use crate::datapath::wait::{wait_readable, Step, Wait};
-use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxMeta};
+use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxMeta, RxStamp};
 use crate::error::{last_os_error, Error, Result};
+use crate::frame::{FrameDatapath, FrameEndpoint, FrameMeta, MacAddr};
 use crate::spec::EndpointSpec;
 use detpath_sys::NetDev;
 use std::net::{SocketAddrV4, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-pub static DATAPATH: Datapath =
-    Datapath { name: "xdppoll", summary: "XDP program → BPF ring buffer, busy-polled; TX via UDP socket", keys: &["mode", "checksum"], wraps: false, open };
+pub static DATAPATH: Datapath = Datapath {
+    name: "xdppoll",
+    summary: "XDP program → BPF ring buffer, busy-polled; TX via UDP socket",
+    keys: &["mode", "checksum", "rx_stamp"],
+    wraps: false,
+    open,
+};
 
 static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/xdppoll.bpf.o"));
 
@@ -24,8 +30,15 @@ static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/xdppoll.bpf.o")
 const BPF_RINGBUF_BUSY_BIT: u32 = 1 << 31;
 const BPF_RINGBUF_DISCARD_BIT: u32 = 1 << 30;
 const BPF_RINGBUF_HDR_SZ: usize = 8;
-/// Bytes in front of the frame inside a record (struct dp_poll_record in bpf/xdppoll.bpf.c).
-const RECORD_FRAME_OFFSET: usize = 8;
+/// Bytes in front of the frame inside a record (struct dp_poll_record in
+/// bpf/xdppoll.bpf.c: `__u32 len; __u32 _pad; __u64 rx_ns;`).
+const RECORD_FRAME_OFFSET: usize = 16;
+/// Where the record's `rx_ns` (the program's time stamp, `rx_stamp=xdp`) is.
+const RECORD_STAMP_OFFSET: usize = 8;
+/// Largest frame the program copies (DP_POLL_MAX_FRAME in bpf/xdppoll.bpf.c).
+const DP_POLL_MAX_FRAME: usize = 2048;
+/// Ethernet II header bytes.
+const ETH_HEADER: usize = 14;
 
 /// User-space side of a BPF ring buffer, read through shared memory.
 struct RingConsumer {
@@ -120,15 +133,108 @@ impl Drop for RingConsumer {
     }
 }
 
-pub struct XdpPollEndpoint {
+/// The receive side both endpoints share: the program on the interface and
+/// its ring, read from user space.
+struct PollFeed {
     ring: RingConsumer,
+    /// Take `rx_ns` from the record the program time-stamped (`rx_stamp=xdp`).
+    xdp_stamp: bool,
+    // Declared last: detached after the ring is unmapped.
+    prog: FilterProgram,
+}
+
+/// One record taken off the ring.
+enum Record<T> {
+    Delivered(T),
+    /// A record the parser refused (counted as malformed or not for us by the caller).
+    Refused(Refusal),
+}
+
+/// Why a record was not delivered.
+enum Refusal {
+    Malformed,
+    NotForMe,
+}
+
+impl PollFeed {
+    fn attach(spec: &EndpointSpec, dev: &NetDev, filter: FilterConfig) -> Result<(PollFeed, RxStamp)> {
+        let rx_stamp = spec.rx_stamp(&[RxStamp::Xdp])?;
+        let prog = FilterProgram::attach(OBJECT, "detpath_xdppoll", dev, spec.mode, filter.stamped(rx_stamp == RxStamp::Xdp))?;
+        let map = prog.map_handle("dp_ring")?;
+        let fd = map.as_fd().try_clone_to_owned().map_err(|e| Error::io("duplicating the ring buffer fd", e))?;
+        let ring = RingConsumer::new(fd, 1 << 22)?;
+        Ok((PollFeed { ring, xdp_stamp: rx_stamp == RxStamp::Xdp, prog }, rx_stamp))
+    }
+
+    /// Takes the next record off the ring and hands its frame and time stamp
+    /// (the program's under `rx_stamp=xdp`, else now) to `parse`; `None` when the ring is empty.
+    fn take<T>(&mut self, mut parse: impl FnMut(&[u8], u64) -> std::result::Result<T, Refusal>) -> Option<Record<T>> {
+        let xdp_stamp = self.xdp_stamp;
+        self.ring.consume_one(|rec| {
+            let frame_len = rec.get(..4).map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as usize);
+            let Some(frame) = rec.get(RECORD_FRAME_OFFSET..RECORD_FRAME_OFFSET + frame_len) else { return Record::Refused(Refusal::Malformed) };
+            let stamp =
+                if xdp_stamp { rec.get(RECORD_STAMP_OFFSET..RECORD_FRAME_OFFSET).map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes"))) } else { 0 };
+            let rx_ns = if stamp != 0 { stamp } else { monotonic_ns() };
+            match parse(frame, rx_ns) {
+                Ok(t) => Record::Delivered(t),
+                Err(r) => Record::Refused(r),
+            }
+        })
+    }
+
+    /// Waits per `mode` for `try_take` to deliver; `Ok(None)` when the wait ended with nothing.
+    fn recv<T>(&mut self, mode: RecvMode, mut try_take: impl FnMut(&mut PollFeed) -> Option<T>) -> Result<Option<T>> {
+        let wait = Wait::new(mode);
+        loop {
+            if let Some(t) = try_take(self) {
+                return Ok(Some(t));
+            }
+            match wait.after_empty() {
+                Step::GiveUp => return Ok(None),
+                // A record may be in the ring that try_take could not take yet (being written): spin for it.
+                Step::Sleep(_) if self.ring.has_data() => std::hint::spin_loop(),
+                Step::Sleep(ms) => wait_readable(self.ring.fd.as_raw_fd(), ms, "the BPF ring buffer")?,
+                Step::Spin => std::hint::spin_loop(),
+            }
+        }
+    }
+
+    /// `base` with the program's counters in.
+    fn counters(&self, base: Counters) -> Counters {
+        let s = self.prog.stats();
+        Counters { rx_not_for_me: base.rx_not_for_me + s.passed, rx_kernel_dropped: s.dropped, ..base }
+    }
+}
+
+/// Counts a delivered or refused record; returns what was delivered.
+fn count<T>(counters: &mut Counters, got: Option<Record<T>>, len: impl Fn(&T) -> (usize, bool)) -> Option<Option<T>> {
+    match got? {
+        Record::Delivered(t) => {
+            let (n, truncated) = len(&t);
+            counters.rx_packets += 1;
+            counters.rx_bytes += n as u64;
+            counters.rx_truncated += truncated as u64;
+            Some(Some(t))
+        }
+        Record::Refused(Refusal::Malformed) => {
+            counters.rx_malformed += 1;
+            Some(None)
+        }
+        Record::Refused(Refusal::NotForMe) => {
+            counters.rx_not_for_me += 1;
+            Some(None)
+        }
+    }
+}
+
+pub struct XdpPollEndpoint {
+    feed: PollFeed,
     tx: UdpSocket,
     local: SocketAddrV4,
     verify_checksum: bool,
     caps: Capabilities,
     counters: Counters,
-    // Declared last: detached after the ring is unmapped.
-    prog: FilterProgram,
 }
 
 fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
@@ -140,49 +246,18 @@ fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
     // Bind the transmit socket first: it reserves the port on this host, so
     // two endpoints cannot claim the same one.
     let tx = UdpSocket::bind(local).map_err(|e| Error::os(format!("binding UDP {local} for xdppoll transmit"), e, "CAP_NET_BIND_SERVICE"))?;
-    let prog = FilterProgram::attach(OBJECT, "detpath_xdppoll", &dev, spec.mode, FilterConfig::udp(addr, port))?;
-    let map = prog.map_handle("dp_ring")?;
-    let fd = map.as_fd().try_clone_to_owned().map_err(|e| Error::io("duplicating the ring buffer fd", e))?;
-    let ring = RingConsumer::new(fd, 1 << 22)?;
+    let (feed, rx_stamp) = PollFeed::attach(spec, &dev, FilterConfig::udp(addr, port))?;
     let caps = Capabilities {
         datapath: "xdppoll",
         iface: Some(dev.name.clone()),
-        xdp_mode: Some(prog.mode()),
+        xdp_mode: Some(feed.prog.mode()),
         max_payload: detpath_wire::max_payload_for_mtu(dev.mtu as usize),
         max_batch: 64,
+        rx_stamp,
         notes: vec!["rx: BPF ring buffer (copy), tx: kernel UDP socket".into()],
         ..Default::default()
     };
-    Ok(Box::new(XdpPollEndpoint { ring, tx, local, verify_checksum: spec.verify_checksum, caps, counters: Counters::default(), prog }))
-}
-
-impl XdpPollEndpoint {
-    /// Takes records off the ring until one parses; `None` when the ring is empty.
-    fn try_recv(&mut self, buf: &mut [u8]) -> Option<RxMeta> {
-        let verify = self.verify_checksum;
-        let local = self.local;
-        loop {
-            let got = self.ring.consume_one(|rec| {
-                let frame_len = rec.get(..4).map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as usize);
-                let frame = rec.get(RECORD_FRAME_OFFSET..RECORD_FRAME_OFFSET + frame_len)?;
-                let f = detpath_wire::parse_udp_frame(frame, verify).ok().filter(|f| f.dst == local)?;
-                let payload = f.payload(frame);
-                let n = payload.len().min(buf.len());
-                buf[..n].copy_from_slice(&payload[..n]);
-                Some(RxMeta { len: n, truncated: n < payload.len(), peer: f.src, rx_ns: 0 })
-            })?;
-            match got {
-                Some(mut m) => {
-                    m.rx_ns = monotonic_ns();
-                    self.counters.rx_packets += 1;
-                    self.counters.rx_bytes += m.len as u64;
-                    self.counters.rx_truncated += m.truncated as u64;
-                    return Some(m);
-                }
-                None => self.counters.rx_malformed += 1,
-            }
-        }
-    }
+    Ok(Box::new(XdpPollEndpoint { feed, tx, local, verify_checksum: spec.verify_checksum, caps, counters: Counters::default() }))
 }
 
 impl Endpoint for XdpPollEndpoint {
@@ -195,8 +270,7 @@ impl Endpoint for XdpPollEndpoint {
     }
 
     fn counters(&self) -> Counters {
-        let s = self.prog.stats();
-        Counters { rx_not_for_me: s.passed, rx_kernel_dropped: s.dropped, ..self.counters }
+        self.feed.counters(self.counters)
     }
 
     fn send_to(&mut self, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
@@ -204,18 +278,103 @@ impl Endpoint for XdpPollEndpoint {
     }
 
     fn recv(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<RxMeta>> {
-        let wait = Wait::new(mode);
-        loop {
-            if let Some(m) = self.try_recv(buf) {
-                return Ok(Some(m));
+        let (verify, local, counters) = (self.verify_checksum, self.local, &mut self.counters);
+        self.feed.recv(mode, |feed| loop {
+            let got = feed.take(|frame, rx_ns| {
+                // A frame to our port but not our address, or that does not parse: malformed.
+                let f = detpath_wire::parse_udp_frame(frame, verify).ok().filter(|f| f.dst == local).ok_or(Refusal::Malformed)?;
+                let payload = f.payload(frame);
+                let n = payload.len().min(buf.len());
+                buf[..n].copy_from_slice(&payload[..n]);
+                Ok(RxMeta { len: n, truncated: n < payload.len(), peer: f.src, rx_ns })
+            });
+            if let Some(m) = count(counters, got, |m| (m.len, m.truncated))? {
+                return Some(m);
             }
-            match wait.after_empty() {
-                Step::GiveUp => return Ok(None),
-                // A record may be in the ring that try_recv could not take yet (being written): spin for it.
-                Step::Sleep(_) if self.ring.has_data() => std::hint::spin_loop(),
-                Step::Sleep(ms) => wait_readable(self.ring.fd.as_raw_fd(), ms, "the BPF ring buffer")?,
-                Step::Spin => std::hint::spin_loop(),
+        })
+    }
+}
+
+/// The frame datapath on the same program and ring: the program matches the
+/// spec's `port` as an EtherType (`xdppoll://dpa?port=7400`); frames go out
+/// through an AF_PACKET socket (the `packet` frame datapath's).
+pub static FRAME_DATAPATH: FrameDatapath = FrameDatapath {
+    name: "xdppoll",
+    summary: "XDP program → BPF ring buffer of one EtherType, busy-polled; TX via AF_PACKET",
+    keys: &["mode", "rx_stamp", "sndbuf"],
+    open: |spec| Ok(Box::new(XdpPollFrames::open(spec)?)),
+};
+
+/// An xdppoll frame endpoint.
+pub struct XdpPollFrames {
+    feed: PollFeed,
+    tx: crate::datapath::packet::PacketEndpoint,
+    mac: MacAddr,
+    ethertype: u16,
+    caps: Capabilities,
+    counters: Counters,
+}
+
+impl XdpPollFrames {
+    fn open(spec: &EndpointSpec) -> Result<XdpPollFrames> {
+        let ethertype = spec.require_port()?;
+        // The AF_PACKET socket checks the EtherType and the interface first;
+        // it receives nothing: the program drops the frames it queues.
+        let tx = crate::datapath::packet::PacketEndpoint::open(spec)?;
+        let dev = NetDev::lookup(spec.require_iface()?)?;
+        let (feed, rx_stamp) = PollFeed::attach(spec, &dev, FilterConfig::ethertype(ethertype))?;
+        let caps = Capabilities {
+            datapath: "xdppoll",
+            iface: Some(dev.name.clone()),
+            xdp_mode: Some(feed.prog.mode()),
+            max_payload: (DP_POLL_MAX_FRAME - ETH_HEADER).min(dev.mtu as usize),
+            max_batch: 1,
+            rx_stamp,
+            notes: vec![format!("EtherType {ethertype:#06x}; rx: BPF ring buffer (copy), tx: AF_PACKET socket")],
+            ..Default::default()
+        };
+        Ok(XdpPollFrames { feed, tx, mac: dev.mac, ethertype, caps, counters: Counters::default() })
+    }
+}
+
+impl FrameEndpoint for XdpPollFrames {
+    fn local_mac(&self) -> MacAddr {
+        self.mac
+    }
+    fn ethertype(&self) -> u16 {
+        self.ethertype
+    }
+    fn capabilities(&self) -> &Capabilities {
+        &self.caps
+    }
+    fn counters(&self) -> Counters {
+        let tx = self.tx.counters();
+        self.feed.counters(Counters { tx_packets: tx.tx_packets, tx_bytes: tx.tx_bytes, tx_errors: tx.tx_errors, ..self.counters })
+    }
+    fn send_frame(&mut self, payload: &[u8], dst: MacAddr, ethertype: u16) -> Result<()> {
+        self.tx.send_frame(payload, dst, ethertype)
+    }
+    fn recv_frame(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<FrameMeta>> {
+        let (mac, counters) = (self.mac, &mut self.counters);
+        self.feed.recv(mode, |feed| loop {
+            let got = feed.take(|frame, rx_ns| {
+                if frame.len() < ETH_HEADER {
+                    return Err(Refusal::Malformed);
+                }
+                // Another host's unicast frame (a promiscuous link) is not ours.
+                if !crate::frame::is_for(mac, frame) {
+                    return Err(Refusal::NotForMe);
+                }
+                let payload = &frame[ETH_HEADER..];
+                let n = payload.len().min(buf.len());
+                buf[..n].copy_from_slice(&payload[..n]);
+                let mut src = [0u8; 6];
+                src.copy_from_slice(&frame[6..12]);
+                Ok(FrameMeta { len: n, truncated: n < payload.len(), src: MacAddr(src), rx_ns })
+            });
+            if let Some(m) = count(counters, got, |m| (m.len, m.truncated))? {
+                return Some(m);
             }
-        }
+        })
     }
 }

@@ -224,6 +224,11 @@ pub struct BenchConfig {
     pub testbed_prefix: String,
     /// First UDP port; each run takes the next two.
     pub port_base: u16,
+    /// Time-stamp arrivals where the frame arrives (`rx_stamp=xdp` on afxdp,
+    /// xdppoll and dpdk's net_af_xdp, `rx_stamp=kernel` on udp), not
+    /// when the receiving thread polls it: the IAT then measures the
+    /// transmission, not the receiver's polling.
+    pub arrival_stamps: bool,
 }
 
 impl BenchConfig {
@@ -267,6 +272,7 @@ impl BenchConfig {
             segment_off_ns: 200_000_000,
             testbed_prefix: format!("detpath-sch{}", std::process::id()),
             port_base: 7400,
+            arrival_stamps: true,
         }
     }
 
@@ -569,8 +575,21 @@ fn set_nice(nice: Option<i32>) {
     }
 }
 
-fn endpoint_uri(base: &str, datapath: &str, core: u32, rt: Option<u8>, receiver: bool) -> String {
+/// The spec key that time-stamps a datapath's frames on arrival (the XDP
+/// program, or the kernel for udp), or "" when it has none.
+pub(crate) fn arrival_stamp_key(datapath: &str) -> &'static str {
+    match datapath {
+        "afxdp" | "xdppoll" | "dpdk" => "&rx_stamp=xdp",
+        "udp" => "&rx_stamp=kernel",
+        _ => "",
+    }
+}
+
+fn endpoint_uri(base: &str, datapath: &str, core: u32, rt: Option<u8>, receiver: bool, arrival_stamps: bool) -> String {
     let mut uri = format!("{base}&rt_core={core}");
+    if receiver && arrival_stamps {
+        uri += arrival_stamp_key(datapath);
+    }
     match rt {
         Some(p) => uri += &format!("&rt_priority={p}"),
         None => uri += "&rt_mlock=false",
@@ -589,7 +608,7 @@ fn run_one(tb: &Testbed, cfg: &BenchConfig, dp: &str, method: Method, port: u16,
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let (rx_tl_tx, rx_tl_rx) = std::sync::mpsc::channel::<Timeline>();
-    let rx_uri = endpoint_uri(&tb.b().uri(dp, port), dp, cfg.cpus.1, cfg.rt_priority, true);
+    let rx_uri = endpoint_uri(&tb.b().uri(dp, port), dp, cfg.cpus.1, cfg.rt_priority, true, cfg.arrival_stamps);
     let expected = send::expected_packets(cfg);
     let stop_r = stop.clone();
     let nice = cfg.nice.filter(|_| cfg.rt_priority.is_none());
@@ -614,7 +633,7 @@ fn run_one(tb: &Testbed, cfg: &BenchConfig, dp: &str, method: Method, port: u16,
         }
         Err(_) => anyhow::bail!("receiver thread ended before opening its endpoint"),
     };
-    let tx_uri = endpoint_uri(&tb.a().uri(dp, port + 1), dp, cfg.cpus.0, cfg.rt_priority, false);
+    let tx_uri = endpoint_uri(&tb.a().uri(dp, port + 1), dp, cfg.cpus.0, cfg.rt_priority, false, false);
     let cfg2 = cfg.clone();
     let abort = Arc::new(AtomicBool::new(false));
     let abort_s = abort.clone();

@@ -90,8 +90,10 @@ pub fn run(tb: &Testbed, cfg: &SyncRunConfig) -> anyhow::Result<SyncRun> {
         Some(p) => format!("&rt_core={c}&rt_priority={p}"),
         None => format!("&rt_core={c}&rt_mlock=false"),
     };
-    let master_uri = format!("{}{}", tb.a().uri(&dp, port), rt(cfg.cpus.0));
-    let slave_uri = format!("{}{}", tb.b().uri(&dp, port + 1), rt(cfg.cpus.1));
+    // Both sides time-stamp receipts on arrival (t2, t4): the polling delay would be path asymmetry.
+    let stamp = super::arrival_stamp_key(&dp);
+    let master_uri = format!("{}{}{stamp}", tb.a().uri(&dp, port), rt(cfg.cpus.0));
+    let slave_uri = format!("{}{}{stamp}", tb.b().uri(&dp, port + 1), rt(cfg.cpus.1));
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let servo = ServoConfig::linuxptp(cfg.interval_ns as f64 / 1e9);

@@ -50,7 +50,7 @@ mod umem;
 
 pub use setup::open_afxdp;
 
-use crate::datapath::filter::FilterStats;
+use crate::datapath::filter::{self, FilterStats};
 use crate::datapath::wait::{wait_readable, Step, Wait};
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxBatch, RxMeta, TxDatagram};
 use crate::error::{last_os_error, Error, Result};
@@ -70,7 +70,7 @@ use umem::Umem;
 pub static FRAME_DATAPATH: FrameDatapath = FrameDatapath {
     name: "afxdp",
     summary: "AF_XDP socket behind an XDP redirect of one EtherType; native/skb, copy/zero-copy",
-    keys: &["queue", "mode", "zerocopy", "busy_poll", "ring", "frame", "batch", "xdp"],
+    keys: &["queue", "mode", "zerocopy", "busy_poll", "ring", "frame", "batch", "xdp", "rx_stamp"],
     open: |spec| Ok(Box::new(setup::open_afxdp_framing(spec, Framing::Ether { ethertype: spec.require_port()? })?)),
 };
 
@@ -80,7 +80,7 @@ const ETH_HEADER: usize = 14;
 pub static DATAPATH: Datapath = Datapath {
     name: "afxdp",
     summary: "AF_XDP socket (UMEM + 4 rings) behind an XDP redirect of this address:port; native/skb, copy/zero-copy",
-    keys: &["queue", "mode", "zerocopy", "busy_poll", "ring", "frame", "batch", "checksum", "xdp"],
+    keys: &["queue", "mode", "zerocopy", "busy_poll", "ring", "frame", "batch", "checksum", "xdp", "rx_stamp"],
     wraps: false,
     open,
 };
@@ -122,6 +122,8 @@ pub struct AfxdpEndpoint {
     src_mac: MacAddr,
     ip_id: u16,
     verify_checksum: bool,
+    /// Take `rx_ns` from the XDP program's metadata (`rx_stamp=xdp`).
+    xdp_stamp: bool,
     zero_copy: bool,
     kernel_busy_poll: bool,
     batch: u32,
@@ -378,13 +380,14 @@ impl AfxdpEndpoint {
         if avail == 0 {
             return 0;
         }
-        let rx_ns = monotonic_ns();
+        let polled_ns = monotonic_ns();
         let mut taken = 0u32;
         let mut delivered = 0usize;
         while taken < avail {
             let Some(slot) = sink.slot() else { break };
             let d = self.rx.read(taken);
             taken += 1;
+            let rx_ns = if self.xdp_stamp { self.xdp_stamp_of(d.addr).unwrap_or(polled_ns) } else { polled_ns };
             let parsed = match self.umem.frame(d.addr, d.len) {
                 Some(frame) => parse(self, frame, slot, rx_ns),
                 None => Parsed::Malformed,
@@ -417,6 +420,20 @@ impl AfxdpEndpoint {
         self.rx.release(taken);
         self.fill.submit(direct);
         delivered
+    }
+
+    /// The XDP program's time stamp in front of the frame at `addr`, taken
+    /// (its magic cleared, so a recycled frame never shows a stale one).
+    /// `None` when the program could not write it (a driver without XDP
+    /// metadata): noted once in the capabilities, user-space time used.
+    fn xdp_stamp_of(&mut self, addr: u64) -> Option<u64> {
+        let got = self.umem.take_meta(addr).and_then(|m| filter::rx_meta_stamp(&m));
+        if got.is_none() && !self.caps.notes.iter().any(|n| n.starts_with("rx_stamp=xdp")) {
+            self.caps
+                .notes
+                .push("rx_stamp=xdp: a frame came without the XDP program's time stamp (no metadata from this driver?); user-space time used".into());
+        }
+        got
     }
 
     fn flush_fill_pending(&mut self) {

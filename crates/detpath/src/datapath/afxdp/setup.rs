@@ -8,7 +8,7 @@ use super::ring::{Ring, RingKind};
 use super::umem::Umem;
 use super::{AfxdpEndpoint, Framing, XDP_PACKET_HEADROOM};
 use crate::datapath::filter::FilterConfig;
-use crate::endpoint::{Capabilities, Counters};
+use crate::endpoint::{Capabilities, Counters, RxStamp};
 use crate::error::{last_os_error, Error, Result};
 use crate::spec::EndpointSpec;
 use detpath_sys::neigh::Neighbours;
@@ -51,6 +51,8 @@ struct Settings {
     frame_size: u32,
     ring_size: u32,
     want_zero_copy: bool,
+    /// `rx_stamp=xdp`: our program writes a receive time stamp into each frame's metadata.
+    xdp_stamp: bool,
 }
 
 impl Settings {
@@ -67,7 +69,11 @@ impl Settings {
         if !(64..=16384).contains(&ring_size) {
             return Err(bad_spec(spec, format!("`ring` must be between 64 and 16384 for afxdp, not {ring_size}")));
         }
-        Ok(Settings { shared, frame_size, ring_size, want_zero_copy: spec.zero_copy == Some(true) })
+        let xdp_stamp = spec.rx_stamp(&[RxStamp::Xdp])? == RxStamp::Xdp;
+        if xdp_stamp && shared {
+            return Err(bad_spec(spec, "`rx_stamp=xdp` needs our own XDP program; with `xdp=shared` the program is someone else's".into()));
+        }
+        Ok(Settings { shared, frame_size, ring_size, want_zero_copy: spec.zero_copy == Some(true), xdp_stamp })
     }
 }
 
@@ -266,7 +272,7 @@ pub(crate) fn open_afxdp_framing(spec: &EndpointSpec, framing: Framing) -> Resul
     let feed = if settings.shared {
         XdpFeed::shared(&dev, spec.queue, fd.as_raw_fd())?
     } else {
-        XdpFeed::own(XSK_REDIRECT_OBJ, &dev, spec.mode, filter, spec.queue, fd.as_raw_fd())?
+        XdpFeed::own(XSK_REDIRECT_OBJ, &dev, spec.mode, filter.stamped(settings.xdp_stamp), spec.queue, fd.as_raw_fd())?
     };
 
     let ring_size = settings.ring_size;
@@ -280,6 +286,7 @@ pub(crate) fn open_afxdp_framing(spec: &EndpointSpec, framing: Framing) -> Resul
         busy_poll: false,
         max_payload: max_payload.min((settings.frame_size - XDP_PACKET_HEADROOM) as usize - headers),
         max_batch: spec.batch.min(ring_size) as usize,
+        rx_stamp: if settings.xdp_stamp { RxStamp::Xdp } else { RxStamp::User },
         notes: feed.notes(),
     };
     if !bound.need_wakeup {
@@ -308,6 +315,7 @@ pub(crate) fn open_afxdp_framing(spec: &EndpointSpec, framing: Framing) -> Resul
         src_mac: dev.mac,
         ip_id: 0,
         verify_checksum: spec.verify_checksum,
+        xdp_stamp: settings.xdp_stamp,
         zero_copy: bound.zero_copy,
         kernel_busy_poll: caps.busy_poll,
         batch: caps.max_batch as u32,

@@ -3,6 +3,7 @@
 //! (the byte offset of a frame in the UMEM).
 
 use super::ring::Mmap;
+use crate::datapath::filter::RX_META_LEN;
 use crate::error::Result;
 
 pub(crate) struct Umem {
@@ -47,6 +48,24 @@ impl Umem {
         // SAFETY: [addr, end) is inside the mapping (checked above), which lives
         // as long as self; the kernel does not write a frame user space holds.
         Some(unsafe { std::slice::from_raw_parts(self.base().add(addr as usize), len as usize) })
+    }
+
+    /// The XDP metadata (`struct dp_rx_meta`) in front of the received frame
+    /// at `addr`, copied out and its magic cleared; `None` when `addr` has
+    /// less than that in front of it inside its chunk. The kernel copies
+    /// metadata into the chunk's headroom, just before the frame.
+    pub(crate) fn take_meta(&mut self, addr: u64) -> Option<[u8; RX_META_LEN]> {
+        let start = addr.checked_sub(RX_META_LEN as u64)?;
+        if start < self.chunk_base(addr) || addr > self.len() as u64 {
+            return None;
+        }
+        // SAFETY: [start, addr) lies inside addr's chunk (checked above), which
+        // user space holds (taken off the RX ring, not yet on the fill ring),
+        // so the kernel is not writing it; &mut self makes the access exclusive.
+        let meta = unsafe { std::slice::from_raw_parts_mut(self.base().add(start as usize), RX_META_LEN) };
+        let out: [u8; RX_META_LEN] = meta.try_into().expect("RX_META_LEN bytes");
+        meta[8..12].fill(0);
+        Some(out)
     }
 
     /// The whole frame starting at `addr` (a chunk base from the TX pool), writable.

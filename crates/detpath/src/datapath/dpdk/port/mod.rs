@@ -15,7 +15,7 @@ use super::eal;
 use super::host::HostState;
 use super::{Config, DpdkError, Vdev};
 use crate::datapath::wait::{Step, Wait};
-use crate::endpoint::{monotonic_ns, Capabilities, Counters, Endpoint, RecvMode, RxBatch, RxMeta, TxDatagram};
+use crate::endpoint::{monotonic_ns, Capabilities, Counters, Endpoint, RecvMode, RxBatch, RxMeta, RxStamp, TxDatagram};
 use crate::error::{Error, Result};
 use crate::frame::{FrameEndpoint, FrameMeta};
 use crate::spec::EndpointSpec;
@@ -90,6 +90,8 @@ pub(crate) struct DpdkEndpoint {
     caps: Capabilities,
     counters: Counters,
     verify_checksum: bool,
+    /// Take `rx_ns` from the XDP program's metadata in the mbuf's headroom (`rx_stamp=xdp`).
+    xdp_stamp: bool,
     burst: u16,
     mbufs: u32,
     max_payload: usize,
@@ -144,6 +146,7 @@ impl DpdkEndpoint {
         }
         // SAFETY: the first (only) segment holds `len` bytes at `data`, alive until the mbuf is freed.
         let frame = unsafe { std::slice::from_raw_parts(data as *const u8, len as usize) };
+        let now = if self.xdp_stamp { self.xdp_stamp_of(m, data).unwrap_or(now) } else { now };
         if let Some(et) = self.ethertype {
             return self.classify_frame(m, frame, et, now);
         }
@@ -175,6 +178,30 @@ impl DpdkEndpoint {
                 self.free(m);
             }
         }
+    }
+
+    /// The XDP program's time stamp in the headroom just before `data` (the
+    /// kernel put the metadata there; net_af_xdp hands the UMEM buffer over as
+    /// the mbuf), taken and its magic cleared. `None` when there is none
+    /// (net_af_xdp copied the frame into a fresh mbuf, or the driver has no
+    /// metadata): noted once in the capabilities.
+    fn xdp_stamp_of(&mut self, m: *mut sys::rte_mbuf, data: *mut u8) -> Option<u64> {
+        use crate::datapath::filter::{rx_meta_stamp, RX_META_LEN};
+        // SAFETY: m is a received mbuf we own.
+        let headroom = unsafe { sys::detpath_dpdk_mbuf_headroom(m) } as usize;
+        let got = (headroom >= RX_META_LEN).then(|| {
+            // SAFETY: the RX_META_LEN bytes before data are inside the mbuf's
+            // headroom (checked), which we own with the mbuf.
+            let meta = unsafe { std::slice::from_raw_parts_mut(data.sub(RX_META_LEN), RX_META_LEN) };
+            let out = rx_meta_stamp(&<[u8; RX_META_LEN]>::try_from(&meta[..]).expect("RX_META_LEN bytes"));
+            meta[8..12].fill(0);
+            out
+        });
+        let got = got.flatten();
+        if got.is_none() && !self.caps.notes.iter().any(|n| n.starts_with("rx_stamp=xdp")) {
+            self.caps.notes.push("rx_stamp=xdp: a frame came without the XDP program's time stamp; user-space time used".into());
+        }
+        got
     }
 
     /// A frame endpoint's receive: frames of our EtherType to us (or a group) are kept.

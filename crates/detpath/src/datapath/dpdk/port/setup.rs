@@ -2,6 +2,28 @@
 //! PCI port, the mbuf pool and queues, start and link, then the endpoint.
 
 use super::*;
+
+/// The program net_af_xdp loads instead of its default under `rx_stamp=xdp`.
+static XSK_STAMP_OBJ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/xsk_stamp.bpf.o"));
+
+/// The time-stamping XDP object written to a file for net_af_xdp's
+/// `xdp_prog=` argument (it loads by path); removed once the port is set up.
+struct StampObject(std::path::PathBuf);
+
+impl StampObject {
+    fn write(id: u32) -> Result<StampObject> {
+        let path = std::env::temp_dir().join(format!("detpath-xsk-stamp-{}-{id}.bpf.o", std::process::id()));
+        std::fs::write(&path, XSK_STAMP_OBJ).map_err(|e| Error::io(format!("writing the XDP object for net_af_xdp to {}", path.display()), e))?;
+        Ok(StampObject(path))
+    }
+}
+
+impl Drop for StampObject {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 pub(super) fn normalise_pci(p: &str) -> String {
     let p = p.to_ascii_lowercase();
     if p.matches(':').count() == 1 {
@@ -42,8 +64,15 @@ pub(super) fn open_vdev(spec: &EndpointSpec, cfg: Config, port_no: u16, id: u32)
     let snapshot = HostState::snapshot(&iface)?;
     let eal = eal::ensure(&cfg)?;
 
+    let stamp_object = if cfg.xdp_stamp { Some(StampObject::write(id)?) } else { None };
     let (name, args) = match cfg.vdev {
-        Vdev::AfXdp => (format!("net_af_xdp{id}"), format!("iface={iface},start_queue={},queue_count=1", spec.queue)),
+        Vdev::AfXdp => {
+            let mut args = format!("iface={iface},start_queue={},queue_count=1", spec.queue);
+            if let Some(obj) = &stamp_object {
+                args += &format!(",xdp_prog={}", obj.0.display());
+            }
+            (format!("net_af_xdp{id}"), args)
+        }
         Vdev::AfPacket => (format!("net_af_packet{id}"), format!("iface={iface},qpairs=1")),
         Vdev::Tap => (format!("net_tap{id}"), format!("iface=dtap{id},remote={iface}")),
     };
@@ -112,6 +141,8 @@ pub(super) fn open_vdev(spec: &EndpointSpec, cfg: Config, port_no: u16, id: u32)
         eal_note: eal.note(),
         queue: spec.queue,
     };
+    // net_af_xdp loaded the program while configuring the queue.
+    drop(stamp_object);
     finish(spec, &cfg, owner, port, facts, setup)
 }
 
@@ -399,6 +430,7 @@ pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: 
         busy_poll: true,
         max_payload,
         max_batch: cfg.burst as usize,
+        rx_stamp: if cfg.xdp_stamp { RxStamp::Xdp } else { RxStamp::User },
         notes,
     };
     let mut stats_base = [0u64; 8];
@@ -415,6 +447,7 @@ pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: 
         caps,
         counters: Counters::default(),
         verify_checksum: spec.verify_checksum,
+        xdp_stamp: cfg.xdp_stamp,
         burst,
         mbufs: cfg.mbufs,
         max_payload,
