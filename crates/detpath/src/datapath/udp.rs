@@ -272,7 +272,15 @@ fn open_group(spec: &EndpointSpec, group: Ipv4Addr, rcvbuf: Option<i32>) -> Resu
         notes: vec![format!("multicast group {group}:{} joined on {} ({local_ip})", spec.port, dev.name)],
         ..Default::default()
     };
-    Ok(Box::new(UdpEndpoint { sock, local: SocketAddrV4::new(group, spec.port), caps, counters: Counters::default(), mmsg: MmsgScratch::new(batch) }))
+    // Discovery traffic: receive times as polled, no kernel time stamps.
+    Ok(Box::new(UdpEndpoint {
+        sock,
+        local: SocketAddrV4::new(group, spec.port),
+        caps,
+        counters: Counters::default(),
+        mmsg: MmsgScratch::new(batch),
+        kernel_stamp: false,
+    }))
 }
 
 impl UdpEndpoint {
