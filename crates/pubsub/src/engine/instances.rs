@@ -355,16 +355,15 @@ impl InstanceHistory {
         Some(&self.slots[self.order[i] as usize])
     }
 
-    /// Frees the oldest slot of instance `key`.
-    fn evict_oldest_of(&mut self, key: &[u8; 16]) {
-        if let Some(pos) = self.order.iter().position(|&i| self.slots[i as usize].meta.key_hash.unwrap_or_default() == *key) {
-            if let Some(i) = self.order.remove(pos) {
-                self.free.push(i);
-                if let Some(inst) = self.instances.iter_mut().find(|x| &x.key == key) {
-                    inst.held = inst.held.saturating_sub(1);
-                }
-            }
+    /// Frees the oldest slot of instance `key`; false when it holds none.
+    fn evict_oldest_of(&mut self, key: &[u8; 16]) -> bool {
+        let Some(pos) = self.order.iter().position(|&i| self.slots[i as usize].meta.key_hash.unwrap_or_default() == *key) else { return false };
+        let Some(i) = self.order.remove(pos) else { return false };
+        self.free.push(i);
+        if let Some(inst) = self.instances.iter_mut().find(|x| &x.key == key) {
+            inst.held = inst.held.saturating_sub(1);
         }
+        true
     }
 
     fn store(&mut self, meta: SampleMeta, payload: &[u8], acked_below: i64) -> Result<bool, TooManyInstances> {
@@ -379,9 +378,7 @@ impl InstanceHistory {
                 // An unregistered instance every reader has acknowledged is over: its entry is reused.
                 let i = self.instances.iter().position(|x| x.unregistered && x.last_sn < acked_below).ok_or(TooManyInstances)?;
                 let old = self.instances[i].key;
-                while self.instances[i].held > 0 {
-                    self.evict_oldest_of(&old);
-                }
+                while self.evict_oldest_of(&old) {}
                 self.instances[i] = WriterInstance { key, held: 0, unregistered: false, last_sn: 0 };
                 i
             }
