@@ -40,7 +40,8 @@ struct NodeArgs {
     endpoint: String,
     /// Peer (repeatable): an IPv4 address (SPDP goes to its ports for participant indices 0..=9),
     /// or for raweth a MAC address (SPDP also goes to the broadcast address, as CycloneDDS's raweth does).
-    /// Required for UDP endpoints.
+    /// Required for UDP on the bypass datapaths (afxdp, xdppoll, dpdk); without it the kernel udp
+    /// datapath (`udp://<iface>?addr=A&port=P`) announces over the SPDP multicast group 239.255.0.1.
     #[arg(long = "peer")]
     peers: Vec<String>,
     /// Open the endpoint inside this network namespace.
@@ -216,8 +217,9 @@ fn options(a: &NodeArgs, role: Role) -> anyhow::Result<NodeOptions> {
         }
     }
     let raweth = detpath_pubsub::transport::raweth_spec(&a.endpoint).is_some();
-    if !raweth && o.peers.is_empty() {
-        anyhow::bail!("--peer: a UDP endpoint needs at least one IPv4 peer (detpath sends SPDP to unicast peers only)");
+    // Without peers the kernel udp datapath announces over the SPDP multicast group; the bypass datapaths cannot receive it.
+    if !raweth && o.peers.is_empty() && !a.endpoint.starts_with("udp://") {
+        anyhow::bail!("--peer: a UDP endpoint on a bypass datapath needs at least one IPv4 peer (SPDP multicast works on the kernel udp datapath only)");
     }
     o.netns = a.netns.clone();
     o.domain = a.domain;

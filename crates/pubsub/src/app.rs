@@ -5,7 +5,7 @@
 use crate::ddsperf::{summarize, LatencySummary, PerfConfig, PerfNode, Role, TopicKind};
 use crate::driver::{Node, Transport};
 use crate::engine::{make_guid_prefix, Config, Counters, Participant};
-use crate::transport::{EndpointTransport, Wait};
+use crate::transport::{EndpointTransport, Link, Wait};
 use crate::wire::{Addr, EthAddr};
 use serde::Serialize;
 use std::net::Ipv4Addr;
@@ -42,6 +42,10 @@ pub struct NodeOptions {
     /// Above the MTU the datapath sends IPv4 fragments, as CycloneDDS does
     /// with its default MaxMessageSize of 14,720 bytes.
     pub max_message: usize,
+    /// Without `peers`, on the kernel udp datapath with an interface named
+    /// (`udp://<iface>?...`): announce on and listen to the SPDP multicast
+    /// group, as CycloneDDS does by default (bypass datapaths need peers).
+    pub multicast: bool,
 }
 
 impl NodeOptions {
@@ -65,6 +69,7 @@ impl NodeOptions {
             hostname: hostname(),
             lockstep: false,
             max_message: 14_720,
+            multicast: true,
         }
     }
 }
@@ -199,6 +204,8 @@ pub enum AppError {
     Engine(#[from] crate::engine::EngineError),
     #[error("no peer matched within {0:?}: check --peer, the domain and that the peer runs (ddsperf, or detpath pubsub)")]
     NoPeer(Duration),
+    #[error("{0}: no peers, and no interface to join the SPDP multicast group on: name it (udp://<iface>?addr=A&port=P) or give peers")]
+    NoDiscovery(String),
 }
 
 fn role_name(r: Role) -> &'static str {
@@ -218,7 +225,23 @@ pub fn open_node(opts: &NodeOptions) -> Result<(Node<EndpointTransport>, PerfNod
         None => open(),
     }
     .map_err(|e| AppError::Open { spec: opts.endpoint.clone(), source: e })?;
-    let t = EndpointTransport::on(link, opts.wait);
+    let mut t = EndpointTransport::on(link, opts.wait);
+    let group_iface = match &t.link {
+        Link::Datagram(ep) if opts.multicast && opts.peers.is_empty() && ep.capabilities().datapath == "udp" => match ep.capabilities().iface.clone() {
+            Some(i) => Some(i),
+            None => return Err(AppError::NoDiscovery(opts.endpoint.clone())),
+        },
+        _ => None,
+    };
+    if let Some(iface) = group_iface {
+        let open_group = || crate::transport::open_spdp_group(&iface, opts.domain);
+        let group = match &opts.netns {
+            Some(ns) => detpath::sys::netns::run_in(ns, open_group).map_err(|e| AppError::Netns { ns: ns.clone(), source: e.into() })?,
+            None => open_group(),
+        }
+        .map_err(|e| AppError::Open { spec: format!("SPDP multicast group on {iface}"), source: e })?;
+        t = t.with_group(group);
+    }
     let pid = std::process::id();
     let local = t.local_addr();
     let (host, port) = match local {
@@ -231,6 +254,9 @@ pub fn open_node(opts: &NodeOptions) -> Result<(Node<EndpointTransport>, PerfNod
         Addr::Udp(_) => {
             for ip in &opts.peers {
                 cfg.add_peer(*ip, opts.max_index);
+            }
+            if t.group().is_some() {
+                cfg.add_spdp_multicast();
             }
         }
         Addr::Eth(e) => {

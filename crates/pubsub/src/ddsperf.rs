@@ -194,7 +194,8 @@ impl PerfNode {
         let rel = if cfg.reliable { Reliability::Reliable } else { Reliability::BestEffort };
         let mk = |q: Qos| Qos { reliability: rel, max_blocking_ns: 10_000_000_000, ..q };
         let ping_qos = mk(Qos::reliable_keep_last(1));
-        let data_qos = mk(Qos::reliable_keep_all(cfg.data_depth));
+        // ddsperf's `-n N` spreads data over N key values (1 by default): room for many instances.
+        let data_qos = mk(Qos::reliable_keep_all(cfg.data_depth).with_max_instances(1024));
         let size = cfg.size.max(12);
         let proto = || match cfg.topic {
             TopicKind::Ks => Sample::Ks(KeyedSeq::with_size(size)),

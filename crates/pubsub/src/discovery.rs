@@ -42,6 +42,9 @@ pub mod ports {
     }
 }
 
+/// The SPDP multicast group (§9.6.1.4.1, default `SPDP_WELL_KNOWN_MULTICAST`).
+pub const SPDP_MULTICAST: std::net::Ipv4Addr = std::net::Ipv4Addr::new(239, 255, 0, 1);
+
 /// Builtin endpoint set bits (§9.3.2).
 pub mod builtin {
     pub const PARTICIPANT_ANNOUNCER: u32 = 1 << 0;

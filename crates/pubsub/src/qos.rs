@@ -23,7 +23,8 @@ pub enum Durability {
 /// HISTORY.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum History {
-    /// Keep the last n samples (per writer or reader; detpath does not split by instance).
+    /// Keep the last n samples of each instance (key); of the one instance
+    /// for topics without a key.
     KeepLast(u32),
     /// Keep every sample until delivered (writer: acknowledged; reader: taken),
     /// bounded by the resource limit `max_samples`.
@@ -55,6 +56,10 @@ pub struct Qos {
     pub history: History,
     /// RESOURCE_LIMITS max_samples (bounds KEEP_ALL; -1 unlimited is not allowed: memory is preallocated).
     pub max_samples: u32,
+    /// RESOURCE_LIMITS max_instances: the instance table's size, allocated
+    /// when the writer or reader is created (a sample of one instance more
+    /// is counted and refused). Keyed topics only.
+    pub max_instances: u32,
     /// DEADLINE period.
     pub deadline_ns: i64,
     pub liveliness: LivelinessKind,
@@ -74,6 +79,7 @@ impl Default for Qos {
             durability: Durability::Volatile,
             history: History::KeepLast(1),
             max_samples: 1024,
+            max_instances: 32,
             deadline_ns: INFINITE_NS,
             liveliness: LivelinessKind::Automatic,
             liveliness_lease_ns: INFINITE_NS,
@@ -101,6 +107,19 @@ impl Qos {
     pub fn with_partition(mut self, name: &str) -> Qos {
         self.partitions = vec![name.to_string()];
         self
+    }
+    /// With at most `n` instances.
+    pub fn with_max_instances(mut self, n: u32) -> Qos {
+        self.max_instances = n.max(1);
+        self
+    }
+    /// How many samples a history of a keyed topic holds: KEEP_LAST n for
+    /// each of `max_instances`, within `max_samples`.
+    pub fn keyed_depth(&self) -> usize {
+        match self.history {
+            History::KeepLast(n) => (n.max(1) as usize).saturating_mul(self.max_instances.max(1) as usize).min(self.max_samples.max(n).max(1) as usize),
+            History::KeepAll => self.max_samples.max(1) as usize,
+        }
     }
     /// How many samples the history holds (the slots preallocated for it).
     pub fn depth(&self) -> usize {

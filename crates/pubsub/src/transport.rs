@@ -54,6 +54,23 @@ pub struct EndpointTransport {
     local: Addr,
     /// When the last datagram went out or came in (for [`Wait::Hybrid`]).
     last_activity_ns: u64,
+    /// The SPDP multicast group's receiver ([`open_spdp_group`]), if joined.
+    group: Option<Box<dyn Endpoint>>,
+    /// When the group is looked at next.
+    group_poll_ns: u64,
+}
+
+/// How often the multicast group is looked at while the unicast endpoint is
+/// polled or waited on: discovery traffic, so a few ms of delay cost nothing
+/// and the unicast hot path pays one extra receive call per interval.
+const GROUP_POLL_NS: u64 = 5_000_000;
+
+/// Opens the receiver of RTPS's SPDP multicast group (239.255.0.1, port
+/// 7400 + 250·domain) on `iface`, on the kernel UDP datapath: a socket of
+/// its own (all participants of a host share the group's port).
+pub fn open_spdp_group(iface: &str, domain: u32) -> detpath::Result<Box<dyn Endpoint>> {
+    let port = crate::discovery::ports::metatraffic_multicast(domain);
+    detpath::open(&format!("udp://{iface}?addr={}&port={port}", crate::discovery::SPDP_MULTICAST))
 }
 
 /// A spec split into the frame datapath spec (`Some`) when it asks for raweth.
@@ -92,7 +109,45 @@ impl EndpointTransport {
             Link::Datagram(ep) => (ep.capabilities().max_payload.max(ep.capabilities().max_datagram), Addr::Udp(ep.local_addr())),
             Link::Frames(ep) => (ep.capabilities().max_payload, Addr::Eth(EthAddr { mac: ep.local_mac().0, ethertype: ep.ethertype() })),
         };
-        EndpointTransport { link, wait, send_errors: 0, truncated: 0, wrong_kind: 0, max_datagram: max_payload.clamp(256, 65507), local, last_activity_ns: 0 }
+        EndpointTransport {
+            link,
+            wait,
+            send_errors: 0,
+            truncated: 0,
+            wrong_kind: 0,
+            max_datagram: max_payload.clamp(256, 65507),
+            local,
+            last_activity_ns: 0,
+            group: None,
+            group_poll_ns: 0,
+        }
+    }
+
+    /// Also receives (and sends to) a multicast group through `group` ([`open_spdp_group`]).
+    pub fn with_group(mut self, group: Box<dyn Endpoint>) -> EndpointTransport {
+        self.group = Some(group);
+        self
+    }
+
+    /// The multicast group's endpoint, if joined.
+    pub fn group(&self) -> Option<&dyn Endpoint> {
+        self.group.as_deref()
+    }
+
+    /// A datagram from the multicast group, when it is time to look.
+    fn recv_group(&mut self, buf: &mut [u8]) -> Option<(usize, bool, Addr, u64)> {
+        let g = self.group.as_mut()?;
+        let now = detpath::monotonic_ns();
+        if now < self.group_poll_ns {
+            return None;
+        }
+        match g.recv(buf, RecvMode::NonBlocking) {
+            Ok(Some(m)) => Some((m.len, m.truncated, Addr::Udp(m.peer), m.rx_ns)),
+            _ => {
+                self.group_poll_ns = now + GROUP_POLL_NS;
+                None
+            }
+        }
     }
 
     /// One receive in `mode`: (length, truncated, source, rx time).
@@ -133,6 +188,7 @@ impl EndpointTransport {
 impl Transport for EndpointTransport {
     fn send(&mut self, dst: Addr, bytes: &[u8]) {
         let r = match (&mut self.link, dst) {
+            (Link::Datagram(_), Addr::Udp(a)) if a.ip().is_multicast() && self.group.is_some() => self.group.as_mut().map_or(Ok(()), |g| g.send_to(bytes, a)),
             (Link::Datagram(ep), Addr::Udp(a)) => ep.send_to(bytes, a),
             (Link::Frames(ep), Addr::Eth(e)) => ep.send_frame(bytes, MacAddr(e.mac), e.ethertype),
             _ => {
@@ -148,6 +204,15 @@ impl Transport for EndpointTransport {
         }
     }
     fn recv(&mut self, buf: &mut [u8], wait_ns: u64) -> Option<(usize, Addr, u64)> {
+        if let Some((len, truncated, src, rx_ns)) = self.recv_group(buf) {
+            if truncated {
+                self.truncated += 1;
+                return None;
+            }
+            return Some((len, src, rx_ns));
+        }
+        // With a group to look at, no wait on the unicast endpoint outlasts the poll interval.
+        let wait_ns = if self.group.is_some() { wait_ns.min(GROUP_POLL_NS) } else { wait_ns };
         let busy = |n: u64| RecvMode::BusyPoll { timeout: Some(Duration::from_nanos(n)) };
         let block = |n: u64| if n == 0 { RecvMode::NonBlocking } else { RecvMode::Blocking { timeout: Some(Duration::from_nanos(n)) } };
         let got = match (wait_ns, self.wait) {

@@ -21,6 +21,52 @@ pub trait TopicType {
     fn size_hint(&self) -> usize {
         64
     }
+    /// The instance this sample belongs to, as its key hash (RTPS §9.6.3.8);
+    /// `None` for types without a key (they have one instance).
+    fn key_hash(&self) -> Option<[u8; 16]> {
+        None
+    }
+    /// The key hash of a serialized sample (encapsulation header included),
+    /// read without deserializing it (readers sort samples into instances
+    /// with it before anyone takes them). `None`: no key, or too short.
+    fn key_hash_of(_payload: &[u8]) -> Option<[u8; 16]> {
+        None
+    }
+    /// The key hash of a serialized key (a DATA with the key flag: the key
+    /// fields alone, as CycloneDDS sends dispose and unregister).
+    fn key_hash_of_key(_payload: &[u8]) -> Option<[u8; 16]> {
+        None
+    }
+}
+
+/// `T`'s key hash of a serialized sample, or with `key_only` of a
+/// serialized key: what the engine's readers and writers sort samples into
+/// instances with (`engine::KeyOf`).
+pub fn key_hash_from<T: TopicType>(payload: &[u8], key_only: bool) -> Option<[u8; 16]> {
+    if key_only {
+        T::key_hash_of_key(payload)
+    } else {
+        T::key_hash_of(payload)
+    }
+}
+
+/// The key hash of a key that is one `unsigned long`: its big-endian CDR
+/// serialization, zero-padded to 16 bytes (keys serializing to at most 16
+/// bytes are not hashed, RTPS §9.6.3.8).
+pub fn key_hash_u32(key: u32) -> [u8; 16] {
+    let mut k = [0u8; 16];
+    k[..4].copy_from_slice(&key.to_be_bytes());
+    k
+}
+
+/// The key hash of a serialized sample whose key is the `unsigned long` at
+/// CDR body offset `at`, in the payload's byte order (from its encapsulation
+/// header: odd identifiers are little-endian).
+pub fn key_hash_u32_at(payload: &[u8], at: usize) -> Option<[u8; 16]> {
+    let b = payload.get(4 + at..4 + at + 4)?;
+    let little = payload.get(1)? & 1 == 1;
+    let v = if little { u32::from_le_bytes([b[0], b[1], b[2], b[3]]) } else { u32::from_be_bytes([b[0], b[1], b[2], b[3]]) };
+    Some(key_hash_u32(v))
 }
 
 /// ddsperf's `OneULong` (topic suffix `OU`): `unsigned long seq`.
@@ -81,6 +127,15 @@ impl TopicType for KeyedSeq {
     fn size_hint(&self) -> usize {
         4 + 12 + self.baggage.len() + 3
     }
+    fn key_hash(&self) -> Option<[u8; 16]> {
+        Some(key_hash_u32(self.keyval))
+    }
+    fn key_hash_of(payload: &[u8]) -> Option<[u8; 16]> {
+        key_hash_u32_at(payload, 4)
+    }
+    fn key_hash_of_key(payload: &[u8]) -> Option<[u8; 16]> {
+        key_hash_u32_at(payload, 0)
+    }
 }
 
 macro_rules! fixed_type {
@@ -117,6 +172,23 @@ macro_rules! fixed_type {
             }
             fn size_hint(&self) -> usize {
                 4 + 8 + $n
+            }
+            fn key_hash(&self) -> Option<[u8; 16]> {
+                $keyed.then(|| key_hash_u32(self.keyval))
+            }
+            fn key_hash_of(payload: &[u8]) -> Option<[u8; 16]> {
+                if $keyed {
+                    key_hash_u32_at(payload, 4)
+                } else {
+                    None
+                }
+            }
+            fn key_hash_of_key(payload: &[u8]) -> Option<[u8; 16]> {
+                if $keyed {
+                    key_hash_u32_at(payload, 0)
+                } else {
+                    None
+                }
             }
         }
     };
@@ -162,6 +234,24 @@ mod tests {
             round_trip(&Keyed256 { seq: 1, keyval: 2, baggage: [5; 248] }, v);
             round_trip(&Unkeyed1024 { seq: 1, keyval: 0, baggage: [6; 1020] }, v);
         }
+    }
+
+    #[test]
+    fn key_hash_from_the_payload_matches_the_sample_in_both_byte_orders() {
+        let k = KeyedSeq { seq: 1, keyval: 0x0102_0304, baggage: vec![9; 5] };
+        assert_eq!(k.key_hash().unwrap(), [1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        for little in [true, false] {
+            let mut buf = [0u8; 64];
+            let mut w = ByteWriter::new(&mut buf, little);
+            let n = write_payload(&mut w, Xcdr::V1, |c| k.serialize(c)).unwrap();
+            assert_eq!(KeyedSeq::key_hash_of(&buf[..n]), k.key_hash());
+        }
+        assert_eq!(KeyedSeq::key_hash_of(&[0, 1, 0, 0, 1, 2]), None, "too short");
+        // A serialized key (CDR_LE header, then keyval alone), as CycloneDDS sends with dispose.
+        assert_eq!(key_hash_from::<KeyedSeq>(&[0, 1, 0, 0, 4, 3, 2, 1], true), k.key_hash());
+        assert_eq!(Keyed32 { keyval: 7, ..Default::default() }.key_hash(), Some(key_hash_u32(7)));
+        assert_eq!(Unkeyed16::default().key_hash(), None);
+        assert_eq!(OneULong::key_hash_of(&[0; 16]), None);
     }
 
     #[test]

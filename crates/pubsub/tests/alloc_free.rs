@@ -142,3 +142,92 @@ fn ping_pong_after_discovery_allocates_nothing() {
     assert!(round_trips >= 9_990, "{round_trips}");
     assert_eq!(allocs, 0, "{allocs} allocations in {round_trips} round trips (10 s with SPDP and heartbeats)");
 }
+
+/// A participant with its outbox and address, for engine-only pairs.
+struct Bare {
+    p: Participant,
+    out: Ring,
+    addr: SocketAddrV4,
+}
+
+fn bare(i: u16) -> Bare {
+    let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 7410 + 2 * i);
+    let mut cfg = Config::new(0, make_guid_prefix(9, 50 + i as u32, 1), addr);
+    cfg.add_peer(Ipv4Addr::LOCALHOST, 1);
+    Bare { p: Participant::new(cfg, 1), out: Ring::new(), addr }
+}
+
+fn pump_bare(s: &mut [Bare; 2], now: u64) {
+    for _ in 0..16 {
+        let mut moved = false;
+        for from in 0..2 {
+            let n = std::mem::replace(&mut s[from].out.n, 0);
+            let (a, b) = s.split_at_mut(1);
+            let (src, dst) = if from == 0 { (&mut a[0], &mut b[0]) } else { (&mut b[0], &mut a[0]) };
+            for k in 0..n {
+                moved = true;
+                let (dst_addr, len) = (src.out.bufs[k].0, src.out.bufs[k].1);
+                if dst_addr == dst.addr {
+                    dst.p.handle_datagram(now, src.addr, &src.out.bufs[k].2[..len], &mut dst.out);
+                }
+            }
+        }
+        if !moved {
+            return;
+        }
+    }
+}
+
+#[test]
+fn keyed_instances_dispose_and_unregister_after_discovery_allocate_nothing() {
+    use detpath_pubsub::qos::Qos;
+    use detpath_pubsub::types::KeyedSeq;
+    let mut s = [bare(0), bare(1)];
+    let proto = KeyedSeq::with_size(32);
+    let w = s[0].p.create_writer_for("K", Qos::reliable_keep_last(2).with_max_instances(8), &proto).unwrap();
+    let r = s[1].p.create_reader_for(1, "K", Qos::reliable_keep_last(1).with_max_instances(8), &proto).unwrap();
+    let mut now = 1u64;
+    let (mut sample, mut rx) = (KeyedSeq::with_size(32), KeyedSeq::with_size(32));
+    let (taken, not_alive) = (Cell::new(0u64), Cell::new(0u64));
+    let mut run = |s: &mut [Bare; 2], now: &mut u64, iters: u32, watch: bool| {
+        WATCH.with(|w| w.set(watch));
+        for i in 0..iters {
+            *now += 100_000;
+            for x in s.iter_mut() {
+                if x.p.next_timeout() <= *now {
+                    x.p.handle_timeout(*now, &mut x.out);
+                }
+                while x.p.poll_event().is_some() {}
+            }
+            if s[0].p.writer_status(w).matched > 0 {
+                sample.seq = i;
+                sample.keyval = i % 8;
+                let _ = s[0].p.write(*now, &mut s[0].out, w, None, &sample);
+                if i % 100 == 50 {
+                    sample.keyval = (i / 100) % 8;
+                    let _ = s[0].p.dispose(*now, &mut s[0].out, w, None, &sample);
+                    sample.keyval = (i / 100 + 3) % 8;
+                    let _ = s[0].p.unregister(*now, &mut s[0].out, w, None, &sample);
+                }
+            }
+            pump_bare(s, *now);
+            while let Some(info) = s[1].p.take(r, &mut rx).unwrap() {
+                taken.set(taken.get() + 1);
+                not_alive.set(not_alive.get() + (info.instance_state != detpath_pubsub::engine::InstanceState::Alive) as u64);
+            }
+        }
+        WATCH.with(|w| w.set(false));
+    };
+    // Discovery and warm-up (every slot sees its largest sample once).
+    run(&mut s, &mut now, 20_000, false);
+    let warm = taken.get();
+    assert!(warm > 10_000, "samples flow before measuring: {warm}");
+    run(&mut s, &mut now, 20_000, true);
+    let allocs = ALLOCS.load(Ordering::Relaxed);
+    let st = s[1].p.reader_status(r);
+    let taken = taken.get();
+    assert!(taken - warm >= 19_000, "{}", taken - warm);
+    assert!(not_alive.get() > 0, "disposed and unregistered instances were seen");
+    assert_eq!((st.instances, st.instances_refused, st.lost), (8, 0, 0));
+    assert_eq!(allocs, 0, "{allocs} allocations in {} samples over 8 instances with disposes and unregisters", taken - warm);
+}

@@ -143,6 +143,9 @@ fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
             .transpose()
     };
     let (rcvbuf, sndbuf) = (buf_size("rcvbuf")?, buf_size("sndbuf")?);
+    if let Some(group) = spec.addr.filter(|a| a.is_multicast()) {
+        return open_group(spec, group, rcvbuf);
+    }
     let (addr, dev) = match &spec.iface {
         Some(iface) => {
             let dev = NetDev::lookup(iface)?;
@@ -193,6 +196,93 @@ fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
         }
     }
     Ok(Box::new(UdpEndpoint { sock, local, caps, counters: Counters::default(), mmsg: MmsgScratch::new(batch), kernel_stamp }))
+}
+
+// ---- Multicast group endpoints ----
+//
+// `udp://<iface>?addr=<group>&port=N`: the address is an IPv4 multicast
+// group, so the endpoint is that group's receiver on the interface (RTPS
+// discovery's 239.255.0.1:7400+250·domain). It is a socket of its own, not a
+// key on a unicast endpoint: the group's port differs from every
+// participant's unicast port, and all the participants of a host share it
+// (SO_REUSEADDR) where each owns its unicast port. Bound to the group
+// address, it gets the group's datagrams only; what it sends goes out of the
+// interface (IP_MULTICAST_IF), so the group is reachable without a route.
+
+/// `struct ip_mreqn` for IP_ADD_MEMBERSHIP / IP_MULTICAST_IF.
+fn mreqn(group: Ipv4Addr, local: Ipv4Addr, ifindex: u32) -> libc::ip_mreqn {
+    libc::ip_mreqn {
+        imr_multiaddr: libc::in_addr { s_addr: u32::from(group).to_be() },
+        imr_address: libc::in_addr { s_addr: u32::from(local).to_be() },
+        imr_ifindex: ifindex as i32,
+    }
+}
+
+fn setsockopt_mreqn(sock: &UdpSocket, name: i32, m: &libc::ip_mreqn) -> std::io::Result<()> {
+    // SAFETY: an ip_mreqn option of its own size on a socket we own.
+    let r = unsafe {
+        libc::setsockopt(sock.as_raw_fd(), libc::IPPROTO_IP, name, (m as *const libc::ip_mreqn).cast(), std::mem::size_of::<libc::ip_mreqn>() as u32)
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(last_os_error())
+    }
+}
+
+/// Opens the receiver of multicast `group` on the spec's interface (see above).
+fn open_group(spec: &EndpointSpec, group: Ipv4Addr, rcvbuf: Option<i32>) -> Result<Box<dyn Endpoint>> {
+    let Some(iface) = &spec.iface else {
+        return Err(Error::BadSpec {
+            spec: spec.to_string(),
+            why: format!("multicast group {group} needs the interface to join it on: udp://<iface>?addr={group}&port=N"),
+        });
+    };
+    let dev = NetDev::lookup(iface)?;
+    dev.require_up()?;
+    let local_ip = dev.pick_ipv4(None)?;
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain socket(2); the descriptor is owned by the UdpSocket below.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(Error::io("creating a UDP socket", last_os_error()));
+    }
+    // SAFETY: fd is a fresh socket nobody else owns.
+    let sock = unsafe { UdpSocket::from_raw_fd(fd) };
+    // Every participant on this host binds the group's port.
+    setsockopt_int(&sock, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1).map_err(|e| Error::io("setting SO_REUSEADDR", e))?;
+    let at = sockaddr_in(SocketAddrV4::new(group, spec.port));
+    // SAFETY: a sockaddr_in of its own size.
+    let r = unsafe { libc::bind(fd, (&at as *const libc::sockaddr_in).cast(), std::mem::size_of::<libc::sockaddr_in>() as u32) };
+    if r != 0 {
+        return Err(Error::os(format!("binding UDP {group}:{}", spec.port), last_os_error(), "CAP_NET_BIND_SERVICE"));
+    }
+    let m = mreqn(group, local_ip, dev.ifindex);
+    setsockopt_mreqn(&sock, libc::IP_ADD_MEMBERSHIP, &m).map_err(|e| Error::io(format!("joining {group} on {}", dev.name), e))?;
+    setsockopt_mreqn(&sock, libc::IP_MULTICAST_IF, &m).map_err(|e| Error::io(format!("sending multicast out of {}", dev.name), e))?;
+    if let Some(n) = rcvbuf {
+        setsockopt_int(&sock, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, n)
+            .or_else(|_| setsockopt_int(&sock, libc::SOL_SOCKET, libc::SO_RCVBUF, n))
+            .map_err(|e| Error::io(format!("setting rcvbuf={n} on the UDP socket"), e))?;
+    }
+    let batch = (spec.batch as usize).clamp(1, MAX_BATCH);
+    let caps = Capabilities {
+        datapath: "udp",
+        max_batch: batch,
+        iface: Some(dev.name.clone()),
+        max_payload: detpath_wire::max_payload_for_mtu(dev.mtu as usize),
+        notes: vec![format!("multicast group {group}:{} joined on {} ({local_ip})", spec.port, dev.name)],
+        ..Default::default()
+    };
+    // Discovery traffic: receive times as polled, no kernel time stamps.
+    Ok(Box::new(UdpEndpoint {
+        sock,
+        local: SocketAddrV4::new(group, spec.port),
+        caps,
+        counters: Counters::default(),
+        mmsg: MmsgScratch::new(batch),
+        kernel_stamp: false,
+    }))
 }
 
 impl UdpEndpoint {

@@ -10,12 +10,14 @@
 //! the caller supplies with each write.
 
 mod discovery_io;
+mod instances;
 pub mod outbox;
 mod reader;
 pub mod slots;
 mod tx;
 mod writer;
 
+pub use instances::{InstanceState, KeyOf};
 pub use outbox::{NullOutbox, Outbox, VecOutbox};
 pub use reader::MAX_FRAGMENTS;
 pub use writer::WriteError;
@@ -93,6 +95,13 @@ impl Config {
                 self.add_spdp_target(Addr::Udp(std::net::SocketAddrV4::new(ip, port)));
             }
         }
+    }
+    /// Announces over the SPDP multicast group (239.255.0.1, port 7400 +
+    /// 250·domain), as CycloneDDS does by default: whoever listens there
+    /// discovers us without a peer list (the transport must reach the group).
+    pub fn add_spdp_multicast(&mut self) {
+        let port = crate::discovery::ports::metatraffic_multicast(self.domain_id) as u16;
+        self.add_spdp_target(Addr::Udp(std::net::SocketAddrV4::new(crate::discovery::SPDP_MULTICAST, port)));
     }
     /// Adds one address SPDP announcements go to (e.g. a raweth peer's MAC,
     /// or the broadcast address at the discovery EtherType, as CycloneDDS's
@@ -194,8 +203,11 @@ pub struct SampleInfo {
     /// A sample (false: a dispose/unregister without data).
     pub valid_data: bool,
     pub status_info: u32,
-    /// KEY_HASH from the inline QoS, when the writer sent one.
+    /// The instance's key hash: from the inline QoS when the writer sent
+    /// one, else (keyed topics) read from the payload.
     pub key_hash: Option<[u8; 16]>,
+    /// The state of the sample's instance when it was taken.
+    pub instance_state: InstanceState,
 }
 
 /// Status of a writer.
@@ -208,6 +220,10 @@ pub struct WriterStatus {
     pub unacknowledged: i64,
     pub offered_deadline_missed: u64,
     pub slot_growths: u64,
+    /// Instances in the history's table.
+    pub instances: usize,
+    /// Writes refused because the instance table was full.
+    pub instances_refused: u64,
 }
 
 /// Status of a reader.
@@ -221,6 +237,10 @@ pub struct ReaderStatus {
     pub replaced: u64,
     pub requested_deadline_missed: u64,
     pub slot_growths: u64,
+    /// Instances in the cache's table.
+    pub instances: usize,
+    /// Samples dropped because they were of one instance more than the table holds.
+    pub instances_refused: u64,
 }
 
 /// Why a call into the engine failed.
@@ -295,6 +315,7 @@ impl Participant {
                 Guid::new(p, EntityId::SEDP_PUBLICATIONS_WRITER),
                 "DCPSPublication",
                 "PublicationBuiltinTopicData",
+                (false, None),
                 sedp_qos(cfg.builtin_depth),
                 512,
                 dg,
@@ -304,6 +325,7 @@ impl Participant {
                 Guid::new(p, EntityId::SEDP_SUBSCRIPTIONS_WRITER),
                 "DCPSSubscription",
                 "SubscriptionBuiltinTopicData",
+                (false, None),
                 sedp_qos(cfg.builtin_depth),
                 512,
                 dg,
@@ -316,6 +338,7 @@ impl Participant {
                 Guid::new(p, EntityId::SEDP_PUBLICATIONS_READER),
                 "DCPSPublication",
                 "PublicationBuiltinTopicData",
+                (false, None),
                 sedp_qos(cfg.builtin_depth),
                 512,
                 w,
@@ -326,6 +349,7 @@ impl Participant {
                 Guid::new(p, EntityId::SEDP_SUBSCRIPTIONS_READER),
                 "DCPSSubscription",
                 "SubscriptionBuiltinTopicData",
+                (false, None),
                 sedp_qos(cfg.builtin_depth),
                 512,
                 w,
@@ -398,7 +422,21 @@ impl Participant {
 
     /// Creates a writer. `slot_size` preallocates each history slot (serialized
     /// bytes); it is announced and matched at the next [`handle_timeout`](Self::handle_timeout).
+    /// A keyed writer without a key reader ([`create_writer_keyed`](Self::create_writer_keyed)) writes one instance.
     pub fn create_writer(&mut self, topic: &str, type_name: &str, keyed: bool, qos: Qos, slot_size: usize) -> Result<WriterId, EngineError> {
+        self.create_writer_keyed(topic, type_name, (keyed, None), qos, slot_size)
+    }
+
+    /// Creates a writer whose samples `key_of` sorts into instances (a keyed topic).
+    pub fn create_writer_keyed(
+        &mut self,
+        topic: &str,
+        type_name: &str,
+        keying: (bool, Option<KeyOf>),
+        qos: Qos,
+        slot_size: usize,
+    ) -> Result<WriterId, EngineError> {
+        let keyed = keying.0;
         if qos.history == History::KeepAll && qos.max_samples == 0 {
             return Err(EngineError::BadQos("KEEP_ALL needs max_samples > 0"));
         }
@@ -408,7 +446,16 @@ impl Participant {
         }
         let key = self.next_key()?;
         let eid = EntityId::user(key, if keyed { kind::USER_WRITER_WITH_KEY } else { kind::USER_WRITER_NO_KEY });
-        let w = WriterCore::new(Guid::new(self.cfg.guid_prefix, eid), topic, type_name, qos, slot_size.max(16), self.tx.len(), self.cfg.heartbeat_period_ns);
+        let w = WriterCore::new(
+            Guid::new(self.cfg.guid_prefix, eid),
+            topic,
+            type_name,
+            keying,
+            qos,
+            slot_size.max(16),
+            self.tx.len(),
+            self.cfg.heartbeat_period_ns,
+        );
         self.writers.push(w);
         let i = self.writers.len() - 1;
         self.pending_writers.push(i);
@@ -416,7 +463,23 @@ impl Participant {
     }
 
     /// Creates a reader (announced and matched at the next [`handle_timeout`](Self::handle_timeout)).
+    /// A keyed reader without a key reader ([`create_reader_keyed`](Self::create_reader_keyed))
+    /// sorts samples by the key hashes writers send inline (one instance without them).
     pub fn create_reader(&mut self, now: u64, topic: &str, type_name: &str, keyed: bool, qos: Qos, slot_size: usize) -> Result<ReaderId, EngineError> {
+        self.create_reader_keyed(now, topic, type_name, (keyed, None), qos, slot_size)
+    }
+
+    /// Creates a reader whose samples `key_of` sorts into instances (a keyed topic).
+    pub fn create_reader_keyed(
+        &mut self,
+        now: u64,
+        topic: &str,
+        type_name: &str,
+        keying: (bool, Option<KeyOf>),
+        qos: Qos,
+        slot_size: usize,
+    ) -> Result<ReaderId, EngineError> {
+        let keyed = keying.0;
         if qos.history == History::KeepAll && qos.max_samples == 0 {
             return Err(EngineError::BadQos("KEEP_ALL needs max_samples > 0"));
         }
@@ -429,6 +492,7 @@ impl Participant {
             Guid::new(self.cfg.guid_prefix, eid),
             topic,
             type_name,
+            keying,
             qos,
             slot_size.max(16),
             self.cfg.reorder_window,
@@ -443,11 +507,11 @@ impl Participant {
 
     /// Typed writer for `T`.
     pub fn create_writer_for<T: TopicType>(&mut self, topic: &str, qos: Qos, prototype: &T) -> Result<WriterId, EngineError> {
-        self.create_writer(topic, T::TYPE_NAME, T::KEYED, qos, prototype.size_hint())
+        self.create_writer_keyed(topic, T::TYPE_NAME, (T::KEYED, Some(crate::types::key_hash_from::<T>)), qos, prototype.size_hint())
     }
     /// Typed reader for `T`.
     pub fn create_reader_for<T: TopicType>(&mut self, now: u64, topic: &str, qos: Qos, prototype: &T) -> Result<ReaderId, EngineError> {
-        self.create_reader(now, topic, T::TYPE_NAME, T::KEYED, qos, prototype.size_hint())
+        self.create_reader_keyed(now, topic, T::TYPE_NAME, (T::KEYED, Some(crate::types::key_hash_from::<T>)), qos, prototype.size_hint())
     }
 
     /// The GUID of a local writer.
@@ -505,6 +569,56 @@ impl Participant {
         self.writers[w.0].write_batched(&mut ctx, now, source_ts, &|bw: &mut ByteWriter<'_>| write_payload(bw, Xcdr::V1, |c| sample.serialize(c)).map(|_| ()))
     }
 
+    /// Disposes the instance of `sample`'s key (DATA with STATUS_INFO
+    /// disposed and the key hash inline). Readers see the instance disposed.
+    pub fn dispose<T: TopicType>(
+        &mut self,
+        now: u64,
+        out: &mut dyn Outbox,
+        w: WriterId,
+        source_ts: Option<Time>,
+        sample: &T,
+    ) -> Result<SequenceNumber, WriteError> {
+        self.write_status(now, out, w, source_ts, sample.key_hash().unwrap_or_default(), crate::discovery::status_info::DISPOSED)
+    }
+
+    /// Unregisters the instance of `sample`'s key: this writer no longer
+    /// writes it (readers see "no writers" once every writer of it has).
+    pub fn unregister<T: TopicType>(
+        &mut self,
+        now: u64,
+        out: &mut dyn Outbox,
+        w: WriterId,
+        source_ts: Option<Time>,
+        sample: &T,
+    ) -> Result<SequenceNumber, WriteError> {
+        self.write_status(now, out, w, source_ts, sample.key_hash().unwrap_or_default(), crate::discovery::status_info::UNREGISTERED)
+    }
+
+    /// Disposes and/or unregisters (`status`: STATUS_INFO bits, 1 disposed,
+    /// 2 unregistered) the instance with key hash `key`.
+    pub fn write_status(
+        &mut self,
+        now: u64,
+        out: &mut dyn Outbox,
+        w: WriterId,
+        source_ts: Option<Time>,
+        key: [u8; 16],
+        status: u32,
+    ) -> Result<SequenceNumber, WriteError> {
+        if w.0 < FIRST_USER || w.0 >= self.writers.len() {
+            return Err(WriteError::NoSuchWriter);
+        }
+        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+        self.writers[w.0].write_status(&mut ctx, now, source_ts, key, status)
+    }
+
+    /// The state of a reader's instance of key hash `key` (`None`: the
+    /// reader has no such instance; unkeyed topics have one, any key).
+    pub fn instance_state(&mut self, r: ReaderId, key: &[u8; 16]) -> Option<InstanceState> {
+        self.readers.get_mut(r.0)?.cache.state_of(key)
+    }
+
     /// Sends what a writer has batched.
     pub fn flush(&mut self, out: &mut dyn Outbox, w: WriterId) {
         if w.0 >= self.writers.len() {
@@ -518,6 +632,7 @@ impl Participant {
     /// reusing its buffers). `Ok(None)` when nothing is waiting.
     pub fn take<T: TopicType>(&mut self, r: ReaderId, sample: &mut T) -> Result<Option<SampleInfo>, EngineError> {
         let cache = &mut self.readers[r.0].cache;
+        let instance_state = cache.front_state();
         let Some(slot) = cache.front() else {
             return Ok(None);
         };
@@ -530,6 +645,7 @@ impl Participant {
             valid_data: m.valid_data,
             status_info: m.status_info,
             key_hash: m.key_hash,
+            instance_state,
         };
         let res = if m.valid_data { CdrReader::from_payload(slot.payload()).and_then(|mut c| sample.deserialize_into(&mut c)) } else { Ok(()) };
         cache.pop();
@@ -541,6 +657,7 @@ impl Participant {
     /// Takes the oldest sample as raw serialized bytes, handed to `f`.
     pub fn take_raw<R>(&mut self, r: ReaderId, f: impl FnOnce(&SampleInfo, &[u8]) -> R) -> Option<R> {
         let cache = &mut self.readers[r.0].cache;
+        let instance_state = cache.front_state();
         let slot = cache.front()?;
         let m = slot.meta;
         let info = SampleInfo {
@@ -551,6 +668,7 @@ impl Participant {
             valid_data: m.valid_data,
             status_info: m.status_info,
             key_hash: m.key_hash,
+            instance_state,
         };
         let out = f(&info, slot.payload());
         cache.pop();
@@ -579,6 +697,8 @@ impl Participant {
             unacknowledged: x.unacked(),
             offered_deadline_missed: x.deadline_missed,
             slot_growths: x.slot_growths,
+            instances: x.history.instances(),
+            instances_refused: x.instances_refused,
         }
     }
 
@@ -591,9 +711,11 @@ impl Participant {
             lost: x.lost(),
             waiting: x.cache.len(),
             rejected: x.rejected,
-            replaced: x.replaced,
+            replaced: x.cache.replaced,
             requested_deadline_missed: x.deadline_missed,
-            slot_growths: x.slot_growths,
+            slot_growths: x.slot_growths + x.cache.growths,
+            instances: x.cache.instances(),
+            instances_refused: x.cache.instances_refused,
         }
     }
 

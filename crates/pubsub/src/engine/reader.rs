@@ -4,7 +4,8 @@
 //! to HEARTBEAT, GAPs skipped, NACK_FRAG for missing fragments. Delivery is
 //! in sequence-number order per writer.
 
-use super::slots::{FifoRing, SampleMeta, SnRing};
+use super::instances::{Deliver, KeyOf, ReaderCache};
+use super::slots::{SampleMeta, SnRing};
 use super::tx::{Ctx, Sender};
 use crate::qos::{Durability, History, Qos, Reliability, INFINITE_NS};
 use crate::wire::plist::pid;
@@ -85,19 +86,17 @@ pub(crate) struct WriterProxy {
     pub last_seen_ns: u64,
 }
 
-/// Outcome of offering a sample to the reader cache.
-enum Deliver {
-    Ok,
-    Full,
-}
-
 /// A local reader (user or SEDP built-in).
 pub(crate) struct ReaderCore {
     pub guid: Guid,
     pub topic: String,
     pub type_name: String,
     pub qos: Qos,
-    pub cache: FifoRing,
+    /// The samples waiting to be taken, and the instances they belong to.
+    pub cache: ReaderCache,
+    keyed: bool,
+    /// Reads a sample's key hash from its payload when the writer sent none inline.
+    key_of: Option<KeyOf>,
     pub proxies: Vec<WriterProxy>,
     window: usize,
     max_sample: usize,
@@ -107,8 +106,6 @@ pub(crate) struct ReaderCore {
     deadline_checked_ns: u64,
     /// Samples refused because a KEEP_ALL cache was full (the writer resends them later).
     pub rejected: u64,
-    /// Samples pushed out of a KEEP_LAST cache before they were taken.
-    pub replaced: u64,
     pub slot_growths: u64,
     /// A sample was refused because the KEEP_ALL cache was full.
     pub blocked: bool,
@@ -118,12 +115,24 @@ pub(crate) struct ReaderCore {
 
 impl ReaderCore {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(guid: Guid, topic: &str, type_name: &str, qos: Qos, slot_size: usize, window: usize, max_sample: usize, now: u64) -> ReaderCore {
+    pub fn new(
+        guid: Guid,
+        topic: &str,
+        type_name: &str,
+        (keyed, key_of): (bool, Option<KeyOf>),
+        qos: Qos,
+        slot_size: usize,
+        window: usize,
+        max_sample: usize,
+        now: u64,
+    ) -> ReaderCore {
         ReaderCore {
             guid,
             topic: topic.to_string(),
             type_name: type_name.to_string(),
-            cache: FifoRing::new(qos.depth(), slot_size),
+            cache: ReaderCache::new(&qos, keyed, slot_size),
+            keyed,
+            key_of,
             qos,
             proxies: Vec::new(),
             window: window.clamp(1, MAX_SET_BITS as usize),
@@ -133,7 +142,6 @@ impl ReaderCore {
             deadline_missed: 0,
             deadline_checked_ns: now,
             rejected: 0,
-            replaced: 0,
             slot_growths: 0,
             blocked: false,
             ack_due: false,
@@ -176,8 +184,12 @@ impl ReaderCore {
     }
 
     /// Drops the proxies of writers for which `gone` is true.
+    /// Instances they were the last writers of have no writers now.
     pub fn remove_proxies(&mut self, gone: impl Fn(&Guid) -> bool) -> usize {
         let before = self.proxies.len();
+        for p in self.proxies.iter().filter(|p| gone(&p.guid)) {
+            self.cache.writer_gone(&p.guid);
+        }
         self.proxies.retain(|p| !gone(&p.guid));
         before - self.proxies.len()
     }
@@ -195,33 +207,14 @@ impl ReaderCore {
         s.ctx.counters.acknacks_sent += 1;
     }
 
-    /// Puts a sample into the cache.
-    fn deliver(cache: &mut FifoRing, qos: &Qos, growths: &mut u64, replaced: &mut u64, meta: SampleMeta, payload: &[u8]) -> Deliver {
-        if cache.is_full() {
-            match qos.history {
-                History::KeepLast(_) => {
-                    cache.drop_oldest();
-                    *replaced += 1;
-                }
-                History::KeepAll => return Deliver::Full,
-            }
-        }
-        match cache.back_slot() {
-            Some(slot) => {
-                if slot.store(meta, payload) {
-                    *growths += 1;
-                }
-                cache.commit();
-                Deliver::Ok
-            }
-            None => Deliver::Full,
-        }
-    }
-
     /// Offers sample `meta.sn` from proxy `i`; in order it goes to the cache,
     /// ahead of order into the reorder window.
-    fn accept(&mut self, ctx: &mut Ctx<'_>, now: u64, i: usize, meta: SampleMeta, payload: &[u8]) {
-        let tl = self.transient_local();
+    fn accept(&mut self, ctx: &mut Ctx<'_>, now: u64, i: usize, mut meta: SampleMeta, payload: &[u8]) {
+        if self.keyed && meta.key_hash.is_none() && !payload.is_empty() {
+            // CycloneDDS sends no key hash unless configured to: the key is in
+            // the payload (a sample, or for dispose/unregister the key alone).
+            meta.key_hash = self.key_of.and_then(|f| f(payload, !meta.valid_data));
+        }
         let p = &mut self.proxies[i];
         p.last_seen_ns = now;
         let sn = meta.sn;
@@ -244,7 +237,7 @@ impl ReaderCore {
         }
         if !p.reliable {
             let skipped = (sn - p.next_sn) as u64;
-            if let Deliver::Ok = Self::deliver(&mut self.cache, &self.qos, &mut self.slot_growths, &mut self.replaced, meta, payload) {
+            if let Deliver::Ok | Deliver::Refused = self.cache.deliver(meta, payload) {
                 p.lost += skipped;
                 ctx.counters.data_lost += skipped;
                 p.next_sn = sn + 1;
@@ -255,10 +248,9 @@ impl ReaderCore {
             }
             return;
         }
-        let _ = tl;
         if sn == p.next_sn {
-            match Self::deliver(&mut self.cache, &self.qos, &mut self.slot_growths, &mut self.replaced, meta, payload) {
-                Deliver::Ok => {
+            match self.cache.deliver(meta, payload) {
+                Deliver::Ok | Deliver::Refused => {
                     p.next_sn += 1;
                     p.received += 1;
                     self.last_sample_ns = now;
@@ -299,8 +291,8 @@ impl ReaderCore {
                 continue;
             }
             let meta = slot.meta;
-            match Self::deliver(&mut self.cache, &self.qos, &mut self.slot_growths, &mut self.replaced, meta, slot.payload()) {
-                Deliver::Ok => {
+            match self.cache.deliver(meta, slot.payload()) {
+                Deliver::Ok | Deliver::Refused => {
                     p.window.clear(sn);
                     p.next_sn += 1;
                     p.received += 1;

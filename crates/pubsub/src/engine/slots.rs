@@ -152,6 +152,27 @@ impl FifoRing {
     pub fn pop(&mut self) {
         self.drop_oldest()
     }
+    /// Number of slots.
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+    /// The `i`-th oldest sample.
+    pub fn nth(&self, i: usize) -> Option<&Slot> {
+        (i < self.len).then(|| &self.slots[(self.head + i) % self.slots.len()])
+    }
+    /// Removes the `i`-th oldest sample, the others keeping their order: the
+    /// older ones move up one slot by swapping (buffers change places,
+    /// nothing is allocated or copied).
+    pub fn remove_nth(&mut self, i: usize) {
+        if i >= self.len {
+            return;
+        }
+        let cap = self.slots.len();
+        for j in (1..=i).rev() {
+            self.slots.swap((self.head + j) % cap, (self.head + j - 1) % cap);
+        }
+        self.drop_oldest();
+    }
 }
 
 #[cfg(test)]
@@ -185,6 +206,25 @@ mod tests {
         assert_eq!(f.front().unwrap().meta.sn, 2);
         f.pop();
         assert_eq!(f.front().unwrap().meta.sn, 3);
+    }
+
+    #[test]
+    fn fifo_removes_from_the_middle_keeping_the_order() {
+        let mut f = FifoRing::new(4, 4);
+        // Start past the end of the slot array so the queue wraps.
+        for i in 1..=6 {
+            if f.is_full() {
+                f.pop();
+            }
+            f.back_slot().unwrap().store(SampleMeta { sn: i, ..Default::default() }, &[i as u8]);
+            f.commit();
+        }
+        f.remove_nth(1);
+        let sns: Vec<i64> = (0..f.len()).map(|i| f.nth(i).unwrap().meta.sn).collect();
+        assert_eq!(sns, [3, 5, 6]);
+        assert_eq!(f.nth(2).unwrap().payload(), &[6]);
+        f.remove_nth(7);
+        assert_eq!(f.len(), 3);
     }
 
     #[test]

@@ -3,10 +3,12 @@
 //! HEARTBEAT to reliable readers, ACKNACK and NACK_FRAG answered with
 //! retransmissions or GAPs.
 
-use super::slots::{SampleMeta, SnRing};
+use super::instances::{KeyOf, WriterHistory};
+use super::slots::{SampleMeta, Slot};
 use super::tx::{Ctx, Sender};
 use crate::qos::{Durability, History, Qos, Reliability, INFINITE_NS};
 use crate::wire::bytes::ByteWriter;
+use crate::wire::plist::pid;
 use crate::wire::Addr;
 use crate::wire::{AckNack, BitSet256, EntityId, Guid, GuidPrefix, MessageBuilder, NackFrag, SequenceNumber, Time, VendorId, WireError};
 
@@ -21,6 +23,9 @@ pub enum WriteError {
     Serialize(WireError),
     #[error("no such writer")]
     NoSuchWriter,
+    /// A new instance while the writer's instance table (`Qos::max_instances`) is full.
+    #[error("instance table full (max_instances); unregister instances to free entries")]
+    TooManyInstances,
 }
 
 /// A matched reader.
@@ -59,7 +64,10 @@ pub(crate) struct WriterCore {
     pub type_name: String,
     pub qos: Qos,
     pub next_sn: i64,
-    pub history: SnRing,
+    pub history: WriterHistory,
+    keyed: bool,
+    /// Reads a sample's key hash from its serialized payload.
+    key_of: Option<KeyOf>,
     pub proxies: Vec<ReaderProxy>,
     pub hb_count: i32,
     pub next_hb_ns: u64,
@@ -76,6 +84,8 @@ pub(crate) struct WriterCore {
     pub deadline_checked_ns: u64,
     pub written: u64,
     pub slot_growths: u64,
+    /// Writes refused because the instance table was full.
+    pub instances_refused: u64,
 }
 
 /// Room a DATA_FRAG message needs besides the fragment: header, INFO_DST,
@@ -83,16 +93,27 @@ pub(crate) struct WriterCore {
 const FRAG_OVERHEAD: usize = 20 + 16 + 12 + 36 + 32;
 
 impl WriterCore {
-    pub fn new(guid: Guid, topic: &str, type_name: &str, qos: Qos, slot_size: usize, max_datagram: usize, hb_period_ns: u64) -> WriterCore {
-        let depth = qos.depth();
+    pub fn new(
+        guid: Guid,
+        topic: &str,
+        type_name: &str,
+        (keyed, key_of): (bool, Option<KeyOf>),
+        qos: Qos,
+        slot_size: usize,
+        max_datagram: usize,
+        hb_period_ns: u64,
+    ) -> WriterCore {
         let frag_size = (max_datagram.saturating_sub(FRAG_OVERHEAD) / 4 * 4).clamp(64, 1344);
+        let history = WriterHistory::new(&qos, keyed, slot_size);
         WriterCore {
             guid,
             topic: topic.to_string(),
             type_name: type_name.to_string(),
             qos,
             next_sn: 1,
-            history: SnRing::new(depth, slot_size),
+            history,
+            keyed,
+            key_of,
             proxies: Vec::new(),
             hb_count: 0,
             next_hb_ns: 0,
@@ -106,6 +127,7 @@ impl WriterCore {
             deadline_checked_ns: 0,
             written: 0,
             slot_growths: 0,
+            instances_refused: 0,
         }
     }
 
@@ -120,7 +142,31 @@ impl WriterCore {
 
     /// Oldest sequence number still in the history.
     fn first_available(&self) -> i64 {
-        (self.next_sn - self.history.capacity() as i64).max(1)
+        self.history.first_available(self.next_sn)
+    }
+
+    /// The instance a serialized sample belongs to (keyed writers).
+    fn key_of(&self, payload: &[u8]) -> Option<[u8; 16]> {
+        if self.keyed {
+            Some(self.key_of.and_then(|f| f(payload, false)).unwrap_or_default())
+        } else {
+            None
+        }
+    }
+
+    /// Keeps a sample in the history; false (counted) when its instance has no room.
+    fn keep(&mut self, meta: SampleMeta, payload: &[u8]) -> bool {
+        let acked = self.min_acked();
+        match self.history.store(meta, payload, acked) {
+            Ok(grew) => {
+                self.slot_growths += grew as u64;
+                true
+            }
+            Err(_) => {
+                self.instances_refused += 1;
+                false
+            }
+        }
     }
 
     /// How many unacknowledged samples a KEEP_ALL writer lets out: its
@@ -171,8 +217,9 @@ impl WriterCore {
         })();
         match built {
             Ok((len, range)) => {
-                if self.history.slot_for(sn).store(meta, &ctx.tx[range]) {
-                    self.slot_growths += 1;
+                let meta = SampleMeta { key_hash: self.key_of(&ctx.tx[range.clone()]), ..meta };
+                if !self.keep(meta, &ctx.tx[range]) {
+                    return Err(WriteError::TooManyInstances);
                 }
                 if has_reliable {
                     self.hb_count = hb_count;
@@ -194,8 +241,12 @@ impl WriterCore {
                         Err(e) => return Err(WriteError::Serialize(e)),
                     }
                 };
-                if self.history.slot_for(sn).store(meta, &self.scratch[..n]) {
-                    self.slot_growths += 1;
+                let meta = SampleMeta { key_hash: self.key_of(&self.scratch[..n]), ..meta };
+                let scratch = std::mem::take(&mut self.scratch);
+                let kept = self.keep(meta, &scratch[..n]);
+                self.scratch = scratch;
+                if !kept {
+                    return Err(WriteError::TooManyInstances);
                 }
                 self.next_sn += 1;
                 for i in 0..self.proxies.len() {
@@ -213,6 +264,43 @@ impl WriterCore {
         }
         self.last_write_ns = now;
         self.written += 1;
+        Ok(SequenceNumber(sn))
+    }
+
+    /// Disposes and/or unregisters (`status`: STATUS_INFO bits) the instance
+    /// of key hash `key`: a DATA without payload whose inline QoS carries the
+    /// key hash and the status info (RTPS §9.6.3.9), kept in the history
+    /// like any sample (retransmitted, replayed to late joiners).
+    pub fn write_status(&mut self, ctx: &mut Ctx<'_>, now: u64, source_ts: Option<Time>, key: [u8; 16], status: u32) -> Result<SequenceNumber, WriteError> {
+        self.flush(ctx);
+        if self.qos.history == History::KeepAll && self.unacked() >= self.max_in_flight() {
+            return Err(WriteError::HistoryFull);
+        }
+        let sn = self.next_sn;
+        let key_hash = self.keyed.then_some(key);
+        let meta = SampleMeta { sn, writer: self.guid, source_ts, reception_ns: now, status_info: status, key_hash, valid_data: false, irrelevant: false };
+        if !self.keep(meta, &[]) {
+            return Err(WriteError::TooManyInstances);
+        }
+        let first = self.first_available();
+        let has_reliable = self.reliable_proxies().next().is_some();
+        let (writer_id, hb_count) = (self.guid.entity, self.hb_count + 1);
+        let built = (|| -> Result<usize, WireError> {
+            let mut b = MessageBuilder::new(ctx.tx, ctx.prefix, VendorId::DETPATH)?;
+            let slot = Slot { meta: SampleMeta { key_hash: Some(key), ..meta }, len: 0, data: Vec::new() };
+            push_sample(&mut b, EntityId::UNKNOWN, writer_id, &slot)?;
+            if has_reliable {
+                b.heartbeat(EntityId::UNKNOWN, writer_id, SequenceNumber(first), SequenceNumber(sn), hb_count, true, false)?;
+            }
+            Ok(b.finish())
+        })();
+        self.next_sn += 1;
+        let len = built.map_err(WriteError::Serialize)?;
+        if has_reliable {
+            self.hb_count = hb_count;
+        }
+        self.send_to_all(ctx, len, sn);
+        self.last_write_ns = now;
         Ok(SequenceNumber(sn))
     }
 
@@ -245,11 +333,18 @@ impl WriterCore {
             // Keep room for the heartbeat the flush appends.
             match res {
                 Ok(range) if b.remaining() >= HB_LEN => {
-                    self.batch_len = b.finish();
-                    let meta = SampleMeta { sn, writer: self.guid, source_ts, reception_ns: now, valid_data: true, ..Default::default() };
-                    if self.history.slot_for(sn).store(meta, &self.batch[range]) {
-                        self.slot_growths += 1;
+                    let end = b.finish();
+                    let key_hash = self.key_of(&self.batch[range.clone()]);
+                    let meta = SampleMeta { sn, writer: self.guid, source_ts, reception_ns: now, valid_data: true, key_hash, ..Default::default() };
+                    let batch = std::mem::take(&mut self.batch);
+                    let kept = self.keep(meta, &batch[range]);
+                    self.batch = batch;
+                    if !kept {
+                        // Not sent: the DATA leaves the batch again.
+                        self.batch_len = mark;
+                        return Err(WriteError::TooManyInstances);
                     }
+                    self.batch_len = end;
                     self.next_sn += 1;
                     self.last_write_ns = now;
                     self.written += 1;
@@ -303,8 +398,9 @@ impl WriterCore {
         self.batch_len = 0;
     }
 
+    /// The oldest sample the history holds once `sn` is in.
     fn first_available_after(&self, sn: i64) -> i64 {
-        (sn + 1 - self.history.capacity() as i64).max(1)
+        self.history.first_available_after(sn)
     }
 
     /// Sends the message in the transmit buffer to every distinct reader address, allocating nothing.
@@ -474,11 +570,7 @@ impl WriterCore {
                         if let Some(r) = run.take() {
                             gap(&mut s, r);
                         }
-                        let (ts, payload) = (slot.meta.source_ts, slot.payload());
-                        match s.push(|b| {
-                            b.info_ts(ts)?;
-                            b.data_bytes(p.guid.entity, writer_id, SequenceNumber(sn), None, payload)
-                        }) {
+                        match s.push(|b| push_sample(b, p.guid.entity, writer_id, slot)) {
                             Ok(()) => s.ctx.counters.retransmits += 1,
                             Err(WireError::BufferFull) if nbig < big.len() => {
                                 big[nbig] = sn;
@@ -560,5 +652,21 @@ impl WriterCore {
     /// Reliability as a flag.
     pub fn is_reliable(&self) -> bool {
         self.qos.reliability == Reliability::Reliable
+    }
+}
+
+/// INFO_TS and the DATA of a kept sample: its payload, or for a dispose or
+/// unregister the inline key hash and status info alone.
+fn push_sample(b: &mut MessageBuilder<'_>, reader: EntityId, writer: EntityId, slot: &Slot) -> Result<(), WireError> {
+    b.info_ts(slot.meta.source_ts)?;
+    let sn = SequenceNumber(slot.meta.sn);
+    if slot.meta.valid_data {
+        b.data_bytes(reader, writer, sn, None, slot.payload())
+    } else {
+        let (key, status) = (slot.meta.key_hash.unwrap_or_default(), slot.meta.status_info);
+        b.data_no_payload(reader, writer, sn, &|pw| {
+            pw.bytes(pid::KEY_HASH, &key)?;
+            pw.bytes(pid::STATUS_INFO, &status.to_be_bytes())
+        })
     }
 }

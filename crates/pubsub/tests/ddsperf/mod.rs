@@ -52,3 +52,20 @@ pub fn spawn_in(side: &Side, tag: &str, config: &str, args: &[&str]) -> Ddsperf 
         .expect("ip netns exec ddsperf");
     Ddsperf(child, dir)
 }
+
+/// Runs `ddsperf ARGS` in the side's namespace with CycloneDDS's default
+/// configuration (no CYCLONEDDS_URI: it picks the interface itself and
+/// discovers over the SPDP multicast group, no peer list).
+pub fn spawn_default_in(side: &Side, args: &[&str]) -> Ddsperf {
+    let dir = std::env::temp_dir().join(format!("detpath-default-{}-{}", side.netns, std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let child = Command::new("ip")
+        .args(["netns", "exec", &side.netns, "ddsperf"])
+        .args(args)
+        .env_remove("CYCLONEDDS_URI")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ip netns exec ddsperf");
+    Ddsperf(child, dir)
+}
