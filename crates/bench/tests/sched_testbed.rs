@@ -147,9 +147,9 @@ fn a_planned_run_sends_every_app_only_in_its_partition() {
         return;
     }
     let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    // two-apps.json (the README's run) with 50 µs slots: a debug build's send on a loaded VM can
+    // crates/sched/plans/two-apps.json (the README's run) with 50 µs slots: a debug build's send on a loaded VM can
     // outlast a 10 µs slot, and the planner gives `ctl` two adjacent slots.
-    let spec = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/two-apps-50us.json");
+    let spec = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sched/plans/two-apps-50us.json");
     let planned = bench::plan::load(&spec, None, std::time::Duration::from_secs(10)).expect("the example plan is feasible");
     let mut cfg = BenchConfig::paper();
     // Shifted one slot: the planner gives `ctl` ring position 0, where this VM's 250 Hz tick
