@@ -4,12 +4,15 @@
 //! tables ([`table`]) and the plots of `detpath report` ([`report`]). The
 //! runner that drives the datapaths is [`run`]; the main job over the
 //! testbed (configurations, tuning, stress, sockperf) is [`matrix`].
+//! [`sched`] is `detpath sched bench`, the slot scheduler against
+//! clock_nanosleep, on the same result directories and environment record.
 
 pub mod matrix;
 pub mod records;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod sched;
 pub mod sockperf;
 pub mod stats;
 pub mod stress;

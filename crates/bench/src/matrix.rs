@@ -68,7 +68,8 @@ pub struct MatrixConfig {
     /// Rounds above this are the tail, each attributed to a cause.
     pub tail_threshold: TailThreshold,
     /// Extra spec keys for every endpoint (`mode=skb`, `rcvbuf=8388608`,
-    /// or the `fault` datapath's `inner=udp&drop=100`).
+    /// the slot scheduler's `sched=slots&...`: endpoints open with
+    /// `detpath_sched::open`, or the `fault` datapath's `inner=udp&drop=100`).
     pub keys: String,
     /// Extra spec keys for the server's endpoint only (after `keys`).
     pub server_keys: String,
@@ -303,7 +304,7 @@ fn bench_one(
     let server_uri = with_rt_keys(&server_spec, Some(cpu_server), rt, true);
     let stop_s = stop.clone();
     let server = tb.b().spawn(move || -> anyhow::Result<Vec<tail::Gap>> {
-        let mut ep = match detpath::open(&server_uri) {
+        let mut ep = match detpath_sched::open(&server_uri) {
             Ok(ep) => ep,
             Err(e) => {
                 let _ = ready_tx.send(Err(e.to_string()));
@@ -317,7 +318,7 @@ fn bench_one(
     let client_uri = with_rt_keys(&client_spec, Some(cpu_client), rt, false);
     let pp2 = pp.clone();
     let client = tb.a().spawn(move || -> anyhow::Result<(String, ClientOutcome)> {
-        let mut ep = detpath::open(&client_uri)?;
+        let mut ep = detpath_sched::open(&client_uri)?;
         let mode = format!("client {} / server {}", ep.capabilities().summary(), server_mode);
         let stop_now = AtomicBool::new(false);
         let out = run_client(ep.as_mut(), server_addr, &pp2, &stop_now, |n| {

@@ -123,7 +123,10 @@ const char *detpath_last_error(void);
 // Opens an endpoint from a spec such as `afxdp://eth1?port=7000` or
 // `udp://10.77.0.2:7000` (see `detpath --help`). Returns NULL on error (see
 // `detpath_last_error()`). The network namespace is the calling thread's;
-// `rt_*` keys pin and prioritise the calling thread. Release with `detpath_close()`.
+// `rt_*` keys pin and prioritise the calling thread. With
+// `sched=slots&slot_ns=...&classes=...` sends go through the slot scheduler
+// and leave in their slots while the endpoint is received on (`detpath_recv()`
+// serves the slots). Release with `detpath_close()`.
 //
 // # Safety
 // `spec` is NULL or a NUL-terminated string.

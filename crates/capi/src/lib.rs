@@ -213,7 +213,10 @@ pub extern "C" fn detpath_last_error() -> *const c_char {
 /// Opens an endpoint from a spec such as `afxdp://eth1?port=7000` or
 /// `udp://10.77.0.2:7000` (see `detpath --help`). Returns NULL on error (see
 /// `detpath_last_error()`). The network namespace is the calling thread's;
-/// `rt_*` keys pin and prioritise the calling thread. Release with `detpath_close()`.
+/// `rt_*` keys pin and prioritise the calling thread. With
+/// `sched=slots&slot_ns=...&classes=...` sends go through the slot scheduler
+/// and leave in their slots while the endpoint is received on (`detpath_recv()`
+/// serves the slots). Release with `detpath_close()`.
 ///
 /// # Safety
 /// `spec` is NULL or a NUL-terminated string.
@@ -224,7 +227,7 @@ pub unsafe extern "C" fn detpath_open(spec: *const c_char) -> *mut detpath_endpo
         || {
             // SAFETY: forwarded caller contract.
             let spec = unsafe { str_arg(spec, "spec") }?;
-            let ep = dp::open(spec)?;
+            let ep = detpath_sched::open(spec)?;
             let summary = CString::new(ep.capabilities().summary()).unwrap_or_default();
             let handle = handles::insert(Open { ep, summary, blocking: false })?;
             Ok(handle as *mut detpath_endpoint)

@@ -4,6 +4,8 @@
 //! - `bad_input.c`: NULL pointers, empty and short buffers, invalid specs,
 //!   made-up and closed handles, a busy handle, per-thread errors (127.0.0.1).
 //! - `smoke.cpp`: the header as C++.
+//! - `sched.c`: a `sched=slots` spec (the slot scheduler's keys): a datagram
+//!   is held until its class's slot and leaves in it; bad keys are named (127.0.0.1).
 //! - `examples/c/echo.c`: the echo server in the testbed's namespace b, on
 //!   udp and afxdp, one datagram per call and in batches, answering a Rust
 //!   client in namespace a (root: namespaces and XDP).
@@ -107,6 +109,13 @@ fn header_compiles_and_works_as_cxx() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/smoke.cpp");
     let stdout = run_to_end(&compile("g++", &src, &["-std=c++17"]));
     assert!(stdout.starts_with("ok: C++ udp"), "{stdout}");
+}
+
+#[test]
+fn sched_keys_from_c_send_in_their_slot_and_bad_keys_are_named() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/sched.c");
+    let stdout = run_to_end(&compile("cc", &src, &["-std=gnu11"]));
+    assert!(stdout.starts_with("ok: "), "{stdout}");
 }
 
 /// Kills the echo process if the test fails before it exits.

@@ -62,6 +62,7 @@ pub struct Args {
     #[command(flatten)]
     gate: crate::bench_cmd::LossGate,
     /// Extra spec keys for every endpoint, e.g. `mode=skb`, `rcvbuf=8388608`,
+    /// the slot scheduler's `sched=slots&slot_ns=10000&classes=bulk:be:0-99`,
     /// or with `--datapath fault`: `inner=udp&drop=100,200` (see the README).
     #[arg(long, default_value = "")]
     keys: String,

@@ -8,10 +8,10 @@
 //!   and the clock-error sweep of its Figure 8.
 //! - `probe`: what an interface offers (line rate, PTP clock, launch time).
 //!
-//! Argument parsing and printing only; the work is in `detpath_sched`.
+//! Argument parsing and printing only; the work is in `detpath_sched` and `detpath_bench::sched` (the bench).
 
 use anyhow::Context;
-use detpath_sched::bench::{self, BenchConfig, FlowSpec, Method};
+use detpath_bench::sched::{self as bench, BenchConfig, FlowSpec, Method};
 use detpath_sched::{ClassConfig, Mode};
 use std::path::PathBuf;
 
@@ -312,7 +312,7 @@ fn run_bench(a: BenchArgs) -> anyhow::Result<i32> {
 }
 
 fn run_sync(a: SyncArgs) -> anyhow::Result<i32> {
-    use detpath_sched::bench::sync_run::{self, SyncRunConfig};
+    use detpath_bench::sched::sync_run::{self, SyncRunConfig};
     detpath::sys::cleanup::install_signal_handler(detpath::sys::cleanup::OnSignal::SetFlag);
     let prefix = a.testbed.clone().unwrap_or_else(|| format!("detpath-sch{}", std::process::id()));
     let tb = detpath::testbed::Testbed::up(detpath::testbed::TestbedConfig::with_prefix(&prefix))?;

@@ -89,10 +89,12 @@ pub fn raweth_spec(spec: &str) -> Option<String> {
 }
 
 /// Opens the spec's endpoint (datagram or, for `raweth...`, frames) on the calling thread.
+/// A datagram spec opens with `detpath_sched::open`, so it may send through the
+/// slot scheduler (`...&sched=slots&slot_ns=...`); without `sched=` it is the plain endpoint.
 pub fn open(spec: &str) -> detpath::Result<Link> {
     match raweth_spec(spec) {
         Some(frames) => Ok(Link::Frames(detpath::open_frames(&frames)?)),
-        None => Ok(Link::Datagram(detpath::open(spec)?)),
+        None => Ok(Link::Datagram(detpath_sched::open(spec)?)),
     }
 }
 

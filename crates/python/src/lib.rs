@@ -11,14 +11,16 @@ use pyo3::prelude::*;
 /// Opens an endpoint from a spec such as `"afxdp://eth1?port=7000"` or
 /// `"udp://10.77.0.2:7000"`. With `netns`, the endpoint is made inside that
 /// network namespace (it keeps it afterwards, whichever thread uses it).
+/// With `sched=slots&slot_ns=...&classes=...` sends go through the slot
+/// scheduler and leave in their slots while the endpoint is received on.
 /// Raises a `detpath.Error` subclass with detpath's message on failure.
 #[pyfunction]
 #[pyo3(signature = (spec, netns=None))]
 fn open(py: Python<'_>, spec: &str, netns: Option<&str>) -> PyResult<endpoint::Endpoint> {
     let ep = py
         .detach(|| match netns {
-            None => dp::open(spec),
-            Some(ns) => dp::sys::netns::run_in(ns, || dp::open(spec)).map_err(dp::Error::from).and_then(|r| r),
+            None => detpath_sched::open(spec),
+            Some(ns) => dp::sys::netns::run_in(ns, || detpath_sched::open(spec)).map_err(dp::Error::from).and_then(|r| r),
         })
         .map_err(errors::to_py)?;
     Ok(endpoint::Endpoint::new(ep))

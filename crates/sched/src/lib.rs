@@ -25,7 +25,11 @@
 //!   `detpath::Endpoint`.
 //! - [`spec`]: [`open`], `detpath::open` plus the scheduler's spec keys
 //!   (`...&sched=slots&slot_ns=10000&classes=...`), giving a [`SlotsEndpoint`].
-//! - [`bench`]: `detpath sched bench`, slots versus clock_nanosleep.
+//!
+//! `detpath sched bench` (slots versus clock_nanosleep) is
+//! `detpath_bench::sched`: this crate depends on detpath only, so every
+//! layer that opens a user's spec (bench, pubsub, the bindings, the CLI)
+//! can open it with [`open`].
 //!
 //! ```
 //! use detpath_sched::{ClassConfig, Mode, SchedConfig, Scheduler, clock::MonotonicSource};
@@ -45,7 +49,6 @@
 
 #![warn(missing_docs)]
 
-pub mod bench;
 pub mod clock;
 pub mod config;
 pub mod endpoint;

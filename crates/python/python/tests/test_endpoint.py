@@ -1,6 +1,6 @@
-"""detpath.open / Endpoint: traffic, metadata, counters, capabilities, and
-bad input (wrong types raise TypeError, detpath errors a detpath.Error
-subclass with detpath's message)."""
+"""detpath.open / Endpoint: traffic, metadata, counters, capabilities, the
+slot scheduler's spec keys, and bad input (wrong types raise TypeError,
+detpath errors a detpath.Error subclass with detpath's message)."""
 
 import os
 import signal
@@ -193,3 +193,32 @@ def test_testbed_close_removes_namespaces():
     with pytest.raises(detpath.ClosedError):
         tb.a
     tb.close()
+
+
+def test_sched_keys_hold_a_datagram_until_its_slot():
+    """A `sched=slots` spec: `bulk` owns position 3 of a 5-slot ring of
+    20 ms slots, so a datagram sent 5 ms into a ring cycle leaves 60 ms into
+    it, while the sender is received on (its receive serves the slots)."""
+    slot_ns, ring_ns = 20_000_000, 100_000_000
+    spec = "udp://127.0.0.1:0?sched=slots&slot_ns=20000000&ring_slots=5&lead_slots=1&classes=bulk:be:3"
+    with detpath.open("udp://127.0.0.1:0") as rx, detpath.open(spec) as tx:
+        time.sleep((ring_ns - time.monotonic_ns() % ring_ns + 5_000_000) / 1e9)
+        tx.send_to(b"slotted", rx.local_addr)
+        time.sleep(0.01)
+        assert rx.recv(timeout=0) is None, "held until its slot, not sent at once"
+        assert tx.recv(timeout=0.15) is None
+        got = rx.recv(timeout=1.0)
+        assert got is not None and got[0] == b"slotted"
+        at = got[2] % ring_ns
+        # Released at the slot's start; 15 ms of slack past the slot for a loaded machine.
+        assert 3 * slot_ns <= at < 4 * slot_ns + 15_000_000, f"arrived {at / 1e6:.1f} ms into the ring cycle"
+        assert tx.counters()["tx_packets"] == 1
+
+
+def test_bad_sched_keys_name_the_key():
+    with pytest.raises(detpath.SpecError, match="`sched_mod` is not a key of the slot scheduler"):
+        detpath.open("udp://127.0.0.1:0?sched=slots&classes=bulk:be:0&sched_mod=strict")
+    with pytest.raises(detpath.SpecError, match="`slot_ns` is a key of the slot scheduler: add `sched=slots`"):
+        detpath.open("udp://127.0.0.1:0?slot_ns=1000")
+    with pytest.raises(detpath.SpecError, match="slot_ns=ten"):
+        detpath.open("udp://127.0.0.1:0?sched=slots&slot_ns=ten&classes=bulk:be:0")

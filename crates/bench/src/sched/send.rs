@@ -6,10 +6,10 @@
 use super::probe_payload::{Header, FLOOD_FLOW, HEADER_LEN};
 use super::timeline::Timeline;
 use super::BenchConfig;
-use crate::config::{ClassKind, Mode};
-use crate::endpoint::SchedEndpoint;
-use crate::sched::{ClassCounters, Refusal};
 use detpath::{monotonic_ns, Endpoint};
+use detpath_sched::config::{ClassKind, Mode};
+use detpath_sched::endpoint::SchedEndpoint;
+use detpath_sched::sched::{ClassCounters, Refusal};
 use hdrhistogram::Histogram;
 use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -168,7 +168,7 @@ pub fn slots(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, flood: boo
     let mut be_in_window = 0u64;
     // Best-effort slots missed inside the measured window: the counter's value when the window opens and closes.
     let (mut missed_from, mut missed_to) = (None, None);
-    let missed_now = |sched: &crate::Scheduler<crate::MonotonicSource>| be.and_then(|b| sched.counters(b)).map(|k| k.missed_slots).unwrap_or(0);
+    let missed_now = |sched: &detpath_sched::Scheduler<detpath_sched::MonotonicSource>| be.and_then(|b| sched.counters(b)).map(|k| k.missed_slots).unwrap_or(0);
     let tolerance = cfg.sched.late_tolerance_ns;
     loop {
         if abort.load(Ordering::Relaxed) {

@@ -2,8 +2,8 @@
 //! inter-arrival error, slots versus sleep, one panel per datapath).
 
 use super::{Method, Report, RunReport};
-use crate::sched::ErrorSummary;
 use anyhow::{anyhow, Context};
+use detpath_sched::ErrorSummary;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::fmt::Write as _;
@@ -166,7 +166,7 @@ fn dedup<'a>(it: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
 /// `<base>/sched-<UTC>`; returns its path.
 pub fn write_results(base: &Path, r: &Report) -> anyhow::Result<PathBuf> {
     let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let dir = base.join(format!("sched-{}", detpath_bench::results::utc_compact(stamp)));
+    let dir = base.join(format!("sched-{}", crate::results::utc_compact(stamp)));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     std::fs::write(dir.join("report.json"), serde_json::to_string_pretty(r)?).context("writing report.json")?;
     std::fs::write(dir.join("table.txt"), table(r)).context("writing table.txt")?;

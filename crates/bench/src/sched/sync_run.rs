@@ -5,12 +5,12 @@
 //! CLOCK_MONOTONIC, so the slave's true offset is known exactly at every
 //! sample.
 
-use crate::clock::{MonotonicSource, OverlaySource};
-use crate::config::{ClassConfig, Mode, SchedConfig};
-use crate::endpoint::SchedEndpoint;
-use crate::servo::ServoConfig;
-use crate::sync::{run_master, run_slave, LiveConfig, SyncReport};
 use detpath::testbed::Testbed;
+use detpath_sched::clock::{MonotonicSource, OverlaySource};
+use detpath_sched::config::{ClassConfig, Mode, SchedConfig};
+use detpath_sched::endpoint::SchedEndpoint;
+use detpath_sched::servo::ServoConfig;
+use detpath_sched::sync::{run_master, run_slave, LiveConfig, SyncReport};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

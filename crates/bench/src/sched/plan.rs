@@ -7,9 +7,9 @@
 //! slots no application owns (the flood).
 
 use super::{BenchConfig, FlowSpec};
-use crate::config::{ClassConfig, ClassKind, Mode, DEFAULT_CAPACITY};
-use crate::mask::SlotMask;
 use detpath_plan::{plan, Options, Plan, RingConfig, Spec, Status};
+use detpath_sched::config::{ClassConfig, ClassKind, Mode, DEFAULT_CAPACITY};
+use detpath_sched::mask::SlotMask;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use thiserror::Error;
@@ -136,7 +136,7 @@ impl Planned {
             for &p in &positions {
                 planned[p as usize] = true;
             }
-            let mask = SlotMask::from_positions(n, positions).map_err(|source| crate::config::ConfigError::Mask { name: app.name.clone(), source })?;
+            let mask = SlotMask::from_positions(n, positions).map_err(|source| detpath_sched::config::ConfigError::Mask { name: app.name.clone(), source })?;
             cfg.sched.classes.push(ClassConfig { name: app.name.clone(), kind: ClassKind::RealTime, mode, mask, capacity: DEFAULT_CAPACITY });
             for f in &app.flows {
                 cfg.flows.push(FlowSpec {
@@ -154,7 +154,8 @@ impl Planned {
             let near_planned = |s: u32| (1..=guard).any(|d| planned[((s + d) % n) as usize]);
             let free: Vec<u32> = (0..n).filter(|&s| !planned[s as usize] && !near_planned(s)).collect();
             if !free.is_empty() {
-                let mask = SlotMask::from_positions(n, free).map_err(|source| crate::config::ConfigError::Mask { name: FREE_SLOTS_CLASS.into(), source })?;
+                let mask =
+                    SlotMask::from_positions(n, free).map_err(|source| detpath_sched::config::ConfigError::Mask { name: FREE_SLOTS_CLASS.into(), source })?;
                 cfg.sched.classes.push(ClassConfig { name: FREE_SLOTS_CLASS.into(), kind: ClassKind::BestEffort, mode, mask, capacity: DEFAULT_CAPACITY });
                 cfg.be_class = Some(FREE_SLOTS_CLASS.into());
             }

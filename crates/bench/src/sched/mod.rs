@@ -25,10 +25,12 @@ use timeline::Timeline;
 
 pub use output::{plot_iat_cdf, table, write_results};
 
-use crate::config::{ClassConfig, ClassKind, Mode, SchedConfig};
-use crate::probe::Probe;
-use crate::sched::{ClassCounters, ErrorSummary};
+use detpath_sched::config::{ClassConfig, ClassKind, Mode, SchedConfig};
+use detpath_sched::probe::Probe;
+// The reports carry the scheduler's counters and error summaries; re-exported
+// so a user of the reports (and this module's files) names them here.
 use detpath::testbed::{Testbed, TestbedConfig};
+pub use detpath_sched::sched::{ClassCounters, ErrorSummary};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -182,7 +184,7 @@ pub enum BenchError {
     NoFlows,
     #[error(transparent)]
     /// The scheduler configuration is invalid.
-    Config(#[from] crate::config::ConfigError),
+    Config(#[from] detpath_sched::config::ConfigError),
 }
 
 /// Everything a benchmark run needs.
@@ -334,7 +336,12 @@ impl BenchConfig {
     /// class owns, in order, at an instant no other planned instance has, and
     /// the hyperperiod a whole number of ring cycles (so repeating it keeps
     /// the ring positions).
-    fn validate_planned<'a>(&self, f: &'a FlowSpec, mask: &crate::SlotMask, at: &mut std::collections::HashMap<u64, &'a str>) -> Result<(), BenchError> {
+    fn validate_planned<'a>(
+        &self,
+        f: &'a FlowSpec,
+        mask: &detpath_sched::SlotMask,
+        at: &mut std::collections::HashMap<u64, &'a str>,
+    ) -> Result<(), BenchError> {
         let slot = self.sched.slot_ns;
         let cycle = slot * self.sched.ring_slots as u64;
         let hyper = f.period_ns * f.offsets_ns.len() as u64;
@@ -492,7 +499,7 @@ pub struct RunReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     /// The host the figures came from.
-    pub environment: detpath_bench::Environment,
+    pub environment: crate::Environment,
     /// What the sender's interface offers (line rate, PHC, launch time).
     pub probe: Probe,
     /// Slot length, ns.
@@ -523,7 +530,7 @@ pub fn run(cfg: &BenchConfig, tuning: &str, log: &dyn Fn(&str), interrupted: &(d
     cfg.validate()?;
     let tb = Testbed::up(TestbedConfig::with_prefix(&cfg.testbed_prefix))?;
     let iface = tb.a().iface.clone();
-    let probe = tb.a().run(move || crate::probe::probe(&iface))?;
+    let probe = tb.a().run(move || detpath_sched::probe::probe(&iface))?;
     for l in probe.lines() {
         log(&format!("probe {}: {l}", probe.iface));
     }
@@ -549,7 +556,7 @@ pub fn run(cfg: &BenchConfig, tuning: &str, log: &dyn Fn(&str), interrupted: &(d
     }
     drop(tb);
     Ok(Report {
-        environment: detpath_bench::Environment::capture(),
+        environment: crate::Environment::capture(),
         probe,
         slot_ns: cfg.sched.slot_ns,
         ring_slots: cfg.sched.ring_slots,
