@@ -340,8 +340,18 @@ pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl Fn
     node.run_perf(
         &mut perf,
         |p, pp, t| {
-            if stop() || limit.is_some_and(|l| t >= l) {
+            if stop() {
                 return true;
+            }
+            if limit.is_some_and(|l| t >= l) {
+                // A ping node stops pinging at the limit and waits up to 1 s
+                // for the answers in flight: they are late, not lost.
+                if !matches!(p.cfg.role, Role::Ping { .. }) || p.stats.pongs_received >= p.stats.pings_sent {
+                    return true;
+                }
+                p.cfg.count = p.stats.pings_sent;
+                let d = *drain_until.get_or_insert(t + 1_000_000_000);
+                return t >= d;
             }
             if p.count_done() && !matches!(p.cfg.role, Role::Pub { .. }) {
                 return true;

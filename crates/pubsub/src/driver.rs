@@ -75,12 +75,13 @@ impl<T: Transport> Node<T> {
         }
     }
 
-    /// Runs a ddsperf node until `stop` says so; `each_second` is called
+    /// Runs a ddsperf node until `stop` says so (it may end the pinging:
+    /// `cfg.count`); `each_second` is called
     /// about once a second with the node (to print a window of figures).
     pub fn run_perf(
         &mut self,
         perf: &mut PerfNode,
-        mut stop: impl FnMut(&PerfNode, &Participant, u64) -> bool,
+        mut stop: impl FnMut(&mut PerfNode, &Participant, u64) -> bool,
         mut each_second: impl FnMut(&mut PerfNode, u64),
     ) {
         let start = self.transport.now_ns();
