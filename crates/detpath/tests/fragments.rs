@@ -60,7 +60,7 @@ fn fragmented_datagrams_are_reassembled_and_others_reach_the_kernel() {
             assert!(n == q.len() && buf[..n] == q[..], "{dp}: kernel datagram");
         }
         // And back: a datagram above the MTU from the endpoint to a kernel socket
-        // (afxdp fragments it itself; xdppoll sends through the kernel).
+        // (afxdp and dpdk fragment it themselves; xdppoll sends through the kernel).
         if ep.capabilities().max_datagram > ep.capabilities().max_payload || dp == "xdppoll" {
             client.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
             for len in [1473, 9000, 65_507] {
@@ -71,6 +71,16 @@ fn fragmented_datagrams_are_reassembled_and_others_reach_the_kernel() {
                 assert!(n == len && buf[..n] == r[..], "{dp}: {len} B datagram to the kernel differs");
             }
             assert!(ep.send_to(&vec![0u8; 65_508], std::net::SocketAddrV4::new(tb.a().addr, 9)).is_err(), "{dp}: above 65,507 B is refused");
+            // A batch with one datagram above the MTU among small ones: all arrive, in order.
+            let to = std::net::SocketAddrV4::new(tb.a().addr, client.local_addr().unwrap().port());
+            let sizes = [100usize, 5000, 200];
+            let datagrams: Vec<Vec<u8>> = sizes.iter().map(|&n| fill(n + 1, n)).collect();
+            let batch: Vec<detpath::TxDatagram> = datagrams.iter().map(|p| detpath::TxDatagram { payload: p, peer: to }).collect();
+            assert_eq!(ep.send_batch(&batch).unwrap(), 3, "{dp}: batch sent");
+            for p in &datagrams {
+                let (n, _) = client.recv_from(&mut buf).unwrap_or_else(|e| panic!("{dp}: batch datagram of {} B missing: {e}", p.len()));
+                assert!(n == p.len() && buf[..n] == p[..], "{dp}: batch datagram of {} B differs (got {n} B)", p.len());
+            }
         }
         let c = ep.counters();
         assert_eq!(c.rx_malformed, 0, "{dp}: {c:?}");

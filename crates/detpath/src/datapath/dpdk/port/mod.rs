@@ -437,6 +437,48 @@ impl DpdkEndpoint {
         }
     }
 
+    /// Sends a datagram above one frame as IPv4 fragments (one IP id), a
+    /// burst of mbufs at a time.
+    fn send_fragmented(&mut self, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
+        if payload.len() > self.caps.max_datagram {
+            return Err(Error::PayloadTooLarge { iface: self.device.clone(), len: payload.len(), max: self.caps.max_datagram });
+        }
+        let dst_mac = self.resolve(*peer.ip())?;
+        let mtu = self.max_payload + detpath_wire::IPV4_HLEN + detpath_wire::UDP_HLEN;
+        let frags = detpath_wire::udp_fragment_count(payload.len(), mtu);
+        self.ip_id = self.ip_id.wrapping_add(1);
+        let h = UdpFrameHeader { src_mac: self.mac, dst_mac, src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64 };
+        let mut k = 0;
+        while k < frags {
+            let n = (frags - k).min(self.tx_buf.len());
+            self.alloc(n)?;
+            for i in 0..n {
+                // SAFETY: tx_buf[i] is a fresh mbuf; set_len checks the room (an MTU frame fits: max_payload).
+                let data = unsafe { sys::detpath_dpdk_mbuf_set_len(self.tx_buf[i], (mtu + ETH_HEADER) as u16) };
+                // SAFETY: data points to mtu + ETH_HEADER writable bytes of the mbuf.
+                let built = (!data.is_null())
+                    .then(|| detpath_wire::build_udp_fragment(unsafe { std::slice::from_raw_parts_mut(data, mtu + ETH_HEADER) }, &h, payload, mtu, k + i));
+                let Some(Some(len)) = built else {
+                    // SAFETY: the n mbufs allocated above are still ours.
+                    unsafe { sys::detpath_dpdk_mbuf_free_bulk(self.tx_buf.as_mut_ptr(), n as u32) };
+                    self.counters.tx_errors += 1;
+                    return Err(Error::PayloadTooLarge { iface: self.device.clone(), len: payload.len(), max: self.max_payload });
+                };
+                if len < MIN_FRAME {
+                    // SAFETY: as above; zero the padding up to the Ethernet minimum.
+                    unsafe { std::slice::from_raw_parts_mut(data, MIN_FRAME)[len..].fill(0) };
+                }
+                // SAFETY: shrinking to the fragment's length (at least the Ethernet minimum).
+                unsafe { sys::detpath_dpdk_mbuf_set_len(self.tx_buf[i], len.max(MIN_FRAME) as u16) };
+            }
+            self.tx_all(n)?;
+            k += n;
+        }
+        self.counters.tx_packets += 1;
+        self.counters.tx_bytes += payload.len() as u64;
+        Ok(())
+    }
+
     fn check_len(&self, len: usize) -> Result<()> {
         if len > self.max_payload {
             return Err(Error::PayloadTooLarge { iface: self.device.clone(), len, max: self.max_payload });
@@ -549,6 +591,9 @@ impl Endpoint for DpdkEndpoint {
     }
 
     fn send_to(&mut self, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
+        if payload.len() > self.max_payload && self.caps.max_datagram > self.max_payload {
+            return self.send_fragmented(payload, peer);
+        }
         self.check_len(payload.len())?;
         let mac = self.resolve(*peer.ip())?;
         self.alloc(1)?;
@@ -571,6 +616,15 @@ impl Endpoint for DpdkEndpoint {
     }
 
     fn send_batch(&mut self, batch: &[TxDatagram<'_>]) -> Result<usize> {
+        // A batch with a datagram above one frame goes one by one (fragments).
+        if self.caps.max_datagram > self.max_payload && batch.iter().any(|d| d.payload.len() > self.max_payload) {
+            for (i, d) in batch.iter().enumerate() {
+                if let Err(e) = self.send_to(d.payload, d.peer) {
+                    return if i == 0 { Err(e) } else { Ok(i) };
+                }
+            }
+            return Ok(batch.len());
+        }
         let mut done = 0usize;
         for chunk in batch.chunks(self.burst as usize) {
             // Resolve first: a failure sends what was resolved before it.

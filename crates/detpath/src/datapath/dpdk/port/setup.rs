@@ -429,7 +429,8 @@ pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: 
         need_wakeup: None,
         busy_poll: true,
         max_payload,
-        max_datagram: 0,
+        // UDP datagrams above one frame go as IPv4 fragments (frames carry no IP).
+        max_datagram: if cfg.ethertype.is_none() { detpath_wire::MAX_UDP_PAYLOAD } else { 0 },
         max_batch: cfg.burst as usize,
         rx_stamp: if cfg.xdp_stamp { RxStamp::Xdp } else { RxStamp::User },
         notes,
