@@ -198,10 +198,26 @@ fn detpath_throughput(tb: &Testbed, dp: &str, size: usize, o: &BenchOptions) -> 
     })
 }
 
+/// Where ddsperf's configuration for `side` goes (removed by [`ConfigDirs`]).
+fn config_dir(side: &Side) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("detpath-psbench-{}-{}", side.netns, std::process::id()))
+}
+
+/// Removes the ddsperf configuration directories when the ddsperf rows end, however they end.
+struct ConfigDirs(Vec<std::path::PathBuf>);
+
+impl Drop for ConfigDirs {
+    fn drop(&mut self) {
+        for d in &self.0 {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
 /// Runs ddsperf in a namespace with a unicast-peer configuration, on `cpu`
 /// (and SCHED_FIFO `rt`) when given; returns the child (its stdout piped).
 fn ddsperf_in(side: &Side, peer: &Side, args: &[&str], cpu: Option<u32>, rt: Option<u8>) -> Result<std::process::Child, BenchError> {
-    let dir = std::env::temp_dir().join(format!("detpath-psbench-{}-{}", side.netns, std::process::id()));
+    let dir = config_dir(side);
     std::fs::create_dir_all(&dir).map_err(|e| BenchError::Ddsperf(e.to_string()))?;
     let cfg = dir.join("cyclonedds.xml");
     std::fs::write(
@@ -302,6 +318,7 @@ fn ddsperf_rows(tb: &Testbed, o: &BenchOptions) -> Result<Vec<BenchRow>, BenchEr
     let mut rows = Vec::new();
     let rt = o.pinning.and_then(|p| p.rt_priority);
     let (tx_cpu, rx_cpu) = (o.pinning.map(|p| p.sender_cpu), o.pinning.map(|p| p.receiver_cpu));
+    let _dirs = ConfigDirs(vec![config_dir(tb.a()), config_dir(tb.b())]);
     let pong = ddsperf_in(tb.b(), tb.a(), &["-D", &long, "pong"], rx_cpu, rt)?;
     std::thread::sleep(Duration::from_millis(500));
     let ping = ddsperf_in(tb.a(), tb.b(), &["-D", &secs, "ping", "1000Hz", "size", "32"], tx_cpu, rt)?;
