@@ -217,11 +217,7 @@ impl Reassembler {
         };
         let (sport, dport) = (u16::from_be_bytes([udp[0], udp[1]]), u16::from_be_bytes([udp[2], udp[3]]));
         // The slot is free again for the next fragment; the bytes stay until then.
-        let slot = &mut self.slots[i];
-        slot.blocks.fill(0);
-        slot.key = None;
-        slot.have = 0;
-        slot.total = None;
+        self.slots[i].reset(None, now_ns);
         if !ok {
             self.stats.dropped += 1;
             return Err(FragError::BadUdp);

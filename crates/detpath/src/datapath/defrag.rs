@@ -1,5 +1,5 @@
 //! IPv4 reassembly for the datapaths that parse frames themselves (afxdp,
-//! xdppoll): kernel senders fragment UDP datagrams above the MTU (CycloneDDS
+//! xdppoll, dpdk): kernel senders fragment UDP datagrams above the MTU (CycloneDDS
 //! sends RTPS messages of up to 14,720 bytes), and the XDP filter hands the
 //! fragments of a datagram to our port to user space (bpf/detpath_filter.h).
 //! The reassembler's memory (8 datagrams of up to 64 KiB) is taken at the

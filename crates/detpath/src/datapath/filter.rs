@@ -32,11 +32,23 @@ const DP_CFG_RX_STAMP: u32 = 1;
 pub(crate) const RX_META_LEN: usize = 16;
 const DP_RX_META_MAGIC: u32 = 0x6470_7473;
 
-/// The program's receive time stamp from a `struct dp_rx_meta`, or `None`
-/// when the program did not write one for this frame.
-pub(crate) fn rx_meta_stamp(meta: &[u8; RX_META_LEN]) -> Option<u64> {
+/// Takes the program's receive time stamp from the `struct dp_rx_meta` at
+/// `meta` (the RX_META_LEN bytes in front of a received frame) and clears
+/// its magic, so a reused buffer never shows a stale stamp. `None` when the
+/// program did not write one for this frame (or `meta` is too short).
+pub(crate) fn take_rx_stamp(meta: &mut [u8]) -> Option<u64> {
+    let meta = meta.get_mut(..RX_META_LEN)?;
     let magic = u32::from_ne_bytes([meta[8], meta[9], meta[10], meta[11]]);
+    meta[8..12].fill(0);
     (magic == DP_RX_META_MAGIC).then(|| u64::from_ne_bytes(meta[..8].try_into().expect("8 bytes")))
+}
+
+/// Notes once in `caps` that frames come without the program's stamp
+/// (`rx_stamp=xdp` on a driver without XDP metadata): user-space time is used.
+pub(crate) fn note_unstamped(caps: &mut crate::Capabilities) {
+    if !caps.notes.iter().any(|n| n.starts_with("rx_stamp=xdp")) {
+        caps.notes.push("rx_stamp=xdp: a frame came without the XDP program's time stamp (no metadata from this driver?); user-space time used".into());
+    }
 }
 
 impl FilterConfig {
@@ -162,11 +174,13 @@ mod tests {
     }
 
     #[test]
-    fn a_stamp_counts_only_with_its_magic() {
+    fn a_stamp_counts_only_with_its_magic_and_is_taken_once() {
         let mut m = [0u8; RX_META_LEN];
         m[..8].copy_from_slice(&123_456_789u64.to_ne_bytes());
-        assert_eq!(rx_meta_stamp(&m), None, "no magic: not written for this frame");
+        assert_eq!(take_rx_stamp(&mut m), None, "no magic: not written for this frame");
         m[8..12].copy_from_slice(&DP_RX_META_MAGIC.to_ne_bytes());
-        assert_eq!(rx_meta_stamp(&m), Some(123_456_789));
+        assert_eq!(take_rx_stamp(&mut m), Some(123_456_789));
+        assert_eq!(take_rx_stamp(&mut m), None, "the magic is cleared: a reused buffer shows no stale stamp");
+        assert_eq!(take_rx_stamp(&mut m[..8]), None, "too short");
     }
 }

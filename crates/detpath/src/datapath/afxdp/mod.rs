@@ -176,10 +176,10 @@ impl RxSink<RxMeta> for RxBatch {
     }
 }
 
-/// What one received frame became.
 /// How a received frame becomes a delivery: (endpoint, reassembler, frame, caller's slot, rx time).
 type ParseFn<E, M> = fn(&E, &mut Defrag, &[u8], &mut [u8], u64) -> Parsed<M>;
 
+/// What one received frame became.
 enum Parsed<M> {
     Deliver {
         meta: M,
@@ -476,15 +476,11 @@ impl AfxdpEndpoint {
     }
 
     /// The XDP program's time stamp in front of the frame at `addr`, taken
-    /// (its magic cleared, so a recycled frame never shows a stale one).
-    /// `None` when the program could not write it (a driver without XDP
-    /// metadata): noted once in the capabilities, user-space time used.
+    /// (`filter::take_rx_stamp`); `None`, and a note, when there is none.
     fn xdp_stamp_of(&mut self, addr: u64) -> Option<u64> {
-        let got = self.umem.take_meta(addr).and_then(|m| filter::rx_meta_stamp(&m));
-        if got.is_none() && !self.caps.notes.iter().any(|n| n.starts_with("rx_stamp=xdp")) {
-            self.caps
-                .notes
-                .push("rx_stamp=xdp: a frame came without the XDP program's time stamp (no metadata from this driver?); user-space time used".into());
+        let got = self.umem.meta_mut(addr).and_then(filter::take_rx_stamp);
+        if got.is_none() {
+            filter::note_unstamped(&mut self.caps);
         }
         got
     }

@@ -50,11 +50,11 @@ impl Umem {
         Some(unsafe { std::slice::from_raw_parts(self.base().add(addr as usize), len as usize) })
     }
 
-    /// The XDP metadata (`struct dp_rx_meta`) in front of the received frame
-    /// at `addr`, copied out and its magic cleared; `None` when `addr` has
-    /// less than that in front of it inside its chunk. The kernel copies
-    /// metadata into the chunk's headroom, just before the frame.
-    pub(crate) fn take_meta(&mut self, addr: u64) -> Option<[u8; RX_META_LEN]> {
+    /// The XDP metadata area (`struct dp_rx_meta`) in front of the received
+    /// frame at `addr`, writable; `None` when `addr` has less than that in
+    /// front of it inside its chunk. The kernel copies metadata into the
+    /// chunk's headroom, just before the frame.
+    pub(crate) fn meta_mut(&mut self, addr: u64) -> Option<&mut [u8]> {
         let start = addr.checked_sub(RX_META_LEN as u64)?;
         if start < self.chunk_base(addr) || addr > self.len() as u64 {
             return None;
@@ -62,10 +62,7 @@ impl Umem {
         // SAFETY: [start, addr) lies inside addr's chunk (checked above), which
         // user space holds (taken off the RX ring, not yet on the fill ring),
         // so the kernel is not writing it; &mut self makes the access exclusive.
-        let meta = unsafe { std::slice::from_raw_parts_mut(self.base().add(start as usize), RX_META_LEN) };
-        let out: [u8; RX_META_LEN] = meta.try_into().expect("RX_META_LEN bytes");
-        meta[8..12].fill(0);
-        Some(out)
+        Some(unsafe { std::slice::from_raw_parts_mut(self.base().add(start as usize), RX_META_LEN) })
     }
 
     /// The whole frame starting at `addr` (a chunk base from the TX pool), writable.

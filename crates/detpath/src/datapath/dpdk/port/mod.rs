@@ -255,20 +255,14 @@ impl DpdkEndpoint {
     /// (net_af_xdp copied the frame into a fresh mbuf, or the driver has no
     /// metadata): noted once in the capabilities.
     fn xdp_stamp_of(&mut self, m: *mut sys::rte_mbuf, data: *mut u8) -> Option<u64> {
-        use crate::datapath::filter::{rx_meta_stamp, RX_META_LEN};
+        use crate::datapath::filter::{note_unstamped, take_rx_stamp, RX_META_LEN};
         // SAFETY: m is a received mbuf we own.
         let headroom = unsafe { sys::detpath_dpdk_mbuf_headroom(m) } as usize;
-        let got = (headroom >= RX_META_LEN).then(|| {
-            // SAFETY: the RX_META_LEN bytes before data are inside the mbuf's
-            // headroom (checked), which we own with the mbuf.
-            let meta = unsafe { std::slice::from_raw_parts_mut(data.sub(RX_META_LEN), RX_META_LEN) };
-            let out = rx_meta_stamp(&<[u8; RX_META_LEN]>::try_from(&meta[..]).expect("RX_META_LEN bytes"));
-            meta[8..12].fill(0);
-            out
-        });
-        let got = got.flatten();
-        if got.is_none() && !self.caps.notes.iter().any(|n| n.starts_with("rx_stamp=xdp")) {
-            self.caps.notes.push("rx_stamp=xdp: a frame came without the XDP program's time stamp; user-space time used".into());
+        // SAFETY: the RX_META_LEN bytes before data are inside the mbuf's
+        // headroom (checked), which we own with the mbuf.
+        let got = (headroom >= RX_META_LEN).then(|| take_rx_stamp(unsafe { std::slice::from_raw_parts_mut(data.sub(RX_META_LEN), RX_META_LEN) })).flatten();
+        if got.is_none() {
+            note_unstamped(&mut self.caps);
         }
         got
     }
