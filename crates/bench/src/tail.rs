@@ -28,6 +28,7 @@
 //! unexplained.
 
 use crate::records::Record;
+use detpath::sys::thread::{cpu_ns as thread_cpu_ns, involuntary_switches as thread_involuntary_switches};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -122,26 +123,6 @@ pub struct NoiseProbe {
     gaps: Vec<Gap>,
     /// Gaps not kept because the buffer was full.
     pub dropped: u64,
-}
-
-/// Involuntary context switches of the calling thread so far.
-pub fn thread_involuntary_switches() -> u64 {
-    // SAFETY: an all-zero rusage is valid; getrusage fills it.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_THREAD with a valid out-pointer.
-    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
-        return 0;
-    }
-    ru.ru_nivcsw as u64
-}
-
-/// CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID: up to date to
-/// the ns, unlike getrusage's, which lags by up to a tick).
-pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: a valid, writable timespec; the clock always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 impl NoiseProbe {
@@ -250,7 +231,7 @@ pub fn parse_per_cpu_table(text: &str, skip: &[&str]) -> Vec<u64> {
 
 /// Run time plus run-queue wait (ns) from `/proc/<pid>/schedstat` text ("run wait slices").
 pub fn parse_schedstat(text: &str) -> u64 {
-    text.split_whitespace().take(2).filter_map(|v| v.parse::<u64>().ok()).sum()
+    detpath::sys::thread::parse_schedstat(text).map_or(0, |(run, wait)| run + wait)
 }
 
 /// The schedstat file of `ksoftirqd/N` for each CPU N under `root`.

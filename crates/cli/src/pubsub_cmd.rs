@@ -68,7 +68,12 @@ struct NodeArgs {
     /// Topic type: ks (KeyedSeq, ddsperf's default) or ou (OneULong, ddsperf -TOU).
     #[arg(long, default_value = "ks")]
     topic: String,
-    /// Sleep in the kernel between datagrams instead of busy-polling.
+    /// How the polling thread waits for datagrams: adaptive (busy-poll while
+    /// it has its core to itself, sleep between datagrams while another task
+    /// wants the core), busy, or block.
+    #[arg(long, value_enum, default_value_t = WaitArg::Adaptive)]
+    wait: WaitArg,
+    /// The same as --wait block.
     #[arg(long)]
     blocking: bool,
     /// Busy-poll for this many µs after each datagram sent or received, then sleep in the kernel.
@@ -85,6 +90,25 @@ struct NodeArgs {
     /// Print JSON (one object per second, then the summary) instead of text.
     #[arg(long)]
     json: bool,
+}
+
+/// `--wait`'s values.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum WaitArg {
+    Adaptive,
+    Busy,
+    Block,
+}
+
+impl WaitArg {
+    /// The wait, or blocking when `--blocking` says so.
+    fn or_block(self, blocking: bool) -> Wait {
+        match (blocking, self) {
+            (true, _) | (_, WaitArg::Block) => Wait::Block,
+            (_, WaitArg::Busy) => Wait::Busy,
+            (_, WaitArg::Adaptive) => Wait::ADAPTIVE,
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -117,7 +141,11 @@ struct BenchArgs {
     /// Skip the ddsperf reference row.
     #[arg(long)]
     no_ddsperf: bool,
-    /// Sleep in the kernel between datagrams instead of busy-polling.
+    /// How the detpath sides wait for datagrams when they are not real-time
+    /// (D, D&S): adaptive, busy or block (see `detpath pubsub ping --help`).
+    #[arg(long, value_enum, default_value_t = WaitArg::Adaptive)]
+    wait: WaitArg,
+    /// The same as --wait block.
     #[arg(long)]
     blocking: bool,
     /// Print JSON rows instead of a table.
@@ -183,7 +211,7 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<i32> {
             datapaths: a.datapaths.clone(),
             seconds: a.seconds,
             with_ddsperf: !a.no_ddsperf,
-            wait: if a.blocking { Wait::Block } else { Wait::Busy },
+            wait: a.wait.or_block(a.blocking),
             configuration: conf.label().to_string(),
             pinning: Some(Pinning { sender_cpu, receiver_cpu, rt_priority: conf.tuned.then_some(a.rt_priority) }),
         };
@@ -237,8 +265,7 @@ fn options(a: &NodeArgs, role: Role) -> anyhow::Result<NodeOptions> {
     }
     o.wait = match (a.blocking, a.spin_us) {
         (_, Some(us)) => Wait::Hybrid { spin_ns: us * 1000 },
-        (true, None) => Wait::Block,
-        (false, None) => Wait::Busy,
+        (blocking, None) => a.wait.or_block(blocking),
     };
     o.discovery_timeout = Duration::from_secs_f64(a.discovery_timeout);
     o.max_message = a.max_message as usize;
@@ -299,8 +326,8 @@ fn print_outcome(o: &Outcome, json: bool) {
     }
     let e = &o.engine;
     println!(
-        "engine: rx {} tx {} malformed {} retransmits {} heartbeats {} acknacks {} send errors {}",
-        e.rx_datagrams, e.tx_datagrams, e.rx_malformed, e.retransmits, e.heartbeats_sent, e.acknacks_sent, o.send_errors
+        "engine: rx {} tx {} malformed {} retransmits {} heartbeats {} acknacks {} send errors {} core yields {}",
+        e.rx_datagrams, e.tx_datagrams, e.rx_malformed, e.retransmits, e.heartbeats_sent, e.acknacks_sent, o.send_errors, o.core_yields
     );
 }
 

@@ -65,7 +65,7 @@ impl NodeOptions {
             count: 0,
             duration: None,
             discovery_timeout: Duration::from_secs(10),
-            wait: Wait::Busy,
+            wait: Wait::ADAPTIVE,
             hostname: hostname(),
             lockstep: false,
             max_message: 14_720,
@@ -146,6 +146,8 @@ pub struct Outcome {
     pub peers: usize,
     pub engine: CountersJson,
     pub send_errors: u64,
+    /// Times the adaptive wait found the core shared and began to sleep between datagrams.
+    pub core_yields: u64,
     /// Data writer: matched readers and samples not yet acknowledged at the end.
     pub writer_matched: usize,
     pub writer_matched_reliable: usize,
@@ -419,6 +421,7 @@ pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl Fn
         peers: perf.peers(),
         engine: node.participant.counters().into(),
         send_errors: node.transport.send_errors,
+        core_yields: node.transport.core_yields(),
         writer_matched: ws.matched,
         writer_matched_reliable: ws.matched_reliable,
         writer_unacknowledged: ws.unacknowledged,

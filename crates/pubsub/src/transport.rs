@@ -30,6 +30,67 @@ pub enum Wait {
     /// is caught without a wake-up, and an idle side leaves its core to the
     /// OS (what sockperf's and SO_BUSY_POLL's spin-then-sleep do).
     Hybrid { spin_ns: u64 },
+    /// Spin while the thread has its core to itself; when it has waited on
+    /// the run queue for over a tenth of the last 10 ms (another task wants
+    /// the core, so spinning only takes turns with it, a scheduler slice at
+    /// a time), wait as [`Wait::Hybrid`] for a second, then try spinning
+    /// again. The default: busy-polling's latency on a quiet core, a
+    /// sleeper's wake-up preference on a loaded one.
+    Adaptive { spin_ns: u64 },
+}
+
+impl Wait {
+    /// The default [`Wait::Adaptive`], spinning 50 µs after each datagram while it yields.
+    pub const ADAPTIVE: Wait = Wait::Adaptive { spin_ns: 50_000 };
+}
+
+/// How often an adaptive wait looks at its run-queue wait.
+const CONTENTION_WINDOW_NS: u64 = 10_000_000;
+/// How long an adaptive wait sleeps between datagrams once contended.
+const CONTENTION_HOLD_NS: u64 = 1_000_000_000;
+
+/// Whether the polling thread shares its core, for [`Wait::Adaptive`]: its
+/// run-queue wait (`/proc/thread-self/schedstat`) over windows of 10 ms.
+#[derive(Debug, Default)]
+struct CoreShare {
+    /// Opened by the polling thread on its first wait (the file names the thread that opens it).
+    run_queue: Option<detpath::sys::thread::RunQueueWait>,
+    opened: bool,
+    window_start_ns: u64,
+    waited_at_start_ns: u64,
+    /// Until when the thread sleeps between datagrams (0: it spins).
+    yield_until_ns: u64,
+    /// Times the thread found its core shared and started yielding.
+    yields: u64,
+}
+
+impl CoreShare {
+    /// Whether to yield the core at `now`.
+    fn contended(&mut self, now: u64) -> bool {
+        if !self.opened {
+            self.opened = true;
+            self.run_queue = detpath::sys::thread::RunQueueWait::of_this_thread();
+        }
+        let Some(rq) = &self.run_queue else { return false };
+        if now < self.yield_until_ns {
+            return true;
+        }
+        let elapsed = now.saturating_sub(self.window_start_ns);
+        if self.yield_until_ns != 0 || elapsed >= CONTENTION_WINDOW_NS {
+            let waited = rq.read_ns().unwrap_or(self.waited_at_start_ns);
+            // A window that started the hold's end only begins the measurement.
+            let shared = self.yield_until_ns == 0 && self.window_start_ns != 0 && waited.saturating_sub(self.waited_at_start_ns) > elapsed / 10;
+            self.window_start_ns = now;
+            self.waited_at_start_ns = waited;
+            self.yield_until_ns = 0;
+            if shared {
+                self.yields += 1;
+                self.yield_until_ns = now + CONTENTION_HOLD_NS;
+                return true;
+            }
+        }
+        false
+    }
 }
 
 /// What carries the datagrams.
@@ -54,6 +115,8 @@ pub struct EndpointTransport {
     local: Addr,
     /// When the last datagram went out or came in (for [`Wait::Hybrid`]).
     last_activity_ns: u64,
+    /// Whether the core is shared (for [`Wait::Adaptive`]).
+    core: CoreShare,
     /// The SPDP multicast group's receiver ([`open_spdp_group`]), if joined.
     group: Option<Box<dyn Endpoint>>,
     /// When the group is looked at next.
@@ -120,6 +183,7 @@ impl EndpointTransport {
             max_datagram: max_payload.clamp(256, 65507),
             local,
             last_activity_ns: 0,
+            core: CoreShare::default(),
             group: None,
             group_poll_ns: 0,
         }
@@ -170,6 +234,11 @@ impl EndpointTransport {
         }
     }
 
+    /// Times an adaptive wait found its core shared and began to sleep between datagrams.
+    pub fn core_yields(&self) -> u64 {
+        self.core.yields
+    }
+
     /// The endpoint's counters.
     pub fn counters(&self) -> detpath::Counters {
         match &self.link {
@@ -201,7 +270,7 @@ impl Transport for EndpointTransport {
         if r.is_err() {
             self.send_errors += 1;
         }
-        if matches!(self.wait, Wait::Hybrid { .. }) {
+        if matches!(self.wait, Wait::Hybrid { .. } | Wait::Adaptive { .. }) {
             self.last_activity_ns = detpath::monotonic_ns();
         }
     }
@@ -217,9 +286,19 @@ impl Transport for EndpointTransport {
         let wait_ns = if self.group.is_some() { wait_ns.min(GROUP_POLL_NS) } else { wait_ns };
         let busy = |n: u64| RecvMode::BusyPoll { timeout: Some(Duration::from_nanos(n)) };
         let block = |n: u64| if n == 0 { RecvMode::NonBlocking } else { RecvMode::Blocking { timeout: Some(Duration::from_nanos(n)) } };
-        let got = match (wait_ns, self.wait) {
+        let wait = match self.wait {
+            Wait::Adaptive { spin_ns } if wait_ns > 0 => {
+                if self.core.contended(detpath::monotonic_ns()) {
+                    Wait::Hybrid { spin_ns }
+                } else {
+                    Wait::Busy
+                }
+            }
+            w => w,
+        };
+        let got = match (wait_ns, wait) {
             (0, _) => self.recv_once(buf, RecvMode::NonBlocking),
-            (n, Wait::Busy) => self.recv_once(buf, busy(n)),
+            (n, Wait::Busy | Wait::Adaptive { .. }) => self.recv_once(buf, busy(n)),
             (n, Wait::Block) => self.recv_once(buf, block(n)),
             (n, Wait::Hybrid { spin_ns }) => {
                 let now = detpath::monotonic_ns();
@@ -278,6 +357,48 @@ mod tests {
             let (n, _, _) = a.recv(&mut buf, 1_000_000_000).expect("a gets the pong");
             assert_eq!(&buf[..n], b"pong", "after {pause_ms} ms");
         }
+    }
+
+    #[test]
+    fn an_adaptive_wait_yields_a_core_it_shares_with_a_spinner_and_still_receives() {
+        use crate::driver::Transport as _;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let core = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
+        let pin = move || {
+            // SAFETY: a zeroed cpu_set_t is valid; CPU_SET stays in bounds.
+            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+            unsafe { libc::CPU_SET(core, &mut set) };
+            // SAFETY: the calling thread, a valid set of the right size.
+            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+        };
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let spinner = std::thread::spawn(move || {
+            pin();
+            while !s.load(Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        });
+        pin();
+        let a = detpath::open("udp://127.0.0.1:0").unwrap();
+        let mut b = detpath::open("udp://127.0.0.1:0").unwrap();
+        let a_addr = a.local_addr();
+        let mut a = EndpointTransport::new(a, Wait::ADAPTIVE);
+        let mut buf = [0u8; 64];
+        // 300 ms of waiting for nothing beside a spinner: spinning would wait
+        // on the run queue about half the time, so the wait starts to yield.
+        let t0 = detpath::monotonic_ns();
+        while detpath::monotonic_ns() - t0 < 300_000_000 && a.core_yields() == 0 {
+            assert!(a.recv(&mut buf, 20_000_000).is_none());
+        }
+        let yields = a.core_yields();
+        // Yielding, it still gets what arrives.
+        b.send_to(b"late", a_addr).unwrap();
+        let got = a.recv(&mut buf, 1_000_000_000).map(|(n, _, _)| buf[..n].to_vec());
+        stop.store(true, Ordering::Relaxed);
+        spinner.join().unwrap();
+        assert!(yields >= 1, "never yielded a core it shared with a spinner");
+        assert_eq!(got.as_deref(), Some(&b"late"[..]));
     }
 
     #[test]

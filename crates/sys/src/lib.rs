@@ -4,7 +4,8 @@
 //! network namespaces ([`netns`]), interface facts ([`netdev`]), the
 //! neighbour table ([`neigh`]), XDP programs and their links ([`xdp`]),
 //! AF_PACKET sockets ([`packet`]), NIC settings through ethtool
-//! ([`ethtool`]), the thread's capabilities and limits ([`caps`]), where libbpf's own
+//! ([`ethtool`]), the thread's capabilities and limits ([`caps`]), what the
+//! scheduler accounts to it ([`thread`]), where libbpf's own
 //! messages go ([`liblog`]), and the
 //! undo registry that puts host changes back on SIGINT/SIGTERM
 //! ([`cleanup`]). The datapaths, the classifier and the tuning layer hold no
@@ -27,6 +28,7 @@ pub mod neigh;
 pub mod netdev;
 pub mod netns;
 pub mod packet;
+pub mod thread;
 pub mod xdp;
 
 pub use error::{Error, Result};
