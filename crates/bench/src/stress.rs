@@ -1,6 +1,7 @@
 //! CPU load for the "& Stress" configurations: stress-ng on the datapath
 //! cores, for exactly the run's duration, stopped (by PID) afterwards.
 
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -30,8 +31,15 @@ impl Stress {
             return Err(StressError::BadPercent(percent));
         }
         let taskset = cores.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",");
-        let mut child = Command::new("stress-ng")
-            .args(["--cpu", &cores.len().to_string(), "--cpu-load", &percent.to_string(), "--taskset", &taskset, "--quiet"])
+        let mut cmd = Command::new("stress-ng");
+        cmd.args(["--cpu", &cores.len().to_string(), "--cpu-load", &percent.to_string(), "--taskset", &taskset, "--quiet"]);
+        // Under tuning with a cpuset shield (detpath_tune::shield), the load is
+        // what isolation is for: like every other process, it runs on the
+        // housekeeping cores only (its --taskset is cut down to them).
+        if let Some(procs) = detpath_tune::shield::active_procs_file(&detpath_tune::Host::real()) {
+            join_cgroup_at_exec(&mut cmd, &procs)?;
+        }
+        let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -48,6 +56,18 @@ impl Stress {
             return Err(StressError::Failed(format!("{status}: {}", err.trim())));
         }
         Ok(Stress { child, percent, cores: cores.to_vec() })
+    }
+
+    /// The cores the load may run on: its own, less those a tuning shield keeps free.
+    pub fn effective_cores(&self) -> Vec<usize> {
+        let allowed = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .ok()
+            .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:").map(|v| v.trim().to_string())))
+            .and_then(|l| detpath_tune::CpuList::parse(&l).ok());
+        match allowed {
+            Some(a) => self.cores.iter().copied().filter(|c| a.contains(*c)).collect(),
+            None => self.cores.clone(),
+        }
     }
 
     /// Process id of the stress-ng parent.
@@ -70,4 +90,29 @@ impl Drop for Stress {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Makes the command's process write itself ("0": the writer) into a cgroup
+/// v1 `cgroup.procs` file between fork and exec, so it and all it forks start there.
+fn join_cgroup_at_exec(cmd: &mut Command, procs: &std::path::Path) -> Result<(), StressError> {
+    let path = std::ffi::CString::new(procs.as_os_str().as_encoded_bytes()).map_err(|e| StressError::Failed(e.to_string()))?;
+    // SAFETY: the closure only makes async-signal-safe system calls (open,
+    // write, close) on memory prepared before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            let fd = libc::open(path.as_ptr(), libc::O_WRONLY);
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let n = libc::write(fd, b"0".as_ptr().cast(), 1);
+            let err = std::io::Error::last_os_error();
+            libc::close(fd);
+            if n == 1 {
+                Ok(())
+            } else {
+                Err(err)
+            }
+        })
+    };
+    Ok(())
 }

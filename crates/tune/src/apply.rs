@@ -146,6 +146,7 @@ pub fn read_target(host: &Host, target: &Target) -> Result<String, TuneError> {
         Target::File { path, .. } => {
             host.read_opt(path)?.ok_or_else(|| TuneError::io("read", host.path(path), std::io::Error::from(std::io::ErrorKind::NotFound)))
         }
+        Target::Shield { cpuset_root } => Ok(crate::shield::read(host, cpuset_root)),
         Target::Nic { iface, setting } => host.nic().get(iface, *setting).map(|v| v.to_string()).map_err(|e| TuneError::Nic {
             op: "read",
             iface: iface.clone(),
@@ -159,6 +160,7 @@ pub fn read_target(host: &Host, target: &Target) -> Result<String, TuneError> {
 pub fn write_target(host: &Host, target: &Target, value: &str) -> Result<(), TuneError> {
     match target {
         Target::File { path, .. } => host.write(path, value),
+        Target::Shield { cpuset_root } => crate::shield::write(host, cpuset_root, value),
         Target::Nic { iface, setting } => {
             let nic_err = |e| TuneError::Nic { op: "set", iface: iface.clone(), setting: setting.to_string(), source: e };
             let v: u32 =
@@ -171,7 +173,7 @@ pub fn write_target(host: &Host, target: &Target, value: &str) -> Result<(), Tun
 fn format_of(t: &Target) -> ValueFormat {
     match t {
         Target::File { format, .. } => *format,
-        Target::Nic { .. } => ValueFormat::Plain,
+        Target::Nic { .. } | Target::Shield { .. } => ValueFormat::Plain,
     }
 }
 

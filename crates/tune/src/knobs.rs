@@ -82,6 +82,12 @@ pub enum Target {
         /// How the old value is written back.
         format: ValueFormat,
     },
+    /// The runtime core isolation ([`crate::shield`]): the housekeeping
+    /// cores of the cpuset that holds every user process, or `none`.
+    Shield {
+        /// Mount point of the cgroup v1 cpuset hierarchy.
+        cpuset_root: String,
+    },
     /// A NIC setting through ethtool.
     Nic {
         /// Interface name.
@@ -96,6 +102,7 @@ impl std::fmt::Display for Target {
         match self {
             Target::File { path, .. } => f.write_str(path),
             Target::Nic { iface, setting } => write!(f, "ethtool {iface} {setting}"),
+            Target::Shield { cpuset_root } => write!(f, "{cpuset_root}/{}", crate::shield::SHIELD_DIR),
         }
     }
 }
@@ -329,6 +336,7 @@ impl Audit<'_> {
                 );
             }
         }
+        self.shield(&iso);
         let nocb = h.cmdline_param("rcu_nocbs").or_else(|| h.cmdline_param("nohz_full")).map(|v| CpuList::parse(v.trim_start_matches('=')).unwrap_or_default());
         self.reboot(
             "rcu_nocbs",
@@ -337,6 +345,36 @@ impl Audit<'_> {
             format!("rcu_nocbs={c}"),
             "moves RCU callbacks off the datapath cores into kthreads on housekeeping cores",
         );
+    }
+
+    /// Runtime isolation of the datapath cores ([`crate::shield`]), unless isolcpus already does it.
+    fn shield(&mut self, isolated: &CpuList) {
+        let mut k = Knob::new(
+            "cpuset.shield",
+            "without isolcpus any process (a shell's grep, a build, a stress worker) may run on a datapath core, and the kernel's fair server gives it up to 50 ms a second above the SCHED_FIFO polling thread",
+        );
+        let hk = self.housekeeping.to_string();
+        k.recommended = format!("every user process on {hk}");
+        if isolated.is_superset(&self.cores) {
+            k.current = format!("isolcpus={isolated}");
+            k.recommended = "isolcpus, or a cpuset".into();
+            k.status = Status::Ok;
+        } else if let Some(root) = crate::shield::cpuset_v1_root(self.host) {
+            let now = crate::shield::read(self.host, &root);
+            k.how = format!(
+                "mkdir {root}/{0}; echo {hk} > {root}/{0}/cpuset.cpus; move each pid of {root}/cgroup.procs into it (detpath tune apply does)",
+                crate::shield::SHIELD_DIR
+            );
+            k.status = ok_if(now == hk);
+            k.current = if now == crate::shield::NO_SHIELD { "none (user processes may run on every core)".into() } else { format!("user processes on {now}") };
+            if k.status == Status::Misconfigured {
+                k.fix = Some(Fix { target: Target::Shield { cpuset_root: root }, value: hk, may_refuse: false });
+            }
+        } else {
+            k.current = "not present (no cgroup v1 cpuset hierarchy; cgroup v2 partitions are not done yet)".into();
+            k.how = format!("boot with isolcpus={}", self.cores);
+        }
+        self.knobs.push(k);
     }
 
     fn irqs(&mut self) {

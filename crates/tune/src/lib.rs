@@ -47,6 +47,7 @@ mod journal;
 mod knobs;
 pub mod nic;
 pub mod rt;
+pub mod shield;
 pub mod vm;
 
 pub use apply::{

@@ -161,7 +161,14 @@ pub fn pin_current_thread(core: usize) -> Result<(), RtError> {
     if core >= libc::CPU_SETSIZE as usize {
         return Err(RtError::BadCore { core, reason: format!("above CPU_SETSIZE ({})", libc::CPU_SETSIZE) });
     }
-    set_affinity(&cpu_set_of(&[core])).map_err(|source| RtError::Pin { core, source })
+    let set = cpu_set_of(&[core]);
+    match set_affinity(&set) {
+        // A thread of a process the tuning's shield holds on the housekeeping
+        // cores (crate::shield): it leaves the shield, then pins.
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) && crate::shield::leave(&crate::Host::real()) => set_affinity(&set),
+        r => r,
+    }
+    .map_err(|source| RtError::Pin { core, source })
 }
 
 fn rt_hint(priority: u8) -> String {

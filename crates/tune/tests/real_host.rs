@@ -105,6 +105,19 @@ impl Drop for Guard {
     }
 }
 
+/// The CPUs a process may run on (`Cpus_allowed_list` in its status).
+fn cpus_allowed(pid: u32) -> String {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let list = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap().trim().to_string();
+    CpuList::parse(&list).unwrap().to_string()
+}
+
+/// The processes whose parent is `pid`.
+fn children_of(pid: u32) -> Vec<u32> {
+    let kids = fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    kids.split_whitespace().filter_map(|p| p.parse().ok()).collect()
+}
+
 fn read(p: &str) -> String {
     fs::read_to_string(p).unwrap().trim().to_string()
 }
@@ -152,6 +165,11 @@ fn real_host_apply_check_revert() {
     assert!(p.iter().any(|c| c.knob.starts_with("irq.")), "{p:?}");
     assert_snap_eq(&before, &snap(&files, &veth), "after plan");
 
+    // A process started before the apply, which forks another after it.
+    let mut outsider = Command::new("sh").args(["-c", "sleep 0.5; sleep 30"]).spawn().unwrap();
+    let shield_root = shield::cpuset_v1_root(&host);
+    let housekeeping = online.difference(&CpuList::parse(&cores).unwrap()).to_string();
+
     // Apply and check the values really changed.
     let tuning = apply(&host, &req).unwrap();
     eprintln!("{}", tuning.summary());
@@ -166,6 +184,19 @@ fn real_host_apply_check_revert() {
     assert_eq!(read(&format!("/sys/class/net/{veth}/gro_flush_timeout")), "0");
     assert_eq!(read(&format!("/sys/class/net/{veth}/napi_defer_hard_irqs")), "0");
     assert_eq!(EthtoolIoctl.get(&veth, NicSetting::Gro).unwrap(), 0);
+    match &shield_root {
+        // Runtime isolation: the outsider and what it forks since run on the housekeeping cores only; this process may still use the core.
+        Some(root) => {
+            assert_eq!(shield::read(&host, root), housekeeping);
+            std::thread::sleep(std::time::Duration::from_millis(800));
+            let forked = children_of(outsider.id());
+            assert_eq!(forked.len(), 1, "the outsider's second sleep: {forked:?}");
+            assert_eq!(cpus_allowed(outsider.id()), housekeeping, "a process started before the apply");
+            assert_eq!(cpus_allowed(forked[0]), housekeeping, "a process forked after the apply");
+            assert_eq!(cpus_allowed(std::process::id()), online.to_string(), "the applying process stays free");
+        }
+        None => eprintln!("real_host_apply_check_revert: no cgroup v1 cpuset hierarchy here: the cpuset shield is not checked"),
+    }
     let skipped: Vec<String> = tuning.skipped().iter().map(|s| s.change.knob.clone()).collect();
     for s in tuning.skipped() {
         assert!(s.change.knob.starts_with("irq."), "only IRQs may be skipped: {s:?}");
@@ -225,6 +256,14 @@ fn real_host_apply_check_revert() {
     // Revert: back to the snapshot, byte for byte.
     tuning.revert().unwrap();
     assert_snap_eq(&before, &snap(&files, &veth), "after revert");
+    if let Some(root) = &shield_root {
+        assert_eq!(shield::read(&host, root), shield::NO_SHIELD);
+        assert!(!Path::new(root).join(shield::SHIELD_DIR).exists());
+        assert_eq!(cpus_allowed(outsider.id()), online.to_string(), "the outsider is back on every core");
+        assert_eq!(cpus_allowed(children_of(outsider.id())[0]), online.to_string(), "so is what it forked");
+    }
+    let _ = outsider.kill();
+    let _ = outsider.wait();
     assert!(journal_status(&state).unwrap().is_none());
 
     // Drop reverts too.
@@ -243,6 +282,10 @@ fn real_host_apply_check_revert() {
     let r = revert(&host, &state).unwrap();
     assert_eq!(r.restored.len(), j.entries.len());
     assert_snap_eq(&before, &snap(&files, &veth), "after kill + revert");
+    if let Some(root) = &shield_root {
+        assert_eq!(shield::read(&host, root), shield::NO_SHIELD, "the killed apply's shield is dissolved");
+        assert_eq!(cpus_allowed(std::process::id()), online.to_string(), "this process, shielded by the killed apply, is back");
+    }
 
     // Bad input: typed errors, nothing changed.
     let bad = |r: ApplyRequest| apply(&host, &r).expect_err("must fail");
