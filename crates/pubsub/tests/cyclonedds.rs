@@ -269,6 +269,12 @@ fn run_until(
     }
 }
 
+/// The CycloneDDS endpoint on `topic` announced XTypes type information (which detpath does not use: matching is by name).
+fn assert_type_information(p: &Participant, topic: &str) {
+    let theirs: Vec<_> = p.remote_endpoints().filter(|e| e.topic_name == topic).collect();
+    assert!(!theirs.is_empty() && theirs.iter().all(|e| e.has_type_information), "CycloneDDS 11's endpoint announces TypeInformation");
+}
+
 fn hex(k: Option<[u8; 16]>) -> String {
     k.expect("a keyed type has a key hash").iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -295,6 +301,7 @@ fn detpath_writer_to_cyclonedds_reader<T: PeerType>(datapath: &str) {
     assert!(matched, "no match with CycloneDDS 11 within 5 s: {:?} {:?}", node.participant.counters(), peer.seen);
     assert!(took < Duration::from_secs(2), "CycloneDDS 11 (XTypes type information in its SEDP) matched after {took:?}");
     println!("{datapath} {}: matched in {took:?}", T::TYPE_NAME);
+    assert_type_information(&node.participant, &topic);
     // Rounds 0..4 over 4 instances before the peer takes anything: KEEP_LAST 3 per instance keeps rounds 1..=3.
     let write = |node: &mut Node<EndpointTransport>, s: &T| {
         let now = node.transport.now_ns();
@@ -318,7 +325,8 @@ fn detpath_writer_to_cyclonedds_reader<T: PeerType>(datapath: &str) {
     for i in 0..KEYS {
         let s = T::make(i, 0);
         let theirs: Vec<&Value> = got.iter().filter(|v| v["key"] == s.json_key()).map(|v| &v["kh"]).collect();
-        assert!(theirs.iter().all(|kh| **kh == Value::from(hex(s.key_hash()))), "instance {i}: detpath's key hash equals CycloneDDS's: {theirs:?}");
+        let ours = hex(s.key_hash());
+        assert!(theirs.iter().all(|kh| kh.as_str() == Some(ours.as_str())), "instance {i}: detpath's key hash equals CycloneDDS's: {theirs:?}");
     }
     // One at a time now: every sample arrives.
     for k in 0..10 {
@@ -364,6 +372,7 @@ fn cyclonedds_writer_to_detpath_reader<T: PeerType>(datapath: &str) {
     assert!(matched, "no match with CycloneDDS 11 within 5 s: {:?} {:?}", node.participant.counters(), peer.seen);
     assert!(took < Duration::from_secs(2), "CycloneDDS 11 (XTypes type information in its SEDP) matched after {took:?}");
     println!("{datapath} {}: matched in {took:?}", T::TYPE_NAME);
+    assert_type_information(&node.participant, &topic);
     // Everything written and acknowledged (the writer's history emptied into our cache) before we take.
     let all = (KEYS * ROUNDS) as u64;
     let ok =
@@ -428,4 +437,14 @@ fn cyclonedds_writer_detpath_reader_long_key_udp() {
 #[test]
 fn cyclonedds_writer_detpath_reader_md5_key_udp() {
     cyclonedds_writer_to_detpath_reader::<KeyedName>("udp");
+}
+
+#[test]
+fn detpath_writer_cyclonedds_reader_md5_key_afxdp() {
+    detpath_writer_to_cyclonedds_reader::<KeyedName>("afxdp");
+}
+
+#[test]
+fn cyclonedds_writer_detpath_reader_md5_key_afxdp() {
+    cyclonedds_writer_to_detpath_reader::<KeyedName>("afxdp");
 }

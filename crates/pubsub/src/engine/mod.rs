@@ -402,6 +402,10 @@ impl Participant {
     pub fn remote_endpoint_count(&self) -> usize {
         self.remote_endpoints.len()
     }
+    /// Known remote endpoints as their SEDP announced them.
+    pub fn remote_endpoints(&self) -> impl Iterator<Item = &EndpointData> {
+        self.remote_endpoints.iter().map(|e| &e.data)
+    }
 
     fn push_event(&mut self, e: Event) {
         if self.events.len() >= self.cfg.max_events {
