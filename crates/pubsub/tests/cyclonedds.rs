@@ -290,7 +290,7 @@ fn detpath_writer_to_cyclonedds_reader<T: PeerType>(datapath: &str) {
     let tb = Testbed::up(TestbedConfig::unique("cddspy")).expect("testbed up (needs root)");
     let topic = format!("DetpathCdds{}W", T::PEER_TYPE);
     let depth = DEPTH.to_string();
-    let mut peer = Peer::spawn(tb.b(), tb.a().addr, &["sub", "--type", T::PEER_TYPE, "--topic", &topic, "--depth", &depth, "--hold", "2", "--duration", "40"]);
+    let mut peer = Peer::spawn(tb.b(), tb.a().addr, &["sub", "--type", T::PEER_TYPE, "--topic", &topic, "--depth", &depth, "--hold", "20", "--duration", "40"]);
     let mut node = participant(tb.a(), datapath, tb.b().addr);
     assert!(run_until(&mut node, &mut peer, Duration::from_secs(15), |_, s| s.iter().any(|v| v["ev"] == "ready")), "peer never ready: {:?}", peer.seen);
     let t0 = Instant::now();
@@ -313,6 +313,10 @@ fn detpath_writer_to_cyclonedds_reader<T: PeerType>(datapath: &str) {
             write(&mut node, &T::make(i, r * 100 + i));
         }
     }
+    // Once CycloneDDS acknowledged everything, its cache holds what it will: let it take.
+    let acked = run_until(&mut node, &mut peer, Duration::from_secs(10), |n, _| n.participant.writer_status(w).unacknowledged == 0);
+    assert!(acked, "CycloneDDS did not acknowledge: {:?}", node.participant.writer_status(w));
+    peer.command("take");
     assert!(run_until(&mut node, &mut peer, Duration::from_secs(10), |_, s| s.iter().any(|v| v["ev"] == "taken")), "peer never took: {:?}", peer.seen);
     let got = samples(&peer.seen);
     let mut pairs: Vec<(String, i64)> = got.iter().map(|v| (v["key"].to_string(), v["seq"].as_i64().unwrap_or(-1))).collect();
@@ -373,12 +377,11 @@ fn cyclonedds_writer_to_detpath_reader<T: PeerType>(datapath: &str) {
     assert!(took < Duration::from_secs(2), "CycloneDDS 11 (XTypes type information in its SEDP) matched after {took:?}");
     println!("{datapath} {}: matched in {took:?}", T::TYPE_NAME);
     assert_type_information(&node.participant, &topic);
-    // Everything written and acknowledged (the writer's history emptied into our cache) before we take.
-    let all = (KEYS * ROUNDS) as u64;
-    let ok =
-        run_until(&mut node, &mut peer, Duration::from_secs(10), |n, s| s.iter().any(|v| v["ev"] == "wrote") && n.participant.reader_status(r).received >= all);
-    assert!(ok, "samples missing: {:?} {:?}", node.participant.reader_status(r), peer.seen);
+    // Everything written and acknowledged by us (so in our cache, or replaced there) before we take.
+    let ok = run_until(&mut node, &mut peer, Duration::from_secs(15), |_, s| s.iter().any(|v| v["ev"] == "wrote"));
+    assert!(ok, "the peer did not write: {:?} {:?}", node.participant.reader_status(r), peer.seen);
     let wrote = peer.seen.iter().find(|v| v["ev"] == "wrote").unwrap().clone();
+    assert_eq!(wrote["acked"], true, "CycloneDDS's writer saw everything acknowledged: {:?}", node.participant.reader_status(r));
     for i in 0..KEYS {
         assert_eq!(wrote["kh"][i as usize], Value::from(hex(T::make(i, 0).key_hash())), "instance {i}: detpath's key hash equals CycloneDDS's");
     }

@@ -13,12 +13,14 @@ the peer sees or does is one JSON object per line on stdout, flushed at once:
     {"ev": "sample", "key": ..., "kh": "hex", "seq": n, "valid": true, "state": "alive"|"disposed"|"no_writers"}
                                            kh: the key hash as computed here from cyclonedds-python's key serializer
     {"ev": "taken", "n": n}                sub: the held-back take (after --hold) returned n samples
-    {"ev": "wrote", "n": n, "kh": [...]}   pub: every round written; the key hash of each instance
+    {"ev": "wrote", "n": n, "acked": b, "kh": [...]}
+                                           pub: every round written (and acknowledged by every
+                                           reader: b); the key hash of each instance
     {"ev": "disposed"|"unregistered", "key": ...}
 
 sub: a reliable KEEP_LAST --depth reader; takes nothing for --hold seconds
-after matching (so KEEP_LAST per instance shows), then takes all and keeps
-taking. pub: a reliable KEEP_LAST --depth writer; after matching, --rounds
+after matching or until `take` comes on stdin (so KEEP_LAST per instance
+shows), then takes all and keeps taking. pub: a reliable KEEP_LAST --depth writer; after matching, --rounds
 rounds over --keys instances (seq = round * 100 + key index), then reads
 commands from stdin, one a line: `dispose I`, `unregister I`, `write I SEQ`.
 Either ends after --duration seconds.
@@ -113,12 +115,18 @@ def main():
     topic = Topic(dp, a.topic, ty, qos=qos)
     out(ev="ready")
     end = t0 + a.duration
+    # A thread reads the commands: select() on stdin would miss lines already in Python's buffer.
+    commands = queue.Queue()
+    threading.Thread(target=lambda: [commands.put(line) for line in sys.stdin], daemon=True).start()
     if a.role == "sub":
         rd = DataReader(dp, topic, qos=qos)
         while rd.get_subscription_matched_status().current_count == 0 and time.monotonic() < end:
             time.sleep(0.005)
         out(ev="matched", ms=round((time.monotonic() - t0) * 1000))
-        time.sleep(a.hold)
+        try:
+            commands.get(timeout=a.hold)  # "take" on stdin ends the hold early
+        except queue.Empty:
+            pass
         first = True
         while time.monotonic() < end:
             got = rd.take(N=256)
@@ -142,10 +150,8 @@ def main():
         for r in range(a.rounds):
             for i in range(a.keys):
                 wr.write(make(a.type, i, r * 100 + i))
-        out(ev="wrote", n=a.rounds * a.keys, kh=[key_hash(a.type, make(a.type, i, 0)) for i in range(a.keys)])
-        # A thread reads the commands: select() on stdin would miss lines already in Python's buffer.
-        commands = queue.Queue()
-        threading.Thread(target=lambda: [commands.put(line) for line in sys.stdin], daemon=True).start()
+        acked = wr.wait_for_acks(duration(seconds=10))
+        out(ev="wrote", n=a.rounds * a.keys, acked=acked, kh=[key_hash(a.type, make(a.type, i, 0)) for i in range(a.keys)])
         while time.monotonic() < end:
             try:
                 line = commands.get(timeout=0.05)
