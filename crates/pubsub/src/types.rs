@@ -5,6 +5,8 @@
 //! (`ddsperf_types.idl` of CycloneDDS), so detpath and ddsperf can be each
 //! other's partner.
 
+use crate::wire::bytes::ByteWriter;
+use crate::wire::cdr::Xcdr;
 use crate::wire::{CdrReader, CdrWriter, WireError};
 
 /// A data type that can be published and subscribed.
@@ -23,8 +25,13 @@ pub trait TopicType {
     }
     /// The instance this sample belongs to, as its key hash (RTPS §9.6.3.8);
     /// `None` for types without a key (they have one instance).
+    /// By default, with [`TopicType::serialize_key`] and [`TopicType::KEY_MAX_SIZE`]: [`key_hash_with`].
     fn key_hash(&self) -> Option<[u8; 16]> {
-        None
+        if Self::KEYED && Self::KEY_MAX_SIZE != Some(0) {
+            key_hash_with(Self::KEY_MAX_SIZE, |w| self.serialize_key(w))
+        } else {
+            None
+        }
     }
     /// The key hash of a serialized sample (encapsulation header included),
     /// read without deserializing it (readers sort samples into instances
@@ -37,6 +44,60 @@ pub trait TopicType {
     fn key_hash_of_key(_payload: &[u8]) -> Option<[u8; 16]> {
         None
     }
+    /// The largest serialized key in bytes (XCDR2, the key fields alone),
+    /// `None` when unbounded (a string or sequence key). Above 16 bytes the
+    /// key hash is the key's MD5 (RTPS §9.6.3.8), whatever one key's size.
+    /// `Some(0)` (the default): the type does not describe its key, and
+    /// [`TopicType::serialize_key`] is not used.
+    const KEY_MAX_SIZE: Option<usize> = Some(0);
+    /// Writes the key fields alone, in declaration order: the key hash's input
+    /// and the payload of a dispose or unregister (a DATA with the key flag,
+    /// what CycloneDDS needs to find an instance whose key hash is an MD5).
+    fn serialize_key(&self, _w: &mut CdrWriter<'_, '_>) -> Result<(), WireError> {
+        Ok(())
+    }
+}
+
+/// Bytes a key may serialize to for [`key_hash_with`] (a stack buffer: no allocation).
+pub const MAX_KEY_SIZE: usize = 512;
+
+/// The key hash of the key `key` writes (its fields, as
+/// [`TopicType::serialize_key`] does), for a type whose key serializes to at
+/// most `max_size` bytes (`None`: unbounded): the big-endian XCDR2 bytes
+/// zero-padded to 16 when `max_size` is at most 16, else their MD5 (RTPS
+/// §9.6.3.8). `None` when the key does not serialize or exceeds [`MAX_KEY_SIZE`].
+pub fn key_hash_with(max_size: Option<usize>, key: impl FnOnce(&mut CdrWriter<'_, '_>) -> Result<(), WireError>) -> Option<[u8; 16]> {
+    let mut buf = [0u8; MAX_KEY_SIZE];
+    let mut bw = ByteWriter::new(&mut buf, false);
+    key(&mut CdrWriter::new(&mut bw, Xcdr::V2)).ok()?;
+    let n = bw.pos();
+    Some(key_hash_of_be(&buf[..n], max_size))
+}
+
+/// The key hash of a key already serialized big-endian (XCDR2): RTPS §9.6.3.8.
+pub fn key_hash_of_be(be_key: &[u8], max_size: Option<usize>) -> [u8; 16] {
+    let mut k = [0u8; 16];
+    match max_size {
+        Some(m) if m <= 16 && be_key.len() <= 16 => k[..be_key.len()].copy_from_slice(be_key),
+        _ => {
+            use md5::Digest;
+            k.copy_from_slice(&md5::Md5::digest(be_key));
+        }
+    }
+    k
+}
+
+/// The key hash of a serialized sample or key (`payload`, encapsulation
+/// header included, either byte order): `copy` reads the sample's fields
+/// from the reader and writes the key fields to the writer (big-endian
+/// XCDR2), which is then hashed as [`key_hash_with`] does.
+pub fn key_hash_from_payload(
+    payload: &[u8],
+    max_size: Option<usize>,
+    copy: impl FnOnce(&mut CdrReader<'_>, &mut CdrWriter<'_, '_>) -> Result<(), WireError>,
+) -> Option<[u8; 16]> {
+    let mut r = CdrReader::from_payload(payload).ok()?;
+    key_hash_with(max_size, |w| copy(&mut r, w))
 }
 
 /// `T`'s key hash of a serialized sample, or with `key_only` of a
@@ -127,6 +188,10 @@ impl TopicType for KeyedSeq {
     fn size_hint(&self) -> usize {
         4 + 12 + self.baggage.len() + 3
     }
+    const KEY_MAX_SIZE: Option<usize> = Some(4);
+    fn serialize_key(&self, w: &mut CdrWriter<'_, '_>) -> Result<(), WireError> {
+        w.u32(self.keyval)
+    }
     fn key_hash(&self) -> Option<[u8; 16]> {
         Some(key_hash_u32(self.keyval))
     }
@@ -172,6 +237,14 @@ macro_rules! fixed_type {
             }
             fn size_hint(&self) -> usize {
                 4 + 8 + $n
+            }
+            const KEY_MAX_SIZE: Option<usize> = Some(if $keyed { 4 } else { 0 });
+            fn serialize_key(&self, w: &mut CdrWriter<'_, '_>) -> Result<(), WireError> {
+                if $keyed {
+                    w.u32(self.keyval)
+                } else {
+                    Ok(())
+                }
             }
             fn key_hash(&self) -> Option<[u8; 16]> {
                 $keyed.then(|| key_hash_u32(self.keyval))
@@ -252,6 +325,37 @@ mod tests {
         assert_eq!(Keyed32 { keyval: 7, ..Default::default() }.key_hash(), Some(key_hash_u32(7)));
         assert_eq!(Unkeyed16::default().key_hash(), None);
         assert_eq!(OneULong::key_hash_of(&[0; 16]), None);
+    }
+
+    const MD5_OF_AB: [u8; 16] = [0x18, 0x65, 0x94, 0xb7, 0x20, 0x5d, 0x08, 0xac, 0x2f, 0xf8, 0xe1, 0xac, 0x47, 0xfb, 0x4b, 0x2a];
+
+    #[test]
+    fn keys_over_16_bytes_hash_with_md5_and_shorter_ones_pad() {
+        // Four longs: 16 bytes at most, the key itself.
+        let four = key_hash_with(Some(16), |w| (1..=4).try_for_each(|v| w.u32(v))).unwrap();
+        assert_eq!(four, [0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4]);
+        // A string key (unbounded): MD5 of its big-endian CDR, even when short.
+        // "ab": length 3 (with the NUL), 'a', 'b', NUL. md5(00 00 00 03 61 62 00), as `printf '\0\0\0\3ab\0' | md5sum` says.
+        let s = key_hash_with(None, |w| w.string("ab")).unwrap();
+        assert_eq!(key_hash_of_be(&[0, 0, 0, 3, b'a', b'b', 0], None), s);
+        assert_eq!(s, MD5_OF_AB);
+        // Five longs (20 bytes): MD5 too.
+        let five = key_hash_with(Some(20), |w| (1..=5).try_for_each(|v| w.u32(v))).unwrap();
+        assert_ne!(five[..], [0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4][..]);
+        // From a little-endian payload, the same hash.
+        let mut buf = [0u8; 64];
+        let mut bw = ByteWriter::new(&mut buf, true);
+        let n = write_payload(&mut bw, Xcdr::V1, |c| {
+            c.u32(7)?;
+            c.string("ab")
+        })
+        .unwrap();
+        let h = key_hash_from_payload(&buf[..n], None, |r, w| {
+            r.u32()?;
+            w.string(r.string()?)
+        });
+        assert_eq!(h, Some(MD5_OF_AB));
+        assert_eq!(key_hash_with(None, |w| w.octets(&[0; MAX_KEY_SIZE + 1])), None, "larger than the stack buffer");
     }
 
     #[test]

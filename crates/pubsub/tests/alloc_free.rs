@@ -231,3 +231,87 @@ fn keyed_instances_dispose_and_unregister_after_discovery_allocate_nothing() {
     assert_eq!((st.instances, st.instances_refused, st.lost), (8, 0, 0));
     assert_eq!(allocs, 0, "{allocs} allocations in {} samples over 8 instances with disposes and unregisters", taken - warm);
 }
+
+/// A type whose key is a string: unbounded, so its key hash is an MD5 (computed on the stack).
+#[derive(Clone, Debug, Default)]
+struct Named {
+    name: String,
+    seq: u32,
+}
+
+impl detpath_pubsub::types::TopicType for Named {
+    const TYPE_NAME: &'static str = "Named";
+    const KEYED: bool = true;
+    const KEY_MAX_SIZE: Option<usize> = None;
+    fn serialize(&self, w: &mut detpath_pubsub::wire::CdrWriter<'_, '_>) -> Result<(), detpath_pubsub::wire::WireError> {
+        w.string(&self.name)?;
+        w.u32(self.seq)
+    }
+    fn deserialize_into(&mut self, r: &mut detpath_pubsub::wire::CdrReader<'_>) -> Result<(), detpath_pubsub::wire::WireError> {
+        let n = r.string()?;
+        self.name.clear();
+        self.name.push_str(n);
+        self.seq = r.u32()?;
+        Ok(())
+    }
+    fn serialize_key(&self, w: &mut detpath_pubsub::wire::CdrWriter<'_, '_>) -> Result<(), detpath_pubsub::wire::WireError> {
+        w.string(&self.name)
+    }
+    fn key_hash_of(payload: &[u8]) -> Option<[u8; 16]> {
+        detpath_pubsub::types::key_hash_from_payload(payload, None, |r, w| w.string(r.string()?))
+    }
+    fn key_hash_of_key(payload: &[u8]) -> Option<[u8; 16]> {
+        Self::key_hash_of(payload)
+    }
+}
+
+#[test]
+fn md5_keyed_instances_with_disposes_allocate_nothing() {
+    use detpath_pubsub::qos::Qos;
+    const NAMES: [&str; 8] = ["alpha-instance", "bravo-instance", "charlie", "delta", "echo-echo-echo", "foxtrot", "golf", "hotel-instance-long-name"];
+    let mut s = [bare(0), bare(1)];
+    let proto = Named { name: String::with_capacity(64), seq: 0 };
+    let w = s[0].p.create_writer_for("N", Qos::reliable_keep_last(2).with_max_instances(8), &proto).unwrap();
+    let r = s[1].p.create_reader_for(1, "N", Qos::reliable_keep_last(1).with_max_instances(8), &proto).unwrap();
+    let mut now = 1u64;
+    let (mut sample, mut rx) = (proto.clone(), proto.clone());
+    let (taken, disposed) = (Cell::new(0u64), Cell::new(0u64));
+    let mut run = |s: &mut [Bare; 2], now: &mut u64, iters: u32, watch: bool| {
+        WATCH.with(|w| w.set(watch));
+        for i in 0..iters {
+            *now += 100_000;
+            for x in s.iter_mut() {
+                if x.p.next_timeout() <= *now {
+                    x.p.handle_timeout(*now, &mut x.out);
+                }
+                while x.p.poll_event().is_some() {}
+            }
+            if s[0].p.writer_status(w).matched > 0 {
+                sample.seq = i;
+                sample.name.clear();
+                sample.name.push_str(NAMES[i as usize % 8]);
+                let _ = s[0].p.write(*now, &mut s[0].out, w, None, &sample);
+                if i % 100 == 50 {
+                    let _ = s[0].p.dispose(*now, &mut s[0].out, w, None, &sample);
+                }
+            }
+            pump_bare(s, *now);
+            while let Some(info) = s[1].p.take(r, &mut rx).unwrap() {
+                taken.set(taken.get() + 1);
+                disposed.set(disposed.get() + (info.instance_state == detpath_pubsub::engine::InstanceState::Disposed) as u64);
+            }
+        }
+        WATCH.with(|w| w.set(false));
+    };
+    run(&mut s, &mut now, 20_000, false);
+    let warm = taken.get();
+    assert!(warm > 10_000, "samples flow before measuring: {warm}");
+    let before = ALLOCS.load(Ordering::Relaxed);
+    run(&mut s, &mut now, 20_000, true);
+    let allocs = ALLOCS.load(Ordering::Relaxed) - before;
+    let st = s[1].p.reader_status(r);
+    assert!(taken.get() - warm >= 19_000);
+    assert!(disposed.get() > 0, "disposed instances were seen");
+    assert_eq!((st.instances, st.instances_refused, st.lost), (8, 0, 0));
+    assert_eq!(allocs, 0, "{allocs} allocations over 8 MD5-keyed instances with disposes");
+}

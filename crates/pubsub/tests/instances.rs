@@ -107,13 +107,14 @@ fn instance_tables_are_bounded_and_count_what_they_refuse() {
     assert_eq!(net.nodes[0].writer_status(w).instances, 6);
 }
 
-/// The inline QoS parameters of every DATA without payload the writer sends, as raw bytes.
-fn status_datas(bytes: &[u8]) -> Vec<(u8, Vec<u8>)> {
+/// The inline QoS parameters and the serialized key of every DATA without
+/// a sample (a key-flagged one) the writer sends, as raw bytes.
+fn status_datas(bytes: &[u8]) -> Vec<(u8, Vec<u8>, Vec<u8>)> {
     let mut found = Vec::new();
     let Ok(m) = Message::parse(bytes) else { return found };
     for s in m.submessages().map_while(Result::ok) {
         if let Submessage::Data(d) = s {
-            if d.payload.is_none() {
+            if d.key_flag {
                 if let Some(q) = d.inline_qos {
                     let raw: Vec<u8> = q
                         .iter()
@@ -125,18 +126,18 @@ fn status_datas(bytes: &[u8]) -> Vec<(u8, Vec<u8>)> {
                             v
                         })
                         .collect();
-                    found.push((0, raw));
+                    found.push((0, raw, d.payload.unwrap_or(&[]).to_vec()));
                 }
             }
         }
     }
-    // The submessage header: DATA (0x15), flags E|Q (no D, no K).
+    // The submessage header: DATA (0x15), flags E|Q|K (no D).
     let mut i = 20;
     let mut k = 0;
     while i + 4 <= bytes.len() {
         let (id, flags) = (bytes[i], bytes[i + 1]);
         let len = u16::from_le_bytes([bytes[i + 2], bytes[i + 3]]) as usize;
-        if id == 0x15 && flags & 0x0c == 0 && k < found.len() {
+        if id == 0x15 && flags & 0x0c == 0x08 && k < found.len() {
             found[k].0 = flags;
             k += 1;
         }
@@ -146,7 +147,7 @@ fn status_datas(bytes: &[u8]) -> Vec<(u8, Vec<u8>)> {
 }
 
 #[test]
-fn dispose_and_unregister_go_out_as_status_info_and_the_reader_sees_the_states() {
+fn dispose_and_unregister_go_out_as_status_info_with_the_key_and_the_reader_sees_the_states() {
     let (mut net, w, r) = pair(Qos::reliable_keep_last(1), Qos::reliable_keep_last(1));
     // Capture the wire; drop the first dispose so that it has to be retransmitted from the history.
     let seen = Rc::new(RefCell::new(Vec::new()));
@@ -184,9 +185,11 @@ fn dispose_and_unregister_go_out_as_status_info_and_the_reader_sees_the_states()
     key2.extend_from_slice(&key_hash_u32(2));
     let dispose = [key1, vec![0x71, 0x00, 0x04, 0x00, 0, 0, 0, 1]].concat();
     let unregister = [key2, vec![0x71, 0x00, 0x04, 0x00, 0, 0, 0, 2]].concat();
-    assert!(seen.iter().any(|(f, q)| *f == 0x03 && *q == dispose), "dispose DATA, flags E|Q: {seen:02x?}");
-    assert!(seen.iter().any(|(f, q)| *f == 0x03 && *q == unregister), "unregister DATA: {seen:02x?}");
-    assert!(seen.iter().filter(|(_, q)| *q == dispose).count() >= 2, "the dispose went out again after the loss");
+    // The payload: the serialized key (CDR_LE header, keyval), as CycloneDDS sends and needs it.
+    let (k1, k2) = (vec![0x00, 0x01, 0x00, 0x00, 1, 0, 0, 0], vec![0x00, 0x01, 0x00, 0x00, 2, 0, 0, 0]);
+    assert!(seen.iter().any(|(f, q, k)| *f == 0x0b && *q == dispose && *k == k1), "dispose DATA, flags E|Q|K: {seen:02x?}");
+    assert!(seen.iter().any(|(f, q, k)| *f == 0x0b && *q == unregister && *k == k2), "unregister DATA: {seen:02x?}");
+    assert!(seen.iter().filter(|(_, q, _)| *q == dispose).count() >= 2, "the dispose went out again after the loss");
     // Writing the disposed instance again makes it alive.
     write(&mut net, w, 1, 3).unwrap();
     net.step(1_000_000);

@@ -402,6 +402,10 @@ impl Participant {
     pub fn remote_endpoint_count(&self) -> usize {
         self.remote_endpoints.len()
     }
+    /// Known remote endpoints as their SEDP announced them.
+    pub fn remote_endpoints(&self) -> impl Iterator<Item = &EndpointData> {
+        self.remote_endpoints.iter().map(|e| &e.data)
+    }
 
     fn push_event(&mut self, e: Event) {
         if self.events.len() >= self.cfg.max_events {
@@ -570,7 +574,8 @@ impl Participant {
     }
 
     /// Disposes the instance of `sample`'s key (DATA with STATUS_INFO
-    /// disposed and the key hash inline). Readers see the instance disposed.
+    /// disposed and the key hash inline, and the serialized key:
+    /// [`write_status_of`](Self::write_status_of)). Readers see the instance disposed.
     pub fn dispose<T: TopicType>(
         &mut self,
         now: u64,
@@ -579,7 +584,7 @@ impl Participant {
         source_ts: Option<Time>,
         sample: &T,
     ) -> Result<SequenceNumber, WriteError> {
-        self.write_status(now, out, w, source_ts, sample.key_hash().unwrap_or_default(), crate::discovery::status_info::DISPOSED)
+        self.write_status_of(now, out, w, source_ts, sample, crate::discovery::status_info::DISPOSED)
     }
 
     /// Unregisters the instance of `sample`'s key: this writer no longer
@@ -592,7 +597,7 @@ impl Participant {
         source_ts: Option<Time>,
         sample: &T,
     ) -> Result<SequenceNumber, WriteError> {
-        self.write_status(now, out, w, source_ts, sample.key_hash().unwrap_or_default(), crate::discovery::status_info::UNREGISTERED)
+        self.write_status_of(now, out, w, source_ts, sample, crate::discovery::status_info::UNREGISTERED)
     }
 
     /// Disposes and/or unregisters (`status`: STATUS_INFO bits, 1 disposed,
@@ -610,7 +615,36 @@ impl Participant {
             return Err(WriteError::NoSuchWriter);
         }
         let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
-        self.writers[w.0].write_status(&mut ctx, now, source_ts, key, status)
+        self.writers[w.0].write_status(&mut ctx, now, source_ts, key, status, &[])
+    }
+
+    /// [`write_status`](Self::write_status) for the instance of `sample`'s
+    /// key; a type that describes its key ([`TopicType::serialize_key`]) has
+    /// the serialized key sent too (key flag, the writer's byte order, XCDR1
+    /// as its samples), which CycloneDDS needs to find the instance: it
+    /// cannot turn a key hash back into a key. Serialized on the stack.
+    pub fn write_status_of<T: TopicType>(
+        &mut self,
+        now: u64,
+        out: &mut dyn Outbox,
+        w: WriterId,
+        source_ts: Option<Time>,
+        sample: &T,
+        status: u32,
+    ) -> Result<SequenceNumber, WriteError> {
+        if w.0 < FIRST_USER || w.0 >= self.writers.len() {
+            return Err(WriteError::NoSuchWriter);
+        }
+        let key = sample.key_hash().unwrap_or_default();
+        let mut buf = [0u8; crate::types::MAX_KEY_SIZE + 8];
+        let n = if T::KEYED && T::KEY_MAX_SIZE != Some(0) {
+            let mut bw = ByteWriter::new(&mut buf, true);
+            write_payload(&mut bw, Xcdr::V1, |c| sample.serialize_key(c)).map_err(WriteError::Serialize)?
+        } else {
+            0
+        };
+        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+        self.writers[w.0].write_status(&mut ctx, now, source_ts, key, status, &buf[..n])
     }
 
     /// The state of a reader's instance of key hash `key` (`None`: the

@@ -4,7 +4,7 @@
 //! retransmissions or GAPs.
 
 use super::instances::{KeyOf, WriterHistory};
-use super::slots::{SampleMeta, Slot};
+use super::slots::SampleMeta;
 use super::tx::{Ctx, Sender};
 use crate::qos::{Durability, History, Qos, Reliability, INFINITE_NS};
 use crate::wire::bytes::ByteWriter;
@@ -268,10 +268,19 @@ impl WriterCore {
     }
 
     /// Disposes and/or unregisters (`status`: STATUS_INFO bits) the instance
-    /// of key hash `key`: a DATA without payload whose inline QoS carries the
-    /// key hash and the status info (RTPS §9.6.3.9), kept in the history
-    /// like any sample (retransmitted, replayed to late joiners).
-    pub fn write_status(&mut self, ctx: &mut Ctx<'_>, now: u64, source_ts: Option<Time>, key: [u8; 16], status: u32) -> Result<SequenceNumber, WriteError> {
+    /// of key hash `key`: a DATA whose inline QoS carries the key hash and
+    /// the status info (RTPS §9.6.3.9) and, unless `serialized_key` is empty,
+    /// the serialized key as payload (key flag), kept in the history like any
+    /// sample (retransmitted, replayed to late joiners).
+    pub fn write_status(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        now: u64,
+        source_ts: Option<Time>,
+        key: [u8; 16],
+        status: u32,
+        serialized_key: &[u8],
+    ) -> Result<SequenceNumber, WriteError> {
         self.flush(ctx);
         if self.qos.history == History::KeepAll && self.unacked() >= self.max_in_flight() {
             return Err(WriteError::HistoryFull);
@@ -279,7 +288,7 @@ impl WriterCore {
         let sn = self.next_sn;
         let key_hash = self.keyed.then_some(key);
         let meta = SampleMeta { sn, writer: self.guid, source_ts, reception_ns: now, status_info: status, key_hash, valid_data: false, irrelevant: false };
-        if !self.keep(meta, &[]) {
+        if !self.keep(meta, serialized_key) {
             return Err(WriteError::TooManyInstances);
         }
         let first = self.first_available();
@@ -287,8 +296,7 @@ impl WriterCore {
         let (writer_id, hb_count) = (self.guid.entity, self.hb_count + 1);
         let built = (|| -> Result<usize, WireError> {
             let mut b = MessageBuilder::new(ctx.tx, ctx.prefix, VendorId::DETPATH)?;
-            let slot = Slot { meta: SampleMeta { key_hash: Some(key), ..meta }, len: 0, data: Vec::new() };
-            push_sample(&mut b, EntityId::UNKNOWN, writer_id, &slot)?;
+            push_sample(&mut b, EntityId::UNKNOWN, writer_id, &SampleMeta { key_hash: Some(key), ..meta }, serialized_key)?;
             if has_reliable {
                 b.heartbeat(EntityId::UNKNOWN, writer_id, SequenceNumber(first), SequenceNumber(sn), hb_count, true, false)?;
             }
@@ -570,7 +578,7 @@ impl WriterCore {
                         if let Some(r) = run.take() {
                             gap(&mut s, r);
                         }
-                        match s.push(|b| push_sample(b, p.guid.entity, writer_id, slot)) {
+                        match s.push(|b| push_sample(b, p.guid.entity, writer_id, &slot.meta, slot.payload())) {
                             Ok(()) => s.ctx.counters.retransmits += 1,
                             Err(WireError::BufferFull) if nbig < big.len() => {
                                 big[nbig] = sn;
@@ -656,17 +664,24 @@ impl WriterCore {
 }
 
 /// INFO_TS and the DATA of a kept sample: its payload, or for a dispose or
-/// unregister the inline key hash and status info alone.
-fn push_sample(b: &mut MessageBuilder<'_>, reader: EntityId, writer: EntityId, slot: &Slot) -> Result<(), WireError> {
-    b.info_ts(slot.meta.source_ts)?;
-    let sn = SequenceNumber(slot.meta.sn);
-    if slot.meta.valid_data {
-        b.data_bytes(reader, writer, sn, None, slot.payload())
+/// unregister the inline key hash and status info, and the serialized key
+/// when the type gave one (the slot's payload).
+fn push_sample(b: &mut MessageBuilder<'_>, reader: EntityId, writer: EntityId, meta: &SampleMeta, payload: &[u8]) -> Result<(), WireError> {
+    b.info_ts(meta.source_ts)?;
+    let sn = SequenceNumber(meta.sn);
+    if meta.valid_data {
+        b.data_bytes(reader, writer, sn, None, payload)
     } else {
-        let (key, status) = (slot.meta.key_hash.unwrap_or_default(), slot.meta.status_info);
-        b.data_no_payload(reader, writer, sn, &|pw| {
-            pw.bytes(pid::KEY_HASH, &key)?;
-            pw.bytes(pid::STATUS_INFO, &status.to_be_bytes())
-        })
+        let (key, status) = (meta.key_hash.unwrap_or_default(), meta.status_info);
+        b.data_key(
+            reader,
+            writer,
+            sn,
+            &|pw| {
+                pw.bytes(pid::KEY_HASH, &key)?;
+                pw.bytes(pid::STATUS_INFO, &status.to_be_bytes())
+            },
+            payload,
+        )
     }
 }

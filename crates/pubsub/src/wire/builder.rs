@@ -227,7 +227,22 @@ impl<'b> MessageBuilder<'b> {
         sn: SequenceNumber,
         inline_qos: &dyn Fn(&mut ParamWriter<'_, 'b>) -> Result<(), WireError>,
     ) -> Result<(), WireError> {
-        self.submessage(id::DATA, flag::INLINE_QOS, |w| {
+        self.data_key(reader, writer, sn, inline_qos, &[])
+    }
+    /// DATA with inline QoS and, unless `key` is empty, the serialized key
+    /// (encapsulation header included) as payload with the key flag: a
+    /// dispose/unregister a reader can find the instance of without
+    /// inverting the key hash (impossible when it is an MD5, RTPS §9.6.3.8).
+    pub fn data_key(
+        &mut self,
+        reader: EntityId,
+        writer: EntityId,
+        sn: SequenceNumber,
+        inline_qos: &dyn Fn(&mut ParamWriter<'_, 'b>) -> Result<(), WireError>,
+        key: &[u8],
+    ) -> Result<(), WireError> {
+        let flags = flag::INLINE_QOS | if key.is_empty() { 0 } else { flag::DATA_KEY };
+        self.submessage(id::DATA, flags, |w| {
             w.u16(0)?;
             w.u16(DATA_TO_INLINE_QOS)?;
             w.bytes(&reader.0)?;
@@ -235,7 +250,8 @@ impl<'b> MessageBuilder<'b> {
             sn.write(w)?;
             let mut pw = ParamWriter::new(w);
             inline_qos(&mut pw)?;
-            pw.sentinel()
+            pw.sentinel()?;
+            w.bytes(key)
         })
     }
     /// DATA with raw inline QoS bytes (a whole list, sentinel included) and
