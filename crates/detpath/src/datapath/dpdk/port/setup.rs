@@ -417,6 +417,9 @@ pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: 
             Some(et) => format!("frames of EtherType {et:#06x} (no ARP)"),
         },
     ];
+    if let Some(g) = cfg.group {
+        notes.push(format!("group={g} (received besides {})", s.local));
+    }
     if speed != 0 && s.ifindex.is_none() {
         notes.push(format!("link={speed}Mb/s"));
     }
@@ -445,6 +448,7 @@ pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: 
         pool,
         device: s.device,
         local: s.local,
+        group: cfg.group,
         mac: s.mac,
         caps,
         counters: Counters::default(),
