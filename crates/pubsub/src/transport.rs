@@ -93,7 +93,7 @@ pub fn spdp_group_reception(scheme: &str) -> Result<GroupReception, String> {
     match scheme {
         "udp" | "afxdp" | "xdppoll" => Ok(GroupReception::KernelSocket),
         "dpdk" => Ok(GroupReception::Endpoint),
-        "fault" => Err("the fault datapath does not take part in multicast discovery (its faults apply to its inner endpoint only): give --peer".into()),
+        "fault" => Err("the fault datapath wraps another (inner=) and does not open the group beside it: give --peer".into()),
         dp => Err(format!("the {dp} datapath cannot receive the SPDP multicast group: give --peer")),
     }
 }
