@@ -40,8 +40,8 @@ struct NodeArgs {
     endpoint: String,
     /// Peer (repeatable): an IPv4 address (SPDP goes to its ports for participant indices 0..=9),
     /// or for raweth a MAC address (SPDP also goes to the broadcast address, as CycloneDDS's raweth does).
-    /// Required for UDP on the bypass datapaths (afxdp, xdppoll, dpdk); without it the kernel udp
-    /// datapath (`udp://<iface>?addr=A&port=P`) announces over the SPDP multicast group 239.255.0.1.
+    /// Without it a UDP node (udp with its interface named, `udp://<iface>?addr=A&port=P`; afxdp,
+    /// xdppoll, dpdk) announces over and listens to the SPDP multicast group 239.255.0.1, as CycloneDDS does by default.
     #[arg(long = "peer")]
     peers: Vec<String>,
     /// Open the endpoint inside this network namespace.
@@ -244,11 +244,8 @@ fn options(a: &NodeArgs, role: Role) -> anyhow::Result<NodeOptions> {
             anyhow::bail!("--peer {p}: give an IPv4 address (UDP) or a MAC address aa:bb:cc:dd:ee:ff (raweth)");
         }
     }
-    let raweth = detpath_pubsub::transport::raweth_spec(&a.endpoint).is_some();
-    // Without peers the kernel udp datapath announces over the SPDP multicast group; the bypass datapaths cannot receive it.
-    if !raweth && o.peers.is_empty() && !a.endpoint.starts_with("udp://") {
-        anyhow::bail!("--peer: a UDP endpoint on a bypass datapath needs at least one IPv4 peer (SPDP multicast works on the kernel udp datapath only)");
-    }
+    // Without peers a UDP node announces over the SPDP multicast group; a
+    // datapath that cannot hear it is refused when the node opens, naming why.
     o.netns = a.netns.clone();
     o.domain = a.domain;
     o.size = a.size;

@@ -223,6 +223,11 @@ int detpath_dpdk_promiscuous_get(uint16_t port)
 	return rte_eth_promiscuous_get(port);
 }
 
+int detpath_dpdk_allmulticast_enable(uint16_t port)
+{
+	return rte_eth_allmulticast_enable(port);
+}
+
 /* 1 up, 0 down, negative on error; speed in Mb/s. */
 int detpath_dpdk_link(uint16_t port, uint32_t *speed)
 {

@@ -80,6 +80,8 @@ extern "C" {
     pub fn detpath_dpdk_port_close(port: u16) -> c_int;
     /// 1 promiscuous, 0 not, negative on error.
     pub fn detpath_dpdk_promiscuous_get(port: u16) -> c_int;
+    /// rte_eth_allmulticast_enable: 0, or negative (-ENOTSUP: the driver cannot).
+    pub fn detpath_dpdk_allmulticast_enable(port: u16) -> c_int;
     /// 1 link up, 0 down, negative on error; `speed` in Mb/s.
     pub fn detpath_dpdk_link(port: u16, speed: *mut u32) -> c_int;
     /// ipackets, opackets, ibytes, obytes, imissed, ierrors, oerrors, rx_nombuf.

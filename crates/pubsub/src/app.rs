@@ -5,7 +5,7 @@
 use crate::ddsperf::{summarize, LatencySummary, PerfConfig, PerfNode, Role, TopicKind};
 use crate::driver::{Node, Transport};
 use crate::engine::{make_guid_prefix, Config, Counters, Participant};
-use crate::transport::{EndpointTransport, Link, Wait};
+use crate::transport::{EndpointTransport, GroupReception, Link, Wait};
 use crate::wire::{Addr, EthAddr};
 use serde::Serialize;
 use std::net::Ipv4Addr;
@@ -42,9 +42,10 @@ pub struct NodeOptions {
     /// Above the MTU the datapath sends IPv4 fragments, as CycloneDDS does
     /// with its default MaxMessageSize of 14,720 bytes.
     pub max_message: usize,
-    /// Without `peers`, on the kernel udp datapath with an interface named
-    /// (`udp://<iface>?...`): announce on and listen to the SPDP multicast
-    /// group, as CycloneDDS does by default (bypass datapaths need peers).
+    /// Without `peers`: announce on and listen to the SPDP multicast group,
+    /// as CycloneDDS does by default (udp with an interface named,
+    /// `udp://<iface>?...`; afxdp, xdppoll and dpdk: see
+    /// [`GroupReception`](crate::transport::GroupReception)).
     pub multicast: bool,
 }
 
@@ -206,8 +207,8 @@ pub enum AppError {
     Engine(#[from] crate::engine::EngineError),
     #[error("no peer matched within {0:?}: check --peer, the domain and that the peer runs (ddsperf, or detpath pubsub)")]
     NoPeer(Duration),
-    #[error("{0}: no peers, and no interface to join the SPDP multicast group on: name it (udp://<iface>?addr=A&port=P) or give peers")]
-    NoDiscovery(String),
+    #[error("{spec}: no peers, and no multicast discovery: {why}")]
+    NoDiscovery { spec: String, why: String },
 }
 
 fn role_name(r: Role) -> &'static str {
@@ -221,21 +222,35 @@ fn role_name(r: Role) -> &'static str {
 
 /// Opens the endpoint (inside the namespace when given) and builds the node.
 pub fn open_node(opts: &NodeOptions) -> Result<(Node<EndpointTransport>, PerfNode), AppError> {
-    let open = || crate::transport::open(&opts.endpoint);
+    // Peerless UDP nodes discover over the SPDP multicast group; how the
+    // group is heard depends on the datapath (see `GroupReception`).
+    let scheme = opts.endpoint.split("://").next().unwrap_or("");
+    let reception = match opts.multicast && opts.peers.is_empty() && crate::transport::raweth_spec(&opts.endpoint).is_none() {
+        true => Some(crate::transport::spdp_group_reception(scheme).map_err(|why| AppError::NoDiscovery { spec: opts.endpoint.clone(), why })?),
+        false => None,
+    };
+    let spec = match reception {
+        Some(GroupReception::Endpoint) => crate::transport::spdp_group_spec(&opts.endpoint, opts.domain),
+        _ => opts.endpoint.clone(),
+    };
+    let open = || crate::transport::open(&spec);
     let link = match &opts.netns {
         Some(ns) => detpath::sys::netns::run_in(ns, open).map_err(|e| AppError::Netns { ns: ns.clone(), source: e.into() })?,
         None => open(),
     }
-    .map_err(|e| AppError::Open { spec: opts.endpoint.clone(), source: e })?;
+    .map_err(|e| AppError::Open { spec: spec.clone(), source: e })?;
     let mut t = EndpointTransport::on(link, opts.wait);
-    let group_iface = match &t.link {
-        Link::Datagram(ep) if opts.multicast && opts.peers.is_empty() && ep.capabilities().datapath == "udp" => match ep.capabilities().iface.clone() {
-            Some(i) => Some(i),
-            None => return Err(AppError::NoDiscovery(opts.endpoint.clone())),
-        },
-        _ => None,
-    };
-    if let Some(iface) = group_iface {
+    if reception == Some(GroupReception::KernelSocket) {
+        let iface = match &t.link {
+            Link::Datagram(ep) => ep.capabilities().iface.clone(),
+            Link::Frames(_) => None,
+        };
+        let Some(iface) = iface else {
+            return Err(AppError::NoDiscovery {
+                spec: opts.endpoint.clone(),
+                why: "no interface to join the SPDP multicast group on: name it (udp://<iface>?addr=A&port=P) or give --peer".into(),
+            });
+        };
         let open_group = || crate::transport::open_spdp_group(&iface, opts.domain);
         let group = match &opts.netns {
             Some(ns) => detpath::sys::netns::run_in(ns, open_group).map_err(|e| AppError::Netns { ns: ns.clone(), source: e.into() })?,
@@ -257,7 +272,7 @@ pub fn open_node(opts: &NodeOptions) -> Result<(Node<EndpointTransport>, PerfNod
             for ip in &opts.peers {
                 cfg.add_peer(*ip, opts.max_index);
             }
-            if t.group().is_some() {
+            if reception.is_some() {
                 cfg.add_spdp_multicast();
             }
         }

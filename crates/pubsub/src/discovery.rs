@@ -88,6 +88,9 @@ pub struct ParticipantData {
     pub domain_id: Option<u32>,
     pub default_unicast: Vec<Locator>,
     pub metatraffic_unicast: Vec<Locator>,
+    /// Groups the participant listens to for discovery traffic (CycloneDDS
+    /// announces the SPDP group here when it uses multicast).
+    pub metatraffic_multicast: Vec<Locator>,
     pub lease_ns: i64,
     pub builtin_endpoints: u32,
     pub user_data: Vec<u8>,
@@ -151,6 +154,7 @@ impl ParticipantData {
             domain_id: None,
             default_unicast: Vec::new(),
             metatraffic_unicast: Vec::new(),
+            metatraffic_multicast: Vec::new(),
             lease_ns: 100_000_000_000,
             builtin_endpoints: 0,
             user_data: Vec::new(),
@@ -174,6 +178,7 @@ impl ParticipantData {
                 pid::DOMAIN_ID => d.domain_id = Some(r.u32().map_err(bad)?),
                 pid::DEFAULT_UNICAST_LOCATOR => d.default_unicast.push(Locator::read_from(p.value, pl.le).map_err(bad)?),
                 pid::METATRAFFIC_UNICAST_LOCATOR => d.metatraffic_unicast.push(Locator::read_from(p.value, pl.le).map_err(bad)?),
+                pid::METATRAFFIC_MULTICAST_LOCATOR => d.metatraffic_multicast.push(Locator::read_from(p.value, pl.le).map_err(bad)?),
                 pid::PARTICIPANT_LEASE_DURATION => d.lease_ns = duration(&mut r).map_err(bad)?,
                 pid::BUILTIN_ENDPOINT_SET => {
                     d.builtin_endpoints = r.u32().map_err(bad)?;
@@ -207,6 +212,9 @@ impl ParticipantData {
         }
         for l in &self.metatraffic_unicast {
             pw.param(pid::METATRAFFIC_UNICAST_LOCATOR, |w| l.write_pub(w))?;
+        }
+        for l in &self.metatraffic_multicast {
+            pw.param(pid::METATRAFFIC_MULTICAST_LOCATOR, |w| l.write_pub(w))?;
         }
         pw.param(pid::PARTICIPANT_LEASE_DURATION, |w| write_duration(w, self.lease_ns))?;
         if !self.user_data.is_empty() {

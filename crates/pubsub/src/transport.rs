@@ -136,6 +136,38 @@ pub fn open_spdp_group(iface: &str, domain: u32) -> detpath::Result<Box<dyn Endp
     detpath::open(&format!("udp://{iface}?addr={}&port={port}", crate::discovery::SPDP_MULTICAST))
 }
 
+/// How a datagram endpoint's node hears the SPDP multicast group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupReception {
+    /// A kernel socket joined to the group beside the endpoint
+    /// ([`open_spdp_group`]): on `udp`, and on `afxdp` and `xdppoll`, whose XDP
+    /// programs take only the endpoint's own address and port and pass the
+    /// group's datagrams on to the kernel (`bpf/detpath_filter.h`).
+    KernelSocket,
+    /// The endpoint itself, opened with `group=<group>:<port>` (see
+    /// [`spdp_group_spec`]): on `dpdk`, where net_af_xdp's program hands the
+    /// whole queue to DPDK, so the kernel never sees the group's datagrams.
+    Endpoint,
+}
+
+/// How a node on the datagram datapath `scheme` (the spec's `udp`, `afxdp`,
+/// ...) hears the SPDP multicast group; `Err` names why it cannot and the fix.
+pub fn spdp_group_reception(scheme: &str) -> Result<GroupReception, String> {
+    match scheme {
+        "udp" | "afxdp" | "xdppoll" => Ok(GroupReception::KernelSocket),
+        "dpdk" => Ok(GroupReception::Endpoint),
+        "fault" => Err("the fault datapath wraps another (inner=) and does not open the group beside it: give --peer".into()),
+        dp => Err(format!("the {dp} datapath cannot receive the SPDP multicast group: give --peer")),
+    }
+}
+
+/// `spec` with the SPDP group of `domain` (`group=239.255.0.1:7400+250·domain`)
+/// for a datapath that receives the group itself ([`GroupReception::Endpoint`]).
+pub fn spdp_group_spec(spec: &str, domain: u32) -> String {
+    let port = crate::discovery::ports::metatraffic_multicast(domain);
+    detpath::spec::with_keys(spec, &format!("group={}:{port}", crate::discovery::SPDP_MULTICAST))
+}
+
 /// A spec split into the frame datapath spec (`Some`) when it asks for raweth.
 pub fn raweth_spec(spec: &str) -> Option<String> {
     let rest = spec.strip_prefix("raweth")?;

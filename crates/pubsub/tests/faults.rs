@@ -73,6 +73,7 @@ fn spdp_message(prefix: GuidPrefix, domain: u32, mutate: impl Fn(&mut Vec<u8>)) 
         domain_id: Some(domain),
         default_unicast: vec![Locator::udpv4("127.0.0.1:9000".parse().unwrap())],
         metatraffic_unicast: vec![Locator::udpv4("127.0.0.1:9000".parse().unwrap())],
+        metatraffic_multicast: Vec::new(),
         lease_ns: 10_000_000_000,
         builtin_endpoints: builtin::DETPATH,
         user_data: b"flood".to_vec(),

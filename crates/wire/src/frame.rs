@@ -35,6 +35,13 @@ impl MacAddr {
         }
         parts.next().is_none().then_some(MacAddr(out))
     }
+
+    /// The Ethernet group address an IPv4 multicast group maps to (RFC 1112
+    /// §6.4: 01:00:5e and the group's low 23 bits); `None` for other addresses.
+    pub fn ipv4_multicast(ip: std::net::Ipv4Addr) -> Option<MacAddr> {
+        let o = ip.octets();
+        ip.is_multicast().then_some(MacAddr([0x01, 0x00, 0x5e, o[1] & 0x7f, o[2], o[3]]))
+    }
 }
 
 impl fmt::Display for MacAddr {
@@ -283,6 +290,14 @@ pub fn build_udp_fragment(buf: &mut [u8], h: &UdpFrameHeader, payload: &[u8], mt
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn ipv4_multicast_groups_map_to_their_ethernet_group_address() {
+        let m = |s: &str| MacAddr::ipv4_multicast(s.parse().unwrap()).map(|m| m.to_string());
+        assert_eq!(m("239.255.0.1").as_deref(), Some("01:00:5e:7f:00:01"), "RTPS's SPDP group");
+        assert_eq!(m("224.128.1.2").as_deref(), Some("01:00:5e:00:01:02"), "the 24th bit is not mapped");
+        assert_eq!(m("10.77.0.1"), None);
+    }
 
     fn header() -> UdpFrameHeader {
         UdpFrameHeader {

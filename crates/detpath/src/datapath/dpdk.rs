@@ -21,6 +21,7 @@
 //! | `huge`       | `auto`    | `on`: use hugepages or fail with the fix; `off`: `--no-huge`; `auto`: hugepages when enough are free |
 //! | `arp_timeout`| 1000      | ms to wait for an ARP reply |
 //! | `log`        | `error`   | DPDK log level: error, warning, notice, info, debug |
+//! | `group`      | —         | also receive UDP datagrams to this IPv4 multicast group and port, `A:P` (e.g. RTPS's SPDP group `239.255.0.1:7400`) |
 //!
 //! `ring` sets the RX and TX descriptor counts (adjusted to the driver's
 //! limits), `batch` the burst size (at most 512).
@@ -31,7 +32,14 @@
 //! requests for its own address and resolves its peers with ARP requests (a
 //! fixed-size cache; `neigh=` entries are static). Frames not for the
 //! endpoint are dropped and counted in `rx_not_for_me`. Sending is on-link
-//! only: the destination is ARPed directly (no gateway).
+//! only: the destination is ARPed directly (no gateway); a multicast
+//! destination goes to its Ethernet group address (no ARP).
+//!
+//! Nor does the kernel see the port's multicast, so a socket joined to a
+//! group on the interface would hear nothing: `group=A:P` makes the endpoint
+//! itself take datagrams to that group and port besides its own address (the
+//! frame reaches the queue on a veth, which filters no MAC; on a NIC the
+//! port must accept the group's MAC, e.g. promiscuous).
 //!
 //! # Host changes, undone
 //!
@@ -63,7 +71,7 @@ use crate::error::{Error, Result};
 use crate::frame::{FrameDatapath, FrameEndpoint};
 use crate::spec::EndpointSpec;
 use detpath_wire::MacAddr;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddrV4};
 
 #[cfg(feature = "dpdk")]
 mod eal;
@@ -83,7 +91,7 @@ pub(crate) fn route_library_logs(_file: &std::fs::File, _tee: bool) -> std::io::
 pub static DATAPATH: Datapath = Datapath {
     name: "dpdk",
     summary: "DPDK poll-mode driver (real port by PCI address, or net_af_xdp over an interface)",
-    keys: &["queue", "ring", "batch", "vdev", "neigh", "mbufs", "mem", "huge", "arp_timeout", "log", "rx_stamp"],
+    keys: &["queue", "ring", "batch", "vdev", "neigh", "mbufs", "mem", "huge", "arp_timeout", "log", "rx_stamp", "group"],
     wraps: false,
     open,
 };
@@ -183,6 +191,8 @@ pub struct Config {
     pub ethertype: Option<u16>,
     /// `rx_stamp=xdp`: net_af_xdp loads our time-stamping program (bpf/xsk_stamp.bpf.c).
     pub xdp_stamp: bool,
+    /// `group=A:P`: datagrams to this multicast group and port are received too.
+    pub group: Option<SocketAddrV4>,
 }
 
 /// True for `0000:03:00.0` or `03:00.0`.
@@ -264,6 +274,13 @@ impl Config {
             return Err(bad("`rx_stamp=xdp` needs `vdev=af_xdp` over an interface (the stamp is written by the XDP program net_af_xdp loads)".into()));
         }
         let mbufs = num("mbufs", 8191, 512, 1 << 20)? as u32;
+        let group = match spec.extra.get("group") {
+            None => None,
+            Some(v) => match v.parse::<SocketAddrV4>() {
+                Ok(g) if g.ip().is_multicast() && g.port() != 0 => Some(g),
+                _ => return Err(bad(format!("`group` takes an IPv4 multicast group and port, e.g. 239.255.0.1:7400, not `{v}`"))),
+            },
+        };
         Ok(Config {
             pci,
             iface,
@@ -279,6 +296,7 @@ impl Config {
             ring: spec.ring_size as u16,
             ethertype: None,
             xdp_stamp,
+            group,
         })
     }
 }
@@ -359,6 +377,8 @@ mod tests {
         assert_eq!(c.neigh.len(), 2);
         assert_eq!(c.neigh[1], ("10.0.0.3".parse().unwrap(), MacAddr([2, 0, 0, 0, 0, 3])));
         assert_eq!(cfg("dpdk://veth0?port=1").unwrap().vdev, Vdev::AfXdp);
+        assert_eq!(cfg("dpdk://veth0?port=1").unwrap().group, None);
+        assert_eq!(cfg("dpdk://veth0?port=1&group=239.255.0.1:7400").unwrap().group, Some("239.255.0.1:7400".parse().unwrap()));
     }
 
     #[test]
@@ -371,6 +391,8 @@ mod tests {
             ("dpdk://veth0?port=7&huge=maybe", "`huge`"),
             ("dpdk://veth0?port=7&mbufs=3", "`mbufs`"),
             ("dpdk://veth0?port=7&log=loud", "`log`"),
+            ("dpdk://veth0?port=7&group=10.0.0.2:7400", "`group`"),
+            ("dpdk://veth0?port=7&group=239.255.0.1", "`group`"),
         ] {
             let e = cfg(s).unwrap_err().to_string();
             assert!(e.contains(needle), "{s}: {e}");

@@ -46,6 +46,10 @@ pub struct Config {
     /// Where SPDP announcements go: the unicast peer list expanded to each
     /// peer's metatraffic ports ([`Config::add_peer`]).
     pub spdp_targets: Vec<Addr>,
+    /// The multicast group this participant listens to for discovery,
+    /// announced as its metatraffic multicast locator
+    /// ([`Config::add_spdp_multicast`]); peers may send SPDP and SEDP there.
+    pub metatraffic_multicast: Option<Addr>,
     pub lease_ns: i64,
     pub spdp_interval_ns: u64,
     pub heartbeat_period_ns: u64,
@@ -73,6 +77,7 @@ impl Config {
             guid_prefix,
             local: local.into(),
             spdp_targets: Vec::new(),
+            metatraffic_multicast: None,
             lease_ns: 10_000_000_000,
             spdp_interval_ns: 1_000_000_000,
             heartbeat_period_ns: 100_000_000,
@@ -98,10 +103,14 @@ impl Config {
     }
     /// Announces over the SPDP multicast group (239.255.0.1, port 7400 +
     /// 250·domain), as CycloneDDS does by default: whoever listens there
-    /// discovers us without a peer list (the transport must reach the group).
+    /// discovers us without a peer list. The group is also announced as our
+    /// metatraffic multicast locator, as CycloneDDS announces it: the
+    /// transport must both reach and hear the group.
     pub fn add_spdp_multicast(&mut self) {
         let port = crate::discovery::ports::metatraffic_multicast(self.domain_id) as u16;
-        self.add_spdp_target(Addr::Udp(std::net::SocketAddrV4::new(crate::discovery::SPDP_MULTICAST, port)));
+        let group = Addr::Udp(std::net::SocketAddrV4::new(crate::discovery::SPDP_MULTICAST, port));
+        self.add_spdp_target(group);
+        self.metatraffic_multicast = Some(group);
     }
     /// Adds one address SPDP announcements go to (e.g. a raweth peer's MAC,
     /// or the broadcast address at the discovery EtherType, as CycloneDDS's
@@ -984,6 +993,7 @@ impl Participant {
             domain_id: Some(self.cfg.domain_id),
             default_unicast: vec![self.cfg.local.locator()],
             metatraffic_unicast: vec![self.cfg.local.locator()],
+            metatraffic_multicast: self.cfg.metatraffic_multicast.iter().map(Addr::locator).collect(),
             lease_ns: self.cfg.lease_ns,
             builtin_endpoints: builtin::DETPATH,
             user_data: self.cfg.user_data.clone(),

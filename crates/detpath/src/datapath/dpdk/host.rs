@@ -33,7 +33,7 @@ impl HostState {
 
     /// Puts the state back (call in its namespace): removes the XDP programs
     /// `attached` names (those the PMD attached, if still there), restores
-    /// IFF_UP and IFF_PROMISC, and re-adds every neighbour entry that is gone
+    /// IFF_UP, IFF_PROMISC and IFF_ALLMULTI (`group=`), and re-adds every neighbour entry that is gone
     /// or changed. Returns what could not be restored.
     pub fn restore(&self, attached: (u32, u32)) -> Vec<String> {
         let mut failed = Vec::new();
@@ -49,10 +49,10 @@ impl HostState {
                 }
             }
         }
-        let keep = libc::IFF_UP | libc::IFF_PROMISC;
+        let keep = libc::IFF_UP | libc::IFF_PROMISC | libc::IFF_ALLMULTI;
         if let Ok(now) = netdev::flags(&self.iface) {
             if now & keep != self.flags & keep && netdev::set_flags(&self.iface, (now & !keep) | (self.flags & keep)).is_err() {
-                failed.push(format!("flags of {} (promisc/up)", self.iface));
+                failed.push(format!("flags of {} (promisc/allmulti/up)", self.iface));
             }
         }
         let now = neigh::table(self.ifindex).unwrap_or_default();

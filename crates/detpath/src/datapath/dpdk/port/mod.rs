@@ -123,6 +123,8 @@ pub(crate) struct DpdkEndpoint {
     pool: *mut sys::rte_mempool,
     device: String,
     local: SocketAddrV4,
+    /// A multicast group and port whose datagrams are ours too (`group=`).
+    group: Option<SocketAddrV4>,
     mac: MacAddr,
     caps: Capabilities,
     counters: Counters,
@@ -228,7 +230,7 @@ impl DpdkEndpoint {
             return;
         }
         match parse_udp_frame(frame, self.verify_checksum) {
-            Ok(f) if f.dst == self.local => {
+            Ok(f) if f.dst == self.local || Some(f.dst) == self.group => {
                 if self.pending.len() >= PENDING {
                     self.pending_dropped += 1;
                     return self.free(m);
@@ -342,6 +344,9 @@ impl DpdkEndpoint {
         }
         if ip.is_broadcast() {
             return Ok(MacAddr::BROADCAST);
+        }
+        if let Some(group) = MacAddr::ipv4_multicast(ip) {
+            return Ok(group);
         }
         if !self.subnets.is_empty() && !detpath_sys::neigh::on_link(&self.subnets, ip) {
             return Err(Error::Unsupported {

@@ -146,6 +146,26 @@ pub(super) fn open_vdev(spec: &EndpointSpec, cfg: Config, port_no: u16, id: u32)
     finish(spec, &cfg, owner, port, facts, setup)
 }
 
+/// Asks for every multicast frame (`group=`): a NIC drops group MACs nobody
+/// joined, and the kernel joins none for DPDK. The port's own all-multicast
+/// first; a PMD without it (net_af_xdp) over a Linux interface gets the
+/// interface's IFF_ALLMULTI, which the host restore puts back on close.
+fn all_multicast(port: u16, s: &Setup) -> String {
+    // SAFETY: the port is started.
+    let r = unsafe { sys::detpath_dpdk_allmulticast_enable(port) };
+    if r == 0 {
+        return "all-multicast on the port".into();
+    }
+    if s.ifindex.is_some() {
+        let set = detpath_sys::netdev::flags(&s.device).and_then(|f| detpath_sys::netdev::set_flags(&s.device, f | libc::IFF_ALLMULTI));
+        return match set {
+            Ok(()) => format!("IFF_ALLMULTI on {} (the PMD has no all-multicast; put back on close)", s.device),
+            Err(e) => format!("no all-multicast ({e}): {} must accept the group's MAC (promiscuous)", s.device),
+        };
+    }
+    format!("the PMD refused all-multicast ({r}): the port must accept the group's MAC (promiscuous)")
+}
+
 /// Creates the virtual device and finds its port.
 pub(super) fn probe_vdev(owner: &mut PortOwner, devargs: &str, name: &str, iface: &str, vdev: Vdev) -> Result<u16> {
     let c = CString::new(devargs).map_err(|_| detpath_sys::Error::NoSuchInterface { iface: iface.to_string() })?;
@@ -417,8 +437,8 @@ pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: 
             Some(et) => format!("frames of EtherType {et:#06x} (no ARP)"),
         },
     ];
-    if speed != 0 && s.ifindex.is_none() {
-        notes.push(format!("link={speed}Mb/s"));
+    if let Some(g) = cfg.group {
+        notes.push(format!("group={g} received besides {}, {}", s.local, all_multicast(port, &s)));
     }
     let caps = Capabilities {
         datapath: "dpdk",
@@ -445,6 +465,7 @@ pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: 
         pool,
         device: s.device,
         local: s.local,
+        group: cfg.group,
         mac: s.mac,
         caps,
         counters: Counters::default(),
