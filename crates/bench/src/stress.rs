@@ -39,12 +39,13 @@ impl Stress {
         if let Some(procs) = detpath_tune::shield::active_procs_file(&detpath_tune::Host::real()) {
             join_cgroup_at_exec(&mut cmd, &procs)?;
         }
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| if e.kind() == std::io::ErrorKind::NotFound { StressError::Missing } else { StressError::Failed(e.to_string()) })?;
+        let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                StressError::Missing
+            } else {
+                StressError::Failed(e.to_string())
+            }
+        })?;
         // Give it a moment to fail on bad arguments or a missing facility.
         std::thread::sleep(Duration::from_millis(300));
         if let Ok(Some(status)) = child.try_wait() {

@@ -201,6 +201,7 @@ pub fn audit(host: &Host, req: &AuditRequest) -> Result<Vec<Knob>, TuneError> {
     let mut a = Audit { host, cores, housekeeping, knobs: Vec::new() };
     a.isolation();
     a.irqs();
+    a.workqueues();
     a.irqbalance();
     if let Some(i) = &req.iface {
         a.nic(i);
@@ -375,6 +376,21 @@ impl Audit<'_> {
             k.how = format!("boot with isolcpus={}", self.cores);
         }
         self.knobs.push(k);
+    }
+
+    /// Unbound workqueues (kworker/uN:M) run where this mask allows.
+    fn workqueues(&mut self) {
+        let hk = self.housekeeping.to_mask();
+        let cores = self.cores.clone();
+        self.file(
+            "workqueue.cpumask",
+            "/sys/devices/virtual/workqueue/cpumask",
+            ValueFormat::Plain,
+            &format!("{hk} (housekeeping cores)"),
+            move |v| CpuList::parse_mask(v).is_ok_and(|m| !m.intersects(&cores)),
+            &hk,
+            "unbound kernel work (kworker/u*: writeback, crypto, RCU-deferred frees) may run on any core in this mask, the datapath's included",
+        );
     }
 
     fn irqs(&mut self) {

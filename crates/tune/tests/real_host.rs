@@ -51,6 +51,7 @@ fn watched_files(core: usize, veth: &str) -> Vec<PathBuf> {
     }
     v.extend(SELECTION.iter().map(PathBuf::from));
     v.push("/sys/devices/system/clocksource/clocksource0/current_clocksource".into());
+    v.push("/sys/devices/virtual/workqueue/cpumask".into());
     if let Ok(rd) = fs::read_dir(format!("/sys/devices/system/cpu/cpu{core}/cpuidle")) {
         for e in rd.flatten() {
             v.push(e.path().join("disable"));
@@ -180,6 +181,10 @@ fn real_host_apply_check_revert() {
     assert!(read("/proc/sys/net/core/busy_read").parse::<i64>().unwrap() >= 50);
     assert_eq!(read("/proc/sys/kernel/timer_migration"), "0");
     assert!(read("/proc/sys/vm/stat_interval").parse::<i64>().unwrap() >= 10);
+    if Path::new("/sys/devices/virtual/workqueue/cpumask").exists() {
+        let wq = CpuList::parse_mask(&read("/sys/devices/virtual/workqueue/cpumask")).unwrap();
+        assert!(!wq.contains(core) && !wq.is_empty(), "unbound workqueues still on core {core}: {wq}");
+    }
     assert!(read("/sys/kernel/mm/transparent_hugepage/enabled").contains("[never]"));
     assert_eq!(read(&format!("/sys/class/net/{veth}/gro_flush_timeout")), "0");
     assert_eq!(read(&format!("/sys/class/net/{veth}/napi_defer_hard_irqs")), "0");
