@@ -35,12 +35,15 @@ fn cyclone_config(tag: &str) -> std::path::PathBuf {
     f
 }
 
-/// A ddsperf process, killed (by PID) when dropped.
-struct Ddsperf(Child);
+/// A ddsperf process, killed (by PID) when dropped, and its configuration directory, removed then.
+struct Ddsperf(Child, std::path::PathBuf);
 impl Drop for Ddsperf {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+        if let Some(dir) = self.1.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
@@ -55,7 +58,7 @@ fn spawn_ddsperf(tag: &str, domain: u32, args: &[&str]) -> Ddsperf {
         .stderr(Stdio::piped())
         .spawn()
         .expect("ddsperf starts");
-    Ddsperf(child)
+    Ddsperf(child, cfg)
 }
 
 fn node(domain: u32, role: Role) -> (Node<UdpTransport>, PerfNode) {
