@@ -30,14 +30,27 @@ impl Stress {
         if percent == 0 || percent > 100 {
             return Err(StressError::BadPercent(percent));
         }
-        let taskset = cores.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",");
-        let mut cmd = Command::new("stress-ng");
-        cmd.args(["--cpu", &cores.len().to_string(), "--cpu-load", &percent.to_string(), "--taskset", &taskset, "--quiet"]);
         // Under tuning with a cpuset shield (detpath_tune::shield), the load is
         // what isolation is for: like every other process, it runs on the
-        // housekeeping cores only (its --taskset is cut down to them).
-        if let Some(procs) = detpath_tune::shield::active_procs_file(&detpath_tune::Host::real()) {
-            join_cgroup_at_exec(&mut cmd, &procs)?;
+        // housekeeping cores only, as many workers as asked.
+        let host = detpath_tune::Host::real();
+        let shield = detpath_tune::shield::active_procs_file(&host).zip(detpath_tune::shield::cores(&host));
+        let placed: Vec<usize> = match &shield {
+            Some((_, hk)) => {
+                let kept: Vec<usize> = cores.iter().copied().filter(|c| hk.contains(*c)).collect();
+                if kept.is_empty() {
+                    hk.iter().collect()
+                } else {
+                    kept
+                }
+            }
+            None => cores.to_vec(),
+        };
+        let taskset = placed.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",");
+        let mut cmd = Command::new("stress-ng");
+        cmd.args(["--cpu", &cores.len().to_string(), "--cpu-load", &percent.to_string(), "--taskset", &taskset, "--quiet"]);
+        if let Some((procs, _)) = &shield {
+            join_cgroup_at_exec(&mut cmd, procs)?;
         }
         let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
@@ -59,16 +72,13 @@ impl Stress {
         Ok(Stress { child, percent, cores: cores.to_vec() })
     }
 
-    /// The cores the load may run on: its own, less those a tuning shield keeps free.
+    /// The cores the load runs on (its `Cpus_allowed_list`): those asked, or under a tuning shield the housekeeping ones.
     pub fn effective_cores(&self) -> Vec<usize> {
         let allowed = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .ok()
             .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:").map(|v| v.trim().to_string())))
             .and_then(|l| detpath_tune::CpuList::parse(&l).ok());
-        match allowed {
-            Some(a) => self.cores.iter().copied().filter(|c| a.contains(*c)).collect(),
-            None => self.cores.clone(),
-        }
+        allowed.map_or_else(|| self.cores.clone(), |a| a.iter().collect())
     }
 
     /// Process id of the stress-ng parent.

@@ -36,6 +36,12 @@ fn stress_runs_where_asked_unless_a_shield_holds_it_to_the_housekeeping_cores() 
     let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open("/tmp/detpath-tune-real-host.lock").unwrap();
     // SAFETY: flock on a descriptor we own.
     assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
+    if shield::read(&host, &root) != shield::NO_SHIELD {
+        eprintln!(
+            "stress_runs_where_asked...: a tuning's shield is up (detpath tune apply or a tuned run): the shielded half is not checked, to leave it alone"
+        );
+        return;
+    }
     struct Dissolve<'a>(&'a Host, &'a str);
     impl Drop for Dissolve<'_> {
         fn drop(&mut self) {
@@ -50,4 +56,8 @@ fn stress_runs_where_asked_unless_a_shield_holds_it_to_the_housekeeping_cores() 
     let pid = s.pid();
     drop(s);
     assert!(!alive(pid));
+    // Asked for the shielded core only, it still runs, on the housekeeping one.
+    let s = Stress::start(30, &cores[1..]).expect("stress on a shielded core starts on the housekeeping ones");
+    assert_eq!(s.effective_cores(), vec![housekeeping]);
+    drop(s);
 }

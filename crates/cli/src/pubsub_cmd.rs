@@ -76,6 +76,10 @@ struct NodeArgs {
     /// The same as --wait block.
     #[arg(long)]
     blocking: bool,
+    /// The fair-scheduler (EEVDF) slice in µs the polling thread asks for when it is not
+    /// real-time: short, its wake-ups preempt CPU load at once (0: the kernel's default).
+    #[arg(long, default_value_t = 100)]
+    fair_slice_us: u64,
     /// Busy-poll for this many µs after each datagram sent or received, then sleep in the kernel.
     #[arg(long, conflicts_with = "blocking")]
     spin_us: Option<u64>,
@@ -266,6 +270,7 @@ fn options(a: &NodeArgs, role: Role) -> anyhow::Result<NodeOptions> {
     };
     o.discovery_timeout = Duration::from_secs_f64(a.discovery_timeout);
     o.max_message = a.max_message as usize;
+    o.fair_slice_ns = a.fair_slice_us * 1000;
     Ok(o)
 }
 

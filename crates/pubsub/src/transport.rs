@@ -164,6 +164,10 @@ pub fn spdp_group_reception(scheme: &str) -> Result<GroupReception, String> {
 /// `spec` with the SPDP group of `domain` (`group=239.255.0.1:7400+250·domain`)
 /// for a datapath that receives the group itself ([`GroupReception::Endpoint`]).
 pub fn spdp_group_spec(spec: &str, domain: u32) -> String {
+    // A group the user named is left as it is.
+    if spec.split_once('?').is_some_and(|(_, q)| q.split('&').any(|kv| kv.starts_with("group="))) {
+        return spec.to_string();
+    }
     let port = crate::discovery::ports::metatraffic_multicast(domain);
     detpath::spec::with_keys(spec, &format!("group={}:{port}", crate::discovery::SPDP_MULTICAST))
 }

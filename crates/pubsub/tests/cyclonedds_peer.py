@@ -122,6 +122,9 @@ def main():
         rd = DataReader(dp, topic, qos=qos)
         while rd.get_subscription_matched_status().current_count == 0 and time.monotonic() < end:
             time.sleep(0.005)
+        if rd.get_subscription_matched_status().current_count == 0:
+            out(ev="unmatched")
+            return
         out(ev="matched", ms=round((time.monotonic() - t0) * 1000))
         try:
             commands.get(timeout=a.hold)  # "take" on stdin ends the hold early
@@ -146,6 +149,9 @@ def main():
         wr = DataWriter(dp, topic, qos=wqos)
         while wr.get_publication_matched_status().current_count == 0 and time.monotonic() < end:
             time.sleep(0.005)
+        if wr.get_publication_matched_status().current_count == 0:
+            out(ev="unmatched")
+            return
         out(ev="matched", ms=round((time.monotonic() - t0) * 1000))
         for r in range(a.rounds):
             for i in range(a.keys):

@@ -154,6 +154,11 @@ fn every_datagram_datapath_hears_the_group_or_says_why_not() {
     assert_eq!(spdp_group_reception("xdppoll"), Ok(GroupReception::KernelSocket));
     assert_eq!(spdp_group_reception("dpdk"), Ok(GroupReception::Endpoint));
     assert_eq!(detpath_pubsub::transport::spdp_group_spec("dpdk://dpa?port=7410", 1), "dpdk://dpa?port=7410&group=239.255.0.1:7650");
+    assert_eq!(
+        detpath_pubsub::transport::spdp_group_spec("dpdk://dpa?group=239.255.0.1:7400", 1),
+        "dpdk://dpa?group=239.255.0.1:7400",
+        "a group the user named is kept"
+    );
     let e = spdp_group_reception("fault").unwrap_err();
     assert!(e.contains("--peer"), "{e}");
     // Every registered datagram datapath is either able or refused with the fix.

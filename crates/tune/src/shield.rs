@@ -58,7 +58,12 @@ pub fn write(host: &Host, root: &str, cores: &str) -> Result<(), TuneError> {
         if !host.exists(&dir) {
             return Ok(());
         }
-        move_all(host, &format!("{dir}/cgroup.procs"), &format!("{root}/cgroup.procs"), |_| true);
+        // A process may fork inside the shield while it is emptied: pass again until it is empty.
+        for _ in 0..MOVE_PASSES {
+            if move_all(host, &format!("{dir}/cgroup.procs"), &format!("{root}/cgroup.procs"), |_| true) == 0 {
+                break;
+            }
+        }
         let p = host.path(&dir);
         return fs::remove_dir(&p).map_err(|e| TuneError::io("remove the cpuset", p, e));
     }
@@ -72,7 +77,12 @@ pub fn write(host: &Host, root: &str, cores: &str) -> Result<(), TuneError> {
     host.write(&format!("{dir}/cpuset.mems"), &mems)?;
     host.write(&format!("{dir}/cpuset.cpus"), cores)?;
     let me = std::process::id();
-    move_all(host, &format!("{root}/cgroup.procs"), &format!("{dir}/cgroup.procs"), |pid| pid != me && !is_kernel_thread(host, pid));
+    // A process not yet moved may fork meanwhile: pass again until nothing more moves.
+    for _ in 0..MOVE_PASSES {
+        if move_all(host, &format!("{root}/cgroup.procs"), &format!("{dir}/cgroup.procs"), |pid| pid != me && !is_kernel_thread(host, pid)) == 0 {
+            break;
+        }
+    }
     Ok(())
 }
 
@@ -82,6 +92,12 @@ pub fn write(host: &Host, root: &str, cores: &str) -> Result<(), TuneError> {
 pub fn active_procs_file(host: &Host) -> Option<std::path::PathBuf> {
     let p = host.path(&format!("{}/{SHIELD_DIR}/cgroup.procs", cpuset_v1_root(host)?));
     p.exists().then_some(p)
+}
+
+/// The shield's housekeeping cores when one is up.
+pub fn cores(host: &Host) -> Option<CpuList> {
+    let root = cpuset_v1_root(host)?;
+    CpuList::parse(&host.read_trim(&format!("{root}/{SHIELD_DIR}/cpuset.cpus"))?).ok()
 }
 
 /// Moves the calling thread out of the shield into the root cpuset (v1
@@ -95,14 +111,15 @@ pub fn leave(host: &Host) -> bool {
     in_shield && host.write(&format!("{root}/tasks"), &tid.to_string()).is_ok()
 }
 
+/// Passes over the process list when setting up or dissolving the shield.
+const MOVE_PASSES: usize = 10;
+
 /// Writes each process id listed in `from` into `to`, one write each; a
 /// process that exited meanwhile or the kernel keeps (a per-CPU kernel
-/// thread) is left where it is.
-fn move_all(host: &Host, from: &str, to: &str, keep_moving: impl Fn(u32) -> bool) {
+/// thread) is left where it is. Returns how many moved.
+fn move_all(host: &Host, from: &str, to: &str, keep_moving: impl Fn(u32) -> bool) -> usize {
     let pids: Vec<u32> = host.read_trim(from).unwrap_or_default().lines().filter_map(|l| l.trim().parse().ok()).collect();
-    for pid in pids.into_iter().filter(|&p| keep_moving(p)) {
-        let _ = host.write(to, &pid.to_string());
-    }
+    pids.into_iter().filter(|&p| keep_moving(p)).filter(|p| host.write(to, &p.to_string()).is_ok()).count()
 }
 
 /// Whether `pid` is a kernel thread (PF_KTHREAD in `/proc/<pid>/stat`'s flags):

@@ -106,6 +106,45 @@ impl Drop for Guard {
     }
 }
 
+/// A shell in a process group of its own that forks a `sleep` when a line
+/// arrives on its stdin; the whole group is killed on drop (also when an
+/// assertion fails).
+struct Outsider(std::process::Child);
+
+impl Outsider {
+    fn start() -> Outsider {
+        use std::os::unix::process::CommandExt;
+        let c = Command::new("sh").args(["-c", "read _; sleep 30"]).stdin(std::process::Stdio::piped()).process_group(0).spawn().unwrap();
+        Outsider(c)
+    }
+
+    fn id(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// Makes it fork and returns the child's pid.
+    fn fork_one(&mut self) -> u32 {
+        use std::io::Write;
+        self.0.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            if let [kid] = children_of(self.id())[..] {
+                return kid;
+            }
+            assert!(std::time::Instant::now() < deadline, "the outsider forked nothing in 10 s");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Outsider {
+    fn drop(&mut self) {
+        // SAFETY: kill with a negative pid signals the group the shell leads (ours, by its pid).
+        unsafe { libc::kill(-(self.0.id() as i32), libc::SIGKILL) };
+        let _ = self.0.wait();
+    }
+}
+
 /// The CPUs a process may run on (`Cpus_allowed_list` in its status).
 fn cpus_allowed(pid: u32) -> String {
     let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
@@ -166,8 +205,8 @@ fn real_host_apply_check_revert() {
     assert!(p.iter().any(|c| c.knob.starts_with("irq.")), "{p:?}");
     assert_snap_eq(&before, &snap(&files, &veth), "after plan");
 
-    // A process started before the apply, which forks another after it.
-    let mut outsider = Command::new("sh").args(["-c", "sleep 0.5; sleep 30"]).spawn().unwrap();
+    // A process started before the apply, which forks another when told to, after it.
+    let mut outsider = Outsider::start();
     let shield_root = shield::cpuset_v1_root(&host);
     let housekeeping = online.difference(&CpuList::parse(&cores).unwrap()).to_string();
 
@@ -193,11 +232,9 @@ fn real_host_apply_check_revert() {
         // Runtime isolation: the outsider and what it forks since run on the housekeeping cores only; this process may still use the core.
         Some(root) => {
             assert_eq!(shield::read(&host, root), housekeeping);
-            std::thread::sleep(std::time::Duration::from_millis(800));
-            let forked = children_of(outsider.id());
-            assert_eq!(forked.len(), 1, "the outsider's second sleep: {forked:?}");
+            let forked = outsider.fork_one();
             assert_eq!(cpus_allowed(outsider.id()), housekeeping, "a process started before the apply");
-            assert_eq!(cpus_allowed(forked[0]), housekeeping, "a process forked after the apply");
+            assert_eq!(cpus_allowed(forked), housekeeping, "a process forked after the apply");
             assert_eq!(cpus_allowed(std::process::id()), online.to_string(), "the applying process stays free");
         }
         None => eprintln!("real_host_apply_check_revert: no cgroup v1 cpuset hierarchy here: the cpuset shield is not checked"),
@@ -267,8 +304,7 @@ fn real_host_apply_check_revert() {
         assert_eq!(cpus_allowed(outsider.id()), online.to_string(), "the outsider is back on every core");
         assert_eq!(cpus_allowed(children_of(outsider.id())[0]), online.to_string(), "so is what it forked");
     }
-    let _ = outsider.kill();
-    let _ = outsider.wait();
+    drop(outsider);
     assert!(journal_status(&state).unwrap().is_none());
 
     // Drop reverts too.

@@ -440,6 +440,9 @@ pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: 
     if let Some(g) = cfg.group {
         notes.push(format!("group={g} received besides {}, {}", s.local, all_multicast(port, &s)));
     }
+    if speed != 0 && s.ifindex.is_none() {
+        notes.push(format!("link={speed}Mb/s"));
+    }
     let caps = Capabilities {
         datapath: "dpdk",
         iface: Some(s.device.clone()),
