@@ -152,6 +152,9 @@ struct BenchArgs {
     /// The same as --wait block.
     #[arg(long)]
     blocking: bool,
+    /// The fair-scheduler slice in µs detpath's sides ask for when not real-time (0: the kernel's).
+    #[arg(long, default_value_t = 100)]
+    fair_slice_us: u64,
     /// Print JSON rows instead of a table.
     #[arg(long)]
     json: bool,
@@ -216,6 +219,7 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<i32> {
             seconds: a.seconds,
             with_ddsperf: !a.no_ddsperf,
             wait: a.wait.or_block(a.blocking),
+            fair_slice_ns: a.fair_slice_us * 1000,
             configuration: conf.label().to_string(),
             pinning: Some(Pinning { sender_cpu, receiver_cpu, rt_priority: conf.tuned.then_some(a.rt_priority) }),
         };

@@ -36,6 +36,8 @@ pub struct BenchOptions {
     pub seconds: u64,
     pub with_ddsperf: bool,
     pub wait: Wait,
+    /// The fair-scheduler slice detpath's sides ask for (`NodeOptions::fair_slice_ns`).
+    pub fair_slice_ns: u64,
     /// The configuration's name for the rows ("D", "D&S", "T&S").
     pub configuration: String,
     /// Cores (and real-time priority) of the two sides; None: unpinned.
@@ -101,15 +103,15 @@ fn side_uri(side: &Side, datapath: &str, cpu: Option<u32>, rt_priority: Option<u
     detpath::spec::with_keys(&uri, &rt_keys)
 }
 
-fn node(side: &Side, peer: &Side, datapath: &str, role: Role, size: usize, secs: u64, o: &BenchOptions) -> NodeOptions {
+fn node(side: &Side, peer: &Side, datapath: &str, role: Role, size: usize, secs: u64, bench: &BenchOptions) -> NodeOptions {
     let receiver = matches!(role, Role::Pong | Role::Sub);
-    let cpu = o.pinning.map(|p| if receiver { p.receiver_cpu } else { p.sender_cpu });
-    let rt = o.pinning.and_then(|p| p.rt_priority).filter(|_| realtime_ok(&role));
+    let cpu = bench.pinning.map(|p| if receiver { p.receiver_cpu } else { p.sender_cpu });
+    let rt = bench.pinning.and_then(|p| p.rt_priority).filter(|_| realtime_ok(&role));
     // Real-time sides: the receiver has the isolated core to itself and
     // spins; the sender shares its core with the OS, so it spins only while
     // an answer is due (200 µs after each datagram) and sleeps otherwise.
     let wait = match (rt, receiver) {
-        (None, _) => o.wait,
+        (None, _) => bench.wait,
         (Some(_), true) => Wait::Busy,
         (Some(_), false) => Wait::Hybrid { spin_ns: TUNED_SENDER_SPIN_NS },
     };
@@ -119,6 +121,7 @@ fn node(side: &Side, peer: &Side, datapath: &str, role: Role, size: usize, secs:
     o.size = size;
     o.duration = Some(Duration::from_secs(secs));
     o.wait = wait;
+    o.fair_slice_ns = bench.fair_slice_ns;
     o
 }
 
