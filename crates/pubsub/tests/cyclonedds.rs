@@ -191,7 +191,10 @@ impl Peer {
         let dir = std::env::temp_dir().join(format!("detpath-cddspy-{}-{}", side.netns, std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let cfg = dir.join("cyclonedds.xml");
-        std::fs::write(&cfg, ddsperf::udp_config(side, peer)).unwrap();
+        // GenerateKeyhash: CycloneDDS's own (C) key hash goes inline with every
+        // sample, so detpath's reader compares it with the one it computes.
+        let config = ddsperf::udp_config(side, peer).replace("</Domain>", "<Internal><GenerateKeyhash>true</GenerateKeyhash></Internal></Domain>");
+        std::fs::write(&cfg, config).unwrap();
         let mut child = Command::new("ip")
             .args(["netns", "exec", &side.netns, "python3", PEER])
             .args(args)
@@ -387,9 +390,11 @@ fn cyclonedds_writer_to_detpath_reader<T: PeerType>(datapath: &str) {
     }
     let mut rx = T::default();
     let mut got = Vec::new();
+    let inline = node.participant.reader_status(r).key_hashes_inline;
+    assert!(inline > 0, "CycloneDDS sent no key hash inline (GenerateKeyhash): nothing to compare with");
     while let Some(info) = node.participant.take(r, &mut rx).unwrap() {
         assert!(info.valid_data && info.instance_state == InstanceState::Alive);
-        assert_eq!(info.key_hash, rx.key_hash(), "the instance's key hash is the one computed from the sample");
+        assert_eq!(info.key_hash, rx.key_hash(), "CycloneDDS's inline key hash equals the one detpath computes from the sample");
         got.push((rx.json_key().to_string(), rx.seq()));
     }
     got.sort();

@@ -250,6 +250,8 @@ pub struct ReaderStatus {
     pub instances: usize,
     /// Samples dropped because they were of one instance more than the table holds.
     pub instances_refused: u64,
+    /// Samples whose key hash the writer sent inline (PID_KEY_HASH) instead of it being computed here.
+    pub key_hashes_inline: u64,
 }
 
 /// Why a call into the engine failed.
@@ -759,6 +761,7 @@ impl Participant {
             slot_growths: x.slot_growths + x.cache.growths,
             instances: x.cache.instances(),
             instances_refused: x.cache.instances_refused,
+            key_hashes_inline: x.key_hashes_inline,
         }
     }
 

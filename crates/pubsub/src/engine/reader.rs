@@ -103,6 +103,9 @@ pub(crate) struct ReaderCore {
     slot_size: usize,
     pub last_sample_ns: u64,
     pub deadline_missed: u64,
+    /// Samples of a keyed topic whose key hash came inline (PID_KEY_HASH),
+    /// not computed here from the payload.
+    pub key_hashes_inline: u64,
     deadline_checked_ns: u64,
     /// Samples refused because a KEEP_ALL cache was full (the writer resends them later).
     pub rejected: u64,
@@ -140,6 +143,7 @@ impl ReaderCore {
             slot_size,
             last_sample_ns: now,
             deadline_missed: 0,
+            key_hashes_inline: 0,
             deadline_checked_ns: now,
             rejected: 0,
             slot_growths: 0,
@@ -210,6 +214,9 @@ impl ReaderCore {
     /// Offers sample `meta.sn` from proxy `i`; in order it goes to the cache,
     /// ahead of order into the reorder window.
     fn accept(&mut self, ctx: &mut Ctx<'_>, now: u64, i: usize, mut meta: SampleMeta, payload: &[u8]) {
+        if self.keyed && meta.key_hash.is_some() {
+            self.key_hashes_inline += 1;
+        }
         if self.keyed && meta.key_hash.is_none() && !payload.is_empty() {
             // CycloneDDS sends no key hash unless configured to: the key is in
             // the payload (a sample, or for dispose/unregister the key alone).
