@@ -157,6 +157,16 @@ fn bare(i: u16) -> Bare {
     Bare { p: Participant::new(cfg, 1), out: Ring::new(), addr }
 }
 
+/// Runs both participants' timers due at `now` and drops their events.
+fn timeouts_bare(s: &mut [Bare; 2], now: u64) {
+    for x in s.iter_mut() {
+        if x.p.next_timeout() <= now {
+            x.p.handle_timeout(now, &mut x.out);
+        }
+        while x.p.poll_event().is_some() {}
+    }
+}
+
 fn pump_bare(s: &mut [Bare; 2], now: u64) {
     for _ in 0..16 {
         let mut moved = false;
@@ -193,12 +203,7 @@ fn keyed_instances_dispose_and_unregister_after_discovery_allocate_nothing() {
         WATCH.with(|w| w.set(watch));
         for i in 0..iters {
             *now += 100_000;
-            for x in s.iter_mut() {
-                if x.p.next_timeout() <= *now {
-                    x.p.handle_timeout(*now, &mut x.out);
-                }
-                while x.p.poll_event().is_some() {}
-            }
+            timeouts_bare(s, *now);
             if s[0].p.writer_status(w).matched > 0 {
                 sample.seq = i;
                 sample.keyval = i % 8;
@@ -280,12 +285,7 @@ fn md5_keyed_instances_with_disposes_allocate_nothing() {
         WATCH.with(|w| w.set(watch));
         for i in 0..iters {
             *now += 100_000;
-            for x in s.iter_mut() {
-                if x.p.next_timeout() <= *now {
-                    x.p.handle_timeout(*now, &mut x.out);
-                }
-                while x.p.poll_event().is_some() {}
-            }
+            timeouts_bare(s, *now);
             if s[0].p.writer_status(w).matched > 0 {
                 sample.seq = i;
                 sample.name.clear();

@@ -96,6 +96,17 @@ def out(**kv):
     print(json.dumps(kv), flush=True)
 
 
+def wait_matched(count, t0, end):
+    """Waits until count() > 0 or the end; says matched (with the ms it took) or unmatched."""
+    while count() == 0 and time.monotonic() < end:
+        time.sleep(0.005)
+    if count() == 0:
+        out(ev="unmatched")
+        return False
+    out(ev="matched", ms=round((time.monotonic() - t0) * 1000))
+    return True
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("role", choices=["pub", "sub"])
@@ -120,12 +131,8 @@ def main():
     threading.Thread(target=lambda: [commands.put(line) for line in sys.stdin], daemon=True).start()
     if a.role == "sub":
         rd = DataReader(dp, topic, qos=qos)
-        while rd.get_subscription_matched_status().current_count == 0 and time.monotonic() < end:
-            time.sleep(0.005)
-        if rd.get_subscription_matched_status().current_count == 0:
-            out(ev="unmatched")
+        if not wait_matched(lambda: rd.get_subscription_matched_status().current_count, t0, end):
             return
-        out(ev="matched", ms=round((time.monotonic() - t0) * 1000))
         try:
             commands.get(timeout=a.hold)  # "take" on stdin ends the hold early
         except queue.Empty:
@@ -147,12 +154,8 @@ def main():
         # unregister_instance then says "no writers" (CycloneDDS's default also disposes).
         wqos = Qos(Policy.Reliability.Reliable(duration(seconds=1)), Policy.History.KeepLast(a.depth), Policy.WriterDataLifecycle(autodispose=False))
         wr = DataWriter(dp, topic, qos=wqos)
-        while wr.get_publication_matched_status().current_count == 0 and time.monotonic() < end:
-            time.sleep(0.005)
-        if wr.get_publication_matched_status().current_count == 0:
-            out(ev="unmatched")
+        if not wait_matched(lambda: wr.get_publication_matched_status().current_count, t0, end):
             return
-        out(ev="matched", ms=round((time.monotonic() - t0) * 1000))
         for r in range(a.rounds):
             for i in range(a.keys):
                 wr.write(make(a.type, i, r * 100 + i))

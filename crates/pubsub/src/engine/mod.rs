@@ -559,11 +559,21 @@ impl Participant {
         source_ts: Option<Time>,
         serialize: &dyn Fn(&mut ByteWriter<'_>) -> Result<(), WireError>,
     ) -> Result<SequenceNumber, WriteError> {
+        self.on_user_writer(w, out, |wr, ctx| wr.write(ctx, now, source_ts, serialize))
+    }
+
+    /// Runs `f` on user writer `w` with a transmit context, or says there is no such writer.
+    fn on_user_writer<R>(
+        &mut self,
+        w: WriterId,
+        out: &mut dyn Outbox,
+        f: impl FnOnce(&mut WriterCore, &mut Ctx<'_>) -> Result<R, WriteError>,
+    ) -> Result<R, WriteError> {
         if w.0 < FIRST_USER || w.0 >= self.writers.len() {
             return Err(WriteError::NoSuchWriter);
         }
         let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
-        self.writers[w.0].write(&mut ctx, now, source_ts, serialize)
+        f(&mut self.writers[w.0], &mut ctx)
     }
 
     /// Writes one sample into the writer's batch: several samples share a
@@ -577,11 +587,9 @@ impl Participant {
         source_ts: Option<Time>,
         sample: &T,
     ) -> Result<SequenceNumber, WriteError> {
-        if w.0 < FIRST_USER || w.0 >= self.writers.len() {
-            return Err(WriteError::NoSuchWriter);
-        }
-        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
-        self.writers[w.0].write_batched(&mut ctx, now, source_ts, &|bw: &mut ByteWriter<'_>| write_payload(bw, Xcdr::V1, |c| sample.serialize(c)).map(|_| ()))
+        self.on_user_writer(w, out, |wr, ctx| {
+            wr.write_batched(ctx, now, source_ts, &|bw: &mut ByteWriter<'_>| write_payload(bw, Xcdr::V1, |c| sample.serialize(c)).map(|_| ()))
+        })
     }
 
     /// Disposes the instance of `sample`'s key (DATA with STATUS_INFO
@@ -622,11 +630,7 @@ impl Participant {
         key: [u8; 16],
         status: u32,
     ) -> Result<SequenceNumber, WriteError> {
-        if w.0 < FIRST_USER || w.0 >= self.writers.len() {
-            return Err(WriteError::NoSuchWriter);
-        }
-        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
-        self.writers[w.0].write_status(&mut ctx, now, source_ts, key, status, &[])
+        self.on_user_writer(w, out, |wr, ctx| wr.write_status(ctx, now, source_ts, key, status, &[]))
     }
 
     /// [`write_status`](Self::write_status) for the instance of `sample`'s
@@ -643,19 +647,17 @@ impl Participant {
         sample: &T,
         status: u32,
     ) -> Result<SequenceNumber, WriteError> {
-        if w.0 < FIRST_USER || w.0 >= self.writers.len() {
-            return Err(WriteError::NoSuchWriter);
-        }
-        let key = sample.key_hash().unwrap_or_default();
-        let mut buf = [0u8; crate::types::MAX_KEY_SIZE + 8];
-        let n = if T::KEYED && T::KEY_MAX_SIZE != Some(0) {
-            let mut bw = ByteWriter::new(&mut buf, true);
-            write_payload(&mut bw, Xcdr::V1, |c| sample.serialize_key(c)).map_err(WriteError::Serialize)?
-        } else {
-            0
-        };
-        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
-        self.writers[w.0].write_status(&mut ctx, now, source_ts, key, status, &buf[..n])
+        self.on_user_writer(w, out, |wr, ctx| {
+            let key = sample.key_hash().unwrap_or_default();
+            let mut buf = [0u8; crate::types::MAX_KEY_SIZE + 8];
+            let n = if T::KEYED && T::KEY_MAX_SIZE != Some(0) {
+                let mut bw = ByteWriter::new(&mut buf, true);
+                write_payload(&mut bw, Xcdr::V1, |c| sample.serialize_key(c)).map_err(WriteError::Serialize)?
+            } else {
+                0
+            };
+            wr.write_status(ctx, now, source_ts, key, status, &buf[..n])
+        })
     }
 
     /// The state of a reader's instance of key hash `key` (`None`: the

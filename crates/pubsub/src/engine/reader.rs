@@ -214,13 +214,14 @@ impl ReaderCore {
     /// Offers sample `meta.sn` from proxy `i`; in order it goes to the cache,
     /// ahead of order into the reorder window.
     fn accept(&mut self, ctx: &mut Ctx<'_>, now: u64, i: usize, mut meta: SampleMeta, payload: &[u8]) {
-        if self.keyed && meta.key_hash.is_some() {
-            self.key_hashes_inline += 1;
-        }
-        if self.keyed && meta.key_hash.is_none() && !payload.is_empty() {
-            // CycloneDDS sends no key hash unless configured to: the key is in
-            // the payload (a sample, or for dispose/unregister the key alone).
-            meta.key_hash = self.key_of.and_then(|f| f(payload, !meta.valid_data));
+        if self.keyed {
+            if meta.key_hash.is_some() {
+                self.key_hashes_inline += 1;
+            } else if !payload.is_empty() {
+                // CycloneDDS sends no key hash unless configured to: the key is in
+                // the payload (a sample, or for dispose/unregister the key alone).
+                meta.key_hash = self.key_of.and_then(|f| f(payload, !meta.valid_data));
+            }
         }
         let p = &mut self.proxies[i];
         p.last_seen_ns = now;
