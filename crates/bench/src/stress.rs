@@ -33,13 +33,12 @@ impl Stress {
         // Under tuning with a cpuset shield (detpath_tune::shield), the load is
         // what isolation is for: like every other process, it runs on the
         // housekeeping cores only, as many workers as asked.
-        let host = detpath_tune::Host::real();
-        let shield = detpath_tune::shield::active_procs_file(&host).zip(detpath_tune::shield::cores(&host));
+        let shield = detpath_tune::shield::active(&detpath_tune::Host::real());
         let placed: Vec<usize> = match &shield {
-            Some((_, hk)) => {
-                let kept: Vec<usize> = cores.iter().copied().filter(|c| hk.contains(*c)).collect();
+            Some(s) => {
+                let kept: Vec<usize> = cores.iter().copied().filter(|c| s.cores.contains(*c)).collect();
                 if kept.is_empty() {
-                    hk.iter().collect()
+                    s.cores.iter().collect()
                 } else {
                     kept
                 }
@@ -49,8 +48,8 @@ impl Stress {
         let taskset = placed.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",");
         let mut cmd = Command::new("stress-ng");
         cmd.args(["--cpu", &cores.len().to_string(), "--cpu-load", &percent.to_string(), "--taskset", &taskset, "--quiet"]);
-        if let Some((procs, _)) = &shield {
-            join_cgroup_at_exec(&mut cmd, procs)?;
+        if let Some(s) = &shield {
+            join_cgroup_at_exec(&mut cmd, &s.procs_file)?;
         }
         let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {

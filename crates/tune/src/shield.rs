@@ -86,18 +86,23 @@ pub fn write(host: &Host, root: &str, cores: &str) -> Result<(), TuneError> {
     Ok(())
 }
 
-/// The `cgroup.procs` file of the shield when one is up: a process written
-/// there runs on the housekeeping cores only, as every process the shield
-/// holds (the benchmarks start their CPU load in it).
-pub fn active_procs_file(host: &Host) -> Option<std::path::PathBuf> {
-    let p = host.path(&format!("{}/{SHIELD_DIR}/cgroup.procs", cpuset_v1_root(host)?));
-    p.exists().then_some(p)
+/// A shield that is up: where a process goes to be held by it, and its cores.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Active {
+    /// Its `cgroup.procs`: a process written there runs on the housekeeping
+    /// cores only, as every process the shield holds (the benchmarks start
+    /// their CPU load in it).
+    pub procs_file: std::path::PathBuf,
+    /// The housekeeping cores.
+    pub cores: CpuList,
 }
 
-/// The shield's housekeeping cores when one is up.
-pub fn cores(host: &Host) -> Option<CpuList> {
+/// The shield, when one is up.
+pub fn active(host: &Host) -> Option<Active> {
     let root = cpuset_v1_root(host)?;
-    CpuList::parse(&host.read_trim(&format!("{root}/{SHIELD_DIR}/cpuset.cpus"))?).ok()
+    let cores = CpuList::parse(&host.read_trim(&format!("{root}/{SHIELD_DIR}/cpuset.cpus"))?).ok()?;
+    let procs_file = host.path(&format!("{root}/{SHIELD_DIR}/cgroup.procs"));
+    procs_file.exists().then_some(Active { procs_file, cores })
 }
 
 /// Moves the calling thread out of the shield into the root cpuset (v1
