@@ -74,17 +74,31 @@ struct SchedAttr {
 /// Asks the fair scheduler (EEVDF, Linux 6.12+) for a short time slice for
 /// the calling SCHED_OTHER thread: a task with a shorter slice gets an
 /// earlier deadline, so when it wakes it preempts a CPU hog at once instead
-/// of waiting out the hog's slice. No privilege needed; `slice_ns` is
-/// clamped by the kernel to 0.1-100 ms. Kernels before 6.12 accept the call
-/// and ignore the slice. Returns the error of `sched_setattr` when refused.
+/// of waiting out the hog's slice. The thread's policy and nice value stay
+/// as they are. No privilege needed; `slice_ns` is clamped by the kernel to
+/// 0.1-100 ms. Kernels before 6.12 accept the call and ignore the slice.
+/// Returns the error of `sched_getattr`/`sched_setattr` when refused.
 pub fn request_fair_slice(slice_ns: u64) -> std::io::Result<()> {
-    let attr = SchedAttr { size: std::mem::size_of::<SchedAttr>() as u32, policy: libc::SCHED_OTHER as u32, runtime: slice_ns, ..Default::default() };
+    let mut attr = sched_attr()?;
+    attr.size = std::mem::size_of::<SchedAttr>() as u32;
+    attr.runtime = slice_ns;
     // SAFETY: a valid, initialised sched_attr of the size it states; pid 0 is the calling thread.
     let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0u32) };
     if rc != 0 {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// The calling thread's scheduling attributes.
+fn sched_attr() -> std::io::Result<SchedAttr> {
+    let mut attr = SchedAttr::default();
+    // SAFETY: a writable sched_attr; the size passed is its size; pid 0 is the calling thread.
+    let rc = unsafe { libc::syscall(libc::SYS_sched_getattr, 0, &mut attr as *mut SchedAttr, std::mem::size_of::<SchedAttr>() as u32, 0u32) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(attr)
 }
 
 /// Whether the calling thread runs under the fair scheduler (SCHED_OTHER,
@@ -96,13 +110,7 @@ pub fn is_fair_policy() -> bool {
 
 /// The calling thread's fair-scheduler slice request in ns (0: the default).
 pub fn fair_slice() -> std::io::Result<u64> {
-    let mut attr = SchedAttr::default();
-    // SAFETY: a writable sched_attr; the size passed is its size; pid 0 is the calling thread.
-    let rc = unsafe { libc::syscall(libc::SYS_sched_getattr, 0, &mut attr as *mut SchedAttr, std::mem::size_of::<SchedAttr>() as u32, 0u32) };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(attr.runtime)
+    sched_attr().map(|a| a.runtime)
 }
 
 #[cfg(test)]
@@ -112,10 +120,19 @@ mod tests {
     #[test]
     fn a_thread_can_ask_for_a_short_fair_slice() {
         std::thread::spawn(|| {
+            // A thread running niced (as under `nice -n 5`) keeps its nice value:
+            // the slice request changes nothing else (raising priority back to
+            // nice 0 would need CAP_SYS_NICE).
+            // SAFETY: setpriority on the calling thread (tid), which exists.
+            let tid = unsafe { libc::gettid() } as libc::id_t;
+            assert_eq!(unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, 5) }, 0);
             request_fair_slice(200_000).expect("sched_setattr SCHED_OTHER needs no privilege");
             // 6.12+ keeps the request (sched_getattr reports it); older kernels report 0.
             let got = fair_slice().unwrap();
             assert!(got == 200_000 || got == 0, "slice {got}");
+            // SAFETY: getpriority on the calling thread.
+            assert_eq!(unsafe { libc::getpriority(libc::PRIO_PROCESS, tid) }, 5, "the nice value is kept");
+            assert!(is_fair_policy());
         })
         .join()
         .unwrap();
