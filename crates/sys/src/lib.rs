@@ -8,7 +8,7 @@
 //! scheduler accounts to it ([`thread`]), where libbpf's own
 //! messages go ([`liblog`]), and the
 //! undo registry that puts host changes back on SIGINT/SIGTERM
-//! ([`cleanup`]). The datapaths, the classifier and the tuning layer hold no
+//! ([`cleanup`]), and the one atomic, durable file write ([`fsutil`]). The datapaths, the classifier and the tuning layer hold no
 //! copies of any of this: the rule in ARCHITECTURE.md is that code above this
 //! crate does not call `setns`, `ioctl` or `bpf_link_*` itself.
 //!
@@ -23,6 +23,7 @@ pub mod caps;
 pub mod cleanup;
 pub mod error;
 pub mod ethtool;
+pub mod fsutil;
 pub mod liblog;
 pub mod neigh;
 pub mod netdev;
