@@ -63,11 +63,7 @@ fn c_block_compiles_against_the_header() {
     let body = block("c");
     let (includes, code): (Vec<&str>, Vec<&str>) = body.lines().partition(|l| l.trim_start().starts_with("#include"));
     assert!(includes.iter().any(|l| l.contains("<detpath.h>")), "the C block includes detpath.h");
-    let program = format!(
-        "#include <stdio.h>\n{}\nint main(void) {{\n{}\nreturn 0;\n}}\n",
-        includes.join("\n"),
-        code.join("\n")
-    );
+    let program = format!("#include <stdio.h>\n{}\nint main(void) {{\n{}\nreturn 0;\n}}\n", includes.join("\n"), code.join("\n"));
     let dir = scratch("readme-c");
     let src = dir.join("readme.c");
     std::fs::write(&src, program).unwrap();
@@ -88,11 +84,7 @@ fn c_block_compiles_against_the_header() {
         .output()
         .expect("cc (gcc) is installed by the Makefile");
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(
-        out.status.success(),
-        "the README's C block does not compile against detpath.h:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "the README's C block does not compile against detpath.h:\n{}", String::from_utf8_lossy(&out.stderr));
 }
 
 fn nix_root() -> bool {

@@ -1,0 +1,3 @@
+fn main() {
+    detpath_bpf_build::compile("ktrace");
+}

@@ -1,0 +1,179 @@
+//! Loading, attaching and reading the kernel tracer (`bpf/ktrace.bpf.c`).
+//!
+//! One thread owns the BPF object, its links and the ring buffer: it
+//! attaches every program, says it is ready, then drains the ring buffer
+//! every few milliseconds until told to stop, and detaches on its way out.
+//! The links are plain BPF links (file descriptors, never pinned), so
+//! whatever ends the process, a return, a panic, Ctrl-C or SIGKILL, the
+//! kernel detaches the programs when the descriptors close: nothing stays
+//! attached.
+
+use crate::event::{Event, Kind};
+use libbpf_rs::{MapCore, MapFlags, RingBufferBuilder};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ktrace.bpf.o"));
+
+/// The most records one trace keeps (about 80 bytes each in memory); more
+/// are counted as dropped.
+pub const MAX_EVENTS: usize = 20_000_000;
+
+/// How often the ring buffer is drained (16 MiB holds far more than this much of records).
+const DRAIN_EVERY: Duration = Duration::from_millis(10);
+
+/// Why the tracer could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Loading or attaching failed (the error names the capability, memlock or verifier problem).
+    #[error("the kernel tracer: {0}")]
+    Sys(#[from] detpath_sys::Error),
+    /// A libbpf call on the loaded object failed.
+    #[error("the kernel tracer: {what}: {source}")]
+    Bpf {
+        /// What was being done.
+        what: String,
+        /// libbpf's error.
+        source: libbpf_rs::Error,
+    },
+    /// The tracer thread ended without a word (it panicked).
+    #[error("the kernel tracer's thread ended unexpectedly")]
+    ThreadLost,
+}
+
+/// What a stopped tracer recorded.
+#[derive(Clone, Debug, Default)]
+pub struct Trace {
+    /// Every record, in the order the ring buffer gave them (per CPU in time order).
+    pub events: Vec<Event>,
+    /// Records lost: the ring buffer was full, the trace was at [`MAX_EVENTS`], or a record could not be decoded.
+    pub dropped: u64,
+    /// CLOCK_MONOTONIC ns when the programs were attached and detached.
+    pub attached_ns: (u64, u64),
+}
+
+impl Trace {
+    /// How many records of each kind (for a summary line).
+    pub fn count(&self, kind: Kind) -> usize {
+        self.events.iter().filter(|e| e.kind == kind).count()
+    }
+}
+
+/// A running tracer: attached on every core until [`Tracer::stop`] (or drop).
+pub struct Tracer {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<Trace, Error>>>,
+}
+
+impl Tracer {
+    /// Loads and attaches the tracer on every core; returns once it records.
+    /// Needs CAP_BPF and CAP_PERFMON (root has them).
+    pub fn start() -> Result<Tracer, Error> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<(), Error>>();
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("detpath-ktrace".into())
+            .spawn(move || run(flag, ready_tx))
+            .map_err(|e| Error::Bpf { what: "starting its thread".into(), source: libbpf_rs::Error::from(e) })?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(Tracer { stop, thread: Some(thread) }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => match thread.join() {
+                Ok(Err(e)) => Err(e),
+                _ => Err(Error::ThreadLost),
+            },
+        }
+    }
+
+    /// Detaches the programs and returns what they recorded.
+    pub fn stop(mut self) -> Result<Trace, Error> {
+        self.stop.store(true, Ordering::Relaxed);
+        let thread = self.thread.take().expect("a running tracer has its thread");
+        thread.join().map_err(|_| Error::ThreadLost)?
+    }
+}
+
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid, writable timespec; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The tracer thread: load, attach, say ready, drain until stopped, detach.
+fn run(stop: Arc<AtomicBool>, ready: mpsc::Sender<Result<(), Error>>) -> Result<Trace, Error> {
+    let setup = || -> Result<_, Error> {
+        let obj = detpath_sys::xdp::load(OBJECT, "ktrace")?;
+        let mut links = Vec::new();
+        for prog in obj.progs_mut() {
+            let name = prog.name().to_string_lossy().into_owned();
+            let link = prog.attach().map_err(|e| Error::Bpf { what: format!("attaching `{name}`"), source: e })?;
+            links.push(link);
+        }
+        Ok((obj, links))
+    };
+    let (obj, links) = match setup() {
+        Ok(v) => v,
+        Err(e) => {
+            // The error goes to `start`, which returns it; this thread's result is not read.
+            let _ = ready.send(Err(e));
+            return Ok(Trace::default());
+        }
+    };
+    let attached = now_ns();
+    let mut events: Vec<Event> = Vec::new();
+    let mut undecodable = 0u64;
+    let mut over = 0u64;
+    let result = (|| -> Result<(), Error> {
+        let map = obj
+            .maps()
+            .find(|m| m.name() == "kt_events")
+            .ok_or_else(|| Error::Bpf { what: "finding map kt_events".into(), source: libbpf_rs::Error::from_raw_os_error(libc::ENOENT) })?;
+        let mut builder = RingBufferBuilder::new();
+        builder
+            .add(&map, |data: &[u8]| {
+                match Event::decode(data) {
+                    Some(e) if events.len() < MAX_EVENTS => events.push(e),
+                    Some(_) => over += 1,
+                    None => undecodable += 1,
+                }
+                0
+            })
+            .map_err(|e| Error::Bpf { what: "reading the ring buffer".into(), source: e })?;
+        let rb = builder.build().map_err(|e| Error::Bpf { what: "reading the ring buffer".into(), source: e })?;
+        let _ = ready.send(Ok(()));
+        // The programs submit without waking us (BPF_RB_NO_WAKEUP): drain on a clock.
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(DRAIN_EVERY);
+            rb.consume().map_err(|e| Error::Bpf { what: "draining the ring buffer".into(), source: e })?;
+        }
+        // Detach first, then read what is left.
+        drop(links);
+        rb.consume().map_err(|e| Error::Bpf { what: "draining the ring buffer".into(), source: e })?;
+        Ok(())
+    })();
+    let detached = now_ns();
+    result?;
+    let dropped_in_kernel = obj
+        .maps()
+        .find(|m| m.name() == "kt_dropped")
+        .and_then(|m| m.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY).ok().flatten())
+        .map(|per_cpu| per_cpu.iter().filter_map(|v| v.get(..8).map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))).sum())
+        .unwrap_or(0);
+    Ok(Trace { events, dropped: dropped_in_kernel + undecodable + over, attached_ns: (attached, detached) })
+}
