@@ -394,6 +394,7 @@ fn cause_color(c: Cause) -> RGBColor {
         Cause::Steal => RGBColor(23, 190, 207),
         Cause::KernelTime => RGBColor(188, 189, 34),
         Cause::DeferredSoftirq => RGBColor(227, 119, 194),
+        Cause::KernelTraced => RGBColor(44, 160, 44),
         Cause::Unexplained => RGBColor(127, 127, 127),
     }
 }

@@ -26,6 +26,13 @@
 //! threshold: the client was not polling), server slow, then the cause of the worst gap of the
 //! client or server thread that overlaps the round; no overlapping gap:
 //! unexplained.
+//!
+//! With `--trace-kernel` the kernel's own record of the run joins in
+//! (`detpath-ktrace`: interrupts, softirqs, context switches and NAPI polls
+//! per core, by BPF): a round that no gap of either polling thread explains
+//! gets the kernel work that ran on a polling core inside the round and
+//! covered at least half of its excess ([`detpath_ktrace::attribute`] states
+//! the rule), counted by class under *kernel (traced)*.
 
 use crate::records::Record;
 use detpath::sys::thread::{cpu_ns as thread_cpu_ns, involuntary_switches as thread_involuntary_switches};
@@ -342,6 +349,7 @@ pub enum Cause {
     Steal,
     KernelTime,
     DeferredSoftirq,
+    KernelTraced,
     Unexplained,
 }
 
@@ -355,6 +363,7 @@ impl Cause {
             Cause::Steal => "hypervisor steal",
             Cause::KernelTime => "kernel time on the core",
             Cause::DeferredSoftirq => "softirq deferred to ksoftirqd",
+            Cause::KernelTraced => "kernel (traced)",
             Cause::Unexplained => "unexplained",
         }
     }
@@ -400,6 +409,13 @@ pub struct TailReport {
     #[serde(default)]
     pub ksoftirqd: u64,
     pub unexplained: u64,
+    /// Rounds no gap explained that the kernel tracer did (`--trace-kernel`),
+    /// by class of kernel work (`kernel: network softirq`, ...).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub kernel_traced: std::collections::BTreeMap<String, u64>,
+    /// The kernel tracer's own account: records, records lost, and its most frequent causes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_trace: Option<KernelTraceSummary>,
     /// Of the unexplained, rounds that no gap of either polling thread
     /// overlapped: both loops ran, the packet waited elsewhere (in a softirq
     /// deferred to ksoftirqd, in a ring, or on the hypervisor's virtual wire).
@@ -423,6 +439,7 @@ impl TailReport {
             Cause::Steal => self.steal += 1,
             Cause::KernelTime => self.kernel += 1,
             Cause::DeferredSoftirq => self.ksoftirqd += 1,
+            Cause::KernelTraced => {}
             Cause::Unexplained => self.unexplained += 1,
         }
     }
@@ -437,6 +454,7 @@ impl TailReport {
             (self.steal, Cause::Steal),
             (self.kernel, Cause::KernelTime),
             (self.ksoftirqd, Cause::DeferredSoftirq),
+            (self.kernel_traced.values().sum(), Cause::KernelTraced),
             (self.unexplained, Cause::Unexplained),
         ]
         .into_iter()
@@ -448,6 +466,10 @@ impl TailReport {
             .map(|(n, c)| match c {
                 Cause::Unexplained if self.unexplained_no_gap > 0 => {
                     format!("{n} unexplained ({} with no gap in either polling thread)", self.unexplained_no_gap)
+                }
+                Cause::KernelTraced => {
+                    let by: Vec<String> = self.kernel_traced.iter().map(|(class, k)| format!("{k} {}", class.trim_start_matches("kernel: "))).collect();
+                    format!("{n} kernel, traced ({})", by.join(", "))
                 }
                 _ => format!("{n} {}", c.describe()),
             })
@@ -522,10 +544,46 @@ fn deferred_softirq(threads: &[ThreadGaps], samples: &[CpuSample], start: u64, e
     })
 }
 
+/// What the kernel tracer recorded during a run, ready to join with its rounds.
+pub struct KernelTrace {
+    /// The trace as intervals per core.
+    pub timeline: detpath_ktrace::Timeline,
+    /// The polling cores (the client's and the server's).
+    pub cores: Vec<u32>,
+    /// The polling threads' ids (never a cause).
+    pub own_tids: Vec<u32>,
+    /// Records and records lost.
+    pub events: u64,
+    pub dropped: u64,
+}
+
+/// The tracer's account in a run's tail section.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KernelTraceSummary {
+    pub events: u64,
+    pub dropped: u64,
+    /// The rule a kernel cause had to meet.
+    pub rule: String,
+    /// The most frequent kernel causes with the work that met the rule (`softirq NET_RX on cpu 1`), with counts.
+    pub top: Vec<(String, u64)>,
+}
+
 /// Attributes every round slower than `threshold_ns` (see the module docs).
 /// Gap times are given from the first measured send (the timeline's zero);
 /// `start_ns` (the run's first scheduled send) when no round was sent.
 pub fn attribute(records: &[Record], threshold_ns: u64, threads: &[ThreadGaps], samples: &[CpuSample], start_ns: u64) -> TailReport {
+    attribute_traced(records, threshold_ns, threads, samples, start_ns, None)
+}
+
+/// [`attribute`], with the kernel tracer's record for the rounds no gap explains.
+pub fn attribute_traced(
+    records: &[Record],
+    threshold_ns: u64,
+    threads: &[ThreadGaps],
+    samples: &[CpuSample],
+    start_ns: u64,
+    kernel: Option<&KernelTrace>,
+) -> TailReport {
     let start_ns = records.iter().map(|r| r.client_send_ns).filter(|&t| t != 0).min().unwrap_or(start_ns);
     let mut report = TailReport {
         threshold_us: threshold_ns as f64 / 1e3,
@@ -564,6 +622,12 @@ pub fn attribute(records: &[Record], threshold_ns: u64, threads: &[ThreadGaps], 
     largest.sort_by(|a, b| b.len_us.total_cmp(&a.len_us));
     largest.truncate(10);
     report.largest_gaps = largest;
+    let median_ns = {
+        let mut l: Vec<u64> = records.iter().filter_map(Record::latency_ns).collect();
+        l.sort_unstable();
+        l.get(l.len() / 2).copied().unwrap_or(0)
+    };
+    let mut top: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
     for (i, r) in records.iter().enumerate() {
         let Some(lat) = r.latency_ns() else { continue };
         if lat <= threshold_ns {
@@ -587,6 +651,14 @@ pub fn attribute(records: &[Record], threshold_ns: u64, threads: &[ThreadGaps], 
                 gs[from..].iter().take_while(|(g, _)| g.start_ns <= r.client_recv_ns).map(|(_, c)| *c)
             });
             overlapping.min().unwrap_or_else(|| {
+                if let Some(k) = kernel {
+                    let round = detpath_ktrace::Round { start_ns: r.client_send_ns, end_ns: r.client_recv_ns, excess_ns: 2 * lat.saturating_sub(median_ns) };
+                    if let Some(c) = detpath_ktrace::attribute(&k.timeline, &round, &k.cores, &k.own_tids) {
+                        *report.kernel_traced.entry(c.work.class().to_string()).or_default() += 1;
+                        *top.entry(format!("{} on cpu {}", c.work.label(), c.cpu)).or_default() += 1;
+                        return Cause::KernelTraced;
+                    }
+                }
                 if deferred_softirq(threads, samples, r.client_send_ns, r.client_recv_ns) {
                     return Cause::DeferredSoftirq;
                 }
@@ -595,6 +667,22 @@ pub fn attribute(records: &[Record], threshold_ns: u64, threads: &[ThreadGaps], 
             })
         };
         report.count(cause);
+    }
+    if let Some(k) = kernel {
+        let mut top: Vec<(String, u64)> = top.into_iter().collect();
+        top.sort_by_key(|t| std::cmp::Reverse(t.1));
+        top.truncate(8);
+        report.kernel_trace = Some(KernelTraceSummary {
+            events: k.events,
+            dropped: k.dropped,
+            rule: format!(
+                "kernel work on a polling core (cpus {:?}) inside the round, one kind per core (an IRQ line, a softirq vector, the timer, IPIs, other tasks), covering at least {:.0}% of the round's excess over the median round trip",
+                k.cores,
+                detpath_ktrace::SHARE * 100.0
+            ),
+            top,
+        });
+        report.method.push_str("; kernel tracer (BPF raw tracepoints: irq, timer, IPIs, softirq, sched_switch, napi_poll) for rounds no gap explains");
     }
     report
 }
@@ -637,6 +725,35 @@ mod tests {
             send_lateness_ns: lateness,
             status: Status::Ok,
         }
+    }
+
+    #[test]
+    fn the_kernel_trace_explains_a_no_gap_round_only_when_it_covers_half_the_excess() {
+        use detpath_ktrace::{Event, Kind, Timeline};
+        // 100 rounds of 10 us one-way, 1 ms apart; round 50 took 60 us one-way
+        // (100 us of excess round trip), round 70 took 60 us too.
+        let mut records: Vec<Record> = (0..100).map(|i| rec(i, 1_000_000 + i * 1_000_000, 10_000, 0, 500)).collect();
+        records[50] = rec(50, 51_000_000, 60_000, 0, 500);
+        records[70] = rec(70, 71_000_000, 60_000, 0, 500);
+        let ev =
+            |cpu: u32, kind: Kind, num: u16, start: u64, end: u64| Event { start_ns: start, end_ns: end, cpu, kind, num, pid: 0, arg: 0, comm: String::new() };
+        let trace = KernelTrace {
+            // Round 50: 70 us of NET_RX on the server's core; round 70: only a 4 us tick.
+            timeline: Timeline::new(&[ev(1, Kind::Softirq, 3, 51_010_000, 51_080_000), ev(0, Kind::Timer, 0, 71_010_000, 71_014_000)]),
+            cores: vec![0, 1],
+            own_tids: vec![],
+            events: 2,
+            dropped: 0,
+        };
+        let threads = [ThreadGaps { thread: "client", cpu: Some(0), gaps: vec![] }, ThreadGaps { thread: "server", cpu: Some(1), gaps: vec![] }];
+        let r = attribute_traced(&records, 30_000, &threads, &[], 0, Some(&trace));
+        assert_eq!(r.rounds, 2);
+        assert_eq!(r.kernel_traced.get("kernel: network softirq"), Some(&1), "{r:?}");
+        assert_eq!((r.unexplained, r.unexplained_no_gap), (1, 1), "the tick alone explains nothing");
+        assert!(r.line().contains("1 kernel, traced (1 network softirq)"), "{}", r.line());
+        assert_eq!(r.kernel_trace.as_ref().unwrap().top, vec![("softirq NET_RX on cpu 1".to_string(), 1)]);
+        // Without the trace both stay unexplained, as before.
+        assert_eq!(attribute(&records, 30_000, &threads, &[], 0).unexplained, 2);
     }
 
     #[test]
