@@ -80,14 +80,21 @@ impl Participant {
         let (status, key) = super::reader::inline_info(d.inline_qos);
         let gone = status & (status_info::DISPOSED | status_info::UNREGISTERED) != 0 || d.key_flag || d.payload.is_none();
         if gone {
+            // A goodbye. It is taken once nothing more comes from the
+            // participant for a moment: a corrupted announcement can look
+            // like a goodbye, and must not end a session that is alive.
             let prefix = key.map(|k| Guid::from_bytes(k).prefix).unwrap_or(src_prefix);
-            self.drop_participant(prefix, LostReason::Disposed);
+            if let Some(rp) = self.remote_participants.iter_mut().find(|r| r.data.guid_prefix == prefix) {
+                rp.disposed = true;
+                rp.last_seen_ns = now;
+            }
             return;
         }
         let Some(payload) = d.payload else { return };
         if let Some(rp) = self.remote_participants.iter_mut().find(|r| r.data.guid_prefix == src_prefix) {
             if rp.raw == payload {
                 rp.last_seen_ns = now;
+                rp.disposed = false;
                 return;
             }
         }
@@ -118,18 +125,29 @@ impl Participant {
             rp.meta_addr = meta_addr;
             rp.default_addr = default_addr;
             rp.data = pd;
+            rp.disposed = false;
             rp.raw.clear();
             rp.raw.extend_from_slice(payload);
             return;
         }
-        if self.remote_participants.len() >= self.cfg.max_remote_participants {
+        let configured = self.is_configured_peer(src);
+        if self.remote_participants.len() >= self.cfg.max_remote_participants && !self.evict_for(now, configured) {
             self.counters.discovery_over_limit += 1;
             return;
         }
         let prefix = pd.guid_prefix;
         let bes = pd.builtin_endpoints;
         let user_data = pd.user_data.clone();
-        self.remote_participants.push(RemoteParticipant { data: pd, raw: payload.to_vec(), meta_addr, default_addr, last_seen_ns: now });
+        self.remote_participants.push(RemoteParticipant {
+            data: pd,
+            raw: payload.to_vec(),
+            meta_addr,
+            default_addr,
+            last_seen_ns: now,
+            added_ns: now,
+            configured,
+            disposed: false,
+        });
         self.counters.participants_discovered += 1;
         self.push_event(Event::ParticipantDiscovered { prefix, user_data });
         // Its SEDP built-in endpoints are matched with ours at the next timeout.
@@ -137,6 +155,39 @@ impl Participant {
         if !self.spdp_replies.contains(&meta_addr) {
             self.spdp_replies.push(meta_addr);
         }
+    }
+
+    /// Whether `src` is one of the peers the configuration sends SPDP to
+    /// (same IPv4 address, or same MAC for raweth; any port).
+    fn is_configured_peer(&self, src: Addr) -> bool {
+        self.cfg.spdp_targets.iter().any(|t| match (t, src) {
+            (Addr::Udp(t), Addr::Udp(s)) => t.ip() == s.ip() && !t.ip().is_multicast(),
+            (Addr::Eth(t), Addr::Eth(s)) => t.mac == s.mac && !t.is_group(),
+            _ => false,
+        })
+    }
+
+    /// The participant table is full: makes room for a newcomer by evicting
+    /// the least recently seen participant that has announced no endpoint
+    /// and is past its probation (forged announcements never announce
+    /// endpoints; a real peer does within milliseconds). A configured peer
+    /// may also evict any participant that is not configured. False when
+    /// nobody may go: the newcomer is refused (and counted).
+    fn evict_for(&mut self, now: u64, configured: bool) -> bool {
+        let has_endpoints = |p: GuidPrefix| self.remote_endpoints.iter().any(|e| e.data.guid.prefix == p);
+        let pick = |strict: bool| {
+            self.remote_participants
+                .iter()
+                .filter(|r| !r.configured)
+                .filter(|r| !strict || (!has_endpoints(r.data.guid_prefix) && now >= r.added_ns.saturating_add(PROBATION_NS)))
+                .min_by_key(|r| (has_endpoints(r.data.guid_prefix), r.last_seen_ns))
+                .map(|r| r.data.guid_prefix)
+        };
+        let victim = pick(true).or_else(|| if configured { pick(false) } else { None });
+        let Some(prefix) = victim else { return false };
+        self.counters.participants_evicted += 1;
+        self.drop_participant(prefix, LostReason::Evicted);
+        true
     }
 
     /// Matches our SEDP built-in endpoints with a new participant's.
