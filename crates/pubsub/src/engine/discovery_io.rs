@@ -27,6 +27,36 @@ pub(super) fn usable(local: Addr) -> impl Fn(&Locator) -> Option<Addr> {
     }
 }
 
+/// Where to reach a participant that announced `locators` in a datagram
+/// from `src`: the announced locator on the source's IPv4 address, or else
+/// (none of them is: a forged or corrupted announcement, or a host that
+/// sends from another address than it announces) the source address with
+/// the first announced port. An announcement cannot point this node's
+/// traffic (SPDP replies, SEDP, heartbeats) at an arbitrary host, where an
+/// unresolvable neighbour would stall the sender. True when the announced
+/// locators were not used.
+fn trusted(mut locators: impl Iterator<Item = Addr>, src: Addr) -> (Addr, bool) {
+    let first = locators.next();
+    let Some(first) = first else { return (src, false) };
+    match (first, src) {
+        (Addr::Udp(_), Addr::Udp(s)) => {
+            let same = |a: &Addr| matches!(a, Addr::Udp(u) if u.ip() == s.ip());
+            if same(&first) {
+                return (first, false);
+            }
+            if let Some(a) = locators.find(same) {
+                return (a, false);
+            }
+            let port = match first {
+                Addr::Udp(u) => u.port(),
+                Addr::Eth(_) => s.port(),
+            };
+            (Addr::Udp(std::net::SocketAddrV4::new(*s.ip(), port)), true)
+        }
+        _ => (first, false),
+    }
+}
+
 impl Participant {
     /// Sends our SPDP announcement (or, with `dispose`, our goodbye) to `dst`.
     pub(super) fn send_spdp(&mut self, out: &mut dyn Outbox, dst: Addr, dispose: bool) {
@@ -118,8 +148,12 @@ impl Participant {
             self.counters.discovery_rejected += 1;
             return;
         }
-        let meta_addr = pd.metatraffic_unicast.iter().find_map(usable(self.cfg.local)).unwrap_or(src);
-        let default_addr = pd.default_unicast.iter().find_map(usable(self.cfg.local)).unwrap_or(meta_addr);
+        let (meta_addr, m1) = trusted(pd.metatraffic_unicast.iter().filter_map(usable(self.cfg.local)), src);
+        let (default_addr, m2) = trusted(pd.default_unicast.iter().filter_map(usable(self.cfg.local)), src);
+        let default_addr = if pd.default_unicast.is_empty() { meta_addr } else { default_addr };
+        if m1 || m2 {
+            self.counters.locators_untrusted += 1;
+        }
         if let Some(rp) = self.remote_participants.iter_mut().find(|r| r.data.guid_prefix == pd.guid_prefix) {
             rp.last_seen_ns = now;
             rp.meta_addr = meta_addr;

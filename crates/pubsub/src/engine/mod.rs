@@ -174,6 +174,9 @@ pub struct Counters {
     /// Participants or endpoints not admitted because the limits were reached.
     pub discovery_over_limit: u64,
     pub participants_discovered: u64,
+    /// SPDP announcements whose unicast locators were not on the sender's
+    /// address: the sender's address was used instead.
+    pub locators_untrusted: u64,
     /// Participants dropped from a full table to make room (see [`LostReason::Evicted`]).
     pub participants_evicted: u64,
     pub leases_expired: u64,

@@ -108,23 +108,29 @@ impl WriterProxy {
     fn bound(&self) -> i64 {
         self.known_high().saturating_add(SN_SLACK)
     }
-    /// `n` samples skipped from `from` on are counted lost (and remembered, in
-    /// case the skip proves forged).
-    fn count_lost(&mut self, ctx: &mut Ctx<'_>, from: i64, n: u64) {
-        self.lost += n;
-        ctx.counters.data_lost += n;
+    /// `n` samples skipped from `from` on: lost, once the writer's next
+    /// sample in order confirms the skip ([`commit_lost`](Self::commit_lost));
+    /// a skip a forged message caused is never confirmed (the real samples
+    /// all look old until we resynchronise) and so never counted.
+    fn count_lost(&mut self, from: i64, n: u64) {
         if self.suspect_lost == 0 {
             self.skip_from = from;
         }
         self.suspect_lost += n;
     }
+    /// A real sample arrived in order after a skip: the skip was the writer's.
+    fn commit_lost(&mut self, ctx: &mut Ctx<'_>) {
+        if self.suspect_lost > 0 {
+            self.lost += self.suspect_lost;
+            ctx.counters.data_lost += self.suspect_lost;
+            self.suspect_lost = 0;
+            self.skip_from = 0;
+        }
+    }
     /// Our state ran ahead of what the writer sent (a forged HEARTBEAT, GAP
     /// or DATA moved it): expect `next` again, forget the reorder window, and
     /// take back the loss the forged skip counted.
     fn resync(&mut self, ctx: &mut Ctx<'_>, next: i64) {
-        let undo = self.suspect_lost.min(self.lost);
-        self.lost -= undo;
-        ctx.counters.data_lost = ctx.counters.data_lost.saturating_sub(undo);
         self.suspect_lost = 0;
         self.skip_from = 0;
         self.window.clear_all();
@@ -302,12 +308,18 @@ impl ReaderCore {
             implausible(ctx, &mut self.implausible);
             return;
         }
+        if p.synced && sn > p.bound() {
+            // Confirmed: the writer has reached `sn` (its next heartbeat moves us there).
+            p.data_high = sn;
+        }
         if p.synced && sn < p.next_sn {
             // Old. A few in a row, rising, from well before what we expect
             // (the writer resends nothing that old to a reader in step with
             // it): our expectation was forged; take the writer's word.
-            let far = sn < p.next_sn - p.window.capacity() as i64 || !p.reliable;
-            if far && p.behind_data.confirm(sn, sn) {
+            // Best effort only: a reliable writer resends ranges of old
+            // samples on its own (after a lost ACKNACK), so there only its
+            // heartbeats say that our expectation ran ahead of it.
+            if !p.reliable && p.behind_data.confirm(sn, sn) {
                 let from = if p.skip_from > 0 && p.skip_from <= sn { p.skip_from } else { sn };
                 let honest_gap = (sn - from) as u64;
                 p.resync(ctx, from);
@@ -318,9 +330,6 @@ impl ReaderCore {
                     p.next_sn = sn;
                 }
             } else {
-                if !far {
-                    p.behind_data.clear();
-                }
                 ctx.counters.data_duplicate += 1;
                 return;
             }
@@ -349,9 +358,9 @@ impl ReaderCore {
             if let Deliver::Ok | Deliver::Refused = self.cache.deliver(meta, payload) {
                 if skipped > 0 {
                     let from = p.next_sn;
-                    p.count_lost(ctx, from, skipped);
+                    p.count_lost(from, skipped);
                 } else {
-                    p.suspect_lost = 0;
+                    p.commit_lost(ctx);
                 }
                 p.data_high = p.data_high.max(sn);
                 p.next_sn = sn + 1;
@@ -369,7 +378,7 @@ impl ReaderCore {
             match self.cache.deliver(meta, payload) {
                 Deliver::Ok | Deliver::Refused => {
                     // A real sample in order: the last skip stands.
-                    p.suspect_lost = 0;
+                    p.commit_lost(ctx);
                     p.next_sn += 1;
                     p.received += 1;
                     self.last_sample_ns = now;
@@ -450,7 +459,7 @@ impl ReaderCore {
             }
             if count_lost {
                 let from = p.next_sn;
-                p.count_lost(ctx, from, span as u64);
+                p.count_lost(from, span as u64);
             } else {
                 ctx.counters.gap_skipped += span as u64;
             }
@@ -465,7 +474,7 @@ impl ReaderCore {
                     slot.len = 0;
                     if count_lost {
                         let from = p.next_sn;
-                        p.count_lost(ctx, from, 1);
+                        p.count_lost(from, 1);
                     } else {
                         ctx.counters.gap_skipped += 1;
                     }
@@ -475,7 +484,7 @@ impl ReaderCore {
             if beyond > 0 {
                 if count_lost {
                     let from = p.next_sn;
-                    p.count_lost(ctx, from, beyond as u64);
+                    p.count_lost(from, beyond as u64);
                 } else {
                     ctx.counters.gap_skipped += beyond as u64;
                 }
@@ -590,7 +599,10 @@ impl ReaderCore {
         // RTPS 8.3.7.5: firstSN >= 1, lastSN >= 0, lastSN >= firstSN - 1; and
         // no further past what the writer is known to have reached than a
         // slack, unless the next heartbeats agree (a real loss that long).
-        if first < 1 || last < 0 || last < first - 1 || (p.synced && last > p.bound() && !p.ahead.confirm(last, hb.count as i64)) {
+        // A real jump that far is confirmed by the writer's samples (DATA),
+        // never by heartbeats alone: a forged heartbeat repeated with rising
+        // counts would otherwise carry our expectations with it.
+        if first < 1 || last < 0 || last < first - 1 || (p.synced && last > p.bound()) {
             implausible(ctx, &mut self.implausible);
             return true;
         }
