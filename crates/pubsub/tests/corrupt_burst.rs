@@ -115,7 +115,7 @@ fn scenario(datapath: &str, ddsperf_ping: bool) {
     let end = if ddsperf_ping { counts.len() } else { counts.len().saturating_sub(1) };
     let late: Vec<(f64, u64)> = counts[..end].iter().copied().filter(|(t, _)| *t - 1.0 >= burst_end + 5.0).collect();
     assert!(!late.is_empty() && late[0].0 <= burst_end + 7.5, "no round trips from 5 s after the burst on: {counts:?}");
-    assert!(late.iter().all(|(_, c)| *c > 0) && late.windows(2).all(|w| w[1].0 - w[0].0 < 1.5), "round trips stopped again: {counts:?}");
+    assert!(late.iter().all(|(_, c)| *c > 0) && late.windows(2).all(|w| w[1].0 - w[0].0 < 2.5), "round trips stopped again: {counts:?}");
     let e = &out.engine;
     assert!(e.rx_malformed + e.implausible > 50, "the burst did not reach the pong: {e:?}");
     // A 1 kHz ping sends at most ~1,500 pings during the burst: only those can really be lost.

@@ -87,6 +87,8 @@ pub(crate) struct WriterProxy {
     /// never got that far).
     suspect_lost: u64,
     skip_from: i64,
+    /// Highest sequence number delivered: a sample at or below it is never counted lost.
+    delivered_high: i64,
     /// Highest sequence number NACKed, and when (NACK rate limit).
     nacked_high: i64,
     nacked_ns: u64,
@@ -106,7 +108,9 @@ impl WriterProxy {
     }
     /// The highest sequence number a claim may name and be applied at once.
     fn bound(&self) -> i64 {
-        self.known_high().saturating_add(SN_SLACK)
+        // Not from heartbeats: a forged heartbeat within the bound must not
+        // widen it for the next.
+        self.data_high.max(self.next_sn - 1).saturating_add(SN_SLACK)
     }
     /// `n` samples skipped from `from` on: lost, once the writer's next
     /// sample in order confirms the skip ([`commit_lost`](Self::commit_lost));
@@ -116,7 +120,11 @@ impl WriterProxy {
         if self.suspect_lost == 0 {
             self.skip_from = from;
         }
-        self.suspect_lost += n;
+        // What was delivered before (and is skipped again after we were
+        // pulled back, e.g. by a replayed heartbeat) was not lost.
+        let end = from.saturating_add(n as i64);
+        let from = from.max(self.delivered_high + 1);
+        self.suspect_lost += (end - from).max(0) as u64;
     }
     /// A real sample arrived in order after a skip: the skip was the writer's.
     fn commit_lost(&mut self, ctx: &mut Ctx<'_>) {
@@ -248,6 +256,7 @@ impl ReaderCore {
             behind_data: JumpGuard::default(),
             suspect_lost: 0,
             skip_from: 0,
+            delivered_high: 0,
             nacked_high: 0,
             nacked_ns: 0,
             acknack_count: 0,
@@ -316,10 +325,16 @@ impl ReaderCore {
             // Old. A few in a row, rising, from well before what we expect
             // (the writer resends nothing that old to a reader in step with
             // it): our expectation was forged; take the writer's word.
-            // Best effort only: a reliable writer resends ranges of old
-            // samples on its own (after a lost ACKNACK), so there only its
-            // heartbeats say that our expectation ran ahead of it.
-            if !p.reliable && p.behind_data.confirm(sn, sn) {
+            if p.reliable && p.suspect_lost > 0 && sn >= p.skip_from {
+                // A sample the last skip gave up on: the writer still has
+                // it, so the skip was not the writer's (a forged or corrupted
+                // heartbeat). Expect again from where the skip started.
+                let from = p.skip_from;
+                p.resync(ctx, from);
+            } else if !p.reliable && p.behind_data.confirm(sn, sn) {
+                // Best effort only: a reliable writer resends ranges of old
+                // samples on its own (after a lost ACKNACK), so there only its
+                // heartbeats say that our expectation ran ahead of it.
                 let from = if p.skip_from > 0 && p.skip_from <= sn { p.skip_from } else { sn };
                 let honest_gap = (sn - from) as u64;
                 p.resync(ctx, from);
@@ -363,6 +378,7 @@ impl ReaderCore {
                     p.commit_lost(ctx);
                 }
                 p.data_high = p.data_high.max(sn);
+                p.delivered_high = p.delivered_high.max(sn);
                 p.next_sn = sn + 1;
                 p.received += 1;
                 self.last_sample_ns = now;
@@ -379,6 +395,7 @@ impl ReaderCore {
                 Deliver::Ok | Deliver::Refused => {
                     // A real sample in order: the last skip stands.
                     p.commit_lost(ctx);
+                    p.delivered_high = p.delivered_high.max(sn);
                     p.next_sn += 1;
                     p.received += 1;
                     self.last_sample_ns = now;
@@ -422,6 +439,7 @@ impl ReaderCore {
             match self.cache.deliver(meta, slot.payload()) {
                 Deliver::Ok | Deliver::Refused => {
                     p.window.clear(sn);
+                    p.delivered_high = p.delivered_high.max(sn);
                     p.next_sn += 1;
                     p.received += 1;
                     self.last_sample_ns = now;
@@ -473,8 +491,7 @@ impl ReaderCore {
                     slot.meta = SampleMeta { sn, irrelevant: true, ..Default::default() };
                     slot.len = 0;
                     if count_lost {
-                        let from = p.next_sn;
-                        p.count_lost(from, 1);
+                        p.count_lost(sn, 1);
                     } else {
                         ctx.counters.gap_skipped += 1;
                     }
@@ -483,7 +500,7 @@ impl ReaderCore {
             let beyond = span - span.min(cap);
             if beyond > 0 {
                 if count_lost {
-                    let from = p.next_sn;
+                    let from = p.next_sn + span.min(cap);
                     p.count_lost(from, beyond as u64);
                 } else {
                     ctx.counters.gap_skipped += beyond as u64;
@@ -610,7 +627,10 @@ impl ReaderCore {
             // The writer says it never wrote what we think we have: this
             // heartbeat is old or forged, or our state is. Rising heartbeats
             // that keep saying so are the writer's word: resynchronise.
-            if !p.behind_hb.confirm(last, hb.count as i64) {
+            // Only heartbeats newer than any before count (a replayed old
+            // heartbeat says the same and must not pull us back).
+            let fresh = p.hb_count.check(hb.count) != CountVerdict::Stale;
+            if !fresh || !p.behind_hb.confirm(last, hb.count as i64) {
                 ctx.counters.heartbeats_stale += 1;
                 return true;
             }
