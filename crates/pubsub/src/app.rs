@@ -180,6 +180,12 @@ pub struct CountersJson {
     pub nacks_suppressed: u64,
     pub gaps_sent: u64,
     pub discovery_rejected: u64,
+    /// Participants or endpoints refused or evicted because the tables were full.
+    pub discovery_over_limit: u64,
+    /// Sequence numbers and counts refused as implausible (corrupted or forged RTPS).
+    pub implausible: u64,
+    /// State a forged message had changed, won back from the real peer's traffic.
+    pub resyncs: u64,
 }
 
 impl From<Counters> for CountersJson {
@@ -198,6 +204,9 @@ impl From<Counters> for CountersJson {
             nacks_suppressed: c.nacks_suppressed,
             gaps_sent: c.gaps_sent,
             discovery_rejected: c.discovery_rejected,
+            discovery_over_limit: c.discovery_over_limit,
+            implausible: c.implausible,
+            resyncs: c.resyncs,
         }
     }
 }

@@ -27,6 +27,36 @@ pub(super) fn usable(local: Addr) -> impl Fn(&Locator) -> Option<Addr> {
     }
 }
 
+/// Where to reach a participant that announced `locators` in a datagram
+/// from `src`: the announced locator on the source's IPv4 address, or else
+/// (none of them is: a forged or corrupted announcement, or a host that
+/// sends from another address than it announces) the source address with
+/// the first announced port. An announcement cannot point this node's
+/// traffic (SPDP replies, SEDP, heartbeats) at an arbitrary host, where an
+/// unresolvable neighbour would stall the sender. True when the announced
+/// locators were not used.
+fn trusted(mut locators: impl Iterator<Item = Addr>, src: Addr) -> (Addr, bool) {
+    let first = locators.next();
+    let Some(first) = first else { return (src, false) };
+    match (first, src) {
+        (Addr::Udp(_), Addr::Udp(s)) => {
+            let same = |a: &Addr| matches!(a, Addr::Udp(u) if u.ip() == s.ip());
+            if same(&first) {
+                return (first, false);
+            }
+            if let Some(a) = locators.find(same) {
+                return (a, false);
+            }
+            let port = match first {
+                Addr::Udp(u) => u.port(),
+                Addr::Eth(_) => s.port(),
+            };
+            (Addr::Udp(std::net::SocketAddrV4::new(*s.ip(), port)), true)
+        }
+        _ => (first, false),
+    }
+}
+
 impl Participant {
     /// Sends our SPDP announcement (or, with `dispose`, our goodbye) to `dst`.
     pub(super) fn send_spdp(&mut self, out: &mut dyn Outbox, dst: Addr, dispose: bool) {
@@ -80,14 +110,21 @@ impl Participant {
         let (status, key) = super::reader::inline_info(d.inline_qos);
         let gone = status & (status_info::DISPOSED | status_info::UNREGISTERED) != 0 || d.key_flag || d.payload.is_none();
         if gone {
+            // A goodbye. It is taken once nothing more comes from the
+            // participant for a moment: a corrupted announcement can look
+            // like a goodbye, and must not end a session that is alive.
             let prefix = key.map(|k| Guid::from_bytes(k).prefix).unwrap_or(src_prefix);
-            self.drop_participant(prefix, LostReason::Disposed);
+            if let Some(rp) = self.remote_participants.iter_mut().find(|r| r.data.guid_prefix == prefix) {
+                rp.disposed = true;
+                rp.last_seen_ns = now;
+            }
             return;
         }
         let Some(payload) = d.payload else { return };
         if let Some(rp) = self.remote_participants.iter_mut().find(|r| r.data.guid_prefix == src_prefix) {
             if rp.raw == payload {
                 rp.last_seen_ns = now;
+                rp.disposed = false;
                 return;
             }
         }
@@ -111,25 +148,40 @@ impl Participant {
             self.counters.discovery_rejected += 1;
             return;
         }
-        let meta_addr = pd.metatraffic_unicast.iter().find_map(usable(self.cfg.local)).unwrap_or(src);
-        let default_addr = pd.default_unicast.iter().find_map(usable(self.cfg.local)).unwrap_or(meta_addr);
+        let (meta_addr, m1) = trusted(pd.metatraffic_unicast.iter().filter_map(usable(self.cfg.local)), src);
+        let (default_addr, m2) = trusted(pd.default_unicast.iter().filter_map(usable(self.cfg.local)), src);
+        let default_addr = if pd.default_unicast.is_empty() { meta_addr } else { default_addr };
+        if m1 || m2 {
+            self.counters.locators_untrusted += 1;
+        }
         if let Some(rp) = self.remote_participants.iter_mut().find(|r| r.data.guid_prefix == pd.guid_prefix) {
             rp.last_seen_ns = now;
             rp.meta_addr = meta_addr;
             rp.default_addr = default_addr;
             rp.data = pd;
+            rp.disposed = false;
             rp.raw.clear();
             rp.raw.extend_from_slice(payload);
             return;
         }
-        if self.remote_participants.len() >= self.cfg.max_remote_participants {
+        let configured = self.is_configured_peer(src);
+        if self.remote_participants.len() >= self.cfg.max_remote_participants && !self.evict_for(now, configured) {
             self.counters.discovery_over_limit += 1;
             return;
         }
         let prefix = pd.guid_prefix;
         let bes = pd.builtin_endpoints;
         let user_data = pd.user_data.clone();
-        self.remote_participants.push(RemoteParticipant { data: pd, raw: payload.to_vec(), meta_addr, default_addr, last_seen_ns: now });
+        self.remote_participants.push(RemoteParticipant {
+            data: pd,
+            raw: payload.to_vec(),
+            meta_addr,
+            default_addr,
+            last_seen_ns: now,
+            added_ns: now,
+            configured,
+            disposed: false,
+        });
         self.counters.participants_discovered += 1;
         self.push_event(Event::ParticipantDiscovered { prefix, user_data });
         // Its SEDP built-in endpoints are matched with ours at the next timeout.
@@ -137,6 +189,39 @@ impl Participant {
         if !self.spdp_replies.contains(&meta_addr) {
             self.spdp_replies.push(meta_addr);
         }
+    }
+
+    /// Whether `src` is one of the peers the configuration sends SPDP to
+    /// (same IPv4 address, or same MAC for raweth; any port).
+    fn is_configured_peer(&self, src: Addr) -> bool {
+        self.cfg.spdp_targets.iter().any(|t| match (t, src) {
+            (Addr::Udp(t), Addr::Udp(s)) => t.ip() == s.ip() && !t.ip().is_multicast(),
+            (Addr::Eth(t), Addr::Eth(s)) => t.mac == s.mac && !t.is_group(),
+            _ => false,
+        })
+    }
+
+    /// The participant table is full: makes room for a newcomer by evicting
+    /// the least recently seen participant that has announced no endpoint
+    /// and is past its probation (forged announcements never announce
+    /// endpoints; a real peer does within milliseconds). A configured peer
+    /// may also evict any participant that is not configured. False when
+    /// nobody may go: the newcomer is refused (and counted).
+    fn evict_for(&mut self, now: u64, configured: bool) -> bool {
+        let has_endpoints = |p: GuidPrefix| self.remote_endpoints.iter().any(|e| e.data.guid.prefix == p);
+        let pick = |strict: bool| {
+            self.remote_participants
+                .iter()
+                .filter(|r| !r.configured)
+                .filter(|r| !strict || (!has_endpoints(r.data.guid_prefix) && now >= r.added_ns.saturating_add(PROBATION_NS)))
+                .min_by_key(|r| (has_endpoints(r.data.guid_prefix), r.last_seen_ns))
+                .map(|r| r.data.guid_prefix)
+        };
+        let victim = pick(true).or_else(|| if configured { pick(false) } else { None });
+        let Some(prefix) = victim else { return false };
+        self.counters.participants_evicted += 1;
+        self.drop_participant(prefix, LostReason::Evicted);
+        true
     }
 
     /// Matches our SEDP built-in endpoints with a new participant's.

@@ -10,6 +10,7 @@
 //! the caller supplies with each write.
 
 mod discovery_io;
+mod guard;
 mod instances;
 pub mod outbox;
 mod reader;
@@ -62,6 +63,8 @@ pub struct Config {
     pub reorder_window: usize,
     /// Largest sample a reader accepts (fragment reassembly bound).
     pub max_sample_size: usize,
+    /// Longest participant lease honoured (a longer or infinite one is cut to this).
+    pub max_lease_ns: i64,
     /// Events kept for the application before the oldest are dropped.
     pub max_events: usize,
     /// Announcements the SEDP built-in writers and readers hold (bounds local endpoints announced at once).
@@ -87,6 +90,7 @@ impl Config {
             max_remote_endpoints: 1024,
             reorder_window: 256,
             max_sample_size: 1 << 20,
+            max_lease_ns: 100_000_000_000,
             max_events: 4096,
             builtin_depth: 256,
         }
@@ -170,9 +174,21 @@ pub struct Counters {
     /// Participants or endpoints not admitted because the limits were reached.
     pub discovery_over_limit: u64,
     pub participants_discovered: u64,
+    /// SPDP announcements whose unicast locators were not on the sender's
+    /// address: the sender's address was used instead.
+    pub locators_untrusted: u64,
+    /// Participants dropped from a full table to make room (see [`LostReason::Evicted`]).
+    pub participants_evicted: u64,
     pub leases_expired: u64,
     pub incompatible_qos: u64,
     pub events_dropped: u64,
+    /// HEARTBEAT, GAP, ACKNACK, DATA (or their fragment kinds) refused as
+    /// implausible: sequence numbers the writer cannot have sent or the
+    /// reader cannot have received, inverted ranges, zero or negative numbers.
+    pub implausible: u64,
+    /// State a forged or corrupted message had changed, won back from the
+    /// real peer's traffic (a count or a reader's expected sequence number).
+    pub resyncs: u64,
 }
 
 /// Handle of a local writer.
@@ -187,6 +203,9 @@ pub struct ReaderId(usize);
 pub enum LostReason {
     LeaseExpired,
     Disposed,
+    /// The participant table was full and a newcomer took its place (it had
+    /// never announced an endpoint, or a configured peer needed the room).
+    Evicted,
 }
 
 /// What happened in discovery, for the application to react to.
@@ -233,6 +252,8 @@ pub struct WriterStatus {
     pub instances: usize,
     /// Writes refused because the instance table was full.
     pub instances_refused: u64,
+    /// ACKNACK/NACK_FRAG from its readers refused as implausible.
+    pub implausible: u64,
 }
 
 /// Status of a reader.
@@ -252,6 +273,8 @@ pub struct ReaderStatus {
     pub instances_refused: u64,
     /// Samples whose key hash the writer sent inline (PID_KEY_HASH) instead of it being computed here.
     pub key_hashes_inline: u64,
+    /// DATA/HEARTBEAT/GAP from its writers refused as implausible.
+    pub implausible: u64,
 }
 
 /// Why a call into the engine failed.
@@ -272,7 +295,35 @@ struct RemoteParticipant {
     meta_addr: Addr,
     default_addr: Addr,
     last_seen_ns: u64,
+    /// When it was admitted (a newcomer may evict it only after a probation).
+    added_ns: u64,
+    /// Its SPDP came from a configured peer's address: never evicted for a newcomer that is not.
+    configured: bool,
+    /// It said goodbye (SPDP dispose): it goes once nothing more comes from
+    /// it for [`DISPOSE_GRACE_NS`], so a corrupted dispose cannot end a live session.
+    disposed: bool,
 }
+
+impl RemoteParticipant {
+    /// Its lease, bounded ([`MIN_LEASE_NS`]..=`max`) so that a forged announcement cannot
+    /// hold a table entry forever nor expire a real peer at once; shortened after a goodbye.
+    fn lease_ns(&self, max: i64) -> u64 {
+        let l = self.data.lease_ns.clamp(MIN_LEASE_NS, max.max(MIN_LEASE_NS)) as u64;
+        if self.disposed {
+            l.min(DISPOSE_GRACE_NS)
+        } else {
+            l
+        }
+    }
+}
+
+/// Shortest lease honoured.
+pub const MIN_LEASE_NS: i64 = 1_000_000_000;
+/// How long a participant that said goodbye stays while nothing more comes from it.
+pub const DISPOSE_GRACE_NS: u64 = 1_000_000_000;
+/// How long a newly admitted participant is safe from eviction by a newcomer
+/// (a real peer announces its endpoints within milliseconds).
+pub const PROBATION_NS: u64 = 3_000_000_000;
 
 struct RemoteEndpoint {
     data: EndpointData,
@@ -746,6 +797,7 @@ impl Participant {
             slot_growths: x.slot_growths,
             instances: x.history.instances(),
             instances_refused: x.instances_refused,
+            implausible: x.implausible,
         }
     }
 
@@ -764,6 +816,7 @@ impl Participant {
             instances: x.cache.instances(),
             instances_refused: x.cache.instances_refused,
             key_hashes_inline: x.key_hashes_inline,
+            implausible: x.implausible,
         }
     }
 
@@ -785,7 +838,7 @@ impl Participant {
             t = t.min(r.next_timeout());
         }
         for rp in &self.remote_participants {
-            t = t.min(rp.last_seen_ns.saturating_add(rp.data.lease_ns.max(0) as u64));
+            t = t.min(rp.last_seen_ns.saturating_add(rp.lease_ns(self.cfg.max_lease_ns)));
         }
         t
     }
@@ -948,11 +1001,14 @@ impl Participant {
         let mut i = 0;
         while i < self.remote_participants.len() {
             let rp = &self.remote_participants[i];
-            let lease = rp.data.lease_ns.max(0) as u64;
+            let lease = rp.lease_ns(self.cfg.max_lease_ns);
             if now > rp.last_seen_ns.saturating_add(lease) {
                 let prefix = rp.data.guid_prefix;
-                self.counters.leases_expired += 1;
-                self.drop_participant(prefix, LostReason::LeaseExpired);
+                let reason = if rp.disposed { LostReason::Disposed } else { LostReason::LeaseExpired };
+                if !rp.disposed {
+                    self.counters.leases_expired += 1;
+                }
+                self.drop_participant(prefix, reason);
             } else {
                 i += 1;
             }
@@ -960,12 +1016,13 @@ impl Participant {
     }
 
     /// Forgets a participant and everything matched with its endpoints.
-    fn drop_participant(&mut self, prefix: GuidPrefix, reason: LostReason) {
+    pub(super) fn drop_participant(&mut self, prefix: GuidPrefix, reason: LostReason) {
         let before = self.remote_participants.len();
         self.remote_participants.retain(|r| r.data.guid_prefix != prefix);
         if self.remote_participants.len() == before {
             return;
         }
+        self.pending_builtin.retain(|(p, _, _)| *p != prefix);
         self.remote_endpoints.retain(|e| e.data.guid.prefix != prefix);
         let mut evs = Vec::new();
         for (i, w) in self.writers.iter_mut().enumerate() {

@@ -4,6 +4,7 @@
 //! to HEARTBEAT, GAPs skipped, NACK_FRAG for missing fragments. Delivery is
 //! in sequence-number order per writer.
 
+use super::guard::{CountGuard, CountVerdict, JumpGuard, SN_SLACK};
 use super::instances::{Deliver, KeyOf, ReaderCache};
 use super::slots::{SampleMeta, SnRing};
 use super::tx::{Ctx, Sender};
@@ -70,10 +71,24 @@ pub(crate) struct WriterProxy {
     synced: bool,
     pub next_sn: i64,
     window: SnRing,
-    last_hb_count: i32,
-    last_hbfrag_count: i32,
-    /// Highest lastSN a heartbeat announced.
+    hb_count: CountGuard,
+    hbfrag_count: CountGuard,
+    /// The lastSN of the newest heartbeat (a forged one is overwritten by the next real one).
     hb_last: i64,
+    /// Highest sequence number of a sample taken in (delivered or held in the window).
+    data_high: i64,
+    /// Evidence for a jump far past what the writer is known to have reached.
+    ahead: JumpGuard,
+    /// Evidence that our state ran ahead of the writer (heartbeats, samples).
+    behind_hb: JumpGuard,
+    behind_data: JumpGuard,
+    /// Samples the last skip counted lost, and where that skip started:
+    /// undone when the skip proves forged (the writer's own traffic says it
+    /// never got that far).
+    suspect_lost: u64,
+    skip_from: i64,
+    /// Highest sequence number delivered: a sample at or below it is never counted lost.
+    delivered_high: i64,
     /// Highest sequence number NACKed, and when (NACK rate limit).
     nacked_high: i64,
     nacked_ns: u64,
@@ -84,6 +99,65 @@ pub(crate) struct WriterProxy {
     pub lost: u64,
     pub received: u64,
     pub last_seen_ns: u64,
+}
+
+impl WriterProxy {
+    /// The highest sequence number this writer is known to have reached.
+    fn known_high(&self) -> i64 {
+        self.data_high.max(self.hb_last).max(self.next_sn - 1)
+    }
+    /// The highest sequence number a claim may name and be applied at once.
+    fn bound(&self) -> i64 {
+        // Not from heartbeats: a forged heartbeat within the bound must not
+        // widen it for the next.
+        self.data_high.max(self.next_sn - 1).saturating_add(SN_SLACK)
+    }
+    /// `n` samples skipped from `from` on: lost, once the writer's next
+    /// sample in order confirms the skip ([`commit_lost`](Self::commit_lost));
+    /// a skip a forged message caused is never confirmed (the real samples
+    /// all look old until we resynchronise) and so never counted.
+    fn count_lost(&mut self, from: i64, n: u64) {
+        if self.suspect_lost == 0 {
+            self.skip_from = from;
+        }
+        // What was delivered before (and is skipped again after we were
+        // pulled back, e.g. by a replayed heartbeat) was not lost.
+        let end = from.saturating_add(n as i64);
+        let from = from.max(self.delivered_high + 1);
+        self.suspect_lost += (end - from).max(0) as u64;
+    }
+    /// A real sample arrived in order after a skip: the skip was the writer's.
+    fn commit_lost(&mut self, ctx: &mut Ctx<'_>) {
+        if self.suspect_lost > 0 {
+            self.lost += self.suspect_lost;
+            ctx.counters.data_lost += self.suspect_lost;
+            self.suspect_lost = 0;
+            self.skip_from = 0;
+        }
+    }
+    /// Our state ran ahead of what the writer sent (a forged HEARTBEAT, GAP
+    /// or DATA moved it): expect `next` again, forget the reorder window, and
+    /// take back the loss the forged skip counted.
+    fn resync(&mut self, ctx: &mut Ctx<'_>, next: i64) {
+        self.suspect_lost = 0;
+        self.skip_from = 0;
+        self.window.clear_all();
+        self.next_sn = next.max(1);
+        self.data_high = self.next_sn - 1;
+        self.hb_last = self.hb_last.min(self.data_high);
+        self.nacked_high = 0;
+        self.frag.active = false;
+        self.ahead.clear();
+        self.behind_hb.clear();
+        self.behind_data.clear();
+        ctx.counters.resyncs += 1;
+    }
+}
+
+/// Counts a claim refused as implausible.
+fn implausible(ctx: &mut Ctx<'_>, n: &mut u64) {
+    *n += 1;
+    ctx.counters.implausible += 1;
 }
 
 /// A local reader (user or SEDP built-in).
@@ -112,6 +186,9 @@ pub(crate) struct ReaderCore {
     pub slot_growths: u64,
     /// A sample was refused because the KEEP_ALL cache was full.
     pub blocked: bool,
+    /// DATA, HEARTBEAT or GAP refused as implausible (sequence numbers the
+    /// writer cannot have sent, inverted ranges).
+    pub implausible: u64,
     /// Room came back: send ACKNACKs at the next timeout.
     pub ack_due: bool,
 }
@@ -148,6 +225,7 @@ impl ReaderCore {
             rejected: 0,
             slot_growths: 0,
             blocked: false,
+            implausible: 0,
             ack_due: false,
         }
     }
@@ -169,9 +247,16 @@ impl ReaderCore {
             synced: tl,
             next_sn: 1,
             window: SnRing::new(if reliable { self.window } else { 1 }, self.slot_size),
-            last_hb_count: i32::MIN,
-            last_hbfrag_count: i32::MIN,
+            hb_count: CountGuard::new(),
+            hbfrag_count: CountGuard::new(),
             hb_last: 0,
+            data_high: 0,
+            ahead: JumpGuard::default(),
+            behind_hb: JumpGuard::default(),
+            behind_data: JumpGuard::default(),
+            suspect_lost: 0,
+            skip_from: 0,
+            delivered_high: 0,
             nacked_high: 0,
             nacked_ns: 0,
             acknack_count: 0,
@@ -226,6 +311,46 @@ impl ReaderCore {
         let p = &mut self.proxies[i];
         p.last_seen_ns = now;
         let sn = meta.sn;
+        // RTPS sequence numbers start at 1; one far past what the writer is
+        // known to have reached is a corruption unless the next claims agree.
+        if sn < 1 || (p.synced && sn > p.bound() && !p.ahead.confirm(sn, sn)) {
+            implausible(ctx, &mut self.implausible);
+            return;
+        }
+        if p.synced && sn > p.bound() {
+            // Confirmed: the writer has reached `sn` (its next heartbeat moves us there).
+            p.data_high = sn;
+        }
+        if p.synced && sn < p.next_sn {
+            // Old. A few in a row, rising, from well before what we expect
+            // (the writer resends nothing that old to a reader in step with
+            // it): our expectation was forged; take the writer's word.
+            if p.reliable && p.suspect_lost > 0 && sn >= p.skip_from {
+                // A sample the last skip gave up on: the writer still has
+                // it, so the skip was not the writer's (a forged or corrupted
+                // heartbeat). Expect again from where the skip started.
+                let from = p.skip_from;
+                p.resync(ctx, from);
+            } else if !p.reliable && p.behind_data.confirm(sn, sn) {
+                // Best effort only: a reliable writer resends ranges of old
+                // samples on its own (after a lost ACKNACK), so there only its
+                // heartbeats say that our expectation ran ahead of it.
+                let from = if p.skip_from > 0 && p.skip_from <= sn { p.skip_from } else { sn };
+                let honest_gap = (sn - from) as u64;
+                p.resync(ctx, from);
+                if !p.reliable && honest_gap > 0 {
+                    // Best effort: what came while we waited is gone for good.
+                    p.lost += honest_gap;
+                    ctx.counters.data_lost += honest_gap;
+                    p.next_sn = sn;
+                }
+            } else {
+                ctx.counters.data_duplicate += 1;
+                return;
+            }
+        } else if p.synced {
+            p.behind_data.clear();
+        }
         if !p.synced {
             if p.reliable {
                 // Where this writer's stream starts for us is what its first
@@ -246,8 +371,14 @@ impl ReaderCore {
         if !p.reliable {
             let skipped = (sn - p.next_sn) as u64;
             if let Deliver::Ok | Deliver::Refused = self.cache.deliver(meta, payload) {
-                p.lost += skipped;
-                ctx.counters.data_lost += skipped;
+                if skipped > 0 {
+                    let from = p.next_sn;
+                    p.count_lost(from, skipped);
+                } else {
+                    p.commit_lost(ctx);
+                }
+                p.data_high = p.data_high.max(sn);
+                p.delivered_high = p.delivered_high.max(sn);
                 p.next_sn = sn + 1;
                 p.received += 1;
                 self.last_sample_ns = now;
@@ -256,9 +387,15 @@ impl ReaderCore {
             }
             return;
         }
+        if sn < p.next_sn + p.window.capacity() as i64 {
+            p.data_high = p.data_high.max(sn);
+        }
         if sn == p.next_sn {
             match self.cache.deliver(meta, payload) {
                 Deliver::Ok | Deliver::Refused => {
+                    // A real sample in order: the last skip stands.
+                    p.commit_lost(ctx);
+                    p.delivered_high = p.delivered_high.max(sn);
                     p.next_sn += 1;
                     p.received += 1;
                     self.last_sample_ns = now;
@@ -302,6 +439,7 @@ impl ReaderCore {
             match self.cache.deliver(meta, slot.payload()) {
                 Deliver::Ok | Deliver::Refused => {
                     p.window.clear(sn);
+                    p.delivered_high = p.delivered_high.max(sn);
                     p.next_sn += 1;
                     p.received += 1;
                     self.last_sample_ns = now;
@@ -338,8 +476,8 @@ impl ReaderCore {
                 p.window.clear(sn);
             }
             if count_lost {
-                p.lost += span as u64;
-                ctx.counters.data_lost += span as u64;
+                let from = p.next_sn;
+                p.count_lost(from, span as u64);
             } else {
                 ctx.counters.gap_skipped += span as u64;
             }
@@ -353,8 +491,7 @@ impl ReaderCore {
                     slot.meta = SampleMeta { sn, irrelevant: true, ..Default::default() };
                     slot.len = 0;
                     if count_lost {
-                        p.lost += 1;
-                        ctx.counters.data_lost += 1;
+                        p.count_lost(sn, 1);
                     } else {
                         ctx.counters.gap_skipped += 1;
                     }
@@ -363,8 +500,8 @@ impl ReaderCore {
             let beyond = span - span.min(cap);
             if beyond > 0 {
                 if count_lost {
-                    p.lost += beyond as u64;
-                    ctx.counters.data_lost += beyond as u64;
+                    let from = p.next_sn + span.min(cap);
+                    p.count_lost(from, beyond as u64);
                 } else {
                     ctx.counters.gap_skipped += beyond as u64;
                 }
@@ -409,6 +546,11 @@ impl ReaderCore {
         let p = &mut self.proxies[i];
         p.last_seen_ns = now;
         let sn = f.writer_sn.0;
+        if sn < 1 || (p.synced && sn > p.bound()) {
+            // A jump this far is confirmed by whole samples (DATA) and heartbeats, not fragments.
+            implausible(ctx, &mut self.implausible);
+            return true;
+        }
         if p.synced && sn < p.next_sn {
             ctx.counters.data_duplicate += 1;
             return true;
@@ -470,11 +612,42 @@ impl ReaderCore {
         if !p.reliable {
             return true;
         }
-        if hb.count <= p.last_hb_count {
-            ctx.counters.heartbeats_stale += 1;
+        let (first, last) = (hb.first_sn.0, hb.last_sn.0);
+        // RTPS 8.3.7.5: firstSN >= 1, lastSN >= 0, lastSN >= firstSN - 1; and
+        // no further past what the writer is known to have reached than a
+        // slack, unless the next heartbeats agree (a real loss that long).
+        // A real jump that far is confirmed by the writer's samples (DATA),
+        // never by heartbeats alone: a forged heartbeat repeated with rising
+        // counts would otherwise carry our expectations with it.
+        if first < 1 || last < 0 || last < first - 1 || (p.synced && last > p.bound()) {
+            implausible(ctx, &mut self.implausible);
             return true;
         }
-        p.last_hb_count = hb.count;
+        if p.synced && last < p.next_sn - 1 {
+            // The writer says it never wrote what we think we have: this
+            // heartbeat is old or forged, or our state is. Rising heartbeats
+            // that keep saying so are the writer's word: resynchronise.
+            // Only heartbeats newer than any before count (a replayed old
+            // heartbeat says the same and must not pull us back).
+            let fresh = p.hb_count.check(hb.count) != CountVerdict::Stale;
+            if !fresh || !p.behind_hb.confirm(last, hb.count as i64) {
+                ctx.counters.heartbeats_stale += 1;
+                return true;
+            }
+            let from = if p.skip_from > 0 { p.skip_from.clamp(first, last + 1) } else { last + 1 };
+            p.resync(ctx, from);
+            p.hb_count.adopt(hb.count);
+        } else {
+            p.behind_hb.clear();
+            match p.hb_count.check(hb.count) {
+                CountVerdict::Fresh => {}
+                CountVerdict::Stale => {
+                    ctx.counters.heartbeats_stale += 1;
+                    return true;
+                }
+                CountVerdict::Resynced => ctx.counters.resyncs += 1,
+            }
+        }
         if !p.synced {
             // The stream starts at the oldest sample the writer still has;
             // what it wrote before it matched us it answers with GAPs
@@ -489,7 +662,7 @@ impl ReaderCore {
             self.skip_to(ctx, i, now, hb.first_sn.0, true);
         }
         let p = &mut self.proxies[i];
-        p.hb_last = p.hb_last.max(hb.last_sn.0);
+        p.hb_last = last;
         let missing = self.missing(i);
         // A stream of final heartbeats (one per DATA) must not draw a NACK
         // each for the same hole: re-ask at most every NACK_INTERVAL_NS,
@@ -564,6 +737,16 @@ impl ReaderCore {
             return true;
         }
         let (start, list_base) = (g.gap_start.0, g.gap_list.base.0);
+        // RTPS 8.3.7.4: gapStart >= 1, gapList.base >= gapStart. A GAP names
+        // only samples the writer has reached (it answers a NACK, which asks
+        // for no more than a heartbeat announced): what lies beyond is not
+        // applied, and far beyond is a corruption.
+        let known = p.known_high();
+        if start < 1 || list_base < start || list_base - 1 > p.bound() {
+            implausible(ctx, &mut self.implausible);
+            return true;
+        }
+        let list_base = list_base.min(known + 1);
         if start <= p.next_sn {
             self.skip_to(ctx, i, now, list_base, false);
         } else {
@@ -578,6 +761,9 @@ impl ReaderCore {
         for sn in g.gap_list.iter() {
             let p = &mut self.proxies[i];
             let sn = sn.0;
+            if sn > known {
+                break;
+            }
             if sn == p.next_sn {
                 p.next_sn += 1;
                 ctx.counters.gap_skipped += 1;
@@ -597,10 +783,16 @@ impl ReaderCore {
         };
         let p = &mut self.proxies[i];
         p.last_seen_ns = now;
-        if !p.reliable || h.count <= p.last_hbfrag_count || (p.synced && h.writer_sn.0 < p.next_sn) {
+        if !p.reliable || (p.synced && h.writer_sn.0 < p.next_sn) {
             return true;
         }
-        p.last_hbfrag_count = h.count;
+        if h.writer_sn.0 < 1 || (p.synced && h.writer_sn.0 > p.bound()) {
+            implausible(ctx, &mut self.implausible);
+            return true;
+        }
+        if p.hbfrag_count.check(h.count) == CountVerdict::Stale {
+            return true;
+        }
         let r = &p.frag;
         let last = h.last_fragment_num.min(MAX_FRAGMENTS);
         let (base, mut set) = if r.active && r.sn == h.writer_sn.0 {

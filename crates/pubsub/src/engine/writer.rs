@@ -3,6 +3,7 @@
 //! HEARTBEAT to reliable readers, ACKNACK and NACK_FRAG answered with
 //! retransmissions or GAPs.
 
+use super::guard::{CountGuard, CountVerdict};
 use super::instances::{KeyOf, WriterHistory};
 use super::slots::SampleMeta;
 use super::tx::{Ctx, Sender};
@@ -38,8 +39,8 @@ pub(crate) struct ReaderProxy {
     pub acked_below: i64,
     /// The first sequence number this reader may receive (volatile: what came after the match).
     pub start_sn: i64,
-    pub last_acknack_count: i32,
-    pub last_nackfrag_count: i32,
+    pub acknack_count: CountGuard,
+    pub nackfrag_count: CountGuard,
     /// Highest sequence number retransmitted at `resent_ns` (NACK suppression).
     pub resent_high: i64,
     pub resent_ns: u64,
@@ -86,6 +87,9 @@ pub(crate) struct WriterCore {
     pub slot_growths: u64,
     /// Writes refused because the instance table was full.
     pub instances_refused: u64,
+    /// ACKNACK or NACK_FRAG refused as implausible (acknowledging or naming
+    /// samples this writer never wrote).
+    pub implausible: u64,
 }
 
 /// Room a DATA_FRAG message needs besides the fragment: header, INFO_DST,
@@ -128,6 +132,7 @@ impl WriterCore {
             written: 0,
             slot_growths: 0,
             instances_refused: 0,
+            implausible: 0,
         }
     }
 
@@ -512,8 +517,8 @@ impl WriterCore {
             reliable,
             acked_below: start_sn,
             start_sn,
-            last_acknack_count: i32::MIN,
-            last_nackfrag_count: i32::MIN,
+            acknack_count: CountGuard::new(),
+            nackfrag_count: CountGuard::new(),
             resent_high: 0,
             resent_ns: 0,
         });
@@ -604,14 +609,27 @@ impl WriterCore {
         let Some(i) = self.proxies.iter().position(|p| p.guid.prefix == src && p.guid.entity == a.reader_id) else {
             return false;
         };
-        let p = &mut self.proxies[i];
-        if a.count <= p.last_acknack_count {
-            ctx.counters.acknacks_stale += 1;
+        // RTPS 8.3.7.1: the base is at least 1; and a reader cannot
+        // acknowledge what was never written. Such an ACKNACK is corrupted or
+        // forged: it changes nothing (it would stop retransmissions).
+        let base = a.state.base.0;
+        if base < 1 || base > self.next_sn {
+            self.implausible += 1;
+            ctx.counters.implausible += 1;
             return true;
         }
-        p.last_acknack_count = a.count;
-        let base = a.state.base.0.min(self.next_sn);
-        p.acked_below = p.acked_below.max(base);
+        let p = &mut self.proxies[i];
+        match p.acknack_count.check(a.count) {
+            CountVerdict::Fresh => {}
+            CountVerdict::Stale => {
+                ctx.counters.acknacks_stale += 1;
+                return true;
+            }
+            CountVerdict::Resynced => ctx.counters.resyncs += 1,
+        }
+        // The newest ACKNACK says where the reader is: a forged one that
+        // acknowledged too much is undone by the next real one.
+        p.acked_below = base.max(p.start_sn);
         let suppress_upto = if now < p.resent_ns + NACK_SUPPRESS_NS { p.resent_high } else { 0 };
         let mut nacked = [0i64; 256];
         let mut n = 0;
@@ -644,10 +662,14 @@ impl WriterCore {
         let Some(i) = self.proxies.iter().position(|p| p.guid.prefix == src && p.guid.entity == n.reader_id) else {
             return false;
         };
-        if n.count <= self.proxies[i].last_nackfrag_count {
+        if n.writer_sn.0 < 1 || n.writer_sn.0 >= self.next_sn {
+            self.implausible += 1;
+            ctx.counters.implausible += 1;
             return true;
         }
-        self.proxies[i].last_nackfrag_count = n.count;
+        if self.proxies[i].nackfrag_count.check(n.count) == CountVerdict::Stale {
+            return true;
+        }
         let p = self.proxies[i];
         if self.history.get(n.writer_sn.0).is_some() {
             self.send_fragments(ctx, p.addr, Some(p.guid.prefix), p.guid.entity, n.writer_sn.0, Some(n));

@@ -1,0 +1,363 @@
+//! Forged and corrupted reliability traffic, sans-IO: each plausibility rule
+//! of the reader and writer proxies (engine/guard.rs) refuses and counts what
+//! a writer cannot have sent or a reader cannot have received, state a
+//! plausible forgery did change is won back from the real peer's traffic, and
+//! `data_lost` counts only what the writer really skipped. And the SPDP
+//! participant table: bounded, leases capped, real peers still admitted and
+//! matched during a flood of forged participants, a corrupted goodbye does
+//! not end a live session.
+
+mod common;
+use common::*;
+use detpath_pubsub::discovery::{builtin, ParticipantData};
+use detpath_pubsub::engine::{make_guid_prefix, Config, Event, LostReason, Participant, ReaderId, VecOutbox, WriterId};
+use detpath_pubsub::qos::Qos;
+use detpath_pubsub::types::OneULong;
+use detpath_pubsub::wire::bytes::ByteWriter;
+use detpath_pubsub::wire::*;
+use std::net::SocketAddrV4;
+
+/// Two matched nodes: a writer on node 0 and a reader on node 1, `qos` on both.
+fn pair(qos: Qos) -> (Net, WriterId, ReaderId) {
+    let mut net = Net::new(2);
+    let w = net.nodes[0].create_writer_for("T", qos.clone(), &OneULong::default()).unwrap();
+    let r = net.nodes[1].create_reader_for(0, "T", qos, &OneULong::default()).unwrap();
+    net.run_until(3000, |n| n.nodes[0].writer_status(w).matched == 1 && n.nodes[1].reader_status(r).matched == 1).expect("matched");
+    (net, w, r)
+}
+
+/// Writes `n` samples (seq from `from`), delivers, and takes everything the reader has.
+fn write_take(net: &mut Net, w: WriterId, r: ReaderId, from: u32, n: u32) -> Vec<u32> {
+    let mut got = Vec::new();
+    let mut s = OneULong::default();
+    let mut take = |net: &mut Net| {
+        while net.nodes[1].take(r, &mut s).unwrap().is_some() {
+            got.push(s.seq);
+        }
+    };
+    for i in 0..n {
+        net.nodes[0].write(net.now, &mut net.outs[0], w, None, &OneULong { seq: from + i }).unwrap();
+        net.deliver();
+        take(net);
+        net.step(1_000_000);
+        take(net);
+    }
+    for _ in 0..500 {
+        net.step(1_000_000);
+        take(net);
+    }
+    got
+}
+
+/// A message from node 0's participant (as if from its writer) with one submessage.
+fn from_writer(net: &Net, f: impl FnOnce(&mut MessageBuilder<'_>) -> Result<(), WireError>) -> Vec<u8> {
+    let mut buf = vec![0u8; 512];
+    let mut b = MessageBuilder::new(&mut buf, net.nodes[0].guid_prefix(), VendorId::DETPATH).unwrap();
+    f(&mut b).unwrap();
+    let n = b.finish();
+    buf.truncate(n);
+    buf
+}
+
+/// Delivers a forged datagram to node `to` as if from the other node's address.
+fn inject(net: &mut Net, to: usize, bytes: &[u8]) {
+    let src = addr(1 - to);
+    net.nodes[to].handle_datagram(net.now, src, bytes, &mut net.outs[to]);
+}
+
+fn ids(net: &Net, w: WriterId, r: ReaderId) -> (EntityId, EntityId) {
+    (net.nodes[1].reader_guid(r).entity, net.nodes[0].writer_guid(w).entity)
+}
+
+const PAYLOAD: [u8; 8] = [0, 1, 0, 0, 42, 0, 0, 0];
+
+#[test]
+fn heartbeats_the_writer_cannot_have_sent_are_refused_and_counted() {
+    let (mut net, w, r) = pair(Qos::reliable_keep_last(1));
+    assert_eq!(write_take(&mut net, w, r, 0, 10), (0..10).collect::<Vec<_>>());
+    let (re, we) = ids(&net, w, r);
+    let forged = [
+        // Far past anything the writer reached (a flipped high bit), with a count far ahead.
+        from_writer(&net, |b| b.heartbeat(re, we, SequenceNumber(1), SequenceNumber(1 << 40), i32::MAX, true, false)),
+        // first > last + 1 (inverted).
+        from_writer(&net, |b| b.heartbeat(re, we, SequenceNumber(100), SequenceNumber(10), i32::MAX - 1, true, false)),
+        // firstSN 0, and negative lastSN.
+        from_writer(&net, |b| b.heartbeat(re, we, SequenceNumber(0), SequenceNumber(5), i32::MAX - 2, true, false)),
+        from_writer(&net, |b| b.heartbeat(re, we, SequenceNumber(1), SequenceNumber(-7), i32::MAX - 3, true, false)),
+    ];
+    let before = net.nodes[1].counters();
+    for m in &forged {
+        inject(&mut net, 1, m);
+    }
+    let c = net.nodes[1].counters();
+    assert_eq!(c.implausible - before.implausible + c.rx_malformed - before.rx_malformed, 4, "{c:?}");
+    assert!(c.implausible - before.implausible >= 1, "the far jump is the engine's to refuse: {c:?}");
+    assert_eq!(net.nodes[1].reader_status(r).implausible, c.implausible - before.implausible);
+    // None of them was applied: not even their counts (the real heartbeats are not stale).
+    assert_eq!(write_take(&mut net, w, r, 10, 10), (10..20).collect::<Vec<_>>());
+    let c = net.nodes[1].counters();
+    assert_eq!((c.data_lost, c.heartbeats_stale), (0, before.heartbeats_stale), "{c:?}");
+}
+
+#[test]
+fn a_plausible_forged_heartbeat_is_undone_by_the_writers_own_and_the_loss_taken_back() {
+    let (mut net, w, r) = pair(Qos::reliable_keep_last(1));
+    assert_eq!(write_take(&mut net, w, r, 0, 10).len(), 10);
+    let (re, we) = ids(&net, w, r);
+    // Within the slack: applied (1000 samples skipped, not counted lost until
+    // the writer's next sample confirms the skip), the count far ahead.
+    let m = from_writer(&net, |b| b.heartbeat(re, we, SequenceNumber(1011), SequenceNumber(1011), i32::MAX - 100, true, false));
+    inject(&mut net, 1, &m);
+    assert_eq!(net.nodes[1].counters().data_lost, 0);
+    // The real writer goes on: its heartbeats say it never got that far; after
+    // a few the reader takes its word, and takes back the forged loss.
+    let got = write_take(&mut net, w, r, 10, 20);
+    let c = net.nodes[1].counters();
+    assert!(c.resyncs >= 1, "{c:?}");
+    assert_eq!(c.data_lost, 0, "a forged skip is not a loss: {c:?}");
+    assert_eq!(net.nodes[1].reader_status(r).lost, 0);
+    assert!(got.len() >= 15 && got.ends_with(&[27, 28, 29]), "the session resumes: {got:?}");
+}
+
+#[test]
+fn gaps_and_data_beyond_what_was_sent_are_refused() {
+    let (mut net, w, r) = pair(Qos::reliable_keep_all(64));
+    assert_eq!(write_take(&mut net, w, r, 0, 5).len(), 5);
+    let (re, we) = ids(&net, w, r);
+    let forged = [
+        from_writer(&net, |b| b.gap(re, we, SequenceNumber(6), SequenceNumber(1 << 35), &BitSet256::new(0))),
+        // base < start (inverted), start 0.
+        from_writer(&net, |b| b.gap(re, we, SequenceNumber(50), SequenceNumber(10), &BitSet256::new(0))),
+        from_writer(&net, |b| b.gap(re, we, SequenceNumber(0), SequenceNumber(3), &BitSet256::new(0))),
+        from_writer(&net, |b| b.data_bytes(re, we, SequenceNumber(1 << 33), None, &PAYLOAD)),
+        from_writer(&net, |b| b.data_bytes(re, we, SequenceNumber(0), None, &PAYLOAD)),
+        from_writer(&net, |b| b.data_bytes(re, we, SequenceNumber(-5), None, &PAYLOAD)),
+    ];
+    let before = net.nodes[1].counters();
+    for m in &forged {
+        inject(&mut net, 1, m);
+    }
+    // The codec already refuses sequence numbers below 1 (malformed); the engine the rest.
+    let c = net.nodes[1].counters();
+    assert_eq!(c.implausible - before.implausible + c.rx_malformed - before.rx_malformed, 6, "{c:?}");
+    assert!(c.implausible - before.implausible >= 2, "the far GAP and DATA are the engine's to refuse: {c:?}");
+    // A GAP within the slack but past what the writer reached skips nothing the writer has not.
+    let m = from_writer(&net, |b| b.gap(re, we, SequenceNumber(6), SequenceNumber(5000), &BitSet256::new(0)));
+    inject(&mut net, 1, &m);
+    assert_eq!(write_take(&mut net, w, r, 5, 10), (5..15).collect::<Vec<_>>(), "nothing skipped");
+    let c = net.nodes[1].counters();
+    assert_eq!((c.data_lost, c.gap_skipped), (0, 0), "{c:?}");
+}
+
+#[test]
+fn acknacks_for_samples_never_written_are_refused_and_forged_counts_resync() {
+    let (mut net, w, r) = pair(Qos::reliable_keep_all(64));
+    assert_eq!(write_take(&mut net, w, r, 0, 5).len(), 5);
+    let (re, we) = ids(&net, w, r);
+    let from_reader = |net: &Net, base: i64, count: i32| {
+        let mut buf = vec![0u8; 256];
+        let mut b = MessageBuilder::new(&mut buf, net.nodes[1].guid_prefix(), VendorId::DETPATH).unwrap();
+        b.acknack(re, we, SequenceNumber(base), &BitSet256::new(0), count, true).unwrap();
+        let n = b.finish();
+        buf.truncate(n);
+        buf
+    };
+    let before = net.nodes[0].counters();
+    for (base, count) in [(1 << 40, 1000), (7, 1001), (0, 1002), (-3, 1003)] {
+        let m = from_reader(&net, base, count);
+        inject(&mut net, 0, &m);
+    }
+    // Base 0 and below the codec refuses; acknowledging past the last written sample (6) the writer.
+    let c = net.nodes[0].counters();
+    assert_eq!(c.implausible - before.implausible + c.rx_malformed - before.rx_malformed, 4, "{c:?}");
+    assert_eq!(c.implausible - before.implausible, 2, "{c:?}");
+    assert_eq!(net.nodes[0].writer_status(w).implausible, 2);
+    // A plausible one with a count far ahead: the real reader's next ACKNACKs look
+    // stale, until a run of them makes the writer adopt its numbering.
+    let m = from_reader(&net, 1, i32::MAX);
+    inject(&mut net, 0, &m);
+    assert_eq!(write_take(&mut net, w, r, 5, 20), (5..25).collect::<Vec<_>>());
+    net.run_until(2000, |n| n.nodes[0].writer_status(w).unacknowledged == 0).expect("acknowledged again after the forged count");
+    assert!(net.nodes[0].counters().resyncs >= 1);
+}
+
+#[test]
+fn best_effort_forged_jump_is_taken_back_and_only_real_losses_count() {
+    let (mut net, w, r) = pair(Qos::best_effort(1));
+    // Keep-last 1 best effort: take after every sample.
+    let mut got = Vec::new();
+    let mut s = OneULong::default();
+    let mut write = |net: &mut Net, seq: u32| {
+        net.nodes[0].write(net.now, &mut net.outs[0], w, None, &OneULong { seq }).unwrap();
+        net.deliver();
+        while net.nodes[1].take(r, &mut s).unwrap().is_some() {
+            got.push(s.seq);
+        }
+    };
+    for i in 0..5 {
+        write(&mut net, i);
+    }
+    let (re, we) = ids(&net, w, r);
+    // sn 6 is next; a forged 506 skips 500 (lost only if the writer's next
+    // sample followed it) and makes the real ones look old.
+    let m = from_writer(&net, |b| b.data_bytes(re, we, SequenceNumber(506), None, &PAYLOAD));
+    inject(&mut net, 1, &m);
+    assert_eq!(net.nodes[1].counters().data_lost, 0);
+    for i in 5..20 {
+        write(&mut net, i);
+    }
+    let c = net.nodes[1].counters();
+    // The forged 500 are taken back; the two real samples dropped as old
+    // before the third confirmed the writer's numbering are real losses.
+    assert_eq!(c.data_lost, 2, "{c:?}");
+    assert!(c.resyncs >= 1);
+    assert!(got.ends_with(&(7..20).collect::<Vec<_>>()), "{got:?}");
+}
+
+#[test]
+fn a_real_loss_beyond_the_slack_is_confirmed_and_counted() {
+    let (mut net, w, r) = pair(Qos::reliable_keep_last(1));
+    assert_eq!(write_take(&mut net, w, r, 0, 3).len(), 3);
+    // The reader hears nothing while the writer writes 70,000 samples.
+    net.alive[1] = false;
+    for i in 0..70_000u32 {
+        net.nodes[0].write(net.now, &mut net.outs[0], w, None, &OneULong { seq: 3 + i }).unwrap();
+        net.outs[0].drain();
+    }
+    net.alive[1] = true;
+    let got = write_take(&mut net, w, r, 70_003, 10);
+    let c = net.nodes[1].counters();
+    assert!(got.ends_with(&[70_010, 70_011, 70_012]), "resumed after confirming the jump: {got:?}");
+    assert!(c.data_lost >= 69_990 && c.data_lost <= 70_010, "the real loss is counted: {c:?}");
+}
+
+fn spdp(prefix: GuidPrefix, lease_ns: i64, port: u16) -> Vec<u8> {
+    let loc = Locator::udpv4(SocketAddrV4::new(std::net::Ipv4Addr::new(10, 66, 0, 9), port));
+    let pd = ParticipantData {
+        guid_prefix: prefix,
+        protocol_version: ProtocolVersion::V2_1,
+        vendor: VendorId::DETPATH,
+        domain_id: Some(0),
+        default_unicast: vec![loc],
+        metatraffic_unicast: vec![loc],
+        metatraffic_multicast: Vec::new(),
+        lease_ns,
+        builtin_endpoints: builtin::DETPATH,
+        user_data: b"forged".to_vec(),
+    };
+    let mut payload = vec![0u8; 512];
+    let n = {
+        let mut w = ByteWriter::new(&mut payload, true);
+        w.bytes(&[0, 3, 0, 0]).unwrap();
+        pd.write(&mut w).unwrap();
+        w.pos()
+    };
+    payload.truncate(n);
+    let mut buf = vec![0u8; 1024];
+    let mut b = MessageBuilder::new(&mut buf, prefix, VendorId::DETPATH).unwrap();
+    b.data_bytes(EntityId::SPDP_READER, EntityId::SPDP_WRITER, SequenceNumber(1), None, &payload).unwrap();
+    let n = b.finish();
+    buf.truncate(n);
+    buf
+}
+
+#[test]
+fn forged_participants_with_infinite_leases_do_not_lock_out_real_peers() {
+    // Node 1 has room for 16 participants; 5,000 forged ones with infinite
+    // leases from an address that is not a configured peer fill it first.
+    let mut net = Net::with_config(2, |_, c| c.max_remote_participants = 16);
+    net.alive[0] = false;
+    let forger: SocketAddrV4 = "10.66.0.9:7400".parse().unwrap();
+    for i in 0..5000u32 {
+        let m = spdp(make_guid_prefix(0x6666, i, 1), i64::MAX, 7400 + (i % 100) as u16);
+        net.nodes[1].handle_datagram(net.now, forger, &m, &mut net.outs[1]);
+    }
+    assert_eq!(net.nodes[1].remote_participants().count(), 16);
+    let c = net.nodes[1].counters();
+    assert_eq!(c.discovery_over_limit, 5000 - 16, "newcomers refused while the table is full: {c:?}");
+    // The real peer (configured: node 0's address is in node 1's peer list) comes up and is matched.
+    net.alive[0] = true;
+    let w = net.nodes[0].create_writer_for("T", Qos::reliable_keep_all(16), &OneULong::default()).unwrap();
+    let r = net.nodes[1].create_reader_for(0, "T", Qos::reliable_keep_all(16), &OneULong::default()).unwrap();
+    net.run_until(3000, |n| n.nodes[1].reader_status(r).matched == 1 && n.nodes[0].writer_status(w).matched == 1).expect("real peer matched");
+    assert_eq!(net.nodes[1].counters().participants_evicted, 1);
+    assert_eq!(write_take(&mut net, w, r, 0, 5), (0..5).collect::<Vec<_>>());
+    // More forged ones after their probation evict forged ones, never the real (configured, with endpoints) peer.
+    net.step(4_000_000_000);
+    for i in 5000..5100u32 {
+        let m = spdp(make_guid_prefix(0x6666, i, 1), i64::MAX, 7400);
+        net.nodes[1].handle_datagram(net.now, forger, &m, &mut net.outs[1]);
+    }
+    assert!(net.nodes[1].remote_participants().any(|(p, _)| p == net.nodes[0].guid_prefix()));
+    assert_eq!(net.nodes[1].reader_status(r).matched, 1);
+    // Infinite leases are cut to Config::max_lease_ns: the forged entries go, the real peer stays.
+    for _ in 0..110 {
+        net.step(1_000_000_000);
+    }
+    assert_eq!(net.nodes[1].remote_participants().count(), 1, "forged participants outlived the lease cap");
+    assert_eq!(write_take(&mut net, w, r, 5, 5), (5..10).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_newcomer_evicts_participants_that_never_announced_endpoints() {
+    let me: SocketAddrV4 = "127.0.0.1:7412".parse().unwrap();
+    let mut cfg = Config::new(0, make_guid_prefix(1, 1, 1), me);
+    cfg.max_remote_participants = 8;
+    let mut p = Participant::new(cfg, 1);
+    let mut o = VecOutbox::default();
+    let forger: SocketAddrV4 = "10.66.0.9:7400".parse().unwrap();
+    for i in 0..8u32 {
+        p.handle_datagram(1, forger, &spdp(make_guid_prefix(0x6666, i, 1), i64::MAX, 7400), &mut o);
+    }
+    // Within their probation: refused.
+    p.handle_datagram(2, forger, &spdp(make_guid_prefix(0x7777, 1, 1), 10_000_000_000, 7400), &mut o);
+    assert_eq!(p.counters().discovery_over_limit, 1);
+    // After it: the least recently seen goes.
+    p.handle_datagram(5_000_000_000, forger, &spdp(make_guid_prefix(0x6666, 3, 1), i64::MAX, 7400), &mut o);
+    p.handle_datagram(5_000_000_001, forger, &spdp(make_guid_prefix(0x7777, 1, 1), 10_000_000_000, 7400), &mut o);
+    let now: Vec<GuidPrefix> = p.remote_participants().map(|(g, _)| g).collect();
+    assert!(now.contains(&make_guid_prefix(0x7777, 1, 1)));
+    assert!(now.contains(&make_guid_prefix(0x6666, 3, 1)), "recently seen one kept");
+    assert!(!now.contains(&make_guid_prefix(0x6666, 0, 1)), "least recently seen one evicted");
+    assert_eq!(p.counters().participants_evicted, 1);
+    let mut evicted = 0;
+    while let Some(e) = p.poll_event() {
+        evicted += matches!(e, Event::ParticipantLost { reason: LostReason::Evicted, .. }) as u32;
+    }
+    assert_eq!(evicted, 1);
+}
+
+#[test]
+fn a_corrupted_goodbye_does_not_end_a_live_session_but_a_real_one_does() {
+    let (mut net, w, r) = pair(Qos::reliable_keep_last(1));
+    let me = net.nodes[0].guid_prefix();
+    // A goodbye from node 0's prefix while node 0 keeps writing.
+    let mut buf = vec![0u8; 256];
+    let mut b = MessageBuilder::new(&mut buf, me, VendorId::DETPATH).unwrap();
+    b.data_raw(EntityId::SPDP_READER, EntityId::SPDP_WRITER, SequenceNumber(2), None, Some(&[0, 3, 0, 0, 1, 0, 0, 0]), true).unwrap();
+    let n = b.finish();
+    inject(&mut net, 1, &buf[..n]);
+    assert_eq!(write_take(&mut net, w, r, 0, 3000).len(), 3000, "the session went on");
+    assert_eq!(net.nodes[1].reader_status(r).matched, 1);
+    // A real goodbye: node 0 leaves and sends nothing more; gone within the grace.
+    net.nodes[0].shutdown(&mut net.outs[0]);
+    net.deliver();
+    net.alive[0] = false;
+    net.run_until(1500, |n| n.nodes[1].reader_status(r).matched == 0).expect("gone after its goodbye");
+}
+
+#[test]
+fn replayed_old_heartbeats_neither_stall_the_reader_nor_count_losses() {
+    let (mut net, w, r) = pair(Qos::reliable_keep_last(1));
+    assert_eq!(write_take(&mut net, w, r, 0, 50).len(), 50);
+    let (re, we) = ids(&net, w, r);
+    // A capture of the writer's early heartbeats, replayed with rising counts.
+    for k in 0..40 {
+        let m = from_writer(&net, |b| b.heartbeat(re, we, SequenceNumber(3 + k / 4), SequenceNumber(3 + k / 4), 1 + k as i32, true, false));
+        inject(&mut net, 1, &m);
+    }
+    let got = write_take(&mut net, w, r, 50, 20);
+    assert!(got.ends_with(&(55..70).collect::<Vec<_>>()), "{got:?}");
+    let c = net.nodes[1].counters();
+    assert_eq!(c.data_lost, 0, "samples delivered before are not lost: {c:?}");
+}
