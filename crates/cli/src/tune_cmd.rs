@@ -3,10 +3,17 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
+use detpath_tune::profile::{apply_profile, plan_profile, verify, Match, SavedProfile};
 use detpath_tune::{
     apply_with_progress, audit, default_state_dir, discard_stale_journal, is_tuned, journal_status, plan, revert, rt, ApplyRequest, AuditRequest, ChangeKind,
-    CpuList, Host, Knob, Profile, Status, StepOutcome,
+    CpuList, Host, Knob, Profile, Status, Step, StepOutcome, TuneError,
 };
+
+/// `audit --from`: some knob is not as the profile says.
+pub const EXIT_DRIFT: i32 = 3;
+/// `audit --from` / `apply --from`: the host does not fit the profile (fewer
+/// cores, no such NIC, a knob missing); `apply --from` changed nothing.
+pub const EXIT_MISFIT: i32 = 4;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -17,9 +24,19 @@ pub struct Args {
 #[derive(clap::Subcommand)]
 enum Cmd {
     /// Report every latency knob: current, recommended, why, runtime or reboot.
-    /// Exit code 0 when tuned for the cores, 1 when something is misconfigured.
+    ///
+    /// Exit codes: 0 tuned for the cores, 1 something misconfigured, 2 error.
+    /// With --from PROFILE (verify against a saved profile): 0 the host
+    /// matches, 3 drift (a knob is not as the profile says), 4 the host does
+    /// not fit the profile (fewer cores, no such NIC, a knob missing), 2 error.
     Audit(AuditArgs),
     /// Apply the runtime knobs for the datapath cores (journalled; undo with `revert`).
+    ///
+    /// --save FILE writes what is in force afterwards as a profile (JSON);
+    /// --from FILE applies a saved profile, refusing with exit code 4 and
+    /// changing nothing where this host differs (fewer cores, no such NIC,
+    /// a knob missing). A second apply changes nothing and says so
+    /// (`--json`: "changed": 0). Exit codes: 0 applied, 4 misfit, 2 error.
     Apply(ApplyArgs),
     /// Restore what the journal recorded (also after a crashed or killed apply).
     Revert(RevertArgs),
@@ -47,7 +64,11 @@ struct Target {
 struct AuditArgs {
     #[command(flatten)]
     target: Target,
-    /// A JSON list of knobs instead of a table.
+    /// Verify the host against a saved profile (`apply --save`), per knob:
+    /// exit 0 matches, 3 drift, 4 the host does not fit the profile.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["cores", "iface"])]
+    from: Option<PathBuf>,
+    /// JSON instead of a table (with --from: {"matches", "drift": N, "differences", "knobs"}).
     #[arg(long)]
     json: bool,
 }
@@ -62,6 +83,14 @@ struct ApplyArgs {
     /// Print the plan, change nothing.
     #[arg(long)]
     dry_run: bool,
+    /// After applying, write what is in force as a profile (JSON: knobs and
+    /// values, cores, NICs, the host's core count and kernel).
+    #[arg(long, value_name = "FILE", conflicts_with = "dry_run")]
+    save: Option<PathBuf>,
+    /// Apply a saved profile instead of --cores/--iface/--profile; refuses
+    /// (exit 4, nothing changed) where this host does not fit it.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["cores", "iface", "profile"])]
+    from: Option<PathBuf>,
     /// Journal directory (default $DETPATH_STATE_DIR or /var/lib/detpath).
     #[arg(long)]
     state_dir: Option<PathBuf>,
@@ -117,8 +146,66 @@ fn cores_of(host: &Host, t: &Target) -> anyhow::Result<(CpuList, bool)> {
     })
 }
 
+fn run_audit_from(host: &Host, file: &std::path::Path, json: bool) -> anyhow::Result<i32> {
+    let p = SavedProfile::load(file)?;
+    let v = verify(host, &p)?;
+    let code = if !v.differences.is_empty() {
+        EXIT_MISFIT
+    } else if v.drift > 0 {
+        EXIT_DRIFT
+    } else {
+        0
+    };
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "profile": file, "matches": v.matches(), "drift": v.drift, "differences": v.differences,
+                "kernel_note": v.kernel_note, "knobs": v.knobs, "exit_code": code,
+            }))?
+        );
+        return Ok(code);
+    }
+    println!(
+        "profile {} (saved on {}, {} CPU(s)): datapath cores {}, housekeeping {}{}",
+        file.display(),
+        if p.host.hostname.is_empty() { "?" } else { &p.host.hostname },
+        p.host.cpu_count,
+        p.cores.datapath,
+        p.cores.housekeeping,
+        p.iface().map(|i| format!(", interface {i}")).unwrap_or_default()
+    );
+    let head = ["KNOB".to_string(), "EXPECTED".to_string(), "CURRENT".to_string(), "STATE".to_string()];
+    let rows: Vec<[String; 4]> = v.knobs.iter().map(|r| [r.knob.clone(), r.expected.clone(), r.current.clone(), r.state.label().to_string()]).collect();
+    let mut w = [0usize; 4];
+    for r in std::iter::once(&head).chain(rows.iter()) {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    for r in std::iter::once(&head).chain(rows.iter()) {
+        println!("{:<w0$}  {:<w1$}  {:<w2$}  {}", r[0], r[1], r[2], r[3], w0 = w[0], w1 = w[1], w2 = w[2]);
+    }
+    if let Some(n) = &v.kernel_note {
+        println!("\nnote: {n}");
+    }
+    for d in &v.differences {
+        println!("does not fit: {d}");
+    }
+    let matched = v.knobs.iter().filter(|r| r.state == Match::Match || r.state == Match::Refused).count();
+    match code {
+        0 => println!("\nthe host matches the profile ({matched} knob(s))"),
+        EXIT_DRIFT => println!("\n{} knob(s) drifted from the profile: `detpath tune apply --from {}` puts them back", v.drift, file.display()),
+        _ => println!("\nthe host does not fit the profile ({} difference(s)); {} knob(s) drifted", v.differences.len(), v.drift),
+    }
+    Ok(code)
+}
+
 fn run_audit(a: AuditArgs) -> anyhow::Result<i32> {
     let host = Host::at(&a.target.root);
+    if let Some(file) = &a.from {
+        return run_audit_from(&host, file, a.json);
+    }
     let (cores, defaulted) = cores_of(&host, &a.target)?;
     let knobs = audit(&host, &AuditRequest { cores: Some(cores.clone()), iface: a.target.iface.clone() })?;
     let tuned = is_tuned(&knobs);
@@ -199,28 +286,25 @@ fn state_dir(o: Option<PathBuf>) -> PathBuf {
     o.unwrap_or_else(default_state_dir)
 }
 
+fn print_plan(p: &[detpath_tune::PlannedChange], cores: &CpuList, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(&p)?);
+    } else if p.is_empty() {
+        println!("nothing to change: the runtime knobs are tuned for cores {cores}");
+    } else {
+        println!("plan ({} change(s), nothing changed):", p.len());
+        for c in p {
+            println!("  {c}{}", if c.may_refuse { " [may be refused]" } else { "" });
+        }
+    }
+    Ok(())
+}
+
 fn run_apply(a: ApplyArgs) -> anyhow::Result<i32> {
     let host = Host::at(&a.target.root);
-    let Some(cores) = &a.target.cores else { anyhow::bail!("apply needs --cores (the datapath cores, e.g. --cores 1)") };
-    let cores = CpuList::parse(cores)?;
-    let profile: Profile = a.profile.parse()?;
-    let req = ApplyRequest { cores, iface: a.target.iface.clone(), profile, state_dir: state_dir(a.state_dir) };
-    if a.dry_run {
-        let p = plan(&host, &req)?;
-        if a.json {
-            println!("{}", serde_json::to_string_pretty(&p)?);
-        } else if p.is_empty() {
-            println!("nothing to change: the runtime knobs are tuned for cores {}", req.cores);
-        } else {
-            println!("plan ({} change(s), nothing changed):", p.len());
-            for c in &p {
-                println!("  {c}{}", if c.may_refuse { " [may be refused]" } else { "" });
-            }
-        }
-        return Ok(0);
-    }
     let json = a.json;
-    let applied = apply_with_progress(&host, &req, &mut |s| {
+    let state = state_dir(a.state_dir);
+    let mut progress = |s: &Step<'_>| {
         if json {
             return;
         }
@@ -229,22 +313,77 @@ fn run_apply(a: ApplyArgs) -> anyhow::Result<i32> {
             StepOutcome::Unchanged => {}
             StepOutcome::Skipped(r) => println!("skipped   {}: {r}", s.change.knob),
         }
-    })?;
+    };
+    let (req, applied) = if let Some(file) = &a.from {
+        let p = SavedProfile::load(file)?;
+        let req = p.request(&state);
+        let r = if a.dry_run {
+            plan_profile(&host, &p, file).map(|plan| {
+                let _ = print_plan(&plan, &req.cores, json);
+                None
+            })
+        } else {
+            apply_profile(&host, &p, file, &state, &mut progress).map(Some)
+        };
+        match r {
+            Ok(Some(t)) => (req, t),
+            Ok(None) => return Ok(0),
+            Err(e @ TuneError::ProfileMismatch { .. }) => {
+                if json {
+                    let differences = match &e {
+                        TuneError::ProfileMismatch { differences, .. } => differences.clone(),
+                        _ => vec![],
+                    };
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&serde_json::json!({"changed": 0, "fits": false, "differences": differences, "error": e.to_string()}))?
+                    );
+                }
+                eprintln!("error: {e}");
+                return Ok(EXIT_MISFIT);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    } else {
+        let Some(cores) = &a.target.cores else { anyhow::bail!("apply needs --cores (the datapath cores, e.g. --cores 1) or --from PROFILE") };
+        let cores = CpuList::parse(cores)?;
+        let profile: Profile = a.profile.parse()?;
+        let req = ApplyRequest { cores, iface: a.target.iface.clone(), profile, state_dir: state };
+        if a.dry_run {
+            print_plan(&plan(&host, &req)?, &req.cores, json)?;
+            return Ok(0);
+        }
+        let t = apply_with_progress(&host, &req, &mut progress)?;
+        (req, t)
+    };
     let summary = applied.summary();
     let changes = applied.changes().to_vec();
     let skipped = applied.skipped().to_vec();
     let journal = applied.keep();
+    if let Some(out) = &a.save {
+        SavedProfile::capture(&host, &req)?.save(out)?;
+    }
     if json {
         println!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
-                "changes": changes, "skipped": skipped, "journal": journal, "summary": summary,
+                "changed": changes.len(), "changes": changes, "skipped": skipped, "journal": journal, "summary": summary,
+                "from": a.from, "saved": a.save,
             }))?
         );
     } else {
+        if changes.is_empty() {
+            println!(
+                "changed nothing: the host already has {}",
+                a.from.as_ref().map(|f| format!("the profile {}", f.display())).unwrap_or_else(|| format!("the tuning for cores {}", req.cores))
+            );
+        }
         println!("{summary}");
         if !changes.is_empty() {
             println!("journal: {} (undo with `detpath tune revert`)", journal.display());
+        }
+        if let Some(out) = &a.save {
+            println!("profile saved: {} (apply elsewhere with `detpath tune apply --from`, verify with `detpath tune audit --from`)", out.display());
         }
         let knobs = audit(&host, &AuditRequest { cores: Some(req.cores.clone()), iface: req.iface.clone() })?;
         let left: Vec<&Knob> = knobs.iter().filter(|k| k.status == Status::Misconfigured && k.fix.is_none()).collect();

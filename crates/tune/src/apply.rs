@@ -147,6 +147,7 @@ pub fn read_target(host: &Host, target: &Target) -> Result<String, TuneError> {
             host.read_opt(path)?.ok_or_else(|| TuneError::io("read", host.path(path), std::io::Error::from(std::io::ErrorKind::NotFound)))
         }
         Target::Shield { cpuset_root } => Ok(crate::shield::read(host, cpuset_root)),
+        Target::ShieldV2 { cgroup_root } => Ok(crate::shield::v2::read_state(host, cgroup_root)),
         Target::Nic { iface, setting } => host.nic().get(iface, *setting).map(|v| v.to_string()).map_err(|e| TuneError::Nic {
             op: "read",
             iface: iface.clone(),
@@ -161,6 +162,7 @@ pub fn write_target(host: &Host, target: &Target, value: &str) -> Result<(), Tun
     match target {
         Target::File { path, .. } => host.write(path, value),
         Target::Shield { cpuset_root } => crate::shield::write(host, cpuset_root, value),
+        Target::ShieldV2 { cgroup_root } => crate::shield::v2::write(host, cgroup_root, value),
         Target::Nic { iface, setting } => {
             let nic_err = |e| TuneError::Nic { op: "set", iface: iface.clone(), setting: setting.to_string(), source: e };
             let v: u32 =
@@ -170,10 +172,10 @@ pub fn write_target(host: &Host, target: &Target, value: &str) -> Result<(), Tun
     }
 }
 
-fn format_of(t: &Target) -> ValueFormat {
+pub(crate) fn format_of(t: &Target) -> ValueFormat {
     match t {
         Target::File { format, .. } => *format,
-        Target::Nic { .. } | Target::Shield { .. } => ValueFormat::Plain,
+        Target::Nic { .. } | Target::Shield { .. } | Target::ShieldV2 { .. } => ValueFormat::Plain,
     }
 }
 
@@ -218,6 +220,11 @@ pub fn apply(host: &Host, req: &ApplyRequest) -> Result<AppliedTuning, TuneError
 /// [`apply`], calling `progress` after each planned change.
 pub fn apply_with_progress(host: &Host, req: &ApplyRequest, progress: &mut dyn FnMut(&Step<'_>)) -> Result<AppliedTuning, TuneError> {
     let changes = plan(host, req)?;
+    execute(host, req, &changes, progress)
+}
+
+/// Makes the planned `changes` for `req`, journalled, one at a time (see [`apply`]).
+pub(crate) fn execute(host: &Host, req: &ApplyRequest, changes: &[PlannedChange], progress: &mut dyn FnMut(&Step<'_>)) -> Result<AppliedTuning, TuneError> {
     // SAFETY: geteuid has no preconditions.
     if host.root() == Path::new("/") && unsafe { libc::geteuid() } != 0 {
         return Err(TuneError::NeedsRoot);

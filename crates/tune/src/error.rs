@@ -68,6 +68,20 @@ pub enum TuneError {
     /// One change failed and the rollback failed as well.
     #[error("applying {knob} failed: {cause}; rolling back also failed for: {}; the journal {journal} keeps what is left, run `detpath tune revert`", failures.join("; "))]
     RollbackFailed { knob: String, cause: Box<TuneError>, failures: Vec<String>, journal: PathBuf },
+    /// A saved profile cannot be read or understood.
+    #[error("tuning profile {path}: {reason}; save one with `detpath tune apply --cores LIST --save {path}`", path = path.display())]
+    ProfileUnreadable { path: PathBuf, reason: String },
+    /// A saved profile cannot be written.
+    #[error("cannot write tuning profile {path}: {source} (is the directory there and writable?)", path = path.display())]
+    ProfileWrite {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// The host differs from the one the profile was saved on in a way that
+    /// makes the profile not fit (checked before anything is changed).
+    #[error("tuning profile {path} does not fit this host, nothing was changed: {}; save a profile on a host like this one, or apply with --cores/--iface for this host", differences.join("; "), path = path.display())]
+    ProfileMismatch { path: PathBuf, differences: Vec<String> },
     /// Some journal entries could not be restored; they stay in the journal.
     #[error("could not restore: {}; these entries stay in {journal}, fix the cause and run `detpath tune revert` again", failures.join("; "))]
     RevertIncomplete { failures: Vec<String>, journal: PathBuf },

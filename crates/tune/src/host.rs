@@ -17,6 +17,44 @@ use crate::nic::{EthtoolIoctl, Nic};
 pub struct Host {
     root: PathBuf,
     nic: Arc<dyn Nic>,
+    cgroups: Arc<dyn Cgroups>,
+}
+
+/// The cgroup operations whose effect is more than the bytes of one file:
+/// making and removing a cgroup (the kernel fills a new one with its
+/// interface files), moving a process (it leaves the cgroup it was in) and
+/// switching a controller on for the children. [`KernelCgroups`] is the
+/// kernel's cgroupfs; tests give a fake tree one that acts the same on
+/// plain files (this machine's cgroup v2 has no cpuset controller).
+pub trait Cgroups: Send + Sync + std::fmt::Debug {
+    /// Creates the cgroup `dir` (a real path).
+    fn create(&self, dir: &Path) -> io::Result<()>;
+    /// Removes the empty cgroup `dir`.
+    fn remove(&self, dir: &Path) -> io::Result<()>;
+    /// Moves process `pid` into the cgroup whose `cgroup.procs` is `procs`.
+    fn attach(&self, procs: &Path, pid: u32) -> io::Result<()>;
+    /// Enables (`+ctl`) or disables (`-ctl`) a controller in `subtree_control`.
+    fn set_controller(&self, subtree_control: &Path, controller: &str, on: bool) -> io::Result<()>;
+}
+
+/// The kernel's cgroupfs: mkdir, rmdir, one write per pid, `+ctl`/`-ctl`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KernelCgroups;
+
+impl Cgroups for KernelCgroups {
+    fn create(&self, dir: &Path) -> io::Result<()> {
+        fs::create_dir(dir)
+    }
+    fn remove(&self, dir: &Path) -> io::Result<()> {
+        fs::remove_dir(dir)
+    }
+    fn attach(&self, procs: &Path, pid: u32) -> io::Result<()> {
+        fs::OpenOptions::new().write(true).open(procs)?.write_all(pid.to_string().as_bytes())
+    }
+    fn set_controller(&self, subtree_control: &Path, controller: &str, on: bool) -> io::Result<()> {
+        let v = format!("{}{controller}", if on { '+' } else { '-' });
+        fs::OpenOptions::new().write(true).open(subtree_control)?.write_all(v.as_bytes())
+    }
 }
 
 impl Default for Host {
@@ -28,19 +66,30 @@ impl Default for Host {
 impl Host {
     /// The running machine: root `/`, NIC settings through the ethtool ioctl.
     pub fn real() -> Self {
-        Self { root: PathBuf::from("/"), nic: Arc::new(EthtoolIoctl) }
+        Self { root: PathBuf::from("/"), nic: Arc::new(EthtoolIoctl), cgroups: Arc::new(KernelCgroups) }
     }
 
     /// A host whose /proc, /sys and /dev live under `root`. NIC settings still go
     /// through the ethtool ioctl unless replaced with [`Host::with_nic`].
     pub fn at(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into(), nic: Arc::new(EthtoolIoctl) }
+        Self { root: root.into(), nic: Arc::new(EthtoolIoctl), cgroups: Arc::new(KernelCgroups) }
     }
 
     /// Replaces the NIC backend.
     pub fn with_nic(mut self, nic: Arc<dyn Nic>) -> Self {
         self.nic = nic;
         self
+    }
+
+    /// Replaces the cgroup backend (a fake tree's).
+    pub fn with_cgroups(mut self, cgroups: Arc<dyn Cgroups>) -> Self {
+        self.cgroups = cgroups;
+        self
+    }
+
+    /// The cgroup backend.
+    pub fn cgroups(&self) -> &dyn Cgroups {
+        &*self.cgroups
     }
 
     /// The root directory.

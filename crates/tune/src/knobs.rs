@@ -88,6 +88,14 @@ pub enum Target {
         /// Mount point of the cgroup v1 cpuset hierarchy.
         cpuset_root: String,
     },
+    /// The same on the unified hierarchy ([`crate::shield::v2`]): limited
+    /// top-level cgroups, a housekeeping cgroup and an isolated partition.
+    /// Its raw value is a snapshot of all it touches (JSON), so one journal
+    /// entry restores everything.
+    ShieldV2 {
+        /// Mount point of the cgroup v2 hierarchy.
+        cgroup_root: String,
+    },
     /// A NIC setting through ethtool.
     Nic {
         /// Interface name.
@@ -103,6 +111,7 @@ impl std::fmt::Display for Target {
             Target::File { path, .. } => f.write_str(path),
             Target::Nic { iface, setting } => write!(f, "ethtool {iface} {setting}"),
             Target::Shield { cpuset_root } => write!(f, "{cpuset_root}/{}", crate::shield::SHIELD_DIR),
+            Target::ShieldV2 { cgroup_root } => write!(f, "{cgroup_root}/{} (cgroup v2 partition)", crate::shield::v2::DATAPATH_DIR),
         }
     }
 }
@@ -143,6 +152,15 @@ pub struct Knob {
     /// The change `apply` makes, for misconfigured runtime knobs.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub fix: Option<Fix>,
+    /// Where `apply` writes this knob, for every runtime knob the machine has
+    /// (whatever its status): what a saved profile ([`crate::profile`]) records.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub target: Option<Target>,
+    /// Set when the recommended value is computed from this host (its
+    /// housekeeping cores, its maximum frequency) rather than fixed: a saved
+    /// profile re-derives such a value on the host it is applied to. Says from what.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub derived: Option<String>,
 }
 
 impl Knob {
@@ -157,6 +175,8 @@ impl Knob {
             cmdline: None,
             status: Status::NotPresent,
             fix: None,
+            target: None,
+            derived: None,
         }
     }
 }
@@ -247,6 +267,13 @@ struct Audit<'a> {
     knobs: Vec<Knob>,
 }
 
+/// [`Knob::derived`]: the value is this host's housekeeping cores (online minus datapath).
+pub const HOUSEKEEPING: &str = "housekeeping cores";
+/// [`Knob::derived`]: the value is any CPU list that leaves out the datapath cores.
+pub const OFF_DATAPATH: &str = "off the datapath cores";
+/// [`Knob::derived`]: the value is the core's `cpuinfo_max_freq`.
+pub const MAX_FREQ: &str = "cpuinfo_max_freq";
+
 fn ok_if(b: bool) -> Status {
     if b {
         Status::Ok
@@ -270,6 +297,7 @@ impl Audit<'_> {
         match self.host.read_opt(abs) {
             Ok(Some(raw)) => {
                 let v = normalize(&raw, format);
+                k.target = Some(Target::File { path: abs.into(), format });
                 k.current = v.clone();
                 k.status = ok_if(ok(&v));
                 if k.status == Status::Misconfigured {
@@ -367,12 +395,33 @@ impl Audit<'_> {
                 crate::shield::SHIELD_DIR
             );
             k.status = ok_if(now == hk);
+            k.target = Some(Target::Shield { cpuset_root: root.clone() });
+            k.derived = Some(HOUSEKEEPING.into());
             k.current = if now == crate::shield::NO_SHIELD { "none (user processes may run on every core)".into() } else { format!("user processes on {now}") };
             if k.status == Status::Misconfigured {
                 k.fix = Some(Fix { target: Target::Shield { cpuset_root: root }, value: hk, may_refuse: false });
             }
+        } else if let Some(root) = crate::shield::v2::root(self.host) {
+            let problems = crate::shield::v2::problems(self.host, &root, &self.housekeeping, &self.cores);
+            k.how = format!(
+                "echo +cpuset > {root}/cgroup.subtree_control; echo {hk} > each {root}/*.slice/cpuset.cpus; mkdir {root}/{0}, echo {1} > its cpuset.cpus, echo isolated > its cpuset.cpus.partition (detpath tune apply does, and moves the root's processes to {root}/{2})",
+                crate::shield::v2::DATAPATH_DIR,
+                self.cores,
+                crate::shield::SHIELD_DIR
+            );
+            k.status = ok_if(problems.is_empty());
+            k.target = Some(Target::ShieldV2 { cgroup_root: root.clone() });
+            k.derived = Some(HOUSEKEEPING.into());
+            k.current = if problems.is_empty() {
+                format!("user processes on {hk}, partition {} on {} (cgroup v2)", crate::shield::v2::DATAPATH_DIR, self.cores)
+            } else {
+                format!("not isolated (cgroup v2): {}", problems.join("; "))
+            };
+            if k.status == Status::Misconfigured {
+                k.fix = Some(Fix { target: Target::ShieldV2 { cgroup_root: root }, value: hk, may_refuse: false });
+            }
         } else {
-            k.current = "not present (no cgroup v1 cpuset hierarchy; cgroup v2 partitions are not done yet)".into();
+            k.current = "not present (no cpuset controller: neither a cgroup v1 cpuset mount nor cpuset in the cgroup v2 root's cgroup.controllers)".into();
             k.how = format!("boot with isolcpus={}", self.cores);
         }
         self.knobs.push(k);
@@ -391,6 +440,14 @@ impl Audit<'_> {
             &hk,
             "unbound kernel work (kworker/u*: writeback, crypto, RCU-deferred frees) may run on any core in this mask, the datapath's included",
         );
+        self.derive_last(HOUSEKEEPING);
+    }
+
+    /// Marks the knob just added as host-relative (when it is present).
+    fn derive_last(&mut self, from: &str) {
+        if let Some(k) = self.knobs.last_mut().filter(|k| k.target.is_some()) {
+            k.derived = Some(from.into());
+        }
     }
 
     fn irqs(&mut self) {
@@ -404,6 +461,8 @@ impl Audit<'_> {
             match h.read_trim(&abs).map(|s| (CpuList::parse(&s), s)) {
                 Some((Ok(aff), raw)) => {
                     k.current = raw;
+                    k.target = Some(Target::File { path: abs.clone(), format: ValueFormat::Plain });
+                    k.derived = Some(OFF_DATAPATH.into());
                     let on_dp = aff.intersects(&self.cores);
                     let rest = aff.difference(&self.cores).intersection(&online);
                     let new = if rest.is_empty() { self.housekeeping.clone() } else { rest };
@@ -428,6 +487,8 @@ impl Audit<'_> {
         let mut k = Knob::new("irq.default_affinity", "IRQs registered later (a driver loaded, a device added) start with this mask");
         if let Some(raw) = h.read_trim(abs) {
             k.current = raw.clone();
+            k.target = Some(Target::File { path: abs.into(), format: ValueFormat::Plain });
+            k.derived = Some(HOUSEKEEPING.into());
             let aff = CpuList::parse_mask(&raw).unwrap_or_default();
             let rest = aff.difference(&self.cores);
             let new = if rest.is_empty() { self.housekeeping.clone() } else { rest };
@@ -471,6 +532,7 @@ impl Audit<'_> {
             k.how = how;
             match nic.get(iface, s) {
                 Ok(v) => {
+                    k.target = Some(Target::Nic { iface: iface.into(), setting: s });
                     k.current = match s {
                         NicSetting::Gro | NicSetting::Lro | NicSetting::AdaptiveRx | NicSetting::AdaptiveTx => if v != 0 { "on" } else { "off" }.into(),
                         _ => v.to_string(),
@@ -594,6 +656,7 @@ impl Audit<'_> {
                     &max,
                     "a capped maximum frequency slows every packet",
                 );
+                self.derive_last(MAX_FREQ);
                 let m = max.clone();
                 self.file(
                     &format!("cpu{c}.min_freq"),
@@ -604,6 +667,7 @@ impl Audit<'_> {
                     &max,
                     "with min below max the core can clock down between packets and ramp up late",
                 );
+                self.derive_last(MAX_FREQ);
             }
         }
         if !any {

@@ -14,6 +14,9 @@
 //!   rolls back the changes made so far; the returned [`AppliedTuning`]
 //!   reverts on drop. [`revert`] restores a journal left by a process that
 //!   died (even by SIGKILL). A journal from another boot is refused.
+//! * [`profile`] saves what an apply left in force to a file, applies it on
+//!   this or another host (refusing, before any change, where the host
+//!   differs) and verifies a host against it, per knob.
 //! * [`rt`] pins a thread, runs it SCHED_FIFO, locks memory, checks the core,
 //!   and holds `/dev/cpu_dma_latency`.
 //!
@@ -46,6 +49,7 @@ mod host;
 mod journal;
 mod knobs;
 pub mod nic;
+pub mod profile;
 pub mod rt;
 pub mod shield;
 pub mod vm;
@@ -56,6 +60,9 @@ pub use apply::{
 };
 pub use cpus::CpuList;
 pub use error::{RtError, TuneError};
-pub use host::Host;
+pub use host::{Cgroups, Host, KernelCgroups};
 pub use journal::{atomic_write, default_state_dir, Entry, Journal, JournalStore, StoreLock, JOURNAL_FILE, JOURNAL_VERSION};
-pub use knobs::{audit, audit_summary, is_tuned, normalize, AuditRequest, ChangeKind, Fix, Knob, Status, Target, ValueFormat};
+pub use knobs::{
+    audit, audit_summary, is_tuned, normalize, AuditRequest, ChangeKind, Fix, Knob, Status, Target, ValueFormat, HOUSEKEEPING, MAX_FREQ, OFF_DATAPATH,
+};
+pub use profile::{apply_profile, check_fit, plan_profile, verify, SavedProfile, Verification};

@@ -19,8 +19,12 @@
 //! the shield back to the root, those forked since included, and removes
 //! the cpuset: the host is as before.
 //!
-//! cgroup v2 (its `cpuset.cpus.partition`) is not done yet: there the knob
-//! reads `not present` and `isolcpus=` is the way.
+//! Where the host's `cpuset` controller lives decides the mechanism: a
+//! cgroup v1 cpuset mount (as above), else the unified hierarchy when its
+//! root offers `cpuset` ([`v2`]: slices limited to the housekeeping cores and
+//! an isolated partition for the datapath cores).
+
+pub mod v2;
 
 use std::fs;
 
@@ -97,19 +101,24 @@ pub struct Active {
     pub cores: CpuList,
 }
 
-/// The shield, when one is up.
+/// The shield, when one is up (cgroup v1 or v2).
 pub fn active(host: &Host) -> Option<Active> {
-    let root = cpuset_v1_root(host)?;
+    let Some(root) = cpuset_v1_root(host) else {
+        let root = v2::root(host)?;
+        let cores = CpuList::parse(&v2::read(host, &root)).ok()?;
+        return Some(Active { procs_file: host.path(&format!("{root}/{SHIELD_DIR}/cgroup.procs")), cores });
+    };
     let cores = CpuList::parse(&host.read_trim(&format!("{root}/{SHIELD_DIR}/cpuset.cpus"))?).ok()?;
     let procs_file = host.path(&format!("{root}/{SHIELD_DIR}/cgroup.procs"));
     procs_file.exists().then_some(Active { procs_file, cores })
 }
 
 /// Moves the calling thread out of the shield into the root cpuset (v1
-/// `tasks` takes thread ids), so it may pin itself to a datapath core.
-/// Returns whether it was in the shield.
+/// `tasks` takes thread ids), so it may pin itself to a datapath core; on
+/// cgroup v2 the calling process joins the datapath partition
+/// ([`v2::join_datapath`]). Returns whether it moved.
 pub fn leave(host: &Host) -> bool {
-    let Some(root) = cpuset_v1_root(host) else { return false };
+    let Some(root) = cpuset_v1_root(host) else { return v2::join_datapath(host, std::process::id()) };
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::gettid() };
     let in_shield = host.read_trim(&format!("{root}/{SHIELD_DIR}/tasks")).is_some_and(|t| t.lines().any(|l| l.trim() == tid.to_string()));
@@ -117,7 +126,7 @@ pub fn leave(host: &Host) -> bool {
 }
 
 /// Passes over the process list when setting up or dissolving the shield.
-const MOVE_PASSES: usize = 10;
+pub(crate) const MOVE_PASSES: usize = 10;
 
 /// Writes each process id listed in `from` into `to`, one write each; a
 /// process that exited meanwhile or the kernel keeps (a per-CPU kernel
@@ -129,7 +138,7 @@ fn move_all(host: &Host, from: &str, to: &str, keep_moving: impl Fn(u32) -> bool
 
 /// Whether `pid` is a kernel thread (PF_KTHREAD in `/proc/<pid>/stat`'s flags):
 /// those stay where the kernel put them.
-fn is_kernel_thread(host: &Host, pid: u32) -> bool {
+pub(crate) fn is_kernel_thread(host: &Host, pid: u32) -> bool {
     const PF_KTHREAD: u64 = 0x0020_0000;
     let Some(stat) = host.read_trim(&format!("/proc/{pid}/stat")) else { return true };
     // Fields after the command name (which may hold spaces and parentheses): state ppid pgrp session tty tpgid flags.

@@ -3,6 +3,9 @@
 //! NAPI settings and GRO): snapshot, apply, check, revert, compare; also after
 //! a SIGKILL in the middle of an apply; plus the real-time thread setup.
 //!
+//! A second test saves a profile after an apply, verifies the host against
+//! it (clean), applies it again (no change) and reverts to the snapshot.
+//!
 //! Needs root; skipped (with a message) otherwise. All real-host steps are in
 //! one test function, serialised across processes by a file lock, and a guard
 //! restores the snapshot even when an assertion fails.
@@ -17,6 +20,7 @@ use std::process::Command;
 
 use common::*;
 use detpath_tune::nic::{EthtoolIoctl, Nic, NicSetting};
+use detpath_tune::profile::{self, verify, SavedProfile};
 use detpath_tune::rt::{self, RealtimeConfig, Warning};
 use detpath_tune::*;
 
@@ -338,5 +342,80 @@ fn real_host_apply_check_revert() {
     assert!(matches!(bad(req.clone()), TuneError::JournalCorrupt { .. }));
     fs::remove_file(state.join(JOURNAL_FILE)).unwrap();
     assert_snap_eq(&before, &snap(&files, &veth), "after bad inputs");
+    drop(guard);
+}
+
+/// `apply --save` then `audit --from` on this machine: the saved profile
+/// matches the host it was saved on, a second apply from it changes nothing,
+/// and revert leaves the host byte for byte as found.
+#[test]
+fn real_host_profile_save_verify_revert() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIP real_host_profile_save_verify_revert: needs root");
+        return;
+    }
+    let host = Host::real();
+    let online = host.online_cpus();
+    if online.len() < 2 {
+        eprintln!("SKIP real_host_profile_save_verify_revert: needs 2 online CPUs");
+        return;
+    }
+    let lock = fs::OpenOptions::new().create(true).truncate(false).write(true).open("/tmp/detpath-tune-real-host.lock").unwrap();
+    // SAFETY: flock on a descriptor we own.
+    assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let core = online.iter().last().unwrap();
+    let stdir = tempfile::tempdir().unwrap();
+    let state = stdir.path().join("state");
+    let veth = format!("dtp{}a", std::process::id() % 100000);
+    let mut guard = Guard { state: state.clone(), veth: veth.clone(), files: vec![], before: None };
+    let ok = Command::new("ip").args(["link", "add", &veth, "type", "veth", "peer", "name", &format!("dtp{}b", std::process::id() % 100000)]).status().unwrap();
+    assert!(ok.success(), "ip link add veth failed");
+    fs::write(format!("/sys/class/net/{veth}/gro_flush_timeout"), "20000").unwrap();
+    EthtoolIoctl.set(&veth, NicSetting::Gro, 1).unwrap();
+    let files = watched_files(core, &veth);
+    let before = snap(&files, &veth);
+    guard.files = files.clone();
+    guard.before = Some(before.clone());
+    let req = ApplyRequest::new(CpuList::from_cpus([core])).iface(&veth).state_dir(&state);
+
+    let tuning = apply(&host, &req).unwrap();
+    assert!(!tuning.changes().is_empty());
+    let p = SavedProfile::capture(&host, &req).unwrap();
+    let path = stdir.path().join("profile.json");
+    p.save(&path).unwrap();
+    let p = SavedProfile::load(&path).unwrap();
+    assert_eq!(p.nics[0].driver.as_deref(), Some("virtual"), "a veth is a software device");
+    assert_eq!(p.host.cpu_count, online.len());
+    assert!(p.knobs.iter().any(|k| k.name == "kernel.sched_rt_runtime_us" && k.value == "-1"), "{:?}", p.knobs);
+    assert!(p.knobs.iter().any(|k| k.name == format!("nic.{veth}.gro") && k.value == "0"));
+    // The host matches the profile it was saved from; the refused IRQs are not drift.
+    let v = verify(&host, &p).unwrap();
+    assert!(
+        v.matches(),
+        "drift on the host the profile was saved on: {:?} {:?}",
+        v.differences,
+        v.knobs.iter().filter(|r| r.state == profile::Match::Drift).collect::<Vec<_>>()
+    );
+    eprintln!(
+        "profile: {} knobs, verify: {} rows, {} refused IRQs",
+        p.knobs.len(),
+        v.knobs.len(),
+        v.knobs.iter().filter(|r| r.state == profile::Match::Refused).count()
+    );
+    // Applying the profile again changes nothing.
+    let again = profile::apply_profile(&host, &p, &path, &state, &mut |_| {}).unwrap();
+    assert!(again.changes().is_empty(), "{:?}", again.changes());
+    drop(again);
+    // A knob changed behind the profile's back is drift.
+    let swappiness = read("/proc/sys/vm/swappiness");
+    fs::write("/proc/sys/vm/swappiness", "33").unwrap();
+    let v = verify(&host, &p).unwrap();
+    fs::write("/proc/sys/vm/swappiness", &swappiness).unwrap();
+    assert_eq!(v.drift, 1, "{:?}", v.knobs.iter().filter(|r| r.state == profile::Match::Drift).collect::<Vec<_>>());
+    // Revert: as found, byte for byte.
+    tuning.revert().unwrap();
+    assert_snap_eq(&before, &snap(&files, &veth), "after profile apply + revert");
+    assert!(journal_status(&state).unwrap().is_none());
     drop(guard);
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use detpath_tune::nic::{Nic, NicSetting};
-use detpath_tune::Host;
+use detpath_tune::{Cgroups, Host};
 
 pub const BOOT_ID: &str = "11111111-2222-3333-4444-555555555555";
 pub const IFACE: &str = "fake0";
@@ -40,6 +40,120 @@ impl Nic for FileNic {
             return Err(io::Error::from_raw_os_error(libc::EIO));
         }
         fs::write(self.dir.join(iface).join(s.name()), v.to_string())
+    }
+}
+
+/// cgroup v2 semantics on plain files, as the kernel's cgroupfs has them:
+/// a new cgroup gets its interface files (the cpuset ones when the parent
+/// enables cpuset for its children); a process written to `cgroup.procs`
+/// leaves every other cgroup of the hierarchy (kernel threads and vanished
+/// pids are refused, EINVAL/ESRCH); a cgroup with processes or children
+/// cannot be removed (EBUSY); `+ctl`/`-ctl` adds or removes the controller's
+/// files in the children. `cgroup.procs` lists pids sorted, one per line.
+#[derive(Debug, Clone)]
+pub struct FakeCgroups {
+    /// The fake tree's root (for /proc).
+    pub root: PathBuf,
+    /// The hierarchy's mount point (a real path).
+    pub mount: PathBuf,
+}
+
+pub const CPUSET_FILES: [(&str, &str); 2] = [("cpuset.cpus", "\n"), ("cpuset.cpus.partition", "member\n")];
+
+fn words_of(p: &Path) -> Vec<String> {
+    fs::read_to_string(p).unwrap_or_default().split_whitespace().map(str::to_string).collect()
+}
+
+fn pids_of(p: &Path) -> Vec<u32> {
+    fs::read_to_string(p).unwrap_or_default().split_whitespace().filter_map(|x| x.parse().ok()).collect()
+}
+
+pub fn write_pids(p: &Path, pids: &[u32]) {
+    let mut v = pids.to_vec();
+    v.sort();
+    v.dedup();
+    fs::write(p, v.iter().map(|x| format!("{x}\n")).collect::<String>()).unwrap();
+}
+
+impl FakeCgroups {
+    fn all_procs(&self, dir: &Path, out: &mut Vec<PathBuf>) {
+        out.push(dir.join("cgroup.procs"));
+        for e in fs::read_dir(dir).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                self.all_procs(&e.path(), out);
+            }
+        }
+    }
+}
+
+impl Cgroups for FakeCgroups {
+    fn create(&self, dir: &Path) -> io::Result<()> {
+        fs::create_dir(dir)?;
+        let parent_ctl = words_of(&dir.parent().unwrap().join("cgroup.subtree_control"));
+        fs::write(dir.join("cgroup.procs"), "")?;
+        fs::write(dir.join("cgroup.subtree_control"), "\n")?;
+        fs::write(dir.join("cgroup.controllers"), format!("{}\n", parent_ctl.join(" ")))?;
+        if parent_ctl.iter().any(|c| c == "cpuset") {
+            for (f, v) in CPUSET_FILES {
+                fs::write(dir.join(f), v)?;
+            }
+        }
+        Ok(())
+    }
+    fn remove(&self, dir: &Path) -> io::Result<()> {
+        let busy = !pids_of(&dir.join("cgroup.procs")).is_empty() || fs::read_dir(dir)?.flatten().any(|e| e.file_type().unwrap().is_dir());
+        if busy {
+            return Err(io::Error::from_raw_os_error(libc::EBUSY));
+        }
+        fs::remove_dir_all(dir)
+    }
+    fn attach(&self, procs: &Path, pid: u32) -> io::Result<()> {
+        let stat = fs::read_to_string(self.root.join(format!("proc/{pid}/stat"))).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
+        let flags: u64 = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().nth(6)).and_then(|f| f.parse().ok()).unwrap_or(0);
+        if flags & 0x0020_0000 != 0 {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        if !procs.exists() {
+            return Err(io::Error::from_raw_os_error(libc::ENOENT));
+        }
+        let mut all = vec![];
+        self.all_procs(&self.mount, &mut all);
+        for p in all {
+            let now = pids_of(&p);
+            if p == procs {
+                let mut v = now;
+                v.push(pid);
+                write_pids(&p, &v);
+            } else if now.contains(&pid) {
+                write_pids(&p, &now.into_iter().filter(|&x| x != pid).collect::<Vec<_>>());
+            }
+        }
+        Ok(())
+    }
+    fn set_controller(&self, subtree_control: &Path, controller: &str, on: bool) -> io::Result<()> {
+        let dir = subtree_control.parent().unwrap();
+        if !words_of(&dir.join("cgroup.controllers")).iter().any(|c| c == controller) {
+            return Err(io::Error::from_raw_os_error(libc::ENOENT));
+        }
+        let mut ctl = words_of(subtree_control);
+        ctl.retain(|c| c != controller);
+        if on {
+            ctl.push(controller.to_string());
+        }
+        for e in fs::read_dir(dir)?.flatten().filter(|e| e.file_type().unwrap().is_dir()) {
+            let child = e.path();
+            if !on && words_of(&child.join("cgroup.subtree_control")).iter().any(|c| c == controller) {
+                return Err(io::Error::from_raw_os_error(libc::EBUSY));
+            }
+            for (f, v) in CPUSET_FILES {
+                if on && !child.join(f).exists() {
+                    fs::write(child.join(f), v)?;
+                } else if !on {
+                    let _ = fs::remove_file(child.join(f));
+                }
+            }
+        }
+        fs::write(subtree_control, format!("{}\n", ctl.join(" ")))
     }
 }
 
@@ -128,7 +242,53 @@ pub fn fake_tree(root: &Path) {
 /// A host over a fake tree made in `root`.
 pub fn fake_host(root: &Path) -> Host {
     fake_tree(root);
-    Host::at(root).with_nic(Arc::new(FileNic { dir: root.join("fake-nic") }))
+    fake_host_keep(root)
+}
+
+/// A Debian 12-like cgroup v2 hierarchy on the fake tree (after [`fake_tree`]):
+/// cpuset offered by the root but not enabled; systemd's init.scope (pid 1),
+/// system.slice/cron.service (400), user.slice/user-1000.slice/session-1.scope
+/// (500); in the root cgroup a kernel thread (2) and a process started
+/// outside systemd (300).
+pub fn fake_v2_tree(root: &Path) {
+    w(root, "proc/self/mounts", "sysfs /sys sysfs rw 0 0\ncgroup2 /sys/fs/cgroup cgroup2 rw,nosuid,nodev,noexec,relatime,nsdelegate 0 0\n");
+    let cg = "sys/fs/cgroup";
+    w(root, &format!("{cg}/cgroup.controllers"), "cpuset cpu io memory hugetlb pids rdma misc\n");
+    w(root, &format!("{cg}/cgroup.subtree_control"), "memory pids\n");
+    w(root, &format!("{cg}/cgroup.procs"), "2\n300\n");
+    for (dir, procs, sub) in [
+        ("init.scope", "1\n", ""),
+        ("system.slice", "", "memory pids"),
+        ("system.slice/cron.service", "400\n", ""),
+        ("user.slice", "", "memory pids"),
+        ("user.slice/user-1000.slice", "", "memory pids"),
+        ("user.slice/user-1000.slice/session-1.scope", "500\n", ""),
+    ] {
+        let parent = Path::new(dir).parent().map(|p| p.to_string_lossy().to_string()).unwrap_or_default();
+        let pctl = fs::read_to_string(root.join(cg).join(&parent).join("cgroup.subtree_control")).unwrap();
+        w(root, &format!("{cg}/{dir}/cgroup.procs"), procs);
+        w(root, &format!("{cg}/{dir}/cgroup.controllers"), pctl);
+        w(root, &format!("{cg}/{dir}/cgroup.subtree_control"), format!("{sub}\n"));
+    }
+    for (pid, comm, flags) in
+        [(1, "systemd", 4194560u64), (2, "kthreadd", 2129984), (300, "sleep", 4194304), (301, "sh", 4194304), (400, "cron", 4194304), (500, "bash", 4194304)]
+    {
+        w(root, &format!("proc/{pid}/stat"), format!("{pid} ({comm}) S 1 {pid} {pid} 0 -1 {flags} 0 0"));
+    }
+}
+
+/// A host over a fake tree with a cgroup v2 hierarchy ([`fake_v2_tree`]).
+pub fn fake_v2_host(root: &Path) -> Host {
+    fake_tree(root);
+    fake_v2_tree(root);
+    fake_host_keep(root)
+}
+
+/// A host over a fake tree that already exists in `root` (left as it is).
+pub fn fake_host_keep(root: &Path) -> Host {
+    Host::at(root)
+        .with_nic(Arc::new(FileNic { dir: root.join("fake-nic") }))
+        .with_cgroups(Arc::new(FakeCgroups { root: root.to_path_buf(), mount: root.join("sys/fs/cgroup") }))
 }
 
 /// Files that hold a selection (`[x]`/`(x)`): the kernel re-renders them from
@@ -197,7 +357,7 @@ pub fn child_main() {
     let stop: usize = std::env::var("DETPATH_TUNE_CHILD_STOP").unwrap().parse().unwrap();
     let cores = detpath_tune::CpuList::parse(&std::env::var("DETPATH_TUNE_CHILD_CORES").unwrap()).unwrap();
     let iface = std::env::var("DETPATH_TUNE_CHILD_IFACE").ok();
-    let host = if root == "/" { Host::real() } else { Host::at(&root).with_nic(Arc::new(FileNic { dir: Path::new(&root).join("fake-nic") })) };
+    let host = if root == "/" { Host::real() } else { fake_host_keep(Path::new(&root)) };
     let mut req = detpath_tune::ApplyRequest::new(cores).state_dir(state);
     req.iface = iface;
     let mut n = 0;
