@@ -21,6 +21,8 @@
 //!   that drives the completion-counted clock, reproducing the paper's
 //!   clock-error behaviour where no line-rate NIC is present.
 //! - [`probe`]: what this host offers (line rate, PTP clock, launch time).
+//! - [`ptp`]: IEEE 1588 (PTPv2 over UDP/IPv4, E2E, two-step) for the slot
+//!   clock, interoperating with linuxptp's ptp4l in both roles.
 //! - [`endpoint`]: [`SchedEndpoint`], the scheduler wrapped around any
 //!   `detpath::Endpoint`.
 //! - [`spec`]: [`open`], `detpath::open` plus the scheduler's spec keys
@@ -55,6 +57,7 @@ pub mod endpoint;
 pub mod mask;
 pub mod prebuffer;
 pub mod probe;
+pub mod ptp;
 pub mod ringmodel;
 pub mod sched;
 pub mod servo;
