@@ -20,6 +20,8 @@
 //! - [`ringmodel`]: a model of a NIC TX ring (line rate, batch, poll jitter)
 //!   that drives the completion-counted clock, reproducing the paper's
 //!   clock-error behaviour where no line-rate NIC is present.
+//! - [`dualclock`]: KeepON's dual clock (§5.2: a Tx and an Rx clock,
+//!   merged), modelled over the same simulated line-rate rings.
 //! - [`probe`]: what this host offers (line rate, PTP clock, launch time).
 //! - [`ptp`]: IEEE 1588 (PTPv2 over UDP/IPv4, E2E, two-step) for the slot
 //!   clock, interoperating with linuxptp's ptp4l in both roles.
@@ -53,6 +55,7 @@
 
 pub mod clock;
 pub mod config;
+pub mod dualclock;
 pub mod endpoint;
 pub mod mask;
 pub mod prebuffer;

@@ -191,6 +191,8 @@ pub struct Drops {
     pub not_ours: u64,
     /// Foreign masters beyond the table's bound.
     pub table_full: u64,
+    /// This port's own multicast, heard back.
+    pub own: u64,
 }
 
 /// The node's ports: the detpath endpoint and the two group sockets.
@@ -368,12 +370,13 @@ pub fn run_slave(ports: &mut Ports, clock: &mut PtpClock, cfg: &PtpConfig, stop:
             continue;
         };
         let Some(m) = parse(&ports.buf[..len], cfg.domain, &mut drops) else { continue };
+        if m.header.source == ports.me {
+            drops.own += 1;
+            continue;
+        }
         let now = monotonic_ns();
         match (via, m.body) {
             (Via::General, Body::Announce(a)) => {
-                if m.header.source == ports.me {
-                    continue;
-                }
                 if !masters.heard(m.header.source, *peer.ip(), a, m.header.log_interval, now) {
                     drops.table_full += 1;
                 }
@@ -636,6 +639,10 @@ pub fn run_master(ports: &mut Ports, clock: &PtpClock, cfg: &PtpConfig, stop: &d
             continue;
         };
         let Some(m) = parse(&ports.buf[..len], cfg.domain, &mut drops) else { continue };
+        if m.header.source == ports.me {
+            drops.own += 1;
+            continue;
+        }
         match (via, m.body) {
             (Via::Endpoint | Via::Event, Body::DelayReq(_)) => {
                 let t4 = clock.time_at(rx_ns);
