@@ -164,7 +164,7 @@ pub fn print_dual_clock(rows: &[detpath_sched::dualclock::DualClockReport]) {
         println!(
             "{:>5} {:>8} {:>8} {:>22} {:>22} {:>22} {:>8} {:>8} {:>6}",
             r.config.ring.batch,
-            if r.config.stall_prob > 0.0 { format!("{:.0e}", r.config.stall_prob) } else { "none".into() },
+            if r.config.stall_prob > 0.0 { "200/s".to_string() } else { "none".into() },
             format!("{:?}", r.config.merge).to_lowercase(),
             us(&r.tx),
             us(&r.rx),
@@ -174,5 +174,5 @@ pub fn print_dual_clock(rows: &[detpath_sched::dualclock::DualClockReport]) {
             r.corrections
         );
     }
-    println!("(stalls: 1 poll in 10^4 held up 100 µs on average, on either side; a fault: |Tx − Rx| above four poll gaps, the lagging clock takes the leading one's value)");
+    println!("(ring: four batches, at least 32 descriptors; stalls: 200 a second on each side, 100 µs on average; a fault: |Tx − Rx| above four poll gaps, the lagging clock takes the leading one's value)");
 }

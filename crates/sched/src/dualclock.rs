@@ -217,21 +217,28 @@ pub fn run(c: &DualClockConfig) -> DualClockReport {
 }
 
 /// The `sched model` sweep: 300-byte slots at 1 Gb/s for batches 1, 8 and
-/// 32 (each polled just often enough, as Figure 8) on a 32-descriptor ring, without and with rare
-/// stalls (1 in 10^4 polls, 100 µs mean), both merges; the worst-case
-/// jitter is four poll gaps.
+/// 32 (each polled just often enough, as Figure 8) on a short ring (four
+/// batches, at least 32 descriptors: KeepON partitions its rings), without
+/// and with stalls (200 a second on each side, 100 µs mean), both merges;
+/// the worst-case jitter is four poll gaps.
 pub fn sweep() -> Vec<DualClockReport> {
     let mut out = Vec::new();
     for batch in [1u32, 8, 32] {
         let probe = RingModelConfig::gigabit(300, batch, 0);
         let budget_ns = batch as u64 * probe.slot_ps() / 1000;
         let period = if batch == 1 { 0 } else { budget_ns.saturating_sub(probe.wake_cost_ns + 2 * probe.poll_jitter_ns) };
-        // A short ring (32 descriptors, 77 µs) as KeepON's partitioned rings: a long stall empties it.
-        let ring = RingModelConfig { duration_ns: 50_000_000, ring_len: 32, ..RingModelConfig::gigabit(300, batch, period) };
+        let ring_len = (4 * batch).max(32);
+        let ring = RingModelConfig { duration_ns: 50_000_000, ring_len, ..RingModelConfig::gigabit(300, batch, period) };
         let gap = if period == 0 { ring.spin_cost_ns } else { period + ring.wake_cost_ns + ring.poll_jitter_ns };
-        for stall_prob in [0.0, 1e-4] {
+        for stalls_per_s in [0.0, 200.0] {
             for merge in [Merge::Mean, Merge::Leading] {
-                out.push(run(&DualClockConfig { ring, stall_prob, stall_mean_ns: 100_000, merge_threshold_ns: (4 * gap).max(ring.slot_ps() / 250), merge }));
+                out.push(run(&DualClockConfig {
+                    ring,
+                    stall_prob: stalls_per_s * gap as f64 / 1e9,
+                    stall_mean_ns: 100_000,
+                    merge_threshold_ns: (4 * gap).max(ring.slot_ps() / 250),
+                    merge,
+                }));
             }
         }
     }

@@ -93,11 +93,13 @@ fn ptp4l_slave_sees_the_detpath_masters_injected_error() {
     // ptp4l: slave only, free running (adjusts nothing). Free running, it prints its
     // `master offset` once per frequency-estimation interval: 2^freq_est_interval s
     // (here 1 s) whether or not it has taken the Sync interval from a group Sync yet.
+    // `hybrid_e2e 1`: its Delay_Req goes unicast to the master, so both event
+    // messages cross the detpath endpoint (Sync out, Delay_Req in with its XDP stamp).
     let mut slave = Ptp4l::start(
         &ptp4l,
         &tb.b().netns,
         &tb.b().iface,
-        "slaveOnly 1\nfree_running 1\nsummary_interval -3\nlogSyncInterval -2\nfreq_est_interval 0\nlogMinDelayReqInterval -2",
+        "slaveOnly 1\nfree_running 1\nsummary_interval -3\nlogSyncInterval -2\nfreq_est_interval 0\nhybrid_e2e 1\nlogMinDelayReqInterval -2",
     );
     let r = master.join().unwrap().unwrap();
     assert!(slave.running(), "ptp4l exited: {:?}", slave.lines());
@@ -135,4 +137,5 @@ fn ptp4l_slave_sees_the_detpath_masters_injected_error() {
     assert!(!r.slaves.is_empty() && r.delay_resps >= 10, "{r:?}");
     assert!(r.announces >= 28 && r.syncs_group + r.syncs_unicast >= 56, "{r:?}");
     assert!(r.syncs_unicast > 0, "no Sync went through the detpath endpoint: {r:?}");
+    assert!(r.slaves[0].via_endpoint >= 10, "ptp4l's unicast Delay_Reqs did not come through the endpoint: {r:?}");
 }
