@@ -12,6 +12,7 @@ mod pubsub_cmd;
 mod report_cmd;
 mod sched_cmd;
 mod sched_plan_cmd;
+mod sched_ptp_cmd;
 mod testbed_cmd;
 mod tune_cmd;
 

@@ -4,9 +4,10 @@
 //!   scheduler versus clock_nanosleep-then-send, on each datapath in the testbed.
 //! - `sync`: synchronises a slave slot clock (injected offset and drift) to a
 //!   master's over detpath datagrams in the testbed; time to lock, residual.
-//! - `model`: the NIC ring model (simulated line-rate NIC): the paper's Table 3
-//!   and the clock-error sweep of its Figure 8.
+//! - `model`: the NIC ring model (simulated line-rate NIC): the paper's Table 3,
+//!   the clock-error sweep of its Figure 8 and the dual clock of its §5.2.
 //! - `probe`: what an interface offers (line rate, PTP clock, launch time).
+//! - `ptp`: the slot clock over IEEE 1588 with ptp4l (`sched_ptp_cmd`).
 //!
 //! Argument parsing and printing only; the work is in `detpath_sched` and `detpath_bench::sched` (the bench).
 
@@ -34,6 +35,8 @@ enum Cmd {
     Probe(ProbeArgs),
     /// Does this periodic traffic fit the ring, and how (partitions and a validated schedule; paper 003's planner).
     Plan(crate::sched_plan_cmd::Args),
+    /// The slot clock over IEEE 1588 (PTPv2, UDP/IPv4): master or slave, with linuxptp's ptp4l or another detpath.
+    Ptp(crate::sched_ptp_cmd::Args),
 }
 
 #[derive(clap::Args)]
@@ -200,6 +203,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Cmd::Sync(a) => run_sync(a),
         Cmd::Model(a) => run_model(a),
         Cmd::Plan(a) => crate::sched_plan_cmd::run(a),
+        Cmd::Ptp(a) => crate::sched_ptp_cmd::run(a),
         Cmd::Probe(a) => {
             let p = detpath_sched::probe::probe(&a.iface);
             if a.json {
@@ -367,8 +371,9 @@ fn run_model(a: ModelArgs) -> anyhow::Result<i32> {
     use detpath_sched::ringmodel;
     let t3 = ringmodel::table3();
     let f8 = ringmodel::figure8(&a.slot_bytes, &a.batch);
+    let dual = detpath_sched::dualclock::sweep();
     if a.json {
-        println!("{}", serde_json::json!({ "table3": t3, "figure8": f8 }));
+        println!("{}", serde_json::json!({ "table3": t3, "figure8": f8, "dual_clock": dual }));
         return Ok(0);
     }
     println!("SIMULATED NIC ring (no line-rate NIC on this host). Table 3: fraction of line rate, 300-byte slots at 1 Gb/s");
@@ -396,5 +401,6 @@ fn run_model(a: ModelArgs) -> anyhow::Result<i32> {
             r.wave_error_p99_ns as f64 / 1000.0
         );
     }
+    crate::sched_ptp_cmd::print_dual_clock(&dual);
     Ok(0)
 }

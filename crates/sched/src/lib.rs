@@ -20,7 +20,11 @@
 //! - [`ringmodel`]: a model of a NIC TX ring (line rate, batch, poll jitter)
 //!   that drives the completion-counted clock, reproducing the paper's
 //!   clock-error behaviour where no line-rate NIC is present.
+//! - [`dualclock`]: KeepON's dual clock (§5.2: a Tx and an Rx clock,
+//!   merged), modelled over the same simulated line-rate rings.
 //! - [`probe`]: what this host offers (line rate, PTP clock, launch time).
+//! - [`ptp`]: IEEE 1588 (PTPv2 over UDP/IPv4, E2E, two-step) for the slot
+//!   clock, interoperating with linuxptp's ptp4l in both roles.
 //! - [`endpoint`]: [`SchedEndpoint`], the scheduler wrapped around any
 //!   `detpath::Endpoint`.
 //! - [`spec`]: [`open`], `detpath::open` plus the scheduler's spec keys
@@ -51,10 +55,12 @@
 
 pub mod clock;
 pub mod config;
+pub mod dualclock;
 pub mod endpoint;
 pub mod mask;
 pub mod prebuffer;
 pub mod probe;
+pub mod ptp;
 pub mod ringmodel;
 pub mod sched;
 pub mod servo;
