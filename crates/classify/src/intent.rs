@@ -690,6 +690,18 @@ mod tests {
         assert_eq!(r.matches.src, Some(Prefix { addr: "192.188.0.140".parse().unwrap(), len: 32 }));
         assert_eq!(r.matches.dst_port, Some(5004));
         assert_eq!(r.action, Action::SteerCpu { cpu: 1, spread: 0 });
+        let spread = parse_intent(
+            br#"{"Resources":[{"encapsulationType1":"gtp","encapsulationID1":"10"}],"Action":{"actionType":"INSERT","actionName":"STEER_CPU","cpus":[3,1]}}"#,
+        )
+        .unwrap();
+        assert_eq!(spread.action, Action::SteerCpu { cpu: 1, spread: 0b1010 });
+        assert_eq!(serde_json::to_value(spread.action).unwrap()["spread"], serde_json::json!([1, 3]));
+        for bad in [r#"[]"#, r#"[1,1]"#, r#"[64]"#, r#""1""#] {
+            let t = format!(r#"{{"Resources":[{{"dstPort":1}}],"Action":{{"actionType":"INSERT","actionName":"STEER_CPU","cpus":{bad}}}}}"#);
+            assert!(parse_intent(t.as_bytes()).is_err(), "{bad}");
+        }
+        let t = r#"{"Resources":[{"dstPort":1}],"Action":{"actionType":"INSERT","actionName":"STEER_CPU","cpu":1,"cpus":[1]}}"#;
+        assert_eq!(parse_intent(t.as_bytes()).unwrap_err().code(), "contradictory");
         assert_eq!(r.interface.as_deref(), Some("eth0"));
         let (k, m) = r.key_mask();
         assert_eq!(k.flags, maps::F_VXLAN | maps::F_GTP | maps::F_L4);
