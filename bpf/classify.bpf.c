@@ -73,6 +73,22 @@ struct {
 	__type(value, struct bpf_cpumap_val);
 } cls_cpus SEC(".maps");
 
+/* Redirects per target CPU (steer and spread rules), per receiving CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CLS_MAX_CPUS);
+	__type(key, __u32);
+	__type(value, __u64);
+} cls_cpu_hits SEC(".maps");
+
+/* The CPU set of each spread rule, by rule slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CLS_MAX_RULES);
+	__type(key, __u32);
+	__type(value, struct cls_cpu_set);
+} cls_cpu_sets SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
 	__uint(max_entries, CLS_MAX_XSK);
@@ -121,7 +137,8 @@ static __always_inline void *hdr(void *data, void *data_end, __u32 off, __u32 le
 /* Parses the IP header at o->ip_off (and the TCP/UDP header after it) into
  * `k`, overwriting the addresses, protocol and ports found by an outer layer.
  * The IP packet must end at or before o->ip_end (the limit). A global
- * function: the verifier checks it once, not once per call site. */
+ * function: the verifier checks it once, not once per call site (inlined
+ * three times, the verifier gives up on the program). */
 __noinline int parse_ip(struct xdp_md *ctx, __u32 ethertype, struct cls_flow_key *k, struct l3 *o)
 {
 	void *data = (void *)(long)ctx->data;
@@ -279,14 +296,9 @@ static __always_inline int skip_vlans(void *data, void *data_end, __u32 *off, __
 
 /* Parses a GTP-U header at `off`; on success *inner is the offset of the
  * T-PDU and *end one past it. */
-__noinline int parse_gtp(struct xdp_md *ctx, __u32 off, __u32 limit, struct cls_flow_key *k,
-			 struct l3 *o)
+static __always_inline int parse_gtp(void *data, void *data_end, __u32 off, __u32 limit,
+				     struct cls_flow_key *k, struct l3 *o)
 {
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
-
-	if (!k || !o)
-		return P_BAD;
 	__u8 *g = hdr(data, data_end, off, 8);
 	if (!g)
 		return P_BAD;
@@ -441,32 +453,64 @@ __noinline int forward(struct xdp_md *ctx, const struct cls_flow_key *k, __u32 a
 	return XDP_TX;
 }
 
-/* Looks the key up under every active mask; copies the highest-priority rule to *out. */
-__noinline int lookup_rule(const struct cls_flow_key *k, struct cls_rule *out)
+/* Looks the key up under every mask in use (cfg->mask_bits: no lookup for
+ * the others); returns the highest-priority rule, or NULL. */
+static __always_inline struct cls_rule *lookup_rule(const struct cls_flow_key *k, __u32 bits)
 {
-	int found = 0;
+	struct cls_rule *best = NULL;
 
-	if (!k || !out)
-		return 0;
+#pragma unroll
 	for (__u32 m = 0; m < CLS_MAX_MASKS; m++) {
+		if (!(bits & (1u << m)))
+			continue;
 		__u32 mi = m;
 		struct cls_mask *mask = bpf_map_lookup_elem(&cls_masks, &mi);
-		if (!mask || !mask->active)
+		if (!mask)
 			continue;
-		struct cls_rule_key rk = {};
+		/* Every byte of the key is written: no zeroing first. */
+		struct cls_rule_key rk;
 		const __u64 *kw = (const __u64 *)k;
 		const __u64 *mw = (const __u64 *)&mask->m;
 		__u64 *rw = (__u64 *)&rk.k;
+#pragma unroll
 		for (int i = 0; i < (int)(sizeof(*k) / 8); i++)
 			rw[i] = kw[i] & mw[i];
 		rk.mask_id = m;
+		rk._pad = 0;
 		struct cls_rule *r = bpf_map_lookup_elem(&cls_rules, &rk);
-		if (r && (!found || r->priority > out->priority)) {
-			*out = *r;
-			found = 1;
-		}
+		if (r && (!best || r->priority > best->priority))
+			best = r;
+		if (!(bits >> (m + 1)))
+			break; /* no mask in use above this one */
 	}
-	return found;
+	return best;
+}
+
+/* Hash of the innermost 5-tuple (addresses, ports, protocol): the flows of
+ * one tunnel differ there, so they spread. */
+static __always_inline __u32 tuple_hash(const struct cls_flow_key *k)
+{
+	const __u32 *w = (const __u32 *)k;
+	__u32 h = 0x9e3779b9 ^ k->proto;
+#pragma unroll
+	for (int i = 0; i < 8; i++) {
+		h ^= w[i];
+		h *= 0x01000193;
+		h ^= h >> 15;
+	}
+	h ^= ((__u32)k->sport << 16) | k->dport;
+	h *= 0x85ebca6b;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35;
+	h ^= h >> 16;
+	return h;
+}
+
+static __always_inline void count_cpu(__u32 cpu)
+{
+	__u64 *c = bpf_map_lookup_elem(&cls_cpu_hits, &cpu);
+	if (c)
+		*c += 1;
 }
 
 SEC("xdp")
@@ -539,7 +583,7 @@ int cls_main(struct xdp_md *ctx)
 	/* GTP-U: UDP / GTP-U [ext] / IP / L4 */
 	if (cur.has_l4 && !cur.frag && cur.proto == IPPROTO_UDP && cur.dport == cfg->gtpu_port) {
 		struct l3 g = {};
-		r = parse_gtp(ctx, cur.l4_off + 8, cur.l4_end, &k, &g);
+		r = parse_gtp(data, data_end, cur.l4_off + 8, cur.l4_end, &k, &g);
 		__u32 inner = g.ip_off, end = g.ip_end;
 		if (r != P_OK) {
 			count(r == P_NOT_IP ? CLS_T_NOT_IP : CLS_T_MALFORMED, len);
@@ -563,11 +607,16 @@ int cls_main(struct xdp_md *ctx)
 	}
 
 	/* Overload signal: the user-space flag, or this CPU's packets in the window.
-	 * Saturation (a higher per-CPU rate) is when even prioritised flows go. */
+	 * Saturation (a higher per-CPU rate) is when even prioritised flows go.
+	 * The clock is read only when a rate threshold is on. */
 	int overloaded = cfg->load_flag != 0;
 	int saturated = 0;
-	struct cls_rate *rate = bpf_map_lookup_elem(&cls_rate, &zero);
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now = 0;
+	struct cls_rate *rate = NULL;
+	if (cfg->rate_threshold | cfg->saturation_threshold) {
+		rate = bpf_map_lookup_elem(&cls_rate, &zero);
+		now = bpf_ktime_get_ns();
+	}
 	if (rate) {
 		if (now - rate->window_start >= cfg->window_ns) {
 			rate->last_count = rate->count;
@@ -584,11 +633,10 @@ int cls_main(struct xdp_md *ctx)
 		count(CLS_T_OVERLOADED, len);
 
 	/* Tuple-space search: one lookup per active mask, highest priority wins. */
-	struct cls_rule rule = {};
-	int found = lookup_rule(&k, &rule);
+	struct cls_rule *rp = lookup_rule(&k, cfg->mask_bits);
 
 	int encapsulated = (k.flags & (CLS_F_VXLAN | CLS_F_GTP)) != 0;
-	if (!found) {
+	if (!rp) {
 		if (encapsulated && overloaded && cfg->default_action == CLS_ACT_FORWARD) {
 			r = forward(ctx, &k, CLS_ALT_BY_HASH, cfg->alt_count, &outer);
 			if (r == XDP_TX) {
@@ -602,12 +650,15 @@ int cls_main(struct xdp_md *ctx)
 		return XDP_PASS;
 	}
 
+	struct cls_rule rule = *rp;
 	__u32 slot = rule.slot;
 	struct cls_stat *st = bpf_map_lookup_elem(&cls_rule_stats, &slot);
 	if (st) {
 		st->packets++;
 		st->bytes += len;
-		st->last_seen_ns = now;
+		/* The coarse clock (CLOCK_MONOTONIC at tick resolution) unless the
+		 * precise one was read already: a tenth of its cost. */
+		st->last_seen_ns = now ? now : bpf_ktime_get_coarse_ns();
 	}
 	/* Forward-when-overloaded rules go to their alternative node while the host
 	 * is overloaded. A prioritised flow (any other rule but drop) stays however
@@ -633,7 +684,28 @@ int cls_main(struct xdp_md *ctx)
 	case CLS_ACT_STEER:
 		r = bpf_redirect_map(&cls_cpus, rule.arg, XDP_PASS);
 		count(r == XDP_REDIRECT ? CLS_T_STEER : CLS_T_STEER_MISS, len);
+		if (r == XDP_REDIRECT)
+			count_cpu(rule.arg);
 		return r;
+	case CLS_ACT_SPREAD: {
+		/* Paper 004's fair spreading: the flows of one rule (a tunnel) over its
+		 * CPU set, by a hash of their inner headers; one flow, one CPU. */
+		struct cls_cpu_set *set = bpf_map_lookup_elem(&cls_cpu_sets, &slot);
+		__u32 n = set ? set->n : 0;
+		if (n == 0 || n > CLS_MAX_SPREAD) {
+			count(CLS_T_STEER_MISS, len);
+			return XDP_PASS;
+		}
+		__u32 i = (__u32)(((__u64)tuple_hash(&k) * n) >> 32);
+		if (i >= CLS_MAX_SPREAD)
+			i = 0;
+		__u32 cpu = set->cpu[i];
+		r = bpf_redirect_map(&cls_cpus, cpu, XDP_PASS);
+		count(r == XDP_REDIRECT ? CLS_T_STEER : CLS_T_STEER_MISS, len);
+		if (r == XDP_REDIRECT)
+			count_cpu(cpu);
+		return r;
+	}
 	case CLS_ACT_XSK:
 		r = bpf_redirect_map(&cls_xsks, rule.arg, XDP_PASS);
 		count(r == XDP_REDIRECT ? CLS_T_XSK : CLS_T_XSK_MISS, len);

@@ -17,6 +17,7 @@
 #define CLS_MAX_GTP_EXT  4    /* GTP-U extension headers followed */
 #define CLS_MAX_V6_EXT   4    /* IPv6 extension headers skipped */
 #define CLS_ALT_BY_HASH  0xffffffffu
+#define CLS_MAX_SPREAD   16   /* CPUs in one rule's spreading set */
 
 /* cls_flow_key.flags */
 #define CLS_F_IPV6   0x01 /* innermost IP is IPv6 */
@@ -51,6 +52,7 @@ enum cls_action {
 	CLS_ACT_XSK     = 2, /* xskmap redirect to slot arg */
 	CLS_ACT_DROP    = 3,
 	CLS_ACT_FORWARD = 4, /* when overloaded: rewrite to alt node arg, XDP_TX; else pass */
+	CLS_ACT_SPREAD  = 5, /* cpumap redirect to cls_cpu_sets[slot].cpu[hash(inner 5-tuple) % n] */
 };
 
 struct cls_rule {
@@ -84,6 +86,14 @@ struct cls_config {
 	__u16 gtpu_port;      /* UDP port of GTP-U (2152) */
 	__u64 saturation_threshold; /* packets per window per CPU above which even prioritised
 	                             * flows are forwarded (the excess the CPU cannot take); 0 = never */
+	__u32 mask_bits;      /* bit m set: cls_masks[m] is in use (the program looks up only those) */
+	__u32 _pad;
+};
+
+/* The CPUs a CLS_ACT_SPREAD rule spreads its flows over (cls_cpu_sets[rule slot]). */
+struct cls_cpu_set {
+	__u32 n;                    /* CPUs in use, 1..CLS_MAX_SPREAD */
+	__u32 cpu[CLS_MAX_SPREAD];  /* cpumap keys */
 };
 
 /* Per-CPU rate window. */

@@ -128,7 +128,7 @@ impl Settings {
         Ok(())
     }
 
-    fn to_value(&self) -> ConfigValue {
+    fn to_value(&self, mask_bits: u32) -> ConfigValue {
         let window_ns = self.window_us * 1000;
         let per_window = |pps: u64| if pps == 0 { 0 } else { (pps as u128 * window_ns as u128 / 1_000_000_000).max(1) as u64 };
         ConfigValue {
@@ -143,6 +143,8 @@ impl Settings {
             },
             vxlan_port: self.vxlan_port,
             gtpu_port: self.gtpu_port,
+            mask_bits,
+            _pad: 0,
         }
     }
 }
@@ -165,6 +167,8 @@ struct Maps {
     cpus: MapHandle,
     xsks: MapHandle,
     noop_count: MapHandle,
+    cpu_sets: MapHandle,
+    cpu_hits: MapHandle,
 }
 
 /// The loaded classifier.
@@ -206,6 +210,8 @@ impl Classifier {
             cpus: map_handle(&obj, "cls_cpus")?,
             xsks: map_handle(&obj, "cls_xsks")?,
             noop_count: map_handle(&obj, "cls_noop_count")?,
+            cpu_sets: map_handle(&obj, "cls_cpu_sets")?,
+            cpu_hits: map_handle(&obj, "cls_cpu_hits")?,
         };
         let ncpus_possible = libbpf_rs::num_possible_cpus().map_err(|e| Error::Load(e.to_string()))?;
         let mut c = Classifier {
@@ -275,18 +281,30 @@ impl Classifier {
                 .update(&(i as u32).to_ne_bytes(), &maps::alt_bytes(a.mac, a.ip), MapFlags::ANY)
                 .map_err(|e| ApiError::internal(format!("writing alt node {i}: {e}")))?;
         }
-        let v = s.to_value();
-        self.maps.config.update(&0u32.to_ne_bytes(), &v.to_bytes(), MapFlags::ANY).map_err(|e| ApiError::internal(format!("writing config: {e}")))?;
+        self.write_config(s)?;
         self.settings = s.clone();
         Ok(())
+    }
+
+    /// The masks in use, as the program's `mask_bits`.
+    fn mask_bits(&self) -> u32 {
+        self.masks.iter().enumerate().filter(|(_, m)| m.is_some()).fold(0, |b, (i, _)| b | 1 << i)
+    }
+
+    fn write_config(&self, s: &Settings) -> Result<(), ApiError> {
+        let v = s.to_value(self.mask_bits());
+        self.maps.config.update(&0u32.to_ne_bytes(), &v.to_bytes(), MapFlags::ANY).map_err(|e| ApiError::internal(format!("writing config: {e}")))
     }
 
     /// Checks what the rule's action needs from the host: the CPU is online,
     /// the queue exists on the interface, the alt node is configured.
     pub fn check_action(&self, a: &Action, iface: Option<&str>) -> Result<(), ApiError> {
         match *a {
-            Action::SteerCpu { cpu } if !self.cpus.contains(&cpu) => {
-                return Err(ApiError::bad("no_such_cpu", format!("CPU {cpu} is not online (online: {:?}); steer to one of those", self.cpus)));
+            Action::SteerCpu { cpu, spread } => {
+                let want = if spread == 0 { vec![cpu] } else { crate::intent::cpus_of(spread) };
+                if let Some(c) = want.iter().find(|c| !self.cpus.contains(c)) {
+                    return Err(ApiError::bad("no_such_cpu", format!("CPU {c} is not online (online: {:?}); steer to those", self.cpus)));
+                }
             }
             Action::Xsk { queue } => {
                 let n = match iface {
@@ -353,7 +371,15 @@ impl Classifier {
         };
         let (action, arg) = match rule.action {
             Action::Pass => (maps::ACT_PASS, 0),
-            Action::SteerCpu { cpu } => (maps::ACT_STEER, cpu),
+            Action::SteerCpu { cpu, spread: 0 } => (maps::ACT_STEER, cpu),
+            Action::SteerCpu { spread, .. } => {
+                let set = maps::CpuSet::new(&crate::intent::cpus_of(spread));
+                self.maps
+                    .cpu_sets
+                    .update(&slot.to_ne_bytes(), &set.to_bytes(), MapFlags::ANY)
+                    .map_err(|e| ApiError::internal(format!("writing the CPU set of slot {slot}: {e}")))?;
+                (maps::ACT_SPREAD, 0)
+            }
             Action::Xsk { queue } => (maps::ACT_XSK, queue),
             Action::Drop => (maps::ACT_DROP, 0),
             Action::ForwardWhenOverloaded { alt_node } => (maps::ACT_FORWARD, alt_node.unwrap_or(maps::ALT_BY_HASH)),
@@ -370,7 +396,7 @@ impl Classifier {
                 .update(&mask_id.to_ne_bytes(), &maps::mask_bytes(&mask, true), MapFlags::ANY)
                 .map_err(|e| ApiError::internal(format!("writing mask {mask_id}: {e}")))?;
         }
-        let val = RuleValue { slot, arg, priority: rule.effective_priority(), action };
+        let val = RuleValue { slot, arg, priority: rule.effective_priority(), action, _pad: [0; 5] };
         if let Err(e) = self.maps.rules.update(&maps::rule_key_bytes(&key, mask_id), &val.to_bytes(), MapFlags::NO_EXIST) {
             if new_mask {
                 let _ = self.maps.masks.update(&mask_id.to_ne_bytes(), &maps::mask_bytes(&FlowKey::default(), false), MapFlags::ANY);
@@ -390,6 +416,13 @@ impl Classifier {
             Some((_, n)) => *n += 1,
             m @ None => *m = Some((mask, 1)),
         }
+        if new_mask {
+            // The program searches the new mask from now on.
+            if let Err(e) = self.write_config(&self.settings) {
+                let _ = self.remove(&Installed { slot, mask_id, key });
+                return Err(e);
+            }
+        }
         Ok(Installed { slot, mask_id, key })
     }
 
@@ -408,6 +441,7 @@ impl Classifier {
             *n = n.saturating_sub(1);
             if *n == 0 {
                 self.masks[ins.mask_id as usize] = None;
+                let _ = self.write_config(&self.settings);
                 let _ = self.maps.masks.update(&ins.mask_id.to_ne_bytes(), &maps::mask_bytes(&FlowKey::default(), false), MapFlags::ANY);
             }
         }
@@ -470,6 +504,23 @@ impl Classifier {
         n
     }
 
+    /// Frames redirected to each CPU by steer and spread rules (index = CPU), summed over receiving CPUs.
+    pub fn cpu_hits(&self) -> Vec<u64> {
+        (0..maps::MAX_CPUS)
+            .map(|cpu| {
+                let mut n = 0;
+                if let Ok(Some(per_cpu)) = self.maps.cpu_hits.lookup_percpu(&cpu.to_ne_bytes(), MapFlags::ANY) {
+                    for v in per_cpu {
+                        let mut a = [0u8; 8];
+                        a.copy_from_slice(&v[..8]);
+                        n += u64::from_ne_bytes(a);
+                    }
+                }
+                n
+            })
+            .collect()
+    }
+
     /// Puts an AF_XDP socket into an XSKMAP slot (the rx queue it is bound to).
     pub fn set_xsk(&self, queue: u32, xsk_fd: i32) -> Result<()> {
         self.maps.xsks.update(&queue.to_ne_bytes(), &xsk_fd.to_ne_bytes(), MapFlags::ANY).map_err(|e| map_err("cls_xsks", format!("slot {queue}"), e))
@@ -504,26 +555,30 @@ impl Classifier {
     /// namespace): XDP_TX frames really leave that interface. The benchmark's
     /// generator (`cls_gen` returns XDP_TX).
     pub fn live_frames(&self, prog: &str, frame: &[u8], ifindex: u32, repeat: u32) -> Result<()> {
-        use libbpf_rs::libbpf_sys as sys;
-        let fd = self.prog_fd(prog)?;
-        let ctx = sys::xdp_md { data: 0, data_end: frame.len() as u32, data_meta: 0, ingress_ifindex: ifindex, rx_queue_index: 0, egress_ifindex: 0 };
-        let opts = sys::bpf_test_run_opts {
-            sz: std::mem::size_of::<sys::bpf_test_run_opts>() as _,
-            data_in: frame.as_ptr().cast(),
-            data_size_in: frame.len() as u32,
-            ctx_in: (&ctx as *const sys::xdp_md).cast(),
-            ctx_size_in: std::mem::size_of::<sys::xdp_md>() as u32,
-            repeat: repeat as i32,
-            flags: sys::BPF_F_TEST_XDP_LIVE_FRAMES,
-            batch_size: 64,
-            ..Default::default()
-        };
-        let mut opts = opts;
-        // SAFETY: opts points at live buffers (frame, ctx) for the duration of the call.
-        let r = unsafe { sys::bpf_prog_test_run_opts(fd, &mut opts) };
-        if r != 0 {
-            return Err(Error::Load(format!("BPF_PROG_RUN live frames: {} (needs Linux >= 5.18)", std::io::Error::last_os_error())));
-        }
-        Ok(())
+        live_frames_fd(self.prog_fd(prog)?, frame, ifindex, repeat)
     }
+}
+
+/// [`Classifier::live_frames`] on a program fd (from [`Classifier::program_fd`]),
+/// for generator threads: the fd is shared, the loaded object stays on one thread.
+pub fn live_frames_fd(fd: i32, frame: &[u8], ifindex: u32, repeat: u32) -> Result<()> {
+    use libbpf_rs::libbpf_sys as sys;
+    let ctx = sys::xdp_md { data: 0, data_end: frame.len() as u32, data_meta: 0, ingress_ifindex: ifindex, rx_queue_index: 0, egress_ifindex: 0 };
+    let mut opts = sys::bpf_test_run_opts {
+        sz: std::mem::size_of::<sys::bpf_test_run_opts>() as _,
+        data_in: frame.as_ptr().cast(),
+        data_size_in: frame.len() as u32,
+        ctx_in: (&ctx as *const sys::xdp_md).cast(),
+        ctx_size_in: std::mem::size_of::<sys::xdp_md>() as u32,
+        repeat: repeat as i32,
+        flags: sys::BPF_F_TEST_XDP_LIVE_FRAMES,
+        batch_size: 64,
+        ..Default::default()
+    };
+    // SAFETY: opts points at live buffers (frame, ctx) for the duration of the call.
+    let r = unsafe { sys::bpf_prog_test_run_opts(fd, &mut opts) };
+    if r != 0 {
+        return Err(Error::Load(format!("BPF_PROG_RUN live frames: {} (needs Linux >= 5.18)", std::io::Error::last_os_error())));
+    }
+    Ok(())
 }

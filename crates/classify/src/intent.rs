@@ -102,9 +102,14 @@ pub struct FlowMatch {
 pub enum Action {
     /// Into the kernel stack as usual.
     Pass,
-    /// Redirect through the cpumap to this CPU (the stack runs there).
+    /// Redirect through the cpumap to this CPU (the stack runs there); with
+    /// `spread` non-zero (bit c = CPU c, from `cpus` / `rx_queues` lists),
+    /// each flow to one CPU of that set, picked by a hash of its innermost
+    /// 5-tuple (paper 004's fair spreading), and `cpu` is the lowest of the set.
     SteerCpu {
         cpu: u32,
+        #[serde(skip_serializing_if = "is_zero", serialize_with = "cpu_list")]
+        spread: u64,
     },
     /// Redirect to the AF_XDP socket in this XSKMAP slot (= the rx queue it is bound to).
     Xsk {
@@ -116,6 +121,19 @@ pub enum Action {
     ForwardWhenOverloaded {
         alt_node: Option<u32>,
     },
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+/// The CPUs of a bit set, in order.
+pub fn cpus_of(set: u64) -> Vec<u32> {
+    (0..64).filter(|c| set & (1u64 << c) != 0).collect()
+}
+
+fn cpu_list<S: serde::Serializer>(set: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(cpus_of(*set))
 }
 
 /// A parsed intent: one rule.
@@ -305,7 +323,7 @@ fn set_once<T: PartialEq + std::fmt::Debug + Copy>(slot: &mut Option<T>, val: T,
 
 const TOP_FIELDS: &[&str] = &["Resources", "Action", "Params"];
 const RESOURCE_FIELDS: &[&str] = &["resourceId", "encapsulationID<n>", "encapsulationType<n>", "srcIP", "dstIP", "srcPort", "dstPort", "protocol"];
-const ACTION_FIELDS: &[&str] = &["actionType", "actionName", "flow_hash", "priority", "rx_queue", "cpu", "queue", "alt_node"];
+const ACTION_FIELDS: &[&str] = &["actionType", "actionName", "flow_hash", "priority", "rx_queue", "rx_queues", "cpu", "cpus", "queue", "alt_node"];
 const ACTION_NAMES: &[&str] = &["PRIO_QUEUE", "STEER_CPU", "XSK", "PASS", "DROP", "FORWARD_WHEN_OVERLOADED"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -566,10 +584,10 @@ fn parse_action(o: &Map<String, Value>) -> R<(Option<String>, Action, Option<u16
         Some(v) => Some(parse_dec(v, "priority", u16::MAX as u64)? as u16),
     };
     // Which action parameter each action takes; any other is refused.
-    let params = ["rx_queue", "cpu", "queue", "alt_node"];
+    let params = ["rx_queue", "rx_queues", "cpu", "cpus", "queue", "alt_node"];
     let allowed: &[&str] = match name.as_str() {
-        "PRIO_QUEUE" => &["rx_queue"],
-        "STEER_CPU" => &["cpu"],
+        "PRIO_QUEUE" => &["rx_queue", "rx_queues"],
+        "STEER_CPU" => &["cpu", "cpus"],
         "XSK" => &["queue"],
         "FORWARD_WHEN_OVERLOADED" => &["alt_node"],
         "PASS" | "DROP" => &[],
@@ -585,8 +603,28 @@ fn parse_action(o: &Map<String, Value>) -> R<(Option<String>, Action, Option<u16
         Ok(parse_dec(v, f, max)? as u32)
     };
     let action = match name.as_str() {
-        "PRIO_QUEUE" => Action::SteerCpu { cpu: need("rx_queue", maps::MAX_CPUS as u64 - 1)? },
-        "STEER_CPU" => Action::SteerCpu { cpu: need("cpu", maps::MAX_CPUS as u64 - 1)? },
+        "PRIO_QUEUE" | "STEER_CPU" => {
+            let (one, set) = if name == "PRIO_QUEUE" { ("rx_queue", "rx_queues") } else { ("cpu", "cpus") };
+            match (o.get(one), o.get(set)) {
+                (Some(_), Some(_)) => return Err(IntentError::Contradictory(format!("`{one}` and `{set}`: give one CPU or a set"))),
+                (None, Some(v)) => {
+                    let list = v.as_array().ok_or_else(|| IntentError::BadValue { field: set.into(), why: "expected a list of CPUs such as [0, 1]".into() })?;
+                    let mut bits = 0u64;
+                    for c in list {
+                        bits |= 1u64 << parse_dec(c, set, maps::MAX_CPUS as u64 - 1)?;
+                    }
+                    let n = bits.count_ones() as usize;
+                    if n == 0 || n > maps::MAX_SPREAD || n != list.len() {
+                        return Err(IntentError::BadValue {
+                            field: set.into(),
+                            why: format!("1 to {} distinct CPUs, got {} ({} distinct)", maps::MAX_SPREAD, list.len(), n),
+                        });
+                    }
+                    Action::SteerCpu { cpu: bits.trailing_zeros(), spread: bits }
+                }
+                _ => Action::SteerCpu { cpu: need(one, maps::MAX_CPUS as u64 - 1)?, spread: 0 },
+            }
+        }
         "XSK" => Action::Xsk { queue: need("queue", maps::MAX_XSK as u64 - 1)? },
         "FORWARD_WHEN_OVERLOADED" => Action::ForwardWhenOverloaded {
             alt_node: match o.get("alt_node") {
@@ -651,7 +689,19 @@ mod tests {
         assert_eq!(r.matches.teid, Some(0x8894D0D4));
         assert_eq!(r.matches.src, Some(Prefix { addr: "192.188.0.140".parse().unwrap(), len: 32 }));
         assert_eq!(r.matches.dst_port, Some(5004));
-        assert_eq!(r.action, Action::SteerCpu { cpu: 1 });
+        assert_eq!(r.action, Action::SteerCpu { cpu: 1, spread: 0 });
+        let spread = parse_intent(
+            br#"{"Resources":[{"encapsulationType1":"gtp","encapsulationID1":"10"}],"Action":{"actionType":"INSERT","actionName":"STEER_CPU","cpus":[3,1]}}"#,
+        )
+        .unwrap();
+        assert_eq!(spread.action, Action::SteerCpu { cpu: 1, spread: 0b1010 });
+        assert_eq!(serde_json::to_value(spread.action).unwrap()["spread"], serde_json::json!([1, 3]));
+        for bad in [r#"[]"#, r#"[1,1]"#, r#"[64]"#, r#""1""#] {
+            let t = format!(r#"{{"Resources":[{{"dstPort":1}}],"Action":{{"actionType":"INSERT","actionName":"STEER_CPU","cpus":{bad}}}}}"#);
+            assert!(parse_intent(t.as_bytes()).is_err(), "{bad}");
+        }
+        let t = r#"{"Resources":[{"dstPort":1}],"Action":{"actionType":"INSERT","actionName":"STEER_CPU","cpu":1,"cpus":[1]}}"#;
+        assert_eq!(parse_intent(t.as_bytes()).unwrap_err().code(), "contradictory");
         assert_eq!(r.interface.as_deref(), Some("eth0"));
         let (k, m) = r.key_mask();
         assert_eq!(k.flags, maps::F_VXLAN | maps::F_GTP | maps::F_L4);

@@ -17,6 +17,7 @@
 //! Needs root (CAP_BPF, CAP_NET_ADMIN) and Linux >= 5.9 (BPF links for XDP).
 
 pub mod api;
+pub mod bench;
 pub mod classifier;
 pub mod client;
 pub mod error;

@@ -1,9 +1,19 @@
-//! Byte-exact mirrors of the structures in `bpf/classify.h`. Values are
-//! encoded by hand (no `unsafe` casts); `tests::sizes` pins the sizes to the C
-//! layout, and the BPF_PROG_TEST_RUN tests prove the two sides agree.
+//! Byte-exact mirrors of the structures in `bpf/classify.h`: `#[repr(C)]`
+//! types with the C field names, checked at compile time against the layout
+//! clang computes for the header (`build.rs` generates a `check_cls_*!`
+//! macro of size, alignment and field-offset assertions per struct): a
+//! header change the mirrors do not follow fails the build. Values are
+//! encoded by hand (no `unsafe` casts), field by field at those offsets.
+
+#[macro_use]
+mod layout {
+    include!(concat!(env!("OUT_DIR"), "/classify_layout.rs"));
+}
 
 /// Distinct match shapes (masks) the program searches.
 pub const MAX_MASKS: usize = 8;
+/// CPUs in one spread rule's set.
+pub const MAX_SPREAD: usize = 16;
 /// Alternative nodes for forward-when-overloaded.
 pub const MAX_ALT: usize = 16;
 /// AF_XDP socket slots.
@@ -21,8 +31,22 @@ pub const F_VXLAN: u8 = 0x04;
 pub const F_GTP: u8 = 0x08;
 pub const F_VLAN: u8 = 0x10;
 
+// The constants above are the header's.
+const _: () = {
+    assert!(MAX_MASKS as u64 == layout::CLS_MAX_MASKS);
+    assert!(MAX_SPREAD as u64 == layout::CLS_MAX_SPREAD);
+    assert!(MAX_ALT as u64 == layout::CLS_MAX_ALT);
+    assert!(MAX_XSK as u64 == layout::CLS_MAX_XSK);
+    assert!(MAX_CPUS as u64 == layout::CLS_MAX_CPUS);
+    assert!(MAX_RULES as u64 == layout::CLS_MAX_RULES);
+    assert!(ALT_BY_HASH as u64 == layout::CLS_ALT_BY_HASH);
+    assert!(F_IPV6 as u64 == layout::CLS_F_IPV6 && F_L4 as u64 == layout::CLS_F_L4 && F_VXLAN as u64 == layout::CLS_F_VXLAN);
+    assert!(F_GTP as u64 == layout::CLS_F_GTP && F_VLAN as u64 == layout::CLS_F_VLAN);
+};
+
 /// `struct cls_flow_key` (48 bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(C)]
 pub struct FlowKey {
     pub src: [u8; 16],
     pub dst: [u8; 16],
@@ -35,7 +59,9 @@ pub struct FlowKey {
     pub flags: u8,
 }
 
-pub const FLOW_KEY_LEN: usize = 48;
+check_cls_flow_key!(FlowKey);
+
+pub const FLOW_KEY_LEN: usize = std::mem::size_of::<FlowKey>();
 
 impl FlowKey {
     pub fn to_bytes(&self) -> [u8; FLOW_KEY_LEN] {
@@ -79,6 +105,15 @@ impl FlowKey {
     }
 }
 
+/// `struct cls_rule_key`.
+#[repr(C)]
+pub struct RuleKey {
+    pub k: FlowKey,
+    pub mask_id: u32,
+    pub _pad: u32,
+}
+check_cls_rule_key!(RuleKey);
+
 /// `struct cls_rule_key` (56 bytes).
 pub fn rule_key_bytes(k: &FlowKey, mask_id: u32) -> Vec<u8> {
     let mut v = k.to_bytes().to_vec();
@@ -93,15 +128,46 @@ pub const ACT_STEER: u8 = 1;
 pub const ACT_XSK: u8 = 2;
 pub const ACT_DROP: u8 = 3;
 pub const ACT_FORWARD: u8 = 4;
+pub const ACT_SPREAD: u8 = 5;
+
+/// `struct cls_cpu_set`: the CPUs of a spread rule.
+#[repr(C)]
+pub struct CpuSet {
+    pub n: u32,
+    pub cpu: [u32; MAX_SPREAD],
+}
+check_cls_cpu_set!(CpuSet);
+
+impl CpuSet {
+    /// The set of `cpus` (at most [`MAX_SPREAD`], the rest ignored).
+    pub fn new(cpus: &[u32]) -> CpuSet {
+        let mut cpu = [0u32; MAX_SPREAD];
+        for (d, s) in cpu.iter_mut().zip(cpus) {
+            *d = *s;
+        }
+        CpuSet { n: cpus.len().min(MAX_SPREAD) as u32, cpu }
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut v = self.n.to_ne_bytes().to_vec();
+        for c in self.cpu {
+            v.extend_from_slice(&c.to_ne_bytes());
+        }
+        v
+    }
+}
 
 /// `struct cls_rule` (16 bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
 pub struct RuleValue {
     pub slot: u32,
     pub arg: u32,
     pub priority: u16,
     pub action: u8,
+    pub _pad: [u8; 5],
 }
+check_cls_rule!(RuleValue);
 
 impl RuleValue {
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -110,10 +176,19 @@ impl RuleValue {
         v.extend_from_slice(&self.arg.to_ne_bytes());
         v.extend_from_slice(&self.priority.to_ne_bytes());
         v.push(self.action);
-        v.extend_from_slice(&[0u8; 5]);
+        v.extend_from_slice(&self._pad);
         v
     }
 }
+
+/// `struct cls_mask`.
+#[repr(C)]
+pub struct MaskValue {
+    pub m: FlowKey,
+    pub active: u32,
+    pub _pad: u32,
+}
+check_cls_mask!(MaskValue);
 
 /// `struct cls_mask` (56 bytes).
 pub fn mask_bytes(m: &FlowKey, active: bool) -> Vec<u8> {
@@ -122,6 +197,16 @@ pub fn mask_bytes(m: &FlowKey, active: bool) -> Vec<u8> {
     v.extend_from_slice(&[0u8; 4]);
     v
 }
+
+/// `struct cls_alt`.
+#[repr(C)]
+pub struct AltValue {
+    pub mac: [u8; 6],
+    pub family: u8,
+    pub _pad: u8,
+    pub ip: [u8; 16],
+}
+check_cls_alt!(AltValue);
 
 /// `struct cls_alt` (24 bytes).
 pub fn alt_bytes(mac: [u8; 6], ip: std::net::IpAddr) -> Vec<u8> {
@@ -142,8 +227,9 @@ pub fn alt_bytes(mac: [u8; 6], ip: std::net::IpAddr) -> Vec<u8> {
     v
 }
 
-/// `struct cls_config` (40 bytes).
+/// `struct cls_config` (48 bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
 pub struct ConfigValue {
     pub load_flag: u32,
     pub alt_count: u32,
@@ -153,11 +239,15 @@ pub struct ConfigValue {
     pub vxlan_port: u16,
     pub gtpu_port: u16,
     pub saturation_threshold: u64,
+    /// Bit m: mask m is in use.
+    pub mask_bits: u32,
+    pub _pad: u32,
 }
+check_cls_config!(ConfigValue);
 
 impl ConfigValue {
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(40);
+        let mut v = Vec::with_capacity(48);
         v.extend_from_slice(&self.load_flag.to_ne_bytes());
         v.extend_from_slice(&self.alt_count.to_ne_bytes());
         v.extend_from_slice(&self.rate_threshold.to_ne_bytes());
@@ -166,6 +256,8 @@ impl ConfigValue {
         v.extend_from_slice(&self.vxlan_port.to_ne_bytes());
         v.extend_from_slice(&self.gtpu_port.to_ne_bytes());
         v.extend_from_slice(&self.saturation_threshold.to_ne_bytes());
+        v.extend_from_slice(&self.mask_bits.to_ne_bytes());
+        v.extend_from_slice(&self._pad.to_ne_bytes());
         v
     }
 }
@@ -178,8 +270,19 @@ fn u64_at(b: &[u8], i: usize) -> u64 {
     u64::from_ne_bytes(a)
 }
 
+/// `struct cls_rate` (per-CPU rate window; the program's own).
+#[repr(C)]
+pub struct RateValue {
+    pub window_start: u64,
+    pub count: u64,
+    pub last_count: u64,
+    pub _pad: u64,
+}
+check_cls_rate!(RateValue);
+
 /// `struct cls_stat` (32 bytes), summed over CPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[repr(C)]
 pub struct RuleStat {
     pub packets: u64,
     pub bytes: u64,
@@ -187,6 +290,8 @@ pub struct RuleStat {
     /// CLOCK_MONOTONIC ns of the last packet on any CPU (0 = never).
     pub last_seen_ns: u64,
 }
+
+check_cls_stat!(RuleStat);
 
 impl RuleStat {
     pub fn add_bytes(&mut self, b: &[u8]) {
@@ -199,10 +304,12 @@ impl RuleStat {
 
 /// `struct cls_total_ctr` (16 bytes), summed over CPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[repr(C)]
 pub struct Counter {
     pub packets: u64,
     pub bytes: u64,
 }
+check_cls_total_ctr!(Counter);
 
 impl Counter {
     pub fn add_bytes(&mut self, b: &[u8]) {
@@ -228,7 +335,8 @@ mod tests {
     fn sizes() {
         assert_eq!(FlowKey::default().to_bytes().len(), 48);
         assert_eq!(rule_key_bytes(&FlowKey::default(), 0).len(), 56);
-        assert_eq!(RuleValue { slot: 0, arg: 0, priority: 0, action: 0 }.to_bytes().len(), 16);
+        assert_eq!(RuleValue { slot: 0, arg: 0, priority: 0, action: 0, _pad: [0; 5] }.to_bytes().len(), std::mem::size_of::<RuleValue>());
+        assert_eq!(CpuSet::new(&[0, 1]).to_bytes().len(), std::mem::size_of::<CpuSet>());
         assert_eq!(mask_bytes(&FlowKey::default(), true).len(), 56);
         assert_eq!(alt_bytes([0; 6], "1.2.3.4".parse().unwrap()).len(), 24);
         let c = ConfigValue {
@@ -240,8 +348,10 @@ mod tests {
             vxlan_port: 0,
             gtpu_port: 0,
             saturation_threshold: 0,
+            mask_bits: 0,
+            _pad: 0,
         };
-        assert_eq!(c.to_bytes().len(), 40);
+        assert_eq!(c.to_bytes().len(), std::mem::size_of::<ConfigValue>());
     }
 
     #[test]

@@ -37,6 +37,8 @@ struct ClientOpts {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// The classifier against a no-op XDP program at paper 004's sizes (root).
+    Bench(crate::classify_bench_cmd::BenchArgs),
     /// Attach the classifier to an interface and serve the intent API until SIGINT/SIGTERM.
     Serve(ServeArgs),
     /// Post an intent (a JSON file, or - for stdin).
@@ -172,6 +174,7 @@ fn report(status: u16, v: &serde_json::Value, json: bool, table: impl FnOnce(&se
 
 pub fn run(a: Args) -> anyhow::Result<i32> {
     match a.cmd {
+        Cmd::Bench(b) => crate::classify_bench_cmd::run(b),
         Cmd::Serve(s) => {
             let alt = s.alt.iter().map(|x| parse_alt(x)).collect::<anyhow::Result<Vec<_>>>()?;
             let explicit = !alt.is_empty() || s.load_flag || s.rate_threshold_pps != 0 || s.saturation_pps != 0 || s.default_action != "forward";

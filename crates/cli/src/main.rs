@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 mod bench_cmd;
 mod bench_remote;
 mod bench_testbed;
+mod classify_bench_cmd;
 mod classify_cmd;
 mod echo_cmd;
 mod pubsub_cmd;

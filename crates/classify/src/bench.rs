@@ -1,0 +1,613 @@
+//! `detpath classify bench`: the classifier against a no-op XDP program on
+//! the same veth, in the same run, at paper 004's frame sizes (its Table 1:
+//! 132 to 1,500 B), with 0, 1, 16 and 1,024 rules, plain UDP and VXLAN and
+//! GTP-U encapsulated, on 1 and 2 receive CPUs (paper 004's Figures 4 and 5).
+//!
+//! The testbed: namespaces G and E joined by a veth pair with two queues.
+//! The generator is BPF_PROG_RUN in live-frames mode in G (`cls_gen` returns
+//! XDP_TX, so every run transmits the frame out of G's veth), one thread per
+//! receive CPU, pinned to it. veth hands a frame to the peer's receive queue
+//! of the sending CPU (`smp_processor_id() % queues`) and runs that queue's
+//! NAPI in the softirq of the same CPU: the generator shares each receive
+//! core, and N generator threads give N receive CPUs. On E's veth, natively
+//! attached: the no-op program (`cls_noop` counts and drops) or the
+//! classifier (`cls_main`) with its rules, each cell its own attachment.
+//!
+//! Per cell: frames offered (the generator's runs), received by the program,
+//! dropped, passed, forwarded by it, lost (offered but never seen: the veth
+//! ring was full), the busy and softirq share of the receive CPUs
+//! (/proc/stat), and the program's cost per frame without I/O
+//! (BPF_PROG_TEST_RUN on CPU 0). The programs of one cell take turns in four
+//! slices of its time, so the machine's other load falls on each alike. The classifier's cells say what its rules do
+//! with the frame (`verdict`): with rules, the frame's rule drops it (as the
+//! no-op does); with no rule, the frame is unmatched and passed to E's stack.
+//!
+//! Everything (namespaces, XDP attachments, CPU affinity) is undone on drop,
+//! and SIGINT/SIGTERM end the run early through [`BenchOptions::stop`].
+
+use crate::error::{Error, Result};
+use crate::frames::{build, Layer};
+use crate::{parse_intent, Classifier, XdpMode};
+use detpath_sys::xdp::XdpLink;
+use serde::Serialize;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Paper 004's frame sizes (Table 1), in bytes of Ethernet frame (no FCS).
+pub const SIZES: [usize; 6] = [132, 256, 512, 1024, 1280, 1500];
+/// Rule counts of the classifier's cells.
+pub const RULE_COUNTS: [u32; 4] = [0, 1, 16, 1024];
+
+/// The encapsulation of a cell's frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Encap {
+    /// Ethernet / IPv4 / UDP.
+    Udp,
+    /// Ethernet / IPv4 / UDP:4789 / VXLAN / Ethernet / IPv4 / UDP.
+    Vxlan,
+    /// Ethernet / IPv4 / UDP:2152 / GTP-U + PDU session container / IPv4 / UDP.
+    Gtpu,
+}
+
+impl Encap {
+    pub const ALL: [Encap; 3] = [Encap::Udp, Encap::Vxlan, Encap::Gtpu];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Encap::Udp => "udp",
+            Encap::Vxlan => "vxlan",
+            Encap::Gtpu => "gtpu",
+        }
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Generator time per cell.
+    pub duration: Duration,
+    pub sizes: Vec<usize>,
+    pub rules: Vec<u32>,
+    pub encaps: Vec<Encap>,
+    /// Receive CPU counts (1, 2); counts above the online CPUs are skipped, and said so.
+    pub cpus: Vec<usize>,
+    /// BPF_PROG_TEST_RUN repetitions for `ns_per_frame`.
+    pub test_run_repeat: u32,
+    /// Set to end the run early (the cells done so far are returned).
+    pub stop: Arc<AtomicBool>,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions {
+            duration: Duration::from_secs(1),
+            sizes: SIZES.to_vec(),
+            rules: RULE_COUNTS.to_vec(),
+            encaps: Encap::ALL.to_vec(),
+            cpus: vec![1, 2],
+            test_run_repeat: 200_000,
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+/// One measurement: a program, its rules, a frame, a number of receive CPUs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    /// `noop` or `classify`.
+    pub program: &'static str,
+    /// Rules installed (0 for the no-op).
+    pub rules: u32,
+    pub encap: Encap,
+    /// Frame size in bytes.
+    pub size: usize,
+    /// Receive CPUs (= generator threads, one per CPU, sharing it).
+    pub cpus: usize,
+    /// What the program does with the cell's frame: `drop` or `pass`.
+    pub verdict: &'static str,
+    /// Frames/s the program received (what the 0.8x bar compares).
+    pub pps: f64,
+    /// Frames/s the generator sent.
+    pub offered_pps: f64,
+    pub dropped_pps: f64,
+    /// Passed to E's kernel stack (XDP_PASS).
+    pub passed_pps: f64,
+    /// Sent back out to an alternative node (XDP_TX).
+    pub forwarded_pps: f64,
+    /// Offered but never seen by the program.
+    pub lost_pps: f64,
+    /// Mean busy share of the receive CPUs (the generator's share included).
+    pub cpu_pct: f64,
+    /// Mean softirq share of the receive CPUs (where the receive path runs).
+    pub softirq_pct: f64,
+    /// The program's mean cost per frame under BPF_PROG_TEST_RUN (no I/O).
+    pub ns_per_frame: u64,
+    /// The classifier's pps over the no-op's in the same cell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio_to_noop: Option<f64>,
+    /// Raw counts over the cell.
+    pub frames_offered: u64,
+    pub frames_seen: u64,
+    pub frames_dropped: u64,
+    pub frames_passed: u64,
+    pub frames_forwarded: u64,
+    pub seconds: f64,
+}
+
+/// The machine the figures come from.
+#[derive(Debug, Clone, Serialize)]
+pub struct Machine {
+    pub kernel: String,
+    pub cpu_model: String,
+    pub online_cpus: usize,
+    /// Receive CPU counts asked for but not run (more than the machine has).
+    pub skipped_cpus: Vec<usize>,
+}
+
+/// The whole run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub machine: Machine,
+    pub cells: Vec<Cell>,
+}
+
+fn sh(args: &[&str]) -> Result<()> {
+    let out = Command::new(args[0]).args(&args[1..]).output().map_err(|e| Error::io(format!("running {}", args[0]), e))?;
+    if !out.status.success() {
+        return Err(Error::Config(format!("`{}` failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim())));
+    }
+    Ok(())
+}
+
+/// The two namespaces and their veth pair; removed on drop.
+struct Testbed {
+    g: String,
+    e: String,
+    ge: String,
+    ee: String,
+    names: Vec<String>,
+}
+
+impl Testbed {
+    fn new(queues: usize) -> Result<Testbed> {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let pid = std::process::id();
+        let tag = format!("{}{n}", pid % 100_000);
+        let mut t = Testbed {
+            g: format!("detpath-clsbench-{pid}-{n}-g"),
+            e: format!("detpath-clsbench-{pid}-{n}-e"),
+            ge: format!("dcb{tag}g"),
+            ee: format!("dcb{tag}e"),
+            names: Vec::new(),
+        };
+        for ns in [t.g.clone(), t.e.clone()] {
+            sh(&["ip", "netns", "add", &ns])?;
+            t.names.push(ns.clone());
+            // No IPv6 (no router solicitations in the counts).
+            sh(&["ip", "netns", "exec", &ns, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"])?;
+        }
+        let q = queues.max(1).to_string();
+        sh(&[
+            "ip",
+            "-n",
+            &t.g,
+            "link",
+            "add",
+            &t.ge,
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &t.ee,
+            "netns",
+            &t.e,
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
+        ])?;
+        sh(&["ip", "-n", &t.g, "link", "set", &t.ge, "address", &crate::classifier::format_mac(&GEN_MAC), "up"])?;
+        sh(&["ip", "-n", &t.e, "link", "set", &t.ee, "address", &crate::classifier::format_mac(&RECV_MAC), "up"])?;
+        Ok(t)
+    }
+}
+
+impl Drop for Testbed {
+    fn drop(&mut self) {
+        for n in &self.names {
+            let _ = sh(&["ip", "netns", "del", n]);
+        }
+    }
+}
+
+const GEN_MAC: [u8; 6] = [0x02, 0x64, 0x63, 0, 2, 0x01];
+const RECV_MAC: [u8; 6] = [0x02, 0x64, 0x63, 0, 2, 0x0e];
+/// The cell flow's GTP-U TEID and VXLAN VNI, and its innermost destination port.
+const FLOW_TEID: u32 = 0x1000;
+const FLOW_VNI: u32 = 100;
+const FLOW_DPORT: u16 = 5000;
+
+/// The cell's frame: `encap`, padded with payload to `size` bytes.
+pub fn frame(encap: Encap, size: usize) -> Vec<u8> {
+    frame_with(encap, size, 30000)
+}
+
+/// The cell's frame with innermost source port `sport` (one inner flow per port).
+pub fn frame_with(encap: Encap, size: usize, sport: u16) -> Vec<u8> {
+    let outer = [Layer::eth(RECV_MAC, GEN_MAC), Layer::Ip { src: "10.97.0.1".parse().expect("literal"), dst: "10.97.0.2".parse().expect("literal") }];
+    let inner_ip = Layer::Ip { src: "172.16.0.1".parse().expect("literal"), dst: "172.17.0.1".parse().expect("literal") };
+    let inner_udp = Layer::Udp { sport, dport: FLOW_DPORT };
+    let layers: Vec<Layer> = match encap {
+        Encap::Udp => [&outer[..], &[Layer::Udp { sport, dport: FLOW_DPORT }]].concat(),
+        Encap::Vxlan => [
+            &outer[..],
+            &[
+                Layer::Udp { sport: 40000, dport: 4789 },
+                Layer::Vxlan { vni: FLOW_VNI },
+                Layer::eth([2, 0, 0, 0, 0, 0xe1], [2, 0, 0, 0, 0, 0x51]),
+                inner_ip,
+                inner_udp,
+            ],
+        ]
+        .concat(),
+        Encap::Gtpu => [
+            &outer[..],
+            &[Layer::Udp { sport: 2152, dport: 2152 }, Layer::Gtpu { teid: FLOW_TEID, exts: vec![Layer::pdu_session(1)], msg_type: 0xff }, inner_ip, inner_udp],
+        ]
+        .concat(),
+    };
+    let head = build(&layers, &[]).len();
+    build(&layers, &vec![0u8; size.saturating_sub(head)])
+}
+
+/// The intents of a classifier cell: `n` rules; the first matches the cell's
+/// frame and drops it, the others (half under a second mask) match other flows
+/// and pass. Two masks, so the tuple-space search does two lookups from 2 rules on.
+pub fn rules_for(encap: Encap, n: u32) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            let action = if i == 0 { "DROP" } else { "PASS" };
+            let a = i % 2 == 0; // mask A or B
+            let res = match (encap, a) {
+                // A: destination port; B: destination address and port (another address).
+                (Encap::Udp, true) => format!(r#"{{"dstPort": {}, "protocol": "udp"}}"#, FLOW_DPORT as u32 + i),
+                (Encap::Udp, false) => format!(r#"{{"dstIP": "10.99.{}.{}", "dstPort": {}, "protocol": "udp"}}"#, i / 256, i % 256, FLOW_DPORT),
+                // A: VNI and inner port; B: VNI alone (other VNIs).
+                (Encap::Vxlan, true) => {
+                    format!(r#"{{"encapsulationType1": "vxlan", "encapsulationID1": {FLOW_VNI}}}, {{"dstPort": {}}}"#, FLOW_DPORT as u32 + i)
+                }
+                (Encap::Vxlan, false) => format!(r#"{{"encapsulationType1": "vxlan", "encapsulationID1": {}}}"#, FLOW_VNI + 1000 + i),
+                // A: TEID; B: TEID and inner port (other TEIDs).
+                (Encap::Gtpu, true) => format!(r#"{{"encapsulationType1": "gtp", "encapsulationID1": {}}}"#, FLOW_TEID + i),
+                (Encap::Gtpu, false) => format!(r#"{{"encapsulationType1": "gtp", "encapsulationID1": {}}}, {{"dstPort": {FLOW_DPORT}}}"#, FLOW_TEID + i),
+            };
+            format!(r#"{{"Resources": [{res}], "Action": {{"actionType": "INSERT", "actionName": "{action}"}}}}"#)
+        })
+        .collect()
+}
+
+/// Pins the calling thread to `cpu`; the previous affinity comes back on drop.
+struct Pin(libc::cpu_set_t);
+
+impl Pin {
+    fn to(cpu: usize) -> Pin {
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity and
+        // sched_setaffinity read/write within the set whose size we pass.
+        unsafe {
+            let mut old: libc::cpu_set_t = std::mem::zeroed();
+            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut old);
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            Pin(old)
+        }
+    }
+}
+
+impl Drop for Pin {
+    fn drop(&mut self) {
+        // SAFETY: restores the set read in `to`, of the size we pass.
+        unsafe {
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.0);
+        }
+    }
+}
+
+/// (busy, softirq, total) jiffies of one CPU from /proc/stat.
+fn cpu_times(cpu: usize) -> (u64, u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let tag = format!("cpu{cpu} ");
+    let Some(line) = stat.lines().find(|l| l.starts_with(&tag)) else { return (0, 0, 0) };
+    let v: Vec<u64> = line.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
+    let total: u64 = v.iter().take(8).sum();
+    let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
+    (total - idle, v.get(6).copied().unwrap_or(0), total)
+}
+
+/// What the receiving program counted: (seen, dropped, passed, forwarded).
+type Counts = (u64, u64, u64, u64);
+
+fn classifier_counts(c: &Classifier) -> Counts {
+    let t = c.totals();
+    let get = |n: &str| crate::maps::total_index(n).and_then(|i| t.get(i)).map(|c| c.packets).unwrap_or(0);
+    let dropped = get("drop");
+    let forwarded = get("forward");
+    let redirected = get("steer") + get("xsk");
+    let passed = ["pass_unmatched", "pass_rule", "steer_miss", "xsk_miss", "forward_no_alt", "malformed", "not_ip"].iter().map(|n| get(n)).sum::<u64>();
+    (dropped + forwarded + passed + redirected, dropped, passed, forwarded)
+}
+
+/// Runs `cpus` generator threads for `secs`, one per CPU 0..cpus, each in namespace G.
+fn generate(gen: &Classifier, bed: &Testbed, f: &[u8], cpus: usize, secs: f64, stop: &AtomicBool) -> Result<(u64, f64)> {
+    let ns = detpath_sys::netns::open(&bed.g)?;
+    let fd = gen.program_fd("cls_gen")?;
+    let t0 = Instant::now();
+    let results: Vec<Result<u64>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..cpus)
+            .map(|cpu| {
+                let ns = &ns;
+                s.spawn(move || -> Result<u64> {
+                    let _pin = Pin::to(cpu);
+                    let _in = detpath_sys::netns::enter_file(ns, "the generator's namespace")?;
+                    let ifindex = detpath_sys::netdev::ifindex(&bed.ge)?;
+                    let mut sent = 0u64;
+                    // Small batches, so short cells end on time.
+                    let batch = 20_000;
+                    while t0.elapsed().as_secs_f64() < secs && !stop.load(Ordering::Relaxed) {
+                        crate::classifier::live_frames_fd(fd, f, ifindex, batch)?;
+                        sent += batch as u64;
+                    }
+                    Ok(sent)
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(Error::Config("a generator thread panicked".into())))).collect()
+    });
+    let el = t0.elapsed().as_secs_f64();
+    let mut sent = 0;
+    for r in results {
+        sent += r?;
+    }
+    Ok((sent, el))
+}
+
+/// Slices per cell (the programs alternate).
+const ROUNDS: usize = 4;
+
+#[derive(Default)]
+struct Measured {
+    offered: u64,
+    counts: Counts,
+    secs: f64,
+    cpu_pct: f64,
+    softirq_pct: f64,
+}
+
+impl Measured {
+    /// Adds a slice (CPU shares weighted by its time).
+    fn add(&mut self, m: &Measured) {
+        let t = self.secs + m.secs;
+        if t > 0.0 {
+            self.cpu_pct = (self.cpu_pct * self.secs + m.cpu_pct * m.secs) / t;
+            self.softirq_pct = (self.softirq_pct * self.secs + m.softirq_pct * m.secs) / t;
+        }
+        self.secs = t;
+        self.offered += m.offered;
+        self.counts = (self.counts.0 + m.counts.0, self.counts.1 + m.counts.1, self.counts.2 + m.counts.2, self.counts.3 + m.counts.3);
+    }
+}
+
+fn measure(gen: &Classifier, bed: &Testbed, f: &[u8], cpus: usize, secs: f64, stop: &AtomicBool, counts: &dyn Fn() -> Counts) -> Result<Measured> {
+    let before = counts();
+    let t_before: Vec<_> = (0..cpus).map(cpu_times).collect();
+    let (offered, el) = generate(gen, bed, f, cpus, secs, stop)?;
+    let t_after: Vec<_> = (0..cpus).map(cpu_times).collect();
+    // The last batch's frames drain from the ring.
+    std::thread::sleep(Duration::from_millis(20));
+    let after = counts();
+    let (mut busy, mut si) = (0.0, 0.0);
+    for (a, b) in t_after.iter().zip(&t_before) {
+        let tot = (a.2 - b.2).max(1) as f64;
+        busy += 100.0 * (a.0 - b.0) as f64 / tot;
+        si += 100.0 * (a.1 - b.1) as f64 / tot;
+    }
+    Ok(Measured {
+        offered,
+        counts: (after.0 - before.0, after.1 - before.1, after.2 - before.2, after.3 - before.3),
+        secs: el,
+        cpu_pct: busy / cpus as f64,
+        softirq_pct: si / cpus as f64,
+    })
+}
+
+fn cell_of(program: &'static str, rules: u32, encap: Encap, size: usize, cpus: usize, verdict: &'static str, m: &Measured, ns: u64) -> Cell {
+    let s = m.secs.max(1e-9);
+    let (seen, dropped, passed, forwarded) = m.counts;
+    Cell {
+        program,
+        rules,
+        encap,
+        size,
+        cpus,
+        verdict,
+        pps: seen as f64 / s,
+        offered_pps: m.offered as f64 / s,
+        dropped_pps: dropped as f64 / s,
+        passed_pps: passed as f64 / s,
+        forwarded_pps: forwarded as f64 / s,
+        lost_pps: m.offered.saturating_sub(seen) as f64 / s,
+        cpu_pct: m.cpu_pct,
+        softirq_pct: m.softirq_pct,
+        ns_per_frame: ns,
+        ratio_to_noop: None,
+        frames_offered: m.offered,
+        frames_seen: seen,
+        frames_dropped: dropped,
+        frames_passed: passed,
+        frames_forwarded: forwarded,
+        seconds: m.secs,
+    }
+}
+
+fn attach(c: &Classifier, bed: &Testbed, prog: &str) -> Result<XdpLink> {
+    let _in = detpath_sys::netns::enter(&bed.e)?;
+    c.attach_helper(prog, &bed.ee, XdpMode::Native)
+}
+
+/// Mean ns per run of `prog` over `f` under BPF_PROG_TEST_RUN, on CPU 0.
+fn test_run_ns(c: &Classifier, prog: &str, f: &[u8], repeat: u32) -> Result<(u32, u64)> {
+    let _pin = Pin::to(0);
+    let (verdict, _, ns) = c.test_run_prog(prog, f, repeat.max(1))?;
+    Ok((verdict, ns))
+}
+
+fn machine(skipped: Vec<usize>) -> Machine {
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string();
+    let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    Machine { kernel, cpu_model, online_cpus: online_cpus(), skipped_cpus: skipped }
+}
+
+fn online_cpus() -> usize {
+    detpath_tune::Host::real().online_cpus().iter().count()
+}
+
+/// Runs every cell: for each encapsulation, size and receive-CPU count, the
+/// no-op first, then the classifier with each rule count. Needs root.
+/// `progress` is called after each cell.
+pub fn run(o: &BenchOptions, progress: &mut dyn FnMut(&Cell)) -> Result<Report> {
+    if o.duration.is_zero() {
+        return Err(Error::Config("the cell duration must be more than 0 s (--duration 0.05 for a quick run)".into()));
+    }
+    if let Some(s) = o.sizes.iter().find(|s| !(64..=1514).contains(*s)) {
+        return Err(Error::Config(format!("frame size {s} B: the veth carries 64 to 1514 B frames")));
+    }
+    if let Some(r) = o.rules.iter().find(|r| **r > crate::maps::MAX_RULES) {
+        return Err(Error::Config(format!("{r} rules: the program holds at most {}", crate::maps::MAX_RULES)));
+    }
+    let online = online_cpus();
+    let (cpus, skipped): (Vec<usize>, Vec<usize>) = o.cpus.iter().partition(|c| **c >= 1 && **c <= online.min(crate::maps::MAX_CPUS as usize));
+    let bed = Testbed::new(cpus.iter().copied().max().unwrap_or(1))?;
+    let gen = Classifier::load(1)?;
+    let secs = o.duration.as_secs_f64();
+    let mut cells = Vec::new();
+
+    for &encap in &o.encaps {
+        // One classifier per rule count for this encapsulation, loaded once.
+        let mut classifiers = Vec::new();
+        for &n in &o.rules {
+            let mut c = Classifier::load(crate::maps::MAX_RULES)?;
+            for (i, text) in rules_for(encap, n).iter().enumerate() {
+                let r = parse_intent(text.as_bytes())?;
+                c.install(&r, None).map_err(|e| Error::Config(format!("installing bench rule {i} of {n}: {e}")))?;
+            }
+            classifiers.push((n, c));
+        }
+        for &size in &o.sizes {
+            let f = frame(encap, size);
+            let (_, noop_ns) = test_run_ns(&gen, "cls_noop", &f, o.test_run_repeat)?;
+            let mut cls_ns = Vec::new();
+            for (n, c) in &classifiers {
+                let (v, ns) = test_run_ns(c, "cls_main", &f, o.test_run_repeat)?;
+                let want = if *n == 0 { 2 } else { 1 }; // XDP_PASS, XDP_DROP
+                if v != want {
+                    return Err(Error::Config(format!("the classifier with {n} rules returned verdict {v} for the {} frame, expected {want}", encap.name())));
+                }
+                cls_ns.push(ns);
+            }
+            for &ncpu in &cpus {
+                if o.stop.load(Ordering::Relaxed) {
+                    return Ok(Report { machine: machine(skipped), cells });
+                }
+                // The programs take turns in ROUNDS slices of the cell's time, so a
+                // change in the machine's other load falls on all of them alike.
+                let mut acc: Vec<Measured> = (0..=classifiers.len()).map(|_| Measured::default()).collect();
+                for _ in 0..ROUNDS {
+                    let link = attach(&gen, &bed, "cls_noop")?;
+                    let m = measure(&gen, &bed, &f, ncpu, secs / ROUNDS as f64, &o.stop, &|| {
+                        let n = gen.noop_count();
+                        (n, n, 0, 0)
+                    })?;
+                    drop(link);
+                    acc[0].add(&m);
+                    for (i, (_, c)) in classifiers.iter().enumerate() {
+                        let link = attach(c, &bed, "cls_main")?;
+                        let m = measure(&gen, &bed, &f, ncpu, secs / ROUNDS as f64, &o.stop, &|| classifier_counts(c))?;
+                        drop(link);
+                        acc[i + 1].add(&m);
+                    }
+                }
+                let noop = cell_of("noop", 0, encap, size, ncpu, "drop", &acc[0], noop_ns);
+                progress(&noop);
+                let noop_pps = noop.pps;
+                cells.push(noop);
+                for (((n, _), ns), m) in classifiers.iter().zip(&cls_ns).zip(&acc[1..]) {
+                    let mut cell = cell_of("classify", *n, encap, size, ncpu, if *n == 0 { "pass" } else { "drop" }, m, *ns);
+                    cell.ratio_to_noop = Some(if noop_pps > 0.0 { cell.pps / noop_pps } else { 0.0 });
+                    progress(&cell);
+                    cells.push(cell);
+                }
+            }
+        }
+    }
+    Ok(Report { machine: machine(skipped), cells })
+}
+
+/// The report as a table (one line per cell).
+pub fn table(r: &Report) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let m = &r.machine;
+    let _ = writeln!(
+        s,
+        "detpath classify bench: kernel {}, {} ({} CPUs online), veth native XDP; generator: BPF_PROG_RUN live frames, one thread per receive CPU, sharing it (CPU 0, then CPU 1)",
+        m.kernel, m.cpu_model, m.online_cpus
+    );
+    if !m.skipped_cpus.is_empty() {
+        let _ = writeln!(s, "receive CPU counts skipped (more than this machine has): {:?}", m.skipped_cpus);
+    }
+    let _ = writeln!(
+        s,
+        "{:<8} {:>5} {:<5} {:>5} {:>4} {:<4} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5} {:>8} {:>6}",
+        "program", "rules", "encap", "size", "cpus", "verd", "offered", "recv", "dropped", "passed", "fwd", "lost", "cpu%", "si%", "ns/frame", "ratio"
+    );
+    let mpps = |x: f64| format!("{:.3}", x / 1e6);
+    for c in &r.cells {
+        let _ = writeln!(
+            s,
+            "{:<8} {:>5} {:<5} {:>5} {:>4} {:<4} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5.0} {:>5.0} {:>8} {:>6}",
+            c.program,
+            c.rules,
+            c.encap.name(),
+            c.size,
+            c.cpus,
+            c.verdict,
+            mpps(c.offered_pps),
+            mpps(c.pps),
+            mpps(c.dropped_pps),
+            mpps(c.passed_pps),
+            mpps(c.forwarded_pps),
+            mpps(c.lost_pps),
+            c.cpu_pct,
+            c.softirq_pct,
+            c.ns_per_frame,
+            c.ratio_to_noop.map(|r| format!("{r:.2}")).unwrap_or_default()
+        );
+    }
+    let _ = writeln!(s, "(rates in Mpps; recv = frames the program ran on; ratio = classifier recv / no-op recv in the same cell)");
+    s
+}

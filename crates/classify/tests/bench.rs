@@ -1,0 +1,56 @@
+//! `detpath classify bench`'s cells at a short duration: the JSON shape of
+//! each cell, every cell's program received frames, and the classifier's
+//! cells did with them what their rules say (drop with rules, pass without).
+//! Not timing: the figures come from the command. Root.
+
+use detpath_classify::bench::{self, BenchOptions, Encap, RULE_COUNTS};
+use std::time::Duration;
+
+#[test]
+fn every_cell_runs_and_does_what_its_rules_say() {
+    let online = detpath_tune::Host::real().online_cpus().iter().count();
+    let o = BenchOptions { duration: Duration::from_millis(50), sizes: vec![132, 1500], test_run_repeat: 1000, ..BenchOptions::default() };
+    let mut seen = 0;
+    let r = bench::run(&o, &mut |_| seen += 1).expect("bench runs (root)");
+    let cpus_run = [1usize, 2].iter().filter(|c| **c <= online).count();
+    assert_eq!(r.machine.skipped_cpus.len(), 2 - cpus_run);
+    let want = Encap::ALL.len() * o.sizes.len() * cpus_run * (1 + RULE_COUNTS.len());
+    assert_eq!(r.cells.len(), want);
+    assert_eq!(seen, want, "progress called once per cell");
+
+    for c in &r.cells {
+        let v = serde_json::to_value(c).unwrap();
+        for k in ["program", "rules", "encap", "size", "cpus", "pps", "ns_per_frame"] {
+            assert!(v.get(k).is_some(), "cell {v} has no `{k}`");
+        }
+        assert!(["udp", "vxlan", "gtpu"].contains(&v["encap"].as_str().unwrap()), "{v}");
+        assert!(c.frames_seen > 0 && c.pps > 0.0, "the program received no frame: {v}");
+        assert!(c.frames_seen <= c.frames_offered, "{v}");
+        assert!(c.ns_per_frame > 0, "{v}");
+        match c.program {
+            "noop" => {
+                assert!(v.get("ratio_to_noop").is_none(), "{v}");
+                assert_eq!(c.frames_dropped, c.frames_seen, "the no-op drops: {v}");
+            }
+            "classify" => {
+                let ratio = v["ratio_to_noop"].as_f64().expect("ratio_to_noop");
+                assert!(ratio > 0.0, "{v}");
+                if c.rules == 0 {
+                    assert_eq!(c.verdict, "pass");
+                    assert_eq!(c.frames_passed, c.frames_seen, "no rule: passed: {v}");
+                    assert_eq!(c.frames_dropped, 0, "{v}");
+                } else {
+                    assert_eq!(c.verdict, "drop");
+                    assert_eq!(c.frames_dropped, c.frames_seen, "the frame's rule drops it: {v}");
+                    assert_eq!(c.frames_passed, 0, "{v}");
+                }
+                assert_eq!(c.frames_forwarded, 0, "{v}");
+            }
+            p => panic!("unknown program {p}"),
+        }
+    }
+    // The whole list is what `--json` prints.
+    let list = serde_json::to_value(&r.cells).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), want);
+    assert!(bench::table(&r).lines().count() > want);
+}

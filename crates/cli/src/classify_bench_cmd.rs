@@ -1,0 +1,81 @@
+//! `detpath classify bench`: the XDP classifier against a no-op XDP program on
+//! one veth, in the same run, at paper 004's frame sizes, rule counts,
+//! encapsulations and receive CPUs (see `detpath_classify::bench`).
+//!
+//! ```text
+//! detpath classify bench [--duration S] [--json] [--sizes 132,1500] [--rules 0,16] [--encap udp,gtpu] [--cpus 1,2]
+//! ```
+
+use anyhow::bail;
+use detpath_classify::bench::{self, BenchOptions, Encap};
+use detpath_classify::server;
+use std::time::Duration;
+
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// Generator time per cell, in seconds (180 cells with the defaults).
+    #[arg(long, default_value_t = 1.0)]
+    duration: f64,
+    /// Print the cells as one JSON list (one object per cell) instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Frame sizes in bytes (default: paper 004's Table 1).
+    #[arg(long, value_delimiter = ',', default_values_t = bench::SIZES)]
+    sizes: Vec<usize>,
+    /// Rule counts of the classifier's cells.
+    #[arg(long, value_delimiter = ',', default_values_t = bench::RULE_COUNTS)]
+    rules: Vec<u32>,
+    /// Encapsulations: udp, vxlan, gtpu.
+    #[arg(long, value_delimiter = ',', default_value = "udp,vxlan,gtpu")]
+    encap: Vec<String>,
+    /// Receive CPU counts (more than the machine has are skipped, and said so).
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    cpus: Vec<usize>,
+    /// BPF_PROG_TEST_RUN repetitions per program and frame for ns/frame.
+    #[arg(long, default_value_t = 200_000)]
+    test_run_repeat: u32,
+}
+
+pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
+    if !(a.duration.is_finite() && a.duration > 0.0 && a.duration <= 3600.0) {
+        bail!("--duration {}: seconds per cell, more than 0 and at most 3600 (0.05 for a quick run)", a.duration);
+    }
+    let encaps = a
+        .encap
+        .iter()
+        .map(|e| match e.trim() {
+            "udp" => Ok(Encap::Udp),
+            "vxlan" => Ok(Encap::Vxlan),
+            "gtpu" | "gtp" => Ok(Encap::Gtpu),
+            other => bail!("--encap `{other}`: udp, vxlan or gtpu"),
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let o = BenchOptions {
+        duration: Duration::from_secs_f64(a.duration),
+        sizes: a.sizes,
+        rules: a.rules,
+        encaps,
+        cpus: a.cpus,
+        test_run_repeat: a.test_run_repeat,
+        stop: server::stop_on_signal(),
+    };
+    let json = a.json;
+    let r = bench::run(&o, &mut |c| {
+        eprintln!(
+            "{} rules={} {} {} B cpus={}: {:.3} Mpps{}",
+            c.program,
+            c.rules,
+            c.encap.name(),
+            c.size,
+            c.cpus,
+            c.pps / 1e6,
+            c.ratio_to_noop.map(|r| format!(" ({r:.2}x the no-op)")).unwrap_or_default()
+        )
+    })?;
+    if json {
+        println!("{}", serde_json::to_string(&r.cells)?);
+    } else {
+        print!("{}", bench::table(&r));
+    }
+    Ok(0)
+}
