@@ -13,7 +13,7 @@ PYTHON ?= /usr/bin/python3
 MATURIN ?= $(shell command -v maturin 2>/dev/null || echo "$(PYTHON) -m maturin")
 DETPATH_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 
-.PHONY: all deps build wheel install run test fuzz-smoke clean testbed-down
+.PHONY: all deps build wheel install uninstall deb run test fuzz-smoke clean testbed-down
 
 all: build
 
@@ -47,6 +47,29 @@ install: build
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(DETPATH_VERSION)|g' crates/capi/detpath.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/detpath.pc
 	[ -n "$(DESTDIR)" ] || ldconfig
 	$(PYTHON) -m pip install -q --break-system-packages --force-reinstall --no-deps $(if $(DESTDIR),--root $(DESTDIR)) target/wheels/detpath-*.whl
+
+# Removes what `make install` put under PREFIX (same PREFIX, DESTDIR and PYTHON).
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/lib/libdetpath.so $(DESTDIR)$(PREFIX)/lib/libdetpath.a
+	rm -f $(DESTDIR)$(PREFIX)/include/detpath.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/detpath.pc
+	[ -n "$(DESTDIR)" ] || ldconfig
+	@# The Python module pip installed (never the Debian package's copy in /usr/lib/python3/dist-packages).
+	if [ -n "$(DESTDIR)" ]; then \
+		find $(DESTDIR) -depth \( -path '*-packages/detpath' -o -path '*-packages/detpath-*.dist-info' \) -exec rm -rf {} +; \
+	else \
+		loc=$$($(PYTHON) -m pip show detpath 2>/dev/null | sed -n 's/^Location: //p'); \
+		if [ -n "$$loc" ] && [ "$$loc" != /usr/lib/python3/dist-packages ]; then \
+			$(PYTHON) -m pip uninstall -q -y --break-system-packages detpath; fi; \
+	fi
+
+# target/debian/detpath_<version>_<arch>.deb (packaging/debian/build-deb.sh):
+# the binary, libdetpath, detpath.h/.pc, the Python module, man pages,
+# completions, systemd units. Builds what is missing first (cargo is a no-op
+# when the tree is up to date; the wheel is made only when there is none).
+deb:
+	$(CARGO) build --release --workspace
+	ls target/wheels/detpath-$(DETPATH_VERSION)-*.whl >/dev/null 2>&1 || $(MAKE) wheel
+	packaging/debian/build-deb.sh
 
 run: build
 	./target/release/detpath bench $(RUN_ARGS)

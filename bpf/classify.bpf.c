@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* detpath classify: XDP classifier for encapsulated traffic.
  *
  * Parses Ethernet [802.1Q/802.1ad x2] / IPv4|IPv6 / UDP|TCP, then
@@ -15,7 +15,7 @@
 #include <bpf/bpf_endian.h>
 #include "classify.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

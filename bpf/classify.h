@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: Apache-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* detpath classify: the structures shared by bpf/classify.bpf.c and the
  * control plane (crates/classify/src/maps.rs mirrors them byte for byte;
  * a test checks the sizes). Every field is in host byte order except the

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* detpath_filter.h: the match logic every detpath XDP datapath program shares
  * (xsk_redirect.bpf.c for afxdp, xdppoll.bpf.c for xdppoll).
  *

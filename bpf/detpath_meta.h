@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* detpath_meta.h: the receive time stamp a detpath XDP program hands to user
  * space, in the frame's XDP metadata area (afxdp, dpdk's net_af_xdp: the 16
  * bytes just before the frame in the UMEM chunk or mbuf) or in a ring record

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* xdppoll: frames for this endpoint (see detpath_filter.h) are copied whole
  * into a BPF ring buffer that user space busy-polls, then dropped; all other
  * traffic goes on to the kernel (XDP_PASS). As in paper 000's "XDP Poll". */

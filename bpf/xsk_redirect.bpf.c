@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* xsk_redirect: the afxdp datapath's XDP program.
  *
  * Frames that are ours (detpath_filter.h: IPv4/UDP to dp_config's address
@@ -15,7 +15,7 @@
  * user space falls back to its own clock (and counts it). */
 #include "detpath_filter.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Queue index -> AF_XDP socket. User space inserts its socket at its queue. */
 struct {

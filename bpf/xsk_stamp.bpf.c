@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* xsk_stamp: the XDP program the dpdk datapath hands to DPDK's net_af_xdp
  * (its `xdp_prog=` device argument) when the spec asks for `rx_stamp=xdp`.
  *
@@ -13,7 +13,7 @@
  * clock. No configuration map: net_af_xdp loads the object itself. */
 #include "detpath_meta.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);

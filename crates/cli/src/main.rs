@@ -9,6 +9,7 @@ mod bench_testbed;
 mod classify_bench_cmd;
 mod classify_cmd;
 mod echo_cmd;
+mod generate_cmd;
 mod pubsub_cmd;
 mod report_cmd;
 mod sched_cmd;
@@ -42,6 +43,9 @@ enum Command {
     Sched(sched_cmd::Args),
     /// DDS-interoperable publish-subscribe (RTPS) on any datapath (paper 001): ping, pong, pub, sub, bench.
     Pubsub(pubsub_cmd::Args),
+    /// Man pages and shell completions from this CLI (for packaging; hidden).
+    #[command(hide = true)]
+    Generate(generate_cmd::Args),
 }
 
 fn main() {
@@ -55,6 +59,7 @@ fn main() {
         Command::Classify(args) => classify_cmd::run(args),
         Command::Sched(args) => sched_cmd::run(args),
         Command::Pubsub(args) => pubsub_cmd::run(args),
+        Command::Generate(args) => generate_cmd::run::<Cli>(args),
     };
     match result {
         Ok(code) => std::process::exit(code),
