@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* ktrace: what the kernel did on each core while a benchmark ran, for the
  * rounds the user-space probes cannot explain (`detpath bench --trace-kernel`).
  *
