@@ -26,8 +26,8 @@
 use crate::records::{Record, Status};
 use crate::results::{Environment, RunConfig, RunResult};
 use crate::stats::Summary;
-use std::path::{Path, PathBuf};
 use detpath::sys::cleanup::{self, TiedChild};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -197,7 +197,10 @@ pub fn run(tb: &detpath::testbed::Testbed, cfg: &SockperfConfig) -> Result<Sockp
         std::thread::sleep(Duration::from_millis(50));
     }
     // A private directory (random name, 0700) for the log; removed when `tmp` drops.
-    let tmp = tempfile::Builder::new().prefix("detpath-sockperf-").tempdir().map_err(|e| SockperfError::Failed { what: "full log", why: format!("temporary directory: {e}") })?;
+    let tmp = tempfile::Builder::new()
+        .prefix("detpath-sockperf-")
+        .tempdir()
+        .map_err(|e| SockperfError::Failed { what: "full log", why: format!("temporary directory: {e}") })?;
     let log = tmp.path().join("full-log.csv");
     let mps = (1e9 / cfg.period_ns.max(1) as f64).round().max(1.0) as u64;
     let client = cleanup::spawn_tied(

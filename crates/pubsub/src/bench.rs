@@ -208,7 +208,10 @@ fn detpath_throughput(tb: &Testbed, dp: &str, size: usize, o: &BenchOptions) -> 
 
 /// A private directory (random name, mode 0700) for ddsperf's configuration; removed when it drops.
 fn config_dir() -> Result<tempfile::TempDir, BenchError> {
-    tempfile::Builder::new().prefix("detpath-psbench-").tempdir().map_err(|e| BenchError::Ddsperf(format!("temporary directory for ddsperf's configuration: {e}")))
+    tempfile::Builder::new()
+        .prefix("detpath-psbench-")
+        .tempdir()
+        .map_err(|e| BenchError::Ddsperf(format!("temporary directory for ddsperf's configuration: {e}")))
 }
 
 /// Runs ddsperf in a namespace with a unicast-peer configuration (written
@@ -330,7 +333,8 @@ fn ddsperf_rows(tb: &Testbed, o: &BenchOptions) -> Result<Vec<BenchRow>, BenchEr
     for (size, workload) in [("32", "rate 32B"), ("1024", "bandwidth 1KiB")] {
         let sub = ddsperf_in(dir.path(), tb.b(), tb.a(), &["-D", &long, "sub"], rx_cpu, rt)?;
         std::thread::sleep(Duration::from_millis(500));
-        let publ = ddsperf_in(dir.path(), tb.a(), tb.b(), &["-D", &secs, "pub", "size", size], tx_cpu, rt.filter(|_| realtime_ok(&Role::Pub { rate_hz: 0.0 })))?;
+        let publ =
+            ddsperf_in(dir.path(), tb.a(), tb.b(), &["-D", &secs, "pub", "size", size], tx_cpu, rt.filter(|_| realtime_ok(&Role::Pub { rate_hz: 0.0 })))?;
         finish(publ, false);
         std::thread::sleep(Duration::from_secs(1));
         let text = finish(sub, true);
