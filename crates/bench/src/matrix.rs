@@ -15,7 +15,7 @@ use detpath::sys::cleanup;
 use detpath::testbed::{Testbed, TestbedConfig};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 
 /// How early a real-time client wakes before its next send deadline.
 const CLIENT_WAKE_SLACK_NS: u64 = 30_000;
@@ -272,13 +272,40 @@ fn run_sockperf(tb: &Testbed, pp: &PingPongConfig, cpus: (u32, u32), config: Run
     Ok(())
 }
 
+/// The tuning of one configuration, in force while this value lives: reverted
+/// (from its journal session) when it drops, and by cleanup when a second
+/// Ctrl-C, a SIGTERM or a panic ends the process first. A revert that fails
+/// says to run `detpath tune revert`; after a SIGKILL the journal is left
+/// for that command.
+pub struct HeldTuning {
+    _guard: cleanup::UndoGuard,
+}
+
 /// Applies the latency profile for `cores` (detpath tune apply); the returned
-/// value reverts it on drop.
-pub fn apply_tuning(cores: &str, rt_priority: u8) -> anyhow::Result<(detpath_tune::AppliedTuning, String)> {
+/// value reverts it on drop (see [`HeldTuning`]).
+pub fn apply_tuning(cores: &str, rt_priority: u8) -> anyhow::Result<(HeldTuning, String)> {
     let list = detpath_tune::CpuList::parse(cores)?;
-    let t = detpath_tune::apply(&detpath_tune::Host::real(), &detpath_tune::ApplyRequest::new(list))?;
-    let state = format!("tuned (cores {cores}; polling threads SCHED_FIFO {rt_priority}, memory locked, cpu_dma_latency 0): {}", t.summary());
-    Ok((t, state))
+    // Registered before the apply starts, and the slot is locked while it runs:
+    // a cleanup that comes during the apply waits for it, then reverts it.
+    let slot: Arc<Mutex<Option<detpath_tune::AppliedTuning>>> = Arc::new(Mutex::new(None));
+    let undo_slot = slot.clone();
+    // Declared first so that it drops last: its undo takes the slot's lock.
+    let guard;
+    let state = {
+        let mut held = slot.lock().unwrap_or_else(|p| p.into_inner());
+        guard = cleanup::UndoGuard::new(format!("the tuning of cores {cores}"), Some("detpath tune revert".into()), move || {
+            let applied = undo_slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+            match applied {
+                Some(t) => t.revert().map(|_| ()).map_err(|e| e.to_string()),
+                None => Ok(()),
+            }
+        });
+        let t = detpath_tune::apply(&detpath_tune::Host::real(), &detpath_tune::ApplyRequest::new(list))?;
+        let state = format!("tuned (cores {cores}; polling threads SCHED_FIFO {rt_priority}, memory locked, cpu_dma_latency 0): {}", t.summary());
+        *held = Some(t);
+        state
+    };
+    Ok((HeldTuning { _guard: guard }, state))
 }
 
 /// What one datapath's run gave: its mode line, the client's outcome, the

@@ -164,12 +164,14 @@ impl<W: Write> RecordWriter<W> {
     }
 }
 
-/// Writes `records` to a CSV file at `path` (not atomic; see
-/// [`crate::results::ResultDir::save_run`] for the atomic variant).
+/// Writes `records` to a CSV file at `path`, streamed, atomically and
+/// durably ([`crate::results::atomic_write`]).
 pub fn write_csv(path: &Path, records: &[Record]) -> io::Result<()> {
-    let mut w = RecordWriter::new(std::fs::File::create(path)?)?;
-    w.write_all(records)?;
-    w.finish()?.sync_all()
+    crate::results::atomic_write(path, |f| {
+        let mut w = RecordWriter::new(f)?;
+        w.write_all(records)?;
+        w.finish().map(|_| ())
+    })
 }
 
 /// A malformed line of a records file.

@@ -23,7 +23,7 @@ use crate::stats::Summary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ffi::CStr;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 /// The `format` tag of summary.json.
@@ -382,12 +382,11 @@ impl ResultDir {
 
     fn write_summary(&self) -> io::Result<()> {
         let s = SummaryFile { format: FORMAT.into(), runs: self.runs.clone() };
-        atomic_write(&self.path.join("summary.json"), |w| {
-            serde_json::to_writer_pretty(&mut *w, &s)?;
-            w.write_all(b"\n")
-        })?;
+        let mut json = serde_json::to_vec_pretty(&s)?;
+        json.push(b'\n');
+        detpath::sys::fsutil::write_atomic(&self.path.join("summary.json"), &json)?;
         let table = crate::table::render(&self.runs);
-        atomic_write(&self.path.join("table.txt"), |w| w.write_all(table.as_bytes()))
+        detpath::sys::fsutil::write_atomic(&self.path.join("table.txt"), table.as_bytes())
     }
 
     /// Reads the runs of a result directory (its summary.json).
@@ -419,25 +418,27 @@ fn slug(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c.to_ascii_lowercase() } else { '_' }).collect()
 }
 
-/// Writes `path` through a temporary file in the same directory, synced and
-/// renamed over it: readers see the old file or the new one, never half.
+/// Writes `path` through a temporary file in the same directory, streamed
+/// (for records files too large to build in memory first), synced and
+/// renamed over it, the directory synced after: readers (and a power cut)
+/// see the old file or the new one, never half. Whole files built in memory
+/// go through `detpath::sys::fsutil::write_atomic`.
 pub fn atomic_write(path: &Path, f: impl FnOnce(&mut std::fs::File) -> io::Result<()>) -> io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(".{}.tmp{}", path.file_name().and_then(|n| n.to_str()).unwrap_or("file"), std::process::id()));
-    let res = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
-        f(&mut file)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    res
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    // Created with O_EXCL under a random name (never a predictable one).
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{}.", path.file_name().and_then(|n| n.to_str()).unwrap_or("file")))
+        .suffix(".tmp")
+        // Results are for reading by anyone, like the files write_atomic makes.
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .tempfile_in(dir)?;
+    f(tmp.as_file_mut())?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    std::fs::File::open(dir)?.sync_all()
 }
 
 #[cfg(test)]

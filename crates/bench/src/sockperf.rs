@@ -17,12 +17,18 @@
 //! and does not report send lateness: those are absent from its result, not
 //! zero. It receives with a blocking `recvfrom` by default (it sleeps), where
 //! detpath's `udp` datapath busy-polls.
+//!
+//! Both sockperf processes are tied to detpath (`cleanup::spawn_tied`: their
+//! own process group, killed by cleanup; `PR_SET_PDEATHSIG`), and the full
+//! log goes to a private temporary directory (`tempfile`, mode 0700), never
+//! a predictable name under /tmp.
 
 use crate::records::{Record, Status};
 use crate::results::{Environment, RunConfig, RunResult};
 use crate::stats::Summary;
+use detpath::sys::cleanup::{self, TiedChild};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// What to run.
@@ -153,16 +159,6 @@ impl SockperfOutcome {
     }
 }
 
-/// A child process killed (by its PID) and reaped on drop.
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn in_netns(ns: &str, cpu: u32, binary: &Path) -> Command {
     let mut c = Command::new("ip");
     c.args(["netns", "exec", ns, "taskset", "-c", &cpu.to_string()]).arg(binary);
@@ -176,14 +172,15 @@ pub fn run(tb: &detpath::testbed::Testbed, cfg: &SockperfConfig) -> Result<Sockp
         return Err(SockperfError::Missing(cfg.binary.display().to_string()));
     }
     let (a, b) = (tb.a(), tb.b());
-    let mut server = Reaped(
+    // Killed (its process group) and reaped when it drops.
+    let mut server: TiedChild = cleanup::spawn_tied(
         in_netns(&b.netns, cfg.cpu_server, &cfg.binary)
             .args(["server", "-i", &b.addr.to_string(), "-p", &cfg.port.to_string()])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| SockperfError::Failed { what: "server", why: e.to_string() })?,
-    );
+            .stderr(Stdio::null()),
+        "sockperf server",
+    )
+    .map_err(|e| SockperfError::Failed { what: "server", why: e.to_string() })?;
     // Listening when its UDP port shows up in the namespace.
     let t = Instant::now();
     loop {
@@ -191,7 +188,7 @@ pub fn run(tb: &detpath::testbed::Testbed, cfg: &SockperfConfig) -> Result<Sockp
         if ss.is_ok_and(|o| !o.stdout.is_empty()) {
             break;
         }
-        if let Ok(Some(st)) = server.0.try_wait() {
+        if let Ok(Some(st)) = server.child().try_wait() {
             return Err(SockperfError::Failed { what: "server", why: format!("exited at once ({st})") });
         }
         if t.elapsed() > Duration::from_secs(5) {
@@ -199,22 +196,31 @@ pub fn run(tb: &detpath::testbed::Testbed, cfg: &SockperfConfig) -> Result<Sockp
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let log = std::env::temp_dir().join(format!("detpath-sockperf-{}-{}.csv", std::process::id(), cfg.port));
+    // A private directory (random name, 0700) for the log; removed when `tmp` drops.
+    let tmp = tempfile::Builder::new()
+        .prefix("detpath-sockperf-")
+        .tempdir()
+        .map_err(|e| SockperfError::Failed { what: "full log", why: format!("temporary directory: {e}") })?;
+    let log = tmp.path().join("full-log.csv");
     let mps = (1e9 / cfg.period_ns.max(1) as f64).round().max(1.0) as u64;
-    let out = in_netns(&a.netns, cfg.cpu_client, &cfg.binary)
-        .args(["ping-pong", "-i", &b.addr.to_string(), "-p", &cfg.port.to_string(), "-m", &cfg.size.to_string()])
-        .args(["--mps", &mps.to_string(), "-t", &cfg.seconds.max(1).to_string(), "--full-log"])
-        .arg(&log)
-        .output()
-        .map_err(|e| SockperfError::Failed { what: "ping-pong", why: e.to_string() })?;
+    let client = cleanup::spawn_tied(
+        in_netns(&a.netns, cfg.cpu_client, &cfg.binary)
+            .args(["ping-pong", "-i", &b.addr.to_string(), "-p", &cfg.port.to_string(), "-m", &cfg.size.to_string()])
+            .args(["--mps", &mps.to_string(), "-t", &cfg.seconds.max(1).to_string(), "--full-log"])
+            .arg(&log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+        "sockperf ping-pong",
+    )
+    .map_err(|e| SockperfError::Failed { what: "ping-pong", why: e.to_string() })?;
+    let out = client.wait_with_output().map_err(|e| SockperfError::Failed { what: "ping-pong", why: e.to_string() })?;
     drop(server);
     if !out.status.success() {
-        let _ = std::fs::remove_file(&log);
         return Err(SockperfError::Failed { what: "ping-pong", why: format!("{}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim()) });
     }
-    let text = std::fs::read_to_string(&log).map_err(|e| SockperfError::Failed { what: "full log", why: format!("{}: {e}", log.display()) });
-    let _ = std::fs::remove_file(&log);
-    parse_full_log(&text?, &log.display().to_string())
+    let text = std::fs::read_to_string(&log).map_err(|e| SockperfError::Failed { what: "full log", why: format!("{}: {e}", log.display()) })?;
+    parse_full_log(&text, &log.display().to_string())
 }
 
 #[cfg(test)]

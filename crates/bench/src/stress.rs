@@ -1,13 +1,19 @@
 //! CPU load for the "& Stress" configurations: stress-ng on the datapath
-//! cores, for exactly the run's duration, stopped (by PID) afterwards.
+//! cores, for exactly the run's duration, stopped (by its process group)
+//! afterwards. stress-ng runs tied to detpath (`cleanup::spawn_tied`): a
+//! second Ctrl-C or a panic kills its group, and it dies with detpath even
+//! when detpath is killed with SIGKILL (`PR_SET_PDEATHSIG`; stress-ng's
+//! workers follow their parent).
 
+use detpath::sys::cleanup::{self, TiedChild};
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// A running stress-ng; stopped on drop.
 pub struct Stress {
-    child: Child,
+    /// `None` only while dropping.
+    child: Option<TiedChild>,
     pub percent: u8,
     pub cores: Vec<usize>,
 }
@@ -51,7 +57,8 @@ impl Stress {
         if let Some(s) = &shield {
             join_cgroup_at_exec(&mut cmd, &s.procs_file)?;
         }
-        let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().map_err(|e| {
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+        let mut child = cleanup::spawn_tied(&mut cmd, "stress-ng").map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
                 StressError::Missing
             } else {
@@ -60,20 +67,20 @@ impl Stress {
         })?;
         // Give it a moment to fail on bad arguments or a missing facility.
         std::thread::sleep(Duration::from_millis(300));
-        if let Ok(Some(status)) = child.try_wait() {
+        if let Ok(Some(status)) = child.child().try_wait() {
             let mut err = String::new();
-            if let Some(mut e) = child.stderr.take() {
+            if let Some(mut e) = child.child().stderr.take() {
                 use std::io::Read;
                 let _ = e.read_to_string(&mut err);
             }
             return Err(StressError::Failed(format!("{status}: {}", err.trim())));
         }
-        Ok(Stress { child, percent, cores: cores.to_vec() })
+        Ok(Stress { child: Some(child), percent, cores: cores.to_vec() })
     }
 
     /// The cores the load runs on (its `Cpus_allowed_list`): those asked, or under a tuning shield the housekeeping ones.
     pub fn effective_cores(&self) -> Vec<usize> {
-        let allowed = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+        let allowed = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
             .ok()
             .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:").map(|v| v.trim().to_string())))
             .and_then(|l| detpath_tune::CpuList::parse(&l).ok());
@@ -82,23 +89,16 @@ impl Stress {
 
     /// Process id of the stress-ng parent.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.child.as_ref().map_or(0, TiedChild::id)
     }
 }
 
 impl Drop for Stress {
     fn drop(&mut self) {
-        // SIGTERM lets stress-ng stop its workers; SIGKILL if it lingers.
-        // SAFETY: signalling our own child by its PID.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        for _ in 0..50 {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        // SIGTERM lets stress-ng stop its workers; SIGKILL to the group if it lingers.
+        if let Some(c) = self.child.take() {
+            let _ = c.stop(Duration::from_secs(1));
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -50,6 +50,13 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
+    // A panic unwinds the command (its guards undo what they changed), then
+    // whatever is still registered is undone (detpath::sys::cleanup) before exit 101.
+    let code = detpath::sys::cleanup::guard_main(move || dispatch(cli));
+    std::process::exit(code);
+}
+
+fn dispatch(cli: Cli) -> i32 {
     let result = match cli.command {
         Command::Testbed(args) => testbed_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),
@@ -62,10 +69,10 @@ fn main() {
         Command::Generate(args) => generate_cmd::run::<Cli>(args),
     };
     match result {
-        Ok(code) => std::process::exit(code),
+        Ok(code) => code,
         Err(e) => {
             eprintln!("detpath: error: {e:#}");
-            std::process::exit(2);
+            2
         }
     }
 }

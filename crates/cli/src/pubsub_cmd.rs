@@ -230,10 +230,10 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<i32> {
                 eprintln!("done: {} {} {}", r.configuration, r.system, r.workload);
             }
         })?);
-        detpath_bench::results::atomic_write(&dir.path().join("rows.json"), |f| serde_json::to_writer_pretty(f, &rows).map_err(std::io::Error::other))?;
+        detpath::sys::fsutil::write_atomic(&dir.path().join("rows.json"), &serde_json::to_vec_pretty(&rows)?)?;
     }
     let table = rows_table(&rows);
-    std::fs::write(dir.path().join("table.txt"), &table)?;
+    detpath::sys::fsutil::write_atomic(&dir.path().join("table.txt"), table.as_bytes())?;
     if !json {
         print!("{table}");
     }

@@ -318,7 +318,7 @@ fn run_bench(a: BenchArgs) -> anyhow::Result<i32> {
 fn run_sync(a: SyncArgs) -> anyhow::Result<i32> {
     use detpath_bench::sched::sync_run::{self, SyncRunConfig};
     detpath::sys::cleanup::install_signal_handler(detpath::sys::cleanup::OnSignal::SetFlag);
-    let prefix = a.testbed.clone().unwrap_or_else(|| format!("detpath-sch{}", std::process::id()));
+    let prefix = a.testbed.clone().unwrap_or_else(|| detpath::testbed::process_prefix("sch"));
     let tb = detpath::testbed::Testbed::up(detpath::testbed::TestbedConfig::with_prefix(&prefix))?;
     let mut runs = Vec::new();
     let mut failed = false;

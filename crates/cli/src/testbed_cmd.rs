@@ -1,4 +1,7 @@
 //! `detpath testbed up|down|status`: the built-in two-namespace testbed.
+//! `down` also removes the testbeds other detpath commands left behind
+//! (their process is gone: killed, crashed), found by the naming rule of
+//! `detpath::testbed::find`, and names those still in use.
 
 use detpath::testbed::{Testbed, TestbedConfig};
 
@@ -15,7 +18,8 @@ pub struct Args {
 enum Action {
     /// Create the namespaces and veth pair (idempotent; repairs a half-built one).
     Up,
-    /// Remove them (idempotent).
+    /// Remove them (idempotent), and every testbed a detpath command left
+    /// behind (`detpath-<tag>-<pid>-<n>-a|b` whose process is gone).
     Down,
     /// Show what exists; exit 0 when the testbed is complete, 1 otherwise.
     Status {
@@ -35,6 +39,26 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Action::Down => {
             Testbed::down(&cfg);
             println!("testbed down ({} and {} removed)", cfg.a.netns, cfg.b.netns);
+            let mut in_use = std::collections::BTreeMap::new();
+            for (netns, name) in detpath::testbed::find() {
+                if name.orphaned() {
+                    detpath::testbed::remove_netns(&netns);
+                    println!("removed {netns} (left by process {}, which is gone)", name.owner.unwrap_or(0));
+                } else if name.base != args.testbed {
+                    in_use.entry(name.base.clone()).or_insert(name.owner);
+                }
+            }
+            let left: Vec<String> = detpath::testbed::find().into_iter().filter(|(_, n)| n.orphaned() || n.base == args.testbed).map(|(ns, _)| ns).collect();
+            for (base, owner) in &in_use {
+                match owner {
+                    Some(pid) => println!("kept {base}-a/-b: process {pid} is using it"),
+                    None => println!("kept {base}-a/-b (another testbed; remove it with `detpath testbed down --testbed {base}`)"),
+                }
+            }
+            if !left.is_empty() {
+                eprintln!("detpath: could not remove {}; run `ip netns del NAME` for each", left.join(", "));
+                return Ok(1);
+            }
             Ok(0)
         }
         Action::Status { json } => {

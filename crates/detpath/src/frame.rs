@@ -97,7 +97,7 @@ pub fn open_frames(spec: &str) -> Result<Box<dyn FrameEndpoint>> {
 /// A received frame is for us when it is addressed to our MAC, or to a
 /// group (broadcast or multicast: the low bit of the first octet).
 pub(crate) fn is_for(local: MacAddr, dst: &[u8]) -> bool {
-    dst.len() >= 6 && (dst[0] & 1 == 1 || dst[..6] == local.0)
+    detpath_wire::raweth::frame_is_for(local, dst)
 }
 
 #[cfg(test)]

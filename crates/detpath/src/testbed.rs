@@ -13,11 +13,18 @@
 //!
 //! [`Testbed::up`] is idempotent and safe after a crash: a complete testbed
 //! of the same names is adopted, leftovers are removed and rebuilt. A
-//! [`Testbed`] removes its namespaces on drop (and on SIGINT/SIGTERM) unless
-//! [`Testbed::keep`] was called, as `detpath testbed up` does.
+//! [`Testbed`] removes its namespaces on drop (and on SIGINT/SIGTERM or a
+//! panic) unless [`Testbed::keep`] was called, as `detpath testbed up` does.
+//!
+//! One naming rule ([`TestbedName`]): every testbed namespace is
+//! `<base>-a` / `<base>-b` with a base starting `detpath`; a testbed made
+//! for one process (tests, `sched bench`, `pubsub bench`) has the base
+//! `detpath-<tag>-<pid>-<n>` ([`process_prefix`]), so [`find`] can tell one
+//! whose process is gone (a SIGKILL leaves its namespaces) from one in use.
+//! `detpath testbed down` removes those leftovers with the named testbed.
 
 use crate::error::{Error, Result};
-use detpath_sys::cleanup::{self, CleanupHandle};
+use detpath_sys::cleanup::UndoGuard;
 use detpath_sys::netns;
 use detpath_sys::NetDev;
 use std::net::Ipv4Addr;
@@ -74,12 +81,10 @@ impl TestbedConfig {
         Self::named(&format!("{prefix}-a"), &format!("{prefix}-b"))
     }
 
-    /// A testbed with names no other process uses (for tests running in parallel).
+    /// A testbed with names no other process uses (for tests running in
+    /// parallel), named after this process ([`process_prefix`]).
     pub fn unique(tag: &str) -> TestbedConfig {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let base = format!("detpath-{tag}-{}-{n}", std::process::id());
-        Self::named(&format!("{base}-a"), &format!("{base}-b"))
+        Self::with_prefix(&process_prefix(tag))
     }
 
     fn named(a: &str, b: &str) -> TestbedConfig {
@@ -107,11 +112,75 @@ impl Status {
     }
 }
 
+/// The base of namespace names made by detpath.
+pub const NAME_PREFIX: &str = "detpath";
+
+/// A testbed base no other testbed uses, owned by this process:
+/// `detpath-<tag>-<pid>-<n>` (the naming rule of [`TestbedName`]). `tag` is
+/// letters and digits (e.g. `sch`), so the pid is always the second-last field.
+pub fn process_prefix(tag: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    format!("{NAME_PREFIX}-{tag}-{}-{n}", std::process::id())
+}
+
+/// A namespace name read by the naming rule: `<base>-a` or `<base>-b`, the
+/// base starting `detpath`; a per-process base (`detpath-<tag>-<pid>-<n>`,
+/// or `detpath-sch<pid>` from earlier versions' `sched bench`) names its owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestbedName {
+    /// What `--testbed` takes (`detpath`, `detpath-sch-4242-0`).
+    pub base: String,
+    /// `'a'` or `'b'`.
+    pub side: char,
+    /// The process that made it, when the name says.
+    pub owner: Option<u32>,
+}
+
+impl TestbedName {
+    /// Reads a namespace name; `None` when it is not a detpath testbed's.
+    pub fn parse(netns: &str) -> Option<TestbedName> {
+        let (base, side) = netns.strip_suffix("-a").map(|b| (b, 'a')).or_else(|| netns.strip_suffix("-b").map(|b| (b, 'b')))?;
+        if base != NAME_PREFIX && !base.strip_prefix(NAME_PREFIX).is_some_and(|r| r.starts_with('-') && r.len() > 1) {
+            return None;
+        }
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
+        let fields: Vec<&str> = base.split('-').collect();
+        let owner = match fields.as_slice() {
+            // detpath-<tag>-<pid>-<n>
+            [_, tag, pid, n] if !tag.is_empty() && digits(pid) && digits(n) => pid.parse().ok(),
+            // detpath-sch<pid> (sched bench before the rule)
+            [_, legacy] => legacy.strip_prefix("sch").filter(|p| digits(p)).and_then(|p| p.parse().ok()),
+            _ => None,
+        };
+        Some(TestbedName { base: base.to_string(), side, owner })
+    }
+
+    /// Whether the owner process is gone (a testbed without an owner in its name is never orphaned).
+    pub fn orphaned(&self) -> bool {
+        self.owner.is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
+    }
+}
+
+/// Every namespace named by the rule of [`TestbedName`], sorted by name.
+pub fn find() -> Vec<(String, TestbedName)> {
+    let mut found: Vec<(String, TestbedName)> = std::fs::read_dir(netns::NETNS_RUN_DIR)
+        .map(|d| d.flatten().filter_map(|e| e.file_name().into_string().ok()).filter_map(|n| TestbedName::parse(&n).map(|t| (n, t))).collect())
+        .unwrap_or_default();
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found
+}
+
+/// Removes one namespace (its veth end goes with it). Idempotent.
+pub fn remove_netns(name: &str) {
+    delete_ns(name);
+}
+
 /// A live testbed; removes itself on drop unless kept.
 pub struct Testbed {
     cfg: TestbedConfig,
-    keep: bool,
-    _cleanup: Option<CleanupHandle>,
+    /// Removes the namespaces: on drop, or from cleanup on a signal or a panic.
+    cleanup: Option<UndoGuard>,
 }
 
 fn ip(args: &[&str]) -> Result<()> {
@@ -157,14 +226,16 @@ impl Testbed {
             }
         }
         let (a, b) = (cfg.a.netns.clone(), cfg.b.netns.clone());
-        let handle = cleanup::register(
-            format!("testbed namespaces {a} and {b}"),
-            Box::new(move || {
-                delete_ns(&a);
-                delete_ns(&b);
-            }),
-        );
-        Ok(Testbed { cfg, keep: false, _cleanup: Some(handle) })
+        let base = a.strip_suffix("-a").unwrap_or(&a).to_string();
+        let guard = UndoGuard::new(format!("testbed namespaces {a} and {b}"), Some(format!("detpath testbed down --testbed {base}")), move || {
+            delete_ns(&a);
+            delete_ns(&b);
+            match [&a, &b].into_iter().find(|n| netns::exists(n)) {
+                Some(left) => Err(format!("namespace {left} is still there")),
+                None => Ok(()),
+            }
+        });
+        Ok(Testbed { cfg, cleanup: Some(guard) })
     }
 
     fn create(cfg: &TestbedConfig) -> Result<()> {
@@ -206,7 +277,9 @@ impl Testbed {
 
     /// Leaves the namespaces in place when this value drops.
     pub fn keep(mut self) -> TestbedConfig {
-        self.keep = true;
+        if let Some(g) = self.cleanup.take() {
+            g.disarm();
+        }
         self.cfg.clone()
     }
 
@@ -223,8 +296,55 @@ impl Testbed {
 
 impl Drop for Testbed {
     fn drop(&mut self) {
-        if !self.keep {
-            Self::down(&self.cfg);
+        // Runs the undo (unless a signal's cleanup already did): the namespaces go.
+        drop(self.cleanup.take());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(base: &str, side: char, owner: Option<u32>) -> Option<TestbedName> {
+        Some(TestbedName { base: base.into(), side, owner })
+    }
+
+    #[test]
+    fn the_naming_rule_reads_every_testbed_detpath_makes() {
+        assert_eq!(TestbedName::parse("detpath-a"), name("detpath", 'a', None));
+        assert_eq!(TestbedName::parse("detpath-b"), name("detpath", 'b', None));
+        assert_eq!(TestbedName::parse("detpath-sch-4242-0-b"), name("detpath-sch-4242-0", 'b', Some(4242)));
+        assert_eq!(TestbedName::parse("detpath-psb-17-3-a"), name("detpath-psb-17-3", 'a', Some(17)));
+        // sched bench before the rule
+        assert_eq!(TestbedName::parse("detpath-sch4242-a"), name("detpath-sch4242", 'a', Some(4242)));
+        // a fixed --testbed name: found, no owner
+        assert_eq!(TestbedName::parse("detpath-lab-a"), name("detpath-lab", 'a', None));
+        assert_eq!(TestbedName::parse("detpath-schs99-b"), name("detpath-schs99", 'b', None));
+        for other in ["detpath", "detpath-", "detpath--a", "detpathx-a", "lab-a", "detpath-cls-1-bench-g", "detpath-a-c", "netns-a"] {
+            assert_eq!(TestbedName::parse(other), None, "{other}");
         }
+    }
+
+    #[test]
+    fn a_process_prefix_follows_the_rule_and_names_this_process() {
+        let p = process_prefix("sch");
+        let n = TestbedName::parse(&format!("{p}-a")).unwrap();
+        assert_eq!(n.base, p);
+        assert_eq!(n.owner, Some(std::process::id()));
+        assert!(!n.orphaned(), "this process is alive");
+        assert_ne!(process_prefix("sch"), p, "two calls, two bases");
+        let cfg = TestbedConfig::unique("t");
+        assert_eq!(TestbedName::parse(&cfg.b.netns).unwrap().owner, Some(std::process::id()));
+    }
+
+    #[test]
+    fn an_owner_that_is_gone_makes_an_orphan() {
+        // A child that has exited and been reaped: its pid names no process.
+        let mut c = Command::new("true").spawn().unwrap();
+        let pid = c.id();
+        c.wait().unwrap();
+        let n = TestbedName::parse(&format!("detpath-sch-{pid}-0-a")).unwrap();
+        assert!(n.orphaned());
+        assert!(!TestbedName::parse("detpath-a").unwrap().orphaned());
     }
 }

@@ -184,8 +184,9 @@ pub fn run(config: &Config, mut progress: impl FnMut(&str)) -> Result<Evaluation
     Ok(eval)
 }
 
+/// Whole and durable: a reader (or a power cut) sees the old file or the new one.
 fn write(path: PathBuf, text: &str) -> Result<(), EvalError> {
-    std::fs::write(&path, text).map_err(|source| EvalError::Io { path, source })
+    detpath_sys::fsutil::write_atomic(&path, text.as_bytes()).map_err(|source| EvalError::Io { path, source })
 }
 
 fn run_set(config: &Config, dir: &Path, set: &FlowSet, disagreements: &mut Vec<String>) -> Result<SetResult, EvalError> {

@@ -15,14 +15,19 @@
 //!
 //! ddsperf prints per-second figures only (mean, percentiles up to 99%, max
 //! per second), so its row combines them: mean weighted by count, p99 the
-//! worst second's, max the largest; it has no p99.99.
+//! worst second's, max the largest; it has no p99.99. ddsperf runs tied to
+//! detpath (`cleanup::spawn_tied`: killed with its process group by
+//! cleanup, and when detpath dies), its configuration in a private
+//! temporary directory (`tempfile`), never a predictable name under /tmp.
 
 use crate::app::{run, LatencySummaryJson, NodeOptions, SecondReport};
 use crate::ddsperf::Role;
 use crate::transport::Wait;
+use detpath::sys::cleanup::{self, TiedChild};
 use detpath::testbed::{Side, Testbed, TestbedConfig};
 use serde::Serialize;
 use std::io::Read;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -201,34 +206,26 @@ fn detpath_throughput(tb: &Testbed, dp: &str, size: usize, o: &BenchOptions) -> 
     })
 }
 
-/// Where ddsperf's configuration for `side` goes (removed by [`ConfigDirs`]).
-fn config_dir(side: &Side) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("detpath-psbench-{}-{}", side.netns, std::process::id()))
+/// A private directory (random name, mode 0700) for ddsperf's configuration; removed when it drops.
+fn config_dir() -> Result<tempfile::TempDir, BenchError> {
+    tempfile::Builder::new()
+        .prefix("detpath-psbench-")
+        .tempdir()
+        .map_err(|e| BenchError::Ddsperf(format!("temporary directory for ddsperf's configuration: {e}")))
 }
 
-/// Removes the ddsperf configuration directories when the ddsperf rows end, however they end.
-struct ConfigDirs(Vec<std::path::PathBuf>);
-
-impl Drop for ConfigDirs {
-    fn drop(&mut self) {
-        for d in &self.0 {
-            let _ = std::fs::remove_dir_all(d);
-        }
-    }
-}
-
-/// Runs ddsperf in a namespace with a unicast-peer configuration, on `cpu`
-/// (and SCHED_FIFO `rt`) when given; returns the child (its stdout piped).
-fn ddsperf_in(side: &Side, peer: &Side, args: &[&str], cpu: Option<u32>, rt: Option<u8>) -> Result<std::process::Child, BenchError> {
-    let dir = config_dir(side);
-    std::fs::create_dir_all(&dir).map_err(|e| BenchError::Ddsperf(e.to_string()))?;
-    let cfg = dir.join("cyclonedds.xml");
-    std::fs::write(
+/// Runs ddsperf in a namespace with a unicast-peer configuration (written
+/// into `dir`), on `cpu` (and SCHED_FIFO `rt`) when given; returns the
+/// child (its stdout piped), tied to this process.
+fn ddsperf_in(dir: &Path, side: &Side, peer: &Side, args: &[&str], cpu: Option<u32>, rt: Option<u8>) -> Result<TiedChild, BenchError> {
+    let cfg = dir.join(format!("cyclonedds-{}.xml", side.netns));
+    detpath::sys::fsutil::write_atomic(
         &cfg,
         format!(
             r#"<CycloneDDS><Domain Id="any"><General><Interfaces><NetworkInterface name="{}"/></Interfaces><AllowMulticast>false</AllowMulticast></General><Discovery><ParticipantIndex>auto</ParticipantIndex><Peers><Peer Address="{}"/></Peers></Discovery></Domain></CycloneDDS>"#,
             side.iface, peer.addr
-        ),
+        )
+        .as_bytes(),
     )
     .map_err(|e| BenchError::Ddsperf(e.to_string()))?;
     let mut cmd = Command::new("ip");
@@ -239,24 +236,20 @@ fn ddsperf_in(side: &Side, peer: &Side, args: &[&str], cpu: Option<u32>, rt: Opt
     if let Some(p) = rt {
         cmd.args(["chrt", "-f", &p.to_string()]);
     }
-    cmd.arg("ddsperf")
-        .args(args)
-        .env("CYCLONEDDS_URI", format!("file://{}", cfg.display()))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| BenchError::Ddsperf(format!("cannot run ddsperf (apt-get install cyclonedds-tools): {e}")))
+    cmd.arg("ddsperf").args(args).env("CYCLONEDDS_URI", format!("file://{}", cfg.display())).stdout(Stdio::piped()).stderr(Stdio::null());
+    cleanup::spawn_tied(&mut cmd, "ddsperf").map_err(|e| BenchError::Ddsperf(format!("cannot run ddsperf (apt-get install cyclonedds-tools): {e}")))
 }
 
-fn finish(mut c: std::process::Child, kill: bool) -> String {
+/// Waits for ddsperf (after killing it, with `kill`) and returns what it printed.
+fn finish(mut c: TiedChild, kill: bool) -> String {
     if kill {
-        let _ = c.kill();
+        let _ = c.child().kill();
     }
-    let _ = c.wait();
     let mut s = String::new();
-    if let Some(mut o) = c.stdout.take() {
+    if let Some(mut o) = c.child().stdout.take() {
         let _ = o.read_to_string(&mut s);
     }
+    let _ = c.child().wait();
     s
 }
 
@@ -321,10 +314,10 @@ fn ddsperf_rows(tb: &Testbed, o: &BenchOptions) -> Result<Vec<BenchRow>, BenchEr
     let mut rows = Vec::new();
     let rt = o.pinning.and_then(|p| p.rt_priority);
     let (tx_cpu, rx_cpu) = (o.pinning.map(|p| p.sender_cpu), o.pinning.map(|p| p.receiver_cpu));
-    let _dirs = ConfigDirs(vec![config_dir(tb.a()), config_dir(tb.b())]);
-    let pong = ddsperf_in(tb.b(), tb.a(), &["-D", &long, "pong"], rx_cpu, rt)?;
+    let dir = config_dir()?;
+    let pong = ddsperf_in(dir.path(), tb.b(), tb.a(), &["-D", &long, "pong"], rx_cpu, rt)?;
     std::thread::sleep(Duration::from_millis(500));
-    let ping = ddsperf_in(tb.a(), tb.b(), &["-D", &secs, "ping", "1000Hz", "size", "32"], tx_cpu, rt)?;
+    let ping = ddsperf_in(dir.path(), tb.a(), tb.b(), &["-D", &secs, "ping", "1000Hz", "size", "32"], tx_cpu, rt)?;
     let text = finish(ping, false);
     finish(pong, true);
     rows.push(BenchRow {
@@ -338,9 +331,10 @@ fn ddsperf_rows(tb: &Testbed, o: &BenchOptions) -> Result<Vec<BenchRow>, BenchEr
         note: "CycloneDDS 0.10 over kernel UDP; per-second figures combined".into(),
     });
     for (size, workload) in [("32", "rate 32B"), ("1024", "bandwidth 1KiB")] {
-        let sub = ddsperf_in(tb.b(), tb.a(), &["-D", &long, "sub"], rx_cpu, rt)?;
+        let sub = ddsperf_in(dir.path(), tb.b(), tb.a(), &["-D", &long, "sub"], rx_cpu, rt)?;
         std::thread::sleep(Duration::from_millis(500));
-        let publ = ddsperf_in(tb.a(), tb.b(), &["-D", &secs, "pub", "size", size], tx_cpu, rt.filter(|_| realtime_ok(&Role::Pub { rate_hz: 0.0 })))?;
+        let publ =
+            ddsperf_in(dir.path(), tb.a(), tb.b(), &["-D", &secs, "pub", "size", size], tx_cpu, rt.filter(|_| realtime_ok(&Role::Pub { rate_hz: 0.0 })))?;
         finish(publ, false);
         std::thread::sleep(Duration::from_secs(1));
         let text = finish(sub, true);

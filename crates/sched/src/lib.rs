@@ -67,6 +67,7 @@ pub mod servo;
 pub mod slot;
 pub mod spec;
 pub mod sync;
+pub mod sync_wire;
 
 pub use clock::{CompletionSource, MonotonicSource, OverlaySource, SlotClock, TickSource};
 pub use config::{ClassConfig, ClassKind, ConfigError, Mode, SchedConfig};

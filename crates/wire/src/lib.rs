@@ -26,3 +26,4 @@ pub const fn max_payload_for_mtu(mtu: usize) -> usize {
 }
 pub mod arp;
 pub mod probe;
+pub mod raweth;

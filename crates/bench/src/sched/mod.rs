@@ -272,7 +272,7 @@ impl BenchConfig {
             nice: None,
             segment_on_ns: 800_000_000,
             segment_off_ns: 200_000_000,
-            testbed_prefix: format!("detpath-sch{}", std::process::id()),
+            testbed_prefix: detpath::testbed::process_prefix("sch"),
             port_base: 7400,
             arrival_stamps: true,
         }

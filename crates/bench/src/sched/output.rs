@@ -168,8 +168,9 @@ pub fn write_results(base: &Path, r: &Report) -> anyhow::Result<PathBuf> {
     let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let dir = base.join(format!("sched-{}", crate::results::utc_compact(stamp)));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    std::fs::write(dir.join("report.json"), serde_json::to_string_pretty(r)?).context("writing report.json")?;
-    std::fs::write(dir.join("table.txt"), table(r)).context("writing table.txt")?;
+    // Whole and durable: a reader (or a power cut) sees the old file or the new one.
+    detpath::sys::fsutil::write_atomic(&dir.join("report.json"), serde_json::to_string_pretty(r)?.as_bytes()).context("writing report.json")?;
+    detpath::sys::fsutil::write_atomic(&dir.join("table.txt"), table(r).as_bytes()).context("writing table.txt")?;
     if r.runs.iter().any(|x| !x.iat_samples.is_empty()) {
         plot_iat_cdf(&r.runs, &dir.join("iat_cdf.png"), &dir.join("iat_cdf.svg"))?;
     }

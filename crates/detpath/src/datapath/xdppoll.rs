@@ -374,19 +374,16 @@ impl FrameEndpoint for XdpPollFrames {
         let (mac, counters) = (self.mac, &mut self.counters);
         self.feed.recv(mode, |feed| loop {
             let got = feed.take(|frame, rx_ns| {
-                if frame.len() < ETH_HEADER {
-                    return Err(Refusal::Malformed);
-                }
                 // Another host's unicast frame (a promiscuous link) is not ours.
-                if !crate::frame::is_for(mac, frame) {
-                    return Err(Refusal::NotForMe);
-                }
-                let payload = &frame[ETH_HEADER..];
+                let f = match detpath_wire::raweth::strip_eth_frame(frame, mac, None) {
+                    Ok(f) => f,
+                    Err(detpath_wire::raweth::StripError::Truncated) => return Err(Refusal::Malformed),
+                    Err(_) => return Err(Refusal::NotForMe),
+                };
+                let payload = f.payload;
                 let n = payload.len().min(buf.len());
                 buf[..n].copy_from_slice(&payload[..n]);
-                let mut src = [0u8; 6];
-                src.copy_from_slice(&frame[6..12]);
-                Ok(FrameMeta { len: n, truncated: n < payload.len(), src: MacAddr(src), rx_ns })
+                Ok(FrameMeta { len: n, truncated: n < payload.len(), src: f.src, rx_ns })
             });
             if let Some(m) = count(counters, got, |m| (m.len, m.truncated))? {
                 return Some(m);

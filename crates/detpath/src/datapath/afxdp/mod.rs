@@ -404,21 +404,18 @@ impl AfxdpEndpoint {
     /// A received frame as a bare Ethernet payload: its EtherType must be
     /// ours and its destination us or a group address.
     fn parse_eth(&self, _: &mut Defrag, frame: &[u8], slot: &mut [u8], rx_ns: u64) -> Parsed<FrameMeta> {
-        if frame.len() < ETH_HEADER {
-            return Parsed::Malformed;
-        }
         // The program matched the EtherType; a shared program (`xdp=shared`) may hand us anything.
-        let ours = matches!(self.framing, Framing::Ether { ethertype } if frame[12..14] == ethertype.to_be_bytes());
-        if !ours || !crate::frame::is_for(self.src_mac, frame) {
-            return Parsed::NotForMe;
-        }
-        let p = &frame[ETH_HEADER..];
+        let Framing::Ether { ethertype } = self.framing else { return Parsed::NotForMe };
+        let f = match detpath_wire::raweth::strip_eth_frame(frame, self.src_mac, Some(ethertype)) {
+            Ok(f) => f,
+            Err(detpath_wire::raweth::StripError::Truncated) => return Parsed::Malformed,
+            Err(_) => return Parsed::NotForMe,
+        };
+        let p = f.payload;
         let len = p.len().min(slot.len());
         slot[..len].copy_from_slice(&p[..len]);
-        let mut src = [0u8; 6];
-        src.copy_from_slice(&frame[6..12]);
         let truncated = len < p.len();
-        Parsed::Deliver { meta: FrameMeta { len, truncated, src: MacAddr(src), rx_ns }, len, truncated }
+        Parsed::Deliver { meta: FrameMeta { len, truncated, src: f.src, rx_ns }, len, truncated }
     }
 
     /// Takes ready RX descriptors into `sink` until it is full or the ring is

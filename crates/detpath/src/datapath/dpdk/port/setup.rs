@@ -7,20 +7,17 @@ use super::*;
 static XSK_STAMP_OBJ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/xsk_stamp.bpf.o"));
 
 /// The time-stamping XDP object written to a file for net_af_xdp's
-/// `xdp_prog=` argument (it loads by path); removed once the port is set up.
-struct StampObject(std::path::PathBuf);
+/// `xdp_prog=` argument (it loads by path); removed (on drop) once the port
+/// is set up. A random name created with O_EXCL, never a predictable one.
+struct StampObject(tempfile::TempPath);
 
 impl StampObject {
     fn write(id: u32) -> Result<StampObject> {
-        let path = std::env::temp_dir().join(format!("detpath-xsk-stamp-{}-{id}.bpf.o", std::process::id()));
-        std::fs::write(&path, XSK_STAMP_OBJ).map_err(|e| Error::io(format!("writing the XDP object for net_af_xdp to {}", path.display()), e))?;
-        Ok(StampObject(path))
-    }
-}
-
-impl Drop for StampObject {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        use std::io::Write;
+        let what = |e| Error::io("writing the XDP object for net_af_xdp to a temporary file", e);
+        let mut f = tempfile::Builder::new().prefix(&format!("detpath-xsk-stamp-{id}-")).suffix(".bpf.o").tempfile().map_err(what)?;
+        f.write_all(XSK_STAMP_OBJ).and_then(|()| f.flush()).map_err(what)?;
+        Ok(StampObject(f.into_temp_path()))
     }
 }
 
