@@ -76,6 +76,9 @@ pub struct MatrixConfig {
     /// The C libraries' messages (libbpf, libxdp, the DPDK EAL) go to
     /// `libs.log` in the result directory; with this, to stderr as well (`-v`).
     pub library_logs_to_stderr: bool,
+    /// Run the kernel tracer (`detpath-ktrace`) on every core during each
+    /// datapath run, for the rounds no polling-thread gap explains.
+    pub trace_kernel: bool,
 }
 
 /// The file in a result directory that holds libbpf's, libxdp's and the DPDK EAL's messages.
@@ -198,12 +201,19 @@ pub fn run_matrix(cfg: &MatrixConfig, observe: Observer) -> anyhow::Result<Matri
                 run_sockperf(&tb, &pp, cfg.cpus, config, &env, &mut dir)
             } else {
                 let specs = (with_keys(&tb.a().uri(dp, port + 1), &cfg.keys), with_keys(&with_keys(&tb.b().uri(dp, port), &cfg.keys), &cfg.server_keys));
-                bench_one(&tb, specs, &pp, cfg.cpus, rt, observe.clone()).and_then(|run| {
+                bench_one(&tb, specs, &pp, cfg.cpus, rt, cfg.trace_kernel, observe.clone()).and_then(|run| {
                     let threads = [
                         ThreadGaps { thread: "client", cpu: Some(cfg.cpus.0), gaps: run.outcome.gaps.clone() },
                         ThreadGaps { thread: "server", cpu: Some(cfg.cpus.1), gaps: run.server_gaps },
                     ];
-                    let evidence = TailEvidence { threshold: cfg.tail_threshold, threads: &threads, samples: &run.samples };
+                    let kernel = run.kernel.map(|trace| tail::KernelTrace {
+                        timeline: detpath_ktrace::Timeline::new(&trace.events),
+                        cores: vec![cfg.cpus.0, cfg.cpus.1],
+                        own_tids: run.tids.clone(),
+                        events: trace.events.len() as u64,
+                        dropped: trace.dropped,
+                    });
+                    let evidence = TailEvidence { threshold: cfg.tail_threshold, threads: &threads, samples: &run.samples, kernel: kernel.as_ref() };
                     save_outcome(&mut dir, RunConfig { mode: run.mode, ..config }, &env, &pp, &run.outcome, Some(evidence))
                 })
             };
@@ -223,6 +233,8 @@ pub struct TailEvidence<'a> {
     pub threshold: TailThreshold,
     pub threads: &'a [ThreadGaps],
     pub samples: &'a [CpuSample],
+    /// The kernel tracer's record of the run (`--trace-kernel`).
+    pub kernel: Option<&'a tail::KernelTrace>,
 }
 
 /// Builds the result of one client run (with its tail attribution, given the
@@ -238,7 +250,7 @@ pub fn save_outcome(
     let records = outcome.records(pp.warmup);
     let mut result = RunResult::from_records(config, env.clone(), &records, None);
     if let (Some(t), Some(median)) = (tail, result.latency.get(Quantile::MEDIAN)) {
-        result.tail = Some(tail::attribute(&records, t.threshold.resolve(median), t.threads, t.samples, outcome.started_ns));
+        result.tail = Some(tail::attribute_traced(&records, t.threshold.resolve(median), t.threads, t.samples, outcome.started_ns, t.kernel));
     }
     result.duration_s = (outcome.finished_ns - outcome.started_ns) as f64 / 1e9;
     if outcome.interrupted {
@@ -315,6 +327,10 @@ struct OneRun {
     outcome: ClientOutcome,
     server_gaps: Vec<tail::Gap>,
     samples: Vec<CpuSample>,
+    /// The polling threads' ids (the client's, the server's).
+    tids: Vec<u32>,
+    /// What the kernel tracer recorded, when it ran.
+    kernel: Option<detpath_ktrace::Trace>,
 }
 
 /// One datapath: server thread in namespace b, client thread in namespace a.
@@ -324,6 +340,7 @@ fn bench_one(
     pp: &PingPongConfig,
     (cpu_client, cpu_server): (u32, u32),
     rt: Option<u8>,
+    trace_kernel: bool,
     observe: Observer,
 ) -> anyhow::Result<OneRun> {
     let stop = Arc::new(AtomicBool::new(false));
@@ -338,14 +355,17 @@ fn bench_one(
                 return Ok(Vec::new());
             }
         };
-        let _ = ready_tx.send(Ok((ep.local_addr(), ep.capabilities().summary())));
+        let _ = ready_tx.send(Ok((ep.local_addr(), ep.capabilities().summary(), detpath::sys::thread::tid())));
         Ok(run_server(ep.as_mut(), &stop_s)?.gaps)
     });
-    let (server_addr, server_mode) = ready_rx.recv()?.map_err(|e| anyhow::anyhow!("server: {e}"))?;
+    let (server_addr, server_mode, server_tid) = ready_rx.recv()?.map_err(|e| anyhow::anyhow!("server: {e}"))?;
+    // Attached before the client starts and detached after it ends: the whole run is traced.
+    let tracer = if trace_kernel { Some(detpath_ktrace::Tracer::start()?) } else { None };
     let client_uri = with_rt_keys(&client_spec, Some(cpu_client), rt, false);
     let pp2 = pp.clone();
-    let client = tb.a().spawn(move || -> anyhow::Result<(String, ClientOutcome)> {
+    let client = tb.a().spawn(move || -> anyhow::Result<(String, ClientOutcome, u32)> {
         let mut ep = detpath_sched::open(&client_uri)?;
+        let client_tid = detpath::sys::thread::tid();
         let mode = format!("client {} / server {}", ep.capabilities().summary(), server_mode);
         let stop_now = AtomicBool::new(false);
         let out = run_client(ep.as_mut(), server_addr, &pp2, &stop_now, |n| {
@@ -354,15 +374,16 @@ fn bench_one(
                 stop_now.store(true, Ordering::Relaxed);
             }
         })?;
-        Ok((mode, out))
+        Ok((mode, out, client_tid))
     });
     let sampler = Sampler::start(ProcReader::host(), tail::SAMPLE_PERIOD);
     let result = client.join().map_err(|_| anyhow::anyhow!("client thread panicked"))?;
+    let kernel = tracer.map(detpath_ktrace::Tracer::stop).transpose()?;
     stop.store(true, Ordering::Relaxed);
     let server_gaps = server.join().ok().and_then(|r| r.ok()).and_then(|r| r.ok()).unwrap_or_default();
     let samples = sampler.finish();
-    let (mode, outcome) = result??;
-    Ok(OneRun { mode, outcome, server_gaps, samples })
+    let (mode, outcome, client_tid) = result??;
+    Ok(OneRun { mode, outcome, server_gaps, samples, tids: vec![client_tid, server_tid], kernel })
 }
 
 #[cfg(test)]

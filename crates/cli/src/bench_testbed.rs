@@ -73,6 +73,12 @@ pub struct Args {
     /// stderr; they always go to libs.log in the result directory.
     #[arg(short, long)]
     verbose: bool,
+    /// Trace the kernel on every core during each run (BPF: interrupts,
+    /// softirqs, context switches, NAPI polls) and name the kernel work
+    /// behind the slow rounds no polling-thread gap explains (needs CAP_BPF
+    /// and CAP_PERFMON; nothing stays attached after any exit).
+    #[arg(long)]
+    trace_kernel: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -96,6 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         keys: args.keys.clone(),
         server_keys: args.server_keys.clone(),
         library_logs_to_stderr: args.verbose,
+        trace_kernel: args.trace_kernel,
     };
     // One progress bar per run, drawn from the client thread's progress events.
     let bar: Arc<Mutex<Option<indicatif::ProgressBar>>> = Arc::new(Mutex::new(None));

@@ -7,6 +7,12 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
+/// The calling thread's id (as the scheduler and its tracepoints name it).
+pub fn tid() -> u32 {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    unsafe { libc::gettid() as u32 }
+}
+
 /// Involuntary context switches of the calling thread so far.
 pub fn involuntary_switches() -> u64 {
     // SAFETY: an all-zero rusage is valid; getrusage fills it.
