@@ -122,8 +122,8 @@ pub enum DpdkError {
     #[error("the DPDK EAL of this process was initialised {why}; {fix}")]
     EalMismatch { why: String, fix: String },
 
-    #[error("cannot resolve the MAC address of {peer} on `{device}`: no ARP reply within {ms} ms; check the peer is up and on the same link, or give it statically: `neigh={peer}@<mac>`")]
-    Unresolved { peer: Ipv4Addr, device: String, ms: u64 },
+    #[error("cannot resolve the MAC address of {peer} on `{device}`: no ARP reply within {ms} ms (remembered for 1 s; datagrams to it are dropped and counted in tx_no_neigh); check the peer is up and on the same link, or give it statically: `neigh={peer}@<mac>`")]
+    Unresolved { peer: Ipv4Addr, device: std::sync::Arc<str>, ms: u64 },
 
     #[error("the TX queue of DPDK port `{device}` stayed full for {ms} ms")]
     TxStalled { device: String, ms: u64 },
