@@ -5,15 +5,16 @@
 //! echoes all 100 real ones (each within the socket's read timeout, so a
 //! hot path blocked a second per forged source would fail), and where
 //! detpath builds the reply itself the cause is counted (`tx_no_route`,
-//! `tx_no_neigh` in the `--json` summary).
+//! `tx_no_neigh` in the `--json` summary and in `/metrics`, where every
+//! counter of detpath's table is a family).
 //!
 //! Needs root (namespaces, XDP; DPDK from Debian's libdpdk).
 
 use detpath::sys::packet::PacketSocket;
 use detpath::testbed::{Testbed, TestbedConfig};
 use detpath_wire::{build_udp_frame, MacAddr, UdpFrameHeader};
-use std::io::Read;
-use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddrV4, TcpStream, UdpSocket};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -44,13 +45,38 @@ fn forged_frame(src_mac: MacAddr, dst_mac: MacAddr, src: SocketAddrV4, dst: Sock
     frame
 }
 
-fn forged_at_echo(datapath: &str) {
+/// One scrape of http://127.0.0.1:PORT/metrics (plain HTTP/1.0, retried while the listener starts).
+fn scrape(port: u16) -> String {
+    let started = Instant::now();
+    loop {
+        let got = TcpStream::connect(("127.0.0.1", port)).and_then(|mut s| {
+            s.set_read_timeout(Some(Duration::from_secs(5)))?;
+            write!(s, "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n")?;
+            let mut body = String::new();
+            s.read_to_string(&mut body)?;
+            Ok(body)
+        });
+        match got {
+            Ok(body) if body.starts_with("HTTP/1.") && body.contains(" 200 ") => return body,
+            other if started.elapsed() > Duration::from_secs(10) => panic!("no metrics on 127.0.0.1:{port}: {other:?}"),
+            _ => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
+/// The value of `detpath_endpoint_<name>_total` in a scrape.
+fn metric(body: &str, name: &str) -> Option<u64> {
+    let prefix = format!("detpath_endpoint_{name}_total{{");
+    body.lines().find(|l| l.starts_with(&prefix)).and_then(|l| l.rsplit(' ').next()).and_then(|v| v.parse::<f64>().ok()).map(|v| v as u64)
+}
+
+fn forged_at_echo(datapath: &str, metrics_port: u16) {
     let tb = Testbed::up(TestbedConfig::unique("fgd")).expect("testbed up (needs root)");
     let (a, b) = (tb.a().clone(), tb.b().clone());
     let port = 7300;
     let spec = b.uri(datapath, port);
     let child = Command::new(BIN)
-        .args(["echo", &spec, "--netns", &b.netns, "--json"])
+        .args(["echo", &spec, "--netns", &b.netns, "--json", "--metrics", &format!("127.0.0.1:{metrics_port}")])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -115,6 +141,7 @@ fn forged_at_echo(datapath: &str) {
     // Let the silent sources' resolution time out (1 s), so they are counted.
     std::thread::sleep(Duration::from_millis(1600));
     assert!(server.0.try_wait().unwrap().is_none(), "{datapath}: the server ended");
+    let scraped = scrape(metrics_port);
 
     let rc = Command::new("kill").args(["-TERM", &server.0.id().to_string()]).status().unwrap();
     assert!(rc.success());
@@ -149,24 +176,36 @@ fn forged_at_echo(datapath: &str) {
         _ => assert_eq!(counter("tx_errors"), 0, "{datapath}: {summary}"),
     }
     assert_eq!(counter("rx_malformed"), 0, "{datapath}: {summary}");
+    // /metrics has every counter of the table; the tx causes as the summary says (taken just before it).
+    for f in detpath::Counters::FIELDS {
+        assert!(metric(&scraped, f.name).is_some(), "{datapath}: no detpath_endpoint_{}_total in /metrics: {scraped}", f.name);
+    }
+    for name in ["tx_no_route", "tx_no_neigh"] {
+        assert_eq!(metric(&scraped, name), Some(counter(name)), "{datapath}: {name} in /metrics and the summary");
+    }
+}
+
+/// A metrics port per test, unlikely to be taken (several test runs may share the host).
+fn port(k: u16) -> u16 {
+    20000 + ((std::process::id() % 9000) * 4) as u16 + k
 }
 
 #[test]
 fn forged_sources_at_echo_afxdp() {
-    forged_at_echo("afxdp");
+    forged_at_echo("afxdp", port(0));
 }
 
 #[test]
 fn forged_sources_at_echo_xdppoll() {
-    forged_at_echo("xdppoll");
+    forged_at_echo("xdppoll", port(1));
 }
 
 #[test]
 fn forged_sources_at_echo_dpdk() {
-    forged_at_echo("dpdk");
+    forged_at_echo("dpdk", port(2));
 }
 
 #[test]
 fn forged_sources_at_echo_udp() {
-    forged_at_echo("udp");
+    forged_at_echo("udp", port(3));
 }
