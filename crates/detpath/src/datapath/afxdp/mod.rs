@@ -104,7 +104,7 @@ const TX_STALL: Duration = Duration::from_secs(1);
 
 /// Datagrams built and waiting for their destination's MAC (fixed; a
 /// datagram that finds them all taken is dropped and counted in `tx_no_neigh`).
-pub(crate) const PARK_SLOTS: usize = 16;
+pub(crate) const PARK_SLOTS: usize = 64;
 
 /// A built frame waiting for its destination's MAC (its first 6 bytes).
 #[derive(Debug, Clone, Copy)]

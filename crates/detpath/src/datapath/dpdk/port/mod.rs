@@ -3,7 +3,8 @@
 //! (port, device, pool, the Linux interface), `neigh_cache.rs` keeps the
 //! ARP-learnt neighbours, and this file is the hot path.
 //!
-//! Neighbours: resolution never waits. A datagram to a peer not in the cache
+//! Neighbours: resolution waits at most [`FIRST_CONTACT_WAIT_NS`] (5 ms),
+//! once, for a peer never seen before. A datagram to a peer not in the cache
 //! sends an ARP request (repeated every 200 ms) and is built and parked (up
 //! to [`PARK_SLOTS`]); every later call polls, learns the reply and sends
 //! what was parked. A peer silent for `arp_timeout` is remembered as
@@ -61,7 +62,11 @@ const PENDING: usize = 1024;
 /// Neighbour cache slots (static entries may add more).
 const NEIGH_SLOTS: usize = 64;
 /// Datagrams built and waiting for their peer's ARP reply.
-const PARK_SLOTS: usize = 16;
+const PARK_SLOTS: usize = 64;
+/// A peer never seen before gets this long (polling, answering ARP) for its
+/// ARP reply inside the send, so a first datagram sent with no later call on
+/// the endpoint still leaves; after that nothing waits.
+const FIRST_CONTACT_WAIT_NS: u64 = 5_000_000;
 /// How long a peer that did not answer ARP is remembered as such.
 const NEGATIVE_TTL: Duration = Duration::from_secs(1);
 /// ARP requests are repeated this often while resolving.
@@ -179,6 +184,8 @@ pub(crate) struct DpdkEndpoint {
     arp_pending: Vec<ArpPending>,
     /// Built datagrams waiting for their peer's MAC; fixed capacity.
     parked: Vec<ParkedMbuf>,
+    /// Inside a first-contact wait (which polls, which may look peers up: no nesting).
+    in_grace: bool,
     /// Subnets of the interface, for the on-link check (empty: no check).
     subnets: Vec<(Ipv4Addr, u8)>,
     arp_timeout: Duration,
@@ -428,6 +435,19 @@ impl DpdkEndpoint {
             self.arp_pending.push(p);
         } else if let Some(oldest) = self.arp_pending.iter_mut().min_by_key(|p| p.since_ns) {
             *oldest = p;
+        }
+        if !self.in_grace {
+            self.in_grace = true;
+            let until = now + FIRST_CONTACT_WAIT_NS;
+            while monotonic_ns() < until {
+                self.poll_rx();
+                if let Some(m) = self.neigh.get(ip) {
+                    self.in_grace = false;
+                    return Ok(Some(m));
+                }
+                std::hint::spin_loop();
+            }
+            self.in_grace = false;
         }
         Ok(None)
     }
