@@ -19,7 +19,7 @@
 //! | `mbufs`      | 8191      | mbufs in the endpoint's pool (data room 2048 B each) |
 //! | `mem`        | 256       | MB of memory for the EAL (`-m`), shared by all endpoints of the process |
 //! | `huge`       | `auto`    | `on`: use hugepages or fail with the fix; `off`: `--no-huge`; `auto`: hugepages when enough are free |
-//! | `arp_timeout`| 1000      | ms to wait for an ARP reply |
+//! | `arp_timeout`| 1000      | ms after which a peer that did not answer ARP counts as unresolved (its datagrams are then dropped and counted in `tx_no_neigh` for 1 s; sends never wait for it) |
 //! | `log`        | `error`   | DPDK log level: error, warning, notice, info, debug |
 //! | `group`      | —         | also receive UDP datagrams to this IPv4 multicast group and port, `A:P` (e.g. RTPS's SPDP group `239.255.0.1:7400`) |
 //!
