@@ -232,11 +232,16 @@ fn sleep_until_ns(t: u64) {
 pub struct ServerReport {
     pub echoed: u64,
     pub not_probes: u64,
+    /// Probes whose echo could not be sent (off-link or unresolved source,
+    /// full ring, ...): the endpoint counted each by cause and the server went on.
+    pub not_sent: u64,
     /// What the server's noise probe saw, for tail attribution.
     pub gaps: Vec<Gap>,
 }
 
-/// Echoes probes until `stop` is set, busy-polling: each look is one
+/// Echoes probes until `stop` is set, busy-polling (a probe whose echo cannot
+/// be sent is counted in [`ServerReport::not_sent`] and the endpoint's
+/// counters; only an endpoint error ends the loop): each look is one
 /// zero-timeout busy-poll receive (so datapaths with kernel busy polling
 /// kick the driver), and the loop itself is the server's noise probe.
 pub fn run_server(ep: &mut dyn Endpoint, stop: &AtomicBool) -> detpath::Result<ServerReport> {
@@ -257,8 +262,12 @@ pub fn run_server(ep: &mut dyn Endpoint, stop: &AtomicBool) -> detpath::Result<S
         p.server_recv_ns = meta.rx_ns;
         p.server_send_ns = monotonic_ns();
         p.encode(&mut buf[..meta.len]).expect("decoded from this length");
-        ep.send_to(&buf[..meta.len], meta.peer)?;
-        report.echoed += 1;
+        match ep.send_to(&buf[..meta.len], meta.peer) {
+            Ok(()) => report.echoed += 1,
+            // One datagram's problem (a forged or silent source): counted, go on.
+            Err(e) if e.is_per_datagram() => report.not_sent += 1,
+            Err(e) => return Err(e),
+        }
     }
     report.gaps = probe.into_gaps();
     Ok(report)

@@ -85,26 +85,37 @@ struct detpath_rx_slot {
   struct detpath_rx_meta meta;
 };
 
-// The endpoint's counters (see the Rust `detpath::Counters` for each field).
+// The endpoint's counters, in the order of detpath's counters table (the
+// Rust `detpath::Counters::FIELDS`; new counters are only appended). The
+// same values by name: `detpath_counter_count()`, `detpath_counter_name()`,
+// `detpath_counter_value()`.
 struct detpath_counters {
+  // Datagrams received.
   uint64_t rx_packets;
+  // Payload bytes received.
   uint64_t rx_bytes;
+  // Datagrams sent.
   uint64_t tx_packets;
+  // Payload bytes sent.
   uint64_t tx_bytes;
   // Frames for this endpoint that failed parsing or checksums (dropped).
   uint64_t rx_malformed;
-  // Frames the endpoint's XDP program passed on to the kernel (not for it).
+  // Frames the endpoint's XDP program or port saw that were not for it.
   uint64_t rx_not_for_me;
   // Datagrams longer than the receive buffer.
   uint64_t rx_truncated;
   // Drops the kernel reports (socket buffer or RX ring full).
   uint64_t rx_kernel_dropped;
-  // Sends that found the TX ring full.
+  // Sends that found the TX ring or socket buffer full.
   uint64_t tx_ring_full;
   // Times the kernel found the AF_XDP fill ring empty.
   uint64_t fill_ring_empty;
-  // Sends that failed.
+  // Sends that failed for another reason.
   uint64_t tx_errors;
+  // Datagrams not sent: destination not on a subnet of the interface.
+  uint64_t tx_no_route;
+  // Datagrams not sent: destination MAC not resolved (no ARP reply).
+  uint64_t tx_no_neigh;
 };
 
 #ifdef __cplusplus
@@ -232,6 +243,25 @@ long detpath_recv_batch(struct detpath_endpoint *ep,
 // # Safety
 // `out` is NULL or points to a writable `struct detpath_counters`.
 int detpath_counters(struct detpath_endpoint *ep, struct detpath_counters *out);
+
+// How many counters an endpoint has (the entries of `struct detpath_counters`).
+size_t detpath_counter_count(void);
+
+// The name of counter `i` (e.g. "tx_no_neigh"; the Prometheus metric is
+// `detpath_endpoint_<name>_total`), or NULL when `i` is out of range.
+// Owned by the library, valid forever.
+const char *detpath_counter_name(size_t i);
+
+// One line saying what counter `i` counts, or NULL when `i` is out of
+// range. Owned by the library, valid forever.
+const char *detpath_counter_help(size_t i);
+
+// Writes the value of counter `i` of the endpoint into `out`. 0 or -errno
+// (-EINVAL for an index out of range or a NULL `out`).
+//
+// # Safety
+// `out` is NULL or points to a writable `uint64_t`.
+int detpath_counter_value(struct detpath_endpoint *ep, size_t i, uint64_t *out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -79,28 +79,55 @@ pub struct detpath_rx_slot {
     pub meta: detpath_rx_meta,
 }
 
-/// The endpoint's counters (see the Rust `detpath::Counters` for each field).
+/// The endpoint's counters, in the order of detpath's counters table (the
+/// Rust `detpath::Counters::FIELDS`; new counters are only appended). The
+/// same values by name: `detpath_counter_count()`, `detpath_counter_name()`,
+/// `detpath_counter_value()`.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
 pub struct detpath_counters {
+    /// Datagrams received.
     pub rx_packets: u64,
+    /// Payload bytes received.
     pub rx_bytes: u64,
+    /// Datagrams sent.
     pub tx_packets: u64,
+    /// Payload bytes sent.
     pub tx_bytes: u64,
     /// Frames for this endpoint that failed parsing or checksums (dropped).
     pub rx_malformed: u64,
-    /// Frames the endpoint's XDP program passed on to the kernel (not for it).
+    /// Frames the endpoint's XDP program or port saw that were not for it.
     pub rx_not_for_me: u64,
     /// Datagrams longer than the receive buffer.
     pub rx_truncated: u64,
     /// Drops the kernel reports (socket buffer or RX ring full).
     pub rx_kernel_dropped: u64,
-    /// Sends that found the TX ring full.
+    /// Sends that found the TX ring or socket buffer full.
     pub tx_ring_full: u64,
     /// Times the kernel found the AF_XDP fill ring empty.
     pub fill_ring_empty: u64,
-    /// Sends that failed.
+    /// Sends that failed for another reason.
     pub tx_errors: u64,
+    /// Datagrams not sent: destination not on a subnet of the interface.
+    pub tx_no_route: u64,
+    /// Datagrams not sent: destination MAC not resolved (no ARP reply).
+    pub tx_no_neigh: u64,
+}
+
+// The C struct covers the whole table: one u64 per entry, in table order
+// (tests/header.rs checks the names against the table too).
+const _: () = assert!(std::mem::size_of::<detpath_counters>() == dp::Counters::COUNT * 8);
+const _: () = assert!(std::mem::align_of::<detpath_counters>() == std::mem::align_of::<u64>());
+
+/// The table's names as C strings (made once, kept for the process).
+fn counter_names() -> &'static [(CString, CString)] {
+    static NAMES: std::sync::OnceLock<Vec<(CString, CString)>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        dp::Counters::FIELDS
+            .iter()
+            .map(|f| (CString::new(f.name).expect("counter names have no NUL"), CString::new(f.help).expect("counter help has no NUL")))
+            .collect()
+    })
 }
 
 fn addr_of(sa: SocketAddrV4) -> detpath_addr {
@@ -479,20 +506,54 @@ pub unsafe extern "C" fn detpath_counters(ep: *mut detpath_endpoint, out: *mut d
         if out.is_null() {
             return Err(Failure::invalid("out is NULL"));
         }
-        let c = held.get().ep.counters();
-        let v = detpath_counters {
-            rx_packets: c.rx_packets,
-            rx_bytes: c.rx_bytes,
-            tx_packets: c.tx_packets,
-            tx_bytes: c.tx_bytes,
-            rx_malformed: c.rx_malformed,
-            rx_not_for_me: c.rx_not_for_me,
-            rx_truncated: c.rx_truncated,
-            rx_kernel_dropped: c.rx_kernel_dropped,
-            tx_ring_full: c.tx_ring_full,
-            fill_ring_empty: c.fill_ring_empty,
-            tx_errors: c.tx_errors,
-        };
+        let v = held.get().ep.counters().values();
+        // SAFETY: non-NULL and writable by the caller's contract; the
+        // struct is COUNT u64s in table order (asserted at compile time), so
+        // writing the values array fills it exactly.
+        unsafe { out.cast::<[u64; dp::Counters::COUNT]>().write(v) };
+        Ok(0)
+    })
+}
+
+/// How many counters an endpoint has (the entries of `struct detpath_counters`).
+#[no_mangle]
+pub extern "C" fn detpath_counter_count() -> usize {
+    dp::Counters::COUNT
+}
+
+/// The name of counter `i` (e.g. "tx_no_neigh"; the Prometheus metric is
+/// `detpath_endpoint_<name>_total`), or NULL when `i` is out of range.
+/// Owned by the library, valid forever.
+#[no_mangle]
+pub extern "C" fn detpath_counter_name(i: usize) -> *const c_char {
+    call(|_| std::ptr::null(), || counter_names().get(i).map(|(n, _)| n.as_ptr()).ok_or_else(|| out_of_range(i)))
+}
+
+/// One line saying what counter `i` counts, or NULL when `i` is out of
+/// range. Owned by the library, valid forever.
+#[no_mangle]
+pub extern "C" fn detpath_counter_help(i: usize) -> *const c_char {
+    call(|_| std::ptr::null(), || counter_names().get(i).map(|(_, h)| h.as_ptr()).ok_or_else(|| out_of_range(i)))
+}
+
+fn out_of_range(i: usize) -> Failure {
+    Failure::invalid(format!("counter index {i} is out of range: there are {} (detpath_counter_count())", dp::Counters::COUNT))
+}
+
+/// Writes the value of counter `i` of the endpoint into `out`. 0 or -errno
+/// (-EINVAL for an index out of range or a NULL `out`).
+///
+/// # Safety
+/// `out` is NULL or points to a writable `uint64_t`.
+#[no_mangle]
+pub unsafe extern "C" fn detpath_counter_value(ep: *mut detpath_endpoint, i: usize, out: *mut u64) -> c_int {
+    call(neg_int, || {
+        let mut held = handles::acquire(ep as usize)?;
+        if out.is_null() {
+            return Err(Failure::invalid("out is NULL"));
+        }
+        let f = dp::Counters::FIELDS.get(i).ok_or_else(|| out_of_range(i))?;
+        let v = (f.get)(&held.get().ep.counters());
         // SAFETY: non-NULL and writable by the caller's contract.
         unsafe { out.write(v) };
         Ok(0)

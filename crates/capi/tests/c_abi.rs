@@ -105,6 +105,13 @@ fn bad_input_from_c_is_an_error_never_a_crash() {
 }
 
 #[test]
+fn counters_by_name_from_c_match_the_struct() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/counters.c");
+    let stdout = run_to_end(&compile("cc", &src, &["-std=gnu11"]));
+    assert!(stdout.starts_with("ok: "), "{stdout}");
+}
+
+#[test]
 fn header_compiles_and_works_as_cxx() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/smoke.cpp");
     let stdout = run_to_end(&compile("g++", &src, &["-std=c++17"]));

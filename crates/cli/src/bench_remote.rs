@@ -104,7 +104,14 @@ pub fn server(args: ServerArgs) -> anyhow::Result<i32> {
     stop.store(true, Ordering::Relaxed);
     let _ = watcher.join();
     let report = report?;
-    eprintln!("bench server: echoed {} probes, {} datagrams were not probes; counters {:?}", report.echoed, report.not_probes, ep.counters());
+    let counters: Vec<String> = ep.counters().iter().map(|(n, v)| format!("{n}={v}")).collect();
+    eprintln!(
+        "bench server: echoed {} probes, {} datagrams were not probes, {} echoes not sent (counted by cause); counters {}",
+        report.echoed,
+        report.not_probes,
+        report.not_sent,
+        counters.join(" ")
+    );
     Ok(0)
 }
 

@@ -1,6 +1,12 @@
 //! `detpath echo <spec>`: an echo server on any datapath, like `sockperf
 //! server`: every datagram goes back to its sender over the same endpoint.
 //! Prints the obtained capabilities first, the counters when stopped.
+//!
+//! A reply that cannot be sent (its source is off-link or does not answer
+//! ARP, the ring is full, ...) concerns that datagram only: the endpoint
+//! counts it by cause (`tx_no_route`, `tx_no_neigh`, `tx_ring_full`,
+//! `tx_errors`) and the server goes on. Only an error of the endpoint
+//! itself (the interface went away) ends it, with that error.
 
 use detpath::sys::cleanup::{self, OnSignal};
 use detpath::RecvMode;
@@ -20,6 +26,10 @@ pub struct Args {
     /// Receive by sleeping in the kernel instead of busy-polling.
     #[arg(long)]
     blocking: bool,
+    /// Print the final summary as one JSON object (`echoed`, `not_sent`,
+    /// `counters` by name) instead of a line of text.
+    #[arg(long)]
+    json: bool,
     #[command(flatten)]
     metrics: detpath_metrics::MetricsArgs,
 }
@@ -36,13 +46,29 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         RecvMode::BusyPoll { timeout: Some(Duration::from_millis(100)) }
     };
     let mut buf = vec![0u8; 65536];
-    let mut echoed = 0u64;
+    let (mut echoed, mut not_sent) = (0u64, 0u64);
     while !cleanup::interrupted() && args.count.is_none_or(|c| echoed < c) {
         if let Some(rx) = ep.recv(&mut buf, mode)? {
-            ep.send_to(&buf[..rx.len], rx.peer)?;
-            echoed += 1;
+            match ep.send_to(&buf[..rx.len], rx.peer) {
+                Ok(()) => echoed += 1,
+                Err(e) if e.is_per_datagram() => {
+                    // Counted by the endpoint; said once (a flood must not flood the log).
+                    if not_sent == 0 {
+                        eprintln!("echo: a reply was not sent ({e}); such replies are counted (tx_no_route, tx_no_neigh, tx_ring_full, tx_errors) and not reported again");
+                    }
+                    not_sent += 1;
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
     }
-    println!("echoed {echoed}; counters {:?}", ep.counters());
+    let counters = ep.counters();
+    if args.json {
+        let by_name: serde_json::Map<String, serde_json::Value> = counters.iter().map(|(n, v)| (n.to_string(), v.into())).collect();
+        println!("{}", serde_json::json!({ "echoed": echoed, "not_sent": not_sent, "counters": by_name }));
+    } else {
+        let list: Vec<String> = counters.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        println!("echoed {echoed}; not sent {not_sent}; counters {}", list.join(" "));
+    }
     Ok(0)
 }

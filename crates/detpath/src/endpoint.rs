@@ -6,8 +6,8 @@
 //! what goes on the wire is a plain Ethernet/IPv4/UDP frame, so any two
 //! datapaths interoperate.
 
-use crate::error::Error;
 use crate::error::Result;
+use crate::error::{Error, TxCause};
 use crate::spec::{EndpointSpec, COMMON_KEYS};
 use detpath_sys::XdpMode;
 use serde::Serialize;
@@ -136,29 +136,89 @@ impl RxBatch {
     }
 }
 
-/// Counters every endpoint keeps. Fields a datapath does not have stay 0.
-/// Non-exhaustive: new counters can be added without breaking callers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct Counters {
-    pub rx_packets: u64,
-    pub rx_bytes: u64,
-    pub tx_packets: u64,
-    pub tx_bytes: u64,
-    /// Frames addressed to this endpoint that failed parsing or checksums: counted and dropped.
-    pub rx_malformed: u64,
-    /// Frames the endpoint's XDP program saw that were not for it, passed on to the kernel stack.
-    pub rx_not_for_me: u64,
-    /// Datagrams longer than the receive buffer (the excess was cut off).
-    pub rx_truncated: u64,
-    /// Drops the kernel reports for this endpoint (socket buffer or AF_XDP RX ring full, BPF ring full).
-    pub rx_kernel_dropped: u64,
-    /// Sends that found the TX ring full.
-    pub tx_ring_full: u64,
-    /// Times the kernel found the AF_XDP fill ring empty.
-    pub fill_ring_empty: u64,
-    /// Sends that failed.
-    pub tx_errors: u64,
+/// One counter of [`Counters`]: its name (the struct field, the C and
+/// Python key, the Prometheus metric `detpath_endpoint_<name>_total`), one
+/// line of help, and how to read it.
+#[derive(Debug, Clone, Copy)]
+pub struct CounterField {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub get: fn(&Counters) -> u64,
+}
+
+/// Declares [`Counters`] and its table [`Counters::FIELDS`] from one list,
+/// so a new counter is one line here and appears in the C ABI (by name),
+/// Python and Prometheus without more edits.
+macro_rules! counters {
+    ($($name:ident: $help:literal,)*) => {
+        /// Counters every endpoint keeps. Fields a datapath does not have stay 0.
+        /// Non-exhaustive: new counters can be added without breaking callers.
+        /// [`Counters::FIELDS`] lists them (name, help, value) in declaration order.
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+        #[non_exhaustive]
+        #[repr(C)]
+        pub struct Counters {
+            $(#[doc = $help] pub $name: u64,)*
+        }
+
+        impl Counters {
+            /// Every counter, in declaration order (the order of the C
+            /// `struct detpath_counters`: new ones are only appended).
+            pub const FIELDS: &'static [CounterField] = &[$(CounterField { name: stringify!($name), help: $help, get: |c| c.$name },)*];
+        }
+    };
+}
+
+counters! {
+    rx_packets: "Datagrams received.",
+    rx_bytes: "Payload bytes received.",
+    tx_packets: "Datagrams sent.",
+    tx_bytes: "Payload bytes sent.",
+    rx_malformed: "Frames for this endpoint that failed parsing or checksums (dropped).",
+    rx_not_for_me: "Frames the endpoint's XDP program or port saw that were not for it (passed on to the kernel stack or dropped).",
+    rx_truncated: "Datagrams longer than the receive buffer (the excess was cut off).",
+    rx_kernel_dropped: "Drops the kernel reports for this endpoint (socket buffer, AF_XDP RX ring or BPF ring full).",
+    tx_ring_full: "Sends that found the TX ring or socket buffer full (retried, or dropped when it stayed full).",
+    fill_ring_empty: "Times the kernel found the AF_XDP fill ring empty.",
+    tx_errors: "Sends that failed for another reason (the error says which).",
+    tx_no_route: "Datagrams not sent: the destination is not on a subnet of the interface (detpath sends on-link only).",
+    tx_no_neigh: "Datagrams not sent: the destination's MAC address is not resolved (no ARP reply, or still resolving).",
+}
+
+impl Counters {
+    /// How many counters there are ([`Counters::FIELDS`]`.len()`).
+    pub const COUNT: usize = Self::FIELDS.len();
+}
+
+// Counters is plain u64s in table order (the C ABI copies it as such).
+const _: () = assert!(std::mem::size_of::<Counters>() == Counters::COUNT * 8);
+
+impl Counters {
+    /// (name, value) of every counter, in [`Counters::FIELDS`] order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        Self::FIELDS.iter().map(move |f| (f.name, (f.get)(self)))
+    }
+
+    /// The values in [`Counters::FIELDS`] order.
+    pub fn values(&self) -> [u64; Self::COUNT] {
+        std::array::from_fn(|i| (Self::FIELDS[i].get)(self))
+    }
+
+    /// The counter called `name`, if there is one.
+    pub fn get(&self, name: &str) -> Option<u64> {
+        Self::FIELDS.iter().find(|f| f.name == name).map(|f| (f.get)(self))
+    }
+
+    /// Counts one datagram a send could not hand to the wire, under its
+    /// cause (`tx_no_route`, `tx_no_neigh`, `tx_ring_full`, or `tx_errors`).
+    pub fn count_tx_failure(&mut self, e: &Error) {
+        match e.tx_cause() {
+            TxCause::NoRoute => self.tx_no_route += 1,
+            TxCause::NoNeighbour => self.tx_no_neigh += 1,
+            TxCause::RingFull => self.tx_ring_full += 1,
+            TxCause::Other => self.tx_errors += 1,
+        }
+    }
 }
 
 /// What the endpoint actually obtained (not what was asked for).
@@ -321,5 +381,40 @@ mod tests {
         assert_eq!(got, vec![(1, b"abc".to_vec()), (2, b"z".to_vec())]);
         b.clear();
         assert!(b.is_empty());
+    }
+
+    /// The table covers every field of `Counters` (serde sees the struct's
+    /// fields independently of the macro's table), names are unique, and
+    /// each entry reads its own field.
+    #[test]
+    fn counters_table_covers_every_field_once() {
+        let mut c = Counters::default();
+        // Give every field a distinct value through serde's view of the struct.
+        let json = serde_json::to_value(c).unwrap();
+        let fields: Vec<String> = json.as_object().unwrap().keys().cloned().collect();
+        let names: Vec<&str> = Counters::FIELDS.iter().map(|f| f.name).collect();
+        let mut sorted_fields = fields.clone();
+        sorted_fields.sort();
+        let mut sorted_names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+        sorted_names.sort();
+        assert_eq!(sorted_fields, sorted_names, "every Counters field is in the table");
+        sorted_names.dedup();
+        assert_eq!(sorted_names.len(), Counters::COUNT, "names unique");
+        assert!(Counters::FIELDS.iter().all(|f| !f.help.is_empty() && f.name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')));
+        // Each entry reads the field of its own name: set one field at a
+        // time (the struct is `repr(C)` u64s) and look for it in serde's output.
+        for (i, f) in Counters::FIELDS.iter().enumerate() {
+            let mut raw = [0u64; Counters::COUNT];
+            raw[i] = 7;
+            // SAFETY: Counters is repr(C) with COUNT u64 fields (asserted at compile time), so any [u64; COUNT] is a valid value.
+            c = unsafe { std::mem::transmute::<[u64; Counters::COUNT], Counters>(raw) };
+            let back = serde_json::to_value(c).unwrap();
+            assert_eq!(back[f.name].as_u64(), Some(7), "{} reads its own field", f.name);
+            assert_eq!((f.get)(&c), 7);
+            assert_eq!(c.get(f.name), Some(7));
+            assert_eq!(c.iter().filter(|(_, v)| *v != 0).count(), 1);
+        }
+        assert_eq!(c.values().len(), Counters::COUNT);
+        assert_eq!(c.get("nope"), None);
     }
 }

@@ -6,6 +6,8 @@
 
 use crate::datapath::dpdk::DpdkError;
 use std::io;
+use std::net::Ipv4Addr;
+use std::sync::Arc;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -29,6 +31,18 @@ pub enum Error {
 
     #[error("payload of {len} bytes does not fit a frame on `{iface}` (at most {max})")]
     PayloadTooLarge { iface: String, len: usize, max: usize },
+
+    /// A send to a destination that is not on a subnet of the interface.
+    /// Built without allocating (a forged source address can make a server
+    /// meet this on every datagram); counted in `tx_no_route`.
+    #[error("{peer} is not on a subnet of `{iface}`: detpath sends on-link only (no gateway routing); the datagram was dropped (counter tx_no_route)")]
+    NoRoute { peer: Ipv4Addr, iface: Arc<str> },
+
+    /// A send to an on-link destination whose MAC address is not known:
+    /// resolution is under way or failed recently. Built without
+    /// allocating; counted in `tx_no_neigh`.
+    #[error("no MAC address for {peer} on `{iface}` ({why}); the datagram was dropped (counter tx_no_neigh). Check the peer is up and on the link, or add a static neighbour: `ip neigh add {peer} lladdr <mac> dev {iface}`")]
+    NoNeighbour { peer: Ipv4Addr, iface: Arc<str>, why: &'static str },
 
     #[error("{what} is not supported by the {datapath} datapath")]
     Unsupported { datapath: &'static str, what: String },
@@ -71,10 +85,46 @@ impl Error {
             Error::BadSpec { .. } | Error::UnknownDatapath { .. } | Error::UnsupportedKey { .. } => libc::EINVAL,
             Error::NoSuchQueue { .. } => libc::ENODEV,
             Error::PayloadTooLarge { .. } => libc::EMSGSIZE,
+            Error::NoRoute { .. } | Error::NoNeighbour { .. } => libc::EHOSTUNREACH,
             Error::ZeroCopyRefused { .. } | Error::Unsupported { .. } => libc::EOPNOTSUPP,
             Error::Io { source, .. } => source.raw_os_error().unwrap_or(libc::EIO),
             Error::Sys(e) => e.errno(),
             Error::Dpdk(_) | Error::Realtime(_) => libc::EIO,
+        }
+    }
+
+    /// Whether this error, returned by a send, concerns that one datagram
+    /// only (destination off-link or unresolved, ring or buffer full, payload
+    /// too large, a transient kernel refusal): a server counts it (the
+    /// endpoint already did, under [`Error::tx_cause`]) and goes on with the
+    /// next datagram. False for errors of the endpoint itself (interface
+    /// gone or down, socket closed, ...), after which it cannot work: a
+    /// server exits with the error.
+    pub fn is_per_datagram(&self) -> bool {
+        match self {
+            Error::NoRoute { .. } | Error::NoNeighbour { .. } | Error::PayloadTooLarge { .. } => true,
+            Error::Sys(detpath_sys::Error::NotOnLink { .. } | detpath_sys::Error::NeighbourUnresolved { .. }) => true,
+            Error::Sys(detpath_sys::Error::Io { source, .. }) | Error::Io { source, .. } => source.raw_os_error().is_some_and(per_datagram_errno),
+            Error::Dpdk(DpdkError::Unresolved { .. } | DpdkError::TxStalled { .. } | DpdkError::PoolExhausted { .. }) => true,
+            _ => false,
+        }
+    }
+
+    /// Which counter a send failure belongs in (see [`crate::Counters::count_tx_failure`]).
+    pub fn tx_cause(&self) -> TxCause {
+        let errno_cause = |source: &io::Error| match source.raw_os_error() {
+            Some(libc::ENETUNREACH) | Some(libc::EHOSTUNREACH) => TxCause::NoRoute,
+            Some(libc::EAGAIN) | Some(libc::ENOBUFS) => TxCause::RingFull,
+            _ => TxCause::Other,
+        };
+        match self {
+            Error::NoRoute { .. } | Error::Sys(detpath_sys::Error::NotOnLink { .. }) => TxCause::NoRoute,
+            Error::NoNeighbour { .. } | Error::Sys(detpath_sys::Error::NeighbourUnresolved { .. }) | Error::Dpdk(DpdkError::Unresolved { .. }) => {
+                TxCause::NoNeighbour
+            }
+            Error::Dpdk(DpdkError::TxStalled { .. }) => TxCause::RingFull,
+            Error::Io { source, .. } | Error::Sys(detpath_sys::Error::Io { source, .. }) => errno_cause(source),
+            _ => TxCause::Other,
         }
     }
 
@@ -85,6 +135,39 @@ impl Error {
             _ => None,
         }
     }
+}
+
+/// Why a datagram was not sent, as the endpoint counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxCause {
+    /// Not on a subnet of the interface (`tx_no_route`).
+    NoRoute,
+    /// Its MAC address is not resolved (`tx_no_neigh`).
+    NoNeighbour,
+    /// The TX ring or socket buffer stayed full (`tx_ring_full`).
+    RingFull,
+    /// Anything else (`tx_errors`).
+    Other,
+}
+
+/// Errnos a send returns for one datagram while the endpoint stays usable.
+fn per_datagram_errno(errno: i32) -> bool {
+    matches!(
+        errno,
+        libc::EAGAIN
+            | libc::ENOBUFS
+            | libc::EINTR
+            | libc::ETIMEDOUT
+            | libc::EHOSTUNREACH
+            | libc::ENETUNREACH
+            | libc::EHOSTDOWN
+            | libc::ECONNREFUSED
+            | libc::EMSGSIZE
+            // A forged source: port 0, a broadcast without SO_BROADCAST, a packet filter's verdict.
+            | libc::EINVAL
+            | libc::EACCES
+            | libc::EPERM
+    )
 }
 
 /// Returns the last OS error as an `io::Error`.

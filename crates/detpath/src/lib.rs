@@ -29,8 +29,8 @@ pub mod testbed;
 pub use detpath_sys as sys;
 
 pub use detpath_sys::XdpMode;
-pub use endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxBatch, RxMeta, RxStamp, TxDatagram};
-pub use error::{Error, Result};
+pub use endpoint::{monotonic_ns, Capabilities, CounterField, Counters, Datapath, Endpoint, RecvMode, RxBatch, RxMeta, RxStamp, TxDatagram};
+pub use error::{Error, Result, TxCause};
 pub use frame::{open_frames, FrameDatapath, FrameEndpoint, FrameMeta, MacAddr};
 pub use spec::{EndpointSpec, RealtimeSpec};
 

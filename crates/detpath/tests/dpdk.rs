@@ -124,7 +124,8 @@ fn exchanges_with_a_kernel_socket_both_ways() {
     drop(ep);
 }
 
-/// ARP: an address nobody has is not resolved (typed error within the timeout);
+/// ARP: an address nobody has is not resolved (the send does not wait; the
+/// datagram is counted in tx_no_neigh, then a typed error within the timeout);
 /// a static `neigh=` entry is used without asking.
 #[test]
 fn arp_unresolved_is_typed_and_static_neighbours_work() {
@@ -132,10 +133,24 @@ fn arp_unresolved_is_typed_and_static_neighbours_work() {
     let (a, b) = (tb.a().clone(), tb.b().clone());
     let mut ep = open(&a, "port=7000&arp_timeout=300").unwrap();
     let t0 = Instant::now();
+    // The send does not wait for ARP: the datagram is parked while the request is out...
+    ep.send_to(b"x", "10.77.0.99:9".parse().unwrap()).unwrap();
+    assert!(t0.elapsed() < Duration::from_millis(200), "the send waited for ARP: {:?}", t0.elapsed());
+    // ...and dropped and counted when no reply came within arp_timeout.
+    let mut buf = [0u8; 64];
+    assert!(ep.recv(&mut buf, RecvMode::BusyPoll { timeout: Some(Duration::from_millis(500)) }).unwrap().is_none());
+    assert_eq!(ep.counters().tx_no_neigh, 1, "{:?}", ep.counters());
+    // Remembered as unresolved: the next send fails at once, typed, naming the fix.
     let e = ep.send_to(b"x", "10.77.0.99:9".parse().unwrap()).unwrap_err();
     assert!(matches!(dpdk_err(&e), DpdkError::Unresolved { ms: 300, .. }), "{e}");
+    assert!(e.is_per_datagram(), "a server goes on after it: {e}");
+    assert_eq!(ep.counters().tx_no_neigh, 2);
     assert!(t0.elapsed() < Duration::from_secs(2));
     assert!(e.to_string().contains("neigh=10.77.0.99@"), "the fix is named: {e}");
+    // Off-link: refused at once, counted, no ARP.
+    let e = ep.send_to(b"x", "10.99.0.7:9".parse().unwrap()).unwrap_err();
+    assert!(matches!(e, Error::NoRoute { .. }) && e.is_per_datagram(), "{e}");
+    assert_eq!(ep.counters().tx_no_route, 1);
     drop(ep);
 
     // A static neighbour: b's real MAC, given in the spec. b gets the datagram.

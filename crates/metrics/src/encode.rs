@@ -8,7 +8,8 @@
 //! detpath_endpoint_open{...} 1
 //! ```
 
-use crate::watch::{Reading, Watch, COUNTERS};
+use crate::watch::{Reading, Watch};
+use detpath::Counters;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -51,12 +52,13 @@ pub fn render(readings: &[(&Watch, Reading)]) -> String {
         info.get_or_create(&info_labels(w)).set(1);
     }
     reg.register("detpath_endpoint_info", "What the endpoint obtained (datapath, XDP mode, copy or zero-copy, queue)", info);
-    for (i, (name, help)) in COUNTERS.iter().enumerate() {
+    // One family per entry of detpath's counters table.
+    for (i, f) in Counters::FIELDS.iter().enumerate() {
         let fam = Family::<Labels, Counter>::default();
         for (w, r) in readings {
             fam.get_or_create(&key(w)).inc_by(r.counters[i]);
         }
-        reg.register(format!("detpath_endpoint_{name}"), *help, fam);
+        reg.register(format!("detpath_endpoint_{}", f.name), f.help, fam);
     }
     let payload = Family::<Labels, Gauge>::default();
     let batch = Family::<Labels, Gauge>::default();

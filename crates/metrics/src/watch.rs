@@ -14,36 +14,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Name (without the `detpath_endpoint_` prefix and `_total` suffix) and help of each counter, in [`values`] order.
-pub const COUNTERS: [(&str, &str); 11] = [
-    ("rx_packets", "Datagrams received."),
-    ("rx_bytes", "Payload bytes received."),
-    ("tx_packets", "Datagrams sent."),
-    ("tx_bytes", "Payload bytes sent."),
-    ("rx_malformed", "Frames for this endpoint that failed parsing or checksums (dropped)."),
-    ("rx_not_for_me", "Frames the endpoint's XDP program passed on to the kernel stack."),
-    ("rx_truncated", "Datagrams longer than the receive buffer (cut)."),
-    ("rx_kernel_dropped", "Drops the kernel reports (socket buffer or RX ring full)."),
-    ("tx_ring_full", "Sends that found the TX ring full."),
-    ("fill_ring_empty", "Times the kernel found the AF_XDP fill ring empty."),
-    ("tx_errors", "Sends that failed."),
-];
+/// How many counters an endpoint has (detpath's counters table, `Counters::FIELDS`).
+pub const COUNT: usize = Counters::COUNT;
 
-/// The counters as an array in [`COUNTERS`] order.
-pub fn values(c: &Counters) -> [u64; 11] {
-    [
-        c.rx_packets,
-        c.rx_bytes,
-        c.tx_packets,
-        c.tx_bytes,
-        c.rx_malformed,
-        c.rx_not_for_me,
-        c.rx_truncated,
-        c.rx_kernel_dropped,
-        c.tx_ring_full,
-        c.fill_ring_empty,
-        c.tx_errors,
-    ]
+/// The counters as an array in `Counters::FIELDS` order (name and help there).
+pub fn values(c: &Counters) -> [u64; COUNT] {
+    c.values()
 }
 
 /// What the metrics thread knows of one endpoint.
@@ -54,14 +30,14 @@ pub struct Watch {
     seq: AtomicU64,
     /// CLOCK_MONOTONIC ns of the last snapshot.
     taken_ns: AtomicU64,
-    counters: [AtomicU64; 11],
+    counters: [AtomicU64; COUNT],
     closed: AtomicBool,
 }
 
 /// One reading of a watched endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reading {
-    pub counters: [u64; 11],
+    pub counters: [u64; COUNT],
     /// How old the counters are (the polling thread answers between its calls).
     pub age: Duration,
     /// The endpoint was closed: these are its final counters.
@@ -113,7 +89,7 @@ impl WatchedEndpoint {
             want: AtomicBool::new(false),
             seq: AtomicU64::new(0),
             taken_ns: AtomicU64::new(0),
-            counters: Default::default(),
+            counters: std::array::from_fn(|_| AtomicU64::new(0)),
             closed: AtomicBool::new(false),
         });
         watch.publish(&inner.counters());

@@ -3,9 +3,18 @@
 //!
 //! A missing entry is resolved by the kernel: a zero-length UDP datagram to
 //! the peer's discard port makes it send an ARP request, and the table is
-//! polled until the reply is in. Sockets are created in [`Neighbours::new`],
-//! so lookups keep answering for the namespace the endpoint was opened in,
-//! whatever thread calls them later.
+//! asked again later. Sockets are created in [`Neighbours::new`], so lookups
+//! keep answering for the namespace the endpoint was opened in, whatever
+//! thread calls them later.
+//!
+//! [`Neighbours::try_resolve`] is what a polling thread calls: it never
+//! waits and never allocates. An off-link address is refused by arithmetic;
+//! an address being resolved is asked of the kernel at most once per
+//! back-off step (0.5 ms doubling to 100 ms, one non-blocking netlink
+//! request each), and one that got no answer within [`RESOLVE_TIMEOUT`] is
+//! remembered as unresolved for [`NEGATIVE_TTL`] (no system call at all
+//! until then). [`Neighbours::resolve`] is the waiting form, for callers
+//! outside a hot path.
 
 use crate::error::{Error, Result};
 use crate::netdev::NetDev;
@@ -24,8 +33,42 @@ const NDA_LLADDR: u16 = 2;
 // NUD states that carry a usable link-layer address.
 const NUD_USABLE: u16 = 0x02 | 0x04 | 0x08 | 0x10 | 0x40 | 0x80; // REACHABLE STALE DELAY PROBE NOARP PERMANENT
 
-/// How long [`Neighbours::resolve`] waits for an ARP reply.
+/// How long an address may take to resolve before it counts as unresolved.
 pub const RESOLVE_TIMEOUT: Duration = Duration::from_millis(1000);
+/// How long an unresolved address is remembered as such (sends to it fail
+/// at once, without asking the kernel).
+pub const NEGATIVE_TTL: Duration = Duration::from_millis(1000);
+/// Addresses being resolved or remembered as unresolved (fixed; the oldest is replaced).
+const UNRESOLVED_SLOTS: usize = 64;
+/// Resolved addresses kept (the table is allocated once for this many).
+const CACHE_SLOTS: usize = 1024;
+/// First and largest pause between two questions to the kernel about one address.
+const RECHECK_FIRST_NS: u64 = 500_000;
+const RECHECK_MAX_NS: u64 = 100_000_000;
+
+/// What [`Neighbours::try_resolve`] knows about an address now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    /// Its MAC address.
+    Ready(MacAddr),
+    /// Not on a subnet of the interface (detpath sends on-link only).
+    OffLink,
+    /// The kernel is resolving it (asked again later).
+    Resolving,
+    /// No answer within [`RESOLVE_TIMEOUT`]: remembered for [`NEGATIVE_TTL`].
+    Unresolved,
+}
+
+/// An address without a MAC yet.
+#[derive(Debug, Clone, Copy)]
+struct Unresolved {
+    ip: Ipv4Addr,
+    since_ns: u64,
+    /// When to ask the kernel again (resolving), or until when to refuse (failed).
+    next_ns: u64,
+    backoff_ns: u64,
+    failed: bool,
+}
 
 /// Neighbour lookups for one interface, with a cache.
 pub struct Neighbours {
@@ -35,6 +78,7 @@ pub struct Neighbours {
     netlink: Netlink,
     trigger: UdpSocket,
     cache: HashMap<Ipv4Addr, MacAddr>,
+    unresolved: Vec<Unresolved>,
 }
 
 /// Whether `ip` is on one of `subnets` (address, prefix length): detpath sends on-link only.
@@ -50,7 +94,101 @@ impl Neighbours {
     pub fn new(dev: &NetDev) -> Result<Neighbours> {
         let netlink = Netlink::open()?;
         let trigger = UdpSocket::bind("0.0.0.0:0").map_err(|e| Error::io("UDP socket for ARP triggers", e))?;
-        Ok(Neighbours { iface: dev.name.clone(), ifindex: dev.ifindex, subnets: dev.ipv4.clone(), netlink, trigger, cache: HashMap::new() })
+        // The trigger must never wait (it is sent from the polling thread).
+        trigger.set_nonblocking(true).map_err(|e| Error::io("UDP socket for ARP triggers", e))?;
+        Ok(Neighbours {
+            iface: dev.name.clone(),
+            ifindex: dev.ifindex,
+            subnets: dev.ipv4.clone(),
+            netlink,
+            trigger,
+            cache: HashMap::with_capacity(CACHE_SLOTS),
+            unresolved: Vec::with_capacity(UNRESOLVED_SLOTS),
+        })
+    }
+
+    /// The interface's name.
+    pub fn iface(&self) -> &str {
+        &self.iface
+    }
+
+    /// What is known about `ip` at `now_ns` (CLOCK_MONOTONIC), without
+    /// waiting and without allocating: at most one non-blocking netlink
+    /// request and one zero-length UDP send (the ARP trigger), and none at
+    /// all for a cached, off-link or recently unresolved address.
+    pub fn try_resolve(&mut self, ip: Ipv4Addr, now_ns: u64) -> Lookup {
+        if let Some(m) = self.cache.get(&ip) {
+            return Lookup::Ready(*m);
+        }
+        if ip.is_broadcast() {
+            return Lookup::Ready(MacAddr::BROADCAST);
+        }
+        if !on_link(&self.subnets, ip) {
+            return Lookup::OffLink;
+        }
+        if let Some(i) = self.unresolved.iter().position(|u| u.ip == ip) {
+            let u = self.unresolved[i];
+            if u.failed {
+                if now_ns < u.next_ns {
+                    return Lookup::Unresolved;
+                }
+                // Remembered long enough: try afresh.
+                self.unresolved.swap_remove(i);
+            } else {
+                if now_ns < u.next_ns {
+                    return Lookup::Resolving;
+                }
+                if let Some(mac) = self.ask_kernel(ip) {
+                    self.unresolved.swap_remove(i);
+                    self.remember(ip, mac);
+                    return Lookup::Ready(mac);
+                }
+                let u = &mut self.unresolved[i];
+                if now_ns.saturating_sub(u.since_ns) >= RESOLVE_TIMEOUT.as_nanos() as u64 {
+                    u.failed = true;
+                    u.next_ns = now_ns + NEGATIVE_TTL.as_nanos() as u64;
+                    return Lookup::Unresolved;
+                }
+                u.backoff_ns = (u.backoff_ns * 2).min(RECHECK_MAX_NS);
+                u.next_ns = now_ns + u.backoff_ns;
+                return Lookup::Resolving;
+            }
+        }
+        if let Some(mac) = self.ask_kernel(ip) {
+            self.remember(ip, mac);
+            return Lookup::Ready(mac);
+        }
+        // The kernel resolves the address to send this; the datagram itself
+        // goes to the discard port and is of no consequence. Non-blocking:
+        // the kernel queues it behind its ARP request.
+        let _ = self.trigger.send_to(&[], SocketAddrV4::new(ip, 9));
+        let u = Unresolved { ip, since_ns: now_ns, next_ns: now_ns + RECHECK_FIRST_NS, backoff_ns: RECHECK_FIRST_NS, failed: false };
+        if self.unresolved.len() < UNRESOLVED_SLOTS {
+            self.unresolved.push(u);
+        } else if let Some(oldest) = self.unresolved.iter_mut().min_by_key(|u| u.since_ns) {
+            *oldest = u;
+        }
+        Lookup::Resolving
+    }
+
+    /// Caches a resolved address (the table never grows past its first allocation).
+    fn remember(&mut self, ip: Ipv4Addr, mac: MacAddr) {
+        if self.cache.len() >= CACHE_SLOTS {
+            if let Some(k) = self.cache.keys().next().copied() {
+                self.cache.remove(&k);
+            }
+        }
+        self.cache.insert(ip, mac);
+    }
+
+    /// The kernel's usable entry for `ip` on our interface: one RTM_GETNEIGH
+    /// for that address (no dump, no allocation); a dump where the kernel
+    /// does not answer single requests.
+    fn ask_kernel(&mut self, ip: Ipv4Addr) -> Option<MacAddr> {
+        match self.netlink.get_v4(self.ifindex, ip) {
+            Ok(found) => found,
+            Err(()) => self.lookup(ip).ok().flatten(),
+        }
     }
 
     /// Adds a static entry (used instead of the kernel's table).
@@ -63,34 +201,21 @@ impl Neighbours {
         self.cache.remove(&ip);
     }
 
-    /// The MAC for `ip`: cached, from the kernel table, or resolved by ARP.
+    /// The MAC for `ip`: cached, from the kernel table, or resolved by ARP,
+    /// waiting up to [`RESOLVE_TIMEOUT`]. Not for a polling thread (see
+    /// [`try_resolve`](Self::try_resolve)).
     pub fn resolve(&mut self, ip: Ipv4Addr) -> Result<MacAddr> {
-        if let Some(m) = self.cache.get(&ip) {
-            return Ok(*m);
-        }
-        if ip.is_broadcast() {
-            return Ok(MacAddr::BROADCAST);
-        }
-        if !on_link(&self.subnets, ip) {
-            return Err(Error::NotOnLink { peer: ip.to_string(), iface: self.iface.clone() });
-        }
-        let deadline = Instant::now() + RESOLVE_TIMEOUT;
-        let mut triggered = false;
+        let start = Instant::now();
         loop {
-            if let Some(mac) = self.lookup(ip)? {
-                self.cache.insert(ip, mac);
-                return Ok(mac);
+            let now_ns = start.elapsed().as_nanos() as u64 + monotonic_ns_base();
+            match self.try_resolve(ip, now_ns) {
+                Lookup::Ready(mac) => return Ok(mac),
+                Lookup::OffLink => return Err(Error::NotOnLink { peer: ip.to_string(), iface: self.iface.clone() }),
+                Lookup::Unresolved => {
+                    return Err(Error::NeighbourUnresolved { peer: ip.to_string(), iface: self.iface.clone(), ms: RESOLVE_TIMEOUT.as_millis() as u64 })
+                }
+                Lookup::Resolving => std::thread::sleep(Duration::from_millis(1)),
             }
-            if Instant::now() >= deadline {
-                return Err(Error::NeighbourUnresolved { peer: ip.to_string(), iface: self.iface.clone(), ms: RESOLVE_TIMEOUT.as_millis() as u64 });
-            }
-            if !triggered {
-                // The kernel resolves the address to send this; the datagram
-                // itself goes to the discard port and is of no consequence.
-                let _ = self.trigger.send_to(&[], SocketAddrV4::new(ip, 9));
-                triggered = true;
-            }
-            std::thread::sleep(Duration::from_millis(2));
         }
     }
 
@@ -99,6 +224,14 @@ impl Neighbours {
         let entries = self.netlink.dump(libc::AF_INET as u8, self.ifindex)?;
         Ok(entries.into_iter().find(|e| e.dst == IpAddr::V4(ip)).map(|e| e.mac))
     }
+}
+
+/// CLOCK_MONOTONIC now, in ns (the clock [`Neighbours::try_resolve`] takes).
+fn monotonic_ns_base() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid, writable timespec; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// One usable entry of the kernel's neighbour table (one with a link-layer address).
@@ -185,6 +318,58 @@ impl Netlink {
             return Err(Error::last_os("sending a neighbour request to the kernel"));
         }
         Ok(self.seq)
+    }
+
+    /// One RTM_GETNEIGH for `ip` on `ifindex`, built on the stack and read
+    /// without waiting. `Ok(None)`: no usable entry; `Err(())`: the kernel
+    /// does not answer single requests (before Linux 5.0) or the socket failed.
+    fn get_v4(&mut self, ifindex: u32, ip: Ipv4Addr) -> std::result::Result<Option<MacAddr>, ()> {
+        self.seq = self.seq.wrapping_add(1);
+        const LEN: usize = NLMSG_HDRLEN + NDMSG_LEN + 8;
+        let mut req = [0u8; LEN];
+        req[0..4].copy_from_slice(&(LEN as u32).to_ne_bytes());
+        req[4..6].copy_from_slice(&RTM_GETNEIGH.to_ne_bytes());
+        req[6..8].copy_from_slice(&(libc::NLM_F_REQUEST as u16).to_ne_bytes());
+        req[8..12].copy_from_slice(&self.seq.to_ne_bytes());
+        req[16] = libc::AF_INET as u8;
+        req[20..24].copy_from_slice(&(ifindex as i32).to_ne_bytes());
+        let a = NLMSG_HDRLEN + NDMSG_LEN;
+        req[a..a + 2].copy_from_slice(&8u16.to_ne_bytes());
+        req[a + 2..a + 4].copy_from_slice(&NDA_DST.to_ne_bytes());
+        req[a + 4..a + 8].copy_from_slice(&ip.octets());
+        // SAFETY: req is a complete netlink request; the socket is ours.
+        if unsafe { libc::send(self.fd.as_raw_fd(), req.as_ptr().cast(), LEN, 0) } < 0 {
+            return Err(());
+        }
+        // The kernel answers inside send(); anything older than our
+        // sequence number (an answer given up on) is skipped.
+        loop {
+            // SAFETY: buf is writable for its length.
+            let n = unsafe { libc::recv(self.fd.as_raw_fd(), self.buf.as_mut_ptr().cast(), self.buf.len(), libc::MSG_DONTWAIT) };
+            if n < 0 {
+                return Err(());
+            }
+            let b = &self.buf[..n as usize];
+            if b.len() < NLMSG_HDRLEN {
+                return Err(());
+            }
+            let len = (u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as usize).min(b.len());
+            let ty = u16::from_ne_bytes([b[4], b[5]]);
+            let mseq = u32::from_ne_bytes([b[8], b[9], b[10], b[11]]);
+            if mseq != self.seq {
+                continue;
+            }
+            if ty == NLMSG_ERROR {
+                return match ack_errno(b, self.seq) {
+                    Some(libc::ENOENT) => Ok(None),
+                    _ => Err(()),
+                };
+            }
+            if ty == RTM_NEWNEIGH && len >= NLMSG_HDRLEN + NDMSG_LEN {
+                return Ok(parse_ndmsg(&b[NLMSG_HDRLEN..len], ifindex).filter(|e| e.dst == IpAddr::V4(ip)).map(|e| e.mac));
+            }
+            return Ok(None);
+        }
     }
 
     fn recv(&mut self) -> Result<usize> {
@@ -354,6 +539,49 @@ mod tests {
         out.clear();
         parse_neigh_dump(&m, 7, 6, &mut out);
         assert!(out.is_empty(), "another interface's entry is not ours");
+    }
+
+    /// The non-blocking lookup on the loopback device: off-link refused by
+    /// arithmetic, an on-link address nobody has goes resolving, then
+    /// unresolved after the timeout, remembered without asking again.
+    #[test]
+    fn try_resolve_never_waits_and_remembers_failures() {
+        // In a network namespace of this thread's own (nothing routed, so
+        // the ARP trigger goes nowhere), thrown away when the thread ends.
+        std::thread::spawn(|| {
+            // SAFETY: unshare(2) on this thread only; needs root (the tests run as root).
+            assert_eq!(unsafe { libc::unshare(libc::CLONE_NEWNET) }, 0, "unshare(CLONE_NEWNET): run as root");
+            try_resolve_in_a_fresh_namespace();
+        })
+        .join()
+        .unwrap();
+    }
+
+    fn try_resolve_in_a_fresh_namespace() {
+        let lo = NetDev {
+            name: "lo".into(),
+            ifindex: crate::netdev::ifindex("lo").unwrap(),
+            mac: MacAddr::default(),
+            mtu: 65536,
+            up: true,
+            ipv4: vec![(Ipv4Addr::new(10, 77, 0, 1), 24)],
+            queues: 1,
+        };
+        let mut n = Neighbours::new(&lo).unwrap();
+        assert_eq!(n.try_resolve(Ipv4Addr::new(10, 99, 0, 7), 1), Lookup::OffLink);
+        assert_eq!(n.try_resolve(Ipv4Addr::BROADCAST, 1), Lookup::Ready(MacAddr::BROADCAST));
+        let ip = Ipv4Addr::new(10, 77, 0, 9);
+        let t0 = 1_000_000_000u64;
+        let started = Instant::now();
+        assert_eq!(n.try_resolve(ip, t0), Lookup::Resolving);
+        assert_eq!(n.try_resolve(ip, t0 + 1), Lookup::Resolving, "within the back-off: no question asked");
+        assert_eq!(n.try_resolve(ip, t0 + RESOLVE_TIMEOUT.as_nanos() as u64), Lookup::Unresolved);
+        assert_eq!(n.try_resolve(ip, t0 + RESOLVE_TIMEOUT.as_nanos() as u64 + 5), Lookup::Unresolved, "remembered");
+        assert!(started.elapsed() < Duration::from_millis(100), "nothing waited: {:?}", started.elapsed());
+        let after = t0 + (RESOLVE_TIMEOUT + NEGATIVE_TTL).as_nanos() as u64 + 10;
+        assert_eq!(n.try_resolve(ip, after), Lookup::Resolving, "forgotten after the TTL, resolved afresh");
+        n.insert(ip, MacAddr([2, 0, 0, 0, 0, 9]));
+        assert_eq!(n.try_resolve(ip, after), Lookup::Ready(MacAddr([2, 0, 0, 0, 0, 9])));
     }
 
     #[test]

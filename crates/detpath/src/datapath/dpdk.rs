@@ -19,7 +19,7 @@
 //! | `mbufs`      | 8191      | mbufs in the endpoint's pool (data room 2048 B each) |
 //! | `mem`        | 256       | MB of memory for the EAL (`-m`), shared by all endpoints of the process |
 //! | `huge`       | `auto`    | `on`: use hugepages or fail with the fix; `off`: `--no-huge`; `auto`: hugepages when enough are free |
-//! | `arp_timeout`| 1000      | ms to wait for an ARP reply |
+//! | `arp_timeout`| 1000      | ms after which a peer that did not answer ARP counts as unresolved (its datagrams are then dropped and counted in `tx_no_neigh` for 1 s; sends never wait for it) |
 //! | `log`        | `error`   | DPDK log level: error, warning, notice, info, debug |
 //! | `group`      | —         | also receive UDP datagrams to this IPv4 multicast group and port, `A:P` (e.g. RTPS's SPDP group `239.255.0.1:7400`) |
 //!
@@ -122,8 +122,8 @@ pub enum DpdkError {
     #[error("the DPDK EAL of this process was initialised {why}; {fix}")]
     EalMismatch { why: String, fix: String },
 
-    #[error("cannot resolve the MAC address of {peer} on `{device}`: no ARP reply within {ms} ms; check the peer is up and on the same link, or give it statically: `neigh={peer}@<mac>`")]
-    Unresolved { peer: Ipv4Addr, device: String, ms: u64 },
+    #[error("cannot resolve the MAC address of {peer} on `{device}`: no ARP reply within {ms} ms (remembered for 1 s; datagrams to it are dropped and counted in tx_no_neigh); check the peer is up and on the same link, or give it statically: `neigh={peer}@<mac>`")]
+    Unresolved { peer: Ipv4Addr, device: std::sync::Arc<str>, ms: u64 },
 
     #[error("the TX queue of DPDK port `{device}` stayed full for {ms} ms")]
     TxStalled { device: String, ms: u64 },

@@ -398,8 +398,10 @@ pub(crate) fn send_datagram(sock: &UdpSocket, payload: &[u8], peer: SocketAddrV4
                 std::hint::spin_loop();
             }
             Err(e) => {
-                counters.tx_errors += 1;
-                return Err(Error::io(format!("sending to {peer}"), e));
+                // By cause: no route (ENETUNREACH/EHOSTUNREACH), buffer (ENOBUFS), other.
+                let e = Error::io(format!("sending to {peer}"), e);
+                counters.count_tx_failure(&e);
+                return Err(e);
             }
         }
     }
@@ -446,8 +448,9 @@ impl Endpoint for UdpEndpoint {
                         continue;
                     }
                     _ => {
-                        self.counters.tx_errors += 1;
-                        return if sent == 0 { Err(Error::io(format!("sending a batch to {}", chunk[0].peer), e)) } else { Ok(sent) };
+                        let e = Error::io(format!("sending a batch to {}", chunk[0].peer), e);
+                        self.counters.count_tx_failure(&e);
+                        return if sent == 0 { Err(e) } else { Ok(sent) };
                     }
                 }
             }

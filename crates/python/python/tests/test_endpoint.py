@@ -46,7 +46,7 @@ def test_counters_and_capabilities(pair):
     c = a.counters()
     assert c["rx_packets"] == 3 and c["rx_bytes"] == 10 + 11 + 12
     assert b.counters()["tx_packets"] == 3
-    assert set(c) >= {"rx_truncated", "rx_kernel_dropped", "tx_errors", "fill_ring_empty"}
+    assert set(c) >= {"rx_truncated", "rx_kernel_dropped", "tx_errors", "fill_ring_empty", "tx_no_route", "tx_no_neigh"}
     caps = a.capabilities()
     assert caps["datapath"] == "udp"
     assert caps["summary"].startswith("udp")

@@ -34,6 +34,16 @@
 //! (bad checksum, fragment, truncated, ...) is counted in `rx_malformed`,
 //! recycled and never delivered.
 //!
+//! Neighbours: the destination MAC comes from the kernel's table through
+//! [`Neighbours::try_resolve`], which never waits. A datagram to an address
+//! still being resolved is built into its TX frame and parked (up to
+//! [`PARK_SLOTS`]); every later call on the endpoint (send or receive) looks
+//! again, within the resolver's back-off, and sends it once the MAC is
+//! known, as the kernel does with its ARP queue. An off-link destination
+//! fails at once (`tx_no_route`); one that stays unresolved for a second is
+//! dropped (`tx_no_neigh`) and remembered as such for a second, so a flood
+//! of forged sources costs no system call per datagram.
+//!
 //! Counters: `rx_not_for_me` is the XDP program's `passed` count;
 //! `rx_kernel_dropped` sums the socket's `rx_dropped` and `rx_ring_full`
 //! (XDP_STATISTICS) and the program's `dropped` (ours, but no socket on the
@@ -57,12 +67,13 @@ use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, 
 use crate::error::{last_os_error, Error, Result};
 use crate::frame::{FrameDatapath, FrameEndpoint, FrameMeta};
 use crate::spec::EndpointSpec;
-use detpath_sys::neigh::Neighbours;
+use detpath_sys::neigh::{Lookup, Neighbours};
 use detpath_wire::{build_udp_frame, parse_udp_frame, FrameError, MacAddr, UdpFrameHeader};
 use feed::XdpFeed;
 use ring::Ring;
-use std::net::SocketAddrV4;
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use umem::Umem;
 
@@ -91,6 +102,28 @@ const XDP_PACKET_HEADROOM: u32 = 256;
 /// How long a send waits for a free TX frame before giving up.
 const TX_STALL: Duration = Duration::from_secs(1);
 
+/// Datagrams built and waiting for their destination's MAC (fixed; a
+/// datagram that finds them all taken is dropped and counted in `tx_no_neigh`).
+pub(crate) const PARK_SLOTS: usize = 64;
+
+/// A built frame waiting for its destination's MAC (its first 6 bytes).
+#[derive(Debug, Clone, Copy)]
+struct Parked {
+    addr: u64,
+    len: u32,
+    payload_len: u32,
+    ip: Ipv4Addr,
+}
+
+/// What building a datagram did with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Built {
+    /// Its descriptor is at the asked ring position.
+    OnRing,
+    /// Parked until its destination resolves (no ring position used).
+    Parked,
+}
+
 /// The socket's XDP_STATISTICS.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct XskStats {
@@ -117,7 +150,11 @@ pub struct AfxdpEndpoint {
     tx_free: Vec<u64>,
     /// RX frames that did not fit the fill ring yet (capacity fixed at open).
     fill_pending: Vec<u64>,
+    /// The interface name, shared into errors (built without allocating).
+    iface: Arc<str>,
     neigh: Neighbours,
+    /// Datagrams waiting for a MAC (capacity [`PARK_SLOTS`], fixed at open).
+    parked: Vec<Parked>,
     framing: Framing,
     local: SocketAddrV4,
     src_mac: MacAddr,
@@ -309,23 +346,91 @@ impl AfxdpEndpoint {
         }
     }
 
-    /// Builds one UDP frame into a free TX frame and writes its descriptor at ring position `i`.
-    fn build(&mut self, i: u32, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
+    /// The destination MAC of `ip` without waiting: `Ok(None)` while it is
+    /// being resolved; off-link and unresolved destinations are counted and
+    /// refused with an error built without allocating.
+    fn dst_mac(&mut self, ip: Ipv4Addr) -> Result<Option<MacAddr>> {
+        match self.neigh.try_resolve(ip, monotonic_ns()) {
+            Lookup::Ready(mac) => Ok(Some(mac)),
+            Lookup::Resolving => Ok(None),
+            Lookup::OffLink => {
+                self.counters.tx_no_route += 1;
+                Err(Error::NoRoute { peer: ip, iface: self.iface.clone() })
+            }
+            Lookup::Unresolved => {
+                self.counters.tx_no_neigh += 1;
+                Err(Error::NoNeighbour { peer: ip, iface: self.iface.clone(), why: "no ARP reply within 1 s; remembered for 1 s" })
+            }
+        }
+    }
+
+    /// Builds one UDP frame into a free TX frame and writes its descriptor at
+    /// ring position `i`, or parks it while its destination resolves.
+    fn build(&mut self, i: u32, payload: &[u8], peer: SocketAddrV4) -> Result<Built> {
         if payload.len() > self.caps.max_payload {
+            self.counters.tx_errors += 1;
             return Err(Error::PayloadTooLarge { iface: self.feed.iface().to_string(), len: payload.len(), max: self.caps.max_payload });
         }
-        let dst_mac = self.neigh.resolve(*peer.ip())?;
+        let dst_mac = self.dst_mac(*peer.ip())?;
+        if dst_mac.is_none() && self.parked.len() == self.parked.capacity() {
+            self.counters.tx_no_neigh += 1;
+            return Err(Error::NoNeighbour { peer: *peer.ip(), iface: self.iface.clone(), why: "still resolving, and every parking slot is taken" });
+        }
         let addr = self.take_tx_frame()?;
         self.ip_id = self.ip_id.wrapping_add(1);
-        let h = UdpFrameHeader { src_mac: self.src_mac, dst_mac, src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64 };
+        let h = UdpFrameHeader { src_mac: self.src_mac, dst_mac: dst_mac.unwrap_or_default(), src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64 };
         let Some(len) = build_udp_frame(self.umem.frame_mut(addr), &h, payload) else {
             self.tx_free.push(addr);
+            self.counters.tx_errors += 1;
             return Err(Error::PayloadTooLarge { iface: self.feed.iface().to_string(), len: payload.len(), max: self.caps.max_payload });
         };
+        if dst_mac.is_none() {
+            self.parked.push(Parked { addr, len: len as u32, payload_len: payload.len() as u32, ip: *peer.ip() });
+            return Ok(Built::Parked);
+        }
         self.tx.write(i, libc::xdp_desc { addr, len: len as u32, options: 0 });
         self.counters.tx_packets += 1;
         self.counters.tx_bytes += payload.len() as u64;
-        Ok(())
+        Ok(Built::OnRing)
+    }
+
+    /// Sends the parked datagrams whose destination resolved, and drops
+    /// (counting `tx_no_neigh`) those whose destination did not. Costs one
+    /// branch when nothing is parked; never waits.
+    fn service_parked(&mut self) {
+        if self.parked.is_empty() {
+            return;
+        }
+        let now = monotonic_ns();
+        let mut i = 0;
+        let mut submitted = 0;
+        while i < self.parked.len() {
+            let p = self.parked[i];
+            match self.neigh.try_resolve(p.ip, now) {
+                Lookup::Resolving => i += 1,
+                Lookup::Ready(mac) => {
+                    self.reap_completions();
+                    if self.tx.free(1) == 0 {
+                        break; // the ring is full: next call
+                    }
+                    self.umem.frame_mut(p.addr)[..6].copy_from_slice(&mac.0);
+                    self.tx.write(0, libc::xdp_desc { addr: p.addr, len: p.len, options: 0 });
+                    self.tx.submit(1);
+                    submitted += 1;
+                    self.counters.tx_packets += 1;
+                    self.counters.tx_bytes += u64::from(p.payload_len);
+                    self.parked.remove(i);
+                }
+                Lookup::OffLink | Lookup::Unresolved => {
+                    self.tx_free.push(p.addr);
+                    self.counters.tx_no_neigh += 1;
+                    self.parked.remove(i);
+                }
+            }
+        }
+        if submitted > 0 {
+            self.kick_tx();
+        }
     }
 
     /// Sends a datagram above one frame as IPv4 fragments (all with one IP
@@ -336,7 +441,12 @@ impl AfxdpEndpoint {
         }
         let mtu = self.caps.max_payload + detpath_wire::IPV4_HLEN + detpath_wire::UDP_HLEN;
         let frags = detpath_wire::udp_fragment_count(payload.len(), mtu);
-        let dst_mac = self.neigh.resolve(*peer.ip())?;
+        // Fragments are not parked: a first datagram above one frame to an
+        // unresolved destination is dropped and counted (it starts the resolution).
+        let Some(dst_mac) = self.dst_mac(*peer.ip())? else {
+            self.counters.tx_no_neigh += 1;
+            return Err(Error::NoNeighbour { peer: *peer.ip(), iface: self.iface.clone(), why: "still resolving (fragmented datagrams are not held)" });
+        };
         self.ip_id = self.ip_id.wrapping_add(1);
         let h = UdpFrameHeader { src_mac: self.src_mac, dst_mac, src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64 };
         let mut k = 0;
@@ -378,7 +488,11 @@ impl AfxdpEndpoint {
     }
 
     fn take_tx_frame(&mut self) -> Result<u64> {
-        self.tx_free.pop().ok_or_else(|| Error::io("afxdp TX frame pool empty", std::io::Error::from_raw_os_error(libc::ENOBUFS)))
+        let Some(addr) = self.tx_free.pop() else {
+            self.counters.tx_ring_full += 1;
+            return Err(Error::io("afxdp TX frame pool empty", std::io::Error::from_raw_os_error(libc::ENOBUFS)));
+        };
+        Ok(addr)
     }
 
     /// A received frame as a UDP datagram for this endpoint.
@@ -500,12 +614,17 @@ impl AfxdpEndpoint {
         let wait = Wait::new(mode);
         let busy = matches!(mode, RecvMode::BusyPoll { .. });
         loop {
+            self.service_parked();
             let n = self.drain_rx(sink, max, parse);
             if n > 0 {
                 return Ok(n);
             }
             match wait.after_empty() {
-                Step::Sleep(ms) => wait_readable(self.fd.as_raw_fd(), ms, "the AF_XDP socket")?,
+                // While datagrams are parked, sleep 1 ms at a time to send them when their MAC comes.
+                Step::Sleep(ms) => {
+                    let ms = if self.parked.is_empty() || (0..=1).contains(&ms) { ms } else { 1 };
+                    wait_readable(self.fd.as_raw_fd(), ms, "the AF_XDP socket")?
+                }
                 step => {
                     // The kernel moves frames into the RX ring when kicked: when the
                     // ring asks for it (need_wakeup), and on every spin when kernel
@@ -548,14 +667,17 @@ impl Endpoint for AfxdpEndpoint {
         if payload.len() > self.caps.max_payload {
             return self.send_fragmented(payload, peer);
         }
+        self.service_parked();
         self.tx_reserve(1)?;
-        self.build(0, payload, peer)?;
-        self.tx.submit(1);
-        self.kick_tx();
+        if self.build(0, payload, peer)? == Built::OnRing {
+            self.tx.submit(1);
+            self.kick_tx();
+        }
         Ok(())
     }
 
     fn send_batch(&mut self, batch: &[TxDatagram<'_>]) -> Result<usize> {
+        self.service_parked();
         let mut sent = 0usize;
         while sent < batch.len() {
             let want = (batch.len() - sent).min(self.batch as usize) as u32;
@@ -565,6 +687,7 @@ impl Endpoint for AfxdpEndpoint {
                 Err(_) => return Ok(sent),
             };
             let mut built = 0u32;
+            let mut parked = 0usize;
             let mut err = None;
             let mut large = None;
             for d in &batch[sent..sent + n as usize] {
@@ -572,15 +695,18 @@ impl Endpoint for AfxdpEndpoint {
                     large = Some(d);
                     break;
                 }
-                if let Err(e) = self.build(built, d.payload, d.peer) {
-                    err = Some(e);
-                    break;
+                match self.build(built, d.payload, d.peer) {
+                    Ok(Built::OnRing) => built += 1,
+                    Ok(Built::Parked) => parked += 1,
+                    Err(e) => {
+                        err = Some(e);
+                        break;
+                    }
                 }
-                built += 1;
             }
             self.tx.submit(built);
             self.kick_tx();
-            sent += built as usize;
+            sent += built as usize + parked;
             if let Some(d) = large.filter(|_| err.is_none()) {
                 // A datagram above one frame, after those before it.
                 match self.send_fragmented(d.payload, d.peer) {

@@ -3,6 +3,15 @@
 //! (port, device, pool, the Linux interface), `neigh_cache.rs` keeps the
 //! ARP-learnt neighbours, and this file is the hot path.
 //!
+//! Neighbours: resolution waits at most [`FIRST_CONTACT_WAIT_NS`] (5 ms),
+//! once, for a peer never seen before. A datagram to a peer not in the cache
+//! sends an ARP request (repeated every 200 ms) and is built and parked (up
+//! to [`PARK_SLOTS`]); every later call polls, learns the reply and sends
+//! what was parked. A peer silent for `arp_timeout` is remembered as
+//! unresolved for [`NEGATIVE_TTL`]: its datagrams are dropped and counted
+//! (`tx_no_neigh`) with no ARP and no allocation; an off-link destination
+//! is refused at once (`tx_no_route`).
+//!
 //! Hot path: `rx_burst` into a preallocated array, each frame classified
 //! (ARP answered on the spot, UDP for us queued as the mbuf itself, anything
 //! else dropped and counted), payloads copied out of the mbuf into the
@@ -52,6 +61,14 @@ const ETH_HEADER: usize = 14;
 const PENDING: usize = 1024;
 /// Neighbour cache slots (static entries may add more).
 const NEIGH_SLOTS: usize = 64;
+/// Datagrams built and waiting for their peer's ARP reply.
+const PARK_SLOTS: usize = 64;
+/// A peer never seen before gets this long (polling, answering ARP) for its
+/// ARP reply inside the send, so a first datagram sent with no later call on
+/// the endpoint still leaves; after that nothing waits.
+const FIRST_CONTACT_WAIT_NS: u64 = 5_000_000;
+/// How long a peer that did not answer ARP is remembered as such.
+const NEGATIVE_TTL: Duration = Duration::from_secs(1);
 /// ARP requests are repeated this often while resolving.
 const ARP_RETRY: Duration = Duration::from_millis(200);
 /// A send gives up when the TX queue stays full this long.
@@ -116,12 +133,32 @@ impl Assembled {
     }
 }
 
+/// A peer without a MAC yet.
+#[derive(Clone, Copy)]
+struct ArpPending {
+    ip: Ipv4Addr,
+    since_ns: u64,
+    next_arp_ns: u64,
+    /// Non-zero: no reply came; refused until then.
+    failed_until_ns: u64,
+}
+
+/// A built datagram waiting for its peer's MAC (the frame's first 6 bytes).
+#[derive(Clone, Copy)]
+struct ParkedMbuf {
+    m: *mut sys::rte_mbuf,
+    ip: Ipv4Addr,
+    payload_len: u32,
+}
+
 pub(crate) struct DpdkEndpoint {
     port: u16,
     /// `Some`: a frame endpoint of this EtherType (no IP, no ARP); `None`: UDP.
     ethertype: Option<u16>,
     pool: *mut sys::rte_mempool,
     device: String,
+    /// The device name, shared into per-datagram errors (no allocation).
+    device_name: Arc<str>,
     local: SocketAddrV4,
     /// A multicast group and port whose datagrams are ours too (`group=`).
     group: Option<SocketAddrV4>,
@@ -143,6 +180,12 @@ pub(crate) struct DpdkEndpoint {
     defrag: Defrag,
     assembled: Assembled,
     neigh: NeighCache,
+    /// Peers being resolved (or remembered as unresolved); fixed capacity.
+    arp_pending: Vec<ArpPending>,
+    /// Built datagrams waiting for their peer's MAC; fixed capacity.
+    parked: Vec<ParkedMbuf>,
+    /// Inside a first-contact wait (which polls, which may look peers up: no nesting).
+    in_grace: bool,
     /// Subnets of the interface, for the on-link check (empty: no check).
     subnets: Vec<(Ipv4Addr, u8)>,
     arp_timeout: Duration,
@@ -193,6 +236,8 @@ impl DpdkEndpoint {
 
     /// One RX burst, every frame classified. Returns the number of frames taken.
     fn poll_rx(&mut self) -> usize {
+        // Parked datagrams go out (or are dropped) as their ARP replies come (or do not).
+        self.service_parked();
         // SAFETY: rx_buf has room for `burst` pointers; the port and queue 0 are started.
         let n = unsafe { sys::detpath_dpdk_rx_burst(self.port, 0, self.rx_buf.as_mut_ptr(), self.burst) } as usize;
         if n == 0 {
@@ -292,6 +337,10 @@ impl DpdkEndpoint {
 
     fn on_arp(&mut self, p: &ArpPacket) {
         let me = *self.local.ip();
+        // A peer we were resolving: no longer pending (retain moves, never allocates).
+        if self.arp_pending.iter().any(|x| x.ip == p.sender_ip) {
+            self.arp_pending.retain(|x| x.ip != p.sender_ip);
+        }
         if p.is_request_for(me) {
             if !p.sender_ip.is_unspecified() {
                 self.neigh.learn(p.sender_ip, p.sender_mac);
@@ -337,41 +386,116 @@ impl DpdkEndpoint {
         }
     }
 
-    /// The MAC for `ip`: cached, static, or resolved by ARP now.
-    fn resolve(&mut self, ip: Ipv4Addr) -> Result<MacAddr> {
+    /// The MAC for `ip` without waiting: cached or static; `Ok(None)`
+    /// while an ARP request is out (sent now for a new peer, repeated every
+    /// [`ARP_RETRY`]). Off-link and unresolved peers are counted and refused
+    /// with errors built without allocating.
+    fn lookup(&mut self, ip: Ipv4Addr) -> Result<Option<MacAddr>> {
         if let Some(m) = self.neigh.get(ip) {
-            return Ok(m);
+            return Ok(Some(m));
         }
         if ip.is_broadcast() {
-            return Ok(MacAddr::BROADCAST);
+            return Ok(Some(MacAddr::BROADCAST));
         }
         if let Some(group) = MacAddr::ipv4_multicast(ip) {
-            return Ok(group);
+            return Ok(Some(group));
         }
         if !self.subnets.is_empty() && !detpath_sys::neigh::on_link(&self.subnets, ip) {
-            return Err(Error::Unsupported {
-                datapath: "dpdk",
-                what: format!("sending to {ip}, which is not on a subnet of `{}` (on-link only, no gateway routing)", self.device),
-            });
+            self.counters.tx_no_route += 1;
+            return Err(Error::NoRoute { peer: ip, iface: self.device_name.clone() });
         }
-        let request = ArpPacket::request(self.mac, *self.local.ip(), ip);
-        let start = Instant::now();
-        let mut next = start;
-        loop {
-            let now = Instant::now();
-            if now >= next {
-                self.send_arp(&request);
-                next = now + ARP_RETRY;
+        let now = monotonic_ns();
+        let timeout_ns = self.arp_timeout.as_nanos() as u64;
+        let unresolved = |s: &mut Self| -> Result<Option<MacAddr>> {
+            s.counters.tx_no_neigh += 1;
+            Err(DpdkError::Unresolved { peer: ip, device: s.device_name.clone(), ms: s.arp_timeout.as_millis() as u64 }.into())
+        };
+        if let Some(i) = self.arp_pending.iter().position(|p| p.ip == ip) {
+            let p = self.arp_pending[i];
+            if p.failed_until_ns != 0 {
+                if now < p.failed_until_ns {
+                    return unresolved(self);
+                }
+                self.arp_pending.swap_remove(i);
+            } else {
+                if now.saturating_sub(p.since_ns) >= timeout_ns {
+                    self.arp_pending[i].failed_until_ns = now + NEGATIVE_TTL.as_nanos() as u64;
+                    return unresolved(self);
+                }
+                if now >= p.next_arp_ns {
+                    self.send_arp(&ArpPacket::request(self.mac, *self.local.ip(), ip));
+                    self.arp_pending[i].next_arp_ns = now + ARP_RETRY.as_nanos() as u64;
+                }
+                return Ok(None);
             }
-            self.poll_rx();
-            if let Some(m) = self.neigh.get(ip) {
-                return Ok(m);
-            }
-            if now.duration_since(start) >= self.arp_timeout {
-                return Err(DpdkError::Unresolved { peer: ip, device: self.device.clone(), ms: self.arp_timeout.as_millis() as u64 }.into());
-            }
-            std::hint::spin_loop();
         }
+        self.send_arp(&ArpPacket::request(self.mac, *self.local.ip(), ip));
+        let p = ArpPending { ip, since_ns: now, next_arp_ns: now + ARP_RETRY.as_nanos() as u64, failed_until_ns: 0 };
+        if self.arp_pending.len() < self.arp_pending.capacity() {
+            self.arp_pending.push(p);
+        } else if let Some(oldest) = self.arp_pending.iter_mut().min_by_key(|p| p.since_ns) {
+            *oldest = p;
+        }
+        if !self.in_grace {
+            self.in_grace = true;
+            let until = now + FIRST_CONTACT_WAIT_NS;
+            while monotonic_ns() < until {
+                self.poll_rx();
+                if let Some(m) = self.neigh.get(ip) {
+                    self.in_grace = false;
+                    return Ok(Some(m));
+                }
+                std::hint::spin_loop();
+            }
+            self.in_grace = false;
+        }
+        Ok(None)
+    }
+
+    /// Sends the parked datagrams whose peer answered ARP; drops those whose
+    /// peer did not (counted in `tx_no_neigh` by [`lookup`](Self::lookup)).
+    /// One branch when nothing is parked; never waits.
+    fn service_parked(&mut self) {
+        let mut i = 0;
+        while i < self.parked.len() {
+            let p = self.parked[i];
+            match self.lookup(p.ip) {
+                Ok(None) => i += 1,
+                Ok(Some(mac)) => {
+                    let (mut len, mut segs) = (0u32, 0u16);
+                    // SAFETY: p.m is a built mbuf we own.
+                    let data = unsafe { sys::detpath_dpdk_mbuf_data(p.m, &mut len, &mut segs) };
+                    if !data.is_null() && len >= 6 {
+                        // SAFETY: the frame's first 6 bytes (destination MAC) are in the mbuf's data.
+                        unsafe { std::slice::from_raw_parts_mut(data, 6) }.copy_from_slice(&mac.0);
+                    }
+                    let mut one = [p.m];
+                    // SAFETY: one holds one built mbuf we own; the port is started.
+                    if unsafe { sys::detpath_dpdk_tx_burst(self.port, 0, one.as_mut_ptr(), 1) } != 1 {
+                        self.counters.tx_ring_full += 1;
+                        return; // the queue is full: next call
+                    }
+                    self.counters.tx_packets += 1;
+                    self.counters.tx_bytes += u64::from(p.payload_len);
+                    self.parked.remove(i);
+                }
+                Err(_) => {
+                    self.free(p.m);
+                    self.parked.remove(i);
+                }
+            }
+        }
+    }
+
+    /// Parks tx_buf[0], built for `ip` without a MAC; refuses when every slot is taken.
+    fn park(&mut self, ip: Ipv4Addr, payload_len: usize) -> Result<()> {
+        if self.parked.len() == self.parked.capacity() {
+            self.free(self.tx_buf[0]);
+            self.counters.tx_no_neigh += 1;
+            return Err(Error::NoNeighbour { peer: ip, iface: self.device_name.clone(), why: "still resolving, and every parking slot is taken" });
+        }
+        self.parked.push(ParkedMbuf { m: self.tx_buf[0], ip, payload_len: payload_len as u32 });
+        Ok(())
     }
 
     /// Transmits tx_buf[..n], retrying while the queue is full.
@@ -442,7 +566,12 @@ impl DpdkEndpoint {
         if payload.len() > self.caps.max_datagram {
             return Err(Error::PayloadTooLarge { iface: self.device.clone(), len: payload.len(), max: self.caps.max_datagram });
         }
-        let dst_mac = self.resolve(*peer.ip())?;
+        // Fragments are not parked: the first datagram above one frame to a
+        // new peer is dropped and counted (it starts the ARP resolution).
+        let Some(dst_mac) = self.lookup(*peer.ip())? else {
+            self.counters.tx_no_neigh += 1;
+            return Err(Error::NoNeighbour { peer: *peer.ip(), iface: self.device_name.clone(), why: "still resolving (fragmented datagrams are not held)" });
+        };
         let mtu = self.max_payload + detpath_wire::IPV4_HLEN + detpath_wire::UDP_HLEN;
         let frags = detpath_wire::udp_fragment_count(payload.len(), mtu);
         self.ip_id = self.ip_id.wrapping_add(1);
@@ -593,13 +722,17 @@ impl Endpoint for DpdkEndpoint {
         if payload.len() > self.max_payload && self.caps.max_datagram > self.max_payload {
             return self.send_fragmented(payload, peer);
         }
+        self.service_parked();
         self.check_len(payload.len())?;
-        let mac = self.resolve(*peer.ip())?;
+        let mac = self.lookup(*peer.ip())?;
         self.alloc(1)?;
-        if !self.build(0, payload, peer, mac) {
+        if !self.build(0, payload, peer, mac.unwrap_or_default()) {
             self.free(self.tx_buf[0]);
             self.counters.tx_errors += 1;
             return Err(Error::PayloadTooLarge { iface: self.device.clone(), len: payload.len(), max: self.max_payload });
+        }
+        if mac.is_none() {
+            return self.park(*peer.ip(), payload.len());
         }
         self.tx_all(1)?;
         self.counters.tx_packets += 1;
@@ -624,17 +757,25 @@ impl Endpoint for DpdkEndpoint {
             }
             return Ok(batch.len());
         }
+        self.service_parked();
         let mut done = 0usize;
-        for chunk in batch.chunks(self.burst as usize) {
-            // Resolve first: a failure sends what was resolved before it.
+        while done < batch.len() {
+            let chunk = &batch[done..batch.len().min(done + self.burst as usize)];
+            // Resolve first: a failure sends what was resolved before it; a
+            // peer still resolving goes alone through send_to (parked).
             let mut n = 0;
             let mut failure = None;
+            let mut resolving = false;
             for d in chunk {
-                let r = self.check_len(d.payload.len()).and_then(|_| self.resolve(*d.peer.ip()));
+                let r = self.check_len(d.payload.len()).and_then(|_| self.lookup(*d.peer.ip()));
                 match r {
-                    Ok(mac) => {
+                    Ok(Some(mac)) => {
                         self.tx_macs[n] = mac;
                         n += 1;
+                    }
+                    Ok(None) => {
+                        resolving = true;
+                        break;
                     }
                     Err(e) => {
                         failure = Some(e);
@@ -666,6 +807,13 @@ impl Endpoint for DpdkEndpoint {
             if let Some(e) = failure {
                 return if done == 0 { Err(e) } else { Ok(done) };
             }
+            if resolving {
+                let d = batch[done];
+                match self.send_to(d.payload, d.peer) {
+                    Ok(()) => done += 1,
+                    Err(e) => return if done == 0 { Err(e) } else { Ok(done) },
+                }
+            }
         }
         Ok(done)
     }
@@ -691,6 +839,9 @@ impl Endpoint for DpdkEndpoint {
 impl Drop for DpdkEndpoint {
     fn drop(&mut self) {
         while let Some(p) = self.pending.pop_front() {
+            self.free(p.m);
+        }
+        while let Some(p) = self.parked.pop() {
             self.free(p.m);
         }
         // `_owner` (a field) drops next: port, device, pool, host state.
