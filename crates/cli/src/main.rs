@@ -8,6 +8,7 @@ mod bench_remote;
 mod bench_testbed;
 mod classify_cmd;
 mod echo_cmd;
+mod metrics_args;
 mod pubsub_cmd;
 mod report_cmd;
 mod sched_cmd;
