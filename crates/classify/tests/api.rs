@@ -157,7 +157,7 @@ fn bad_inputs_full_table_and_restart() {
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         ("not json", b"{ not json".to_vec(), "not a detpath classify state file"),
         ("empty (a power cut before an atomic write)", Vec::new(), "empty"),
-        ("duplicate id", with_intents(&|v| v.push(one.clone())), "twice"),
+        ("duplicate id", with_intents(&|v| v[1]["id"] = v[0]["id"].clone()), "twice"),
         ("bad id", with_intents(&|v| v[0]["id"] = "no spaces allowed".into()), "has the id"),
         ("more intents than --max-rules", with_intents(&|v| v.push(serde_json::json!({"id": "R9", "intent": one["intent"].clone()}))), "--max-rules"),
         ("unknown version", with_field("version", 7.into()), "version 7"),

@@ -104,7 +104,7 @@ fn huge_content_length_is_refused_and_the_drop_rule_still_drops() {
     assert!(text.contains("too_large") && text.contains("1099511627776"), "{text}");
     // Over the Unix socket too, and with some body bytes already sent.
     let sock = d.at.socket.clone().unwrap();
-    let mut s = UnixStream::connect(&sock).unwrap();
+    let s = UnixStream::connect(&sock).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let (st, text) = exchange(s, &format!("{}{}", huge("").replace(&addr.to_string(), "localhost"), "x".repeat(10_000)));
     assert_eq!(st, 413, "{text}");
