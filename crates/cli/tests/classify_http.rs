@@ -47,11 +47,17 @@ fn dir(tag: &str) -> Dir {
     Dir(d)
 }
 
-fn serve_cmd(tb: &Testbed, d: &Path) -> Command {
+/// `classify serve` on the testbed's b interface, its socket (unless `socket`
+/// is false: then `--no-socket`) and state in `d`.
+fn serve_cmd(tb: &Testbed, d: &Path, socket: bool) -> Command {
     let mut c = Command::new(BIN);
-    c.args(["classify", "serve", "--iface", &tb.b().iface, "--netns", &tb.b().netns, "--socket"])
-        .arg(d.join("api.sock"))
-        .arg("--state")
+    c.args(["classify", "serve", "--iface", &tb.b().iface, "--netns", &tb.b().netns]);
+    if socket {
+        c.arg("--socket").arg(d.join("api.sock"));
+    } else {
+        c.arg("--no-socket");
+    }
+    c.arg("--state")
         .arg(d.join("state.json"))
         .env_remove("DETPATH_CLASSIFY_TOKEN")
         .env_remove("CREDENTIALS_DIRECTORY")
@@ -71,8 +77,10 @@ fn start(mut cmd: Command) -> (Proc, Option<SocketAddr>) {
         }
     });
     let t = Instant::now();
+    let mut seen = Vec::new();
     loop {
-        let line = rx.recv_timeout(Duration::from_secs(20)).unwrap_or_else(|_| panic!("the daemon did not come up in {:?}", t.elapsed()));
+        let line = rx.recv_timeout(Duration::from_secs(20)).unwrap_or_else(|_| panic!("the daemon did not come up in {:?}: {seen:?}", t.elapsed()));
+        seen.push(line.clone());
         if line.contains("API on") {
             let tcp = line.split("http://").nth(1).and_then(|r| r.split("/v1/").next()).map(|a| a.parse().unwrap());
             return (p, tcp);
@@ -98,7 +106,7 @@ fn socket_token_file_cli_and_sigterm_with_slow_clients() {
     let sock_s = sock.to_str().unwrap().to_string();
     std::fs::write(d.0.join("token"), "from-a-file\n").unwrap();
     std::fs::write(d.0.join("wrong"), "not-it\n").unwrap();
-    let mut cmd = serve_cmd(&tb, &d.0);
+    let mut cmd = serve_cmd(&tb, &d.0, true);
     cmd.args(["--listen", "127.0.0.1:0", "--token-file"]).arg(d.0.join("token"));
     let (mut daemon, tcp) = start(cmd);
     let tcp = tcp.expect("the daemon printed its TCP address").to_string();
@@ -169,7 +177,7 @@ fn socket_token_file_cli_and_sigterm_with_slow_clients() {
 fn tcp_needs_a_token_and_systemd_credentials_provide_it() {
     let tb = Testbed::up(TestbedConfig::unique("clt")).expect("testbed up");
     let d = dir("cred");
-    let mut cmd = serve_cmd(&tb, &d.0);
+    let mut cmd = serve_cmd(&tb, &d.0, true);
     cmd.args(["--listen", "127.0.0.1:0"]);
     let out = cmd.stderr(Stdio::piped()).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -181,8 +189,8 @@ fn tcp_needs_a_token_and_systemd_credentials_provide_it() {
     let creds = d.0.join("creds");
     std::fs::create_dir_all(&creds).unwrap();
     std::fs::write(creds.join("token"), "from-systemd\n").unwrap();
-    let mut cmd = serve_cmd(&tb, &d.0);
-    cmd.args(["--listen", "127.0.0.1:0", "--no-socket"]).env("CREDENTIALS_DIRECTORY", &creds);
+    let mut cmd = serve_cmd(&tb, &d.0, false);
+    cmd.args(["--listen", "127.0.0.1:0"]).env("CREDENTIALS_DIRECTORY", &creds);
     let (mut daemon, tcp) = start(cmd);
     let tcp = tcp.unwrap().to_string();
     assert!(!d.0.join("api.sock").exists(), "--no-socket: TCP only");
