@@ -88,7 +88,7 @@ test: build
 # cargo-fuzz is installed from crates.io when missing. It needs nightly
 # features: the nightly toolchain when rustup has one, else stable with
 # RUSTC_BOOTSTRAP=1 (stable ships the sanitizer runtimes too).
-FUZZ_TARGETS := frame_parse probe_decode intent_parse rtps_parse arp_parse sync_msg sched_probe raweth_strip
+FUZZ_TARGETS := frame_parse probe_decode intent_parse rtps_parse arp_parse sync_msg sched_probe raweth_strip http_api
 FUZZ_CARGO := $(shell rustup toolchain list 2>/dev/null | grep -q '^nightly' && echo 'cargo +nightly' || echo 'RUSTC_BOOTSTRAP=1 cargo')
 fuzz-smoke:
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked

@@ -80,6 +80,69 @@ pub struct StoredIntent {
     pub intent: Value,
 }
 
+/// The state file format written by this version.
+pub const STATE_VERSION: u32 = 1;
+
+/// Largest state file read: `MAX_RULES` intents of `MAX_INTENT_BYTES` each, pretty-printed.
+pub const MAX_STATE_BYTES: u64 = 2 * (maps::MAX_RULES as u64) * (MAX_INTENT_BYTES as u64);
+
+/// Whether an intent id is one the API hands out (`flow_hash`: 1 to 32 of
+/// A-Z, a-z, 0-9, - and _; generated ids are 8 hex digits).
+pub fn valid_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 32 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// Reads and checks a state file (None when there is none yet): its size,
+/// format version, interface, the number of intents against `max_rules`,
+/// each id (valid, unique) and each intent's size. Every error names the
+/// file and says to remove or repair it.
+pub fn load_state(path: &std::path::Path, iface: &str, max_rules: u32) -> crate::Result<Option<StateFile>> {
+    let shown = path.display().to_string();
+    let bad = |why: String| crate::Error::State {
+        path: shown.clone(),
+        why: format!("{why}; remove or repair {shown} (removing it starts the daemon with no intents and default settings), or pass another --state"),
+    };
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(crate::Error::State { path: shown.clone(), why: e.to_string() }),
+    };
+    if !meta.is_file() {
+        return Err(bad("it is not a regular file".into()));
+    }
+    if meta.len() > MAX_STATE_BYTES {
+        return Err(bad(format!("it is {} bytes, more than a state file can hold ({MAX_STATE_BYTES})", meta.len())));
+    }
+    let bytes = std::fs::read(path).map_err(|e| crate::Error::State { path: shown.clone(), why: e.to_string() })?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(bad("it is empty".into()));
+    }
+    let st: StateFile = serde_json::from_slice(&bytes).map_err(|e| bad(format!("it is not a detpath classify state file: {e}")))?;
+    if st.version != STATE_VERSION {
+        return Err(bad(format!("format version {} (this detpath reads {STATE_VERSION})", st.version)));
+    }
+    if st.iface != iface {
+        return Err(crate::Error::State { path: shown.clone(), why: format!("it is the state of interface {}, not {iface}; pass another --state", st.iface) });
+    }
+    if st.intents.len() > max_rules as usize {
+        return Err(bad(format!("it holds {} intents, more than --max-rules {max_rules}; raise --max-rules or remove intents from it", st.intents.len())));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (i, si) in st.intents.iter().enumerate() {
+        if !valid_id(&si.id) {
+            return Err(bad(format!("intent #{i} has the id {:?}, not 1 to 32 characters of A-Z, a-z, 0-9, - or _", si.id)));
+        }
+        if !seen.insert(si.id.as_str()) {
+            return Err(bad(format!("the id {} is there twice", si.id)));
+        }
+        let size = serde_json::to_vec(&si.intent).map(|v| v.len()).unwrap_or(usize::MAX);
+        if size > MAX_INTENT_BYTES {
+            return Err(bad(format!("intent {} is {size} bytes, more than {MAX_INTENT_BYTES}", si.id)));
+        }
+    }
+    Ok(Some(st))
+}
+
 /// The service behind the API: the classifier and its intents.
 pub struct Service {
     pub cls: Classifier,
@@ -94,29 +157,18 @@ type Reply = Result<(u16, Value), ApiError>;
 impl Service {
     /// A service over a loaded (and usually attached) classifier. With a state
     /// file, the intents and settings in it are reinstalled; one that cannot
-    /// be is an error (the daemon does not start half-configured).
-    pub fn new(cls: Classifier, iface: &str, state_path: Option<PathBuf>, settings: Option<Settings>) -> crate::Result<Service> {
+    /// be, or a file that is not a valid state file for this interface and
+    /// `max_rules`, is an error naming the file and the fix (the daemon does
+    /// not start half-configured).
+    pub fn new(cls: Classifier, iface: &str, state_path: Option<PathBuf>, settings: Option<Settings>, max_rules: u32) -> crate::Result<Service> {
         let mut s = Service { cls, iface: iface.to_string(), entries: Vec::new(), state_path, next_id: 1 };
-        let mut stored = Vec::new();
-        let mut loaded_settings = None;
-        if let Some(p) = &s.state_path {
-            match std::fs::read(p) {
-                Ok(b) => {
-                    let st: StateFile = serde_json::from_slice(&b)
-                        .map_err(|e| crate::Error::State { path: p.display().to_string(), why: format!("{e}; fix or remove the file") })?;
-                    if st.iface != iface {
-                        return Err(crate::Error::State {
-                            path: p.display().to_string(),
-                            why: format!("it is the state of interface {}, not {iface}; pass another --state", st.iface),
-                        });
-                    }
-                    loaded_settings = Some(st.settings);
-                    stored = st.intents;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(crate::Error::State { path: p.display().to_string(), why: e.to_string() }),
-            }
-        }
+        let (loaded_settings, stored) = match &s.state_path {
+            Some(p) => match load_state(p, iface, max_rules)? {
+                Some(st) => (Some(st.settings), st.intents),
+                None => (None, Vec::new()),
+            },
+            None => (None, Vec::new()),
+        };
         // Command-line settings win over stored ones.
         if let Some(st) = settings.or(loaded_settings) {
             s.cls.apply_settings(&st)?;
@@ -125,17 +177,20 @@ impl Service {
             let path = s.state_path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
             s.add(si.intent.clone(), Some(si.id.clone())).map_err(|e| crate::Error::State {
                 path: path.clone(),
-                why: format!("stored intent {} cannot be reinstalled: {e}; remove it from the file or fix the host", si.id),
+                why: format!("stored intent {} cannot be reinstalled: {e}; remove it from the file (or remove the file) or fix the host", si.id),
             })?;
         }
-        s.save().map_err(|e| crate::Error::State { path: format!("{:?}", s.state_path), why: e.message })?;
+        s.save().map_err(|e| crate::Error::State { path: s.state_path.as_ref().map(|p| p.display().to_string()).unwrap_or_default(), why: e.message })?;
         Ok(s)
     }
 
+    /// Writes the state file atomically and durably (temp file, fsync,
+    /// rename, fsync of the directory): after a crash or a power cut it holds
+    /// the old state or the new one, never an empty or half file.
     fn save(&self) -> Result<(), ApiError> {
         let Some(p) = &self.state_path else { return Ok(()) };
         let st = StateFile {
-            version: 1,
+            version: STATE_VERSION,
             iface: self.iface.clone(),
             settings: self.cls.settings().clone(),
             intents: self.entries.iter().map(|e| StoredIntent { id: e.id.clone(), intent: e.intent.clone() }).collect(),
@@ -146,10 +201,7 @@ impl Service {
                 std::fs::create_dir_all(dir).map_err(|e| ApiError::internal(format!("creating {}: {e}", dir.display())))?;
             }
         }
-        let tmp = p.with_extension("tmp");
-        std::fs::write(&tmp, body).map_err(|e| ApiError::internal(format!("writing {}: {e}", tmp.display())))?;
-        std::fs::rename(&tmp, p).map_err(|e| ApiError::internal(format!("renaming to {}: {e}", p.display())))?;
-        Ok(())
+        detpath_sys::fsutil::write_atomic(p, &body).map_err(|e| ApiError::internal(format!("writing the state file {}: {e}", p.display())))
     }
 
     fn entry_json(&self, e: &Entry) -> Value {

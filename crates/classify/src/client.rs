@@ -1,54 +1,57 @@
-//! A small HTTP/1.1 client for the daemon's API (the CLI's `add|rm|ls|stats`).
+//! The CLI's side of the daemon's API (`detpath classify add|rm|ls|stats|config`):
+//! one blocking HTTP/1.1 request over the daemon's Unix socket (the default)
+//! or TCP, answered with a status and a JSON body.
 
 use crate::error::{Error, Result};
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
+use crate::server::SOCKET_DIR;
+pub use detpath_metrics::http::Target;
+use std::path::{Path, PathBuf};
 
 /// Sends one request and returns the status and the JSON body.
-pub fn request(addr: SocketAddr, token: Option<&str>, method: &str, path: &str, body: Option<&[u8]>) -> Result<(u16, serde_json::Value)> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(3))
-        .map_err(|e| Error::io(format!("connecting to the classify daemon at {addr} (is `detpath classify serve` running? --server)"), e))?;
-    s.set_read_timeout(Some(Duration::from_secs(30))).ok();
-    let body = body.unwrap_or(&[]);
-    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
-    if !body.is_empty() {
-        head.push_str("Content-Type: application/json\r\n");
-    }
-    if let Some(t) = token {
-        head.push_str(&format!("Authorization: Bearer {t}\r\n"));
-    }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes()).and_then(|_| s.write_all(body)).map_err(|e| Error::io("sending the request", e))?;
-    let mut resp = Vec::new();
-    s.read_to_end(&mut resp).map_err(|e| Error::io("reading the answer", e))?;
-    let split = resp.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(|| Error::Config("the daemon's answer has no HTTP header".into()))?;
-    let head = String::from_utf8_lossy(&resp[..split]).to_string();
-    let status: u16 = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).ok_or_else(|| Error::Config(format!("bad status line: {head}")))?;
-    let mut payload = resp[split + 4..].to_vec();
-    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
-        payload = dechunk(&payload);
-    }
-    let v = if payload.iter().all(|b| b.is_ascii_whitespace()) {
+pub fn request(target: &Target, token: Option<&str>, method: &str, path: &str, body: Option<&[u8]>) -> Result<(u16, serde_json::Value)> {
+    let r = detpath_metrics::http::request(target, method, path, token, body).map_err(|e| {
+        let hint = match target {
+            Target::Unix(_) => "is `detpath classify serve` running, and are you root? --socket PATH, or --server ADDR:PORT for TCP",
+            Target::Tcp(_) => "is `detpath classify serve --listen` running there? --server ADDR:PORT",
+        };
+        Error::io(format!("talking to the classify daemon at {target} ({hint})"), e)
+    })?;
+    let v = if r.body.trim().is_empty() {
         serde_json::Value::Null
     } else {
-        serde_json::from_slice(&payload).map_err(|e| Error::Config(format!("the daemon's answer is not JSON: {e}")))?
+        serde_json::from_str(&r.body).map_err(|e| Error::Config(format!("the daemon's answer ({}) is not JSON: {e}", r.status)))?
     };
-    Ok((status, v))
+    Ok((r.status, v))
 }
 
-fn dechunk(b: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        let Some(eol) = b[i..].windows(2).position(|w| w == b"\r\n") else { break };
-        let n = usize::from_str_radix(String::from_utf8_lossy(&b[i..i + eol]).trim(), 16).unwrap_or(0);
-        i += eol + 2;
-        if n == 0 || i + n > b.len() {
-            break;
-        }
-        out.extend_from_slice(&b[i..i + n]);
-        i += n + 2;
-    }
+/// The daemons' sockets in `dir` (`classify-*.sock`), sorted.
+pub fn sockets_in(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("classify-") && n.ends_with(".sock")))
+        .collect();
+    out.sort();
     out
+}
+
+/// The socket to use when none was given: the interface's, or the only
+/// daemon's on this host; otherwise an error that lists them.
+pub fn default_socket(iface: Option<&str>, netns: Option<&str>) -> Result<PathBuf> {
+    if let Some(i) = iface {
+        return Ok(crate::server::default_socket_path(i, netns));
+    }
+    let found = sockets_in(Path::new(SOCKET_DIR));
+    match found.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(Error::Config(format!(
+            "no classify daemon socket in {SOCKET_DIR}: start `detpath classify serve --iface IFACE`, or pass --socket PATH or --server ADDR:PORT"
+        ))),
+        many => Err(Error::Config(format!(
+            "several classify daemons run ({}): pass --iface IFACE or --socket PATH",
+            many.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        ))),
+    }
 }

@@ -16,8 +16,10 @@ pub enum Error {
     State { path: String, why: String },
     #[error("cannot listen on {addr}: {why}")]
     Listen { addr: String, why: String },
-    #[error("refusing to listen on {0} (not a loopback address) without a token: pass --token SECRET (clients send `Authorization: Bearer SECRET`)")]
+    #[error("refusing to serve the API on TCP {0} without a token: pass --token-file FILE (a file holding a secret; clients send `Authorization: Bearer SECRET`), or leave out --listen and use the Unix socket")]
     NeedToken(String),
+    #[error(transparent)]
+    Token(#[from] detpath_metrics::http::TokenError),
     #[error("{what}: {err}")]
     Io { what: String, err: std::io::Error },
     #[error("{0}")]

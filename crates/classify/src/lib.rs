@@ -12,7 +12,8 @@
 //! - [`classifier::Classifier`] loads, attaches (BPF link: detached on drop and
 //!   on process exit) and programs the maps.
 //! - [`api::Service`] is the northbound API; [`server::serve`] carries it over
-//!   HTTP; [`client::request`] is the CLI's side.
+//!   HTTP (a root-only Unix socket by default, TCP with a token on request;
+//!   hyper with limits); [`client::request`] is the CLI's side.
 //!
 //! Needs root (CAP_BPF, CAP_NET_ADMIN) and Linux >= 5.9 (BPF links for XDP).
 

@@ -1,6 +1,7 @@
 //! `GET /metrics` of `detpath classify serve`: the classifier's statistics
 //! in OpenMetrics text (prometheus-client), read from the BPF maps at each
-//! scrape. Behind the same bearer token as the intent API.
+//! scrape. Served by the daemon next to the intent API, behind the same
+//! access rules (the Unix socket's mode, or the bearer token on TCP).
 //!
 //! | metric | labels | what |
 //! |--------|--------|------|
@@ -97,13 +98,4 @@ pub fn render(svc: &Service) -> String {
     // Writing into a String cannot fail.
     let _ = encode(&mut out, &reg);
     out
-}
-
-/// The HTTP response of one scrape.
-pub fn response(svc: &Service) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
-    let mut r = tiny_http::Response::from_data(render(svc).into_bytes());
-    if let Ok(h) = tiny_http::Header::from_bytes(&b"Content-Type"[..], CONTENT_TYPE.as_bytes()) {
-        r.add_header(h);
-    }
-    r
 }

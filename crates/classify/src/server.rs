@@ -1,27 +1,49 @@
-//! `detpath classify serve`: the daemon. One thread serves the HTTP JSON API
-//! (tiny_http, sequential: the maps have one writer) over [`crate::api::Service`].
-//! The listening socket is made in the caller's network namespace; with
-//! `netns`, the classifier is then loaded and attached inside that namespace.
+//! `detpath classify serve`: the daemon. The intent API ([`crate::api::Service`])
+//! and `GET /metrics` are served over HTTP/1.1 by detpath's hardened listener
+//! (`detpath_metrics::http`: hyper with a header timeout, a body limit
+//! checked from Content-Length before reading, bounded connections and
+//! request time) on the calling thread, one request at a time: the BPF maps
+//! keep a single writer.
+//!
+//! Transports: by default a Unix socket, mode 0600 owned by root, at
+//! `/run/detpath/classify-IFACE.sock` (only root can change the policy);
+//! `--listen ADDR:PORT` adds (or with no socket, replaces it by) TCP, which
+//! always needs a bearer token and checks Host and Origin so that a web page
+//! cannot reach it. The listening sockets are made in the caller's network
+//! namespace; with `netns`, the classifier is then loaded and attached
+//! inside that namespace.
+//!
+//! Shutdown: SIGINT/SIGTERM set a flag the server looks at every 50 ms; it
+//! then drops every connection (a slow client cannot hold it), removes the
+//! socket file and detaches the XDP program.
 
 use crate::api::Service;
 use crate::classifier::{Classifier, Settings};
 use crate::error::{Error, Result};
-use crate::intent::MAX_INTENT_BYTES;
+use detpath_metrics::http::{Bound, Limits, Policy, Reply, Req, Server, Target, Token};
 use detpath_sys::XdpMode;
-use std::io::Read;
+use std::cell::RefCell;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+
+/// Where the daemons' sockets live.
+pub const SOCKET_DIR: &str = "/run/detpath";
 
 /// How the daemon runs.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
     pub iface: String,
-    pub listen: SocketAddr,
-    /// Bearer token; required when `listen` is not a loopback address.
-    pub token: Option<String>,
+    /// The API's Unix socket (mode 0600); None: TCP only.
+    pub socket: Option<PathBuf>,
+    /// The API on TCP as well (needs `token`).
+    pub listen: Option<SocketAddr>,
+    /// Bearer token TCP clients must send.
+    pub token: Option<Token>,
     /// Where intents and settings persist (reinstalled on start).
     pub state: Option<PathBuf>,
     pub xdp_mode: XdpMode,
@@ -30,19 +52,42 @@ pub struct ServeConfig {
     pub netns: Option<String>,
     /// Settings from the command line (win over the state file's).
     pub settings: Option<Settings>,
+    /// What one client may cost.
+    pub limits: Limits,
 }
 
 impl ServeConfig {
     pub fn new(iface: &str) -> ServeConfig {
         ServeConfig {
             iface: iface.into(),
-            listen: SocketAddr::from(([127, 0, 0, 1], 7460)),
+            socket: Some(default_socket_path(iface, None)),
+            listen: None,
             token: None,
             state: None,
             xdp_mode: XdpMode::Native,
             max_rules: crate::maps::MAX_RULES,
             netns: None,
             settings: None,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// Where the API is served once the daemon is up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoints {
+    pub socket: Option<PathBuf>,
+    /// The TCP address bound (port 0 resolved).
+    pub tcp: Option<SocketAddr>,
+}
+
+impl Endpoints {
+    /// Where a client on this host should go (the socket when there is one).
+    pub fn target(&self) -> Target {
+        match (&self.socket, self.tcp) {
+            (Some(p), _) => Target::Unix(p.clone()),
+            (None, Some(a)) => Target::Tcp(a),
+            (None, None) => Target::Unix(PathBuf::new()),
         }
     }
 }
@@ -52,6 +97,14 @@ pub fn default_state_path(iface: &str, netns: Option<&str>) -> PathBuf {
     match netns {
         Some(ns) => PathBuf::from(format!("/var/lib/detpath/classify-{ns}-{iface}.json")),
         None => PathBuf::from(format!("/var/lib/detpath/classify-{iface}.json")),
+    }
+}
+
+/// Default API socket of an interface.
+pub fn default_socket_path(iface: &str, netns: Option<&str>) -> PathBuf {
+    match netns {
+        Some(ns) => PathBuf::from(format!("{SOCKET_DIR}/classify-{ns}-{iface}.sock")),
+        None => PathBuf::from(format!("{SOCKET_DIR}/classify-{iface}.sock")),
     }
 }
 
@@ -70,77 +123,117 @@ pub fn stop_on_signal() -> Arc<AtomicBool> {
     stop
 }
 
-fn json_response(status: u16, v: &serde_json::Value) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
-    let mut body = serde_json::to_vec_pretty(v).unwrap_or_default();
-    body.push(b'\n');
-    let mut r = tiny_http::Response::from_data(body).with_status_code(status);
-    if let Ok(h) = tiny_http::Header::from_bytes(&b"Content-Type"[..], &b"application/json"[..]) {
-        r.add_header(h);
-    }
-    r
+/// The access rules of the intent API.
+pub fn policy(token: Option<Token>) -> Policy {
+    Policy { token, check_host: true, json_errors: true, token_hint: "the daemon's token (--token-file FILE)".into() }
 }
 
-/// Runs the daemon until `stop` is set. `ready` receives the bound address
-/// once the classifier is attached and the rules are reinstalled.
-pub fn serve(cfg: ServeConfig, stop: Arc<AtomicBool>, ready: Option<std::sync::mpsc::Sender<SocketAddr>>) -> Result<()> {
-    if !cfg.listen.ip().is_loopback() && cfg.token.is_none() {
-        return Err(Error::NeedToken(cfg.listen.to_string()));
+/// The request handler over a service: `GET /metrics` and the intent API.
+pub fn handler(svc: Rc<RefCell<Service>>) -> impl Fn(Req) -> Reply {
+    move |req: Req| {
+        if req.method == "GET" && req.path.split('?').next() == Some("/metrics") {
+            return Reply::new(200, crate::metrics::CONTENT_TYPE, crate::metrics::render(&svc.borrow()));
+        }
+        let (status, v) = svc.borrow_mut().handle(&req.method, &req.path, &req.body);
+        let mut body = serde_json::to_vec_pretty(&v).unwrap_or_default();
+        body.push(b'\n');
+        Reply::new(status, "application/json", body)
     }
-    let server = tiny_http::Server::http(cfg.listen).map_err(|e| Error::Listen { addr: cfg.listen.to_string(), why: e.to_string() })?;
-    let addr = server.server_addr().to_ip().unwrap_or(cfg.listen);
+}
+
+/// A socket file removed when the daemon ends (or fails to start).
+struct SocketFile(PathBuf);
+
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Binds the Unix socket with mode 0600 (a stale file from a crashed daemon
+/// is replaced; a live daemon's is not).
+fn bind_unix(path: &Path) -> Result<(UnixListener, SocketFile)> {
+    let shown = path.display().to_string();
+    let fail = |why: String| Error::Listen { addr: shown.clone(), why };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::DirBuilder::new().recursive(true).mode(0o755).create(dir).map_err(|e| fail(format!("creating {}: {e}", dir.display())))?;
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_socket() => {
+            if UnixStream::connect(path).is_ok() {
+                return Err(fail("another daemon answers on it; stop it or pass another --socket".into()));
+            }
+            std::fs::remove_file(path).map_err(|e| fail(format!("removing the stale socket: {e}")))?;
+        }
+        Ok(_) => return Err(fail("it exists and is not a socket; remove it or pass another --socket".into())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(fail(e.to_string())),
+    }
+    // The socket file takes its mode from the umask at bind(2): make it
+    // 0600 from the start, so there is no moment others could connect.
+    // SAFETY: umask(2) only swaps the process's creation mask; it is restored
+    // right after (the daemon creates no other file meanwhile).
+    let old = unsafe { libc::umask(0o177) };
+    let l = UnixListener::bind(path);
+    // SAFETY: as above, restores the previous mask.
+    unsafe { libc::umask(old) };
+    let l = l.map_err(|e| fail(e.to_string()))?;
+    let file = SocketFile(path.to_path_buf());
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| fail(format!("chmod 0600: {e}")))?;
+    Ok((l, file))
+}
+
+/// Runs the daemon until `stop` is set. `ready` receives where the API is
+/// served once the classifier is attached and the rules are reinstalled.
+pub fn serve(cfg: ServeConfig, stop: Arc<AtomicBool>, ready: Option<std::sync::mpsc::Sender<Endpoints>>) -> Result<()> {
+    if cfg.socket.is_none() && cfg.listen.is_none() {
+        return Err(Error::Config("nothing to serve the API on: give --socket PATH (the default) and/or --listen ADDR:PORT".into()));
+    }
+    if let (Some(a), None) = (cfg.listen, &cfg.token) {
+        return Err(Error::NeedToken(a.to_string()));
+    }
+    let mut listeners = Vec::new();
+    let mut at = Endpoints { socket: None, tcp: None };
+    if let Some(a) = cfg.listen {
+        let l = std::net::TcpListener::bind(a).map_err(|e| Error::Listen { addr: a.to_string(), why: e.to_string() })?;
+        at.tcp = Some(l.local_addr().map_err(|e| Error::Listen { addr: a.to_string(), why: e.to_string() })?);
+        listeners.push(Bound::Tcp(l));
+    }
+    let mut _socket_file = None;
+    if let Some(p) = &cfg.socket {
+        let (l, f) = bind_unix(p)?;
+        _socket_file = Some(f);
+        at.socket = Some(p.clone());
+        listeners.push(Bound::Unix(l));
+    }
     if let Some(ns) = &cfg.netns {
         detpath_sys::netns::move_to(ns)?;
     }
     let mut cls = Classifier::load(cfg.max_rules)?;
     cls.attach(&cfg.iface, cfg.xdp_mode)?;
-    let mut svc = Service::new(cls, &cfg.iface, cfg.state.clone(), cfg.settings.clone())?;
+    let svc = Service::new(cls, &cfg.iface, cfg.state.clone(), cfg.settings.clone(), cfg.max_rules)?;
+    let mut where_ = Vec::new();
+    if let Some(p) = &at.socket {
+        where_.push(format!("unix:{}", p.display()));
+    }
+    if let Some(a) = at.tcp {
+        where_.push(format!("http://{a}/v1/ (token required)"));
+    }
     eprintln!(
-        "detpath classify: XDP classifier on {} ({} mode), {} intent(s) installed, API on http://{addr}/v1/",
+        "detpath classify: XDP classifier on {} ({} mode), {} intent(s) installed, API on {}",
         cfg.iface,
         cfg.xdp_mode.as_str(),
-        svc.entries.len()
+        svc.entries.len(),
+        where_.join(" and ")
     );
     if let Some(r) = ready {
-        let _ = r.send(addr);
+        let _ = r.send(at);
     }
-    let expected_auth = cfg.token.as_ref().map(|t| format!("Bearer {t}"));
-    while !stop.load(Ordering::SeqCst) {
-        let mut req = match server.recv_timeout(Duration::from_millis(100)) {
-            Ok(Some(r)) => r,
-            Ok(None) => continue,
-            Err(e) => {
-                eprintln!("detpath classify: accepting a request: {e}");
-                continue;
-            }
-        };
-        if let Some(want) = &expected_auth {
-            let got = req.headers().iter().find(|h| h.field.equiv("Authorization")).map(|h| h.value.as_str().to_string());
-            if got.as_deref() != Some(want.as_str()) {
-                let v = serde_json::json!({"error": {"code": "unauthorized", "message": "send `Authorization: Bearer <token>` with the daemon's --token"}});
-                let _ = req.respond(json_response(401, &v));
-                continue;
-            }
-        }
-        if *req.method() == tiny_http::Method::Get && req.url().split('?').next() == Some("/metrics") {
-            let _ = req.respond(crate::metrics::response(&svc));
-            continue;
-        }
-        let mut body = Vec::new();
-        let n = req.as_reader().take(MAX_INTENT_BYTES as u64 + 1).read_to_end(&mut body);
-        let (status, v) = match n {
-            Err(e) => (400, serde_json::json!({"error": {"code": "bad_request", "message": format!("reading the body: {e}")}})),
-            Ok(_) if body.len() > MAX_INTENT_BYTES => {
-                (413, serde_json::json!({"error": {"code": "too_large", "message": format!("the body is larger than {MAX_INTENT_BYTES} bytes")}}))
-            }
-            Ok(_) => {
-                let method = req.method().as_str().to_string();
-                let url = req.url().to_string();
-                svc.handle(&method, &url, &body)
-            }
-        };
-        let _ = req.respond(json_response(status, &v));
-    }
+    let svc = Rc::new(RefCell::new(svc));
+    let server = Server::new(policy(cfg.token.clone()), cfg.limits, handler(svc.clone()));
+    let served = server.run(listeners, &stop);
     eprintln!("detpath classify: stopping; detaching from {}", cfg.iface);
+    // `run` dropped the server and its connections; the last service handle detaches.
     drop(svc);
-    Ok(())
+    served.map_err(|e| Error::io("serving the API", e))
 }

@@ -8,17 +8,11 @@ use detpath_classify::client::request;
 use detpath_classify::frames::{build, Layer};
 use detpath_classify::server::ServeConfig;
 use detpath_sys::packet::PacketSocket;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::PathBuf;
 
 fn intent(teid: u32, action: &str) -> String {
     format!(r#"{{"Resources": [{{"encapsulationID1": "{teid:08X}", "encapsulationType1": "gtp"}}], "Action": {{"actionType": "INSERT", {action}}}}}"#)
-}
-
-struct TempDir(PathBuf);
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 fn setup(ns: &mut Namespaces) -> (String, String, String, String) {
@@ -31,7 +25,7 @@ fn setup(ns: &mut Namespaces) -> (String, String, String, String) {
 
 fn config(e: &str, ee: &str, state: PathBuf, max_rules: u32) -> ServeConfig {
     let mut cfg = ServeConfig::new(ee);
-    cfg.listen = "127.0.0.1:0".parse().unwrap();
+    cfg.socket = Some(state.with_extension("sock"));
     cfg.netns = Some(e.to_string());
     cfg.state = Some(state);
     cfg.max_rules = max_rules;
@@ -56,7 +50,7 @@ fn gtp_frame(teid: u32) -> Vec<u8> {
 fn bad_inputs_full_table_and_restart() {
     let mut ns = Namespaces::new();
     let (g, e, ge, ee) = setup(&mut ns);
-    let dir = TempDir(std::env::temp_dir().join(format!("{}-state", ns.prefix)));
+    let dir = TempDir::new(&ns, "state");
     let state = dir.0.join("classify.json");
     let d = Daemon::start(config(&e, &ee, state.clone(), 4)).expect("daemon");
     let health = |d: &Daemon| d.req("GET", "/v1/health", None).1;
@@ -146,31 +140,122 @@ fn bad_inputs_full_table_and_restart() {
     assert_eq!(st["totals"]["drop"]["packets"], 3);
     d.stop();
 
-    // A state file that cannot be read is an error that names it.
-    std::fs::write(&state, b"{ not json").unwrap();
-    let err = Daemon::start(config(&e, &ee, state.clone(), 4)).err().expect("refused").to_string();
-    assert!(err.contains("classify.json"), "{err}");
-    assert!(!has_xdp(&e, &ee), "a daemon that failed to start leaves nothing attached");
+    // A state file that cannot be used is an error that names it and the fix,
+    // and nothing is left attached.
+    let stored: serde_json::Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    let with_intents = |f: &dyn Fn(&mut Vec<serde_json::Value>)| {
+        let mut v = stored.clone();
+        f(v["intents"].as_array_mut().unwrap());
+        serde_json::to_vec(&v).unwrap()
+    };
+    let with_field = |k: &str, x: serde_json::Value| {
+        let mut v = stored.clone();
+        v[k] = x;
+        serde_json::to_vec(&v).unwrap()
+    };
+    let one = stored["intents"][0].clone();
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("not json", b"{ not json".to_vec(), "not a detpath classify state file"),
+        ("empty (a power cut before an atomic write)", Vec::new(), "empty"),
+        ("duplicate id", with_intents(&|v| v[1]["id"] = v[0]["id"].clone()), "twice"),
+        ("bad id", with_intents(&|v| v[0]["id"] = "no spaces allowed".into()), "has the id"),
+        ("more intents than --max-rules", with_intents(&|v| v.push(serde_json::json!({"id": "R9", "intent": one["intent"].clone()}))), "--max-rules"),
+        ("unknown version", with_field("version", 7.into()), "version 7"),
+        ("unknown field", with_field("extra", 1.into()), "unknown field"),
+    ];
+    for (name, bytes, why) in cases {
+        std::fs::write(&state, &bytes).unwrap();
+        let err = Daemon::start(config(&e, &ee, state.clone(), 4)).err().unwrap_or_else(|| panic!("{name}: refused")).to_string();
+        assert!(err.contains("classify.json") && err.contains("remove or repair"), "{name}: {err}");
+        assert!(err.contains(why), "{name}: `{why}` in: {err}");
+        assert!(!has_xdp(&e, &ee), "{name}: a daemon that failed to start leaves nothing attached");
+    }
+    // The daemon writes it atomically: no temporary file is left beside it.
+    std::fs::write(&state, serde_json::to_vec(&stored).unwrap()).unwrap();
+    let d = Daemon::start(config(&e, &ee, state.clone(), 4)).expect("the repaired file loads");
+    assert_eq!(d.req("DELETE", "/v1/intents/R0", None).0, 200);
+    d.stop();
+    let names: Vec<String> = std::fs::read_dir(&dir.0).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names, vec!["classify.json".to_string()], "only the state file (the socket is removed on stop)");
+    let after: serde_json::Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    assert_eq!(after["intents"].as_array().unwrap().len(), 3);
     remove_and_check(ns);
 }
 
+/// A raw request over TCP (headers as given): the status and the whole answer.
+fn raw(addr: std::net::SocketAddr, head: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    s.write_all(head.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out).to_string();
+    let status = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (status, text)
+}
+
 #[test]
-fn token_and_listen_address() {
+fn transports_token_host_and_origin() {
     let mut ns = Namespaces::new();
     let (_g, e, _ge, ee) = setup(&mut ns);
-    let dir = TempDir(std::env::temp_dir().join(format!("{}-state", ns.prefix)));
+    let dir = TempDir::new(&ns, "state");
     let mut cfg = config(&e, &ee, dir.0.join("s.json"), 16);
-    cfg.listen = "0.0.0.0:0".parse().unwrap();
-    let err = Daemon::start(cfg.clone()).err().expect("no token, not loopback").to_string();
-    assert!(err.contains("--token"), "{err}");
-    cfg.listen = "127.0.0.1:0".parse().unwrap();
-    cfg.token = Some("s3cret".into());
+    // TCP always needs a token, loopback or not; the error names the fix.
+    for listen in ["0.0.0.0:0", "127.0.0.1:0"] {
+        cfg.listen = Some(listen.parse().unwrap());
+        let err = Daemon::start(cfg.clone()).err().expect("TCP without a token").to_string();
+        assert!(err.contains("--token-file"), "{err}");
+        assert!(!has_xdp(&e, &ee));
+    }
+    // A token file's trailing newline is ignored.
+    let tf = dir.0.join("token");
+    std::fs::write(&tf, "s3cret\n").unwrap();
+    cfg.token = Some(detpath_metrics::http::Token::from_file(&tf).unwrap());
+    cfg.listen = Some("127.0.0.1:0".parse().unwrap());
     let d = Daemon::start(cfg).unwrap();
-    let (st, v) = request(d.addr, None, "GET", "/v1/intents", None).unwrap();
+
+    // The Unix socket: root only (0600), no token needed.
+    let sock = d.at.socket.clone().unwrap();
+    let meta = std::fs::metadata(&sock).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    assert_eq!(meta.uid(), 0);
+    assert_eq!(d.req("GET", "/v1/intents", None).0, 200);
+
+    let tcp = d.tcp();
+    let (st, v) = request(&tcp, None, "GET", "/v1/intents", None).unwrap();
     assert_eq!((st, v["error"]["code"].as_str()), (401, Some("unauthorized")));
-    assert_eq!(request(d.addr, Some("wrong"), "GET", "/v1/intents", None).unwrap().0, 401);
-    assert_eq!(request(d.addr, Some("s3cret"), "GET", "/v1/intents", None).unwrap().0, 200);
+    assert_eq!(request(&tcp, Some("wrong"), "GET", "/v1/intents", None).unwrap().0, 401);
+    assert_eq!(request(&tcp, Some("s3cre"), "GET", "/v1/intents", None).unwrap().0, 401);
+    assert_eq!(request(&tcp, Some("s3cret"), "GET", "/v1/intents", None).unwrap().0, 200);
+    let addr = d.at.tcp.unwrap();
+    let intent = r#"{"Resources": [{"dstPort": 9}], "Action": {"actionType": "INSERT", "actionName": "DROP"}}"#;
+    let post = |host: &str, extra: &str| {
+        raw(
+            addr,
+            &format!(
+                "POST /v1/intents HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer s3cret\r\n{extra}Content-Type: text/plain\r\nContent-Length: {}\r\n\r\n{intent}",
+                intent.len()
+            ),
+        )
+    };
+    // A web page's cross-origin POST (even one that somehow had the token) is refused.
+    let (st, body) = post(&addr.to_string(), "Origin: http://evil.example\r\n");
+    assert_eq!(st, 403, "{body}");
+    assert!(body.contains("cross_origin"), "{body}");
+    let (st, body) = post(&addr.to_string(), "Origin: null\r\n");
+    assert_eq!(st, 403, "{body}");
+    // DNS rebinding: a Host that is neither this address nor localhost.
+    let (st, body) = post(&format!("evil.example:{}", addr.port()), "");
+    assert_eq!(st, 403, "{body}");
+    assert!(body.contains("bad_host"), "{body}");
+    assert_eq!(d.req("GET", "/v1/health", None).1["kernel_rules"], 0, "nothing refused was installed");
+    // Same origin, localhost name: accepted.
+    let (st, body) = post(&format!("localhost:{}", addr.port()), &format!("Origin: http://localhost:{}\r\n", addr.port()));
+    assert_eq!(st, 201, "{body}");
+    assert_eq!(d.req("GET", "/v1/health", None).1["kernel_rules"], 1);
     d.stop();
+    assert!(!sock.exists(), "the socket file is removed on stop");
     remove_and_check(ns);
 }
 
@@ -183,7 +268,7 @@ fn attach_refuses_an_interface_with_another_program() {
         let l = c.attach_helper("cls_pass", &ee, detpath_classify::XdpMode::Native).unwrap();
         (c, l)
     });
-    let dir = TempDir(std::env::temp_dir().join(format!("{}-state", ns.prefix)));
+    let dir = TempDir::new(&ns, "state");
     let err = Daemon::start(config(&e, &ee, dir.0.join("s.json"), 16)).err().expect("EBUSY").to_string();
     // The one XDP layer (detpath-sys) names the program that holds the interface and how to remove it.
     assert!(err.contains("already has XDP program id") && err.contains("xdp off"), "{err}");

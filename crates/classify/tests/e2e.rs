@@ -97,8 +97,9 @@ fn sixteen_services_eight_prioritised_over_vxlan_gtpu() {
     let sock_e = in_ns(&e, || UdpSocket::bind("10.200.0.1:2152").unwrap());
     let sock_a = in_ns(&a, || UdpSocket::bind("10.200.0.1:2152").unwrap());
 
+    let dir = TempDir::new(&ns, "api");
     let mut cfg = ServeConfig::new(&ee);
-    cfg.listen = "127.0.0.1:0".parse().unwrap();
+    cfg.socket = Some(dir.0.join("api.sock"));
     cfg.netns = Some(e.clone());
     cfg.settings = Some(Settings { alt_nodes: vec![AltNode { mac: MAC_A, ip: "10.99.0.3".parse().unwrap() }], ..Settings::default() });
     let d = Daemon::start(cfg).expect("daemon");

@@ -57,18 +57,21 @@ fn metrics_follow_rules_actions_and_overload() {
     let (ge, ee) = (ns.ifname("ge"), ns.ifname("ee"));
     veth(&g, &ge, "02:64:63:00:02:01", &e, &ee, "02:64:63:00:02:0e");
     let mut cfg = ServeConfig::new(&ee);
-    cfg.listen = "127.0.0.1:0".parse().unwrap();
+    // TCP only (a scraper elsewhere), behind the token.
+    cfg.socket = None;
+    cfg.listen = Some("127.0.0.1:0".parse().unwrap());
     cfg.netns = Some(e.clone());
-    cfg.token = Some("tok".into());
+    cfg.token = Some(detpath_metrics::http::Token::new("tok", "test").unwrap());
     let d = Daemon::start(cfg).expect("daemon");
-    let post = |body: String| detpath_classify::client::request(d.addr, Some("tok"), "POST", "/v1/intents", Some(body.as_bytes())).unwrap().0;
+    let addr = d.at.tcp.unwrap();
+    let post = |body: String| detpath_classify::client::request(&d.tcp(), Some("tok"), "POST", "/v1/intents", Some(body.as_bytes())).unwrap().0;
     assert_eq!(post(intent(0x201, "DROP", "D1")), 201);
     assert_eq!(post(intent(0x202, "PASS", "P1")), 201);
 
     // The token guards /metrics as it guards the API.
-    assert_eq!(scrape(d.addr, None).0, 401);
-    assert_eq!(scrape(d.addr, Some("wrong")).0, 401);
-    let (status, ctype, body) = scrape(d.addr, Some("tok"));
+    assert_eq!(scrape(addr, None).0, 401);
+    assert_eq!(scrape(addr, Some("wrong")).0, 401);
+    let (status, ctype, body) = scrape(addr, Some("tok"));
     assert_eq!(status, 200);
     assert!(ctype.starts_with("application/openmetrics-text"), "{ctype}");
     assert_eq!(value(&body, "detpath_classify_rule_packets_total", Some(("id", "D1"))), 0.0);
@@ -85,10 +88,11 @@ fn metrics_follow_rules_actions_and_overload() {
         }
     });
     std::thread::sleep(Duration::from_millis(200));
-    let put = detpath_classify::client::request(d.addr, Some("tok"), "PUT", "/v1/config", Some(br#"{"load_flag": true, "rate_threshold_pps": 5000}"#)).unwrap();
+    let put =
+        detpath_classify::client::request(&d.tcp(), Some("tok"), "PUT", "/v1/config", Some(br#"{"load_flag": true, "rate_threshold_pps": 5000}"#)).unwrap();
     assert_eq!(put.0, 200, "{}", put.1);
 
-    let body = scrape(d.addr, Some("tok")).2;
+    let body = scrape(addr, Some("tok")).2;
     let frame_len = gtp_frame(0x201).len() as f64;
     assert_eq!(value(&body, "detpath_classify_rule_packets_total", Some(("id", "D1"))), 4.0, "{body}");
     assert_eq!(value(&body, "detpath_classify_rule_bytes_total", Some(("id", "D1"))), 4.0 * frame_len);
@@ -103,7 +107,7 @@ fn metrics_follow_rules_actions_and_overload() {
     // The overload flag makes the classifier count overloaded packets.
     in_ns(&g, || PacketSocket::open(&ge).unwrap().send(&gtp_frame(0x201)).unwrap());
     std::thread::sleep(Duration::from_millis(200));
-    let body = scrape(d.addr, Some("tok")).2;
+    let body = scrape(addr, Some("tok")).2;
     assert_eq!(value(&body, "detpath_classify_action_packets_total", Some(("action", "overloaded"))), 1.0, "{body}");
     assert_eq!(value(&body, "detpath_classify_rule_packets_total", Some(("id", "D1"))), 5.0);
     d.stop();

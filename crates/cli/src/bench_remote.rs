@@ -55,7 +55,7 @@ pub struct ServerArgs {
     #[command(flatten)]
     side: SideArgs,
     #[command(flatten)]
-    metrics: detpath_metrics::MetricsArgs,
+    metrics: crate::metrics_args::MetricsArgs,
 }
 
 #[derive(clap::Args)]

@@ -1,17 +1,24 @@
 //! `detpath classify`: the XDP classifier daemon and its client.
 //!
 //! ```text
-//! detpath classify serve --iface eth0 [--listen 127.0.0.1:7460] [--token T] [--alt MAC,IP]...
+//! detpath classify serve --iface eth0 [--socket PATH] [--listen ADDR:PORT --token-file FILE] [--alt MAC,IP]...
 //! detpath classify add intent.json      # or - for stdin
 //! detpath classify ls | stats | rm ID
 //! detpath classify config --load-flag on
 //! ```
+//!
+//! The API is a root-only Unix socket (`/run/detpath/classify-IFACE.sock`)
+//! unless `--listen` asks for TCP, which needs a token. Clients find the
+//! socket themselves when one daemon runs (else `--iface` or `--socket`);
+//! `--server ADDR:PORT` goes over TCP with `--token-file`.
 
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
 use detpath_classify::classifier::{parse_mac, AltNode, DefaultAction, Settings};
+use detpath_classify::client::{self, Target};
 use detpath_classify::server::{self, ServeConfig};
-use detpath_classify::{client, XdpMode};
+use detpath_classify::XdpMode;
+use detpath_metrics::http::Token;
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -24,11 +31,25 @@ pub struct Args {
 
 #[derive(Parser, Clone)]
 struct ClientOpts {
-    /// Address of the daemon's API.
-    #[arg(long, default_value = "127.0.0.1:7460", global = true)]
-    server: SocketAddr,
-    /// Bearer token (or DETPATH_CLASSIFY_TOKEN).
+    /// The daemon's Unix socket. Default: /run/detpath/classify-IFACE.sock
+    /// with --iface, else the only daemon's socket there.
+    #[arg(long, global = true, conflicts_with = "server")]
+    socket: Option<PathBuf>,
+    /// Which daemon (by interface) when several run.
     #[arg(long, global = true)]
+    iface: Option<String>,
+    /// The daemon's namespace (its default socket name has it) with --iface.
+    #[arg(long, global = true)]
+    netns: Option<String>,
+    /// Talk to a daemon started with --listen ADDR:PORT (TCP; needs the token).
+    #[arg(long, global = true, value_name = "ADDR:PORT")]
+    server: Option<SocketAddr>,
+    /// File holding the bearer token for --server (a trailing newline is ignored).
+    #[arg(long, global = true, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Bearer token for --server (or DETPATH_CLASSIFY_TOKEN); prefer --token-file,
+    /// a command line is visible to every local user.
+    #[arg(long, global = true, conflicts_with = "token_file")]
     token: Option<String>,
     /// Print the daemon's JSON instead of a table.
     #[arg(long, global = true)]
@@ -88,11 +109,24 @@ struct ServeArgs {
     /// Interface to classify.
     #[arg(long)]
     iface: String,
-    /// Address of the HTTP API (a non-loopback address needs --token).
-    #[arg(long, default_value = "127.0.0.1:7460")]
-    listen: SocketAddr,
-    /// Bearer token clients must send (or DETPATH_CLASSIFY_TOKEN).
-    #[arg(long)]
+    /// The API's Unix socket (mode 0600, root only).
+    /// Default /run/detpath/classify-IFACE.sock (classify-NETNS-IFACE.sock with --netns).
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// No Unix socket (then --listen is required).
+    #[arg(long, conflicts_with = "socket")]
+    no_socket: bool,
+    /// Serve the API on TCP too, e.g. 127.0.0.1:7460. Needs a token
+    /// (--token-file); the Host and Origin headers are checked.
+    #[arg(long, value_name = "ADDR:PORT")]
+    listen: Option<SocketAddr>,
+    /// File holding the bearer token TCP clients must send (a trailing
+    /// newline is ignored). Without it: --token, DETPATH_CLASSIFY_TOKEN, or
+    /// $CREDENTIALS_DIRECTORY/token (systemd LoadCredential=token:FILE).
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Bearer token on the command line (visible to every local user: prefer --token-file).
+    #[arg(long, conflicts_with = "token_file")]
     token: Option<String>,
     /// State file (intents and settings, reinstalled on start).
     /// Default /var/lib/detpath/classify-IFACE.json.
@@ -148,12 +182,37 @@ fn parse_default(s: &str) -> anyhow::Result<DefaultAction> {
     }
 }
 
-fn token(t: Option<String>) -> Option<String> {
-    t.or_else(|| std::env::var("DETPATH_CLASSIFY_TOKEN").ok().filter(|s| !s.is_empty()))
+/// The token from --token-file, --token or DETPATH_CLASSIFY_TOKEN; with
+/// `credentials`, then `$CREDENTIALS_DIRECTORY/token` (systemd).
+fn token(file: Option<&PathBuf>, arg: Option<&String>, credentials: bool) -> anyhow::Result<Option<Token>> {
+    if let Some(f) = file {
+        return Ok(Some(Token::from_file(f)?));
+    }
+    if let Some(t) = arg {
+        return Ok(Some(Token::new(t, "--token")?));
+    }
+    if let Some(t) = std::env::var("DETPATH_CLASSIFY_TOKEN").ok().filter(|s| !s.is_empty()) {
+        return Ok(Some(Token::new(&t, "DETPATH_CLASSIFY_TOKEN")?));
+    }
+    if credentials {
+        if let Some(dir) = std::env::var_os("CREDENTIALS_DIRECTORY") {
+            let f = PathBuf::from(dir).join("token");
+            if f.exists() {
+                return Ok(Some(Token::from_file(&f)?));
+            }
+        }
+    }
+    Ok(None)
 }
 
 fn call(c: &ClientOpts, method: &str, path: &str, body: Option<&[u8]>) -> anyhow::Result<(u16, serde_json::Value)> {
-    Ok(client::request(c.server, token(c.token.clone()).as_deref(), method, path, body)?)
+    let target = match (&c.server, &c.socket) {
+        (Some(a), _) => Target::Tcp(*a),
+        (None, Some(p)) => Target::Unix(p.clone()),
+        (None, None) => Target::Unix(client::default_socket(c.iface.as_deref(), c.netns.as_deref())?),
+    };
+    let t = token(c.token_file.as_ref(), c.token.as_ref(), false)?;
+    Ok(client::request(&target, t.as_ref().map(Token::as_str), method, path, body)?)
 }
 
 /// Prints the answer; non-2xx becomes exit code 1 with the daemon's message.
@@ -190,15 +249,17 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
             });
             let settings = settings.transpose()?;
             let state = s.state.clone().unwrap_or_else(|| server::default_state_path(&s.iface, s.netns.as_deref()));
+            let socket = (!s.no_socket).then(|| s.socket.clone().unwrap_or_else(|| server::default_socket_path(&s.iface, s.netns.as_deref())));
             let cfg = ServeConfig {
-                iface: s.iface,
+                socket,
                 listen: s.listen,
-                token: token(s.token),
+                token: token(s.token_file.as_ref(), s.token.as_ref(), true)?,
                 state: Some(state),
                 xdp_mode: s.xdp_mode,
                 max_rules: s.max_rules,
                 netns: s.netns,
                 settings,
+                ..ServeConfig::new(&s.iface)
             };
             let stop = server::stop_on_signal();
             server::serve(cfg, stop, None)?;
@@ -279,7 +340,20 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
             }
             let (st, v) =
                 if body.is_empty() { call(&c, "GET", "/v1/config", None)? } else { call(&c, "PUT", "/v1/config", Some(&serde_json::to_vec(&body)?))? };
-            Ok(report(st, &v, true, |_| {}))
+            Ok(report(st, &v, c.json, |v| {
+                for (k, x) in v.as_object().into_iter().flatten() {
+                    match x {
+                        serde_json::Value::Array(nodes) => {
+                            println!("{k:<20} {}", nodes.len());
+                            for (i, n) in nodes.iter().enumerate() {
+                                println!("  [{i}] {}", n);
+                            }
+                        }
+                        serde_json::Value::String(t) => println!("{k:<20} {t}"),
+                        other => println!("{k:<20} {other}"),
+                    }
+                }
+            }))
         }
     }
 }

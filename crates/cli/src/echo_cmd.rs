@@ -31,7 +31,7 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    metrics: detpath_metrics::MetricsArgs,
+    metrics: crate::metrics_args::MetricsArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {

@@ -44,7 +44,7 @@ impl Drop for Proc {
 }
 
 fn classify(api: &str, args: &[&str]) -> (bool, String) {
-    let out = Command::new(BIN).arg("classify").args(args).args(["--server", api, "--json"]).output().unwrap();
+    let out = Command::new(BIN).arg("classify").args(args).args(["--socket", api, "--json"]).output().unwrap();
     (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }
 
@@ -72,10 +72,11 @@ fn round_trip(tb: &Testbed, port: u16, msg: &[u8]) -> Option<Vec<u8>> {
 fn classifier_hands_a_flow_to_an_afxdp_endpoint_in_another_process() {
     let tb = Testbed::up(TestbedConfig::unique("xsk")).expect("testbed up");
     let state = std::env::temp_dir().join(format!("detpath-xsk-{}.json", std::process::id()));
-    let api = "127.0.0.1:17461";
+    let api_path = std::env::temp_dir().join(format!("detpath-xsk-{}.sock", std::process::id()));
+    let api = api_path.to_str().unwrap();
     let mut daemon = Proc(
         Command::new(BIN)
-            .args(["classify", "serve", "--iface", &tb.b().iface, "--netns", &tb.b().netns, "--listen", api, "--state"])
+            .args(["classify", "serve", "--iface", &tb.b().iface, "--netns", &tb.b().netns, "--socket", api, "--state"])
             .arg(&state)
             .stderr(Stdio::null())
             .spawn()

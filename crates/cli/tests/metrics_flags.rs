@@ -129,3 +129,58 @@ fn bench_server_serves_metrics_and_needs_a_token_beyond_loopback() {
     }
     assert!(text.contains(&want), "missing `{want}` in:\n{text}");
 }
+
+/// Writes `head` to the listener and reads the whole answer: (status, text).
+fn raw(addr: SocketAddr, head: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(head.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out).into_owned();
+    (text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0), text)
+}
+
+#[test]
+fn echo_survives_a_huge_request_and_half_open_connections_to_its_metrics() {
+    let tb = Testbed::up(TestbedConfig::unique("mxh")).expect("testbed up");
+    let port = 9320;
+    let spec = tb.b().uri("udp", port);
+    let (mut child, addr) = start(&["echo", &spec, "--netns", &tb.b().netns, "--metrics", "127.0.0.1:0"]);
+    let server = SocketAddrV4::new(tb.b().addr, port);
+    send_and_wait(&tb, server, 3);
+
+    // A 1 TiB Content-Length (which aborted the process before): refused unread.
+    for method in ["POST", "GET"] {
+        let (st, text) = raw(addr, &format!("{method} /metrics HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 1099511627776\r\n\r\n"));
+        assert_eq!(st, 413, "{method}: {text}");
+    }
+    // A web page cannot read it either.
+    let (st, _) = raw(addr, &format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nOrigin: http://evil.example\r\n\r\n"));
+    assert_eq!(st, 403);
+    // 200 half-open connections do not keep a scrape from being answered.
+    let held: Vec<std::net::TcpStream> = (0..200)
+        .map(|_| {
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            std::io::Write::write_all(&mut s, b"GET /metrics HTTP/1.1\r\n").unwrap();
+            s
+        })
+        .collect();
+    let text = scrape(addr);
+    drop(held);
+
+    assert!(child.0.try_wait().unwrap().is_none(), "echo is still running");
+    send_and_wait(&tb, server, 5);
+    let local = format!("{}:{port}", tb.b().addr);
+    let want = format!("detpath_endpoint_tx_packets_total{{local=\"{local}\",datapath=\"udp\"}} 8");
+    let mut text = text;
+    for _ in 0..20 {
+        if text.contains(&want) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        text = scrape(addr);
+    }
+    assert!(text.contains(&want), "echo still echoes and counts: missing `{want}` in:\n{text}");
+}

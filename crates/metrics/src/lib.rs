@@ -6,8 +6,7 @@
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let args = detpath_metrics::MetricsArgs { metrics: Some("127.0.0.1:9460".parse()?), metrics_token: None };
-//! let metrics = args.start()?;                           // before entering a netns: scraped from here
+//! let metrics = detpath_metrics::Metrics::start(Some("127.0.0.1:9460".parse()?), None)?; // before entering a netns: scraped from here
 //! let mut ep = metrics.wrap(detpath::open("udp://127.0.0.1:7000")?);
 //! // ... use `ep` as before; scrapes are answered between its calls.
 //! # Ok(()) }
@@ -16,6 +15,12 @@
 //! The endpoint keeps its one polling thread: the metrics thread asks for a
 //! snapshot and the polling thread answers between calls ([`watch`]), so
 //! serving metrics adds one relaxed atomic load per call.
+//!
+//! The listener ([`http`]) is hyper with limits (header timeout, no request
+//! body, bounded connections, cross-origin requests refused): no scraper or
+//! stray client can end or stall the command it serves. The command-line
+//! flags (`--metrics`, `--metrics-token`, `--metrics-token-file`) live in the
+//! CLI crate.
 
 pub mod encode;
 pub mod http;
@@ -39,38 +44,8 @@ pub enum Error {
     NeedToken(String),
     #[error("cannot serve metrics on {addr}: {why}")]
     Listen { addr: String, why: String },
-}
-
-/// The command-line options (flatten into a command's arguments).
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct MetricsArgs {
-    /// Serve Prometheus metrics (endpoint counters and capability labels) at
-    /// http://ADDR/metrics, e.g. 127.0.0.1:9460. The listener is made in the
-    /// namespace the command starts in (before --netns).
-    #[arg(long, value_name = "ADDR")]
-    pub metrics: Option<SocketAddr>,
-    /// Bearer token scrapers must send (`Authorization: Bearer TOKEN`);
-    /// required when ADDR is not a loopback address.
-    #[arg(long, value_name = "TOKEN", requires = "metrics")]
-    pub metrics_token: Option<String>,
-}
-
-impl MetricsArgs {
-    /// Starts the listener when `--metrics` was given (otherwise a no-op [`Metrics`]).
-    pub fn start(&self) -> Result<Metrics, Error> {
-        let Some(addr) = self.metrics else {
-            return Ok(Metrics { watches: Arc::default(), listener: None });
-        };
-        let watches: Arc<Mutex<Vec<Arc<Watch>>>> = Arc::default();
-        let w = watches.clone();
-        let listener = http::Listener::start(addr, self.metrics_token.clone(), move || {
-            let list: Vec<Arc<Watch>> = w.lock().map(|l| l.clone()).unwrap_or_default();
-            let readings: Vec<_> = list.iter().map(|w| (w.as_ref(), w.read(SCRAPE_WAIT))).collect();
-            encode::render(&readings)
-        })?;
-        eprintln!("metrics on http://{}/metrics", listener.addr());
-        Ok(Metrics { watches, listener: Some(listener) })
-    }
+    #[error(transparent)]
+    Token(#[from] http::TokenError),
 }
 
 /// The metrics of a command: endpoints are added with [`Metrics::wrap`].
@@ -80,6 +55,23 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    /// Starts the listener on `addr` when given (otherwise a no-op
+    /// [`Metrics`]); beyond loopback a token is required.
+    pub fn start(addr: Option<SocketAddr>, token: Option<http::Token>) -> Result<Metrics, Error> {
+        let Some(addr) = addr else {
+            return Ok(Metrics { watches: Arc::default(), listener: None });
+        };
+        let watches: Arc<Mutex<Vec<Arc<Watch>>>> = Arc::default();
+        let w = watches.clone();
+        let listener = http::Listener::start(addr, token, move || {
+            let list: Vec<Arc<Watch>> = w.lock().map(|l| l.clone()).unwrap_or_default();
+            let readings: Vec<_> = list.iter().map(|w| (w.as_ref(), w.read(SCRAPE_WAIT))).collect();
+            encode::render(&readings)
+        })?;
+        eprintln!("metrics on http://{}/metrics", listener.addr());
+        Ok(Metrics { watches, listener: Some(listener) })
+    }
+
     /// Returns `ep` watched (when metrics are served) or unchanged.
     pub fn wrap(&self, ep: Box<dyn detpath::Endpoint>) -> Box<dyn detpath::Endpoint> {
         if self.listener.is_none() {

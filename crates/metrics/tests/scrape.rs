@@ -5,7 +5,8 @@
 
 use detpath::testbed::{Testbed, TestbedConfig};
 use detpath::{Endpoint, RecvMode};
-use detpath_metrics::MetricsArgs;
+use detpath_metrics::http::Token;
+use detpath_metrics::Metrics;
 use std::net::{SocketAddr, SocketAddrV4};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -56,7 +57,7 @@ fn exchange(client: &mut dyn Endpoint, server: SocketAddrV4, n: usize, size: usi
 
 #[test]
 fn loopback_scrape_counts_and_labels() {
-    let metrics = MetricsArgs { metrics: Some("127.0.0.1:0".parse().unwrap()), metrics_token: None }.start().unwrap();
+    let metrics = Metrics::start(Some("127.0.0.1:0".parse().unwrap()), None).unwrap();
     let addr = metrics.addr().unwrap();
     let ep = metrics.wrap(detpath::open("udp://127.0.0.1:0").unwrap());
     let server = ep.local_addr();
@@ -96,9 +97,9 @@ fn loopback_scrape_counts_and_labels() {
 
 #[test]
 fn token_rule() {
-    let err = MetricsArgs { metrics: Some("0.0.0.0:0".parse().unwrap()), metrics_token: None }.start().err().expect("refused");
+    let err = Metrics::start(Some("0.0.0.0:0".parse().unwrap()), None).err().expect("refused");
     assert!(err.to_string().contains("--metrics-token"), "{err}");
-    let m = MetricsArgs { metrics: Some("127.0.0.1:0".parse().unwrap()), metrics_token: Some("s3cret".into()) }.start().unwrap();
+    let m = Metrics::start(Some("127.0.0.1:0".parse().unwrap()), Some(Token::new("s3cret", "test").unwrap())).unwrap();
     let addr = m.addr().unwrap();
     let (status, _, body) = get(addr, "/metrics", None);
     assert_eq!(status, 401);
@@ -106,17 +107,17 @@ fn token_rule() {
     assert_eq!(get(addr, "/metrics", Some("wrong")).0, 401);
     assert_eq!(get(addr, "/metrics", Some("s3cret")).0, 200);
     // Beyond loopback with a token: allowed.
-    let wide = MetricsArgs { metrics: Some("0.0.0.0:0".parse().unwrap()), metrics_token: Some("t".into()) }.start().unwrap();
+    let wide = Metrics::start(Some("0.0.0.0:0".parse().unwrap()), Some(Token::new("t", "test").unwrap())).unwrap();
     assert_eq!(get(SocketAddr::from(([127, 0, 0, 1], wide.addr().unwrap().port())), "/metrics", Some("t")).0, 200);
     // Without --metrics nothing listens and endpoints pass through unchanged.
-    let none = MetricsArgs::default().start().unwrap();
+    let none = Metrics::start(None, None).unwrap();
     assert!(none.addr().is_none());
 }
 
 #[test]
 fn afxdp_endpoint_in_a_namespace() {
     let tb = Testbed::up(TestbedConfig::unique("mx")).expect("testbed up (needs root)");
-    let metrics = MetricsArgs { metrics: Some("127.0.0.1:0".parse().unwrap()), metrics_token: None }.start().unwrap();
+    let metrics = Metrics::start(Some("127.0.0.1:0".parse().unwrap()), None).unwrap();
     let spec = tb.b().uri("afxdp", 7500);
     let ep = tb.b().run(|| detpath::open(&spec)).unwrap().expect("afxdp endpoint");
     let caps = ep.capabilities().clone();

@@ -3,9 +3,10 @@
 //! the test fails.
 #![allow(dead_code)]
 
-use detpath_classify::server::{serve, ServeConfig};
+use detpath_classify::client::Target;
+use detpath_classify::server::{serve, Endpoints, ServeConfig};
 use detpath_sys::netns::enter as enter_netns;
-use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
@@ -79,9 +80,27 @@ pub fn veth(ns_a: &str, a: &str, mac_a: &str, ns_b: &str, b: &str, mac_b: &str) 
     sh(&["ip", "-n", ns_b, "link", "set", b, "address", mac_b, "mtu", "1500", "up"]);
 }
 
+/// A directory removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(ns: &Namespaces, what: &str) -> TempDir {
+        let d = std::env::temp_dir().join(format!("{}-{what}", ns.prefix));
+        std::fs::create_dir_all(&d).expect("temp dir");
+        TempDir(d)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// The daemon on a thread: API in this namespace, classifier in `netns`.
 pub struct Daemon {
-    pub addr: SocketAddr,
+    /// Where the API is served.
+    pub at: Endpoints,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<detpath_classify::Result<()>>>,
 }
@@ -93,13 +112,19 @@ impl Daemon {
         let s = stop.clone();
         let thread = std::thread::spawn(move || serve(cfg, s, Some(tx)));
         match rx.recv_timeout(std::time::Duration::from_secs(20)) {
-            Ok(addr) => Ok(Daemon { addr, stop, thread: Some(thread) }),
+            Ok(at) => Ok(Daemon { at, stop, thread: Some(thread) }),
             Err(_) => Err(thread.join().expect("daemon thread").expect_err("the daemon stopped without an error")),
         }
     }
 
+    /// A request over the Unix socket (or TCP when there is none), no token.
     pub fn req(&self, method: &str, path: &str, body: Option<&str>) -> (u16, serde_json::Value) {
-        detpath_classify::client::request(self.addr, None, method, path, body.map(|b| b.as_bytes())).expect("talking to the daemon")
+        detpath_classify::client::request(&self.at.target(), None, method, path, body.map(|b| b.as_bytes())).expect("talking to the daemon")
+    }
+
+    /// The TCP address (the daemon was started with `listen`).
+    pub fn tcp(&self) -> Target {
+        Target::Tcp(self.at.tcp.expect("the daemon listens on TCP"))
     }
 
     pub fn stop(mut self) {
