@@ -49,6 +49,10 @@ struct Fleet {
     sshd: Vec<Child>,
     made_run_sshd: bool,
     state_dir: PathBuf,
+    /// The testbed's namespaces: every process left in them (ansible's
+    /// persistent ssh masters, the sshd sessions they hold) was started by
+    /// this test and is killed before the namespaces go.
+    netns: Vec<String>,
 }
 
 impl Drop for Fleet {
@@ -58,6 +62,13 @@ impl Drop for Fleet {
         for c in &mut self.sshd {
             let _ = Command::new("kill").args(["-TERM", &c.id().to_string()]).status();
             let _ = c.wait();
+        }
+        for ns in &self.netns {
+            if let Ok(out) = Command::new("ip").args(["netns", "pids", ns]).output() {
+                for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+                    let _ = Command::new("kill").args(["-KILL", pid]).status();
+                }
+            }
         }
         if self.made_run_sshd {
             let _ = std::fs::remove_dir("/run/sshd");
@@ -142,7 +153,8 @@ fn ansible_drives_two_ssh_hosts() {
     if made_run_sshd {
         std::fs::create_dir_all("/run/sshd").unwrap(); // sshd's privilege separation directory
     }
-    let mut fleet = Fleet { dir: dir.clone(), sshd: vec![], made_run_sshd, state_dir: dir.join("state") };
+    let mut fleet =
+        Fleet { dir: dir.clone(), sshd: vec![], made_run_sshd, state_dir: dir.join("state"), netns: vec![tb.a().netns.clone(), tb.b().netns.clone()] };
 
     // Keys: the controller's client key (authorized on both hosts) and a host key.
     for key in ["id", "host_key"] {
