@@ -42,7 +42,10 @@ fn detpath_slave_locks_to_a_detpath_master_and_survives_junk() {
         sent
     });
     let sspec = format!("udp://{}?port=319&rx_stamp=kernel", tb.a().iface);
-    let scfg = PtpConfig { offset_ns: 250_000, drift_ppb: 30_000, duration_ns: 20_000_000_000, ..PtpConfig::default() };
+    // Correctness, not precision (that is the benchmark's job): both ends stamp
+    // in user space on two shared cores, where a busy machine gives ±20-30 µs
+    // of noise around the true offset; lock means within 100 µs of it here.
+    let scfg = PtpConfig { offset_ns: 250_000, drift_ppb: 30_000, duration_ns: 20_000_000_000, lock_threshold_ns: 100_000, ..PtpConfig::default() };
     let r = tb
         .a()
         .run(|| {
