@@ -75,6 +75,12 @@ pub struct ClientArgs {
     json: bool,
     #[command(flatten)]
     gate: crate::bench_cmd::LossGate,
+    /// The CPU stress (percent) that runs on the hosts during this
+    /// measurement, started by you or your orchestration (the Ansible bench
+    /// role): recorded in the results so the run is labelled D&S / T&S.
+    /// bench client starts no load itself.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=100))]
+    under_stress: u8,
 }
 
 /// Echoes probes until SIGINT/SIGTERM; prints what it echoed.
@@ -141,7 +147,7 @@ pub fn client(args: ClientArgs) -> anyhow::Result<i32> {
         period_ns: pp.period_ns,
         rounds: pp.rounds,
         timeout_ns: pp.loss_timeout_ns,
-        stress_percent: 0,
+        stress_percent: args.under_stress,
         tuned: args.side.rt_priority.is_some(),
         tuning: match args.side.rt_priority {
             Some(p) => format!("client polling thread SCHED_FIFO {p}"),

@@ -331,6 +331,9 @@ fn ansible_drives_two_ssh_hosts() {
             let peer = run["config"]["peer"].as_str().unwrap_or("");
             let responder = if pair.ends_with("to-b") { b.addr.to_string() } else { a.addr.to_string() };
             assert!(peer.starts_with(&responder), "{pair} {cfg} measured against {peer}, not {responder}");
+            // The role's stress is recorded by bench client (--under-stress): D&S and T&S are labelled so.
+            let stressed = run["config"]["stress_percent"].as_u64().unwrap_or(0) > 0;
+            assert_eq!(stressed, cfg != "D", "{pair} {cfg}: labelled {} (stress {})", run["configuration"], run["config"]["stress_percent"]);
         }
     }
     // The slowest pair first: by the worst p99 over the configurations.
