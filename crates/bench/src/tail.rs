@@ -622,11 +622,14 @@ pub fn attribute_traced(
     largest.sort_by(|a, b| b.len_us.total_cmp(&a.len_us));
     largest.truncate(10);
     report.largest_gaps = largest;
-    let median_ns = {
-        let mut l: Vec<u64> = records.iter().filter_map(Record::latency_ns).collect();
-        l.sort_unstable();
-        l.get(l.len() / 2).copied().unwrap_or(0)
-    };
+    // Only a traced run needs the median (a round's excess); an untraced one skips the sort.
+    let median_ns = kernel
+        .map(|_| {
+            let mut l: Vec<u64> = records.iter().filter_map(Record::latency_ns).collect();
+            l.sort_unstable();
+            l.get(l.len() / 2).copied().unwrap_or(0)
+        })
+        .unwrap_or(0);
     let mut top: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
     for (i, r) in records.iter().enumerate() {
         let Some(lat) = r.latency_ns() else { continue };
