@@ -419,7 +419,18 @@ impl Participant {
             self.counters.discovery_rejected += 1;
             return;
         };
-        let addr = ed.unicast.iter().find_map(usable(self.cfg.local)).unwrap_or(rp.default_addr);
+        // An endpoint's own locator is held to the rule its participant's
+        // were (`trusted`): on the participant's address, or that address
+        // with the announced port. A forged or corrupted SEDP announcement
+        // cannot point a matched writer's DATA or a reader's ACKNACKs at an
+        // arbitrary host.
+        let addr = if ed.unicast.is_empty() {
+            rp.default_addr
+        } else {
+            let (addr, untrusted) = trusted(ed.unicast.iter().filter_map(usable(self.cfg.local)), rp.default_addr);
+            self.counters.locators_untrusted += untrusted as u64;
+            addr
+        };
         if let Some(k) = self.remote_endpoints.iter().position(|e| e.data.guid == ed.guid) {
             self.remote_endpoints[k] = RemoteEndpoint { data: ed, addr };
             return;

@@ -175,7 +175,8 @@ pub struct Counters {
     pub discovery_over_limit: u64,
     pub participants_discovered: u64,
     /// SPDP announcements whose unicast locators were not on the sender's
-    /// address: the sender's address was used instead.
+    /// address, and SEDP announcements whose endpoint locators were not on
+    /// their participant's: that address was used instead.
     pub locators_untrusted: u64,
     /// Participants dropped from a full table to make room (see [`LostReason::Evicted`]).
     pub participants_evicted: u64,
