@@ -428,3 +428,24 @@ fn a_forged_sedp_locator_cannot_point_a_reader_at_another_host() {
     }
     assert!(sent.iter().any(|(d, _)| *d == Addr::Udp(SocketAddrV4::new(*peer.ip(), 7999))), "answered at the participant's address: {:?}", sent.iter().map(|s| s.0).collect::<Vec<_>>());
 }
+
+#[test]
+fn with_peers_only_nothing_from_another_host_reaches_discovery() {
+    // Node 1 accepts RTPS only from its configured peers (127.0.0.1, as
+    // Net configures them); 1,000 forged participants from 10.66.0.9 are
+    // dropped unread, the real peer is matched and delivers.
+    let mut net = Net::with_config(2, |_, c| c.peers_only = true);
+    let forger: SocketAddrV4 = "10.66.0.9:7400".parse().unwrap();
+    for i in 0..1000u32 {
+        let m = spdp(make_guid_prefix(0x6666, i, 1), i64::MAX, 7400);
+        net.nodes[1].handle_datagram(net.now, forger, &m, &mut net.outs[1]);
+    }
+    let c = net.nodes[1].counters();
+    assert_eq!(c.rx_not_from_peer, 1000, "{c:?}");
+    assert_eq!(net.nodes[1].remote_participants().count(), 0);
+    let w = net.nodes[0].create_writer_for("T", Qos::reliable_keep_all(16), &OneULong::default()).unwrap();
+    let r = net.nodes[1].create_reader_for(0, "T", Qos::reliable_keep_all(16), &OneULong::default()).unwrap();
+    net.run_until(3000, |n| n.nodes[1].reader_status(r).matched == 1 && n.nodes[0].writer_status(w).matched == 1).expect("real peer matched");
+    assert_eq!(write_take(&mut net, w, r, 0, 5), (0..5).collect::<Vec<_>>());
+    assert_eq!(net.nodes[1].counters().rx_not_from_peer, 1000, "the peer's own traffic is accepted");
+}

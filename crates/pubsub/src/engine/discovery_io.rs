@@ -193,7 +193,7 @@ impl Participant {
 
     /// Whether `src` is one of the peers the configuration sends SPDP to
     /// (same IPv4 address, or same MAC for raweth; any port).
-    fn is_configured_peer(&self, src: Addr) -> bool {
+    pub(super) fn is_configured_peer(&self, src: Addr) -> bool {
         self.cfg.spdp_targets.iter().any(|t| match (t, src) {
             (Addr::Udp(t), Addr::Udp(s)) => t.ip() == s.ip() && !t.ip().is_multicast(),
             (Addr::Eth(t), Addr::Eth(s)) => t.mac == s.mac && !t.is_group(),
