@@ -161,9 +161,10 @@ struct SyncArgs {
     /// Datapaths to synchronise over (one run each).
     #[arg(long, value_delimiter = ',', default_values_t = ["afxdp".to_string(), "dpdk".to_string(), "udp".to_string()])]
     datapath: Vec<String>,
-    /// Offset injected into the slave's slot counter, e.g. `37us` (a bare number is ns).
-    #[arg(long, alias = "offset-ns", value_name = "DURATION", value_parser = crate::vocab::nanos, default_value = "37us")]
-    offset: Duration,
+    /// Offset injected into the slave's slot counter, e.g. `37us` (a bare
+    /// number is ns; ahead of the master, so not negative here).
+    #[arg(long, alias = "offset-ns", value_name = "OFFSET", value_parser = crate::vocab::offset, default_value = "37us", allow_hyphen_values = true)]
+    offset: crate::vocab::Offset,
     /// Drift injected into the slave's oscillator, ppb (50 ppm = 50000).
     #[arg(long, default_value_t = 50_000, allow_negative_numbers = true)]
     drift_ppb: i64,
@@ -331,6 +332,7 @@ fn run_bench(a: BenchArgs) -> anyhow::Result<i32> {
 fn run_sync(a: SyncArgs) -> anyhow::Result<i32> {
     use detpath_bench::sched::sync_run::{self, SyncRunConfig};
     detpath::sys::cleanup::install_signal_handler(detpath::sys::cleanup::OnSignal::SetFlag);
+    let offset_ns = u64::try_from(a.offset.ns()).map_err(|_| anyhow::anyhow!("--offset: the slave's injected offset is not negative here"))?;
     let prefix = a.testbed.clone().unwrap_or_else(|| detpath::testbed::process_prefix("sch"));
     let tb = detpath::testbed::Testbed::up(detpath::testbed::TestbedConfig::with_prefix(&prefix))?;
     let mut runs = Vec::new();
@@ -338,7 +340,7 @@ fn run_sync(a: SyncArgs) -> anyhow::Result<i32> {
     for (i, dp) in a.datapath.iter().enumerate() {
         anyhow::ensure!(detpath::datapath::find(dp).is_some(), "unknown datapath `{dp}`");
         let cfg = SyncRunConfig {
-            offset_ns: ns(a.offset),
+            offset_ns,
             drift_ppb: a.drift_ppb,
             interval_ns: ns(a.interval),
             duration_ns: ns(a.duration),
@@ -346,7 +348,7 @@ fn run_sync(a: SyncArgs) -> anyhow::Result<i32> {
             port: 7600 + 2 * i as u16,
             ..SyncRunConfig::default_for(dp)
         };
-        eprintln!("sched sync: {dp}: {:?} offset, {} ppb drift, Sync every {:?}, {:?}", a.offset, a.drift_ppb, a.interval, a.duration);
+        eprintln!("sched sync: {dp}: {} µs offset, {} ppb drift, Sync every {:?}, {:?}", offset_ns as f64 / 1000.0, a.drift_ppb, a.interval, a.duration);
         match sync_run::run(&tb, &cfg) {
             Ok(r) => runs.push(r),
             Err(e) => {

@@ -194,6 +194,9 @@ fn units_in_the_value_and_old_spellings_keep_their_meaning() {
     let m = parse(&["sched", "ptp", "slave", "--endpoint", "udp://dpb?port=319", "--offset", "-37us", "--lock-threshold-ns", "5000"]);
     assert_eq!(leaf(&m).get_one::<Offset>("offset"), Some(&Offset(-37_000)));
     assert_eq!(dur(&m, "lock_threshold"), Duration::from_micros(5));
+    let m = parse(&["sched", "sync", "--offset-ns", "5000", "--interval-ms", "250"]);
+    assert_eq!(leaf(&m).get_one::<Offset>("offset"), Some(&Offset(5000)));
+    assert_eq!(dur(&m, "interval"), Duration::from_millis(250));
     let m = parse(&["tune", "hold", "--latency-us", "10"]);
     assert_eq!(dur(&m, "latency"), Duration::from_micros(10));
     let m = parse(&["testbed", "status", "--json"]);
