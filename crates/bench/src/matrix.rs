@@ -117,7 +117,11 @@ pub fn run_matrix(cfg: &MatrixConfig, observe: Observer) -> anyhow::Result<Matri
             detpath::datapath::transports().map(|d| d.name).collect::<Vec<_>>().join(", ")
         );
     }
-    let tb = Testbed::up(TestbedConfig::with_prefix(&cfg.testbed))?;
+    // A testbed that is already there (`detpath testbed up`) is used and left alone.
+    let tb = Testbed::up_or_use(TestbedConfig::with_prefix(&cfg.testbed))?;
+    if !tb.owned() {
+        observe(Event::Note(format!("using the testbed {} / {} that was already up (left in place)", tb.a().netns, tb.b().netns)));
+    }
     let env = Environment::capture();
     let mut dir = ResultDir::create(&cfg.out).with_context(|| format!("creating a result directory under {}", cfg.out.display()))?;
     let lib_log = dir.path().join(LIBRARY_LOG);

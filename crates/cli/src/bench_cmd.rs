@@ -7,6 +7,8 @@
 
 use detpath_bench::run::PingPongConfig;
 use detpath_bench::ResultDir;
+use crate::vocab::Warmup;
+use std::time::Duration;
 
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true, after_help = EXIT_CODES)]
@@ -42,25 +44,27 @@ pub struct ProbeArgs {
     /// Send period, e.g. `100us`, `1ms`, `250000ns` (a bare number is µs);
     /// a list (`1ms,100us`) runs every datapath at each. Default 100 µs,
     /// about 80 Mbit/s with 1024 B.
-    #[arg(long, alias = "period-us", conflicts_with = "rate", value_delimiter = ',')]
-    pub period: Vec<String>,
-    /// Offered rate in Mbit/s of probe payload (the period follows from
-    /// --size); a list (`8,80,800,1600`, paper 000's Figure 2) runs every
-    /// datapath at each rate.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, alias = "period-us", value_name = "DURATION", value_parser = crate::vocab::micros, conflicts_with = "rate", value_delimiter = ',')]
+    pub period: Vec<Duration>,
+    /// Offered bit rate of probe payload: `80mbit`, `1.6gbit` (a bare
+    /// number is Mbit/s; the period follows from --size); a list
+    /// (`8,80,800,1600`, paper 000's Figure 2) runs every datapath at each.
+    #[arg(long, value_name = "MBIT/S", value_parser = crate::vocab::mbit_rate, value_delimiter = ',')]
     pub rate: Vec<f64>,
     /// Measured rounds per run (paper: 1,000,000 for a full run; default 100,000).
     #[arg(long, conflicts_with = "duration")]
     pub rounds: Option<u64>,
-    /// Measured duration per run in seconds (rounds = duration / period).
-    #[arg(long)]
-    pub duration: Option<f64>,
-    /// Rounds sent first and left out of the statistics.
-    #[arg(long, default_value_t = 1000)]
-    pub warmup: u64,
-    /// Per-round loss timeout in milliseconds.
-    #[arg(long, default_value_t = 100)]
-    pub timeout_ms: u64,
+    /// Measured duration per run, e.g. `2s`, `500ms` (a bare number is
+    /// seconds; rounds = duration / period).
+    #[arg(long, value_name = "DURATION", value_parser = crate::vocab::secs)]
+    pub duration: Option<Duration>,
+    /// Warm-up left out of the statistics: a number of rounds (a bare number
+    /// is rounds: `1000`) or a duration with a unit (`2s`: duration / period rounds).
+    #[arg(long, value_name = "WARMUP", value_parser = crate::vocab::warmup_rounds, default_value = "1000")]
+    pub warmup: Warmup,
+    /// Per-round loss timeout, e.g. `100ms`, `1s` (a bare number is ms).
+    #[arg(long, alias = "timeout-ms", value_name = "DURATION", value_parser = crate::vocab::millis, default_value = "100ms")]
+    pub timeout: Duration,
 }
 
 /// Default measured rounds (a short run; the paper's full run is 1,000,000).
@@ -78,10 +82,7 @@ impl ProbeArgs {
     /// One ping-pong configuration per period or rate asked for (default: one, 100 µs).
     pub fn configs(&self) -> anyhow::Result<Vec<PingPongConfig>> {
         anyhow::ensure!(self.size >= detpath_wire::probe::HEADER_LEN, "--size must be at least {} bytes (the probe header)", detpath_wire::probe::HEADER_LEN);
-        let mut periods = Vec::new();
-        for p in &self.period {
-            periods.push(parse_period(p)?);
-        }
+        let mut periods: Vec<u64> = self.period.iter().map(|d| crate::vocab::ns(*d)).collect();
         for &mbps in &self.rate {
             anyhow::ensure!(mbps > 0.0 && mbps.is_finite(), "--rate must be a positive number of Mbit/s");
             periods.push((self.size as f64 * 8.0 * 1000.0 / mbps).round() as u64);
@@ -95,9 +96,9 @@ impl ProbeArgs {
                 anyhow::ensure!(period_ns >= 1000, "the period must be at least 1 µs (got {period_ns} ns)");
                 let rounds = match (self.rounds, self.duration) {
                     (Some(r), _) => r,
-                    (None, Some(s)) => {
-                        anyhow::ensure!(s > 0.0 && s.is_finite(), "--duration must be a positive number of seconds");
-                        ((s * 1e9) / period_ns as f64).round().max(1.0) as u64
+                    (None, Some(d)) => {
+                        anyhow::ensure!(!d.is_zero(), "--duration must be positive");
+                        (crate::vocab::ns(d) as f64 / period_ns as f64).round().max(1.0) as u64
                     }
                     (None, None) => DEFAULT_ROUNDS,
                 };
@@ -106,31 +107,14 @@ impl ProbeArgs {
                     size: self.size,
                     period_ns,
                     rounds,
-                    warmup: self.warmup,
-                    loss_timeout_ns: self.timeout_ms * 1_000_000,
+                    warmup: self.warmup.rounds(period_ns),
+                    loss_timeout_ns: crate::vocab::ns(self.timeout),
                     stall: None,
                     sleep_slack_ns: None,
                 })
             })
             .collect()
     }
-}
-
-/// `100us`, `1ms`, `2.5ms`, `250000ns`, `0.001s`; a bare number is µs.
-pub fn parse_period(s: &str) -> anyhow::Result<u64> {
-    let s = s.trim();
-    let split = s.find(|c: char| c.is_ascii_alphabetic() || c == 'µ').unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let v: f64 = num.trim().parse().map_err(|_| anyhow::anyhow!("--period `{s}`: expected a number with a unit (ns, us, ms, s)"))?;
-    let scale = match unit.trim() {
-        "ns" => 1.0,
-        "" | "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        u => anyhow::bail!("--period `{s}`: unknown unit `{u}` (ns, us, ms, s)"),
-    };
-    anyhow::ensure!(v > 0.0 && v.is_finite(), "--period must be positive");
-    Ok((v * scale).round() as u64)
 }
 
 /// When loss makes the exit code non-zero (`--fail-on-loss`, `--max-loss N`).
@@ -202,20 +186,30 @@ mod tests {
     fn probe(period: Option<&str>, rate: Option<f64>, rounds: Option<u64>, duration: Option<f64>) -> ProbeArgs {
         ProbeArgs {
             size: 1024,
-            period: period.map(String::from).into_iter().collect(),
+            period: period.map(|p| crate::vocab::micros(p).unwrap()).into_iter().collect(),
             rate: rate.into_iter().collect(),
             rounds,
-            duration,
-            warmup: 0,
-            timeout_ms: 100,
+            duration: duration.map(Duration::from_secs_f64),
+            warmup: Warmup::Rounds(0),
+            timeout: Duration::from_millis(100),
         }
     }
 
     #[test]
     fn a_rate_list_is_a_sweep() {
-        let p = ProbeArgs { size: 1000, period: vec![], rate: vec![8.0, 80.0, 800.0, 1600.0], rounds: Some(10), duration: None, warmup: 0, timeout_ms: 100 };
+        let p = ProbeArgs {
+            size: 1000,
+            period: vec![],
+            rate: vec![8.0, 80.0, 800.0, 1600.0],
+            rounds: Some(10),
+            duration: None,
+            warmup: Warmup::Time(Duration::from_millis(2)),
+            timeout: Duration::from_millis(100),
+        };
         let c = p.configs().unwrap();
         assert_eq!(c.iter().map(|c| c.period_ns).collect::<Vec<_>>(), [1_000_000, 100_000, 10_000, 5_000]);
+        // A warm-up time is as many rounds as fit in it at each period.
+        assert_eq!(c.iter().map(|c| c.warmup).collect::<Vec<_>>(), [2, 20, 200, 400]);
         assert!(p.config().unwrap_err().to_string().contains("one --rate"));
     }
 
@@ -225,18 +219,6 @@ mod tests {
         assert!(!LossGate { fail_on_loss: true, max_loss: None }.allows(1));
         assert!(LossGate { fail_on_loss: false, max_loss: Some(3) }.allows(3));
         assert!(!LossGate { fail_on_loss: false, max_loss: Some(3) }.allows(4));
-    }
-
-    #[test]
-    fn periods_parse_with_units() {
-        assert_eq!(parse_period("100").unwrap(), 100_000);
-        assert_eq!(parse_period("100us").unwrap(), 100_000);
-        assert_eq!(parse_period("2.5ms").unwrap(), 2_500_000);
-        assert_eq!(parse_period("250000ns").unwrap(), 250_000);
-        assert_eq!(parse_period("0.001s").unwrap(), 1_000_000);
-        assert!(parse_period("fast").unwrap_err().to_string().contains("expected a number"));
-        assert!(parse_period("10h").unwrap_err().to_string().contains("unknown unit"));
-        assert!(parse_period("-5us").is_err());
     }
 
     #[test]

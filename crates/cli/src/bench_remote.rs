@@ -30,9 +30,10 @@ pub struct SideArgs {
     /// Pin the polling thread to this core.
     #[arg(long)]
     cpu: Option<u32>,
-    /// Run the polling thread SCHED_FIFO at this priority, memory locked
-    /// (with --cpu; see `detpath tune` to isolate the core first).
-    #[arg(long, requires = "cpu", value_parser = clap::value_parser!(u8).range(1..=99))]
+    /// Run the polling thread SCHED_FIFO at this priority (1..=99), memory
+    /// locked (with --cpu; see `detpath tune` to isolate the core first).
+    /// Without it the thread is not real-time.
+    #[arg(long, requires = "cpu", value_parser = crate::vocab::rt_priority)]
     rt_priority: Option<u8>,
     /// Run inside this network namespace.
     #[arg(long)]
@@ -51,14 +52,24 @@ impl SideArgs {
 }
 
 #[derive(clap::Args)]
+#[command(after_help = SERVER_EXIT_CODES)]
 pub struct ServerArgs {
     #[command(flatten)]
     side: SideArgs,
     #[command(flatten)]
     metrics: crate::metrics_args::MetricsArgs,
+    /// When stopped, print what was echoed as one JSON document (`echoed`,
+    /// `not_probes`, `not_sent`, `counters` by name) on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
+/// The exit codes of `detpath bench server`.
+const SERVER_EXIT_CODES: &str = "Exit codes: 0 stopped by SIGINT/SIGTERM (what was echoed is printed); \
+2 an error (the endpoint could not open, the interface went away, permissions).";
+
 #[derive(clap::Args)]
+#[command(after_help = crate::bench_cmd::EXIT_CODES)]
 pub struct ClientArgs {
     #[command(flatten)]
     side: SideArgs,
@@ -70,7 +81,8 @@ pub struct ClientArgs {
     /// Where result directories go.
     #[arg(long, default_value = "results")]
     out: PathBuf,
-    /// Print the results as JSON instead of tables.
+    /// Print the results as one JSON document (the list of runs, as in
+    /// summary.json) instead of tables.
     #[arg(long)]
     json: bool,
     #[command(flatten)]
@@ -110,7 +122,15 @@ pub fn server(args: ServerArgs) -> anyhow::Result<i32> {
     stop.store(true, Ordering::Relaxed);
     let _ = watcher.join();
     let report = report?;
-    let counters: Vec<String> = ep.counters().iter().map(|(n, v)| format!("{n}={v}")).collect();
+    let counters = ep.counters();
+    if args.json {
+        let by_name: serde_json::Map<String, serde_json::Value> = counters.iter().map(|(n, v)| (n.to_string(), v.into())).collect();
+        println!(
+            "{}",
+            serde_json::json!({ "echoed": report.echoed, "not_probes": report.not_probes, "not_sent": report.not_sent, "counters": by_name })
+        );
+    }
+    let counters: Vec<String> = counters.iter().map(|(n, v)| format!("{n}={v}")).collect();
     eprintln!(
         "bench server: echoed {} probes, {} datagrams were not probes, {} echoes not sent (counted by cause); counters {}",
         report.echoed,

@@ -44,15 +44,16 @@ pub struct Args {
     /// Cores the tuning isolates (default: the server core; one core must stay with the OS).
     #[arg(long)]
     tune_cores: Option<String>,
-    /// SCHED_FIFO priority of the polling threads in tuned runs (the server's
-    /// thread also holds /dev/cpu_dma_latency at 0 for the run).
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u8).range(1..=99))]
+    /// SCHED_FIFO priority (1..=99) of the polling threads in tuned runs (the
+    /// server's thread also holds /dev/cpu_dma_latency at 0 for the run).
+    #[arg(long, default_value_t = 50, value_parser = crate::vocab::rt_priority)]
     rt_priority: u8,
     /// Also run sockperf ping-pong (kernel UDP, Debian's sockperf) with the
     /// same size and rate in each configuration, as a reference row.
     #[arg(long)]
     with_sockperf: bool,
-    /// Print the results as JSON instead of tables.
+    /// Print the results as one JSON document (the list of runs, as in
+    /// summary.json) instead of tables.
     #[arg(long)]
     json: bool,
     /// Rounds slower than this are the tail, each attributed to a cause:

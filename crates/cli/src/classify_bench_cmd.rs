@@ -3,7 +3,7 @@
 //! encapsulations and receive CPUs (see `detpath_classify::bench`).
 //!
 //! ```text
-//! detpath classify bench [--duration S] [--json] [--sizes 132,1500] [--rules 0,16] [--encap udp,gtpu] [--cpus 1,2]
+//! detpath classify bench [--duration 1s] [--json] [--sizes 132,1500] [--rules 0,16] [--encap udp,gtpu] [--cpus 1,2]
 //! ```
 
 use anyhow::bail;
@@ -13,10 +13,11 @@ use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// Generator time per cell, in seconds (180 cells with the defaults).
-    #[arg(long, default_value_t = 1.0)]
-    duration: f64,
-    /// Print the cells as one JSON list (one object per cell) instead of a table.
+    /// Generator time per cell, e.g. `1s`, `50ms` (a bare number is seconds;
+    /// 180 cells with the defaults).
+    #[arg(long, value_name = "DURATION", value_parser = crate::vocab::secs, default_value = "1s")]
+    duration: Duration,
+    /// Print the cells as one JSON document (a list, one object per cell) instead of a table.
     #[arg(long)]
     json: bool,
     /// Frame sizes in bytes (default: paper 004's Table 1).
@@ -37,8 +38,8 @@ pub struct BenchArgs {
 }
 
 pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
-    if !(a.duration.is_finite() && a.duration > 0.0 && a.duration <= 3600.0) {
-        bail!("--duration {}: seconds per cell, more than 0 and at most 3600 (0.05 for a quick run)", a.duration);
+    if a.duration.is_zero() || a.duration > Duration::from_secs(3600) {
+        bail!("--duration {:?}: per cell, more than 0 and at most 3600s (50ms for a quick run)", a.duration);
     }
     let encaps = a
         .encap
@@ -51,7 +52,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let o = BenchOptions {
-        duration: Duration::from_secs_f64(a.duration),
+        duration: a.duration,
         sizes: a.sizes,
         rules: a.rules,
         encaps,

@@ -51,40 +51,51 @@ struct ClientOpts {
     /// a command line is visible to every local user.
     #[arg(long, global = true, conflicts_with = "token_file")]
     token: Option<String>,
-    /// Print the daemon's JSON instead of a table.
+    /// Print the daemon's answer as one JSON document instead of a table.
     #[arg(long, global = true)]
     json: bool,
 }
 
+/// The exit codes of the API clients (add, rm, ls, stats, config).
+const CLIENT_EXIT_CODES: &str = "Exit codes: 0 the daemon answered 2xx; 1 it refused (its status and message on stderr: \
+400 bad intent, 401 token, 404 no such intent, ...); 2 an error (no daemon, no socket, bad arguments).";
+
 #[derive(Subcommand)]
 enum Cmd {
     /// The classifier against a no-op XDP program at paper 004's sizes (root).
+    #[command(after_help = "Exit codes: 0 every cell ran; 2 an error (not root, bad arguments, a program that would not load).")]
     Bench(crate::classify_bench_cmd::BenchArgs),
     /// Attach the classifier to an interface and serve the intent API until SIGINT/SIGTERM.
+    #[command(after_help = "Exit codes: 0 stopped by SIGINT/SIGTERM (the program detached); 2 an error (attach, socket, token, state file).")]
     Serve(ServeArgs),
     /// Post an intent (a JSON file, or - for stdin).
+    #[command(after_help = CLIENT_EXIT_CODES)]
     Add {
         file: PathBuf,
         #[command(flatten)]
         c: ClientOpts,
     },
     /// Delete an intent by id.
+    #[command(after_help = CLIENT_EXIT_CODES)]
     Rm {
         id: String,
         #[command(flatten)]
         c: ClientOpts,
     },
     /// List the intents.
+    #[command(after_help = CLIENT_EXIT_CODES)]
     Ls {
         #[command(flatten)]
         c: ClientOpts,
     },
     /// Per-rule and per-action statistics.
+    #[command(after_help = CLIENT_EXIT_CODES)]
     Stats {
         #[command(flatten)]
         c: ClientOpts,
     },
     /// Show or change the overload signal, default action and alternative nodes.
+    #[command(after_help = CLIENT_EXIT_CODES)]
     Config {
         /// The user-space load flag (on = overloaded).
         #[arg(long, value_parser = parse_on_off)]

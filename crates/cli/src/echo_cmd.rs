@@ -13,6 +13,7 @@ use detpath::RecvMode;
 use std::time::Duration;
 
 #[derive(clap::Args)]
+#[command(after_help = EXIT_CODES)]
 pub struct Args {
     /// Endpoint spec, e.g. `afxdp://dpa?port=7000` or `udp://10.77.0.2:7000`; with
     /// `sched=slots&slot_ns=..&classes=..` the replies leave through the slot scheduler (crates/sched).
@@ -26,13 +27,17 @@ pub struct Args {
     /// Receive by sleeping in the kernel instead of busy-polling.
     #[arg(long)]
     blocking: bool,
-    /// Print the final summary as one JSON object (`echoed`, `not_sent`,
+    /// Print the final summary as one JSON document (`echoed`, `not_sent`,
     /// `counters` by name) instead of a line of text.
     #[arg(long)]
     json: bool,
     #[command(flatten)]
     metrics: crate::metrics_args::MetricsArgs,
 }
+
+/// The exit codes of `detpath echo`.
+const EXIT_CODES: &str = "Exit codes: 0 stopped (Ctrl-C, SIGTERM or --count reached; replies that could not be sent are counted, not errors); \
+2 an error (the endpoint could not open or failed: the interface went away, permissions).";
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
     cleanup::install_signal_handler(OnSignal::SetFlag);

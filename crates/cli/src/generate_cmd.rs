@@ -23,11 +23,13 @@ pub struct Args {
 #[derive(clap::Subcommand)]
 enum What {
     /// One man page per (sub)command into DIR (section 1: detpath.1, detpath-bench.1, ...).
+    #[command(after_help = crate::vocab::EXIT_0_2)]
     Man {
         /// Directory to write the pages to (created if missing).
         dir: PathBuf,
     },
     /// The completion script for SHELL into DIR, under the name that shell's loader looks for.
+    #[command(after_help = crate::vocab::EXIT_0_2)]
     Completions {
         /// bash, zsh, fish, elvish or powershell.
         shell: Shell,

@@ -18,9 +18,12 @@ mod sched_plan_cmd;
 mod sched_ptp_cmd;
 mod testbed_cmd;
 mod tune_cmd;
+mod vocab;
+#[cfg(test)]
+mod vocab_help_tests;
 
 #[derive(Parser)]
-#[command(name = "detpath", version, about = "A deterministic datapath for Linux end devices")]
+#[command(name = "detpath", version, about = "A deterministic datapath for Linux end devices", after_help = EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -48,6 +51,13 @@ enum Command {
     #[command(hide = true)]
     Generate(generate_cmd::Args),
 }
+
+/// The exit codes every command shares (each command's `--help` lists its own).
+const EXIT_CODES: &str = "Exit codes: 0 success; 1 the command ran and its result says no (loss beyond a gate, not tuned, \
+not locked, ...: see the command's --help); 2 an error (bad arguments, permissions, a missing package); \
+101 a crash (what the command changed is undone first); 130 interrupted where a command saves partial results.
+
+Durations take a unit (5s, 250ms, 100us, 2500ns); a bare number keeps the unit the flag always had (its --help says which).";
 
 fn main() {
     let cli = Cli::parse();

@@ -20,16 +20,28 @@ pub struct Args {
 #[derive(clap::Subcommand)]
 enum Cmd {
     /// Ping a pong (detpath or `ddsperf pong`): one-way latency (RTT/2) once a second and a summary.
+    #[command(after_help = NODE_EXIT_CODES)]
     Ping(PingArgs),
     /// Answer pings (from detpath or `ddsperf ping`) until stopped.
+    #[command(after_help = NODE_EXIT_CODES)]
     Pong(NodeArgs),
     /// Publish data (to detpath or `ddsperf sub`) at a rate or as fast as flow control allows.
+    #[command(after_help = NODE_EXIT_CODES)]
     Pub(PubArgs),
     /// Subscribe to data (from detpath or `ddsperf pub`): samples/s, Mb/s and losses once a second.
+    #[command(after_help = NODE_EXIT_CODES)]
     Sub(NodeArgs),
     /// The paper's three workloads per datapath in the testbed, with ddsperf as the reference row.
+    #[command(after_help = BENCH_EXIT_CODES)]
     Bench(BenchArgs),
 }
+
+/// The exit codes of `detpath pubsub ping|pong|pub|sub`.
+const NODE_EXIT_CODES: &str = "Exit codes: 0 done (stopped by --count, --duration, Ctrl-C or SIGTERM); \
+1 reliable samples were lost (as ddsperf); 2 an error (the endpoint could not open, no peer matched within --discovery-timeout).";
+/// The exit codes of `detpath pubsub bench`.
+const BENCH_EXIT_CODES: &str = "Exit codes: 0 every workload ran; 2 an error (testbed, permissions, ddsperf missing without --no-ddsperf); \
+130 interrupted (Ctrl-C: the rows so far are saved).";
 
 #[derive(clap::Args, Clone)]
 struct NodeArgs {
@@ -60,9 +72,9 @@ struct NodeArgs {
     /// Stop after this many samples (ping: pings; pub: published; sub: received).
     #[arg(long)]
     count: Option<u64>,
-    /// Stop after this many seconds.
-    #[arg(long)]
-    duration: Option<f64>,
+    /// Stop after this long, e.g. `10s`, `500ms` (a bare number is seconds).
+    #[arg(long, value_name = "DURATION", value_parser = crate::vocab::secs)]
+    duration: Option<Duration>,
     /// Reliable (the default, as ddsperf).
     #[arg(long, conflicts_with = "best_effort")]
     reliable: bool,
@@ -80,22 +92,25 @@ struct NodeArgs {
     /// The same as --wait block.
     #[arg(long)]
     blocking: bool,
-    /// The fair-scheduler (EEVDF) slice in µs the polling thread asks for when it is not
-    /// real-time: short, its wake-ups preempt CPU load at once (0: the kernel's default).
-    #[arg(long, default_value_t = 100)]
-    fair_slice_us: u64,
-    /// Busy-poll for this many µs after each datagram sent or received, then sleep in the kernel.
-    #[arg(long, conflicts_with = "blocking")]
-    spin_us: Option<u64>,
-    /// Seconds to wait for a peer to match.
-    #[arg(long, default_value_t = 10.0)]
-    discovery_timeout: f64,
+    /// The fair-scheduler (EEVDF) slice the polling thread asks for when it is not
+    /// real-time, e.g. `100us` (a bare number is µs): short, its wake-ups preempt
+    /// CPU load at once (0: the kernel's default).
+    #[arg(long, alias = "fair-slice-us", value_name = "DURATION", value_parser = crate::vocab::micros, default_value = "100us")]
+    fair_slice: Duration,
+    /// Busy-poll this long after each datagram sent or received, then sleep in
+    /// the kernel, e.g. `50us` (a bare number is µs).
+    #[arg(long, alias = "spin-us", value_name = "DURATION", value_parser = crate::vocab::micros, conflicts_with = "blocking")]
+    spin: Option<Duration>,
+    /// How long to wait for a peer to match, e.g. `10s` (a bare number is seconds).
+    #[arg(long, value_name = "DURATION", value_parser = crate::vocab::secs, default_value = "10s")]
+    discovery_timeout: Duration,
     /// Largest RTPS message sent, bytes: above the MTU it goes as IPv4
     /// fragments where the datapath can send them (udp, afxdp, xdppoll), as
     /// CycloneDDS does (its MaxMessageSize is 14720).
     #[arg(long, default_value_t = 14720, value_parser = clap::value_parser!(u64).range(256..=65507))]
     max_message: u64,
-    /// Print JSON (one object per second, then the summary) instead of text.
+    /// Print JSON lines instead of text: one object per second as it
+    /// happens, then the summary object.
     #[arg(long)]
     json: bool,
 }
@@ -123,8 +138,9 @@ impl WaitArg {
 struct PingArgs {
     #[command(flatten)]
     node: NodeArgs,
-    /// Pings per second (0: next ping when the pong is back).
-    #[arg(long, default_value_t = 1000.0)]
+    /// Sample rate: pings per second, e.g. `1000` or `1000/s` (0: next ping
+    /// when the pong is back).
+    #[arg(long, value_name = "PER_SECOND", value_parser = crate::vocab::per_second, default_value = "1000")]
     rate: f64,
 }
 
@@ -132,8 +148,9 @@ struct PingArgs {
 struct PubArgs {
     #[command(flatten)]
     node: NodeArgs,
-    /// Samples per second (0: as fast as reliable flow control allows).
-    #[arg(long, default_value_t = 0.0)]
+    /// Sample rate: samples per second, e.g. `1000` or `1000/s` (0: as fast
+    /// as reliable flow control allows).
+    #[arg(long, value_name = "PER_SECOND", value_parser = crate::vocab::per_second, default_value = "0")]
     rate: f64,
 }
 
@@ -141,11 +158,11 @@ struct PubArgs {
 struct BenchArgs {
     /// Datapaths to measure, comma separated; `raweth+packet`, `raweth+afxdp`, `raweth+dpdk` run RTPS
     /// at layer 2 (CycloneDDS raweth, EtherType 7400) on that frame datapath.
-    #[arg(long, default_value = "udp,afxdp,xdppoll,dpdk", value_delimiter = ',')]
-    datapaths: Vec<String>,
-    /// Seconds per workload.
-    #[arg(long, default_value_t = 10)]
-    seconds: u64,
+    #[arg(long, alias = "datapaths", default_value = "udp,afxdp,xdppoll,dpdk", value_delimiter = ',')]
+    datapath: Vec<String>,
+    /// Duration of each workload, whole seconds, e.g. `10s` (a bare number is seconds).
+    #[arg(long, alias = "seconds", value_name = "DURATION", value_parser = crate::vocab::secs, default_value = "10s")]
+    duration: Duration,
     /// Skip the ddsperf reference row.
     #[arg(long)]
     no_ddsperf: bool,
@@ -156,10 +173,12 @@ struct BenchArgs {
     /// The same as --wait block.
     #[arg(long)]
     blocking: bool,
-    /// The fair-scheduler slice in µs detpath's sides ask for when not real-time (0: the kernel's).
-    #[arg(long, default_value_t = 100)]
-    fair_slice_us: u64,
-    /// Print JSON rows instead of a table.
+    /// The fair-scheduler slice detpath's sides ask for when not real-time,
+    /// e.g. `100us` (a bare number is µs; 0: the kernel's).
+    #[arg(long, alias = "fair-slice-us", value_name = "DURATION", value_parser = crate::vocab::micros, default_value = "100us")]
+    fair_slice: Duration,
+    /// Print JSON lines instead of a table: one row object per line as each
+    /// workload ends (rows.json in the result directory holds them all).
     #[arg(long)]
     json: bool,
     /// Paper 000's three configurations: Default, Default & Stress
@@ -178,8 +197,8 @@ struct BenchArgs {
     /// Cores of the sending and the answering side (ping/pub, pong/sub; ddsperf too).
     #[arg(long, value_delimiter = ',', default_values_t = [0u32, 1])]
     cpu: Vec<u32>,
-    /// SCHED_FIFO priority of both sides in tuned runs.
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u8).range(1..=99))]
+    /// SCHED_FIFO priority (1..=99) of both sides in tuned runs.
+    #[arg(long, default_value_t = 50, value_parser = crate::vocab::rt_priority)]
     rt_priority: u8,
     /// Where the result directory (rows.json, table.txt, libs.log) goes.
     #[arg(long, default_value = "results")]
@@ -202,6 +221,8 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<i32> {
         &format!("pubsub-{}", detpath_bench::results::utc_compact(detpath_bench::results::now_unix())),
     )?;
     detpath::route_library_logs(&dir.path().join(LIBRARY_LOG), a.verbose)?;
+    anyhow::ensure!(a.duration >= Duration::from_secs(1), "--duration: at least 1s per workload (whole seconds; ddsperf counts seconds)");
+    let seconds = a.duration.as_secs() + u64::from(a.duration.subsec_nanos() > 0);
     let mut rows: Vec<BenchRow> = Vec::new();
     let json = a.json;
     for conf in configurations {
@@ -219,11 +240,11 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<i32> {
         let _stress =
             if conf.stress > 0 { Some(detpath_bench::stress::Stress::start(conf.stress, &[sender_cpu as usize, receiver_cpu as usize])?) } else { None };
         let o = BenchOptions {
-            datapaths: a.datapaths.clone(),
-            seconds: a.seconds,
+            datapaths: a.datapath.clone(),
+            seconds,
             with_ddsperf: !a.no_ddsperf,
             wait: a.wait.or_block(a.blocking),
-            fair_slice_ns: a.fair_slice_us * 1000,
+            fair_slice_ns: crate::vocab::ns(a.fair_slice),
             configuration: conf.label().to_string(),
             pinning: Some(Pinning { sender_cpu, receiver_cpu, rt_priority: conf.tuned.then_some(a.rt_priority) }),
         };
@@ -263,7 +284,7 @@ fn options(a: &NodeArgs, role: Role) -> anyhow::Result<NodeOptions> {
     o.domain = a.domain;
     o.size = a.size;
     o.count = a.count.unwrap_or(0);
-    o.duration = a.duration.map(Duration::from_secs_f64);
+    o.duration = a.duration;
     o.reliable = !a.best_effort;
     o.topic = match a.topic.as_str() {
         "ks" | "KS" => TopicKind::Ks,
@@ -273,13 +294,13 @@ fn options(a: &NodeArgs, role: Role) -> anyhow::Result<NodeOptions> {
     if o.size < 12 && o.topic == TopicKind::Ks {
         anyhow::bail!("--size {}: KeyedSeq samples are at least 12 bytes", o.size);
     }
-    o.wait = match (a.blocking, a.spin_us) {
-        (_, Some(us)) => Wait::Hybrid { spin_ns: us * 1000 },
+    o.wait = match (a.blocking, a.spin) {
+        (_, Some(d)) => Wait::Hybrid { spin_ns: crate::vocab::ns(d) },
         (blocking, None) => a.wait.or_block(blocking),
     };
-    o.discovery_timeout = Duration::from_secs_f64(a.discovery_timeout);
+    o.discovery_timeout = a.discovery_timeout;
     o.max_message = a.max_message as usize;
-    o.fair_slice_ns = a.fair_slice_us * 1000;
+    o.fair_slice_ns = crate::vocab::ns(a.fair_slice);
     Ok(o)
 }
 

@@ -8,6 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
+#[command(after_help = "Exit codes: 0 tables printed and plots written; 2 an error (no result directory, no runs, a plot that could not be written).")]
 pub struct Args {
     /// Result directories written by `detpath bench` (results/<timestamp>).
     /// A directory holding such directories (e.g. `results`) stands for the
@@ -17,7 +18,7 @@ pub struct Args {
     /// Where to write the plots [default: <first result dir>/report].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Print the runs as JSON (the summary.json runs of every directory) instead of tables.
+    /// Print the runs as one JSON document (the summary.json runs of every directory) instead of tables.
     #[arg(long)]
     pub json: bool,
     /// Tables only, no plots.

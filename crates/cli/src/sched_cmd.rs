@@ -14,7 +14,9 @@
 use anyhow::Context;
 use detpath_bench::sched::{self as bench, BenchConfig, FlowSpec, Method};
 use detpath_sched::{ClassConfig, Mode};
+use crate::vocab::ns;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// `detpath sched ...`
 #[derive(clap::Args)]
@@ -26,16 +28,23 @@ pub struct Args {
 #[derive(clap::Subcommand)]
 enum Cmd {
     /// Slots versus clock_nanosleep on afxdp, dpdk and udp in the testbed.
+    #[command(after_help = "Exit codes: 0 every run ran and no strict violation; 1 a run failed or a strict class let a packet out late \
+or outside its slots; 3 --plan: the traffic is proven not to fit; 4 --plan: the planner timed out; 2 an error.")]
     Bench(Box<BenchArgs>),
     /// Synchronise two slot clocks over detpath datagrams in the testbed.
+    #[command(after_help = "Exit codes: 0 every run locked; 1 a run failed or never locked; 2 an error.")]
     Sync(SyncArgs),
     /// The NIC ring model: line-rate fraction (Table 3) and clock error (Figure 8).
+    #[command(after_help = crate::vocab::EXIT_0_2)]
     Model(ModelArgs),
     /// What an interface offers a slot scheduler.
+    #[command(after_help = crate::vocab::EXIT_0_2)]
     Probe(ProbeArgs),
     /// Does this periodic traffic fit the ring, and how (partitions and a validated schedule; paper 003's planner).
+    #[command(after_help = crate::sched_plan_cmd::EXIT_CODES)]
     Plan(crate::sched_plan_cmd::Args),
     /// The slot clock over IEEE 1588 (PTPv2, UDP/IPv4): master or slave, with linuxptp's ptp4l or another detpath.
+    #[command(after_help = "Exit codes: 0 a master ran, or a slave locked; 1 a slave never locked; 2 an error.")]
     Ptp(crate::sched_ptp_cmd::Args),
 }
 
@@ -47,24 +56,26 @@ struct BenchArgs {
     /// Methods: slots, sleep, slots-idle (slots without the flood).
     #[arg(long, value_delimiter = ',', default_values_t = ["slots".to_string(), "sleep".to_string(), "slots-idle".to_string()])]
     method: Vec<String>,
-    /// Measured seconds per run.
-    #[arg(long, default_value_t = 5.0)]
-    duration: f64,
-    /// Warm-up seconds per run (not measured).
-    #[arg(long, default_value_t = 0.3)]
-    warmup: f64,
-    /// Slot length, ns.
-    #[arg(long, default_value_t = 10_000)]
-    slot_ns: u64,
+    /// Measured duration of each run, e.g. `5s` (a bare number is seconds).
+    #[arg(long, value_name = "DURATION", value_parser = crate::vocab::secs, default_value = "5s")]
+    duration: Duration,
+    /// Warm-up of each run (not measured), a duration, e.g. `300ms` (a bare
+    /// number is seconds; this bench has no rounds to count).
+    #[arg(long, value_name = "DURATION", value_parser = crate::vocab::secs, default_value = "300ms")]
+    warmup: Duration,
+    /// Slot length, e.g. `10us` (a bare number is ns).
+    #[arg(long, alias = "slot-ns", value_name = "DURATION", value_parser = crate::vocab::nanos, default_value = "10us")]
+    slot: Duration,
     /// Slots per ring cycle.
     #[arg(long, default_value_t = 100)]
     ring_slots: u32,
     /// Insertion lead, slots.
     #[arg(long, default_value_t = 2)]
     lead_slots: u32,
-    /// A slot released later than this is late (strict mode drops its packet), ns.
-    #[arg(long, default_value_t = 5_000)]
-    late_tolerance_ns: u64,
+    /// A slot released later than this is late (strict mode drops its
+    /// packet), e.g. `5us` (a bare number is ns).
+    #[arg(long, alias = "late-tolerance-ns", value_name = "DURATION", value_parser = crate::vocab::nanos, default_value = "5us")]
+    late_tolerance: Duration,
     /// Default mode of real-time classes.
     #[arg(long, default_value = "strict")]
     mode: String,
@@ -89,20 +100,21 @@ struct BenchArgs {
     /// Cores the tuning isolates (default: the receiver's core).
     #[arg(long)]
     tune_cores: Option<String>,
-    /// SCHED_FIFO priority of both threads (0: SCHED_OTHER at --nice). Runs
-    /// are cut into segments (--segment-on/--segment-off) so busy-polling
-    /// real-time threads stay under the kernel's RT throttle.
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u8).range(0..=99))]
+    /// SCHED_FIFO priority (1..=99) of both threads, or `off` (also 0):
+    /// SCHED_OTHER at --nice. Runs are cut into segments
+    /// (--segment-on/--segment-off) so busy-polling real-time threads stay
+    /// under the kernel's RT throttle.
+    #[arg(long, default_value = "50", value_parser = crate::vocab::rt_priority_or_off)]
     rt_priority: u8,
-    /// Nice value of both threads when --rt-priority is 0.
+    /// Nice value of both threads when --rt-priority is off.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
     nice: i32,
-    /// Sending part of each segment, ms.
-    #[arg(long, default_value_t = 800)]
-    segment_on: u64,
-    /// Pause of each segment, ms (0: no pauses).
-    #[arg(long, default_value_t = 200)]
-    segment_off: u64,
+    /// Sending part of each segment, e.g. `800ms` (a bare number is ms).
+    #[arg(long, value_name = "DURATION", value_parser = crate::vocab::millis, default_value = "800ms")]
+    segment_on: Duration,
+    /// Pause of each segment, e.g. `200ms` (a bare number is ms; 0: no pauses).
+    #[arg(long, value_name = "DURATION", value_parser = crate::vocab::millis, default_value = "200ms")]
+    segment_off: Duration,
     /// Where the result directory goes.
     #[arg(long, default_value = "results")]
     out: PathBuf,
@@ -114,12 +126,12 @@ struct BenchArgs {
     /// the receiving thread polls it).
     #[arg(long, default_value = "arrival", value_parser = ["arrival", "user"])]
     rx_stamp: String,
-    /// Print JSON (the list of runs) instead of the table.
+    /// Print one JSON document (the list of runs) instead of the table.
     #[arg(long)]
     json: bool,
     /// Planner input (JSON, as `detpath sched plan`): solve it and send every
     /// planned flow at its planned times, one strict class per application
-    /// owning its partition (replaces --class, --flow, --slot-ns, --ring-slots).
+    /// owning its partition (replaces --class, --flow, --slot, --ring-slots).
     /// Exit 3 if the traffic is proven not to fit, 4 if the planner timed out.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["class", "flow"])]
     plan: Option<PathBuf>,
@@ -127,9 +139,9 @@ struct BenchArgs {
     /// instead of solving; it is validated against the --plan input.
     #[arg(long, value_name = "FILE", requires = "plan")]
     plan_result: Option<PathBuf>,
-    /// With --plan: the planner's time limit, seconds.
-    #[arg(long, default_value_t = 60.0, requires = "plan")]
-    plan_timeout: f64,
+    /// With --plan: the planner's time limit, e.g. `60s` (a bare number is seconds).
+    #[arg(long, value_name = "DURATION", value_parser = crate::vocab::secs, default_value = "60s", requires = "plan")]
+    plan_timeout: Duration,
     /// With --plan: payload bytes of every planned flow.
     #[arg(long, default_value_t = 64, requires = "plan")]
     plan_size: usize,
@@ -149,27 +161,28 @@ struct SyncArgs {
     /// Datapaths to synchronise over (one run each).
     #[arg(long, value_delimiter = ',', default_values_t = ["afxdp".to_string(), "dpdk".to_string(), "udp".to_string()])]
     datapath: Vec<String>,
-    /// Offset injected into the slave's slot counter, ns.
-    #[arg(long, default_value_t = 37_000)]
-    offset_ns: u64,
+    /// Offset injected into the slave's slot counter, e.g. `37us` (a bare
+    /// number is ns; ahead of the master, so not negative here).
+    #[arg(long, alias = "offset-ns", value_name = "OFFSET", value_parser = crate::vocab::offset, default_value = "37us", allow_hyphen_values = true)]
+    offset: crate::vocab::Offset,
     /// Drift injected into the slave's oscillator, ppb (50 ppm = 50000).
     #[arg(long, default_value_t = 50_000, allow_negative_numbers = true)]
     drift_ppb: i64,
-    /// Sync interval, ms.
-    #[arg(long, default_value_t = 125)]
-    interval_ms: u64,
-    /// Seconds per run.
-    #[arg(long, default_value_t = 30.0)]
-    duration: f64,
-    /// Locked means |true offset| within this many ns from then on (software
-    /// receive time stamps on this VM carry 20-50 µs one-way delays with
-    /// ±10 µs asymmetry).
-    #[arg(long, default_value_t = 20_000)]
-    lock_threshold_ns: u64,
+    /// Sync interval, e.g. `125ms` (a bare number is ms).
+    #[arg(long, alias = "interval-ms", value_name = "DURATION", value_parser = crate::vocab::millis, default_value = "125ms")]
+    interval: Duration,
+    /// Duration of each run, e.g. `30s` (a bare number is seconds).
+    #[arg(long, value_name = "DURATION", value_parser = crate::vocab::secs, default_value = "30s")]
+    duration: Duration,
+    /// Locked means |true offset| within this from then on, e.g. `20us` (a
+    /// bare number is ns; software receive time stamps on this VM carry
+    /// 20-50 µs one-way delays with ±10 µs asymmetry).
+    #[arg(long, alias = "lock-threshold-ns", value_name = "DURATION", value_parser = crate::vocab::nanos, default_value = "20us")]
+    lock_threshold: Duration,
     /// Testbed namespace prefix (default: detpath-sch<pid>).
     #[arg(long)]
     testbed: Option<String>,
-    /// Print JSON.
+    /// Print one JSON document (the list of runs) instead of the table.
     #[arg(long)]
     json: bool,
 }
@@ -182,7 +195,7 @@ struct ModelArgs {
     /// Batch sizes of the clock-error sweep.
     #[arg(long, value_delimiter = ',', default_values_t = [1u32, 8, 16, 32, 64])]
     batch: Vec<u32>,
-    /// Print JSON.
+    /// Print one JSON document (table3, figure8, dual_clock) instead of tables.
     #[arg(long)]
     json: bool,
 }
@@ -191,7 +204,7 @@ struct ModelArgs {
 struct ProbeArgs {
     /// Interface (in the current network namespace).
     iface: String,
-    /// Print JSON.
+    /// Print one JSON document instead of text.
     #[arg(long)]
     json: bool,
 }
@@ -232,18 +245,19 @@ fn bench_config(a: &BenchArgs) -> anyhow::Result<BenchConfig> {
         anyhow::ensure!(detpath::datapath::find(d).is_some(), "unknown datapath `{d}`");
     }
     cfg.methods = a.method.iter().map(|m| m.parse()).collect::<Result<Vec<Method>, _>>()?;
-    anyhow::ensure!(a.duration > 0.0 && a.warmup >= 0.0, "--duration must be positive and --warmup not negative");
-    cfg.duration_ns = (a.duration * 1e9) as u64;
-    cfg.warmup_ns = (a.warmup * 1e9) as u64;
-    let custom_ring = a.slot_ns != cfg.sched.slot_ns || a.ring_slots != cfg.sched.ring_slots;
-    cfg.sched.slot_ns = a.slot_ns;
+    anyhow::ensure!(!a.duration.is_zero(), "--duration must be positive");
+    cfg.duration_ns = ns(a.duration);
+    cfg.warmup_ns = ns(a.warmup);
+    let slot_ns = ns(a.slot);
+    let custom_ring = slot_ns != cfg.sched.slot_ns || a.ring_slots != cfg.sched.ring_slots;
+    cfg.sched.slot_ns = slot_ns;
     cfg.sched.ring_slots = a.ring_slots;
     cfg.sched.lead_slots = a.lead_slots;
-    cfg.sched.late_tolerance_ns = a.late_tolerance_ns;
+    cfg.sched.late_tolerance_ns = ns(a.late_tolerance);
     if !a.class.is_empty() {
         cfg.sched.classes = a.class.iter().map(|c| ClassConfig::parse(c, a.ring_slots, mode)).collect::<Result<_, _>>()?;
     } else if custom_ring && a.plan.is_none() {
-        anyhow::bail!("with another --slot-ns or --ring-slots, give the classes (--class) and flows (--flow) for it");
+        anyhow::bail!("with another --slot or --ring-slots, give the classes (--class) and flows (--flow) for it");
     } else {
         for c in &mut cfg.sched.classes {
             c.mode = mode;
@@ -255,8 +269,8 @@ fn bench_config(a: &BenchArgs) -> anyhow::Result<BenchConfig> {
     cfg.be_class = (a.be_class != "none").then(|| a.be_class.clone());
     cfg.be_size = a.be_size;
     if let Some(spec) = &a.plan {
-        anyhow::ensure!(a.plan_timeout.is_finite() && a.plan_timeout > 0.0, "--plan-timeout must be a positive number of seconds");
-        let planned = bench::plan::load(spec, a.plan_result.as_deref(), std::time::Duration::from_secs_f64(a.plan_timeout))?;
+        anyhow::ensure!(!a.plan_timeout.is_zero(), "--plan-timeout must be positive");
+        let planned = bench::plan::load(spec, a.plan_result.as_deref(), a.plan_timeout)?;
         planned.apply(&mut cfg, a.plan_size, mode, a.be_class != "none", a.plan_guard, a.plan_shift)?;
     }
     cfg.cpus = (a.cpu.first().copied().unwrap_or(0), a.cpu.get(1).copied().unwrap_or(1));
@@ -284,9 +298,9 @@ fn run_bench(a: BenchArgs) -> anyhow::Result<i32> {
     // Tuning holds for all runs and is reverted when `_tuning` drops (the journal covers a crash: `detpath tune revert`).
     cfg.nice = Some(a.nice);
     cfg.rt_priority = (a.rt_priority > 0).then_some(a.rt_priority);
-    anyhow::ensure!(a.segment_on > 0, "--segment-on must be positive");
-    cfg.segment_on_ns = a.segment_on * 1_000_000;
-    cfg.segment_off_ns = a.segment_off * 1_000_000;
+    anyhow::ensure!(!a.segment_on.is_zero(), "--segment-on must be positive");
+    cfg.segment_on_ns = ns(a.segment_on);
+    cfg.segment_off_ns = ns(a.segment_off);
     let threads = match cfg.rt_priority {
         Some(p) => format!("threads pinned, SCHED_FIFO {p}"),
         None => format!("threads pinned, SCHED_OTHER nice {}", a.nice),
@@ -318,6 +332,7 @@ fn run_bench(a: BenchArgs) -> anyhow::Result<i32> {
 fn run_sync(a: SyncArgs) -> anyhow::Result<i32> {
     use detpath_bench::sched::sync_run::{self, SyncRunConfig};
     detpath::sys::cleanup::install_signal_handler(detpath::sys::cleanup::OnSignal::SetFlag);
+    let offset_ns = u64::try_from(a.offset.ns()).map_err(|_| anyhow::anyhow!("--offset: the slave's injected offset is not negative here"))?;
     let prefix = a.testbed.clone().unwrap_or_else(|| detpath::testbed::process_prefix("sch"));
     let tb = detpath::testbed::Testbed::up(detpath::testbed::TestbedConfig::with_prefix(&prefix))?;
     let mut runs = Vec::new();
@@ -325,15 +340,15 @@ fn run_sync(a: SyncArgs) -> anyhow::Result<i32> {
     for (i, dp) in a.datapath.iter().enumerate() {
         anyhow::ensure!(detpath::datapath::find(dp).is_some(), "unknown datapath `{dp}`");
         let cfg = SyncRunConfig {
-            offset_ns: a.offset_ns,
+            offset_ns,
             drift_ppb: a.drift_ppb,
-            interval_ns: a.interval_ms * 1_000_000,
-            duration_ns: (a.duration * 1e9) as u64,
-            lock_threshold_ns: a.lock_threshold_ns,
+            interval_ns: ns(a.interval),
+            duration_ns: ns(a.duration),
+            lock_threshold_ns: ns(a.lock_threshold),
             port: 7600 + 2 * i as u16,
             ..SyncRunConfig::default_for(dp)
         };
-        eprintln!("sched sync: {dp}: {} µs offset, {} ppb drift, Sync every {} ms, {} s", a.offset_ns as f64 / 1000.0, a.drift_ppb, a.interval_ms, a.duration);
+        eprintln!("sched sync: {dp}: {} µs offset, {} ppb drift, Sync every {:?}, {:?}", offset_ns as f64 / 1000.0, a.drift_ppb, a.interval, a.duration);
         match sync_run::run(&tb, &cfg) {
             Ok(r) => runs.push(r),
             Err(e) => {
@@ -361,7 +376,7 @@ fn run_sync(a: SyncArgs) -> anyhow::Result<i32> {
                 r.endpoints
             );
         }
-        println!("(lock: servo locked and |true offset| <= {} ns from then on; truth from the shared CLOCK_MONOTONIC)", a.lock_threshold_ns);
+        println!("(lock: servo locked and |true offset| <= {} ns from then on; truth from the shared CLOCK_MONOTONIC)", ns(a.lock_threshold));
     }
     let unlocked = runs.iter().any(|r| r.report.time_to_lock_s.is_none());
     Ok(if failed || unlocked { 1 } else { 0 })

@@ -14,6 +14,9 @@ use std::time::Duration;
 pub const EXIT_INFEASIBLE: i32 = 3;
 /// Exit status of an unknown answer (time limit).
 pub const EXIT_UNKNOWN: i32 = 4;
+/// The exit codes, for `--help`.
+pub const EXIT_CODES: &str = "Exit codes: 0 feasible (schedule validated); 3 proven infeasible; 4 unknown (the time limit was reached); \
+2 bad input or another error. --evaluate: 0 it ran and found no solver disagreement or invalid schedule, 1 otherwise.";
 
 /// Arguments of `detpath sched plan`.
 #[derive(clap::Args, Debug)]
@@ -21,12 +24,13 @@ pub struct Args {
     /// Traffic specification (JSON: ring_slots, slot_ns, apps[].flows[] with period_ns, jitter_ns).
     #[arg(required_unless_present = "evaluate")]
     pub file: Option<PathBuf>,
-    /// Print the plan as JSON (status, hyperperiod_ns, partitions, schedule, solve_ms).
+    /// Print the plan as one JSON document (status, hyperperiod_ns, partitions, schedule, solve_ms).
     #[arg(long)]
     pub json: bool,
-    /// Time limit in seconds; when it is reached the answer is "unknown", never "infeasible".
-    #[arg(long, default_value_t = 60.0, value_name = "S")]
-    pub timeout: f64,
+    /// Time limit, e.g. `60s` (a bare number is seconds); when it is reached
+    /// the answer is "unknown", never "infeasible".
+    #[arg(long, default_value = "60s", value_name = "DURATION", value_parser = crate::vocab::secs)]
+    pub timeout: Duration,
     /// Run paper 003's Table 4 / Figure 24 evaluation instead (native solver beside z3).
     #[arg(long, conflicts_with = "file")]
     pub evaluate: bool,
@@ -42,21 +46,15 @@ pub struct Args {
     /// Evaluation: output directory (sets/*.json, sets/*.smt2, results.json, table.md, fig24.png/svg).
     #[arg(long, default_value = "plan-eval", requires = "evaluate", value_name = "DIR")]
     pub out: PathBuf,
-    /// Evaluation: z3's time limit per set in seconds (0: do not run z3; 2 s keeps 896 sets near 20 min).
-    #[arg(long, default_value_t = 2.0, requires = "evaluate", value_name = "S")]
-    pub z3_timeout: f64,
-}
-
-fn seconds(name: &str, s: f64) -> Result<Duration> {
-    if !s.is_finite() || s < 0.0 {
-        bail!("--{name} must be a number of seconds >= 0, got {s}");
-    }
-    Ok(Duration::from_secs_f64(s))
+    /// Evaluation: z3's time limit per set, e.g. `2s` (a bare number is
+    /// seconds; 0: do not run z3; 2 s keeps 896 sets near 20 min).
+    #[arg(long, default_value = "2s", requires = "evaluate", value_name = "DURATION", value_parser = crate::vocab::secs)]
+    pub z3_timeout: Duration,
 }
 
 /// Runs the command; returns the process exit status.
 pub fn run(args: Args) -> Result<i32> {
-    let timeout = seconds("timeout", args.timeout)?;
+    let timeout = args.timeout;
     if args.evaluate {
         return run_evaluation(&args, timeout);
     }
@@ -77,7 +75,7 @@ pub fn run(args: Args) -> Result<i32> {
 }
 
 fn run_evaluation(args: &Args, timeout: Duration) -> Result<i32> {
-    let z3_timeout = seconds("z3-timeout", args.z3_timeout)?;
+    let z3_timeout = args.z3_timeout;
     let z3 = if z3_timeout.is_zero() {
         None
     } else if detpath_plan::smtlib::z3_available() {

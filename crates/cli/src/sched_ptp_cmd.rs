@@ -3,13 +3,14 @@
 //!
 //! The event port is the user's endpoint spec (any datapath, port 319); the
 //! general port 320 and the group 224.0.1.129 are kernel sockets on the same
-//! interface (`detpath_sched::ptp`). `--offset-ns` and `--drift-ppb` inject
+//! interface (`detpath_sched::ptp`). `--offset` and `--drift-ppb` inject
 //! an error into detpath's own slot clock (never a host clock). `--json`
 //! prints the summary as one JSON object on the last line of stdout.
 //!
 //! Argument parsing and printing only; the work is in `detpath_sched::ptp`.
 
 use detpath_sched::ptp::{self, Ports, PtpClock, PtpConfig};
+use std::time::Duration;
 
 /// `detpath sched ptp ...`
 #[derive(clap::Args)]
@@ -23,18 +24,19 @@ pub struct Args {
     /// Network namespace to run in (e.g. a testbed side, detpath-a).
     #[arg(long)]
     netns: Option<String>,
-    /// Seconds to run.
-    #[arg(long, default_value_t = 30.0)]
-    duration: f64,
-    /// Offset injected into detpath's slot clock, ns.
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
-    offset_ns: i64,
+    /// How long to run, e.g. `30s` (a bare number is seconds).
+    #[arg(long, value_name = "DURATION", value_parser = crate::vocab::secs, default_value = "30s")]
+    duration: Duration,
+    /// Offset injected into detpath's slot clock, e.g. `-37us` (a bare number is ns).
+    #[arg(long, alias = "offset-ns", value_name = "OFFSET", value_parser = crate::vocab::offset, default_value = "0", allow_hyphen_values = true)]
+    offset: crate::vocab::Offset,
     /// Rate error injected into detpath's slot clock, ppb (50 ppm = 50000).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     drift_ppb: i64,
-    /// Slave: locked means |residual| within this many ns for the last 5 s.
-    #[arg(long, default_value_t = 20_000)]
-    lock_threshold_ns: u64,
+    /// Slave: locked means |residual| within this for the last 5 s, e.g.
+    /// `20us` (a bare number is ns).
+    #[arg(long, alias = "lock-threshold-ns", value_name = "DURATION", value_parser = crate::vocab::nanos, default_value = "20us")]
+    lock_threshold: Duration,
     /// Master: log2 of the Sync interval in s (-2: four a second; at most 0).
     #[arg(long, default_value_t = -2, allow_negative_numbers = true, value_parser = clap::value_parser!(i8).range(-7..=0))]
     log_sync_interval: i8,
@@ -47,20 +49,20 @@ pub struct Args {
     /// PTP domain.
     #[arg(long, default_value_t = 0)]
     domain: u8,
-    /// Print the summary as one JSON object on the last line of stdout.
+    /// Print the summary as one JSON document (one object) on the last line of stdout.
     #[arg(long)]
     json: bool,
 }
 
 /// Runs `detpath sched ptp ...`: exit 0 when the slave locked (a master: when it ran).
 pub fn run(a: Args) -> anyhow::Result<i32> {
-    anyhow::ensure!(a.duration.is_finite() && a.duration > 0.0, "--duration must be a positive number of seconds");
+    anyhow::ensure!(!a.duration.is_zero(), "--duration must be positive");
     detpath::sys::cleanup::install_signal_handler(detpath::sys::cleanup::OnSignal::SetFlag);
     let cfg = PtpConfig {
-        offset_ns: a.offset_ns,
+        offset_ns: a.offset.ns(),
         drift_ppb: a.drift_ppb,
-        duration_ns: (a.duration * 1e9) as u64,
-        lock_threshold_ns: a.lock_threshold_ns,
+        duration_ns: crate::vocab::ns(a.duration),
+        lock_threshold_ns: crate::vocab::ns(a.lock_threshold),
         log_sync_interval: a.log_sync_interval,
         log_announce_interval: a.log_announce_interval,
         priority1: a.priority1,

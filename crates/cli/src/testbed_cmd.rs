@@ -6,10 +6,15 @@
 use detpath::testbed::{Testbed, TestbedConfig};
 
 #[derive(clap::Args)]
+#[command(after_help = EXIT_CODES)]
 pub struct Args {
     /// Namespace name prefix: the testbed is <NAME>-a and <NAME>-b.
     #[arg(long, default_value = "detpath", global = true)]
     testbed: String,
+    /// Print one JSON document instead of text (up: the layout; down: what
+    /// was removed and kept; status: both sides).
+    #[arg(long, global = true)]
+    json: bool,
     #[command(subcommand)]
     action: Action,
 }
@@ -17,15 +22,22 @@ pub struct Args {
 #[derive(clap::Subcommand)]
 enum Action {
     /// Create the namespaces and veth pair (idempotent; repairs a half-built one).
+    #[command(after_help = "Exit codes: 0 the testbed is up; 2 an error (not root, `ip` or `ethtool` missing).")]
     Up,
     /// Remove them (idempotent), and every testbed a detpath command left
     /// behind (`detpath-<tag>-<pid>-<n>-a|b` whose process is gone).
+    #[command(after_help = "Exit codes: 0 removed (or nothing to remove); 1 a namespace could not be removed; 2 an error.")]
     Down,
     /// Show what exists; exit 0 when the testbed is complete, 1 otherwise.
-    Status {
-        #[arg(long)]
-        json: bool,
-    },
+    #[command(after_help = "Exit codes: 0 the testbed is complete; 1 it is not (absent or half-built); 2 an error.")]
+    Status,
+}
+
+/// The exit codes of `detpath testbed`.
+const EXIT_CODES: &str = "Exit codes: 0 done (status: the testbed is complete); 1 status: not complete, down: a namespace could not be removed; 2 an error.";
+
+fn side_json(s: &detpath::testbed::Side, prefix_len: u8) -> serde_json::Value {
+    serde_json::json!({ "netns": s.netns, "iface": s.iface, "addr": format!("{}/{}", s.addr, prefix_len), "mac": s.mac })
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -33,27 +45,44 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     match args.action {
         Action::Up => {
             let cfg = Testbed::up(cfg)?.keep();
-            print_layout(&cfg);
+            if args.json {
+                println!("{}", serde_json::json!({ "up": true, "a": side_json(&cfg.a, cfg.prefix_len), "b": side_json(&cfg.b, cfg.prefix_len) }));
+            } else {
+                print_layout(&cfg);
+            }
             Ok(0)
         }
         Action::Down => {
+            let json = args.json;
+            let say = |s: String| {
+                if !json {
+                    println!("{s}")
+                }
+            };
             Testbed::down(&cfg);
-            println!("testbed down ({} and {} removed)", cfg.a.netns, cfg.b.netns);
+            say(format!("testbed down ({} and {} removed)", cfg.a.netns, cfg.b.netns));
             let mut in_use = std::collections::BTreeMap::new();
+            let mut removed = vec![cfg.a.netns.clone(), cfg.b.netns.clone()];
             for (netns, name) in detpath::testbed::find() {
                 if name.orphaned() {
                     detpath::testbed::remove_netns(&netns);
-                    println!("removed {netns} (left by process {}, which is gone)", name.owner.unwrap_or(0));
+                    say(format!("removed {netns} (left by process {}, which is gone)", name.owner.unwrap_or(0)));
+                    removed.push(netns);
                 } else if name.base != args.testbed {
                     in_use.entry(name.base.clone()).or_insert(name.owner);
                 }
             }
             let left: Vec<String> = detpath::testbed::find().into_iter().filter(|(_, n)| n.orphaned() || n.base == args.testbed).map(|(ns, _)| ns).collect();
+            removed.retain(|n| !left.contains(n));
             for (base, owner) in &in_use {
                 match owner {
-                    Some(pid) => println!("kept {base}-a/-b: process {pid} is using it"),
-                    None => println!("kept {base}-a/-b (another testbed; remove it with `detpath testbed down --testbed {base}`)"),
+                    Some(pid) => say(format!("kept {base}-a/-b: process {pid} is using it")),
+                    None => say(format!("kept {base}-a/-b (another testbed; remove it with `detpath testbed down --testbed {base}`)")),
                 }
+            }
+            if json {
+                let kept: Vec<serde_json::Value> = in_use.iter().map(|(base, owner)| serde_json::json!({ "testbed": base, "owner_pid": owner })).collect();
+                println!("{}", serde_json::json!({ "removed": removed, "kept": kept, "not_removed": left }));
             }
             if !left.is_empty() {
                 eprintln!("detpath: could not remove {}; run `ip netns del NAME` for each", left.join(", "));
@@ -61,7 +90,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             }
             Ok(0)
         }
-        Action::Status { json } => {
+        Action::Status => {
+            let json = args.json;
             let st = Testbed::status(&cfg);
             let complete = st.complete(&cfg);
             if json {

@@ -24,11 +24,9 @@ pub struct Args {
 #[derive(clap::Subcommand)]
 enum Cmd {
     /// Report every latency knob: current, recommended, why, runtime or reboot.
-    ///
-    /// Exit codes: 0 tuned for the cores, 1 something misconfigured, 2 error.
-    /// With --from PROFILE (verify against a saved profile): 0 the host
-    /// matches, 3 drift (a knob is not as the profile says), 4 the host does
-    /// not fit the profile (fewer cores, no such NIC, a knob missing), 2 error.
+    #[command(after_help = "Exit codes: 0 tuned for the cores; 1 something misconfigured; 2 an error. \
+With --from PROFILE (verify against a saved profile): 0 the host matches, 3 drift (a knob is not as the profile says), \
+4 the host does not fit the profile (fewer cores, no such NIC, a knob missing), 2 an error.")]
     Audit(AuditArgs),
     /// Apply the runtime knobs for the datapath cores (journalled; undo with `revert`).
     ///
@@ -36,13 +34,18 @@ enum Cmd {
     /// --from FILE applies a saved profile, refusing with exit code 4 and
     /// changing nothing where this host differs (fewer cores, no such NIC,
     /// a knob missing). A second apply changes nothing and says so
-    /// (`--json`: "changed": 0). Exit codes: 0 applied, 4 misfit, 2 error.
+    /// (`--json`: "changed": 0).
+    #[command(after_help = "Exit codes: 0 applied (or --dry-run printed the plan); 4 --from: the host does not fit the profile, \
+nothing changed; 2 an error (what was changed is reverted).")]
     Apply(ApplyArgs),
     /// Restore what the journal recorded (also after a crashed or killed apply).
+    #[command(after_help = "Exit codes: 0 restored (or nothing to restore); 2 an error (a setting could not be restored: the journal stays).")]
     Revert(RevertArgs),
     /// Say whether a tuning journal is pending. Exit code 1 when one is.
+    #[command(after_help = "Exit codes: 0 no journal pending; 1 a journal is pending; 2 an error.")]
     Status(StatusArgs),
     /// Hold /dev/cpu_dma_latency (C-state limit) until Ctrl-C or SIGTERM.
+    #[command(after_help = "Exit codes: 0 released after SIGINT/SIGTERM; 2 an error (/dev/cpu_dma_latency could not be opened).")]
     Hold(HoldArgs),
 }
 
@@ -68,7 +71,7 @@ struct AuditArgs {
     /// exit 0 matches, 3 drift, 4 the host does not fit the profile.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["cores", "iface"])]
     from: Option<PathBuf>,
-    /// JSON instead of a table (with --from: {"matches", "drift": N, "differences", "knobs"}).
+    /// One JSON document instead of a table (the knobs; with --from: {"matches", "drift": N, "differences", "knobs"}).
     #[arg(long)]
     json: bool,
 }
@@ -94,7 +97,7 @@ struct ApplyArgs {
     /// Journal directory (default $DETPATH_STATE_DIR or /var/lib/detpath).
     #[arg(long)]
     state_dir: Option<PathBuf>,
-    /// JSON output.
+    /// One JSON document instead of text (what changed, the journal, the summary; with --dry-run the plan).
     #[arg(long)]
     json: bool,
 }
@@ -110,6 +113,9 @@ struct RevertArgs {
     /// Root of /proc, /sys and /dev (testing against a fake tree).
     #[arg(long, default_value = "/", hide = true)]
     root: PathBuf,
+    /// One JSON document instead of text (`restored`, `gone`; with --discard-stale `discarded`).
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args)]
@@ -117,16 +123,21 @@ struct StatusArgs {
     /// Journal directory (default $DETPATH_STATE_DIR or /var/lib/detpath).
     #[arg(long)]
     state_dir: Option<PathBuf>,
-    /// JSON output.
+    /// One JSON document instead of text (`pending`, `this_boot`, `journal`).
     #[arg(long)]
     json: bool,
 }
 
 #[derive(clap::Args)]
 struct HoldArgs {
-    /// Maximum C-state exit latency in microseconds (0: never leave C0/poll).
-    #[arg(long, default_value_t = 0)]
-    latency_us: u32,
+    /// Maximum C-state exit latency, e.g. `0us`, `10us` (a bare number is µs;
+    /// 0: never leave C0/poll).
+    #[arg(long, alias = "latency-us", value_name = "DURATION", value_parser = crate::vocab::micros, default_value = "0us")]
+    latency: std::time::Duration,
+    /// JSON lines instead of text: one object when the hold starts
+    /// (`holding_us`, `effective_us`), one when it is released (`released`, `signal`).
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(a: Args) -> anyhow::Result<i32> {
@@ -402,7 +413,10 @@ fn run_revert(a: RevertArgs) -> anyhow::Result<i32> {
     let host = Host::at(&a.root);
     let dir = state_dir(a.state_dir);
     if a.discard_stale {
-        if discard_stale_journal(&host, &dir)? {
+        let discarded = discard_stale_journal(&host, &dir)?;
+        if a.json {
+            println!("{}", serde_json::json!({ "discarded": discarded, "state_dir": dir }));
+        } else if discarded {
             println!("removed the journal of another boot in {}", dir.display());
         } else {
             println!("no stale journal in {} (a journal of this boot is reverted with `detpath tune revert`)", dir.display());
@@ -410,7 +424,9 @@ fn run_revert(a: RevertArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let r = revert(&host, &dir)?;
-    if r.restored.is_empty() && r.gone.is_empty() {
+    if a.json {
+        println!("{}", serde_json::json!({ "restored": r.restored, "gone": r.gone, "state_dir": dir }));
+    } else if r.restored.is_empty() && r.gone.is_empty() {
         println!("nothing to revert (no journal in {})", dir.display());
     } else {
         println!("restored {} setting(s)", r.restored.len());
@@ -455,14 +471,24 @@ fn run_status(a: StatusArgs) -> anyhow::Result<i32> {
 }
 
 fn run_hold(a: HoldArgs) -> anyhow::Result<i32> {
-    let hold = rt::CpuDmaLatencyHold::new(a.latency_us)?;
-    println!(
-        "holding /dev/cpu_dma_latency at {} us (effective now: {} us); Ctrl-C or SIGTERM to release",
-        hold.latency_us(),
-        rt::current_cpu_dma_latency().map(|v| v.to_string()).unwrap_or_else(|e| e.to_string())
-    );
+    let us = u32::try_from(a.latency.as_micros()).context("--latency: too long")?;
+    let hold = rt::CpuDmaLatencyHold::new(us)?;
+    let effective = rt::current_cpu_dma_latency();
+    if a.json {
+        println!("{}", serde_json::json!({ "holding_us": hold.latency_us(), "effective_us": effective.as_ref().ok() }));
+    } else {
+        println!(
+            "holding /dev/cpu_dma_latency at {} us (effective now: {} us); Ctrl-C or SIGTERM to release",
+            hold.latency_us(),
+            effective.map(|v| v.to_string()).unwrap_or_else(|e| e.to_string())
+        );
+    }
     let sig = rt::wait_for_termination_signal().context("waiting for SIGINT/SIGTERM")?;
     drop(hold);
-    println!("released (signal {sig})");
+    if a.json {
+        println!("{}", serde_json::json!({ "released": true, "signal": sig }));
+    } else {
+        println!("released (signal {sig})");
+    }
     Ok(0)
 }

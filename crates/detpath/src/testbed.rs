@@ -238,6 +238,23 @@ impl Testbed {
         Ok(Testbed { cfg, cleanup: Some(guard) })
     }
 
+    /// Like [`Testbed::up`], except that a complete testbed already there
+    /// belongs to whoever made it (a user's `detpath testbed up`, with their
+    /// `echo` running in it): it is used as it is and left in place when
+    /// this value drops. One this call builds (or repairs) is removed as usual.
+    pub fn up_or_use(cfg: TestbedConfig) -> Result<Testbed> {
+        if Self::status(&cfg).complete(&cfg) {
+            return Ok(Testbed { cfg, cleanup: None });
+        }
+        Self::up(cfg)
+    }
+
+    /// Whether dropping this value removes the namespaces (false for a
+    /// testbed [`Testbed::up_or_use`] found, or after [`Testbed::keep`]).
+    pub fn owned(&self) -> bool {
+        self.cleanup.is_some()
+    }
+
     fn create(cfg: &TestbedConfig) -> Result<()> {
         let (a, b) = (&cfg.a, &cfg.b);
         ip(&["netns", "add", &a.netns])?;
