@@ -30,9 +30,9 @@
 //! UMEM: `2 × ring` frames of `frame` bytes (mmap, MAP_POPULATE): the first
 //! half feeds the fill ring (RX), the second half is the TX pool. The fill
 //! ring has `2 × ring` slots so recycled frames always fit. Received frames
-//! are parsed with [`detpath_wire::parse_udp_frame`]; a frame that fails
-//! (bad checksum, fragment, truncated, ...) is counted in `rx_malformed`,
-//! recycled and never delivered.
+//! are judged by the receive rule ([`crate::datapath::rx_rule`], the same
+//! on afxdp, xdppoll and dpdk): delivered, held for reassembly, not for us
+//! (`rx_not_for_me`) or malformed (`rx_malformed`); every frame is recycled.
 //!
 //! Neighbours: the destination MAC comes from the kernel's table through
 //! [`Neighbours::try_resolve`], which never waits. A datagram to an address
@@ -60,7 +60,8 @@ mod umem;
 
 pub use setup::open_afxdp;
 
-use crate::datapath::defrag::{Defrag, Defragged};
+use crate::datapath::defrag::Defrag;
+use crate::datapath::rx_rule::{self, UdpRule, Verdict};
 use crate::datapath::filter::{self, FilterStats};
 use crate::datapath::wait::{wait_readable, Step, Wait};
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxBatch, RxMeta, TxDatagram};
@@ -68,7 +69,7 @@ use crate::error::{last_os_error, Error, Result};
 use crate::frame::{FrameDatapath, FrameEndpoint, FrameMeta};
 use crate::spec::EndpointSpec;
 use detpath_sys::neigh::{Lookup, Neighbours};
-use detpath_wire::{build_udp_frame, parse_udp_frame, FrameError, MacAddr, UdpFrameHeader};
+use detpath_wire::{build_udp_frame, MacAddr, UdpFrameHeader};
 use feed::XdpFeed;
 use ring::Ring;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -216,18 +217,9 @@ impl RxSink<RxMeta> for RxBatch {
 /// How a received frame becomes a delivery: (endpoint, reassembler, frame, caller's slot, rx time).
 type ParseFn<E, M> = fn(&E, &mut Defrag, &[u8], &mut [u8], u64) -> Parsed<M>;
 
-/// What one received frame became.
-enum Parsed<M> {
-    Deliver {
-        meta: M,
-        len: usize,
-        truncated: bool,
-    },
-    Malformed,
-    NotForMe,
-    /// A fragment kept for reassembly.
-    Held,
-}
+/// What one received frame became: delivered into the caller's slot (its
+/// meta, bytes copied, bytes it had), or refused by the receive rule.
+type Parsed<M> = Verdict<(M, usize, usize)>;
 
 /// How this endpoint frames payloads: UDP datagrams (the `afxdp` datapath)
 /// or bare Ethernet payloads of one EtherType (the `afxdp` frame datapath).
@@ -495,41 +487,27 @@ impl AfxdpEndpoint {
         Ok(addr)
     }
 
-    /// A received frame as a UDP datagram for this endpoint.
+    /// A received frame as a UDP datagram for this endpoint (the receive rule, [`rx_rule`]).
     /// A fragment goes to the reassembler and is delivered when it completes its datagram.
     fn parse_udp(&self, defrag: &mut Defrag, frame: &[u8], slot: &mut [u8], rx_ns: u64) -> Parsed<RxMeta> {
-        let deliver = |p: &[u8], peer, slot: &mut [u8]| {
-            let len = p.len().min(slot.len());
-            slot[..len].copy_from_slice(&p[..len]);
-            let truncated = len < p.len();
-            Parsed::Deliver { meta: RxMeta { len, truncated, peer, rx_ns }, len, truncated }
-        };
-        match parse_udp_frame(frame, self.verify_checksum) {
-            Ok(f) if f.dst == self.local => deliver(f.payload(frame), f.src, slot),
-            Err(FrameError::Fragment) => match defrag.offer(frame, self.local, self.verify_checksum, rx_ns) {
-                Defragged::Held => Parsed::Held,
-                Defragged::Datagram { src, payload } => deliver(payload, src, slot),
-                Defragged::Dropped => Parsed::Malformed,
-            },
-            _ => Parsed::Malformed,
-        }
+        let rule = UdpRule { local: self.local, group: None, verify_checksum: self.verify_checksum };
+        rule.judge(frame, defrag, rx_ns).map(|d| {
+            let len = d.payload.len().min(slot.len());
+            slot[..len].copy_from_slice(&d.payload[..len]);
+            (RxMeta { len, truncated: len < d.payload.len(), peer: d.src, rx_ns }, len, d.payload.len())
+        })
     }
 
     /// A received frame as a bare Ethernet payload: its EtherType must be
     /// ours and its destination us or a group address.
     fn parse_eth(&self, _: &mut Defrag, frame: &[u8], slot: &mut [u8], rx_ns: u64) -> Parsed<FrameMeta> {
         // The program matched the EtherType; a shared program (`xdp=shared`) may hand us anything.
-        let Framing::Ether { ethertype } = self.framing else { return Parsed::NotForMe };
-        let f = match detpath_wire::raweth::strip_eth_frame(frame, self.src_mac, Some(ethertype)) {
-            Ok(f) => f,
-            Err(detpath_wire::raweth::StripError::Truncated) => return Parsed::Malformed,
-            Err(_) => return Parsed::NotForMe,
-        };
-        let p = f.payload;
-        let len = p.len().min(slot.len());
-        slot[..len].copy_from_slice(&p[..len]);
-        let truncated = len < p.len();
-        Parsed::Deliver { meta: FrameMeta { len, truncated, src: f.src, rx_ns }, len, truncated }
+        let Framing::Ether { ethertype } = self.framing else { return Verdict::NotForMe };
+        rx_rule::judge_frame(frame, self.src_mac, Some(ethertype)).map(|f| {
+            let len = f.payload.len().min(slot.len());
+            slot[..len].copy_from_slice(&f.payload[..len]);
+            (FrameMeta { len, truncated: len < f.payload.len(), src: f.src, rx_ns }, len, f.payload.len())
+        })
     }
 
     /// Takes ready RX descriptors into `sink` until it is full or the ring is
@@ -552,21 +530,15 @@ impl AfxdpEndpoint {
             let rx_ns = if self.xdp_stamp { self.xdp_stamp_of(d.addr).unwrap_or(polled_ns) } else { polled_ns };
             let parsed = match self.umem.frame(d.addr, d.len) {
                 Some(frame) => parse(self, &mut defrag, frame, slot, rx_ns),
-                None => Parsed::Malformed,
+                None => Verdict::Malformed,
             };
             match parsed {
-                Parsed::Deliver { meta, len, truncated } => {
-                    self.counters.rx_packets += 1;
-                    self.counters.rx_bytes += len as u64;
-                    if truncated {
-                        self.counters.rx_truncated += 1;
-                    }
+                Verdict::Deliver((meta, copied, full)) => {
+                    rx_rule::count_delivered(&mut self.counters, copied, full);
                     sink.commit(meta);
                     delivered += 1;
                 }
-                Parsed::Malformed => self.counters.rx_malformed += 1,
-                Parsed::NotForMe => self.counters.rx_not_for_me += 1,
-                Parsed::Held => {}
+                refused => refused.count_refusal(&mut self.counters),
             }
         }
         // Recycle the frames to the fill ring (overflow waits in fill_pending).

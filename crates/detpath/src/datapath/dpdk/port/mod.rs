@@ -23,7 +23,8 @@
 use super::eal;
 use super::host::HostState;
 use super::{Config, DpdkError, Vdev};
-use crate::datapath::defrag::{Defrag, Defragged};
+use crate::datapath::defrag::Defrag;
+use crate::datapath::rx_rule::{self, UdpRule, Verdict};
 use crate::datapath::wait::{Step, Wait};
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, Endpoint, RecvMode, RxBatch, RxMeta, RxStamp, TxDatagram};
 use crate::error::{Error, Result};
@@ -36,7 +37,7 @@ use detpath_sys::xdp;
 use detpath_sys::NetDev;
 use detpath_sys::XdpMode;
 use detpath_wire::arp::{self, ArpOp, ArpPacket};
-use detpath_wire::{build_udp_frame, parse_udp_frame, FrameError, MacAddr, UdpFrameHeader, HEADERS_LEN};
+use detpath_wire::{build_udp_frame, MacAddr, UdpFrameHeader, HEADERS_LEN};
 use std::collections::VecDeque;
 use std::ffi::{CStr, CString};
 use std::fs::File;
@@ -211,29 +212,6 @@ impl DpdkEndpoint {
         unsafe { sys::detpath_dpdk_mbuf_free(m) };
     }
 
-    /// A fragment: the reassembler copies it (the mbuf is freed); a
-    /// datagram it completes waits in `assembled` like one in an mbuf.
-    fn on_fragment(&mut self, m: *mut sys::rte_mbuf, frame: &[u8], now: u64) {
-        let got = match self.defrag.offer(frame, self.local, self.verify_checksum, now) {
-            Defragged::Held => None,
-            Defragged::Dropped => {
-                self.counters.rx_malformed += 1;
-                None
-            }
-            Defragged::Datagram { src, payload } => match (self.pending.len() < PENDING).then(|| self.assembled.store(payload)).flatten() {
-                Some(data) => Some((src, data, payload.len())),
-                None => {
-                    self.pending_dropped += 1;
-                    None
-                }
-            },
-        };
-        self.free(m);
-        if let Some((peer, data, len)) = got {
-            self.pending.push_back(Pending { m: std::ptr::null_mut(), data, len: len as u16, peer, src_mac: MacAddr::default(), rx_ns: now });
-        }
-    }
-
     /// One RX burst, every frame classified. Returns the number of frames taken.
     fn poll_rx(&mut self) -> usize {
         // Parked datagrams go out (or are dropped) as their ARP replies come (or do not).
@@ -274,26 +252,28 @@ impl DpdkEndpoint {
             }
             return;
         }
-        match parse_udp_frame(frame, self.verify_checksum) {
-            Ok(f) if f.dst == self.local || Some(f.dst) == self.group => {
-                if self.pending.len() >= PENDING {
-                    self.pending_dropped += 1;
-                    return self.free(m);
+        // The receive rule (the same on afxdp and xdppoll). A datagram stays
+        // in its mbuf until delivered; a reassembled one waits in `assembled`.
+        let rule = UdpRule { local: self.local, group: self.group, verify_checksum: self.verify_checksum };
+        match rule.judge(frame, &mut self.defrag, now) {
+            Verdict::Deliver(d) if self.pending.len() >= PENDING => {
+                let _ = d;
+                self.pending_dropped += 1;
+            }
+            Verdict::Deliver(d) if !d.reassembled => {
+                self.pending.push_back(Pending { m, data: d.payload.as_ptr(), len: d.payload.len() as u16, peer: d.src, src_mac: MacAddr::default(), rx_ns: now });
+                return;
+            }
+            Verdict::Deliver(d) => match self.assembled.store(d.payload) {
+                Some(data) => {
+                    let len = d.payload.len() as u16;
+                    self.pending.push_back(Pending { m: std::ptr::null_mut(), data, len, peer: d.src, src_mac: MacAddr::default(), rx_ns: now });
                 }
-                // SAFETY: payload_offset + payload_len lies within the frame (checked by the parser).
-                let p = unsafe { (data as *const u8).add(f.payload_offset) };
-                self.pending.push_back(Pending { m, data: p, len: f.payload_len as u16, peer: f.src, src_mac: MacAddr::default(), rx_ns: now });
-            }
-            Err(FrameError::Fragment) => self.on_fragment(m, frame, now),
-            Ok(_) | Err(FrameError::NotIpv4(_)) | Err(FrameError::NotUdp(_)) => {
-                self.counters.rx_not_for_me += 1;
-                self.free(m);
-            }
-            Err(_) => {
-                self.counters.rx_malformed += 1;
-                self.free(m);
-            }
+                None => self.pending_dropped += 1,
+            },
+            refused => refused.count_refusal(&mut self.counters),
         }
+        self.free(m);
     }
 
     /// The XDP program's time stamp in the headroom just before `data` (the
@@ -316,23 +296,16 @@ impl DpdkEndpoint {
 
     /// A frame endpoint's receive: frames of our EtherType to us (or a group) are kept.
     fn classify_frame(&mut self, m: *mut sys::rte_mbuf, frame: &[u8], ethertype: u16, now: u64) {
-        if frame.len() < ETH_HEADER {
-            self.counters.rx_malformed += 1;
-            return self.free(m);
+        match rx_rule::judge_frame(frame, self.mac, Some(ethertype)) {
+            Verdict::Deliver(_) if self.pending.len() >= PENDING => self.pending_dropped += 1,
+            Verdict::Deliver(f) => {
+                let peer = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0);
+                self.pending.push_back(Pending { m, data: f.payload.as_ptr(), len: f.payload.len() as u16, peer, src_mac: f.src, rx_ns: now });
+                return;
+            }
+            refused => refused.count_refusal(&mut self.counters),
         }
-        if frame[12..14] != ethertype.to_be_bytes() || !crate::frame::is_for(self.mac, frame) {
-            self.counters.rx_not_for_me += 1;
-            return self.free(m);
-        }
-        if self.pending.len() >= PENDING {
-            self.pending_dropped += 1;
-            return self.free(m);
-        }
-        let mut src = [0u8; 6];
-        src.copy_from_slice(&frame[6..12]);
-        let p = frame[ETH_HEADER..].as_ptr();
-        let peer = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0);
-        self.pending.push_back(Pending { m, data: p, len: (frame.len() - ETH_HEADER) as u16, peer, src_mac: MacAddr(src), rx_ns: now });
+        self.free(m);
     }
 
     fn on_arp(&mut self, p: &ArpPacket) {
