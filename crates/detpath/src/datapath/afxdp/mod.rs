@@ -69,7 +69,8 @@ use crate::error::{last_os_error, Error, Result};
 use crate::frame::{FrameDatapath, FrameEndpoint, FrameMeta};
 use crate::spec::EndpointSpec;
 use detpath_sys::neigh::{Lookup, Neighbours};
-use detpath_wire::{build_udp_frame, MacAddr, UdpFrameHeader};
+use detpath_wire::frame::ETHERTYPE_IPV4;
+use detpath_wire::{build_udp_frame, ethernet, MacAddr, UdpFrameHeader, ETH_HLEN};
 use feed::XdpFeed;
 use ring::Ring;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -86,9 +87,6 @@ pub static FRAME_DATAPATH: FrameDatapath = FrameDatapath {
     keys: &["queue", "mode", "zerocopy", "busy_poll", "ring", "frame", "batch", "xdp", "rx_stamp"],
     open: |spec| Ok(Box::new(setup::open_afxdp_framing(spec, Framing::Ether { ethertype: spec.require_port()? })?)),
 };
-
-/// Ethernet II header bytes (frame endpoints build it themselves).
-const ETH_HEADER: usize = 14;
 
 pub static DATAPATH: Datapath = Datapath {
     name: "afxdp",
@@ -405,7 +403,7 @@ impl AfxdpEndpoint {
                     if self.tx.free(1) == 0 {
                         break; // the ring is full: next call
                     }
-                    self.umem.frame_mut(p.addr)[..6].copy_from_slice(&mac.0);
+                    ethernet::set_dst_addr(self.umem.frame_mut(p.addr), mac);
                     self.tx.write(0, libc::xdp_desc { addr: p.addr, len: p.len, options: 0 });
                     self.tx.submit(1);
                     submitted += 1;
@@ -468,11 +466,9 @@ impl AfxdpEndpoint {
         }
         let addr = self.take_tx_frame()?;
         let frame = self.umem.frame_mut(addr);
-        let len = ETH_HEADER + payload.len();
-        frame[0..6].copy_from_slice(&dst.0);
-        frame[6..12].copy_from_slice(&self.src_mac.0);
-        frame[12..14].copy_from_slice(&ethertype.to_be_bytes());
-        frame[ETH_HEADER..len].copy_from_slice(payload);
+        let len = ETH_HLEN + payload.len();
+        ethernet::write_header(frame, dst, self.src_mac, ethertype);
+        frame[ETH_HLEN..len].copy_from_slice(payload);
         self.tx.write(i, libc::xdp_desc { addr, len: len as u32, options: 0 });
         self.counters.tx_packets += 1;
         self.counters.tx_bytes += len as u64;
@@ -713,7 +709,7 @@ impl FrameEndpoint for AfxdpEndpoint {
     fn ethertype(&self) -> u16 {
         match self.framing {
             Framing::Ether { ethertype } => ethertype,
-            Framing::Udp => 0x0800,
+            Framing::Udp => ETHERTYPE_IPV4,
         }
     }
     fn capabilities(&self) -> &Capabilities {

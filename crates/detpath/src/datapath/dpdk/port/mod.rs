@@ -37,7 +37,8 @@ use detpath_sys::xdp;
 use detpath_sys::NetDev;
 use detpath_sys::XdpMode;
 use detpath_wire::arp::{self, ArpOp, ArpPacket};
-use detpath_wire::{build_udp_frame, MacAddr, UdpFrameHeader, HEADERS_LEN};
+use detpath_wire::frame::ETHERTYPE_IPV4;
+use detpath_wire::{build_udp_frame, ethernet, MacAddr, UdpFrameHeader, ETH_HLEN, HEADERS_LEN};
 use std::collections::VecDeque;
 use std::ffi::{CStr, CString};
 use std::fs::File;
@@ -56,8 +57,6 @@ pub(crate) use setup::open;
 
 /// Ethernet minimum frame without FCS; shorter frames are zero-padded.
 const MIN_FRAME: usize = 60;
-/// Ethernet II header bytes (frame endpoints build and strip it).
-const ETH_HEADER: usize = 14;
 /// Received datagrams held for the caller (while resolving a peer, say).
 const PENDING: usize = 1024;
 /// Neighbour cache slots (static entries may add more).
@@ -438,9 +437,9 @@ impl DpdkEndpoint {
                     let (mut len, mut segs) = (0u32, 0u16);
                     // SAFETY: p.m is a built mbuf we own.
                     let data = unsafe { sys::detpath_dpdk_mbuf_data(p.m, &mut len, &mut segs) };
-                    if !data.is_null() && len >= 6 {
-                        // SAFETY: the frame's first 6 bytes (destination MAC) are in the mbuf's data.
-                        unsafe { std::slice::from_raw_parts_mut(data, 6) }.copy_from_slice(&mac.0);
+                    if !data.is_null() && len as usize >= ETH_HLEN {
+                        // SAFETY: the frame's Ethernet header is in the mbuf's data.
+                        ethernet::set_dst_addr(unsafe { std::slice::from_raw_parts_mut(data, ETH_HLEN) }, mac);
                     }
                     let mut one = [p.m];
                     // SAFETY: one holds one built mbuf we own; the port is started.
@@ -555,10 +554,10 @@ impl DpdkEndpoint {
             self.alloc(n)?;
             for i in 0..n {
                 // SAFETY: tx_buf[i] is a fresh mbuf; set_len checks the room (an MTU frame fits: max_payload).
-                let data = unsafe { sys::detpath_dpdk_mbuf_set_len(self.tx_buf[i], (mtu + ETH_HEADER) as u16) };
-                // SAFETY: data points to mtu + ETH_HEADER writable bytes of the mbuf.
+                let data = unsafe { sys::detpath_dpdk_mbuf_set_len(self.tx_buf[i], (mtu + ETH_HLEN) as u16) };
+                // SAFETY: data points to mtu + ETH_HLEN writable bytes of the mbuf.
                 let built = (!data.is_null())
-                    .then(|| detpath_wire::build_udp_fragment(unsafe { std::slice::from_raw_parts_mut(data, mtu + ETH_HEADER) }, &h, payload, mtu, k + i));
+                    .then(|| detpath_wire::build_udp_fragment(unsafe { std::slice::from_raw_parts_mut(data, mtu + ETH_HLEN) }, &h, payload, mtu, k + i));
                 let Some(Some(len)) = built else {
                     // SAFETY: the n mbufs allocated above are still ours.
                     unsafe { sys::detpath_dpdk_mbuf_free_bulk(self.tx_buf.as_mut_ptr(), n as u32) };
@@ -630,7 +629,7 @@ impl FrameEndpoint for DpdkEndpoint {
         self.mac
     }
     fn ethertype(&self) -> u16 {
-        self.ethertype.unwrap_or(0x0800)
+        self.ethertype.unwrap_or(ETHERTYPE_IPV4)
     }
     fn capabilities(&self) -> &Capabilities {
         &self.caps
@@ -642,7 +641,7 @@ impl FrameEndpoint for DpdkEndpoint {
         self.check_len(payload.len())?;
         self.alloc(1)?;
         // Padded to the Ethernet minimum as the UDP frames are (the PMD may not pad).
-        let len = (ETH_HEADER + payload.len()).max(MIN_FRAME);
+        let len = (ETH_HLEN + payload.len()).max(MIN_FRAME);
         // SAFETY: tx_buf[0] is a fresh mbuf; set_len checks the room.
         let data = unsafe { sys::detpath_dpdk_mbuf_set_len(self.tx_buf[0], len as u16) };
         if data.is_null() {
@@ -652,11 +651,9 @@ impl FrameEndpoint for DpdkEndpoint {
         }
         // SAFETY: data points to `len` writable bytes of the mbuf.
         let buf = unsafe { std::slice::from_raw_parts_mut(data, len) };
-        buf[0..6].copy_from_slice(&dst.0);
-        buf[6..12].copy_from_slice(&self.mac.0);
-        buf[12..14].copy_from_slice(&ethertype.to_be_bytes());
-        buf[ETH_HEADER..ETH_HEADER + payload.len()].copy_from_slice(payload);
-        buf[ETH_HEADER + payload.len()..].fill(0);
+        ethernet::write_header(buf, dst, self.mac, ethertype);
+        buf[ETH_HLEN..ETH_HLEN + payload.len()].copy_from_slice(payload);
+        buf[ETH_HLEN + payload.len()..].fill(0);
         self.tx_all(1)?;
         self.counters.tx_packets += 1;
         self.counters.tx_bytes += len as u64;

@@ -422,7 +422,7 @@ pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: 
     let room = MBUF_DATA.min(max_rx_pktlen.max(MBUF_DATA as u32) as usize);
     let max_payload = match cfg.ethertype {
         None => detpath_wire::max_payload_for_mtu(s.mtu as usize).min(room - HEADERS_LEN),
-        Some(_) => (s.mtu as usize).min(room - ETH_HEADER),
+        Some(_) => (s.mtu as usize).min(room - ETH_HLEN),
     };
     let mut notes = vec![
         format!("pmd={driver}"),
