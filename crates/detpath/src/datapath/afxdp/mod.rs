@@ -37,7 +37,8 @@
 //! Neighbours: the destination MAC comes from the kernel's table through
 //! [`Neighbours::try_resolve`], which never waits. A datagram to an address
 //! still being resolved is built into its TX frame and parked (up to
-//! [`PARK_SLOTS`]); every later call on the endpoint (send or receive) looks
+//! [`PARK_SLOTS`] frames; a fragmented datagram parks all its fragments
+//! together, or none); every later call on the endpoint (send or receive) looks
 //! again, within the resolver's back-off, and sends it once the MAC is
 //! known, as the kernel does with its ARP queue. An off-link destination
 //! fails at once (`tx_no_route`); one that stays unresolved for a second is
@@ -105,13 +106,17 @@ const TX_STALL: Duration = Duration::from_secs(1);
 /// datagram that finds them all taken is dropped and counted in `tx_no_neigh`).
 pub(crate) const PARK_SLOTS: usize = 64;
 
-/// A built frame waiting for its destination's MAC (its first 6 bytes).
+/// A built frame waiting for its destination's MAC (its Ethernet
+/// destination). The fragments of one datagram are parked together, in
+/// order; only the last one (`last`) counts the datagram when it goes out
+/// (`tx_packets`, `payload_len` bytes) or is dropped (`tx_no_neigh`).
 #[derive(Debug, Clone, Copy)]
 struct Parked {
     addr: u64,
     len: u32,
     payload_len: u32,
     ip: Ipv4Addr,
+    last: bool,
 }
 
 /// What building a datagram did with it.
@@ -375,7 +380,7 @@ impl AfxdpEndpoint {
             return Err(Error::PayloadTooLarge { iface: self.feed.iface().to_string(), len: payload.len(), max: self.caps.max_payload });
         };
         if dst_mac.is_none() {
-            self.parked.push(Parked { addr, len: len as u32, payload_len: payload.len() as u32, ip: *peer.ip() });
+            self.parked.push(Parked { addr, len: len as u32, payload_len: payload.len() as u32, ip: *peer.ip(), last: true });
             return Ok(Built::Parked);
         }
         self.tx.write(i, libc::xdp_desc { addr, len: len as u32, options: 0 });
@@ -407,13 +412,15 @@ impl AfxdpEndpoint {
                     self.tx.write(0, libc::xdp_desc { addr: p.addr, len: p.len, options: 0 });
                     self.tx.submit(1);
                     submitted += 1;
-                    self.counters.tx_packets += 1;
-                    self.counters.tx_bytes += u64::from(p.payload_len);
+                    if p.last {
+                        self.counters.tx_packets += 1;
+                        self.counters.tx_bytes += u64::from(p.payload_len);
+                    }
                     self.parked.remove(i);
                 }
                 Lookup::OffLink | Lookup::Unresolved => {
                     self.tx_free.push(p.addr);
-                    self.counters.tx_no_neigh += 1;
+                    self.counters.tx_no_neigh += u64::from(p.last);
                     self.parked.remove(i);
                 }
             }
@@ -431,14 +438,12 @@ impl AfxdpEndpoint {
         }
         let mtu = self.caps.max_payload + detpath_wire::IPV4_HLEN + detpath_wire::UDP_HLEN;
         let frags = detpath_wire::udp_fragment_count(payload.len(), mtu);
-        // Fragments are not parked: a first datagram above one frame to an
-        // unresolved destination is dropped and counted (it starts the resolution).
-        let Some(dst_mac) = self.dst_mac(*peer.ip())? else {
-            self.counters.tx_no_neigh += 1;
-            return Err(Error::NoNeighbour { peer: *peer.ip(), iface: self.iface.clone(), why: "still resolving (fragmented datagrams are not held)" });
-        };
+        let dst_mac = self.dst_mac(*peer.ip())?;
         self.ip_id = self.ip_id.wrapping_add(1);
-        let h = UdpFrameHeader { src_mac: self.src_mac, dst_mac, src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64 };
+        let h = UdpFrameHeader { src_mac: self.src_mac, dst_mac: dst_mac.unwrap_or_default(), src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64 };
+        if dst_mac.is_none() {
+            return self.park_fragments(&h, payload, mtu, frags);
+        }
         let mut k = 0;
         while k < frags {
             let n = self.tx_reserve((frags - k) as u32)?;
@@ -456,6 +461,32 @@ impl AfxdpEndpoint {
         }
         self.counters.tx_packets += 1;
         self.counters.tx_bytes += payload.len() as u64;
+        Ok(())
+    }
+
+    /// Builds every fragment of a datagram whose destination is still
+    /// resolving and parks them together, in order; or none, counted in
+    /// `tx_no_neigh`, when the parking slots or free TX frames are too few.
+    fn park_fragments(&mut self, h: &UdpFrameHeader, payload: &[u8], mtu: usize, frags: usize) -> Result<()> {
+        self.reap_completions();
+        if self.parked.len() + frags > self.parked.capacity() || self.tx_free.len() < frags {
+            self.counters.tx_no_neigh += 1;
+            return Err(Error::NoNeighbour { peer: *h.dst.ip(), iface: self.iface.clone(), why: "still resolving, and too few parking slots for its fragments" });
+        }
+        for k in 0..frags {
+            let addr = self.take_tx_frame()?;
+            let Some(len) = detpath_wire::build_udp_fragment(self.umem.frame_mut(addr), h, payload, mtu, k) else {
+                self.tx_free.push(addr);
+                // Unpark what was parked of this datagram (the last ones).
+                for _ in 0..k {
+                    if let Some(p) = self.parked.pop() {
+                        self.tx_free.push(p.addr);
+                    }
+                }
+                return Err(Error::PayloadTooLarge { iface: self.feed.iface().to_string(), len: payload.len(), max: self.caps.max_datagram });
+            };
+            self.parked.push(Parked { addr, len: len as u32, payload_len: payload.len() as u32, ip: *h.dst.ip(), last: k + 1 == frags });
+        }
         Ok(())
     }
 

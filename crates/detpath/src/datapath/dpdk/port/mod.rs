@@ -3,11 +3,11 @@
 //! (port, device, pool, the Linux interface), `neigh_cache.rs` keeps the
 //! ARP-learnt neighbours, and this file is the hot path.
 //!
-//! Neighbours: resolution waits at most [`FIRST_CONTACT_WAIT_NS`] (5 ms),
-//! once, for a peer never seen before. A datagram to a peer not in the cache
-//! sends an ARP request (repeated every 200 ms) and is built and parked (up
-//! to [`PARK_SLOTS`]); every later call polls, learns the reply and sends
-//! what was parked. A peer silent for `arp_timeout` is remembered as
+//! Neighbours: nothing waits for ARP. A datagram to a peer not in the
+//! cache sends an ARP request (repeated every 200 ms) and is built and
+//! parked (up to [`PARK_SLOTS`] frames; a fragmented datagram parks all its
+//! fragments together, or none); the send returns at once, and every later
+//! call (send or receive) polls, learns the reply and sends what was parked. A peer silent for `arp_timeout` is remembered as
 //! unresolved for [`NEGATIVE_TTL`]: its datagrams are dropped and counted
 //! (`tx_no_neigh`) with no ARP and no allocation; an off-link destination
 //! is refused at once (`tx_no_route`).
@@ -63,10 +63,6 @@ const PENDING: usize = 1024;
 const NEIGH_SLOTS: usize = 64;
 /// Datagrams built and waiting for their peer's ARP reply.
 const PARK_SLOTS: usize = 64;
-/// A peer never seen before gets this long (polling, answering ARP) for its
-/// ARP reply inside the send, so a first datagram sent with no later call on
-/// the endpoint still leaves; after that nothing waits.
-const FIRST_CONTACT_WAIT_NS: u64 = 5_000_000;
 /// How long a peer that did not answer ARP is remembered as such.
 const NEGATIVE_TTL: Duration = Duration::from_secs(1);
 /// ARP requests are repeated this often while resolving.
@@ -143,12 +139,26 @@ struct ArpPending {
     failed_until_ns: u64,
 }
 
-/// A built datagram waiting for its peer's MAC (the frame's first 6 bytes).
+/// A built frame waiting for its peer's MAC (the frame's Ethernet
+/// destination). The fragments of one datagram are parked together, in
+/// order; only the last one (`last`) counts the datagram when it goes out
+/// (`tx_packets`, `payload_len` bytes) or is dropped (`tx_no_neigh`).
 #[derive(Clone, Copy)]
 struct ParkedMbuf {
     m: *mut sys::rte_mbuf,
     ip: Ipv4Addr,
     payload_len: u32,
+    last: bool,
+}
+
+/// Where resolving a peer stands (nothing counted yet: see [`DpdkEndpoint::lookup`]).
+enum Resolve {
+    Ready(MacAddr),
+    /// An ARP request is out; ask again later.
+    Pending,
+    OffLink,
+    /// No reply within `arp_timeout`; remembered for [`NEGATIVE_TTL`].
+    Unresolved,
 }
 
 pub(crate) struct DpdkEndpoint {
@@ -184,8 +194,6 @@ pub(crate) struct DpdkEndpoint {
     arp_pending: Vec<ArpPending>,
     /// Built datagrams waiting for their peer's MAC; fixed capacity.
     parked: Vec<ParkedMbuf>,
-    /// Inside a first-contact wait (which polls, which may look peers up: no nesting).
-    in_grace: bool,
     /// Subnets of the interface, for the on-link check (empty: no check).
     subnets: Vec<(Ipv4Addr, u8)>,
     arp_timeout: Duration,
@@ -363,42 +371,53 @@ impl DpdkEndpoint {
     /// [`ARP_RETRY`]). Off-link and unresolved peers are counted and refused
     /// with errors built without allocating.
     fn lookup(&mut self, ip: Ipv4Addr) -> Result<Option<MacAddr>> {
+        match self.resolve(ip) {
+            Resolve::Ready(m) => Ok(Some(m)),
+            Resolve::Pending => Ok(None),
+            Resolve::OffLink => {
+                self.counters.tx_no_route += 1;
+                Err(Error::NoRoute { peer: ip, iface: self.device_name.clone() })
+            }
+            Resolve::Unresolved => {
+                self.counters.tx_no_neigh += 1;
+                Err(DpdkError::Unresolved { peer: ip, device: self.device_name.clone(), ms: self.arp_timeout.as_millis() as u64 }.into())
+            }
+        }
+    }
+
+    /// Where resolving `ip` stands; sends the ARP requests. Never waits.
+    fn resolve(&mut self, ip: Ipv4Addr) -> Resolve {
         if let Some(m) = self.neigh.get(ip) {
-            return Ok(Some(m));
+            return Resolve::Ready(m);
         }
         if ip.is_broadcast() {
-            return Ok(Some(MacAddr::BROADCAST));
+            return Resolve::Ready(MacAddr::BROADCAST);
         }
         if let Some(group) = MacAddr::ipv4_multicast(ip) {
-            return Ok(Some(group));
+            return Resolve::Ready(group);
         }
         if !self.subnets.is_empty() && !detpath_sys::neigh::on_link(&self.subnets, ip) {
-            self.counters.tx_no_route += 1;
-            return Err(Error::NoRoute { peer: ip, iface: self.device_name.clone() });
+            return Resolve::OffLink;
         }
         let now = monotonic_ns();
         let timeout_ns = self.arp_timeout.as_nanos() as u64;
-        let unresolved = |s: &mut Self| -> Result<Option<MacAddr>> {
-            s.counters.tx_no_neigh += 1;
-            Err(DpdkError::Unresolved { peer: ip, device: s.device_name.clone(), ms: s.arp_timeout.as_millis() as u64 }.into())
-        };
         if let Some(i) = self.arp_pending.iter().position(|p| p.ip == ip) {
             let p = self.arp_pending[i];
             if p.failed_until_ns != 0 {
                 if now < p.failed_until_ns {
-                    return unresolved(self);
+                    return Resolve::Unresolved;
                 }
                 self.arp_pending.swap_remove(i);
             } else {
                 if now.saturating_sub(p.since_ns) >= timeout_ns {
                     self.arp_pending[i].failed_until_ns = now + NEGATIVE_TTL.as_nanos() as u64;
-                    return unresolved(self);
+                    return Resolve::Unresolved;
                 }
                 if now >= p.next_arp_ns {
                     self.send_arp(&ArpPacket::request(self.mac, *self.local.ip(), ip));
                     self.arp_pending[i].next_arp_ns = now + ARP_RETRY.as_nanos() as u64;
                 }
-                return Ok(None);
+                return Resolve::Pending;
             }
         }
         self.send_arp(&ArpPacket::request(self.mac, *self.local.ip(), ip));
@@ -408,32 +427,19 @@ impl DpdkEndpoint {
         } else if let Some(oldest) = self.arp_pending.iter_mut().min_by_key(|p| p.since_ns) {
             *oldest = p;
         }
-        if !self.in_grace {
-            self.in_grace = true;
-            let until = now + FIRST_CONTACT_WAIT_NS;
-            while monotonic_ns() < until {
-                self.poll_rx();
-                if let Some(m) = self.neigh.get(ip) {
-                    self.in_grace = false;
-                    return Ok(Some(m));
-                }
-                std::hint::spin_loop();
-            }
-            self.in_grace = false;
-        }
-        Ok(None)
+        Resolve::Pending
     }
 
-    /// Sends the parked datagrams whose peer answered ARP; drops those whose
-    /// peer did not (counted in `tx_no_neigh` by [`lookup`](Self::lookup)).
+    /// Sends the parked frames whose peer answered ARP; drops those whose
+    /// peer did not (a datagram counted once in `tx_no_neigh`).
     /// One branch when nothing is parked; never waits.
     fn service_parked(&mut self) {
         let mut i = 0;
         while i < self.parked.len() {
             let p = self.parked[i];
-            match self.lookup(p.ip) {
-                Ok(None) => i += 1,
-                Ok(Some(mac)) => {
+            match self.resolve(p.ip) {
+                Resolve::Pending => i += 1,
+                Resolve::Ready(mac) => {
                     let (mut len, mut segs) = (0u32, 0u16);
                     // SAFETY: p.m is a built mbuf we own.
                     let data = unsafe { sys::detpath_dpdk_mbuf_data(p.m, &mut len, &mut segs) };
@@ -447,11 +453,14 @@ impl DpdkEndpoint {
                         self.counters.tx_ring_full += 1;
                         return; // the queue is full: next call
                     }
-                    self.counters.tx_packets += 1;
-                    self.counters.tx_bytes += u64::from(p.payload_len);
+                    if p.last {
+                        self.counters.tx_packets += 1;
+                        self.counters.tx_bytes += u64::from(p.payload_len);
+                    }
                     self.parked.remove(i);
                 }
-                Err(_) => {
+                Resolve::OffLink | Resolve::Unresolved => {
+                    self.counters.tx_no_neigh += u64::from(p.last);
                     self.free(p.m);
                     self.parked.remove(i);
                 }
@@ -466,7 +475,7 @@ impl DpdkEndpoint {
             self.counters.tx_no_neigh += 1;
             return Err(Error::NoNeighbour { peer: ip, iface: self.device_name.clone(), why: "still resolving, and every parking slot is taken" });
         }
-        self.parked.push(ParkedMbuf { m: self.tx_buf[0], ip, payload_len: payload_len as u32 });
+        self.parked.push(ParkedMbuf { m: self.tx_buf[0], ip, payload_len: payload_len as u32, last: true });
         Ok(())
     }
 
@@ -538,16 +547,18 @@ impl DpdkEndpoint {
         if payload.len() > self.caps.max_datagram {
             return Err(Error::PayloadTooLarge { iface: self.device.clone(), len: payload.len(), max: self.caps.max_datagram });
         }
-        // Fragments are not parked: the first datagram above one frame to a
-        // new peer is dropped and counted (it starts the ARP resolution).
-        let Some(dst_mac) = self.lookup(*peer.ip())? else {
-            self.counters.tx_no_neigh += 1;
-            return Err(Error::NoNeighbour { peer: *peer.ip(), iface: self.device_name.clone(), why: "still resolving (fragmented datagrams are not held)" });
-        };
+        // A peer still resolving: every fragment is built and parked, in
+        // order, or (too few parking slots) none.
+        let dst_mac = self.lookup(*peer.ip())?;
         let mtu = self.max_payload + detpath_wire::IPV4_HLEN + detpath_wire::UDP_HLEN;
         let frags = detpath_wire::udp_fragment_count(payload.len(), mtu);
+        let park = dst_mac.is_none();
+        if park && self.parked.len() + frags > self.parked.capacity() {
+            self.counters.tx_no_neigh += 1;
+            return Err(Error::NoNeighbour { peer: *peer.ip(), iface: self.device_name.clone(), why: "still resolving, and too few parking slots for its fragments" });
+        }
         self.ip_id = self.ip_id.wrapping_add(1);
-        let h = UdpFrameHeader { src_mac: self.mac, dst_mac, src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64 };
+        let h = UdpFrameHeader { src_mac: self.mac, dst_mac: dst_mac.unwrap_or_default(), src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64 };
         let mut k = 0;
         while k < frags {
             let n = (frags - k).min(self.tx_buf.len());
@@ -561,6 +572,12 @@ impl DpdkEndpoint {
                 let Some(Some(len)) = built else {
                     // SAFETY: the n mbufs allocated above are still ours.
                     unsafe { sys::detpath_dpdk_mbuf_free_bulk(self.tx_buf.as_mut_ptr(), n as u32) };
+                    // And the fragments of this datagram parked before (none or all go).
+                    for _ in 0..if park { k } else { 0 } {
+                        if let Some(p) = self.parked.pop() {
+                            self.free(p.m);
+                        }
+                    }
                     self.counters.tx_errors += 1;
                     return Err(Error::PayloadTooLarge { iface: self.device.clone(), len: payload.len(), max: self.max_payload });
                 };
@@ -571,11 +588,20 @@ impl DpdkEndpoint {
                 // SAFETY: shrinking to the fragment's length (at least the Ethernet minimum).
                 unsafe { sys::detpath_dpdk_mbuf_set_len(self.tx_buf[i], len.max(MIN_FRAME) as u16) };
             }
-            self.tx_all(n)?;
+            if park {
+                for i in 0..n {
+                    let last = k + i + 1 == frags;
+                    self.parked.push(ParkedMbuf { m: self.tx_buf[i], ip: *peer.ip(), payload_len: payload.len() as u32, last });
+                }
+            } else {
+                self.tx_all(n)?;
+            }
             k += n;
         }
-        self.counters.tx_packets += 1;
-        self.counters.tx_bytes += payload.len() as u64;
+        if !park {
+            self.counters.tx_packets += 1;
+            self.counters.tx_bytes += payload.len() as u64;
+        }
         Ok(())
     }
 

@@ -485,7 +485,6 @@ pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: 
         neigh: NeighCache::new(&cfg.neigh),
         arp_pending: Vec::with_capacity(NEIGH_SLOTS),
         parked: Vec::with_capacity(PARK_SLOTS),
-        in_grace: false,
         subnets: s.subnets,
         arp_timeout: Duration::from_millis(cfg.arp_timeout_ms),
         ip_id: 0,
