@@ -5,4 +5,6 @@ fn main() {
             detpath_bpf_build::compile(prog);
         }
     }
+    // Compile-time checks of the Rust mirrors in src/datapath/filter.rs.
+    detpath_bpf_build::layout_checks(&["detpath_filter.h", "detpath_meta.h"], "dp_", "filter_layout.rs");
 }

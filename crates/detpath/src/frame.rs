@@ -94,12 +94,6 @@ pub fn open_frames(spec: &str) -> Result<Box<dyn FrameEndpoint>> {
     }
 }
 
-/// A received frame is for us when it is addressed to our MAC, or to a
-/// group (broadcast or multicast: the low bit of the first octet).
-pub(crate) fn is_for(local: MacAddr, dst: &[u8]) -> bool {
-    detpath_wire::raweth::frame_is_for(local, dst)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,15 +116,5 @@ mod tests {
     fn an_ethertype_that_is_an_802_3_length_is_refused() {
         let e = open_frames("packet://lo?port=1500").err().unwrap().to_string();
         assert!(e.contains("802.3") && e.contains("1536"), "{e}");
-    }
-
-    #[test]
-    fn group_and_own_destinations_are_for_us() {
-        let me = MacAddr([2, 0, 0, 0, 0, 1]);
-        assert!(is_for(me, &[2, 0, 0, 0, 0, 1, 9]));
-        assert!(is_for(me, &[0xff; 6]));
-        assert!(is_for(me, &[0x01, 0x00, 0x5e, 0, 0, 1]));
-        assert!(!is_for(me, &[2, 0, 0, 0, 0, 2]));
-        assert!(!is_for(me, &[2, 0, 0]));
     }
 }

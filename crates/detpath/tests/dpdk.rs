@@ -48,6 +48,22 @@ fn ip_in(ns: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The length of the next datagram at `sock`, calling `ep` meanwhile: a
+/// datagram to a peer still resolving is parked and leaves on a later call.
+fn recv_driving(ep: &mut dyn Endpoint, sock: &UdpSocket, buf: &mut [u8]) -> usize {
+    sock.set_nonblocking(true).unwrap();
+    let t0 = Instant::now();
+    let mut scratch = [0u8; 64];
+    loop {
+        if let Ok((n, _)) = sock.recv_from(buf) {
+            sock.set_nonblocking(false).unwrap();
+            return n;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(2), "no datagram within 2 s: {:?}", ep.counters());
+        let _ = ep.recv(&mut scratch, RecvMode::BusyPoll { timeout: Some(Duration::from_millis(5)) });
+    }
+}
+
 fn dpdk_err(e: &Error) -> &DpdkError {
     DpdkError::of(e).unwrap_or_else(|| panic!("expected a DPDK error, got: {e}"))
 }
@@ -227,7 +243,7 @@ fn interface_state_is_restored_after_drop() {
     let peer = kernel_socket(&b, 7301);
     ep.send_to(b"ping", SocketAddrV4::new(b.addr, 7301)).unwrap();
     let mut buf = [0u8; 16];
-    assert_eq!(peer.recv_from(&mut buf).unwrap().0, 4);
+    assert_eq!(recv_driving(&mut *ep, &peer, &mut buf), 4);
     drop(ep);
 
     let link_after = ip_in(&a.netns, &["-d", "link", "show", "dev", &a.iface]);
@@ -270,4 +286,62 @@ fn two_dpdk_endpoints_share_the_eal() {
     assert_eq!(x.counters().rx_packets, 1000);
     assert_eq!(xa.port(), 7000);
     drop((x, y));
+}
+
+/// A fresh peer that does not answer ARP yet: the first datagram, and a
+/// 3000-byte one (three fragments), are accepted by `send_to` and parked,
+/// nothing goes out, and the send does not wait on the receive path (a
+/// frame already in the RX queue is still unpolled after it: the 5 ms
+/// first-contact wait that polled is gone). Once the peer answers ARP, later
+/// calls on the endpoint send both, whole and in order.
+#[test]
+fn a_fresh_peer_gets_parked_datagrams_and_fragments_once_it_answers_arp() {
+    let tb = testbed();
+    let (a, b) = (tb.a().clone(), tb.b().clone());
+    let mut ep = open(&a, "port=7000&arp_timeout=10000").unwrap();
+    let sock = kernel_socket(&b, 7300);
+    sock.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    ip_in(&b.netns, &["link", "set", "dev", &b.iface, "arp", "off"]);
+    // A frame for nobody (another port), in the endpoint's RX queue before the sends.
+    let stray = {
+        let mut f = vec![0u8; 128];
+        let h = detpath_wire::UdpFrameHeader {
+            src_mac: detpath_wire::MacAddr::parse(&b.mac).unwrap(),
+            dst_mac: detpath_wire::MacAddr::parse(&a.mac).unwrap(),
+            src: SocketAddrV4::new(b.addr, 7300),
+            dst: SocketAddrV4::new(a.addr, 7999),
+            ip_id: 1,
+            ttl: 64,
+        };
+        let n = detpath_wire::build_udp_frame(&mut f, &h, b"stray").unwrap();
+        f.truncate(n);
+        f
+    };
+    b.run(|| detpath::sys::packet::PacketSocket::open(&b.iface).unwrap().send(&stray).unwrap()).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+
+    let to = SocketAddrV4::new(b.addr, 7300);
+    let big: Vec<u8> = (0..3000u32).map(|i| (i * 13) as u8).collect();
+    ep.send_to(b"first", to).unwrap();
+    ep.send_to(&big, to).expect("a fragmented datagram to a peer still resolving is parked, not refused");
+    let c = ep.counters();
+    assert_eq!((c.tx_packets, c.tx_no_neigh, c.rx_not_for_me), (0, 0, 0), "parked, not sent; the sends polled no RX: {c:?}");
+    let mut buf = vec![0u8; 4096];
+    assert!(sock.recv_from(&mut buf).is_err(), "nothing leaves before the peer answers ARP");
+
+    ip_in(&b.netns, &["link", "set", "dev", &b.iface, "arp", "on"]);
+    let mut got = Vec::new();
+    let t0 = Instant::now();
+    while got.len() < 2 {
+        assert!(t0.elapsed() < Duration::from_secs(8), "parked datagrams never left: got {got:?}, {:?}", ep.counters());
+        // Receive calls drive the parked datagrams (ARP retried every 200 ms).
+        let _ = ep.recv(&mut buf, RecvMode::BusyPoll { timeout: Some(Duration::from_millis(20)) }).unwrap();
+        sock.set_nonblocking(true).unwrap();
+        while let Ok((n, _)) = sock.recv_from(&mut buf) {
+            got.push(buf[..n].to_vec());
+        }
+    }
+    assert_eq!(got, vec![b"first".to_vec(), big], "both datagrams, whole and in order");
+    let c = ep.counters();
+    assert_eq!((c.tx_packets, c.tx_no_neigh, c.rx_not_for_me), (2, 0, 1), "{c:?}");
 }

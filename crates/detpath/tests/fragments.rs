@@ -19,6 +19,23 @@ fn fill(seed: usize, len: usize) -> Vec<u8> {
     (0..len).map(|i| (i.wrapping_mul(31) ^ seed.wrapping_mul(7)) as u8).collect()
 }
 
+/// The next datagram at `sock`, calling `ep` meanwhile: a datagram to a
+/// peer still resolving is parked and leaves on a later call on the endpoint.
+fn recv_driving(ep: &mut dyn Endpoint, sock: &UdpSocket, buf: &mut [u8]) -> std::io::Result<(usize, std::net::SocketAddr)> {
+    sock.set_nonblocking(true)?;
+    let t0 = std::time::Instant::now();
+    let mut scratch = [0u8; 64];
+    loop {
+        match sock.recv_from(buf) {
+            Ok(got) => return Ok(got),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && t0.elapsed() < Duration::from_secs(2) => {
+                let _ = ep.recv(&mut scratch, RecvMode::BusyPoll { timeout: Some(Duration::from_millis(5)) });
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 #[test]
 fn fragmented_datagrams_are_reassembled_and_others_reach_the_kernel() {
     let tb = Testbed::up(TestbedConfig::unique("frag")).unwrap();
@@ -67,7 +84,7 @@ fn fragmented_datagrams_are_reassembled_and_others_reach_the_kernel() {
                 let r = fill(len, len);
                 ep.send_to(&r, std::net::SocketAddrV4::new(tb.a().addr, client.local_addr().unwrap().port()))
                     .unwrap_or_else(|e| panic!("{dp}: send {len} B: {e}"));
-                let (n, _) = client.recv_from(&mut buf).unwrap_or_else(|e| panic!("{dp}: the kernel got no {len} B datagram: {e}"));
+                let (n, _) = recv_driving(&mut *ep, &client, &mut buf).unwrap_or_else(|e| panic!("{dp}: the kernel got no {len} B datagram: {e}"));
                 assert!(n == len && buf[..n] == r[..], "{dp}: {len} B datagram to the kernel differs");
             }
             assert!(ep.send_to(&vec![0u8; 65_508], std::net::SocketAddrV4::new(tb.a().addr, 9)).is_err(), "{dp}: above 65,507 B is refused");
@@ -78,13 +95,47 @@ fn fragmented_datagrams_are_reassembled_and_others_reach_the_kernel() {
             let batch: Vec<detpath::TxDatagram> = datagrams.iter().map(|p| detpath::TxDatagram { payload: p, peer: to }).collect();
             assert_eq!(ep.send_batch(&batch).unwrap(), 3, "{dp}: batch sent");
             for p in &datagrams {
-                let (n, _) = client.recv_from(&mut buf).unwrap_or_else(|e| panic!("{dp}: batch datagram of {} B missing: {e}", p.len()));
+                let (n, _) = recv_driving(&mut *ep, &client, &mut buf).unwrap_or_else(|e| panic!("{dp}: batch datagram of {} B missing: {e}", p.len()));
                 assert!(n == p.len() && buf[..n] == p[..], "{dp}: batch datagram of {} B differs (got {n} B)", p.len());
             }
         }
         let c = ep.counters();
         assert_eq!(c.rx_malformed, 0, "{dp}: {c:?}");
         assert_eq!(c.rx_packets, sizes.len() as u64 + 3, "{dp}: {c:?}");
+    }
+    assert_no_xdp(tb.b());
+}
+
+/// The first datagram an endpoint sends to a fresh peer (no neighbour entry
+/// yet) is above the MTU: every fragment is parked while the peer resolves
+/// and all go out, in order, on later calls (afxdp resolves through the
+/// kernel's table, dpdk by its own ARP).
+#[test]
+fn a_fragmented_first_datagram_to_a_fresh_peer_arrives() {
+    let tb = Testbed::up(TestbedConfig::unique("frfr")).unwrap();
+    for (i, dp) in ["afxdp", "dpdk"].into_iter().enumerate() {
+        let port = 7700 + 10 * i as u16;
+        let _ = std::process::Command::new("ip").args(["-n", &tb.b().netns, "neigh", "flush", "dev", &tb.b().iface]).status();
+        let uri = tb.b().uri(dp, port) + if dp == "dpdk" { "&huge=off" } else { "" };
+        let mut ep: Box<dyn Endpoint> = tb.b().run(|| detpath::open(&uri)).unwrap().unwrap_or_else(|e| panic!("{uri}: {e}"));
+        let peer = tb.a().run(|| UdpSocket::bind((tb.a().addr, port)).unwrap()).unwrap();
+        peer.set_nonblocking(true).unwrap();
+        let to = std::net::SocketAddrV4::new(tb.a().addr, port);
+        let p = fill(i, 3000);
+        ep.send_to(&p, to).unwrap_or_else(|e| panic!("{dp}: first datagram, 3000 B, to a fresh peer: {e}"));
+        let mut buf = vec![0u8; 4096];
+        let t0 = std::time::Instant::now();
+        let n = loop {
+            if let Ok((n, _)) = peer.recv_from(&mut buf) {
+                break n;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(5), "{dp}: the datagram never arrived: {:?}", ep.counters());
+            // Later calls send what was parked.
+            let _ = ep.recv(&mut buf, RecvMode::BusyPoll { timeout: Some(Duration::from_millis(10)) }).unwrap();
+        };
+        assert!(n == p.len() && buf[..n] == p[..], "{dp}: {n} B arrived, 3000 B sent");
+        let c = ep.counters();
+        assert_eq!((c.tx_packets, c.tx_no_neigh), (1, 0), "{dp}: {c:?}");
     }
     assert_no_xdp(tb.b());
 }

@@ -8,6 +8,8 @@
 //! operation 1 (request) or 2 (reply). Anything after the 28 ARP bytes
 //! (Ethernet padding) is ignored.
 
+use crate::ethernet::{self, EthernetFrame};
+use crate::field::{be16, ipv4, mac, set_be16};
 use crate::frame::{MacAddr, ETHERTYPE_ARP, ETHERTYPE_IPV4};
 use crate::ETH_HLEN;
 use std::net::Ipv4Addr;
@@ -87,31 +89,38 @@ pub enum ArpError {
     BadOp(u16),
 }
 
-fn be16(b: &[u8], at: usize) -> u16 {
-    u16::from_be_bytes([b[at], b[at + 1]])
-}
-
-fn mac_at(b: &[u8], at: usize) -> MacAddr {
-    let mut m = [0u8; 6];
-    m.copy_from_slice(&b[at..at + 6]);
-    MacAddr(m)
-}
-
-fn ip_at(b: &[u8], at: usize) -> Ipv4Addr {
-    Ipv4Addr::new(b[at], b[at + 1], b[at + 2], b[at + 3])
+/// The ARP packet's fields (IPv4 over Ethernet), from the start of the ARP header.
+pub mod field {
+    use crate::field::Field;
+    /// Hardware type (1: Ethernet).
+    pub const HTYPE: Field = 0..2;
+    /// Protocol type (0x0800: IPv4).
+    pub const PTYPE: Field = 2..4;
+    /// Hardware address length (6).
+    pub const HLEN: usize = 4;
+    /// Protocol address length (4).
+    pub const PLEN: usize = 5;
+    /// Operation (1 request, 2 reply).
+    pub const OPER: Field = 6..8;
+    /// Sender hardware address.
+    pub const SHA: Field = 8..14;
+    /// Sender protocol address.
+    pub const SPA: Field = 14..18;
+    /// Target hardware address.
+    pub const THA: Field = 18..24;
+    /// Target protocol address.
+    pub const TPA: Field = 24..28;
 }
 
 /// True when the frame's ethertype is ARP (cheap test before parsing).
 pub fn is_arp(frame: &[u8]) -> bool {
-    frame.len() >= ETH_HLEN && be16(frame, 12) == ETHERTYPE_ARP
+    EthernetFrame::new_checked(frame).is_some_and(|e| e.ethertype() == ETHERTYPE_ARP)
 }
 
 /// Parses an Ethernet frame carrying ARP. Never panics.
 pub fn parse_arp_frame(frame: &[u8]) -> Result<ArpPacket, ArpError> {
-    if frame.len() < ETH_HLEN {
-        return Err(ArpError::Truncated);
-    }
-    let ethertype = be16(frame, 12);
+    let eth = EthernetFrame::new_checked(frame).ok_or(ArpError::Truncated)?;
+    let ethertype = eth.ethertype();
     if ethertype != ETHERTYPE_ARP {
         return Err(ArpError::NotArp(ethertype));
     }
@@ -119,22 +128,22 @@ pub fn parse_arp_frame(frame: &[u8]) -> Result<ArpPacket, ArpError> {
         return Err(ArpError::Truncated);
     }
     let a = &frame[ETH_HLEN..ARP_FRAME_LEN];
-    if be16(a, 0) != 1 || be16(a, 2) != ETHERTYPE_IPV4 || a[4] != 6 || a[5] != 4 {
+    if be16(a, field::HTYPE) != 1 || be16(a, field::PTYPE) != ETHERTYPE_IPV4 || a[field::HLEN] != 6 || a[field::PLEN] != 4 {
         return Err(ArpError::Unsupported);
     }
-    let op = match be16(a, 6) {
+    let op = match be16(a, field::OPER) {
         1 => ArpOp::Request,
         2 => ArpOp::Reply,
         other => return Err(ArpError::BadOp(other)),
     };
     Ok(ArpPacket {
         op,
-        eth_dst: mac_at(frame, 0),
-        eth_src: mac_at(frame, 6),
-        sender_mac: mac_at(a, 8),
-        sender_ip: ip_at(a, 14),
-        target_mac: mac_at(a, 18),
-        target_ip: ip_at(a, 24),
+        eth_dst: eth.dst_addr(),
+        eth_src: eth.src_addr(),
+        sender_mac: mac(a, field::SHA),
+        sender_ip: ipv4(a, field::SPA),
+        target_mac: mac(a, field::THA),
+        target_ip: ipv4(a, field::TPA),
     })
 }
 
@@ -146,19 +155,17 @@ pub fn build_arp_frame(buf: &mut [u8], p: &ArpPacket, min_len: usize) -> Option<
     if buf.len() < total {
         return None;
     }
-    buf[0..6].copy_from_slice(&p.eth_dst.0);
-    buf[6..12].copy_from_slice(&p.eth_src.0);
-    buf[12..14].copy_from_slice(&ETHERTYPE_ARP.to_be_bytes());
+    ethernet::write_header(buf, p.eth_dst, p.eth_src, ETHERTYPE_ARP);
     let a = &mut buf[ETH_HLEN..ARP_FRAME_LEN];
-    a[0..2].copy_from_slice(&1u16.to_be_bytes());
-    a[2..4].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
-    a[4] = 6;
-    a[5] = 4;
-    a[6..8].copy_from_slice(&p.op.code().to_be_bytes());
-    a[8..14].copy_from_slice(&p.sender_mac.0);
-    a[14..18].copy_from_slice(&p.sender_ip.octets());
-    a[18..24].copy_from_slice(&p.target_mac.0);
-    a[24..28].copy_from_slice(&p.target_ip.octets());
+    set_be16(a, field::HTYPE, 1);
+    set_be16(a, field::PTYPE, ETHERTYPE_IPV4);
+    a[field::HLEN] = 6;
+    a[field::PLEN] = 4;
+    set_be16(a, field::OPER, p.op.code());
+    a[field::SHA].copy_from_slice(&p.sender_mac.0);
+    a[field::SPA].copy_from_slice(&p.sender_ip.octets());
+    a[field::THA].copy_from_slice(&p.target_mac.0);
+    a[field::TPA].copy_from_slice(&p.target_ip.octets());
     buf[ARP_FRAME_LEN..total].fill(0);
     Some(total)
 }

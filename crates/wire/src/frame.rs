@@ -5,19 +5,25 @@
 //! - Ethernet II with ethertype IPv4 (no VLAN tag; tagged frames are not for a detpath endpoint).
 //! - IPv4 version 4, IHL 5..=15 (options are skipped, not interpreted), total
 //!   length within the frame (Ethernet padding after it is ignored), a valid
-//!   header checksum, not a fragment (MF set or offset non-zero: detpath does
-//!   not reassemble, so a fragment is dropped and counted).
+//!   header checksum, not a fragment (MF set or offset non-zero: a fragment
+//!   is `FrameError::Fragment`, for the caller's reassembler, [`crate::reasm`]).
 //! - UDP with a length that fits the IPv4 payload, and a valid checksum or
 //!   checksum 0 ("none", allowed for IPv4 by RFC 768).
 
 use crate::checksum;
+use crate::ethernet::{self, EthernetFrame};
+use crate::ipv4::{self, Ipv4Packet};
+use crate::udp::UdpPacket;
 use crate::{ETH_HLEN, HEADERS_LEN, IPV4_HLEN, UDP_HLEN};
 use std::fmt;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::SocketAddrV4;
 
+/// EtherType of IPv4.
 pub const ETHERTYPE_IPV4: u16 = 0x0800;
+/// EtherType of ARP.
 pub const ETHERTYPE_ARP: u16 = 0x0806;
-pub const IPPROTO_UDP: u8 = 17;
+/// IP protocol number of UDP.
+pub const IPPROTO_UDP: u8 = ipv4::PROTO_UDP;
 
 /// An Ethernet MAC address.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -68,7 +74,7 @@ pub enum FrameError {
     BadIpHeader,
     #[error("bad IPv4 header checksum")]
     BadIpChecksum,
-    #[error("IPv4 fragment (detpath does not reassemble)")]
+    #[error("IPv4 fragment (for the reassembler)")]
     Fragment,
     #[error("not UDP (IP protocol {0})")]
     NotUdp(u8),
@@ -97,75 +103,51 @@ impl UdpFrame {
     }
 }
 
-fn be16(b: &[u8], at: usize) -> u16 {
-    u16::from_be_bytes([b[at], b[at + 1]])
-}
-
-fn ipv4_at(b: &[u8], at: usize) -> Ipv4Addr {
-    Ipv4Addr::new(b[at], b[at + 1], b[at + 2], b[at + 3])
-}
-
 /// Parses and checks a frame. Never panics; every rejection is a [`FrameError`].
 ///
 /// `verify_udp_checksum` is false only where the sender is known to leave a
 /// partial checksum (a kernel sending over veth with tx checksum offload on).
 pub fn parse_udp_frame(frame: &[u8], verify_udp_checksum: bool) -> Result<UdpFrame, FrameError> {
-    if frame.len() < ETH_HLEN {
-        return Err(FrameError::Truncated);
+    let eth = EthernetFrame::new_checked(frame).ok_or(FrameError::Truncated)?;
+    if eth.ethertype() != ETHERTYPE_IPV4 {
+        return Err(FrameError::NotIpv4(eth.ethertype()));
     }
-    let ethertype = be16(frame, 12);
-    if ethertype != ETHERTYPE_IPV4 {
-        return Err(FrameError::NotIpv4(ethertype));
-    }
-    let ip = &frame[ETH_HLEN..];
-    if ip.len() < IPV4_HLEN {
-        return Err(FrameError::Truncated);
-    }
-    let version = ip[0] >> 4;
-    let ihl = ((ip[0] & 0x0f) as usize) * 4;
-    let total_len = be16(ip, 2) as usize;
-    if version != 4 || ihl < IPV4_HLEN || total_len < ihl {
+    let ip = Ipv4Packet::new_checked(eth.payload()).ok_or(FrameError::Truncated)?;
+    let (ihl, total_len) = (ip.header_len(), ip.total_len());
+    if ip.version() != 4 || ihl < IPV4_HLEN || total_len < ihl {
         return Err(FrameError::BadIpHeader);
     }
-    if ip.len() < ihl || ip.len() < total_len {
+    let bytes = eth.payload();
+    if bytes.len() < ihl || bytes.len() < total_len {
         return Err(FrameError::Truncated);
     }
-    if checksum::internet(&ip[..ihl]) != 0 {
+    if !ip.verify_checksum() {
         return Err(FrameError::BadIpChecksum);
     }
-    let frag = be16(ip, 6);
-    if frag & 0x2000 != 0 || frag & 0x1fff != 0 {
+    if ip.is_fragment() {
         return Err(FrameError::Fragment);
     }
-    if ip[9] != IPPROTO_UDP {
-        return Err(FrameError::NotUdp(ip[9]));
+    if ip.protocol() != IPPROTO_UDP {
+        return Err(FrameError::NotUdp(ip.protocol()));
     }
-    let src_ip = ipv4_at(ip, 12);
-    let dst_ip = ipv4_at(ip, 16);
-    let udp = &ip[ihl..total_len];
-    if udp.len() < UDP_HLEN {
-        return Err(FrameError::Truncated);
-    }
-    let udp_len = be16(udp, 4) as usize;
-    if udp_len < UDP_HLEN || udp_len != udp.len() {
+    let (src_ip, dst_ip) = (ip.src_addr(), ip.dst_addr());
+    let udp_bytes = &bytes[ihl..total_len];
+    let udp = UdpPacket::new_checked(udp_bytes).ok_or(FrameError::Truncated)?;
+    let udp_len = udp.len();
+    if udp_len < UDP_HLEN || udp_len != udp_bytes.len() {
         return Err(FrameError::BadUdpLength);
     }
-    let wire_csum = be16(udp, 6);
-    if verify_udp_checksum && wire_csum != 0 {
+    if verify_udp_checksum && udp.checksum() != 0 {
         let acc = checksum::pseudo_header_sum(src_ip, dst_ip, IPPROTO_UDP, udp_len as u16);
-        if checksum::finish(checksum::sum(udp, acc)) != 0 {
+        if checksum::finish(checksum::sum(udp_bytes, acc)) != 0 {
             return Err(FrameError::BadUdpChecksum);
         }
     }
-    let mut dst_mac = [0u8; 6];
-    let mut src_mac = [0u8; 6];
-    dst_mac.copy_from_slice(&frame[0..6]);
-    src_mac.copy_from_slice(&frame[6..12]);
     Ok(UdpFrame {
-        dst_mac: MacAddr(dst_mac),
-        src_mac: MacAddr(src_mac),
-        src: SocketAddrV4::new(src_ip, be16(udp, 0)),
-        dst: SocketAddrV4::new(dst_ip, be16(udp, 2)),
+        dst_mac: eth.dst_addr(),
+        src_mac: eth.src_addr(),
+        src: SocketAddrV4::new(src_ip, udp.src_port()),
+        dst: SocketAddrV4::new(dst_ip, udp.dst_port()),
         payload_offset: ETH_HLEN + ihl + UDP_HLEN,
         payload_len: udp_len - UDP_HLEN,
     })
@@ -199,43 +181,26 @@ pub fn build_udp_frame(buf: &mut [u8], h: &UdpFrameHeader, payload: &[u8]) -> Op
 }
 
 /// IPv4 flags and fragment offset word: don't fragment.
-const IP_DF: u16 = 0x4000;
+const IP_DF: u16 = ipv4::FLAG_DF;
 /// IPv4 flags: more fragments.
-const IP_MF: u16 = 0x2000;
+const IP_MF: u16 = ipv4::FLAG_MF;
 
 /// Ethernet + IPv4 header (no options) with a valid checksum.
 fn write_eth_ipv4(buf: &mut [u8], h: &UdpFrameHeader, ip_len: u16, flags_offset: u16) {
-    buf[0..6].copy_from_slice(&h.dst_mac.0);
-    buf[6..12].copy_from_slice(&h.src_mac.0);
-    buf[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
-    let ip = &mut buf[ETH_HLEN..ETH_HLEN + IPV4_HLEN];
-    ip[0] = 0x45;
-    ip[1] = 0;
-    ip[2..4].copy_from_slice(&ip_len.to_be_bytes());
-    ip[4..6].copy_from_slice(&h.ip_id.to_be_bytes());
-    ip[6..8].copy_from_slice(&flags_offset.to_be_bytes());
-    ip[8] = h.ttl;
-    ip[9] = IPPROTO_UDP;
-    ip[10..12].copy_from_slice(&[0, 0]);
-    ip[12..16].copy_from_slice(&h.src.ip().octets());
-    ip[16..20].copy_from_slice(&h.dst.ip().octets());
-    let ip_csum = checksum::internet(ip);
-    ip[10..12].copy_from_slice(&ip_csum.to_be_bytes());
+    ethernet::write_header(buf, h.dst_mac, h.src_mac, ETHERTYPE_IPV4);
+    Ipv4Packet::new_unchecked(&mut buf[ETH_HLEN..ETH_HLEN + IPV4_HLEN]).write_header(ip_len, h.ip_id, flags_offset, h.ttl, IPPROTO_UDP, *h.src.ip(), *h.dst.ip());
 }
 
 /// The 8-byte UDP header of `payload` (checksum over all of it) at `out[..8]`.
 fn write_udp_header(out: &mut [u8], h: &UdpFrameHeader, payload: &[u8]) {
     let udp_len = (UDP_HLEN + payload.len()) as u16;
-    out[0..2].copy_from_slice(&h.src.port().to_be_bytes());
-    out[2..4].copy_from_slice(&h.dst.port().to_be_bytes());
-    out[4..6].copy_from_slice(&udp_len.to_be_bytes());
-    out[6..8].copy_from_slice(&[0, 0]);
+    UdpPacket::new_unchecked(&mut out[..UDP_HLEN]).write_header(h.src.port(), h.dst.port(), udp_len);
     let acc = checksum::pseudo_header_sum(*h.src.ip(), *h.dst.ip(), IPPROTO_UDP, udp_len);
     let mut csum = checksum::finish(checksum::sum(payload, checksum::sum(&out[..UDP_HLEN], acc)));
     if csum == 0 {
         csum = 0xffff; // 0 means "no checksum" in UDP over IPv4 (RFC 768)
     }
-    out[6..8].copy_from_slice(&csum.to_be_bytes());
+    UdpPacket::new_unchecked(&mut out[..UDP_HLEN]).set_checksum(csum);
 }
 
 /// Largest UDP payload an IPv4 datagram carries (fragmented).

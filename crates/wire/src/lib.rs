@@ -1,21 +1,30 @@
 //! Wire formats of detpath: the Ethernet/IPv4/UDP frames every datapath that
-//! builds its own frames sends and parses. Pure functions over byte slices:
+//! builds its own frames sends and parses. Header fields are named, not
+//! spelled as offsets: each header module (`ethernet`, `ipv4`, `udp`, `arp`)
+//! has a `field` module of byte ranges and a view with accessors. Pure functions over byte slices:
 //! no allocation (the reassembler allocates its slots once, when created),
 //! no OS calls, no panics on any input (fuzzed in `fuzz/`).
 
 pub mod checksum;
+pub mod ethernet;
+pub mod field;
 pub mod frame;
+pub mod ipv4;
 pub mod reasm;
+pub mod udp;
 
+pub use ethernet::EthernetFrame;
+pub use ipv4::Ipv4Packet;
+pub use udp::UdpPacket;
 pub use frame::{build_udp_fragment, build_udp_frame, parse_udp_frame, udp_fragment_count, FrameError, MacAddr, UdpFrame, UdpFrameHeader, MAX_UDP_PAYLOAD};
 pub use reasm::{parse_fragment, FragError, Reassembled, Reassembler};
 
 /// Ethernet header length (no VLAN tag).
-pub const ETH_HLEN: usize = 14;
+pub const ETH_HLEN: usize = ethernet::field::PAYLOAD;
 /// IPv4 header length without options.
-pub const IPV4_HLEN: usize = 20;
+pub const IPV4_HLEN: usize = ipv4::HEADER_LEN;
 /// UDP header length.
-pub const UDP_HLEN: usize = 8;
+pub const UDP_HLEN: usize = udp::field::PAYLOAD;
 /// Bytes of headers in front of the payload of a frame detpath builds.
 pub const HEADERS_LEN: usize = ETH_HLEN + IPV4_HLEN + UDP_HLEN;
 

@@ -6,6 +6,7 @@
 //!
 //! Pure functions over byte slices: no allocation, no panics on any input.
 
+use crate::ethernet::{self, EthernetFrame};
 use crate::frame::MacAddr;
 use crate::ETH_HLEN;
 
@@ -39,26 +40,22 @@ pub enum StripError {
 /// (broadcast or multicast: the low bit of the first octet). `frame` starts
 /// with the destination address; shorter than 6 bytes is never for us.
 pub fn frame_is_for(local: MacAddr, frame: &[u8]) -> bool {
-    frame.len() >= 6 && (frame[0] & 1 == 1 || frame[..6] == local.0)
+    frame.get(ethernet::field::DESTINATION).is_some_and(|dst| dst[0] & 1 == 1 || dst == local.0)
 }
 
 /// Strips the Ethernet header of a frame received by the frame endpoint of
 /// `local` for `ethertype` (`None`: the socket already filtered it, as
 /// AF_PACKET bound to one EtherType does). Never panics.
 pub fn strip_eth_frame(frame: &[u8], local: MacAddr, ethertype: Option<u16>) -> Result<EthPayload<'_>, StripError> {
-    if frame.len() < ETH_HLEN {
-        return Err(StripError::Truncated);
-    }
-    let et = u16::from_be_bytes([frame[12], frame[13]]);
+    let eth = EthernetFrame::new_checked(frame).ok_or(StripError::Truncated)?;
+    let et = eth.ethertype();
     if ethertype.is_some_and(|want| want != et) {
         return Err(StripError::OtherEthertype(et));
     }
     if !frame_is_for(local, frame) {
         return Err(StripError::NotForMe);
     }
-    let mut src = [0u8; 6];
-    src.copy_from_slice(&frame[6..12]);
-    Ok(EthPayload { src: MacAddr(src), ethertype: et, payload: &frame[ETH_HLEN..] })
+    Ok(EthPayload { src: eth.src_addr(), ethertype: et, payload: &frame[ETH_HLEN..] })
 }
 
 #[cfg(test)]

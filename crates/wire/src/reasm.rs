@@ -12,7 +12,10 @@
 //! timeout, or the oldest one when every slot is taken, is dropped and counted.
 
 use crate::checksum;
+use crate::ethernet::EthernetFrame;
 use crate::frame::{FrameError, IPPROTO_UDP};
+use crate::ipv4::Ipv4Packet;
+use crate::udp::UdpPacket;
 use crate::{ETH_HLEN, IPV4_HLEN, UDP_HLEN};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
@@ -41,41 +44,32 @@ pub fn parse_fragment(frame: &[u8]) -> Result<Fragment<'_>, FragError> {
     if frame.len() < ETH_HLEN + IPV4_HLEN {
         return Err(FragError::Frame(FrameError::Truncated));
     }
-    let ethertype = u16::from_be_bytes([frame[12], frame[13]]);
-    if ethertype != crate::frame::ETHERTYPE_IPV4 {
-        return Err(FragError::Frame(FrameError::NotIpv4(ethertype)));
+    let eth = EthernetFrame::new_unchecked(frame);
+    if eth.ethertype() != crate::frame::ETHERTYPE_IPV4 {
+        return Err(FragError::Frame(FrameError::NotIpv4(eth.ethertype())));
     }
-    let ip = &frame[ETH_HLEN..];
-    let ihl = ((ip[0] & 0x0f) as usize) * 4;
-    let total = u16::from_be_bytes([ip[2], ip[3]]) as usize;
-    if ip[0] >> 4 != 4 || ihl < IPV4_HLEN || total < ihl {
+    let bytes = eth.into_payload();
+    let ip = Ipv4Packet::new_unchecked(bytes);
+    let (ihl, total) = (ip.header_len(), ip.total_len());
+    if ip.version() != 4 || ihl < IPV4_HLEN || total < ihl {
         return Err(FragError::Frame(FrameError::BadIpHeader));
     }
-    if ip.len() < ihl || ip.len() < total {
+    if bytes.len() < ihl || bytes.len() < total {
         return Err(FragError::Frame(FrameError::Truncated));
     }
-    if checksum::internet(&ip[..ihl]) != 0 {
+    if !ip.verify_checksum() {
         return Err(FragError::Frame(FrameError::BadIpChecksum));
     }
-    let flags = u16::from_be_bytes([ip[6], ip[7]]);
-    let (more, offset) = (flags & 0x2000 != 0, ((flags & 0x1fff) as usize) * 8);
+    let (more, offset) = (ip.more_frags(), ip.frag_offset());
     if !more && offset == 0 {
         return Err(FragError::NotAFragment);
     }
-    let data = &ip[ihl..total];
+    let data = &bytes[ihl..total];
     // Every fragment but the last carries a multiple of 8 bytes (RFC 791).
     if (more && !data.len().is_multiple_of(8)) || data.is_empty() || offset + data.len() > MAX_IP_PAYLOAD {
         return Err(FragError::BadFragment);
     }
-    Ok(Fragment {
-        src: Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]),
-        dst: Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]),
-        id: u16::from_be_bytes([ip[4], ip[5]]),
-        protocol: ip[9],
-        offset,
-        more,
-        data,
-    })
+    Ok(Fragment { src: ip.src_addr(), dst: ip.dst_addr(), id: ip.ident(), protocol: ip.protocol(), offset, more, data })
 }
 
 /// Why a fragment or a reassembled datagram was dropped.
@@ -207,15 +201,19 @@ impl Reassembler {
         self.stats.fragments += 1;
         let Some(total) = slot.total.filter(|t| slot.have == *t) else { return Ok(None) };
         // Complete: check the UDP header over the whole datagram.
-        let udp = &slot.buf[..total];
-        let ok = udp.len() >= UDP_HLEN && u16::from_be_bytes([udp[4], udp[5]]) as usize == total && {
-            let wire = u16::from_be_bytes([udp[6], udp[7]]);
-            !verify_udp_checksum || wire == 0 || {
+        let bytes = &slot.buf[..total];
+        let Some(udp) = UdpPacket::new_checked(bytes) else {
+            self.slots[i].reset(None, now_ns);
+            self.stats.dropped += 1;
+            return Err(FragError::BadUdp);
+        };
+        let ok = udp.len() == total && {
+            !verify_udp_checksum || udp.checksum() == 0 || {
                 let acc = checksum::pseudo_header_sum(key.src, key.dst, IPPROTO_UDP, total as u16);
-                checksum::finish(checksum::sum(udp, acc)) == 0
+                checksum::finish(checksum::sum(bytes, acc)) == 0
             }
         };
-        let (sport, dport) = (u16::from_be_bytes([udp[0], udp[1]]), u16::from_be_bytes([udp[2], udp[3]]));
+        let (sport, dport) = (udp.src_port(), udp.dst_port());
         // The slot is free again for the next fragment; the bytes stay until then.
         self.slots[i].reset(None, now_ns);
         if !ok {

@@ -17,9 +17,9 @@ const TIMEOUT_NS: u64 = 1_000_000_000;
 pub(crate) enum Defragged<'a> {
     /// Placed; the datagram is not complete yet.
     Held,
-    /// It completed a datagram to us: its sender and UDP payload.
-    Datagram { src: SocketAddrV4, payload: &'a [u8] },
-    /// Malformed, overlapping, or a datagram to another address or port: dropped.
+    /// It completed a datagram: its sender, destination and UDP payload.
+    Datagram { src: SocketAddrV4, dst: SocketAddrV4, payload: &'a [u8] },
+    /// Malformed, overlapping, or a bad reassembled UDP header: dropped.
     Dropped,
 }
 
@@ -29,17 +29,15 @@ pub(crate) struct Defrag {
 }
 
 impl Defrag {
-    /// Offers a frame that [`detpath_wire::parse_udp_frame`] called a fragment.
-    pub(crate) fn offer(&mut self, frame: &[u8], local: SocketAddrV4, verify_checksum: bool, now_ns: u64) -> Defragged<'_> {
+    /// Offers a frame that [`detpath_wire::parse_udp_frame`] called a
+    /// fragment (the receive rule, [`super::rx_rule`], checked it is to us).
+    pub(crate) fn offer(&mut self, frame: &[u8], verify_checksum: bool, now_ns: u64) -> Defragged<'_> {
         let Ok(frag) = parse_fragment(frame) else { return Defragged::Dropped };
-        if frag.dst != *local.ip() {
-            return Defragged::Dropped;
-        }
         let reasm = self.reasm.get_or_insert_with(|| Box::new(Reassembler::new(SLOTS, TIMEOUT_NS)));
         match reasm.offer(&frag, now_ns, verify_checksum) {
             Ok(None) => Defragged::Held,
-            Ok(Some(d)) if d.dst == local => Defragged::Datagram { src: d.src, payload: d.payload },
-            Ok(Some(_)) | Err(_) => Defragged::Dropped,
+            Ok(Some(d)) => Defragged::Datagram { src: d.src, dst: d.dst, payload: d.payload },
+            Err(_) => Defragged::Dropped,
         }
     }
 }

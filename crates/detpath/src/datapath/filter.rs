@@ -8,6 +8,18 @@
 //! Used by the `afxdp` datapath (`bpf/xsk_redirect.bpf.c`) and the `xdppoll`
 //! datapath (`bpf/xdppoll.bpf.c`).
 
+//!
+//! The structs the programs share with user space (`struct dp_filter_config`,
+//! `struct dp_rx_meta`) are mirrored here as `#[repr(C)]` types with the C
+//! field names, checked at compile time against the layout clang computes
+//! for the headers (`build.rs`, `detpath_bpf_build::layout_checks`): a
+//! header change the mirrors do not follow fails the build.
+
+#[macro_use]
+mod layout {
+    include!(concat!(env!("OUT_DIR"), "/filter_layout.rs"));
+}
+
 use crate::error::Result;
 use detpath_sys::xdp::{self, XdpLink, XdpMode};
 use detpath_sys::NetDev;
@@ -27,10 +39,41 @@ pub struct FilterConfig {
 }
 
 /// `DP_CFG_RX_STAMP` in bpf/detpath_filter.h.
-const DP_CFG_RX_STAMP: u32 = 1;
-/// `struct dp_rx_meta` (bpf/detpath_filter.h): `__u64 rx_ns; __u32 magic; __u32 reserved;`.
-pub(crate) const RX_META_LEN: usize = 16;
-const DP_RX_META_MAGIC: u32 = 0x6470_7473;
+const DP_CFG_RX_STAMP: u32 = layout::DP_CFG_RX_STAMP as u32;
+/// `DP_RX_META_MAGIC` in bpf/detpath_meta.h.
+const DP_RX_META_MAGIC: u32 = layout::DP_RX_META_MAGIC as u32;
+
+/// `struct dp_filter_config` (bpf/detpath_filter.h): network byte order
+/// but `flags` (host order).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct DpFilterConfig {
+    addr: [u8; 4],
+    port: [u8; 2],
+    ethertype: [u8; 2],
+    flags: u32,
+}
+check_dp_filter_config!(DpFilterConfig);
+
+/// `struct dp_rx_meta` (bpf/detpath_meta.h), host order.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct DpRxMeta {
+    rx_ns: u64,
+    magic: u32,
+    reserved: u32,
+}
+check_dp_rx_meta!(DpRxMeta);
+
+/// Bytes of `struct dp_rx_meta` in front of a frame that carries one.
+pub(crate) const RX_META_LEN: usize = std::mem::size_of::<DpRxMeta>();
+
+/// The byte range of a field of `T`, e.g. `field_range!(DpRxMeta, magic: u32)`.
+macro_rules! field_range {
+    ($t:ty, $f:ident: $ft:ty) => {
+        std::mem::offset_of!($t, $f)..std::mem::offset_of!($t, $f) + std::mem::size_of::<$ft>()
+    };
+}
 
 /// Takes the program's receive time stamp from the `struct dp_rx_meta` at
 /// `meta` (the RX_META_LEN bytes in front of a received frame) and clears
@@ -38,9 +81,10 @@ const DP_RX_META_MAGIC: u32 = 0x6470_7473;
 /// program did not write one for this frame (or `meta` is too short).
 pub(crate) fn take_rx_stamp(meta: &mut [u8]) -> Option<u64> {
     let meta = meta.get_mut(..RX_META_LEN)?;
-    let magic = u32::from_ne_bytes([meta[8], meta[9], meta[10], meta[11]]);
-    meta[8..12].fill(0);
-    (magic == DP_RX_META_MAGIC).then(|| u64::from_ne_bytes(meta[..8].try_into().expect("8 bytes")))
+    let magic_at = field_range!(DpRxMeta, magic: u32);
+    let magic = u32::from_ne_bytes(meta[magic_at.clone()].try_into().expect("4 bytes"));
+    meta[magic_at].fill(0);
+    (magic == DP_RX_META_MAGIC).then(|| u64::from_ne_bytes(meta[field_range!(DpRxMeta, rx_ns: u64)].try_into().expect("8 bytes")))
 }
 
 /// Notes once in `caps` that frames come without the program's stamp
@@ -64,15 +108,19 @@ impl FilterConfig {
     pub fn stamped(self, on: bool) -> FilterConfig {
         FilterConfig { rx_stamp: on, ..self }
     }
-    /// The bytes of `struct dp_filter_config` (`bpf/detpath_filter.h`):
-    /// `__be32 addr; __be16 port; __be16 ethertype; __u32 flags;`.
-    fn to_bytes(self) -> [u8; 12] {
-        let mut b = [0u8; 12];
-        b[0..4].copy_from_slice(&self.addr.octets());
-        b[4..6].copy_from_slice(&self.port.to_be_bytes());
-        b[6..8].copy_from_slice(&self.ethertype.to_be_bytes());
-        let flags = if self.rx_stamp { DP_CFG_RX_STAMP } else { 0 };
-        b[8..12].copy_from_slice(&flags.to_ne_bytes());
+    /// The bytes of `struct dp_filter_config` (`bpf/detpath_filter.h`).
+    fn to_bytes(self) -> [u8; std::mem::size_of::<DpFilterConfig>()] {
+        let c = DpFilterConfig {
+            addr: self.addr.octets(),
+            port: self.port.to_be_bytes(),
+            ethertype: self.ethertype.to_be_bytes(),
+            flags: if self.rx_stamp { DP_CFG_RX_STAMP } else { 0 },
+        };
+        let mut b = [0u8; std::mem::size_of::<DpFilterConfig>()];
+        b[field_range!(DpFilterConfig, addr: [u8; 4])].copy_from_slice(&c.addr);
+        b[field_range!(DpFilterConfig, port: [u8; 2])].copy_from_slice(&c.port);
+        b[field_range!(DpFilterConfig, ethertype: [u8; 2])].copy_from_slice(&c.ethertype);
+        b[field_range!(DpFilterConfig, flags: u32)].copy_from_slice(&c.flags.to_ne_bytes());
         b
     }
 }

@@ -10,6 +10,7 @@ pub mod dpdk;
 pub mod fault;
 pub mod filter;
 pub mod packet;
+pub(crate) mod rx_rule;
 pub mod udp;
 pub(crate) mod wait;
 pub mod xdppoll;

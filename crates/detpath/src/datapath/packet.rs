@@ -27,8 +27,6 @@ pub static FRAME_DATAPATH: FrameDatapath = FrameDatapath {
 /// The receive buffer unless `rcvbuf` says otherwise.
 const DEFAULT_RCVBUF: i32 = 4 << 20;
 
-/// Ethernet header bytes the kernel adds on send.
-const ETH_HEADER: usize = 14;
 
 /// An open `packet` frame endpoint.
 pub struct PacketEndpoint {
@@ -92,7 +90,7 @@ impl FrameEndpoint for PacketEndpoint {
         match self.sock.send(payload, dst.0, ethertype) {
             Ok(()) => {
                 self.counters.tx_packets += 1;
-                self.counters.tx_bytes += (payload.len() + ETH_HEADER) as u64;
+                self.counters.tx_bytes += (payload.len() + detpath_wire::ETH_HLEN) as u64;
                 Ok(())
             }
             Err(e) => {

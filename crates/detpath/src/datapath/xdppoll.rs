@@ -5,7 +5,8 @@
 //!
 //! Spec: `xdppoll://<iface>?port=N[&addr=A][&mode=auto|native|skb][&rx_stamp=user|xdp]`.
 
-use crate::datapath::defrag::{Defrag, Defragged};
+use crate::datapath::defrag::Defrag;
+use crate::datapath::rx_rule::{self, UdpRule, Verdict};
 use crate::datapath::filter::{FilterConfig, FilterProgram};
 use crate::datapath::wait::{wait_readable, Step, Wait};
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxMeta, RxStamp};
@@ -13,7 +14,6 @@ use crate::error::{last_os_error, Error, Result};
 use crate::frame::{FrameDatapath, FrameEndpoint, FrameMeta, MacAddr};
 use crate::spec::EndpointSpec;
 use detpath_sys::NetDev;
-use detpath_wire::FrameError;
 use std::net::{SocketAddrV4, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -39,8 +39,6 @@ const RECORD_FRAME_OFFSET: usize = 16;
 const RECORD_STAMP_OFFSET: usize = 8;
 /// Largest frame the program copies (DP_POLL_MAX_FRAME in bpf/xdppoll.bpf.c).
 const DP_POLL_MAX_FRAME: usize = 2048;
-/// Ethernet II header bytes.
-const ETH_HEADER: usize = 14;
 
 /// User-space side of a BPF ring buffer, read through shared memory.
 struct RingConsumer {
@@ -145,20 +143,9 @@ struct PollFeed {
     prog: FilterProgram,
 }
 
-/// One record taken off the ring.
-enum Record<T> {
-    Delivered(T),
-    /// A record the parser refused (counted as malformed or not for us by the caller).
-    Refused(Refusal),
-}
-
-/// Why a record was not delivered.
-enum Refusal {
-    Malformed,
-    NotForMe,
-    /// A fragment kept for reassembly (counted nowhere).
-    Held,
-}
+/// One record taken off the ring, judged by the receive rule ([`rx_rule`]):
+/// delivered (its meta, bytes copied, bytes it had) or refused.
+type Record<T> = Verdict<(T, usize, usize)>;
 
 impl PollFeed {
     fn attach(spec: &EndpointSpec, dev: &NetDev, filter: FilterConfig) -> Result<(PollFeed, RxStamp)> {
@@ -172,18 +159,15 @@ impl PollFeed {
 
     /// Takes the next record off the ring and hands its frame and time stamp
     /// (the program's under `rx_stamp=xdp`, else now) to `parse`; `None` when the ring is empty.
-    fn take<T>(&mut self, mut parse: impl FnMut(&[u8], u64) -> std::result::Result<T, Refusal>) -> Option<Record<T>> {
+    fn take<T>(&mut self, mut parse: impl FnMut(&[u8], u64) -> Record<T>) -> Option<Record<T>> {
         let xdp_stamp = self.xdp_stamp;
         self.ring.consume_one(|rec| {
             let frame_len = rec.get(..4).map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as usize);
-            let Some(frame) = rec.get(RECORD_FRAME_OFFSET..RECORD_FRAME_OFFSET + frame_len) else { return Record::Refused(Refusal::Malformed) };
+            let Some(frame) = rec.get(RECORD_FRAME_OFFSET..RECORD_FRAME_OFFSET + frame_len) else { return Verdict::Malformed };
             let stamp =
                 if xdp_stamp { rec.get(RECORD_STAMP_OFFSET..RECORD_FRAME_OFFSET).map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes"))) } else { 0 };
             let rx_ns = if stamp != 0 { stamp } else { monotonic_ns() };
-            match parse(frame, rx_ns) {
-                Ok(t) => Record::Delivered(t),
-                Err(r) => Record::Refused(r),
-            }
+            parse(frame, rx_ns)
         })
     }
 
@@ -212,24 +196,16 @@ impl PollFeed {
 }
 
 /// Counts a delivered or refused record; returns what was delivered.
-fn count<T>(counters: &mut Counters, got: Option<Record<T>>, len: impl Fn(&T) -> (usize, bool)) -> Option<Option<T>> {
+fn count<T>(counters: &mut Counters, got: Option<Record<T>>) -> Option<Option<T>> {
     match got? {
-        Record::Delivered(t) => {
-            let (n, truncated) = len(&t);
-            counters.rx_packets += 1;
-            counters.rx_bytes += n as u64;
-            counters.rx_truncated += truncated as u64;
+        Verdict::Deliver((t, copied, full)) => {
+            rx_rule::count_delivered(counters, copied, full);
             Some(Some(t))
         }
-        Record::Refused(Refusal::Malformed) => {
-            counters.rx_malformed += 1;
+        refused => {
+            refused.count_refusal(counters);
             Some(None)
         }
-        Record::Refused(Refusal::NotForMe) => {
-            counters.rx_not_for_me += 1;
-            Some(None)
-        }
-        Record::Refused(Refusal::Held) => Some(None),
     }
 }
 
@@ -285,26 +261,17 @@ impl Endpoint for XdpPollEndpoint {
     }
 
     fn recv(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<RxMeta>> {
-        let (verify, local, counters, defrag) = (self.verify_checksum, self.local, &mut self.counters, &mut self.defrag);
+        let rule = UdpRule { local: self.local, group: None, verify_checksum: self.verify_checksum };
+        let (counters, defrag) = (&mut self.counters, &mut self.defrag);
         self.feed.recv(mode, |feed| loop {
             let got = feed.take(|frame, rx_ns| {
-                let mut deliver = |payload: &[u8], peer| {
-                    let n = payload.len().min(buf.len());
-                    buf[..n].copy_from_slice(&payload[..n]);
-                    Ok(RxMeta { len: n, truncated: n < payload.len(), peer, rx_ns })
-                };
-                match detpath_wire::parse_udp_frame(frame, verify) {
-                    Ok(f) if f.dst == local => deliver(f.payload(frame), f.src),
-                    Err(FrameError::Fragment) => match defrag.offer(frame, local, verify, rx_ns) {
-                        Defragged::Held => Err(Refusal::Held),
-                        Defragged::Datagram { src, payload } => deliver(payload, src),
-                        Defragged::Dropped => Err(Refusal::Malformed),
-                    },
-                    // A frame to our port but not our address, or that does not parse: malformed.
-                    _ => Err(Refusal::Malformed),
-                }
+                rule.judge(frame, defrag, rx_ns).map(|d| {
+                    let n = d.payload.len().min(buf.len());
+                    buf[..n].copy_from_slice(&d.payload[..n]);
+                    (RxMeta { len: n, truncated: n < d.payload.len(), peer: d.src, rx_ns }, n, d.payload.len())
+                })
             });
-            if let Some(m) = count(counters, got, |m| (m.len, m.truncated))? {
+            if let Some(m) = count(counters, got)? {
                 return Some(m);
             }
         })
@@ -343,7 +310,7 @@ impl XdpPollFrames {
             datapath: "xdppoll",
             iface: Some(dev.name.clone()),
             xdp_mode: Some(feed.prog.mode()),
-            max_payload: (DP_POLL_MAX_FRAME - ETH_HEADER).min(dev.mtu as usize),
+            max_payload: (DP_POLL_MAX_FRAME - detpath_wire::ETH_HLEN).min(dev.mtu as usize),
             max_batch: 1,
             rx_stamp,
             notes: vec![format!("EtherType {ethertype:#06x}; rx: BPF ring buffer (copy), tx: AF_PACKET socket")],
@@ -375,17 +342,13 @@ impl FrameEndpoint for XdpPollFrames {
         self.feed.recv(mode, |feed| loop {
             let got = feed.take(|frame, rx_ns| {
                 // Another host's unicast frame (a promiscuous link) is not ours.
-                let f = match detpath_wire::raweth::strip_eth_frame(frame, mac, None) {
-                    Ok(f) => f,
-                    Err(detpath_wire::raweth::StripError::Truncated) => return Err(Refusal::Malformed),
-                    Err(_) => return Err(Refusal::NotForMe),
-                };
-                let payload = f.payload;
-                let n = payload.len().min(buf.len());
-                buf[..n].copy_from_slice(&payload[..n]);
-                Ok(FrameMeta { len: n, truncated: n < payload.len(), src: f.src, rx_ns })
+                rx_rule::judge_frame(frame, mac, None).map(|f| {
+                    let n = f.payload.len().min(buf.len());
+                    buf[..n].copy_from_slice(&f.payload[..n]);
+                    (FrameMeta { len: n, truncated: n < f.payload.len(), src: f.src, rx_ns }, n, f.payload.len())
+                })
             });
-            if let Some(m) = count(counters, got, |m| (m.len, m.truncated))? {
+            if let Some(m) = count(counters, got)? {
                 return Some(m);
             }
         })

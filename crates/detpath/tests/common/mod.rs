@@ -6,7 +6,8 @@
 use detpath::sys::netdev::NetDev;
 use detpath::testbed::{Side, Testbed};
 use detpath::{Endpoint, RecvMode};
-use detpath_wire::{build_udp_frame, MacAddr, UdpFrameHeader};
+use detpath_wire::ipv4::{self, Ipv4Packet};
+use detpath_wire::{build_udp_frame, udp, MacAddr, UdpFrameHeader, UdpPacket, ETH_HLEN, HEADERS_LEN, IPV4_HLEN};
 use std::io::{Read, Write};
 use std::net::{SocketAddrV4, TcpListener, TcpStream, UdpSocket};
 use std::time::Duration;
@@ -62,11 +63,12 @@ pub struct FrameSet {
 }
 
 fn fix_ip_csum(f: &mut [u8]) {
-    let ihl = (f[14] & 0xf) as usize * 4;
-    f[24] = 0;
-    f[25] = 0;
-    let c = detpath_wire::checksum::internet(&f[14..14 + ihl]);
-    f[24..26].copy_from_slice(&c.to_be_bytes());
+    Ipv4Packet::new_unchecked(&mut f[ETH_HLEN..]).fill_checksum();
+}
+
+/// The byte of IPv4 header field `at` in a frame.
+const fn ip(at: usize) -> usize {
+    ETH_HLEN + at
 }
 
 /// Builds the frame set from side a (`src`) to `dst` on side b.
@@ -84,27 +86,28 @@ pub fn frame_set(tb: &Testbed, src: SocketAddrV4, dst: SocketAddrV4) -> FrameSet
     f[last] ^= 0xff;
     bad.push(("bad UDP checksum", f));
     let mut f = good(b"first fragment");
-    f[20] |= 0x20; // MF
-    f[20] &= !0x40; // no DF
+    f[ip(ipv4::field::FLG_OFF.start)] |= (ipv4::FLAG_MF >> 8) as u8;
+    f[ip(ipv4::field::FLG_OFF.start)] &= !((ipv4::FLAG_DF >> 8) as u8);
     fix_ip_csum(&mut f);
     bad.push(("first fragment", f));
     let mut f = good(b"bad ip checksum");
-    f[24] ^= 0x55;
+    f[ip(ipv4::field::CHECKSUM.start)] ^= 0x55;
     bad.push(("bad IPv4 checksum", f));
     let mut f = good(b"udp length too long");
-    let ul = u16::from_be_bytes([f[38], f[39]]) + 10;
-    f[38..40].copy_from_slice(&ul.to_be_bytes());
+    let at = ETH_HLEN + IPV4_HLEN;
+    let ul = UdpPacket::new_unchecked(&f[at..]).len() as u16 + 10;
+    f[at + udp::field::LENGTH.start..at + udp::field::LENGTH.end].copy_from_slice(&ul.to_be_bytes());
     bad.push(("UDP length beyond the packet", f));
     let mut f = good(b"truncated");
-    f.truncate(14 + 20 + 8 + 2); // IP total length says more than is there
+    f.truncate(HEADERS_LEN + 2); // IP total length says more than is there
     bad.push(("truncated", f));
 
     // IPv4 options (IHL 6, one NOP+EOL word) are fine: delivered.
     let mut opt = good(b"with options");
-    opt.splice(34..34, [1u8, 1, 1, 0]);
-    opt[14] = 0x46;
-    let tl = u16::from_be_bytes([opt[16], opt[17]]) + 4;
-    opt[16..18].copy_from_slice(&tl.to_be_bytes());
+    opt.splice(ETH_HLEN + IPV4_HLEN..ETH_HLEN + IPV4_HLEN, [1u8, 1, 1, 0]);
+    opt[ip(ipv4::field::VER_IHL)] = 0x46;
+    let tl = Ipv4Packet::new_unchecked(&opt[ETH_HLEN..]).total_len() as u16 + 4;
+    opt[ip(ipv4::field::LENGTH.start)..ip(ipv4::field::LENGTH.end)].copy_from_slice(&tl.to_be_bytes());
     fix_ip_csum(&mut opt);
     FrameSet { bad, with_options: opt, good: good(b"the good one") }
 }

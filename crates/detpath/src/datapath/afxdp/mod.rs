@@ -30,14 +30,15 @@
 //! UMEM: `2 × ring` frames of `frame` bytes (mmap, MAP_POPULATE): the first
 //! half feeds the fill ring (RX), the second half is the TX pool. The fill
 //! ring has `2 × ring` slots so recycled frames always fit. Received frames
-//! are parsed with [`detpath_wire::parse_udp_frame`]; a frame that fails
-//! (bad checksum, fragment, truncated, ...) is counted in `rx_malformed`,
-//! recycled and never delivered.
+//! are judged by the receive rule ([`crate::datapath::rx_rule`], the same
+//! on afxdp, xdppoll and dpdk): delivered, held for reassembly, not for us
+//! (`rx_not_for_me`) or malformed (`rx_malformed`); every frame is recycled.
 //!
 //! Neighbours: the destination MAC comes from the kernel's table through
 //! [`Neighbours::try_resolve`], which never waits. A datagram to an address
 //! still being resolved is built into its TX frame and parked (up to
-//! [`PARK_SLOTS`]); every later call on the endpoint (send or receive) looks
+//! [`PARK_SLOTS`] frames; a fragmented datagram parks all its fragments
+//! together, or none); every later call on the endpoint (send or receive) looks
 //! again, within the resolver's back-off, and sends it once the MAC is
 //! known, as the kernel does with its ARP queue. An off-link destination
 //! fails at once (`tx_no_route`); one that stays unresolved for a second is
@@ -60,7 +61,8 @@ mod umem;
 
 pub use setup::open_afxdp;
 
-use crate::datapath::defrag::{Defrag, Defragged};
+use crate::datapath::defrag::Defrag;
+use crate::datapath::rx_rule::{self, UdpRule, Verdict};
 use crate::datapath::filter::{self, FilterStats};
 use crate::datapath::wait::{wait_readable, Step, Wait};
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxBatch, RxMeta, TxDatagram};
@@ -68,7 +70,8 @@ use crate::error::{last_os_error, Error, Result};
 use crate::frame::{FrameDatapath, FrameEndpoint, FrameMeta};
 use crate::spec::EndpointSpec;
 use detpath_sys::neigh::{Lookup, Neighbours};
-use detpath_wire::{build_udp_frame, parse_udp_frame, FrameError, MacAddr, UdpFrameHeader};
+use detpath_wire::frame::ETHERTYPE_IPV4;
+use detpath_wire::{build_udp_frame, ethernet, MacAddr, UdpFrameHeader, ETH_HLEN};
 use feed::XdpFeed;
 use ring::Ring;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -85,9 +88,6 @@ pub static FRAME_DATAPATH: FrameDatapath = FrameDatapath {
     keys: &["queue", "mode", "zerocopy", "busy_poll", "ring", "frame", "batch", "xdp", "rx_stamp"],
     open: |spec| Ok(Box::new(setup::open_afxdp_framing(spec, Framing::Ether { ethertype: spec.require_port()? })?)),
 };
-
-/// Ethernet II header bytes (frame endpoints build it themselves).
-const ETH_HEADER: usize = 14;
 
 pub static DATAPATH: Datapath = Datapath {
     name: "afxdp",
@@ -106,13 +106,17 @@ const TX_STALL: Duration = Duration::from_secs(1);
 /// datagram that finds them all taken is dropped and counted in `tx_no_neigh`).
 pub(crate) const PARK_SLOTS: usize = 64;
 
-/// A built frame waiting for its destination's MAC (its first 6 bytes).
+/// A built frame waiting for its destination's MAC (its Ethernet
+/// destination). The fragments of one datagram are parked together, in
+/// order; only the last one (`last`) counts the datagram when it goes out
+/// (`tx_packets`, `payload_len` bytes) or is dropped (`tx_no_neigh`).
 #[derive(Debug, Clone, Copy)]
 struct Parked {
     addr: u64,
     len: u32,
     payload_len: u32,
     ip: Ipv4Addr,
+    last: bool,
 }
 
 /// What building a datagram did with it.
@@ -216,18 +220,9 @@ impl RxSink<RxMeta> for RxBatch {
 /// How a received frame becomes a delivery: (endpoint, reassembler, frame, caller's slot, rx time).
 type ParseFn<E, M> = fn(&E, &mut Defrag, &[u8], &mut [u8], u64) -> Parsed<M>;
 
-/// What one received frame became.
-enum Parsed<M> {
-    Deliver {
-        meta: M,
-        len: usize,
-        truncated: bool,
-    },
-    Malformed,
-    NotForMe,
-    /// A fragment kept for reassembly.
-    Held,
-}
+/// What one received frame became: delivered into the caller's slot (its
+/// meta, bytes copied, bytes it had), or refused by the receive rule.
+type Parsed<M> = Verdict<(M, usize, usize)>;
 
 /// How this endpoint frames payloads: UDP datagrams (the `afxdp` datapath)
 /// or bare Ethernet payloads of one EtherType (the `afxdp` frame datapath).
@@ -385,7 +380,7 @@ impl AfxdpEndpoint {
             return Err(Error::PayloadTooLarge { iface: self.feed.iface().to_string(), len: payload.len(), max: self.caps.max_payload });
         };
         if dst_mac.is_none() {
-            self.parked.push(Parked { addr, len: len as u32, payload_len: payload.len() as u32, ip: *peer.ip() });
+            self.parked.push(Parked { addr, len: len as u32, payload_len: payload.len() as u32, ip: *peer.ip(), last: true });
             return Ok(Built::Parked);
         }
         self.tx.write(i, libc::xdp_desc { addr, len: len as u32, options: 0 });
@@ -413,17 +408,19 @@ impl AfxdpEndpoint {
                     if self.tx.free(1) == 0 {
                         break; // the ring is full: next call
                     }
-                    self.umem.frame_mut(p.addr)[..6].copy_from_slice(&mac.0);
+                    ethernet::set_dst_addr(self.umem.frame_mut(p.addr), mac);
                     self.tx.write(0, libc::xdp_desc { addr: p.addr, len: p.len, options: 0 });
                     self.tx.submit(1);
                     submitted += 1;
-                    self.counters.tx_packets += 1;
-                    self.counters.tx_bytes += u64::from(p.payload_len);
+                    if p.last {
+                        self.counters.tx_packets += 1;
+                        self.counters.tx_bytes += u64::from(p.payload_len);
+                    }
                     self.parked.remove(i);
                 }
                 Lookup::OffLink | Lookup::Unresolved => {
                     self.tx_free.push(p.addr);
-                    self.counters.tx_no_neigh += 1;
+                    self.counters.tx_no_neigh += u64::from(p.last);
                     self.parked.remove(i);
                 }
             }
@@ -441,14 +438,12 @@ impl AfxdpEndpoint {
         }
         let mtu = self.caps.max_payload + detpath_wire::IPV4_HLEN + detpath_wire::UDP_HLEN;
         let frags = detpath_wire::udp_fragment_count(payload.len(), mtu);
-        // Fragments are not parked: a first datagram above one frame to an
-        // unresolved destination is dropped and counted (it starts the resolution).
-        let Some(dst_mac) = self.dst_mac(*peer.ip())? else {
-            self.counters.tx_no_neigh += 1;
-            return Err(Error::NoNeighbour { peer: *peer.ip(), iface: self.iface.clone(), why: "still resolving (fragmented datagrams are not held)" });
-        };
+        let dst_mac = self.dst_mac(*peer.ip())?;
         self.ip_id = self.ip_id.wrapping_add(1);
-        let h = UdpFrameHeader { src_mac: self.src_mac, dst_mac, src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64 };
+        let h = UdpFrameHeader { src_mac: self.src_mac, dst_mac: dst_mac.unwrap_or_default(), src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64 };
+        if dst_mac.is_none() {
+            return self.park_fragments(&h, payload, mtu, frags);
+        }
         let mut k = 0;
         while k < frags {
             let n = self.tx_reserve((frags - k) as u32)?;
@@ -469,6 +464,32 @@ impl AfxdpEndpoint {
         Ok(())
     }
 
+    /// Builds every fragment of a datagram whose destination is still
+    /// resolving and parks them together, in order; or none, counted in
+    /// `tx_no_neigh`, when the parking slots or free TX frames are too few.
+    fn park_fragments(&mut self, h: &UdpFrameHeader, payload: &[u8], mtu: usize, frags: usize) -> Result<()> {
+        self.reap_completions();
+        if self.parked.len() + frags > self.parked.capacity() || self.tx_free.len() < frags {
+            self.counters.tx_no_neigh += 1;
+            return Err(Error::NoNeighbour { peer: *h.dst.ip(), iface: self.iface.clone(), why: "still resolving, and too few parking slots for its fragments" });
+        }
+        for k in 0..frags {
+            let addr = self.take_tx_frame()?;
+            let Some(len) = detpath_wire::build_udp_fragment(self.umem.frame_mut(addr), h, payload, mtu, k) else {
+                self.tx_free.push(addr);
+                // Unpark what was parked of this datagram (the last ones).
+                for _ in 0..k {
+                    if let Some(p) = self.parked.pop() {
+                        self.tx_free.push(p.addr);
+                    }
+                }
+                return Err(Error::PayloadTooLarge { iface: self.feed.iface().to_string(), len: payload.len(), max: self.caps.max_datagram });
+            };
+            self.parked.push(Parked { addr, len: len as u32, payload_len: payload.len() as u32, ip: *h.dst.ip(), last: k + 1 == frags });
+        }
+        Ok(())
+    }
+
     /// Builds one Ethernet frame (header + payload) and writes its descriptor at ring position `i`.
     fn build_eth(&mut self, i: u32, payload: &[u8], dst: MacAddr, ethertype: u16) -> Result<()> {
         if payload.len() > self.caps.max_payload {
@@ -476,11 +497,9 @@ impl AfxdpEndpoint {
         }
         let addr = self.take_tx_frame()?;
         let frame = self.umem.frame_mut(addr);
-        let len = ETH_HEADER + payload.len();
-        frame[0..6].copy_from_slice(&dst.0);
-        frame[6..12].copy_from_slice(&self.src_mac.0);
-        frame[12..14].copy_from_slice(&ethertype.to_be_bytes());
-        frame[ETH_HEADER..len].copy_from_slice(payload);
+        let len = ETH_HLEN + payload.len();
+        ethernet::write_header(frame, dst, self.src_mac, ethertype);
+        frame[ETH_HLEN..len].copy_from_slice(payload);
         self.tx.write(i, libc::xdp_desc { addr, len: len as u32, options: 0 });
         self.counters.tx_packets += 1;
         self.counters.tx_bytes += len as u64;
@@ -495,41 +514,27 @@ impl AfxdpEndpoint {
         Ok(addr)
     }
 
-    /// A received frame as a UDP datagram for this endpoint.
+    /// A received frame as a UDP datagram for this endpoint (the receive rule, [`rx_rule`]).
     /// A fragment goes to the reassembler and is delivered when it completes its datagram.
     fn parse_udp(&self, defrag: &mut Defrag, frame: &[u8], slot: &mut [u8], rx_ns: u64) -> Parsed<RxMeta> {
-        let deliver = |p: &[u8], peer, slot: &mut [u8]| {
-            let len = p.len().min(slot.len());
-            slot[..len].copy_from_slice(&p[..len]);
-            let truncated = len < p.len();
-            Parsed::Deliver { meta: RxMeta { len, truncated, peer, rx_ns }, len, truncated }
-        };
-        match parse_udp_frame(frame, self.verify_checksum) {
-            Ok(f) if f.dst == self.local => deliver(f.payload(frame), f.src, slot),
-            Err(FrameError::Fragment) => match defrag.offer(frame, self.local, self.verify_checksum, rx_ns) {
-                Defragged::Held => Parsed::Held,
-                Defragged::Datagram { src, payload } => deliver(payload, src, slot),
-                Defragged::Dropped => Parsed::Malformed,
-            },
-            _ => Parsed::Malformed,
-        }
+        let rule = UdpRule { local: self.local, group: None, verify_checksum: self.verify_checksum };
+        rule.judge(frame, defrag, rx_ns).map(|d| {
+            let len = d.payload.len().min(slot.len());
+            slot[..len].copy_from_slice(&d.payload[..len]);
+            (RxMeta { len, truncated: len < d.payload.len(), peer: d.src, rx_ns }, len, d.payload.len())
+        })
     }
 
     /// A received frame as a bare Ethernet payload: its EtherType must be
     /// ours and its destination us or a group address.
     fn parse_eth(&self, _: &mut Defrag, frame: &[u8], slot: &mut [u8], rx_ns: u64) -> Parsed<FrameMeta> {
         // The program matched the EtherType; a shared program (`xdp=shared`) may hand us anything.
-        let Framing::Ether { ethertype } = self.framing else { return Parsed::NotForMe };
-        let f = match detpath_wire::raweth::strip_eth_frame(frame, self.src_mac, Some(ethertype)) {
-            Ok(f) => f,
-            Err(detpath_wire::raweth::StripError::Truncated) => return Parsed::Malformed,
-            Err(_) => return Parsed::NotForMe,
-        };
-        let p = f.payload;
-        let len = p.len().min(slot.len());
-        slot[..len].copy_from_slice(&p[..len]);
-        let truncated = len < p.len();
-        Parsed::Deliver { meta: FrameMeta { len, truncated, src: f.src, rx_ns }, len, truncated }
+        let Framing::Ether { ethertype } = self.framing else { return Verdict::NotForMe };
+        rx_rule::judge_frame(frame, self.src_mac, Some(ethertype)).map(|f| {
+            let len = f.payload.len().min(slot.len());
+            slot[..len].copy_from_slice(&f.payload[..len]);
+            (FrameMeta { len, truncated: len < f.payload.len(), src: f.src, rx_ns }, len, f.payload.len())
+        })
     }
 
     /// Takes ready RX descriptors into `sink` until it is full or the ring is
@@ -552,21 +557,15 @@ impl AfxdpEndpoint {
             let rx_ns = if self.xdp_stamp { self.xdp_stamp_of(d.addr).unwrap_or(polled_ns) } else { polled_ns };
             let parsed = match self.umem.frame(d.addr, d.len) {
                 Some(frame) => parse(self, &mut defrag, frame, slot, rx_ns),
-                None => Parsed::Malformed,
+                None => Verdict::Malformed,
             };
             match parsed {
-                Parsed::Deliver { meta, len, truncated } => {
-                    self.counters.rx_packets += 1;
-                    self.counters.rx_bytes += len as u64;
-                    if truncated {
-                        self.counters.rx_truncated += 1;
-                    }
+                Verdict::Deliver((meta, copied, full)) => {
+                    rx_rule::count_delivered(&mut self.counters, copied, full);
                     sink.commit(meta);
                     delivered += 1;
                 }
-                Parsed::Malformed => self.counters.rx_malformed += 1,
-                Parsed::NotForMe => self.counters.rx_not_for_me += 1,
-                Parsed::Held => {}
+                refused => refused.count_refusal(&mut self.counters),
             }
         }
         // Recycle the frames to the fill ring (overflow waits in fill_pending).
@@ -741,7 +740,7 @@ impl FrameEndpoint for AfxdpEndpoint {
     fn ethertype(&self) -> u16 {
         match self.framing {
             Framing::Ether { ethertype } => ethertype,
-            Framing::Udp => 0x0800,
+            Framing::Udp => ETHERTYPE_IPV4,
         }
     }
     fn capabilities(&self) -> &Capabilities {

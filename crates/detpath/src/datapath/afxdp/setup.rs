@@ -257,7 +257,7 @@ pub(crate) fn open_afxdp_framing(spec: &EndpointSpec, framing: Framing) -> Resul
             if ethertype < 0x0600 {
                 return Err(bad_spec(spec, format!("EtherType {ethertype} (the `port` key) is an 802.3 length; use at least 1536")));
             }
-            (std::net::Ipv4Addr::UNSPECIFIED, FilterConfig::ethertype(ethertype), super::ETH_HEADER)
+            (std::net::Ipv4Addr::UNSPECIFIED, FilterConfig::ethertype(ethertype), detpath_wire::ETH_HLEN)
         }
     };
     let max_payload = match framing {

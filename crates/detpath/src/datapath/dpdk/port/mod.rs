@@ -3,11 +3,11 @@
 //! (port, device, pool, the Linux interface), `neigh_cache.rs` keeps the
 //! ARP-learnt neighbours, and this file is the hot path.
 //!
-//! Neighbours: resolution waits at most [`FIRST_CONTACT_WAIT_NS`] (5 ms),
-//! once, for a peer never seen before. A datagram to a peer not in the cache
-//! sends an ARP request (repeated every 200 ms) and is built and parked (up
-//! to [`PARK_SLOTS`]); every later call polls, learns the reply and sends
-//! what was parked. A peer silent for `arp_timeout` is remembered as
+//! Neighbours: nothing waits for ARP. A datagram to a peer not in the
+//! cache sends an ARP request (repeated every 200 ms) and is built and
+//! parked (up to [`PARK_SLOTS`] frames; a fragmented datagram parks all its
+//! fragments together, or none); the send returns at once, and every later
+//! call (send or receive) polls, learns the reply and sends what was parked. A peer silent for `arp_timeout` is remembered as
 //! unresolved for [`NEGATIVE_TTL`]: its datagrams are dropped and counted
 //! (`tx_no_neigh`) with no ARP and no allocation; an off-link destination
 //! is refused at once (`tx_no_route`).
@@ -23,7 +23,8 @@
 use super::eal;
 use super::host::HostState;
 use super::{Config, DpdkError, Vdev};
-use crate::datapath::defrag::{Defrag, Defragged};
+use crate::datapath::defrag::Defrag;
+use crate::datapath::rx_rule::{self, UdpRule, Verdict};
 use crate::datapath::wait::{Step, Wait};
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, Endpoint, RecvMode, RxBatch, RxMeta, RxStamp, TxDatagram};
 use crate::error::{Error, Result};
@@ -36,7 +37,8 @@ use detpath_sys::xdp;
 use detpath_sys::NetDev;
 use detpath_sys::XdpMode;
 use detpath_wire::arp::{self, ArpOp, ArpPacket};
-use detpath_wire::{build_udp_frame, parse_udp_frame, FrameError, MacAddr, UdpFrameHeader, HEADERS_LEN};
+use detpath_wire::frame::ETHERTYPE_IPV4;
+use detpath_wire::{build_udp_frame, ethernet, MacAddr, UdpFrameHeader, ETH_HLEN, HEADERS_LEN};
 use std::collections::VecDeque;
 use std::ffi::{CStr, CString};
 use std::fs::File;
@@ -55,18 +57,12 @@ pub(crate) use setup::open;
 
 /// Ethernet minimum frame without FCS; shorter frames are zero-padded.
 const MIN_FRAME: usize = 60;
-/// Ethernet II header bytes (frame endpoints build and strip it).
-const ETH_HEADER: usize = 14;
 /// Received datagrams held for the caller (while resolving a peer, say).
 const PENDING: usize = 1024;
 /// Neighbour cache slots (static entries may add more).
 const NEIGH_SLOTS: usize = 64;
 /// Datagrams built and waiting for their peer's ARP reply.
 const PARK_SLOTS: usize = 64;
-/// A peer never seen before gets this long (polling, answering ARP) for its
-/// ARP reply inside the send, so a first datagram sent with no later call on
-/// the endpoint still leaves; after that nothing waits.
-const FIRST_CONTACT_WAIT_NS: u64 = 5_000_000;
 /// How long a peer that did not answer ARP is remembered as such.
 const NEGATIVE_TTL: Duration = Duration::from_secs(1);
 /// ARP requests are repeated this often while resolving.
@@ -143,12 +139,26 @@ struct ArpPending {
     failed_until_ns: u64,
 }
 
-/// A built datagram waiting for its peer's MAC (the frame's first 6 bytes).
+/// A built frame waiting for its peer's MAC (the frame's Ethernet
+/// destination). The fragments of one datagram are parked together, in
+/// order; only the last one (`last`) counts the datagram when it goes out
+/// (`tx_packets`, `payload_len` bytes) or is dropped (`tx_no_neigh`).
 #[derive(Clone, Copy)]
 struct ParkedMbuf {
     m: *mut sys::rte_mbuf,
     ip: Ipv4Addr,
     payload_len: u32,
+    last: bool,
+}
+
+/// Where resolving a peer stands (nothing counted yet: see [`DpdkEndpoint::lookup`]).
+enum Resolve {
+    Ready(MacAddr),
+    /// An ARP request is out; ask again later.
+    Pending,
+    OffLink,
+    /// No reply within `arp_timeout`; remembered for [`NEGATIVE_TTL`].
+    Unresolved,
 }
 
 pub(crate) struct DpdkEndpoint {
@@ -184,8 +194,6 @@ pub(crate) struct DpdkEndpoint {
     arp_pending: Vec<ArpPending>,
     /// Built datagrams waiting for their peer's MAC; fixed capacity.
     parked: Vec<ParkedMbuf>,
-    /// Inside a first-contact wait (which polls, which may look peers up: no nesting).
-    in_grace: bool,
     /// Subnets of the interface, for the on-link check (empty: no check).
     subnets: Vec<(Ipv4Addr, u8)>,
     arp_timeout: Duration,
@@ -209,29 +217,6 @@ impl DpdkEndpoint {
         }
         // SAFETY: m is an mbuf this endpoint received or allocated and still owns.
         unsafe { sys::detpath_dpdk_mbuf_free(m) };
-    }
-
-    /// A fragment: the reassembler copies it (the mbuf is freed); a
-    /// datagram it completes waits in `assembled` like one in an mbuf.
-    fn on_fragment(&mut self, m: *mut sys::rte_mbuf, frame: &[u8], now: u64) {
-        let got = match self.defrag.offer(frame, self.local, self.verify_checksum, now) {
-            Defragged::Held => None,
-            Defragged::Dropped => {
-                self.counters.rx_malformed += 1;
-                None
-            }
-            Defragged::Datagram { src, payload } => match (self.pending.len() < PENDING).then(|| self.assembled.store(payload)).flatten() {
-                Some(data) => Some((src, data, payload.len())),
-                None => {
-                    self.pending_dropped += 1;
-                    None
-                }
-            },
-        };
-        self.free(m);
-        if let Some((peer, data, len)) = got {
-            self.pending.push_back(Pending { m: std::ptr::null_mut(), data, len: len as u16, peer, src_mac: MacAddr::default(), rx_ns: now });
-        }
     }
 
     /// One RX burst, every frame classified. Returns the number of frames taken.
@@ -274,26 +259,28 @@ impl DpdkEndpoint {
             }
             return;
         }
-        match parse_udp_frame(frame, self.verify_checksum) {
-            Ok(f) if f.dst == self.local || Some(f.dst) == self.group => {
-                if self.pending.len() >= PENDING {
-                    self.pending_dropped += 1;
-                    return self.free(m);
+        // The receive rule (the same on afxdp and xdppoll). A datagram stays
+        // in its mbuf until delivered; a reassembled one waits in `assembled`.
+        let rule = UdpRule { local: self.local, group: self.group, verify_checksum: self.verify_checksum };
+        match rule.judge(frame, &mut self.defrag, now) {
+            Verdict::Deliver(d) if self.pending.len() >= PENDING => {
+                let _ = d;
+                self.pending_dropped += 1;
+            }
+            Verdict::Deliver(d) if !d.reassembled => {
+                self.pending.push_back(Pending { m, data: d.payload.as_ptr(), len: d.payload.len() as u16, peer: d.src, src_mac: MacAddr::default(), rx_ns: now });
+                return;
+            }
+            Verdict::Deliver(d) => match self.assembled.store(d.payload) {
+                Some(data) => {
+                    let len = d.payload.len() as u16;
+                    self.pending.push_back(Pending { m: std::ptr::null_mut(), data, len, peer: d.src, src_mac: MacAddr::default(), rx_ns: now });
                 }
-                // SAFETY: payload_offset + payload_len lies within the frame (checked by the parser).
-                let p = unsafe { (data as *const u8).add(f.payload_offset) };
-                self.pending.push_back(Pending { m, data: p, len: f.payload_len as u16, peer: f.src, src_mac: MacAddr::default(), rx_ns: now });
-            }
-            Err(FrameError::Fragment) => self.on_fragment(m, frame, now),
-            Ok(_) | Err(FrameError::NotIpv4(_)) | Err(FrameError::NotUdp(_)) => {
-                self.counters.rx_not_for_me += 1;
-                self.free(m);
-            }
-            Err(_) => {
-                self.counters.rx_malformed += 1;
-                self.free(m);
-            }
+                None => self.pending_dropped += 1,
+            },
+            refused => refused.count_refusal(&mut self.counters),
         }
+        self.free(m);
     }
 
     /// The XDP program's time stamp in the headroom just before `data` (the
@@ -316,23 +303,16 @@ impl DpdkEndpoint {
 
     /// A frame endpoint's receive: frames of our EtherType to us (or a group) are kept.
     fn classify_frame(&mut self, m: *mut sys::rte_mbuf, frame: &[u8], ethertype: u16, now: u64) {
-        if frame.len() < ETH_HEADER {
-            self.counters.rx_malformed += 1;
-            return self.free(m);
+        match rx_rule::judge_frame(frame, self.mac, Some(ethertype)) {
+            Verdict::Deliver(_) if self.pending.len() >= PENDING => self.pending_dropped += 1,
+            Verdict::Deliver(f) => {
+                let peer = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0);
+                self.pending.push_back(Pending { m, data: f.payload.as_ptr(), len: f.payload.len() as u16, peer, src_mac: f.src, rx_ns: now });
+                return;
+            }
+            refused => refused.count_refusal(&mut self.counters),
         }
-        if frame[12..14] != ethertype.to_be_bytes() || !crate::frame::is_for(self.mac, frame) {
-            self.counters.rx_not_for_me += 1;
-            return self.free(m);
-        }
-        if self.pending.len() >= PENDING {
-            self.pending_dropped += 1;
-            return self.free(m);
-        }
-        let mut src = [0u8; 6];
-        src.copy_from_slice(&frame[6..12]);
-        let p = frame[ETH_HEADER..].as_ptr();
-        let peer = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0);
-        self.pending.push_back(Pending { m, data: p, len: (frame.len() - ETH_HEADER) as u16, peer, src_mac: MacAddr(src), rx_ns: now });
+        self.free(m);
     }
 
     fn on_arp(&mut self, p: &ArpPacket) {
@@ -391,42 +371,53 @@ impl DpdkEndpoint {
     /// [`ARP_RETRY`]). Off-link and unresolved peers are counted and refused
     /// with errors built without allocating.
     fn lookup(&mut self, ip: Ipv4Addr) -> Result<Option<MacAddr>> {
+        match self.resolve(ip) {
+            Resolve::Ready(m) => Ok(Some(m)),
+            Resolve::Pending => Ok(None),
+            Resolve::OffLink => {
+                self.counters.tx_no_route += 1;
+                Err(Error::NoRoute { peer: ip, iface: self.device_name.clone() })
+            }
+            Resolve::Unresolved => {
+                self.counters.tx_no_neigh += 1;
+                Err(DpdkError::Unresolved { peer: ip, device: self.device_name.clone(), ms: self.arp_timeout.as_millis() as u64 }.into())
+            }
+        }
+    }
+
+    /// Where resolving `ip` stands; sends the ARP requests. Never waits.
+    fn resolve(&mut self, ip: Ipv4Addr) -> Resolve {
         if let Some(m) = self.neigh.get(ip) {
-            return Ok(Some(m));
+            return Resolve::Ready(m);
         }
         if ip.is_broadcast() {
-            return Ok(Some(MacAddr::BROADCAST));
+            return Resolve::Ready(MacAddr::BROADCAST);
         }
         if let Some(group) = MacAddr::ipv4_multicast(ip) {
-            return Ok(Some(group));
+            return Resolve::Ready(group);
         }
         if !self.subnets.is_empty() && !detpath_sys::neigh::on_link(&self.subnets, ip) {
-            self.counters.tx_no_route += 1;
-            return Err(Error::NoRoute { peer: ip, iface: self.device_name.clone() });
+            return Resolve::OffLink;
         }
         let now = monotonic_ns();
         let timeout_ns = self.arp_timeout.as_nanos() as u64;
-        let unresolved = |s: &mut Self| -> Result<Option<MacAddr>> {
-            s.counters.tx_no_neigh += 1;
-            Err(DpdkError::Unresolved { peer: ip, device: s.device_name.clone(), ms: s.arp_timeout.as_millis() as u64 }.into())
-        };
         if let Some(i) = self.arp_pending.iter().position(|p| p.ip == ip) {
             let p = self.arp_pending[i];
             if p.failed_until_ns != 0 {
                 if now < p.failed_until_ns {
-                    return unresolved(self);
+                    return Resolve::Unresolved;
                 }
                 self.arp_pending.swap_remove(i);
             } else {
                 if now.saturating_sub(p.since_ns) >= timeout_ns {
                     self.arp_pending[i].failed_until_ns = now + NEGATIVE_TTL.as_nanos() as u64;
-                    return unresolved(self);
+                    return Resolve::Unresolved;
                 }
                 if now >= p.next_arp_ns {
                     self.send_arp(&ArpPacket::request(self.mac, *self.local.ip(), ip));
                     self.arp_pending[i].next_arp_ns = now + ARP_RETRY.as_nanos() as u64;
                 }
-                return Ok(None);
+                return Resolve::Pending;
             }
         }
         self.send_arp(&ArpPacket::request(self.mac, *self.local.ip(), ip));
@@ -436,38 +427,25 @@ impl DpdkEndpoint {
         } else if let Some(oldest) = self.arp_pending.iter_mut().min_by_key(|p| p.since_ns) {
             *oldest = p;
         }
-        if !self.in_grace {
-            self.in_grace = true;
-            let until = now + FIRST_CONTACT_WAIT_NS;
-            while monotonic_ns() < until {
-                self.poll_rx();
-                if let Some(m) = self.neigh.get(ip) {
-                    self.in_grace = false;
-                    return Ok(Some(m));
-                }
-                std::hint::spin_loop();
-            }
-            self.in_grace = false;
-        }
-        Ok(None)
+        Resolve::Pending
     }
 
-    /// Sends the parked datagrams whose peer answered ARP; drops those whose
-    /// peer did not (counted in `tx_no_neigh` by [`lookup`](Self::lookup)).
+    /// Sends the parked frames whose peer answered ARP; drops those whose
+    /// peer did not (a datagram counted once in `tx_no_neigh`).
     /// One branch when nothing is parked; never waits.
     fn service_parked(&mut self) {
         let mut i = 0;
         while i < self.parked.len() {
             let p = self.parked[i];
-            match self.lookup(p.ip) {
-                Ok(None) => i += 1,
-                Ok(Some(mac)) => {
+            match self.resolve(p.ip) {
+                Resolve::Pending => i += 1,
+                Resolve::Ready(mac) => {
                     let (mut len, mut segs) = (0u32, 0u16);
                     // SAFETY: p.m is a built mbuf we own.
                     let data = unsafe { sys::detpath_dpdk_mbuf_data(p.m, &mut len, &mut segs) };
-                    if !data.is_null() && len >= 6 {
-                        // SAFETY: the frame's first 6 bytes (destination MAC) are in the mbuf's data.
-                        unsafe { std::slice::from_raw_parts_mut(data, 6) }.copy_from_slice(&mac.0);
+                    if !data.is_null() && len as usize >= ETH_HLEN {
+                        // SAFETY: the frame's Ethernet header is in the mbuf's data.
+                        ethernet::set_dst_addr(unsafe { std::slice::from_raw_parts_mut(data, ETH_HLEN) }, mac);
                     }
                     let mut one = [p.m];
                     // SAFETY: one holds one built mbuf we own; the port is started.
@@ -475,11 +453,14 @@ impl DpdkEndpoint {
                         self.counters.tx_ring_full += 1;
                         return; // the queue is full: next call
                     }
-                    self.counters.tx_packets += 1;
-                    self.counters.tx_bytes += u64::from(p.payload_len);
+                    if p.last {
+                        self.counters.tx_packets += 1;
+                        self.counters.tx_bytes += u64::from(p.payload_len);
+                    }
                     self.parked.remove(i);
                 }
-                Err(_) => {
+                Resolve::OffLink | Resolve::Unresolved => {
+                    self.counters.tx_no_neigh += u64::from(p.last);
                     self.free(p.m);
                     self.parked.remove(i);
                 }
@@ -494,7 +475,7 @@ impl DpdkEndpoint {
             self.counters.tx_no_neigh += 1;
             return Err(Error::NoNeighbour { peer: ip, iface: self.device_name.clone(), why: "still resolving, and every parking slot is taken" });
         }
-        self.parked.push(ParkedMbuf { m: self.tx_buf[0], ip, payload_len: payload_len as u32 });
+        self.parked.push(ParkedMbuf { m: self.tx_buf[0], ip, payload_len: payload_len as u32, last: true });
         Ok(())
     }
 
@@ -566,29 +547,37 @@ impl DpdkEndpoint {
         if payload.len() > self.caps.max_datagram {
             return Err(Error::PayloadTooLarge { iface: self.device.clone(), len: payload.len(), max: self.caps.max_datagram });
         }
-        // Fragments are not parked: the first datagram above one frame to a
-        // new peer is dropped and counted (it starts the ARP resolution).
-        let Some(dst_mac) = self.lookup(*peer.ip())? else {
-            self.counters.tx_no_neigh += 1;
-            return Err(Error::NoNeighbour { peer: *peer.ip(), iface: self.device_name.clone(), why: "still resolving (fragmented datagrams are not held)" });
-        };
+        // A peer still resolving: every fragment is built and parked, in
+        // order, or (too few parking slots) none.
+        let dst_mac = self.lookup(*peer.ip())?;
         let mtu = self.max_payload + detpath_wire::IPV4_HLEN + detpath_wire::UDP_HLEN;
         let frags = detpath_wire::udp_fragment_count(payload.len(), mtu);
+        let park = dst_mac.is_none();
+        if park && self.parked.len() + frags > self.parked.capacity() {
+            self.counters.tx_no_neigh += 1;
+            return Err(Error::NoNeighbour { peer: *peer.ip(), iface: self.device_name.clone(), why: "still resolving, and too few parking slots for its fragments" });
+        }
         self.ip_id = self.ip_id.wrapping_add(1);
-        let h = UdpFrameHeader { src_mac: self.mac, dst_mac, src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64 };
+        let h = UdpFrameHeader { src_mac: self.mac, dst_mac: dst_mac.unwrap_or_default(), src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64 };
         let mut k = 0;
         while k < frags {
             let n = (frags - k).min(self.tx_buf.len());
             self.alloc(n)?;
             for i in 0..n {
                 // SAFETY: tx_buf[i] is a fresh mbuf; set_len checks the room (an MTU frame fits: max_payload).
-                let data = unsafe { sys::detpath_dpdk_mbuf_set_len(self.tx_buf[i], (mtu + ETH_HEADER) as u16) };
-                // SAFETY: data points to mtu + ETH_HEADER writable bytes of the mbuf.
+                let data = unsafe { sys::detpath_dpdk_mbuf_set_len(self.tx_buf[i], (mtu + ETH_HLEN) as u16) };
+                // SAFETY: data points to mtu + ETH_HLEN writable bytes of the mbuf.
                 let built = (!data.is_null())
-                    .then(|| detpath_wire::build_udp_fragment(unsafe { std::slice::from_raw_parts_mut(data, mtu + ETH_HEADER) }, &h, payload, mtu, k + i));
+                    .then(|| detpath_wire::build_udp_fragment(unsafe { std::slice::from_raw_parts_mut(data, mtu + ETH_HLEN) }, &h, payload, mtu, k + i));
                 let Some(Some(len)) = built else {
                     // SAFETY: the n mbufs allocated above are still ours.
                     unsafe { sys::detpath_dpdk_mbuf_free_bulk(self.tx_buf.as_mut_ptr(), n as u32) };
+                    // And the fragments of this datagram parked before (none or all go).
+                    for _ in 0..if park { k } else { 0 } {
+                        if let Some(p) = self.parked.pop() {
+                            self.free(p.m);
+                        }
+                    }
                     self.counters.tx_errors += 1;
                     return Err(Error::PayloadTooLarge { iface: self.device.clone(), len: payload.len(), max: self.max_payload });
                 };
@@ -599,11 +588,20 @@ impl DpdkEndpoint {
                 // SAFETY: shrinking to the fragment's length (at least the Ethernet minimum).
                 unsafe { sys::detpath_dpdk_mbuf_set_len(self.tx_buf[i], len.max(MIN_FRAME) as u16) };
             }
-            self.tx_all(n)?;
+            if park {
+                for i in 0..n {
+                    let last = k + i + 1 == frags;
+                    self.parked.push(ParkedMbuf { m: self.tx_buf[i], ip: *peer.ip(), payload_len: payload.len() as u32, last });
+                }
+            } else {
+                self.tx_all(n)?;
+            }
             k += n;
         }
-        self.counters.tx_packets += 1;
-        self.counters.tx_bytes += payload.len() as u64;
+        if !park {
+            self.counters.tx_packets += 1;
+            self.counters.tx_bytes += payload.len() as u64;
+        }
         Ok(())
     }
 
@@ -657,7 +655,7 @@ impl FrameEndpoint for DpdkEndpoint {
         self.mac
     }
     fn ethertype(&self) -> u16 {
-        self.ethertype.unwrap_or(0x0800)
+        self.ethertype.unwrap_or(ETHERTYPE_IPV4)
     }
     fn capabilities(&self) -> &Capabilities {
         &self.caps
@@ -669,7 +667,7 @@ impl FrameEndpoint for DpdkEndpoint {
         self.check_len(payload.len())?;
         self.alloc(1)?;
         // Padded to the Ethernet minimum as the UDP frames are (the PMD may not pad).
-        let len = (ETH_HEADER + payload.len()).max(MIN_FRAME);
+        let len = (ETH_HLEN + payload.len()).max(MIN_FRAME);
         // SAFETY: tx_buf[0] is a fresh mbuf; set_len checks the room.
         let data = unsafe { sys::detpath_dpdk_mbuf_set_len(self.tx_buf[0], len as u16) };
         if data.is_null() {
@@ -679,11 +677,9 @@ impl FrameEndpoint for DpdkEndpoint {
         }
         // SAFETY: data points to `len` writable bytes of the mbuf.
         let buf = unsafe { std::slice::from_raw_parts_mut(data, len) };
-        buf[0..6].copy_from_slice(&dst.0);
-        buf[6..12].copy_from_slice(&self.mac.0);
-        buf[12..14].copy_from_slice(&ethertype.to_be_bytes());
-        buf[ETH_HEADER..ETH_HEADER + payload.len()].copy_from_slice(payload);
-        buf[ETH_HEADER + payload.len()..].fill(0);
+        ethernet::write_header(buf, dst, self.mac, ethertype);
+        buf[ETH_HLEN..ETH_HLEN + payload.len()].copy_from_slice(payload);
+        buf[ETH_HLEN + payload.len()..].fill(0);
         self.tx_all(1)?;
         self.counters.tx_packets += 1;
         self.counters.tx_bytes += len as u64;

@@ -422,7 +422,7 @@ pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: 
     let room = MBUF_DATA.min(max_rx_pktlen.max(MBUF_DATA as u32) as usize);
     let max_payload = match cfg.ethertype {
         None => detpath_wire::max_payload_for_mtu(s.mtu as usize).min(room - HEADERS_LEN),
-        Some(_) => (s.mtu as usize).min(room - ETH_HEADER),
+        Some(_) => (s.mtu as usize).min(room - ETH_HLEN),
     };
     let mut notes = vec![
         format!("pmd={driver}"),
@@ -485,7 +485,6 @@ pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: 
         neigh: NeighCache::new(&cfg.neigh),
         arp_pending: Vec::with_capacity(NEIGH_SLOTS),
         parked: Vec::with_capacity(PARK_SLOTS),
-        in_grace: false,
         subnets: s.subnets,
         arp_timeout: Duration::from_millis(cfg.arp_timeout_ms),
         ip_id: 0,
