@@ -5,13 +5,14 @@
 //! The `detpath bench` command parses its options into a [`MatrixConfig`],
 //! calls [`run_matrix`] and prints; a program can do the same.
 
-use crate::run::{run_client, run_server, ClientOutcome, PingPongConfig};
+use crate::run::{run_client, run_server, ClientOutcome, PingPongConfig, ServerReport};
 use crate::stats::Quantile;
 use crate::tail::{self, CpuSample, ProcReader, Sampler, TailThreshold, ThreadGaps};
 use crate::{Environment, ResultDir, RunConfig, RunResult};
 use anyhow::Context;
 pub use detpath::spec::{with_keys, with_rt_keys};
 use detpath::sys::cleanup;
+use detpath::sys::cputime::{CoreTicks, CpuReport};
 use detpath::testbed::{Testbed, TestbedConfig};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -218,7 +219,7 @@ pub fn run_matrix(cfg: &MatrixConfig, observe: Observer) -> anyhow::Result<Matri
                         dropped: trace.dropped,
                     });
                     let evidence = TailEvidence { threshold: cfg.tail_threshold, threads: &threads, samples: &run.samples, kernel: kernel.as_ref() };
-                    save_outcome(&mut dir, RunConfig { mode: run.mode, ..config }, &env, &pp, &run.outcome, Some(evidence))
+                    save_outcome(&mut dir, RunConfig { mode: run.mode, ..config }, &env, &pp, &run.outcome, Some(evidence), Some(run.cpu))
                 })
             };
             drop(stress);
@@ -242,7 +243,8 @@ pub struct TailEvidence<'a> {
 }
 
 /// Builds the result of one client run (with its tail attribution, given the
-/// evidence) and saves it (records first, then the summary).
+/// evidence) and saves it (records first, then the summary), with what it
+/// cost in CPU when measured ([`run_cpu`]).
 pub fn save_outcome(
     dir: &mut ResultDir,
     config: RunConfig,
@@ -250,6 +252,7 @@ pub fn save_outcome(
     pp: &PingPongConfig,
     outcome: &ClientOutcome,
     tail: Option<TailEvidence<'_>>,
+    cpu: Option<CpuReport>,
 ) -> anyhow::Result<()> {
     let records = outcome.records(pp.warmup);
     let mut result = RunResult::from_records(config, env.clone(), &records, None);
@@ -257,6 +260,7 @@ pub fn save_outcome(
         result.tail = Some(tail::attribute_traced(&records, t.threshold.resolve(median), t.threads, t.samples, outcome.started_ns, t.kernel));
     }
     result.duration_s = (outcome.finished_ns - outcome.started_ns) as f64 / 1e9;
+    result.cpu = cpu;
     if outcome.interrupted {
         result.complete = false;
         result.interrupted = Some("interrupted by a signal".into());
@@ -266,6 +270,14 @@ pub fn save_outcome(
     }
     dir.save_run(&result, &records)?;
     Ok(())
+}
+
+/// The `cpu` record of a ping-pong run: the threads' own CPU times (client
+/// first), the busy share of the cores they ran on (and `cores`) between the
+/// two snapshots, and rounds sent (warm-up included, as the threads' CPU
+/// time covers it) per CPU-second.
+pub fn run_cpu(threads: Vec<detpath::sys::cputime::ThreadCpu>, outcome: &ClientOutcome, before: &CoreTicks, after: &CoreTicks, cores: &[u32]) -> CpuReport {
+    CpuReport::new(threads, before, after, cores, outcome.sent as f64)
 }
 
 /// sockperf ping-pong over kernel UDP in the testbed, for as long as the
@@ -335,6 +347,8 @@ struct OneRun {
     tids: Vec<u32>,
     /// What the kernel tracer recorded, when it ran.
     kernel: Option<detpath_ktrace::Trace>,
+    /// What the client, server and noise sampler threads cost in CPU.
+    cpu: CpuReport,
 }
 
 /// One datapath: server thread in namespace b, client thread in namespace a.
@@ -351,22 +365,24 @@ fn bench_one(
     let (ready_tx, ready_rx) = mpsc::channel();
     let server_uri = with_rt_keys(&server_spec, Some(cpu_server), rt, true);
     let stop_s = stop.clone();
-    let server = tb.b().spawn(move || -> anyhow::Result<Vec<tail::Gap>> {
+    let server = tb.b().spawn(move || -> anyhow::Result<ServerReport> {
         let mut ep = match detpath_sched::open(&server_uri) {
             Ok(ep) => ep,
             Err(e) => {
                 let _ = ready_tx.send(Err(e.to_string()));
-                return Ok(Vec::new());
+                return Ok(ServerReport::default());
             }
         };
         let _ = ready_tx.send(Ok((ep.local_addr(), ep.capabilities().summary(), detpath::sys::thread::tid())));
-        Ok(run_server(ep.as_mut(), &stop_s)?.gaps)
+        Ok(run_server(ep.as_mut(), &stop_s)?)
     });
     let (server_addr, server_mode, server_tid) = ready_rx.recv()?.map_err(|e| anyhow::anyhow!("server: {e}"))?;
     // Attached before the client starts and detached after it ends: the whole run is traced.
     let tracer = if trace_kernel { Some(detpath_ktrace::Tracer::start()?) } else { None };
     let client_uri = with_rt_keys(&client_spec, Some(cpu_client), rt, false);
     let pp2 = pp.clone();
+    let ticks_before = CoreTicks::now();
+    let stop_c = stop.clone();
     let client = tb.a().spawn(move || -> anyhow::Result<(String, ClientOutcome, u32)> {
         let mut ep = detpath_sched::open(&client_uri)?;
         let client_tid = detpath::sys::thread::tid();
@@ -377,17 +393,23 @@ fn bench_one(
             if cleanup::interrupted() {
                 stop_now.store(true, Ordering::Relaxed);
             }
-        })?;
-        Ok((mode, out, client_tid))
+        });
+        // The server stops the moment the client is done (not when this
+        // process's main thread next runs), so its CPU time covers the run.
+        stop_c.store(true, Ordering::Relaxed);
+        Ok((mode, out?, client_tid))
     });
     let sampler = Sampler::start(ProcReader::host(), tail::SAMPLE_PERIOD);
     let result = client.join().map_err(|_| anyhow::anyhow!("client thread panicked"))?;
-    let kernel = tracer.map(detpath_ktrace::Tracer::stop).transpose()?;
+    let ticks_after = CoreTicks::now();
     stop.store(true, Ordering::Relaxed);
-    let server_gaps = server.join().ok().and_then(|r| r.ok()).and_then(|r| r.ok()).unwrap_or_default();
-    let samples = sampler.finish();
+    let kernel = tracer.map(detpath_ktrace::Tracer::stop).transpose()?;
+    let server = server.join().ok().and_then(|r| r.ok()).and_then(|r| r.ok()).unwrap_or_default();
+    let (samples, sampler_cpu) = sampler.finish_with_cpu();
     let (mode, outcome, client_tid) = result??;
-    Ok(OneRun { mode, outcome, server_gaps, samples, tids: vec![client_tid, server_tid], kernel })
+    let threads = std::iter::once(outcome.cpu.clone()).chain(server.cpu.map(|c| c.0)).chain(sampler_cpu).collect();
+    let cpu = run_cpu(threads, &outcome, &ticks_before, &ticks_after, &[cpu_client, cpu_server]);
+    Ok(OneRun { mode, outcome, server_gaps: server.gaps, samples, tids: vec![client_tid, server_tid], kernel, cpu })
 }
 
 #[cfg(test)]

@@ -11,6 +11,12 @@
 //!   there are few, else the median and the maximum of consecutive buckets
 //!   (no spike is hidden by the downsampling); with the run's tail threshold
 //!   as a dashed line and its largest noise gaps as bands coloured by cause.
+//!
+//! And, for the runs that recorded their CPU ([`render_cpu`]):
+//! - `cpu_latency`: latency against CPU, one point pair per run: x = the
+//!   worker threads' CPU time per round (µs, = ms per 1,000 rounds), y = its
+//!   median (dot) and p99.9 (triangle) one-way latency joined by a line,
+//!   labelled by the run: what each configuration's tail costs in cores.
 
 use crate::records::Record;
 use crate::results::{LoadError, ResultDir, RunResult};
@@ -104,7 +110,98 @@ pub fn render(runs: &[LoadedRun], out: &Path) -> Result<Vec<PathBuf>> {
         files.push(png);
         files.push(svg);
     }
+    files.extend(render_cpu(runs, out)?);
     Ok(files)
+}
+
+/// One run on the latency-against-CPU plot.
+struct CpuPoint {
+    label: String,
+    /// CPU µs per round (all measured threads together).
+    cpu_us_per_round: f64,
+    /// Median and p99.9 one-way latency, µs (p99.9 when the run has 1,000 samples).
+    p50_us: f64,
+    p999_us: Option<f64>,
+}
+
+impl CpuPoint {
+    fn of(r: &LoadedRun) -> Option<CpuPoint> {
+        let cpu = r.run.cpu_s_per_1k_rounds()?;
+        let p50 = r.run.latency.get(crate::stats::Quantile::MEDIAN)?;
+        Some(CpuPoint {
+            label: r.label.clone(),
+            cpu_us_per_round: cpu * 1000.0,
+            p50_us: us(p50),
+            p999_us: r.run.latency.get(crate::stats::Quantile::P99_9).map(us),
+        })
+    }
+}
+
+/// Writes `cpu_latency.png` and `.svg` into `out` when any run recorded its
+/// CPU (see the module docs); returns the files written (none without CPU
+/// records).
+pub fn render_cpu(runs: &[LoadedRun], out: &Path) -> Result<Vec<PathBuf>> {
+    let points: Vec<CpuPoint> = runs.iter().filter_map(CpuPoint::of).collect();
+    if points.is_empty() {
+        return Ok(Vec::new());
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let size = (1200, 760);
+    let png = out.join("cpu_latency.png");
+    let svg = out.join("cpu_latency.svg");
+    {
+        let root = BitMapBackend::new(&png, size).into_drawing_area();
+        cpu_latency(&root, &points).with_context(|| format!("drawing {}", png.display()))?;
+        root.present().map_err(|e| anyhow!("writing {}: {e:?}", png.display()))?;
+    }
+    {
+        let root = SVGBackend::new(&svg, size).into_drawing_area();
+        cpu_latency(&root, &points).with_context(|| format!("drawing {}", svg.display()))?;
+        root.present().map_err(|e| anyhow!("writing {}: {e:?}", svg.display()))?;
+    }
+    Ok(vec![png, svg])
+}
+
+fn cpu_latency<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, points: &[CpuPoint]) -> Result<()> {
+    root.fill(&WHITE).map_err(e)?;
+    let xs = points.iter().map(|p| p.cpu_us_per_round.max(1e-3));
+    let (xlo, xhi) = log_bounds(xs.clone().fold(f64::INFINITY, f64::min), xs.fold(0.0, f64::max));
+    let ys = points.iter().flat_map(|p| std::iter::once(p.p50_us).chain(p.p999_us));
+    let (ylo, yhi) = log_bounds(ys.clone().fold(f64::INFINITY, f64::min), ys.fold(0.0, f64::max));
+    let mut chart = ChartBuilder::on(root)
+        .caption("Latency against CPU: one run per colour, median (dot) and p99.9 (triangle)", ("sans-serif", 20))
+        .margin(15)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d(log_axis(xlo, xhi), log_axis(ylo, yhi))
+        .map_err(e)?;
+    chart
+        .configure_mesh()
+        .x_desc("CPU per round: µs of the worker threads' CPU time (= ms per 1,000 rounds; log scale)")
+        .y_desc("one-way latency (µs, log scale)")
+        .x_label_formatter(&|v| fmt_axis(*v))
+        .y_label_formatter(&|v| fmt_axis(*v))
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 16))
+        .draw()
+        .map_err(e)?;
+    for (i, p) in points.iter().enumerate() {
+        let color = series_color(i);
+        let x = p.cpu_us_per_round.max(1e-3);
+        if let Some(hi) = p.p999_us {
+            chart.draw_series([PathElement::new(vec![(x, p.p50_us), (x, hi)], color.stroke_width(2))]).map_err(e)?;
+            chart.draw_series([TriangleMarker::new((x, hi), 7, color.filled())]).map_err(e)?;
+        }
+        let top = p.p999_us.unwrap_or(p.p50_us);
+        chart
+            .draw_series([Circle::new((x, p.p50_us), 6, color.filled())])
+            .map_err(e)?
+            .label(format!("{} ({:.1} µs CPU/round)", p.label, p.cpu_us_per_round))
+            .legend(move |(x, y)| Circle::new((x + 8, y), 5, color.filled()));
+        let style = ("sans-serif", 14).into_font().color(&color);
+        chart.draw_series([EmptyElement::at((x, top)) + Text::new(p.label.clone(), (8, -20), style)]).map_err(e)?;
+    }
+    draw_legend(&mut chart)
 }
 
 fn draw<DB: DrawingBackend>(name: &str, root: &DrawingArea<DB, Shift>, runs: &[&LoadedRun]) -> Result<()> {

@@ -236,6 +236,12 @@ pub struct RunResult {
     /// Why the slow rounds were slow (runs measured in the testbed).
     #[serde(default)]
     pub tail: Option<crate::tail::TailReport>,
+    /// What the run cost in CPU: each worker thread's user and system time
+    /// (`client`, `server`, `noise-sampler`), the busy share of each core
+    /// they ran on, and rounds per CPU-second (rounds sent, warm-up
+    /// included, over the threads' CPU time together).
+    #[serde(default)]
+    pub cpu: Option<detpath::sys::cputime::CpuReport>,
 }
 
 impl RunResult {
@@ -283,7 +289,20 @@ impl RunResult {
             records_file: None,
             notes: Vec::new(),
             tail: None,
+            cpu: None,
         }
+    }
+
+    /// The threads' CPU seconds per 1,000 rounds (the inverse of
+    /// `cpu.work_per_cpu_s`; `None` without a CPU record).
+    pub fn cpu_s_per_1k_rounds(&self) -> Option<f64> {
+        self.cpu.as_ref()?.work_per_cpu_s.filter(|w| *w > 0.0).map(|w| 1000.0 / w)
+    }
+
+    /// One thread's CPU time as a share of the run's wall time (1.0 = a whole core).
+    pub fn core_share(&self, thread: &str) -> Option<f64> {
+        let t = self.cpu.as_ref()?.threads.iter().find(|t| t.name == thread)?;
+        (self.duration_s > 0.0).then(|| t.total_s() / self.duration_s)
     }
 
     /// `afxdp D&S`-style label for legends.

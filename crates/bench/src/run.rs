@@ -16,6 +16,7 @@
 
 use crate::records::{Record, Status};
 use crate::tail::{Gap, NoiseProbe, DEFAULT_GAP_BOUND_NS};
+use detpath::sys::cputime::{ThreadCpu, ThreadMeter};
 use detpath::{monotonic_ns, Endpoint, RecvMode};
 use detpath_wire::probe::{self, Probe};
 use std::net::SocketAddrV4;
@@ -127,6 +128,9 @@ pub struct ClientOutcome {
     /// What the client's noise probe saw (iterations of its loop longer than
     /// [`DEFAULT_GAP_BOUND_NS`]), for tail attribution.
     pub gaps: Vec<Gap>,
+    /// The client thread's CPU time over the run (named `client`; measured
+    /// by the thread itself from its first to its last round, warm-up included).
+    pub cpu: ThreadCpu,
 }
 
 /// Runs the client side. `progress` is called with the number of rounds
@@ -138,6 +142,7 @@ pub fn run_client(
     stop: &AtomicBool,
     mut progress: impl FnMut(u64),
 ) -> detpath::Result<ClientOutcome> {
+    let meter = ThreadMeter::start("client");
     let total = cfg.total_rounds();
     let size = cfg.size.max(probe::HEADER_LEN);
     let mut rounds = vec![Round::default(); total as usize];
@@ -217,7 +222,9 @@ pub fn run_client(
         }
     }
     progress(next);
-    Ok(ClientOutcome { rounds, sent: next, foreign, interrupted, started_ns: start, finished_ns: monotonic_ns(), gaps: probe.into_gaps() })
+    let finished_ns = monotonic_ns();
+    let cpu = meter.stop();
+    Ok(ClientOutcome { rounds, sent: next, foreign, interrupted, started_ns: start, finished_ns, gaps: probe.into_gaps(), cpu })
 }
 
 /// Sleeps until CLOCK_MONOTONIC reaches `t` ns (absolute, so no drift).
@@ -237,6 +244,10 @@ pub struct ServerReport {
     pub not_sent: u64,
     /// What the server's noise probe saw, for tail attribution.
     pub gaps: Vec<Gap>,
+    /// The server thread's CPU time (named `server`) from the first probe it
+    /// received to the stop (`None`: no probe came), and the wall time of
+    /// that span in seconds.
+    pub cpu: Option<(ThreadCpu, f64)>,
 }
 
 /// Echoes probes until `stop` is set, busy-polling (a probe whose echo cannot
@@ -249,12 +260,18 @@ pub fn run_server(ep: &mut dyn Endpoint, stop: &AtomicBool) -> detpath::Result<S
     let mut report = ServerReport::default();
     let look = RecvMode::BusyPoll { timeout: Some(Duration::ZERO) };
     let mut probe = NoiseProbe::new(DEFAULT_GAP_BOUND_NS);
+    // Started at the first probe: the spinning before the client starts is
+    // not the run's cost (and has no round to divide by).
+    let mut meter: Option<(ThreadMeter, u64)> = None;
     while !stop.load(Ordering::Relaxed) {
         probe.tick(monotonic_ns());
         let Some(meta) = ep.recv(&mut buf, look)? else {
             std::hint::spin_loop();
             continue;
         };
+        if meter.is_none() {
+            meter = Some((ThreadMeter::start("server"), monotonic_ns()));
+        }
         let Ok(mut p) = Probe::decode(&buf[..meta.len]) else {
             report.not_probes += 1;
             continue;
@@ -270,6 +287,7 @@ pub fn run_server(ep: &mut dyn Endpoint, stop: &AtomicBool) -> detpath::Result<S
         }
     }
     report.gaps = probe.into_gaps();
+    report.cpu = meter.map(|(m, t0)| (m.stop(), monotonic_ns().saturating_sub(t0) as f64 / 1e9));
     Ok(report)
 }
 

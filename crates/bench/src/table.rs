@@ -356,12 +356,62 @@ pub fn render(runs: &[RunResult]) -> String {
     if !runs.is_empty() {
         out.push('\n');
         out.push_str(&detail_table(runs));
+        out.push_str(&cpu_table(runs));
         out.push_str(&tail_section(runs));
         out.push_str(&sustained_rates(runs));
         out.push('\n');
         out.push_str(&environment_note(runs));
     }
     out
+}
+
+/// CPU beside latency, one row per run that recorded its CPU: median and
+/// p99.9 one-way latency, the worker threads' CPU seconds together, each
+/// thread's share of a core over the run's wall time (100 = a whole core:
+/// a busy-polling thread), CPU µs per round, rounds per CPU-second, and how
+/// busy the cores they ran on were (everything that ran there, from
+/// `/proc/stat`).
+pub fn cpu_table(runs: &[RunResult]) -> String {
+    let with: Vec<&RunResult> = runs.iter().filter(|r| r.cpu.is_some()).collect();
+    if with.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nCPU per run (threads' user + system time; % core = thread CPU / run wall time; cores busy from /proc/stat)\n");
+    let mut g = Grid {
+        rows: vec![["Run", "median µs", "p99.9 µs", "cpu s", "% core", "cpu µs/round", "rounds/cpu-s", "cores busy"].iter().map(|s| s.to_string()).collect()],
+    };
+    for r in with {
+        let Some(cpu) = &r.cpu else { continue };
+        let mut row = vec![run_label(r), cell(&r.latency, Quantile::MEDIAN), cell(&r.latency, Quantile::P99_9), format!("{:.2}", cpu.cpu_s())];
+        let shares: Vec<String> = cpu
+            .threads
+            .iter()
+            .map(|t| match r.core_share(&t.name) {
+                Some(s) => format!("{} {}", t.name, fmt_pct(s)),
+                None => format!("{} -", t.name),
+            })
+            .collect();
+        row.push(shares.join(", "));
+        row.push(r.cpu_s_per_1k_rounds().map(|s| format!("{:.1}", s * 1000.0)).unwrap_or_else(|| "-".into()));
+        row.push(cpu.work_per_cpu_s.map(|w| thousands(w.round() as u64)).unwrap_or_else(|| "-".into()));
+        let cores: Vec<String> = cpu.cores.iter().map(|c| format!("cpu{} {}", c.core, fmt_pct(c.busy))).collect();
+        row.push(if cores.is_empty() { "-".into() } else { cores.join(", ") });
+        g.rows.push(row);
+    }
+    g.render(&mut out, 1);
+    out
+}
+
+/// A share (0..1) as a percentage: `99%`, `4.2%`, `0.05%`.
+fn fmt_pct(share: f64) -> String {
+    let p = share * 100.0;
+    if p >= 10.0 {
+        format!("{p:.0}%")
+    } else if p >= 1.0 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.2}%")
+    }
 }
 
 /// One line per run that has a tail attribution: how many rounds were slow and why.

@@ -302,11 +302,15 @@ impl ProcReader {
     }
 }
 
+/// The noise sampler's name in a run's `cpu.threads`.
+pub const SAMPLER_THREAD: &str = "noise-sampler";
+
 /// A thread sampling [`ProcReader`] every [`SAMPLE_PERIOD`] until stopped.
 pub struct Sampler {
     stop: Arc<AtomicBool>,
     samples: Arc<Mutex<Vec<CpuSample>>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    /// Returns the thread's own CPU time, as it measured it when it stopped.
+    thread: Option<std::thread::JoinHandle<detpath::sys::cputime::ThreadCpu>>,
 }
 
 impl Sampler {
@@ -316,25 +320,33 @@ impl Sampler {
         let (s, v) = (stop.clone(), samples.clone());
         let thread = std::thread::Builder::new()
             .name("detpath-noise-sampler".into())
-            .spawn(move || loop {
-                let sample = reader.sample(detpath::monotonic_ns());
-                v.lock().unwrap_or_else(|p| p.into_inner()).push(sample);
-                if s.load(Ordering::Relaxed) {
-                    break;
+            .spawn(move || {
+                let meter = detpath::sys::cputime::ThreadMeter::start(SAMPLER_THREAD);
+                loop {
+                    let sample = reader.sample(detpath::monotonic_ns());
+                    v.lock().unwrap_or_else(|p| p.into_inner()).push(sample);
+                    if s.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    std::thread::sleep(period);
                 }
-                std::thread::sleep(period);
+                meter.stop()
             })
             .ok();
         Sampler { stop, samples, thread }
     }
 
     /// Stops the thread (after one last sample) and returns the samples in time order.
-    pub fn finish(mut self) -> Vec<CpuSample> {
+    pub fn finish(self) -> Vec<CpuSample> {
+        self.finish_with_cpu().0
+    }
+
+    /// As [`Sampler::finish`], with the sampler thread's own CPU time (named
+    /// [`SAMPLER_THREAD`]; `None` if the thread could not start).
+    pub fn finish_with_cpu(mut self) -> (Vec<CpuSample>, Option<detpath::sys::cputime::ThreadCpu>) {
         self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        std::mem::take(&mut *self.samples.lock().unwrap_or_else(|p| p.into_inner()))
+        let cpu = self.thread.take().and_then(|t| t.join().ok());
+        (std::mem::take(&mut *self.samples.lock().unwrap_or_else(|p| p.into_inner())), cpu)
     }
 }
 

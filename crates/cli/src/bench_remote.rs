@@ -11,7 +11,8 @@
 use crate::bench_cmd::{finish, progress_bar, ProbeArgs};
 use anyhow::Context;
 use detpath::sys::cleanup::{self, OnSignal};
-use detpath_bench::matrix::{save_outcome, with_rt_keys};
+use detpath::sys::cputime::{CoreTicks, CpuReport};
+use detpath_bench::matrix::{run_cpu, save_outcome, with_rt_keys};
 use detpath_bench::run::{run_client, run_server};
 use detpath_bench::{Environment, ResultDir, RunConfig};
 use std::net::SocketAddrV4;
@@ -118,17 +119,22 @@ pub fn server(args: ServerArgs) -> anyhow::Result<i32> {
     for note in &caps.notes {
         eprintln!("  {note}");
     }
+    let ticks_before = CoreTicks::now();
     let report = run_server(ep.as_mut(), &stop);
+    let ticks_after = CoreTicks::now();
     stop.store(true, Ordering::Relaxed);
     let _ = watcher.join();
     let report = report?;
     let counters = ep.counters();
+    // The server's own CPU record (the client's summary.json has the
+    // client's): the server thread from the first probe to the stop, the
+    // core it was given, probes echoed per CPU-second.
+    let (threads, wall_s) = report.cpu.clone().map(|(t, w)| (vec![t], w)).unwrap_or_default();
+    let cpu = CpuReport::new(threads, &ticks_before, &ticks_after, &args.side.cpu.into_iter().collect::<Vec<_>>(), report.echoed as f64);
     if args.json {
         let by_name: serde_json::Map<String, serde_json::Value> = counters.iter().map(|(n, v)| (n.to_string(), v.into())).collect();
-        println!(
-            "{}",
-            serde_json::json!({ "echoed": report.echoed, "not_probes": report.not_probes, "not_sent": report.not_sent, "counters": by_name })
-        );
+        let json = serde_json::json!({ "echoed": report.echoed, "not_probes": report.not_probes, "not_sent": report.not_sent, "wall_s": wall_s, "cpu": cpu, "counters": by_name });
+        println!("{json}");
     }
     let counters: Vec<String> = counters.iter().map(|(n, v)| format!("{n}={v}")).collect();
     eprintln!(
@@ -138,6 +144,7 @@ pub fn server(args: ServerArgs) -> anyhow::Result<i32> {
         report.not_sent,
         counters.join(" ")
     );
+    eprintln!("bench server: cpu {} over {wall_s:.2} s", cpu.summary());
     Ok(0)
 }
 
@@ -153,12 +160,14 @@ pub fn client(args: ClientArgs) -> anyhow::Result<i32> {
     eprintln!("bench client: {} -> {}: {} rounds of {} B every {} µs", caps.summary(), args.peer, pp.rounds, pp.size, pp.period_ns as f64 / 1000.0);
     let stop_now = AtomicBool::new(false);
     let bar = progress_bar(pp.total_rounds());
+    let ticks_before = CoreTicks::now();
     let outcome = run_client(ep.as_mut(), args.peer, &pp, &stop_now, |n| {
         bar.set_position(n);
         if cleanup::interrupted() {
             stop_now.store(true, Ordering::Relaxed);
         }
     })?;
+    let ticks_after = CoreTicks::now();
     bar.finish_and_clear();
     let config = RunConfig {
         datapath,
@@ -178,7 +187,8 @@ pub fn client(args: ClientArgs) -> anyhow::Result<i32> {
         peer: Some(args.peer.to_string()),
         extra: [("client_endpoint".to_string(), args.side.endpoint.clone())].into_iter().collect(),
     };
-    save_outcome(&mut dir, config, &env, &pp, &outcome, None)?;
+    let cpu = run_cpu(vec![outcome.cpu.clone()], &outcome, &ticks_before, &ticks_after, &args.side.cpu.into_iter().collect::<Vec<_>>());
+    save_outcome(&mut dir, config, &env, &pp, &outcome, None, Some(cpu))?;
     let answered = outcome.rounds.iter().take(outcome.sent as usize).filter(|r| r.answered()).count();
     if answered == 0 && outcome.sent > 0 {
         eprintln!("bench client: no probe was answered: is `detpath bench server` running at {}?", args.peer);

@@ -1,6 +1,7 @@
 //! `detpath report <result dirs...> [--out DIR]`: prints the tables of saved
-//! benchmark results and renders their plots (box plot, CCDF and latency
-//! over time, each as PNG and SVG).
+//! benchmark results and renders their plots (box plot, CCDF, latency over
+//! time and, for runs that recorded their CPU, latency against CPU; each as
+//! PNG and SVG).
 
 use anyhow::{bail, Context};
 use detpath_bench::report;

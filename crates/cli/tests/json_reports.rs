@@ -78,6 +78,7 @@ fn testbed_and_bench_server_report_in_json() {
     let echoed = v["echoed"].as_u64().unwrap();
     assert!(echoed >= answered && echoed <= 50, "server echoed {echoed}, the client saw {answered} answers");
     assert_eq!(v["counters"]["tx_packets"].as_u64(), Some(echoed), "{v}");
+    assert_eq!(v["cpu"]["threads"][0]["name"], "server", "the server's own CPU record: {v}");
 
     let down = Command::new(BIN).args(["testbed", "down", "--testbed", &tb, "--json"]).output().unwrap();
     assert_eq!(down.status.code(), Some(0));

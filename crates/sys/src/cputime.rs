@@ -15,7 +15,7 @@
 //! JSON carries: `threads` (`name`, `core`, `user_s`, `system_s`), `cores`
 //! (`core`, `busy`, `steal`) and `work_per_cpu_s`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The user and system CPU time of the calling thread so far, in seconds.
 pub fn own_times() -> (f64, f64) {
@@ -37,7 +37,7 @@ pub fn current_core() -> Option<u32> {
 }
 
 /// One thread's CPU time over its measured work, as the JSON reports it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadCpu {
     /// What the thread does (`client`, `server`, `publisher`, ...).
     pub name: String,
@@ -96,7 +96,7 @@ pub struct CoreTick {
 pub struct CoreTicks(pub Vec<CoreTick>);
 
 /// How busy one core was between two snapshots.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CoreUse {
     /// The core's number.
     pub core: u32,
@@ -154,7 +154,7 @@ impl CoreTicks {
 
 /// The `cpu` object of a benchmark run: what each worker thread used, how
 /// busy the cores it used were, and the work done per CPU-second.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CpuReport {
     /// Each measured thread.
     pub threads: Vec<ThreadCpu>,
