@@ -6,11 +6,12 @@
 //! Spec: `xdppoll://<iface>?port=N[&addr=A][&mode=auto|native|skb][&rx_stamp=user|xdp]`.
 
 use crate::datapath::defrag::{Defrag, Defragged};
+use crate::datapath::entry::{Datapath, FrameDatapath};
 use crate::datapath::filter::{FilterConfig, FilterProgram};
 use crate::datapath::wait::{wait_readable, Step, Wait};
-use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxMeta, RxStamp};
+use crate::endpoint::{monotonic_ns, Capabilities, Counters, Endpoint, RecvMode, RxMeta, RxStamp};
 use crate::error::{last_os_error, Error, Result};
-use crate::frame::{FrameDatapath, FrameEndpoint, FrameMeta, MacAddr};
+use crate::frame::{FrameEndpoint, FrameMeta, MacAddr};
 use crate::spec::EndpointSpec;
 use detpath_sys::NetDev;
 use detpath_wire::FrameError;
@@ -22,8 +23,8 @@ pub static DATAPATH: Datapath = Datapath {
     name: "xdppoll",
     summary: "XDP program → BPF ring buffer, busy-polled; TX via UDP socket",
     keys: &["mode", "checksum", "rx_stamp"],
-    wraps: false,
-    open,
+    open: Some(open),
+    frames: Some(&FRAME_DATAPATH),
 };
 
 static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/xdppoll.bpf.o"));
