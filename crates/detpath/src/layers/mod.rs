@@ -5,10 +5,11 @@
 use crate::layer::Registry;
 
 pub mod fault;
+pub mod pcap;
 
 pub use crate::realtime;
 
 /// The layers a spec opened through [`crate::open`] can use, innermost
 /// first: the order the pipeline wraps in (a capture sees what the
 /// datapath sends; the fault injector's drops never reach it).
-pub const LAYERS: Registry = &[&fault::LAYER, &realtime::LAYER];
+pub const LAYERS: Registry = &[&pcap::LAYER, &fault::LAYER, &realtime::LAYER];
