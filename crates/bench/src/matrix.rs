@@ -10,10 +10,10 @@ use crate::stats::Quantile;
 use crate::tail::{self, CpuSample, ProcReader, Sampler, TailThreshold, ThreadGaps};
 use crate::{Environment, ResultDir, RunConfig, RunResult};
 use anyhow::Context;
-pub use detpath::spec::{with_keys, with_rt_keys};
 use detpath::sys::cleanup;
 use detpath::sys::cputime::{CoreTicks, CpuReport};
 use detpath::testbed::{Testbed, TestbedConfig};
+use detpath::{EndpointSpec, RealtimeSpec};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -70,7 +70,7 @@ pub struct MatrixConfig {
     pub tail_threshold: TailThreshold,
     /// Extra spec keys for every endpoint (`mode=skb`, `rcvbuf=8388608`,
     /// the slot scheduler's `sched=slots&...`: endpoints open with
-    /// `detpath_sched::open`, or the `fault` datapath's `inner=udp&drop=100`).
+    /// `detpath_open`, or the fault layer's `drop=100`).
     pub keys: String,
     /// Extra spec keys for the server's endpoint only (after `keys`).
     pub server_keys: String,
@@ -205,21 +205,26 @@ pub fn run_matrix(cfg: &MatrixConfig, observe: Observer) -> anyhow::Result<Matri
             let result = if dp == SOCKPERF {
                 run_sockperf(&tb, &pp, cfg.cpus, config, &env, &mut dir)
             } else {
-                let specs = (with_keys(&tb.a().uri(dp, port + 1), &cfg.keys), with_keys(&with_keys(&tb.b().uri(dp, port), &cfg.keys), &cfg.server_keys));
-                bench_one(&tb, specs, &pp, cfg.cpus, rt, cfg.trace_kernel, observe.clone()).and_then(|run| {
-                    let threads = [
-                        ThreadGaps { thread: "client", cpu: Some(cfg.cpus.0), gaps: run.outcome.gaps.clone() },
-                        ThreadGaps { thread: "server", cpu: Some(cfg.cpus.1), gaps: run.server_gaps },
-                    ];
-                    let kernel = run.kernel.map(|trace| tail::KernelTrace {
-                        timeline: detpath_ktrace::Timeline::new(&trace.events),
-                        cores: vec![cfg.cpus.0, cfg.cpus.1],
-                        own_tids: run.tids.clone(),
-                        events: trace.events.len() as u64,
-                        dropped: trace.dropped,
-                    });
-                    let evidence = TailEvidence { threshold: cfg.tail_threshold, threads: &threads, samples: &run.samples, kernel: kernel.as_ref() };
-                    save_outcome(&mut dir, RunConfig { mode: run.mode, ..config }, &env, &pp, &run.outcome, Some(evidence), Some(run.cpu))
+                let spec = |uri: String, keys: &[&str]| {
+                    keys.iter().try_fold(detpath_open::parse(&uri)?, |s, k| s.with_keys(k)).with_context(|| format!("the keys {keys:?} on {uri}"))
+                };
+                let specs = spec(tb.a().uri(dp, port + 1), &[&cfg.keys]).and_then(|c| Ok((c, spec(tb.b().uri(dp, port), &[&cfg.keys, &cfg.server_keys])?)));
+                specs.and_then(|specs| {
+                    bench_one(&tb, specs, &pp, cfg.cpus, rt, cfg.trace_kernel, observe.clone()).and_then(|run| {
+                        let threads = [
+                            ThreadGaps { thread: "client", cpu: Some(cfg.cpus.0), gaps: run.outcome.gaps.clone() },
+                            ThreadGaps { thread: "server", cpu: Some(cfg.cpus.1), gaps: run.server_gaps },
+                        ];
+                        let kernel = run.kernel.map(|trace| tail::KernelTrace {
+                            timeline: detpath_ktrace::Timeline::new(&trace.events),
+                            cores: vec![cfg.cpus.0, cfg.cpus.1],
+                            own_tids: run.tids.clone(),
+                            events: trace.events.len() as u64,
+                            dropped: trace.dropped,
+                        });
+                        let evidence = TailEvidence { threshold: cfg.tail_threshold, threads: &threads, samples: &run.samples, kernel: kernel.as_ref() };
+                        save_outcome(&mut dir, RunConfig { mode: run.mode, ..config }, &env, &pp, &run.outcome, Some(evidence), Some(run.cpu))
+                    })
                 })
             };
             drop(stress);
@@ -351,10 +356,22 @@ struct OneRun {
     cpu: CpuReport,
 }
 
+/// The real-time layer's settings of a polling thread on `core`: with `rt`,
+/// SCHED_FIFO at that priority with memory locked (and `hold_cstates`:
+/// cpu_dma_latency held at 0); without, pinned only (memory not locked).
+/// `None` without a core.
+pub fn realtime(core: Option<u32>, rt: Option<u8>, hold_cstates: bool) -> Option<RealtimeSpec> {
+    let core = core? as usize;
+    Some(match rt {
+        Some(p) => RealtimeSpec { fifo_priority: Some(p), dma_latency_us: hold_cstates.then_some(0), ..RealtimeSpec::pinned(core) },
+        None => RealtimeSpec { lock_memory: false, ..RealtimeSpec::pinned(core) },
+    })
+}
+
 /// One datapath: server thread in namespace b, client thread in namespace a.
 fn bench_one(
     tb: &Testbed,
-    (client_spec, server_spec): (String, String),
+    (client_spec, server_spec): (EndpointSpec, EndpointSpec),
     pp: &PingPongConfig,
     (cpu_client, cpu_server): (u32, u32),
     rt: Option<u8>,
@@ -363,10 +380,10 @@ fn bench_one(
 ) -> anyhow::Result<OneRun> {
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = mpsc::channel();
-    let server_uri = with_rt_keys(&server_spec, Some(cpu_server), rt, true);
+    let server_uri = server_spec.with_realtime(&realtime(Some(cpu_server), rt, true).expect("a core"));
     let stop_s = stop.clone();
     let server = tb.b().spawn(move || -> anyhow::Result<ServerReport> {
-        let mut ep = match detpath_sched::open(&server_uri) {
+        let mut ep = match detpath::open_spec(&server_uri) {
             Ok(ep) => ep,
             Err(e) => {
                 let _ = ready_tx.send(Err(e.to_string()));
@@ -379,12 +396,12 @@ fn bench_one(
     let (server_addr, server_mode, server_tid) = ready_rx.recv()?.map_err(|e| anyhow::anyhow!("server: {e}"))?;
     // Attached before the client starts and detached after it ends: the whole run is traced.
     let tracer = if trace_kernel { Some(detpath_ktrace::Tracer::start()?) } else { None };
-    let client_uri = with_rt_keys(&client_spec, Some(cpu_client), rt, false);
+    let client_uri = client_spec.with_realtime(&realtime(Some(cpu_client), rt, false).expect("a core"));
     let pp2 = pp.clone();
     let ticks_before = CoreTicks::now();
     let stop_c = stop.clone();
     let client = tb.a().spawn(move || -> anyhow::Result<(String, ClientOutcome, u32)> {
-        let mut ep = detpath_sched::open(&client_uri)?;
+        let mut ep = detpath::open_spec(&client_uri)?;
         let client_tid = detpath::sys::thread::tid();
         let mode = format!("client {} / server {}", ep.capabilities().summary(), server_mode);
         let stop_now = AtomicBool::new(false);
@@ -417,17 +434,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rt_keys_are_appended() {
-        assert_eq!(with_rt_keys("udp://1.2.3.4:5", Some(1), Some(50), true), "udp://1.2.3.4:5?rt_core=1&rt_priority=50&rt_dma_latency=0");
-        assert_eq!(with_rt_keys("afxdp://eth0?port=5", Some(0), None, true), "afxdp://eth0?port=5&rt_core=0&rt_mlock=false");
-        assert_eq!(with_rt_keys("udp://1.2.3.4:5", None, Some(50), true), "udp://1.2.3.4:5");
+    fn rt_keys_are_built_on_the_typed_spec() {
+        let spec = |s: &str, rt: Option<RealtimeSpec>| {
+            rt.map_or_else(|| s.parse::<EndpointSpec>().unwrap(), |rt| s.parse::<EndpointSpec>().unwrap().with_realtime(&rt)).to_string()
+        };
+        assert_eq!(spec("udp://1.2.3.4:5", realtime(Some(1), Some(50), true)), "udp://1.2.3.4:5?rt_core=1&rt_dma_latency=0&rt_priority=50");
+        assert_eq!(spec("afxdp://eth0?port=5", realtime(Some(0), None, true)), "afxdp://eth0?port=5&rt_core=0&rt_mlock=false");
+        assert_eq!(spec("udp://1.2.3.4:5", realtime(None, Some(50), true)), "udp://1.2.3.4:5");
     }
 
     #[test]
-    fn keys_are_appended() {
-        assert_eq!(with_keys("udp://1.2.3.4:5", "rcvbuf=9"), "udp://1.2.3.4:5?rcvbuf=9");
-        assert_eq!(with_keys("afxdp://dpb?port=5", "&mode=skb"), "afxdp://dpb?port=5&mode=skb");
-        assert_eq!(with_keys("afxdp://dpb?port=5", ""), "afxdp://dpb?port=5");
+    fn keys_are_set_on_the_typed_spec() {
+        let with = |s: &str, k: &str| detpath_open::parse(s).unwrap().with_keys(k).unwrap().to_string();
+        assert_eq!(with("udp://1.2.3.4:5", "rcvbuf=9"), "udp://1.2.3.4:5?rcvbuf=9");
+        assert_eq!(with("afxdp://dpb?port=5", "&mode=skb"), "afxdp://dpb?port=5&mode=skb");
+        assert_eq!(with("afxdp://dpb?port=5", ""), "afxdp://dpb?port=5");
+        assert_eq!(with("udp://1.2.3.4:5", "sched=slots&classes=a:be:0"), "udp://1.2.3.4:5?classes=a:be:0&sched=slots");
     }
 
     #[test]

@@ -12,7 +12,8 @@ mod common;
 
 use detpath::sys::cputime::{CoreUse, CpuReport, ThreadCpu};
 use detpath::testbed::{Testbed, TestbedConfig};
-use detpath_bench::matrix::{run_matrix, with_rt_keys, Configuration, MatrixConfig, Observer};
+use std::str::FromStr;
+use detpath_bench::matrix::{realtime, run_matrix, Configuration, MatrixConfig, Observer};
 use detpath_bench::run::{run_client, run_server, ClientOutcome, PingPongConfig, ServerReport};
 use detpath_bench::tail::TailThreshold;
 use detpath_bench::{report, table, ResultDir};
@@ -142,19 +143,19 @@ fn ping_pong(tag: &str, datapath: &str, port: u16, cfg: &PingPongConfig) -> Meas
     let tb = Testbed::up(TestbedConfig::unique(tag)).expect("testbed up");
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let uri = with_rt_keys(&tb.b().uri(datapath, port), Some(1), Some(50), false);
+    let uri = detpath::EndpointSpec::from_str(&tb.b().uri(datapath, port)).unwrap().with_realtime(&realtime(Some(1), Some(50), false).unwrap());
     let stop_s = stop.clone();
     let server = tb.b().spawn(move || {
-        let mut ep = detpath::open(&uri).unwrap_or_else(|e| panic!("{uri}: {e}"));
+        let mut ep = detpath::open_spec(&uri).unwrap_or_else(|e| panic!("{uri}: {e}"));
         ready_tx.send(ep.local_addr()).unwrap();
         run_server(ep.as_mut(), &stop_s).unwrap()
     });
     let server_addr = ready_rx.recv().expect("server opened");
-    let client_uri = with_rt_keys(&tb.a().uri(datapath, port + 1), Some(0), Some(50), false);
+    let client_uri = detpath::EndpointSpec::from_str(&tb.a().uri(datapath, port + 1)).unwrap().with_realtime(&realtime(Some(0), Some(50), false).unwrap());
     let (outcome, runnable_s) = tb
         .a()
         .run(|| {
-            let mut ep = detpath::open(&client_uri).unwrap_or_else(|e| panic!("{client_uri}: {e}"));
+            let mut ep = detpath::open_spec(&client_uri).unwrap_or_else(|e| panic!("{client_uri}: {e}"));
             let (t0, (_, w0)) = (detpath::monotonic_ns(), schedstat());
             let out = run_client(ep.as_mut(), server_addr, cfg, &AtomicBool::new(false), |_| {}).unwrap();
             let (t1, (_, w1)) = (detpath::monotonic_ns(), schedstat());

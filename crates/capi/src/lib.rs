@@ -254,7 +254,7 @@ pub unsafe extern "C" fn detpath_open(spec: *const c_char) -> *mut detpath_endpo
         || {
             // SAFETY: forwarded caller contract.
             let spec = unsafe { str_arg(spec, "spec") }?;
-            let ep = detpath_sched::open(spec)?;
+            let ep = detpath_open::open(spec)?;
             let summary = CString::new(ep.capabilities().summary()).unwrap_or_default();
             let handle = handles::insert(Open { ep, summary, blocking: false })?;
             Ok(handle as *mut detpath_endpoint)

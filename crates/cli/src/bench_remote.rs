@@ -12,7 +12,7 @@ use crate::bench_cmd::{finish, progress_bar, ProbeArgs};
 use anyhow::Context;
 use detpath::sys::cleanup::{self, OnSignal};
 use detpath::sys::cputime::{CoreTicks, CpuReport};
-use detpath_bench::matrix::{run_cpu, save_outcome, with_rt_keys};
+use detpath_bench::matrix::{realtime, run_cpu, save_outcome};
 use detpath_bench::run::{run_client, run_server};
 use detpath_bench::{Environment, ResultDir, RunConfig};
 use std::net::SocketAddrV4;
@@ -43,11 +43,21 @@ pub struct SideArgs {
 
 impl SideArgs {
     /// Enters the namespace (for the calling thread) and opens the endpoint.
-    fn open(&self, hold_cstates: bool) -> anyhow::Result<(Option<detpath::sys::netns::NetnsGuard>, Box<dyn detpath::Endpoint>)> {
+    fn open(
+        &self,
+        hold_cstates: bool,
+        metrics: Option<&detpath_metrics::Metrics>,
+    ) -> anyhow::Result<(Option<detpath::sys::netns::NetnsGuard>, Box<dyn detpath::Endpoint>)> {
         let ns = self.netns.as_deref().map(detpath::sys::netns::enter).transpose()?;
-        let spec = with_rt_keys(&self.endpoint, self.cpu, self.rt_priority, hold_cstates);
-        // detpath_sched::open: detpath::open plus the slot scheduler's keys (sched=slots&...).
-        let ep = detpath_sched::open(&spec).with_context(|| format!("opening {spec}"))?;
+        // detpath_open: every layer's keys (the slot scheduler's sched=slots&... too).
+        let mut spec = detpath_open::parse(&self.endpoint)?;
+        if let Some(rt) = realtime(self.cpu, self.rt_priority, hold_cstates) {
+            spec = spec.with_realtime(&rt);
+        }
+        if let Some(m) = metrics {
+            spec = spec.with_layer(m.layer());
+        }
+        let ep = detpath_open::open_spec(&spec).with_context(|| format!("opening {spec}"))?;
         Ok((ns, ep))
     }
 }
@@ -112,8 +122,7 @@ pub fn server(args: ServerArgs) -> anyhow::Result<i32> {
         }
         watcher_stop.store(true, Ordering::Relaxed);
     });
-    let (_ns, ep) = args.side.open(true)?;
-    let mut ep = metrics.wrap(ep);
+    let (_ns, mut ep) = args.side.open(true, Some(&metrics))?;
     let caps = ep.capabilities().clone();
     eprintln!("bench server on {} ({})", ep.local_addr(), caps.summary());
     for note in &caps.notes {
@@ -154,7 +163,7 @@ pub fn client(args: ClientArgs) -> anyhow::Result<i32> {
     let pp = args.probe.config()?;
     let env = Environment::capture();
     let mut dir = ResultDir::create(&args.out).with_context(|| format!("creating a result directory under {}", args.out.display()))?;
-    let (_ns, mut ep) = args.side.open(false)?;
+    let (_ns, mut ep) = args.side.open(false, None)?;
     let caps = ep.capabilities().clone();
     let datapath = caps.datapath.to_string();
     eprintln!("bench client: {} -> {}: {} rounds of {} B every {} µs", caps.summary(), args.peer, pp.rounds, pp.size, pp.period_ns as f64 / 1000.0);

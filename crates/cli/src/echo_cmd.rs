@@ -43,7 +43,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     cleanup::install_signal_handler(OnSignal::SetFlag);
     let metrics = args.metrics.start()?; // before --netns: scraped from the host
     let _ns = args.netns.as_deref().map(detpath::sys::netns::enter).transpose()?;
-    let mut ep = metrics.wrap(detpath_sched::open(&args.spec)?);
+    let mut ep = detpath_open::open_spec(&detpath_open::parse(&args.spec)?.with_layer(metrics.layer()))?;
     println!("echo on {} ({})", ep.local_addr(), ep.capabilities().summary());
     let mode = if args.blocking {
         RecvMode::Blocking { timeout: Some(Duration::from_millis(100)) }

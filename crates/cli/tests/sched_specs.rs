@@ -7,7 +7,6 @@
 //! The testbed runs need root (namespaces) and say SKIP without it; the bad
 //! key checks run anywhere. The runs poll both cores, so they go one at a time.
 
-use detpath::spec::with_keys;
 use detpath::testbed::{Testbed, TestbedConfig};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -156,7 +155,7 @@ fn pubsub_ping_pong_over_sched_specs() {
     let tb = Testbed::up(TestbedConfig::unique("schps")).expect("testbed up");
     let port = 7410;
     let pong = Command::new(BIN)
-        .args(["pubsub", "pong", "--endpoint", &with_keys(&tb.b().uri("udp", port), PUBSUB_KEYS), "--netns", &tb.b().netns])
+        .args(["pubsub", "pong", "--endpoint", &format!("{}&{PUBSUB_KEYS}", tb.b().uri("udp", port)), "--netns", &tb.b().netns])
         .args(["--peer", &tb.a().addr.to_string(), "--duration", "30", "--blocking", "--json"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -165,7 +164,7 @@ fn pubsub_ping_pong_over_sched_specs() {
     let mut pong = Reaper(pong);
     // --rate 0: the next ping when the pong is back (one outstanding, so every one is answered).
     let ping = Command::new(BIN)
-        .args(["pubsub", "ping", "--endpoint", &with_keys(&tb.a().uri("udp", port), PUBSUB_KEYS), "--netns", &tb.a().netns])
+        .args(["pubsub", "ping", "--endpoint", &format!("{}&{PUBSUB_KEYS}", tb.a().uri("udp", port)), "--netns", &tb.a().netns])
         .args(["--peer", &tb.b().addr.to_string(), "--count", "100", "--rate", "0", "--duration", "20", "--blocking", "--json"])
         .output()
         .unwrap();

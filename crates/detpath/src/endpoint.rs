@@ -8,8 +8,8 @@
 
 use crate::error::Result;
 use crate::error::{Error, TxCause};
-use crate::spec::{EndpointSpec, COMMON_KEYS};
 use detpath_sys::XdpMode;
+pub use detpath_wire::MacAddr;
 use serde::Serialize;
 use std::net::SocketAddrV4;
 use std::time::Duration;
@@ -322,38 +322,37 @@ pub trait Endpoint: Send {
     }
 }
 
-/// A datapath: a name, the spec keys it takes, and a way to open endpoints on it.
-pub struct Datapath {
-    /// The URI scheme, e.g. "afxdp".
-    pub name: &'static str,
-    /// One line for `--help` and reports.
-    pub summary: &'static str,
-    /// The spec keys it takes besides [`COMMON_KEYS`](crate::spec::COMMON_KEYS).
-    pub keys: &'static [&'static str],
-    /// A wrapper around another datapath (test and diagnosis tools like
-    /// `fault`): its other keys are the inner datapath's, checked when that
-    /// opens; and it is left out of "every datapath" lists ([`crate::datapath::transports`]).
-    pub wraps: bool,
-    /// Opens an endpoint from a parsed spec (whose keys [`check_keys`](Self::check_keys) passed).
-    pub open: fn(&EndpointSpec) -> Result<Box<dyn Endpoint>>,
+/// What one frame receive delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameMeta {
+    /// Payload bytes (after the Ethernet header) copied into the caller's buffer.
+    pub len: usize,
+    /// True when the payload was longer than the buffer (the rest is lost).
+    pub truncated: bool,
+    /// The sender's MAC address.
+    pub src: MacAddr,
+    /// CLOCK_MONOTONIC nanoseconds when the frame arrived, taken as
+    /// [`RxMeta::rx_ns`] is (the `rx_stamp` key).
+    pub rx_ns: u64,
 }
 
-impl Datapath {
-    /// Refuses a key this datapath does not take, naming the key, the
-    /// datapath and what it takes (`udp` has no `zerocopy`).
-    pub fn check_keys(&self, spec: &EndpointSpec) -> Result<()> {
-        if self.wraps {
-            return Ok(());
-        }
-        match spec.given.0.iter().find(|k| !COMMON_KEYS.contains(&k.as_str()) && !self.keys.contains(&k.as_str())) {
-            None => Ok(()),
-            Some(key) => Err(Error::UnsupportedKey {
-                datapath: self.name,
-                key: key.clone(),
-                accepted: COMMON_KEYS.iter().chain(self.keys).copied().collect::<Vec<_>>().join(", "),
-            }),
-        }
-    }
+/// An endpoint that sends and receives payloads in Ethernet frames of one
+/// EtherType on one interface (see [`crate::frame`]). Receive copies into
+/// caller buffers; neither direction allocates.
+pub trait FrameEndpoint: Send {
+    /// The interface's MAC address (the source of every frame sent).
+    fn local_mac(&self) -> MacAddr;
+    /// The EtherType this endpoint receives.
+    fn ethertype(&self) -> u16;
+    /// What the endpoint obtained (datapath, XDP mode, limits).
+    fn capabilities(&self) -> &Capabilities;
+    /// Counters so far; frames of our EtherType that are not for us (another
+    /// unicast MAC) are `rx_not_for_me`, frames too short to parse `rx_malformed`.
+    fn counters(&self) -> Counters;
+    /// Sends `payload` in one frame to `dst` with `ethertype`.
+    fn send_frame(&mut self, payload: &[u8], dst: MacAddr, ethertype: u16) -> Result<()>;
+    /// Receives one frame's payload into `buf`; `Ok(None)` when the mode's wait ended with nothing.
+    fn recv_frame(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<FrameMeta>>;
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: the one clock latency is measured with.

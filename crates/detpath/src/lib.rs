@@ -21,6 +21,8 @@ pub mod datapath;
 pub mod endpoint;
 pub mod error;
 pub mod frame;
+pub mod layer;
+pub mod layers;
 pub mod realtime;
 pub mod spec;
 pub mod testbed;
@@ -28,29 +30,70 @@ pub mod testbed;
 /// The kernel layer (`detpath-sys`): namespaces, interfaces, neighbours, XDP, AF_PACKET, ethtool, cleanup.
 pub use detpath_sys as sys;
 
+pub use datapath::Datapath;
 pub use detpath_sys::XdpMode;
-pub use endpoint::{monotonic_ns, Capabilities, CounterField, Counters, Datapath, Endpoint, RecvMode, RxBatch, RxMeta, RxStamp, TxDatagram};
+pub use endpoint::{
+    monotonic_ns, Capabilities, CounterField, Counters, Endpoint, FrameEndpoint, FrameMeta, MacAddr, RecvMode, RxBatch, RxMeta, RxStamp, TxDatagram,
+};
 pub use error::{Error, Result, TxCause};
-pub use frame::{open_frames, FrameDatapath, FrameEndpoint, FrameMeta, MacAddr};
-pub use spec::{EndpointSpec, RealtimeSpec};
+pub use frame::FrameDatapath;
+pub use layer::{Layer, LayerUse};
+pub use realtime::RealtimeSpec;
+pub use spec::EndpointSpec;
 
-/// Opens an endpoint from a spec string such as `afxdp://veth0?port=7000`.
+/// Opens a datagram endpoint from a spec string such as `afxdp://veth0?port=7000`
+/// (the layers it can name: [`layers::LAYERS`]).
 pub fn open(spec: &str) -> Result<Box<dyn Endpoint>> {
     open_spec(&spec.parse()?)
 }
 
-/// Opens an endpoint from a parsed spec. With `rt_*` keys the calling thread
-/// becomes the endpoint's real-time polling thread first ([`realtime`]).
+/// Opens a frame endpoint from a spec such as `packet://dpa?port=7400`
+/// (`port` is the EtherType).
+pub fn open_frames(spec: &str) -> Result<Box<dyn FrameEndpoint>> {
+    open_frames_spec(&spec.parse()?)
+}
+
+/// Opens a datagram endpoint from a typed spec: the one pipeline (see [`open_with`]).
 pub fn open_spec(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
-    let dp = datapath::find(&spec.datapath).ok_or_else(|| Error::UnknownDatapath { name: spec.datapath.clone(), available: datapath::names().join(", ") })?;
-    dp.check_keys(spec)?;
-    match &spec.realtime {
-        None => (dp.open)(spec),
-        Some(rt) => {
-            let (notes, hold) = realtime::prepare_thread(rt)?;
-            Ok(Box::new(realtime::RealtimeEndpoint::wrap((dp.open)(spec)?, notes, hold)))
-        }
+    open_with(spec, |d| d.open.map(|o| (d.keys, o)), |p, ep| p.wrap(ep))
+}
+
+/// Opens a frame endpoint from a typed spec: the same pipeline as [`open_spec`].
+pub fn open_frames_spec(spec: &EndpointSpec) -> Result<Box<dyn FrameEndpoint>> {
+    open_with(spec, |d| d.frames.map(|f| (f.keys, f.open)), |p, ep| p.wrap_frames(ep))
+}
+
+/// The pipeline every endpoint opens through, datagram or frame (`side`
+/// picks the datapath's opener and keys): find the datapath, check its
+/// keys, prepare every layer in order (the real-time layer sets up the
+/// calling thread before the datapath allocates), open, then wrap with each
+/// layer, innermost first.
+pub fn open_with<E: ?Sized>(
+    spec: &EndpointSpec,
+    side: impl Fn(&'static Datapath) -> Option<(&'static [&'static str], fn(&EndpointSpec) -> Result<Box<E>>)>,
+    wrap: impl Fn(Box<dyn layer::Prepared>, Box<E>) -> Result<Box<E>>,
+) -> Result<Box<E>> {
+    let found = datapath::find(&spec.datapath).and_then(|d| side(d).map(|s| (d, s)));
+    let Some((dp, (keys, opener))) = found else {
+        let names: Vec<_> = datapath::DATAPATHS.iter().filter(|d| side(d).is_some()).map(|d| d.name).collect();
+        let name = match datapath::find(&spec.datapath) {
+            Some(d) if d.open.is_none() => format!("{} (it carries Ethernet frames only: open it with open_frames)", spec.datapath),
+            Some(_) => format!("{} (for Ethernet frames)", spec.datapath),
+            None => spec.datapath.clone(),
+        };
+        return Err(Error::UnknownDatapath { name, available: names.join(", ") });
+    };
+    datapath::entry::check_keys(dp.name, keys, spec)?;
+    let text = spec.to_string();
+    for u in &spec.layers {
+        u.layer.check(&u.keys).map_err(|why| Error::BadSpec { spec: text.clone(), why })?;
     }
+    let prepared = spec.layers.iter().map(|u| u.layer.prepare(&u.keys, &text)).collect::<Result<Vec<_>>>()?;
+    let mut ep = opener(spec)?;
+    for p in prepared {
+        ep = wrap(p, ep)?;
+    }
+    Ok(ep)
 }
 
 /// Sends the C libraries' own messages (libbpf's, and with DPDK the EAL's
@@ -81,6 +124,10 @@ mod tests {
         // Each datapath's own keys are what it declares: afxdp takes zerocopy, xdppoll does not take ring.
         let spec: EndpointSpec = "xdppoll://lo?port=7&ring=64".parse().unwrap();
         assert!(matches!(datapath::find("xdppoll").unwrap().check_keys(&spec), Err(Error::UnsupportedKey { .. })));
+        // Layer keys are no datapath's: they pass every datapath's check.
+        let spec: EndpointSpec = "udp://127.0.0.1:0?rt_core=0&drop=1".parse().unwrap();
+        assert_eq!(spec.layers.iter().map(|u| u.name()).collect::<Vec<_>>(), ["fault", "rt"]);
+        datapath::find("udp").unwrap().check_keys(&spec).unwrap();
         let spec: EndpointSpec = "afxdp://lo?port=7&zerocopy=true&xdp=shared".parse().unwrap();
         datapath::find("afxdp").unwrap().check_keys(&spec).unwrap();
     }
@@ -88,9 +135,12 @@ mod tests {
     #[test]
     fn unknown_datapaths_are_listed_from_the_registry() {
         let e = open("rdma://10.0.0.1:7").err().unwrap().to_string();
-        for d in datapath::DATAPATHS {
+        for d in datapath::transports() {
             assert!(e.contains(d.name), "{e}");
         }
-        assert!(datapath::transports().all(|d| !d.wraps) && datapath::transports().count() + 1 == datapath::DATAPATHS.len());
+        // Every datagram datapath is a transport; packet carries frames only.
+        assert!(datapath::transports().all(|d| d.open.is_some()) && datapath::transports().count() + 1 == datapath::DATAPATHS.len());
+        let e = open("packet://lo?port=7400").err().unwrap().to_string();
+        assert!(e.contains("frames only") && e.contains("udp"), "{e}");
     }
 }

@@ -9,25 +9,36 @@
 //!            <device>             dpdk://0000:03:00.0?addr=10.0.0.1&port=7000
 //! ```
 //!
-//! Every datapath takes [`COMMON_KEYS`]: `iface`, `addr`, `port`, and the
-//! real-time polling thread keys (see [`crate::realtime`]): `rt_core` (pin
-//! the thread that opens and polls the endpoint to this core), `rt_priority`
-//! (SCHED_FIFO 1..99), `rt_mlock` (true|false, default true), `rt_strict`
-//! (refuse a core that is not isolated or carries IRQs), `rt_dma_latency`
-//! (hold /dev/cpu_dma_latency at this many us while the endpoint lives).
+//! A spec is typed once parsed: the datapath, its keys (typed fields and
+//! [`EndpointSpec::extra`]) and an ordered list of layers
+//! ([`EndpointSpec::layers`], see [`crate::layer`]). Parsing routes each key:
+//! to a typed field, to the layer that claims it (the `rt_*` keys are the
+//! real-time layer's, `drop=`/`dup=`/... the fault injector's, `pcap=` the
+//! capture's, with the `detpath-open` facade `sched=...` the slot
+//! scheduler's), or to `extra` for the datapath. A program that adds keys
+//! builds on the typed value ([`EndpointSpec::with_key`],
+//! [`EndpointSpec::with_layer`]) and never appends text.
+//!
+//! Every datapath takes [`COMMON_KEYS`]: `iface`, `addr`, `port`.
 //!
 //! `rx_stamp` (user|xdp|kernel: where `RxMeta::rx_ns` is taken; see
 //! [`EndpointSpec::rx_stamp`]) is read by the datapaths that offer more than `user`.
 //!
 //! Keys parsed here into typed fields, taken by the datapaths that declare
-//! them ([`crate::Datapath::keys`]): `queue`, `mode` (auto|native|skb),
+//! them ([`crate::datapath::Datapath::keys`]): `queue`, `mode` (auto|native|skb),
 //! `zerocopy` (true|false), `busy_poll` (true|false), `ring` (ring size),
 //! `frame` (AF_XDP frame size), `batch`, `checksum` (verify|skip). Any other
 //! key lands in [`EndpointSpec::extra`] for its datapath to read. A key the
 //! datapath does not declare is refused by [`crate::open_spec`], naming the
 //! key and the datapath: `udp://10.0.0.1:7000?zerocopy=true` is an error.
+//!
+//! A layer's name is also a scheme, with the datapath in `inner=`:
+//! `fault://10.0.0.1:7?inner=udp&drop=3` is `udp://10.0.0.1:7?drop=3`.
 
+use crate::endpoint::RxStamp;
 use crate::error::{Error, Result};
+use crate::layer::{Layer, LayerKeys, LayerRef, LayerUse, Registry};
+use crate::realtime::RealtimeSpec;
 use detpath_sys::XdpMode;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -35,7 +46,7 @@ use std::net::Ipv4Addr;
 use std::str::FromStr;
 
 /// Keys every datapath takes.
-pub const COMMON_KEYS: &[&str] = &["iface", "addr", "port", "rt_core", "rt_priority", "rt_mlock", "rt_strict", "rt_dma_latency"];
+pub const COMMON_KEYS: &[&str] = &["iface", "addr", "port"];
 
 /// A parsed endpoint spec.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,11 +72,31 @@ pub struct EndpointSpec {
     /// Verify UDP checksums on receive (default). `checksum=skip` accepts
     /// frames from senders that leave partial checksums (kernel over veth with tx offload).
     pub verify_checksum: bool,
-    /// Run the polling thread real-time (`rt_*` keys); `None`: leave the thread as it is.
-    pub realtime: Option<RealtimeSpec>,
+    /// The layers over the datapath, innermost first (the order they wrap in).
+    pub layers: Vec<LayerUse>,
+    /// The datapath's keys that have no typed field.
     pub extra: BTreeMap<String, String>,
-    /// Every key the spec string gave, in order (what [`crate::Datapath::check_keys`] checks).
+    /// Every datapath key the spec gave, in order (what [`crate::datapath::Datapath::check_keys`] checks).
     pub given: GivenKeys,
+    /// The layers whose keys this spec routes (what parsed it).
+    pub registry: KnownLayers,
+}
+
+/// The layer registry a spec routes keys with. Never takes part in equality.
+#[derive(Clone, Copy)]
+pub struct KnownLayers(pub Registry);
+
+impl PartialEq for KnownLayers {
+    fn eq(&self, _: &KnownLayers) -> bool {
+        true
+    }
+}
+impl Eq for KnownLayers {}
+
+impl fmt::Debug for KnownLayers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.0.iter().map(|l| l.name())).finish()
+    }
 }
 
 /// The keys a spec string spelled out. Two specs that mean the same are
@@ -80,19 +111,9 @@ impl PartialEq for GivenKeys {
     }
 }
 
-/// How the thread that opens (and then polls) an endpoint runs: the `rt_*` keys.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RealtimeSpec {
-    pub core: usize,
-    /// SCHED_FIFO priority; `None` keeps SCHED_OTHER (pinning and mlock only).
-    pub fifo_priority: Option<u8>,
-    pub lock_memory: bool,
-    pub strict: bool,
-    /// Hold the C-state exit-latency limit at this many us while the endpoint lives.
-    pub dma_latency_us: Option<u32>,
-}
-
 impl EndpointSpec {
+    /// A spec of `datapath` with every key at its default, routing layer
+    /// keys with this crate's layers ([`crate::layers::LAYERS`]).
     pub fn new(datapath: &str) -> EndpointSpec {
         EndpointSpec {
             datapath: datapath.to_string(),
@@ -108,10 +129,184 @@ impl EndpointSpec {
             frame_size: 4096,
             batch: 64,
             verify_checksum: true,
-            realtime: None,
+            layers: Vec::new(),
             extra: BTreeMap::new(),
             given: GivenKeys::default(),
+            registry: KnownLayers(crate::layers::LAYERS),
         }
+    }
+
+    /// Parses a spec, routing layer keys with `registry`.
+    pub fn parse_with(s: &str, registry: Registry) -> Result<EndpointSpec> {
+        let bad = |why: String| Error::BadSpec { spec: s.to_string(), why };
+        let (scheme, rest) = s.split_once("://").ok_or_else(|| bad("expected <datapath>://<address or interface>".into()))?;
+        if scheme.is_empty() || !scheme.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(bad(format!("`{scheme}` is not a datapath name")));
+        }
+        let mut spec = EndpointSpec::new(scheme);
+        spec.registry = KnownLayers(registry);
+        let (authority, query) = rest.split_once('?').unwrap_or((rest, ""));
+        if authority.is_empty() {
+            return Err(bad("empty address or interface".into()));
+        }
+        if let Ok(sa) = authority.parse::<std::net::SocketAddrV4>() {
+            spec.addr = Some(*sa.ip());
+            spec.port = sa.port();
+        } else if let Ok(ip) = authority.parse::<Ipv4Addr>() {
+            spec.addr = Some(ip);
+        } else if let Some((ip, port)) = authority.rsplit_once(':').filter(|(ip, _)| ip.parse::<Ipv4Addr>().is_ok()) {
+            return Err(bad(format!("`{port}` is not a UDP port (0..65535) after {ip}")));
+        } else if authority.len() <= 15 && authority.chars().all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c)) {
+            spec.iface = Some(authority.to_string());
+        } else {
+            spec.device = Some(authority.to_string());
+        }
+        // A layer's name as the scheme: the datapath is in `inner=`.
+        let scheme_layer = registry.iter().copied().find(|l| l.name() == scheme);
+        let mut inner = None;
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').ok_or_else(|| bad(format!("`{pair}` is not key=value")))?;
+            if scheme_layer.is_some() && k == "inner" {
+                inner = Some(v.to_string());
+                continue;
+            }
+            spec.set_key(k, v, false).map_err(bad)?;
+        }
+        if let Some(layer) = scheme_layer {
+            let name = layer.name();
+            let inner = inner.ok_or_else(|| bad(format!("the {name} layer wraps a datapath: add `inner=<datapath>` (e.g. inner=udp)")))?;
+            if registry.iter().any(|l| l.name() == inner) {
+                return Err(bad(format!("`inner={inner}` would wrap a layer in a layer; name a datapath")));
+            }
+            spec.datapath = inner;
+            spec.use_layer(LayerRef::Registered(layer));
+        }
+        spec.validate().map_err(bad)?;
+        Ok(spec)
+    }
+
+    /// The spec with one more key, set as parsing would (a key given
+    /// already is replaced): a datapath key, or a layer's. A layer's keys
+    /// are checked together when the endpoint opens (they may be set one by one).
+    pub fn with_key(mut self, key: &str, value: impl fmt::Display) -> Result<EndpointSpec> {
+        self.set_key(key, &value.to_string(), true).and_then(|()| self.validate_fields()).map_err(|why| self.bad(why))?;
+        Ok(self)
+    }
+
+    /// The spec with the keys of `keys` (`a=1&b=2`, as a user typed them
+    /// on a command line; may be empty), each set as [`with_key`](Self::with_key) does.
+    pub fn with_keys(mut self, keys: &str) -> Result<EndpointSpec> {
+        for pair in keys.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').ok_or_else(|| self.bad(format!("`{pair}` is not key=value")))?;
+            self = self.with_key(k, v)?;
+        }
+        Ok(self)
+    }
+
+    /// The spec with a layer a program built added outermost (e.g. metrics).
+    pub fn with_layer(mut self, layer: LayerUse) -> EndpointSpec {
+        self.layers.push(layer);
+        self
+    }
+
+    /// The spec with the real-time layer's keys for `rt` (replacing any).
+    pub fn with_realtime(mut self, rt: &RealtimeSpec) -> EndpointSpec {
+        if let Some(u) = self.layers.iter_mut().find(|u| u.name() == crate::realtime::LAYER.name()) {
+            u.keys.clear();
+        }
+        for (k, v) in rt.to_keys() {
+            self.set_key(k, &v, true).expect("real-time keys are the real-time layer's");
+        }
+        self
+    }
+
+    /// The real-time layer's settings, if the spec has `rt_*` keys.
+    pub fn realtime(&self) -> Option<RealtimeSpec> {
+        let u = self.layers.iter().find(|u| u.name() == crate::realtime::LAYER.name())?;
+        RealtimeSpec::from_keys(&u.keys).ok().flatten()
+    }
+
+    /// The keys of the layer called `name`, if the spec has it.
+    pub fn layer_keys(&self, name: &str) -> Option<&LayerKeys> {
+        self.layers.iter().find(|u| u.name() == name).map(|u| &u.keys)
+    }
+
+    /// The layer use of `layer`, made (in registry order) if the spec has none yet.
+    fn use_layer(&mut self, layer: LayerRef) -> &mut LayerKeys {
+        let name = layer.name();
+        let i = match self.layers.iter().position(|u| u.name() == name) {
+            Some(i) => i,
+            None => {
+                let rank = |n: &str| self.registry.0.iter().position(|l| l.name() == n).unwrap_or(usize::MAX);
+                let at = self.layers.iter().position(|u| rank(u.name()) > rank(name)).unwrap_or(self.layers.len());
+                self.layers.insert(at, LayerUse { layer, keys: LayerKeys::new() });
+                at
+            }
+        };
+        &mut self.layers[i].keys
+    }
+
+    /// Sets one key; `replace`: a key given before is replaced (else
+    /// refused, except typed keys, which a later one overrides).
+    fn set_key(&mut self, k: &str, v: &str, replace: bool) -> std::result::Result<(), String> {
+        match k {
+            "iface" => self.iface = Some(v.to_string()),
+            "addr" => self.addr = Some(v.parse().map_err(|_| format!("`addr` takes an IPv4 address, not `{v}`"))?),
+            "port" => self.port = parse_num(k, v)?,
+            "queue" => self.queue = parse_num(k, v)?,
+            "mode" => {
+                self.mode = match v {
+                    "auto" => None,
+                    _ => Some(v.parse::<XdpMode>().map_err(|_| format!("`mode` takes auto, native or skb, not `{v}`"))?),
+                }
+            }
+            "zerocopy" => self.zero_copy = Some(parse_bool(k, v)?),
+            "busy_poll" => self.busy_poll = parse_bool(k, v)?,
+            "ring" => self.ring_size = parse_num(k, v)?,
+            "frame" => self.frame_size = parse_num(k, v)?,
+            "batch" => self.batch = parse_num(k, v)?,
+            "checksum" => {
+                self.verify_checksum = match v {
+                    "verify" => true,
+                    "skip" => false,
+                    _ => return Err(format!("`checksum` takes verify or skip, not `{v}`")),
+                }
+            }
+            _ => {
+                if let Some(layer) = self.registry.0.iter().copied().find(|l| l.claims(k)) {
+                    let keys = self.use_layer(LayerRef::Registered(layer));
+                    if keys.insert(k.to_string(), v.to_string()).is_some() && !replace {
+                        return Err(format!("`{k}` given twice"));
+                    }
+                    return Ok(());
+                }
+                if self.extra.insert(k.to_string(), v.to_string()).is_some() && !replace {
+                    return Err(format!("`{k}` given twice"));
+                }
+            }
+        }
+        // A typed key given again overrides (a later key wins); a datapath-specific key given twice was refused above.
+        if !self.given.0.iter().any(|g| g == k) {
+            self.given.0.push(k.to_string());
+        }
+        Ok(())
+    }
+
+    /// The checks of a whole spec (ring, batch, each layer's keys).
+    fn validate(&self) -> std::result::Result<(), String> {
+        self.validate_fields()?;
+        self.layers.iter().try_for_each(|u| u.layer.check(&u.keys))
+    }
+
+    /// The checks of the typed fields.
+    fn validate_fields(&self) -> std::result::Result<(), String> {
+        if self.ring_size == 0 || !self.ring_size.is_power_of_two() {
+            return Err(format!("`ring` must be a power of two, not {}", self.ring_size));
+        }
+        if self.batch == 0 {
+            return Err("`batch` must be at least 1".into());
+        }
+        Ok(())
     }
 
     fn bad(&self, why: impl Into<String>) -> Error {
@@ -127,8 +322,7 @@ impl EndpointSpec {
 
     /// The `rx_stamp` key: `user` (default) or one of the sources this
     /// datapath offers (`offered`), else an error naming them.
-    pub fn rx_stamp(&self, offered: &[crate::RxStamp]) -> Result<crate::RxStamp> {
-        use crate::RxStamp;
+    pub fn rx_stamp(&self, offered: &[RxStamp]) -> Result<RxStamp> {
         let Some(v) = self.extra.get("rx_stamp") else { return Ok(RxStamp::User) };
         let all = [RxStamp::User, RxStamp::Xdp, RxStamp::Kernel];
         let names = || std::iter::once("user").chain(offered.iter().map(|s| s.as_str())).collect::<Vec<_>>().join("|");
@@ -165,113 +359,24 @@ fn parse_num<T: FromStr>(key: &str, v: &str) -> std::result::Result<T, String> {
 impl FromStr for EndpointSpec {
     type Err = Error;
 
+    /// Parses with this crate's layers ([`crate::layers::LAYERS`]); the
+    /// `detpath-open` facade parses with every layer.
     fn from_str(s: &str) -> Result<EndpointSpec> {
-        let bad = |why: String| Error::BadSpec { spec: s.to_string(), why };
-        let (scheme, rest) = s.split_once("://").ok_or_else(|| bad("expected <datapath>://<address or interface>".into()))?;
-        if scheme.is_empty() || !scheme.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(bad(format!("`{scheme}` is not a datapath name")));
-        }
-        let mut spec = EndpointSpec::new(scheme);
-        let (authority, query) = rest.split_once('?').unwrap_or((rest, ""));
-        let mut rt_core: Option<usize> = None;
-        let mut rt = RealtimeSpec { core: 0, fifo_priority: None, lock_memory: true, strict: false, dma_latency_us: None };
-        let mut rt_keys: Vec<&str> = Vec::new();
-        if authority.is_empty() {
-            return Err(bad("empty address or interface".into()));
-        }
-        if let Ok(sa) = authority.parse::<std::net::SocketAddrV4>() {
-            spec.addr = Some(*sa.ip());
-            spec.port = sa.port();
-        } else if let Ok(ip) = authority.parse::<Ipv4Addr>() {
-            spec.addr = Some(ip);
-        } else if let Some((ip, port)) = authority.rsplit_once(':').filter(|(ip, _)| ip.parse::<Ipv4Addr>().is_ok()) {
-            return Err(bad(format!("`{port}` is not a UDP port (0..65535) after {ip}")));
-        } else if authority.len() <= 15 && authority.chars().all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c)) {
-            spec.iface = Some(authority.to_string());
-        } else {
-            spec.device = Some(authority.to_string());
-        }
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            let (k, v) = pair.split_once('=').ok_or_else(|| bad(format!("`{pair}` is not key=value")))?;
-            // A typed key given again overrides (URIs are built by appending
-            // keys); a datapath-specific key given twice is refused below.
-            if !spec.given.0.iter().any(|g| g == k) {
-                spec.given.0.push(k.to_string());
-            }
-            let r: std::result::Result<(), String> = (|| {
-                match k {
-                    "iface" => spec.iface = Some(v.to_string()),
-                    "addr" => spec.addr = Some(v.parse().map_err(|_| format!("`addr` takes an IPv4 address, not `{v}`"))?),
-                    "port" => spec.port = parse_num(k, v)?,
-                    "queue" => spec.queue = parse_num(k, v)?,
-                    "mode" => {
-                        spec.mode = match v {
-                            "auto" => None,
-                            _ => Some(v.parse::<XdpMode>().map_err(|_| format!("`mode` takes auto, native or skb, not `{v}`"))?),
-                        }
-                    }
-                    "zerocopy" => spec.zero_copy = Some(parse_bool(k, v)?),
-                    "busy_poll" => spec.busy_poll = parse_bool(k, v)?,
-                    "ring" => spec.ring_size = parse_num(k, v)?,
-                    "frame" => spec.frame_size = parse_num(k, v)?,
-                    "batch" => spec.batch = parse_num(k, v)?,
-                    "rt_core" => rt_core = Some(parse_num(k, v)?),
-                    "rt_priority" => {
-                        let p: u8 = parse_num(k, v)?;
-                        if !(1..=99).contains(&p) {
-                            return Err(format!("`rt_priority` takes a SCHED_FIFO priority 1..99, not `{v}`"));
-                        }
-                        rt.fifo_priority = Some(p);
-                        rt_keys.push(k);
-                    }
-                    "rt_mlock" => {
-                        rt.lock_memory = parse_bool(k, v)?;
-                        rt_keys.push(k);
-                    }
-                    "rt_strict" => {
-                        rt.strict = parse_bool(k, v)?;
-                        rt_keys.push(k);
-                    }
-                    "rt_dma_latency" => {
-                        rt.dma_latency_us = Some(parse_num(k, v)?);
-                        rt_keys.push(k);
-                    }
-                    "checksum" => {
-                        spec.verify_checksum = match v {
-                            "verify" => true,
-                            "skip" => false,
-                            _ => return Err(format!("`checksum` takes verify or skip, not `{v}`")),
-                        }
-                    }
-                    _ => {
-                        if spec.extra.insert(k.to_string(), v.to_string()).is_some() {
-                            return Err(format!("`{k}` given twice"));
-                        }
-                    }
-                }
-                Ok(())
-            })();
-            r.map_err(bad)?;
-        }
-        match (rt_core, rt_keys.first()) {
-            (Some(core), _) => spec.realtime = Some(RealtimeSpec { core, ..rt }),
-            (None, Some(k)) => return Err(bad(format!("`{k}` needs `rt_core=N` (the core the polling thread runs on)"))),
-            (None, None) => {}
-        }
-        if spec.ring_size == 0 || !spec.ring_size.is_power_of_two() {
-            return Err(bad(format!("`ring` must be a power of two, not {}", spec.ring_size)));
-        }
-        if spec.batch == 0 {
-            return Err(bad("`batch` must be at least 1".into()));
-        }
-        Ok(spec)
+        EndpointSpec::parse_with(s, crate::layers::LAYERS)
     }
 }
 
 impl fmt::Display for EndpointSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}://", self.datapath)?;
         let mut q: Vec<String> = Vec::new();
+        // A registered layer without keys is only said by its scheme.
+        match self.layers.iter().find(|u| u.keys.is_empty() && matches!(u.layer, LayerRef::Registered(_))) {
+            Some(u) => {
+                write!(f, "{}://", u.name())?;
+                q.push(format!("inner={}", self.datapath));
+            }
+            None => write!(f, "{}://", self.datapath)?,
+        }
         match (&self.iface, &self.device, self.addr) {
             (Some(i), _, _) => {
                 write!(f, "{i}")?;
@@ -307,57 +412,17 @@ impl fmt::Display for EndpointSpec {
         if let Some(z) = self.zero_copy {
             q.push(format!("zerocopy={z}"));
         }
-        if let Some(rt) = &self.realtime {
-            q.push(format!("rt_core={}", rt.core));
-            if let Some(p) = rt.fifo_priority {
-                q.push(format!("rt_priority={p}"));
-            }
-            if !rt.lock_memory {
-                q.push("rt_mlock=false".into());
-            }
-            if rt.strict {
-                q.push("rt_strict=true".into());
-            }
-            if let Some(us) = rt.dma_latency_us {
-                q.push(format!("rt_dma_latency={us}"));
-            }
-        }
         for (k, v) in &self.extra {
             q.push(format!("{k}={v}"));
+        }
+        for u in &self.layers {
+            q.extend(u.keys.iter().map(|(k, v)| format!("{k}={v}")));
         }
         if !q.is_empty() {
             write!(f, "?{}", q.join("&"))?;
         }
         Ok(())
     }
-}
-
-/// Appends `keys` (`a=1&b=2`, may be empty) to a spec.
-pub fn with_keys(spec: &str, keys: &str) -> String {
-    let keys = keys.trim_matches('&');
-    if keys.is_empty() {
-        spec.to_string()
-    } else {
-        format!("{spec}{}{keys}", if spec.contains('?') { '&' } else { '?' })
-    }
-}
-
-/// Appends the `rt_*` keys that pin an endpoint's polling thread to `core`
-/// and, with `rt`, run it SCHED_FIFO at that priority with memory locked
-/// (see [`crate::realtime`]); `hold_cstates` also holds cpu_dma_latency at 0.
-pub fn with_rt_keys(spec: &str, core: Option<u32>, rt: Option<u8>, hold_cstates: bool) -> String {
-    let Some(core) = core else { return spec.to_string() };
-    let mut uri = format!("{spec}{}rt_core={core}", if spec.contains('?') { '&' } else { '?' });
-    match rt {
-        Some(prio) => {
-            uri += &format!("&rt_priority={prio}");
-            if hold_cstates {
-                uri += "&rt_dma_latency=0";
-            }
-        }
-        None => uri += "&rt_mlock=false",
-    }
-    uri
 }
 
 #[cfg(test)]
@@ -414,10 +479,14 @@ mod tests {
     #[test]
     fn realtime_keys() {
         let s: EndpointSpec = "afxdp://veth0?port=7&rt_core=1&rt_priority=50&rt_strict=true&rt_dma_latency=0".parse().unwrap();
-        let rt = s.realtime.clone().unwrap();
+        let rt = s.realtime().unwrap();
         assert_eq!((rt.core, rt.fifo_priority, rt.lock_memory, rt.strict, rt.dma_latency_us), (1, Some(50), true, true, Some(0)));
         assert_eq!(s.to_string().parse::<EndpointSpec>().unwrap(), s);
-        assert!("udp://10.0.0.1:7".parse::<EndpointSpec>().unwrap().realtime.is_none());
+        assert!("udp://10.0.0.1:7".parse::<EndpointSpec>().unwrap().realtime().is_none());
+        // Built on the typed value: the same spec.
+        let built = "afxdp://veth0?port=7".parse::<EndpointSpec>().unwrap().with_realtime(&rt);
+        assert_eq!(built, s);
+        assert_eq!(built.layers.len(), 1);
         for (input, needle) in [
             ("udp://10.0.0.1:7?rt_priority=50", "needs `rt_core=N`"),
             ("udp://10.0.0.1:7?rt_core=1&rt_priority=0", "1..99"),

@@ -7,7 +7,8 @@
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let metrics = detpath_metrics::Metrics::start(Some("127.0.0.1:9460".parse()?), None)?; // before entering a netns: scraped from here
-//! let mut ep = metrics.wrap(detpath::open("udp://127.0.0.1:7000")?);
+//! let spec: detpath::EndpointSpec = "udp://127.0.0.1:7000".parse()?;
+//! let mut ep = detpath::open_spec(&spec.with_layer(metrics.layer()))?;
 //! // ... use `ep` as before; scrapes are answered between its calls.
 //! # Ok(()) }
 //! ```
@@ -26,6 +27,8 @@ pub mod encode;
 pub mod http;
 pub mod watch;
 
+use detpath::layer::{Layer, LayerKeys, LayerUse, Prepared};
+use detpath::{Endpoint, FrameEndpoint};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -48,7 +51,8 @@ pub enum Error {
     Token(#[from] http::TokenError),
 }
 
-/// The metrics of a command: endpoints are added with [`Metrics::wrap`].
+/// The metrics of a command: endpoints are added by opening them with
+/// [`Metrics::layer`] in their spec (a layer of detpath's open pipeline).
 pub struct Metrics {
     watches: Arc<Mutex<Vec<Arc<Watch>>>>,
     listener: Option<http::Listener>,
@@ -72,20 +76,55 @@ impl Metrics {
         Ok(Metrics { watches, listener: Some(listener) })
     }
 
-    /// Returns `ep` watched (when metrics are served) or unchanged.
-    pub fn wrap(&self, ep: Box<dyn detpath::Endpoint>) -> Box<dyn detpath::Endpoint> {
-        if self.listener.is_none() {
-            return ep;
-        }
-        let (watched, watch) = WatchedEndpoint::new(ep);
-        if let Ok(mut l) = self.watches.lock() {
-            l.push(watch);
-        }
-        Box::new(watched)
+    /// The metrics layer: an endpoint opened with it in its spec
+    /// (`spec.with_layer(metrics.layer())`) is watched when metrics are
+    /// served, and left as it is otherwise.
+    pub fn layer(&self) -> LayerUse {
+        LayerUse::shared(Arc::new(MetricsLayer { watches: self.watches.clone(), serving: self.listener.is_some() }))
     }
 
     /// Where metrics are served, if they are.
     pub fn addr(&self) -> Option<SocketAddr> {
         self.listener.as_ref().map(|l| l.addr())
+    }
+}
+
+/// The metrics layer ([`Metrics::layer`]): no spec keys; a program adds it.
+struct MetricsLayer {
+    watches: Arc<Mutex<Vec<Arc<Watch>>>>,
+    serving: bool,
+}
+
+impl Layer for MetricsLayer {
+    fn name(&self) -> &'static str {
+        "metrics"
+    }
+    fn summary(&self) -> &'static str {
+        "the endpoint's counters served as Prometheus metrics (added by `--metrics`)"
+    }
+    fn keys(&self) -> &'static [&'static str] {
+        &[]
+    }
+    fn prepare(&self, _: &LayerKeys, _: &str) -> detpath::Result<Box<dyn Prepared>> {
+        Ok(Box::new(MetricsLayer { watches: self.watches.clone(), serving: self.serving }))
+    }
+}
+
+impl Prepared for MetricsLayer {
+    fn wrap(self: Box<Self>, ep: Box<dyn Endpoint>) -> detpath::Result<Box<dyn Endpoint>> {
+        if !self.serving {
+            return Ok(ep);
+        }
+        let (watched, watch) = WatchedEndpoint::new(ep);
+        if let Ok(mut l) = self.watches.lock() {
+            l.push(watch);
+        }
+        Ok(Box::new(watched))
+    }
+    fn wrap_frames(self: Box<Self>, ep: Box<dyn FrameEndpoint>) -> detpath::Result<Box<dyn FrameEndpoint>> {
+        if !self.serving {
+            return Ok(ep);
+        }
+        Err(detpath::layer::unsupported("metrics", "frame endpoints"))
     }
 }

@@ -59,7 +59,8 @@ fn exchange(client: &mut dyn Endpoint, server: SocketAddrV4, n: usize, size: usi
 fn loopback_scrape_counts_and_labels() {
     let metrics = Metrics::start(Some("127.0.0.1:0".parse().unwrap()), None).unwrap();
     let addr = metrics.addr().unwrap();
-    let ep = metrics.wrap(detpath::open("udp://127.0.0.1:0").unwrap());
+    let spec: detpath::EndpointSpec = "udp://127.0.0.1:0".parse().unwrap();
+    let ep = detpath::open_spec(&spec.with_layer(metrics.layer())).unwrap();
     let server = ep.local_addr();
     let local = server.to_string();
     let stop = Arc::new(AtomicBool::new(false));
@@ -118,10 +119,10 @@ fn token_rule() {
 fn afxdp_endpoint_in_a_namespace() {
     let tb = Testbed::up(TestbedConfig::unique("mx")).expect("testbed up (needs root)");
     let metrics = Metrics::start(Some("127.0.0.1:0".parse().unwrap()), None).unwrap();
-    let spec = tb.b().uri("afxdp", 7500);
-    let ep = tb.b().run(|| detpath::open(&spec)).unwrap().expect("afxdp endpoint");
+    let spec: detpath::EndpointSpec = tb.b().uri("afxdp", 7500).parse().unwrap();
+    let spec = spec.with_layer(metrics.layer());
+    let ep = tb.b().run(|| detpath::open_spec(&spec)).unwrap().expect("afxdp endpoint");
     let caps = ep.capabilities().clone();
-    let ep = metrics.wrap(ep);
     let server = ep.local_addr();
     let stop = Arc::new(AtomicBool::new(false));
     let t = echo(ep, stop.clone());

@@ -96,16 +96,14 @@ const TUNED_SENDER_SPIN_NS: u64 = 200_000;
 /// or `raweth+<frame datapath>` (`raweth+afxdp`: layer 2 at EtherType 7400,
 /// discovery by broadcast); pinned (and real-time) by `rt_*` keys when asked.
 fn side_uri(side: &Side, datapath: &str, cpu: Option<u32>, rt_priority: Option<u8>) -> String {
-    let uri = match datapath.strip_prefix("raweth+") {
-        Some(frames) => format!("raweth+{frames}://{}", side.iface),
-        None => side.uri(datapath, PORT),
+    let (prefix, uri) = match datapath.strip_prefix("raweth+") {
+        Some(frames) => ("raweth+", format!("{frames}://{}", side.iface)),
+        None => ("", side.uri(datapath, PORT)),
     };
-    let rt_keys = match (cpu, rt_priority) {
-        (None, _) => String::new(),
-        (Some(core), None) => format!("rt_core={core}"),
-        (Some(core), Some(p)) => format!("rt_core={core}&rt_priority={p}"),
-    };
-    detpath::spec::with_keys(&uri, &rt_keys)
+    let Some(core) = cpu else { return format!("{prefix}{uri}") };
+    let spec: detpath::EndpointSpec = uri.parse().expect("the testbed's specs parse");
+    let rt = detpath::RealtimeSpec { fifo_priority: rt_priority, ..detpath::RealtimeSpec::pinned(core as usize) };
+    format!("{prefix}{}", spec.with_realtime(&rt))
 }
 
 fn node(side: &Side, peer: &Side, datapath: &str, role: Role, size: usize, secs: u64, bench: &BenchOptions) -> NodeOptions {

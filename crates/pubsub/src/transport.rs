@@ -169,7 +169,9 @@ pub fn spdp_group_spec(spec: &str, domain: u32) -> String {
         return spec.to_string();
     }
     let port = crate::discovery::ports::metatraffic_multicast(domain);
-    detpath::spec::with_keys(spec, &format!("group={}:{port}", crate::discovery::SPDP_MULTICAST))
+    let group = format!("{}:{port}", crate::discovery::SPDP_MULTICAST);
+    // Built on the typed spec; a spec that does not parse is left for open to refuse.
+    detpath_open::parse(spec).and_then(|s| s.with_key("group", group)).map(|s| s.to_string()).unwrap_or_else(|_| spec.to_string())
 }
 
 /// A spec split into the frame datapath spec (`Some`) when it asks for raweth.
@@ -188,12 +190,12 @@ pub fn raweth_spec(spec: &str) -> Option<String> {
 }
 
 /// Opens the spec's endpoint (datagram or, for `raweth...`, frames) on the calling thread.
-/// A datagram spec opens with `detpath_sched::open`, so it may send through the
-/// slot scheduler (`...&sched=slots&slot_ns=...`); without `sched=` it is the plain endpoint.
+/// Both open with `detpath_open` (every layer), so a datagram spec may send
+/// through the slot scheduler (`...&sched=slots&slot_ns=...`).
 pub fn open(spec: &str) -> detpath::Result<Link> {
     match raweth_spec(spec) {
-        Some(frames) => Ok(Link::Frames(detpath::open_frames(&frames)?)),
-        None => Ok(Link::Datagram(detpath_sched::open(spec)?)),
+        Some(frames) => Ok(Link::Frames(detpath_open::open_frames(&frames)?)),
+        None => Ok(Link::Datagram(detpath_open::open(spec)?)),
     }
 }
 

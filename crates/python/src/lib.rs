@@ -19,8 +19,8 @@ use pyo3::prelude::*;
 fn open(py: Python<'_>, spec: &str, netns: Option<&str>) -> PyResult<endpoint::Endpoint> {
     let ep = py
         .detach(|| match netns {
-            None => detpath_sched::open(spec),
-            Some(ns) => dp::sys::netns::run_in(ns, || detpath_sched::open(spec)).map_err(dp::Error::from).and_then(|r| r),
+            None => detpath_open::open(spec),
+            Some(ns) => dp::sys::netns::run_in(ns, || detpath_open::open(spec)).map_err(dp::Error::from).and_then(|r| r),
         })
         .map_err(errors::to_py)?;
     Ok(endpoint::Endpoint::new(ep))

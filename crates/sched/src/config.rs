@@ -231,7 +231,7 @@ impl SchedConfig {
     }
 }
 
-/// The endpoint-spec keys of the slot scheduler, read by [`crate::open`]:
+/// The endpoint-spec keys of the slot scheduler, read by its layer ([`crate::LAYER`]):
 /// `udp://10.0.0.1:7000?sched=slots&slot_ns=10000&ring_slots=100&classes=ctl:rt:strict:5/10;bulk:be:10/10`.
 /// The mode key is `sched_mode` because `mode` is detpath's XDP mode key; `send_class`
 /// names the class `send_to` uses (read by [`crate::spec::SlotsEndpoint`]).

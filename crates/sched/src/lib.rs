@@ -27,13 +27,14 @@
 //!   clock, interoperating with linuxptp's ptp4l in both roles.
 //! - [`endpoint`]: [`SchedEndpoint`], the scheduler wrapped around any
 //!   `detpath::Endpoint`.
-//! - [`spec`]: [`open`], `detpath::open` plus the scheduler's spec keys
-//!   (`...&sched=slots&slot_ns=10000&classes=...`), giving a [`SlotsEndpoint`].
+//! - [`spec`]: the scheduler as a layer of detpath's open pipeline
+//!   ([`LAYER`]: `...&sched=slots&slot_ns=10000&classes=...`), giving a
+//!   [`SlotsEndpoint`]; the `detpath-open` facade lists it with detpath's layers.
 //!
 //! `detpath sched bench` (slots versus clock_nanosleep) is
 //! `detpath_bench::sched`: this crate depends on detpath only, so every
 //! layer that opens a user's spec (bench, pubsub, the bindings, the CLI)
-//! can open it with [`open`].
+//! opens it with `detpath_open::open`, whose registry has [`LAYER`].
 //!
 //! ```
 //! use detpath_sched::{ClassConfig, Mode, SchedConfig, Scheduler, clock::MonotonicSource};
@@ -76,4 +77,4 @@ pub use mask::SlotMask;
 pub use sched::{ClassCounters, ErrorSummary, PollSummary, Refusal, Release, Scheduled, Scheduler};
 pub use servo::{PiServo, ServoConfig, ServoOutput, ServoState};
 pub use slot::{Ring, Slot};
-pub use spec::{open, open_slots, SlotsEndpoint};
+pub use spec::{open_slots, SlotsEndpoint, LAYER};

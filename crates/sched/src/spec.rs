@@ -1,16 +1,17 @@
-//! Endpoint specs with a slot scheduler: `detpath_sched::open` is
-//! `detpath::open` plus the scheduler keys.
+//! The slot scheduler as a layer of detpath's open pipeline: the `sched`
+//! keys of an endpoint spec.
 //!
 //! ```text
 //! afxdp://dpa?port=7000&sched=slots&slot_ns=10000&ring_slots=32&lead_slots=8&sched_mode=strict&classes=ctl:rt:0/4;bulk:be:2/4
 //! ```
 //!
-//! The keys in [`SPEC_KEYS`] are taken off the spec; the rest opens the inner
-//! endpoint with `detpath::open` (which checks them against its datapath),
-//! and the endpoint is wrapped in a [`SlotsEndpoint`]. A spec without
-//! `sched=` opens plainly. Why not a datapath in detpath's registry like
-//! `fault`: the scheduler lives in this crate, which depends on detpath, so
-//! detpath cannot open it without a cycle.
+//! [`LAYER`] claims the keys in [`SPEC_KEYS`] (and every other `sched*`
+//! key, to name a misspelt one); the endpoint opens through
+//! `detpath::open_spec` and is wrapped in a [`SlotsEndpoint`]. The layer
+//! lives here, above detpath, so detpath's own registry does not list it:
+//! the `detpath-open` facade does (bindings, the CLI and bench open with
+//! it). [`open_slots`] gives the concrete [`SlotsEndpoint`] (for `send_at`
+//! and the scheduler's counters).
 //!
 //! The scheduler's mode key is `sched_mode`, not `mode`: `mode` already
 //! is the XDP mode (auto|native|skb) of every detpath spec.
@@ -19,8 +20,8 @@ use crate::clock::MonotonicSource;
 use crate::config::{ClassKind, ConfigError, SchedConfig, SPEC_KEYS};
 use crate::endpoint::SchedEndpoint;
 use crate::sched::{Refusal, Scheduled, Scheduler};
-use detpath::{monotonic_ns, Capabilities, Counters, Endpoint, Error, RecvMode, RxBatch, RxMeta};
-use std::collections::BTreeMap;
+use detpath::layer::{Layer, LayerKeys, Prepared};
+use detpath::{monotonic_ns, Capabilities, Counters, Endpoint, EndpointSpec, Error, FrameEndpoint, RecvMode, RxBatch, RxMeta};
 use std::io;
 use std::net::SocketAddrV4;
 use std::time::Duration;
@@ -29,59 +30,92 @@ fn bad(spec: &str, why: String) -> Error {
     Error::BadSpec { spec: spec.to_string(), why }
 }
 
-/// Splits `spec` into the inner endpoint's spec and the scheduler keys
-/// (`None` when the spec has none). Refuses a `sched_*` key the scheduler
-/// does not know, a scheduler key without `sched=`, a key given twice, and
-/// `mode=strict|relaxed` (the XDP mode key), naming the key.
-pub fn split_spec(spec: &str) -> detpath::Result<(String, Option<BTreeMap<String, String>>)> {
-    let Some((head, query)) = spec.split_once('?') else { return Ok((spec.to_string(), None)) };
-    let mut inner = Vec::new();
-    let mut keys = BTreeMap::new();
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        if SPEC_KEYS.contains(&k) {
-            if keys.insert(k.to_string(), v.to_string()).is_some() {
-                return Err(bad(spec, format!("`{k}` given twice")));
-            }
-        } else if k.starts_with("sched") {
-            return Err(bad(spec, format!("`{k}` is not a key of the slot scheduler; it takes: {}", SPEC_KEYS.join(", "))));
-        } else {
-            inner.push(pair);
+/// The slot scheduler's layer: the `sched=slots` keys.
+pub static LAYER: SlotsLayer = SlotsLayer;
+
+/// The slot scheduler's layer (see the module's text).
+pub struct SlotsLayer;
+
+impl Layer for SlotsLayer {
+    fn name(&self) -> &'static str {
+        "sched"
+    }
+    fn summary(&self) -> &'static str {
+        "sends leave in time slots of their class (sched=slots&slot_ns=...&classes=...)"
+    }
+    fn keys(&self) -> &'static [&'static str] {
+        SPEC_KEYS
+    }
+    fn claims(&self, key: &str) -> bool {
+        SPEC_KEYS.contains(&key) || key.starts_with("sched")
+    }
+    fn check(&self, keys: &LayerKeys) -> Result<(), String> {
+        if let Some(k) = keys.keys().find(|k| !SPEC_KEYS.contains(&k.as_str())) {
+            return Err(format!("`{k}` is not a key of the slot scheduler; it takes: {}", SPEC_KEYS.join(", ")));
         }
+        if !keys.contains_key("sched") {
+            let k = keys.keys().next().map(String::as_str).unwrap_or("");
+            return Err(format!("`{k}` is a key of the slot scheduler: add `sched=slots`"));
+        }
+        config_of(keys).map(|_| ())
     }
-    let inner = if inner.is_empty() { head.to_string() } else { format!("{head}?{}", inner.join("&")) };
-    if keys.is_empty() {
-        return Ok((inner, None));
-    }
-    if !keys.contains_key("sched") {
-        let k = keys.keys().next().map(String::as_str).unwrap_or("");
-        return Err(bad(spec, format!("`{k}` is a key of the slot scheduler: add `sched=slots`")));
-    }
-    if let Some((_, v)) = query.split('&').filter_map(|p| p.split_once('=')).find(|(k, v)| *k == "mode" && (*v == "strict" || *v == "relaxed")) {
-        return Err(bad(spec, format!("`mode` is the XDP mode (auto, native or skb); the scheduler's mode is `sched_mode={v}`")));
-    }
-    Ok((inner, Some(keys)))
-}
-
-/// The scheduler configuration and send class of scheduler keys (`send_class`: a class name).
-fn config_of(spec: &str, keys: &BTreeMap<String, String>) -> detpath::Result<SchedConfig> {
-    SchedConfig::from_spec_keys(keys).map_err(|e: ConfigError| bad(spec, format!("slot scheduler: {e}")))
-}
-
-/// Opens `spec`: plainly without `sched=`, or as a [`SlotsEndpoint`] with `sched=slots`.
-pub fn open(spec: &str) -> detpath::Result<Box<dyn Endpoint>> {
-    match split_spec(spec)? {
-        (inner, None) => detpath::open(&inner),
-        (inner, Some(keys)) => Ok(Box::new(SlotsEndpoint::open_keys(spec, &inner, &keys)?)),
+    fn prepare(&self, keys: &LayerKeys, spec: &str) -> detpath::Result<Box<dyn Prepared>> {
+        Ok(Box::new(Slots::of(keys, spec)?))
     }
 }
 
-/// Opens `spec`, which must have `sched=slots`, as a [`SlotsEndpoint`] (for `send_at` and the scheduler's counters).
-pub fn open_slots(spec: &str) -> detpath::Result<SlotsEndpoint> {
-    match split_spec(spec)? {
-        (_, None) => Err(bad(spec, "no slot scheduler asked for: add `sched=slots` and its keys".into())),
-        (inner, Some(keys)) => SlotsEndpoint::open_keys(spec, &inner, &keys),
+/// A checked scheduler configuration, waiting for its endpoint.
+struct Slots {
+    cfg: SchedConfig,
+    send_class: Option<usize>,
+    spec: String,
+}
+
+impl Slots {
+    /// The configuration and send class (checked before the endpoint opens).
+    fn of(keys: &LayerKeys, spec: &str) -> detpath::Result<Slots> {
+        let bad = |why| bad(spec, why);
+        let cfg = config_of(keys).map_err(bad)?;
+        let send_class = match keys.get("send_class") {
+            Some(name) => {
+                Some(cfg.classes.iter().position(|c| &c.name == name).ok_or_else(|| bad(format!("`send_class={name}` names no class of `classes`")))?)
+            }
+            None => cfg.classes.iter().position(|c| c.kind == ClassKind::BestEffort),
+        };
+        Ok(Slots { cfg, send_class, spec: spec.to_string() })
     }
+
+    fn endpoint(self, ep: Box<dyn Endpoint>) -> detpath::Result<SlotsEndpoint> {
+        SlotsEndpoint::wrap(ep, &self.cfg, self.send_class).map_err(|e| bad(&self.spec, format!("slot scheduler: {e}")))
+    }
+}
+
+impl Prepared for Slots {
+    fn wrap(self: Box<Self>, ep: Box<dyn Endpoint>) -> detpath::Result<Box<dyn Endpoint>> {
+        Ok(Box::new(self.endpoint(ep)?))
+    }
+    fn wrap_frames(self: Box<Self>, _: Box<dyn FrameEndpoint>) -> detpath::Result<Box<dyn FrameEndpoint>> {
+        Err(detpath::layer::unsupported("sched", "frame endpoints"))
+    }
+}
+
+/// The scheduler configuration of scheduler keys.
+fn config_of(keys: &LayerKeys) -> Result<SchedConfig, String> {
+    SchedConfig::from_spec_keys(keys).map_err(|e: ConfigError| format!("slot scheduler: {e}"))
+}
+
+/// Opens `spec`, which must have the scheduler's keys (`sched=slots`), as a
+/// [`SlotsEndpoint`] (for `send_at` and the scheduler's counters): its other
+/// layers and datapath through `detpath::open_spec`, the scheduler outermost.
+pub fn open_slots(spec: &EndpointSpec) -> detpath::Result<SlotsEndpoint> {
+    let text = spec.to_string();
+    let Some(at) = spec.layers.iter().position(|u| u.name() == LAYER.name()) else {
+        return Err(bad(&text, "no slot scheduler asked for: add `sched=slots` and its keys".into()));
+    };
+    let mut inner = spec.clone();
+    let sched = inner.layers.remove(at);
+    let slots = Slots::of(&sched.keys, &text)?;
+    slots.endpoint(detpath::open_spec(&inner)?)
 }
 
 /// An endpoint whose sends go through the slot scheduler, as a `detpath::Endpoint`.
@@ -102,18 +136,6 @@ pub struct SlotsEndpoint {
 }
 
 impl SlotsEndpoint {
-    fn open_keys(spec: &str, inner_spec: &str, keys: &BTreeMap<String, String>) -> detpath::Result<SlotsEndpoint> {
-        let cfg = config_of(spec, keys)?;
-        let send_class = match keys.get("send_class") {
-            Some(name) => {
-                Some(cfg.classes.iter().position(|c| &c.name == name).ok_or_else(|| bad(spec, format!("`send_class={name}` names no class of `classes`")))?)
-            }
-            None => cfg.classes.iter().position(|c| c.kind == ClassKind::BestEffort),
-        };
-        let ep = detpath::open(inner_spec)?;
-        SlotsEndpoint::wrap(ep, &cfg, send_class).map_err(|e| bad(spec, format!("slot scheduler: {e}")))
-    }
-
     /// Wraps an open endpoint; `send_to` goes to class `send_class` (`None`: `send_to` is refused).
     pub fn wrap(ep: Box<dyn Endpoint>, cfg: &SchedConfig, send_class: Option<usize>) -> Result<SlotsEndpoint, ConfigError> {
         let mut caps = ep.capabilities().clone();
@@ -268,8 +290,19 @@ impl Endpoint for SlotsEndpoint {
 mod tests {
     use super::*;
 
+    /// The layers these tests parse with: detpath's and the scheduler's.
+    static LAYERS: detpath::layer::Registry = &[&detpath::layers::fault::LAYER, &LAYER, &detpath::realtime::LAYER];
+
+    fn parse(spec: &str) -> detpath::Result<EndpointSpec> {
+        EndpointSpec::parse_with(spec, LAYERS)
+    }
+
+    fn open(spec: &str) -> detpath::Result<Box<dyn Endpoint>> {
+        detpath::open_spec(&parse(spec)?)
+    }
+
     fn why(spec: &str) -> String {
-        match split_spec(spec).and_then(|(inner, keys)| keys.map(|k| config_of(spec, &k).map(|_| inner)).transpose()) {
+        match parse(spec) {
             Ok(_) => panic!("{spec} was accepted"),
             Err(e) => e.to_string(),
         }
@@ -277,17 +310,18 @@ mod tests {
 
     #[test]
     fn the_scheduler_keys_come_off_the_spec() {
-        let (inner, keys) =
-            split_spec("afxdp://dpa?port=7000&sched=slots&slot_ns=10000&ring_slots=32&lead_slots=8&sched_mode=relaxed&classes=ctl:rt:0/4;bulk:be:2/4&mode=skb")
-                .unwrap();
-        assert_eq!(inner, "afxdp://dpa?port=7000&mode=skb");
-        let keys = keys.unwrap();
-        let cfg = config_of("x", &keys).unwrap();
+        let s = parse("afxdp://dpa?port=7000&sched=slots&slot_ns=10000&ring_slots=32&lead_slots=8&sched_mode=relaxed&classes=ctl:rt:0/4;bulk:be:2/4&mode=skb")
+            .unwrap();
+        let keys = s.layer_keys("sched").unwrap();
+        assert_eq!(s.given.0, ["port", "mode"]);
+        let cfg = config_of(keys).unwrap();
         assert_eq!((cfg.slot_ns, cfg.ring_slots, cfg.lead_slots, cfg.classes.len()), (10_000, 32, 8, 2));
         assert_eq!(cfg.classes[0].mode, crate::Mode::Relaxed);
-        assert_eq!(split_spec("udp://10.0.0.1:7?rcvbuf=65536").unwrap(), ("udp://10.0.0.1:7?rcvbuf=65536".to_string(), None));
-        assert_eq!(split_spec("udp://10.0.0.1:7").unwrap(), ("udp://10.0.0.1:7".to_string(), None));
-        assert_eq!(split_spec("udp://10.0.0.1:7?sched=slots&classes=a:rt:0").unwrap().0, "udp://10.0.0.1:7");
+        assert!(parse("udp://10.0.0.1:7?rcvbuf=65536").unwrap().layers.is_empty());
+        assert_eq!(parse("udp://10.0.0.1:7?sched=slots&classes=a:rt:0").unwrap().layers.len(), 1);
+        // Built on the typed value, the same spec.
+        let built = parse("udp://10.0.0.1:7").unwrap().with_key("sched", "slots").unwrap().with_key("classes", "a:rt:0").unwrap();
+        assert_eq!(built, parse("udp://10.0.0.1:7?sched=slots&classes=a:rt:0").unwrap());
     }
 
     #[test]
@@ -296,7 +330,7 @@ mod tests {
         for (spec, want) in [
             (format!("{base}&sched_mod=strict"), "`sched_mod` is not a key of the slot scheduler"),
             ("udp://10.0.0.1:7?slot_ns=1000".to_string(), "`slot_ns` is a key of the slot scheduler: add `sched=slots`"),
-            (format!("{base}&mode=strict"), "the scheduler's mode is `sched_mode=strict`"),
+            (format!("{base}&mode=strict"), "`mode` takes auto, native or skb, not `strict`"),
             (format!("{base}&slot_ns=1000&slot_ns=2000"), "`slot_ns` given twice"),
             (format!("{base}&slot_ns=ten"), "slot_ns=ten: expected a whole number"),
             (format!("{base}&ring_slots=0"), "ring length 0 is out of range"),
@@ -312,7 +346,7 @@ mod tests {
         // send_class must name a class; checked when opening (before the inner endpoint).
         let e = open(&format!("{base}&send_class=nope")).err().unwrap().to_string();
         assert!(e.contains("`send_class=nope` names no class"), "{e}");
-        let e = open_slots("udp://127.0.0.1:0").err().unwrap().to_string();
+        let e = open_slots(&parse("udp://127.0.0.1:0").unwrap()).err().unwrap().to_string();
         assert!(e.contains("add `sched=slots`"), "{e}");
     }
 
@@ -323,6 +357,9 @@ mod tests {
             for d in detpath::datapath::DATAPATHS {
                 assert!(!d.keys.contains(k), "{k} is a key of {}", d.name);
             }
+            for l in detpath::layers::LAYERS {
+                assert!(!l.claims(k), "{k} is a key of the {} layer", l.name());
+            }
         }
     }
 
@@ -331,9 +368,11 @@ mod tests {
         let plain = open("udp://127.0.0.1:0").unwrap();
         assert!(plain.capabilities().notes.iter().all(|n| !n.starts_with("sched=")));
         let mut rx = detpath::open("udp://127.0.0.1:0").unwrap();
-        let mut tx =
-            open_slots("udp://127.0.0.1:0?sched=slots&slot_ns=20000&ring_slots=10&lead_slots=2&late_tolerance_ns=200000000&classes=ctl:rt:0/5;bulk:be:1/5")
-                .unwrap();
+        let mut tx = open_slots(
+            &parse("udp://127.0.0.1:0?sched=slots&slot_ns=20000&ring_slots=10&lead_slots=2&late_tolerance_ns=200000000&classes=ctl:rt:0/5;bulk:be:1/5")
+                .unwrap(),
+        )
+        .unwrap();
         assert!(tx.capabilities().notes.iter().any(|n| n.starts_with("sched=slots")), "{:?}", tx.capabilities().notes);
         let peer = rx.local_addr();
         for i in 0..5u8 {

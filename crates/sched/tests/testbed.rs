@@ -48,7 +48,9 @@ fn a_sched_spec_endpoint_delivers_through_its_slots() {
         let (sent, ctl, bulk, replies, release_errors) = tb
             .a()
             .spawn(move || {
-                let mut ep = detpath_sched::open_slots(&spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+                static LAYERS: detpath::layer::Registry = &[&detpath_sched::spec::LAYER, &detpath::realtime::LAYER];
+                let parsed = detpath::EndpointSpec::parse_with(&spec, LAYERS).unwrap_or_else(|e| panic!("{spec}: {e}"));
+                let mut ep = detpath_sched::open_slots(&parsed).unwrap_or_else(|e| panic!("{spec}: {e}"));
                 let slot_of = |ep: &detpath_sched::SlotsEndpoint| ep.scheduler().current_slot(detpath::monotonic_ns());
                 for k in 0..10u64 {
                     // Ten real-time packets, one per ring cycle at position 5, from 4 cycles on.

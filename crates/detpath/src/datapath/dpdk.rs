@@ -66,9 +66,10 @@
 //! Built only with the `dpdk` cargo feature (default); without it, opening
 //! says the build lacks DPDK and how to rebuild.
 
-use crate::endpoint::{Datapath, Endpoint};
+use crate::datapath::entry::{Datapath, FrameDatapath};
+use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
-use crate::frame::{FrameDatapath, FrameEndpoint};
+use crate::frame::FrameEndpoint;
 use crate::spec::EndpointSpec;
 use detpath_wire::MacAddr;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -92,55 +93,12 @@ pub static DATAPATH: Datapath = Datapath {
     name: "dpdk",
     summary: "DPDK poll-mode driver (real port by PCI address, or net_af_xdp over an interface)",
     keys: &["queue", "ring", "batch", "vdev", "neigh", "mbufs", "mem", "huge", "arp_timeout", "log", "rx_stamp", "group"],
-    wraps: false,
-    open,
+    open: Some(open),
+    frames: Some(&FRAME_DATAPATH),
 };
 
-/// Errors particular to the DPDK datapath; callers get them typed in [`Error::Dpdk`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DpdkError {
-    #[error("no DPDK port `{device}`: {why}")]
-    NoSuchPort { device: String, why: String },
-
-    #[error("DPDK port `{device}` is already in use {by}")]
-    PortInUse { device: String, by: String },
-
-    #[error("hugepages were asked for (huge=on) but {free_mb} MB are free and the EAL needs {need_mb} MB; reserve them with `echo {pages} > /proc/sys/vm/nr_hugepages`, or run without hugepages: `huge=off` (--no-huge, fine for virtual devices)")]
-    NoHugepages { need_mb: u64, free_mb: u64, pages: u64 },
-
-    #[error(
-        "mbuf pool exhausted: {what}; raise `mbufs=` (now {mbufs}) and, if the EAL runs out of memory, `mem=` (MB, for the first endpoint of the process)"
-    )]
-    PoolExhausted { what: String, mbufs: u32 },
-
-    #[error("the link of DPDK port `{device}` is down (waited {waited_ms} ms); check the cable or the peer, and `ip link set <iface> up` on a virtual device's interface")]
-    LinkDown { device: String, waited_ms: u64 },
-
-    #[error("DPDK EAL initialisation failed ({why}) with arguments `{args}`; see DPDK's log above (raise it with `log=notice`). Run as root; without hugepages use `huge=off`")]
-    EalInit { args: String, why: String },
-
-    #[error("the DPDK EAL of this process was initialised {why}; {fix}")]
-    EalMismatch { why: String, fix: String },
-
-    #[error("cannot resolve the MAC address of {peer} on `{device}`: no ARP reply within {ms} ms (remembered for 1 s; datagrams to it are dropped and counted in tx_no_neigh); check the peer is up and on the same link, or give it statically: `neigh={peer}@<mac>`")]
-    Unresolved { peer: Ipv4Addr, device: std::sync::Arc<str>, ms: u64 },
-
-    #[error("the TX queue of DPDK port `{device}` stayed full for {ms} ms")]
-    TxStalled { device: String, ms: u64 },
-
-    #[error("{what} failed: {msg} (DPDK error {code})")]
-    Call { what: String, code: i32, msg: String },
-}
-
-impl DpdkError {
-    /// The DPDK error inside a detpath error, if it is one.
-    pub fn of(e: &Error) -> Option<&DpdkError> {
-        match e {
-            Error::Dpdk(d) => Some(d),
-            _ => None,
-        }
-    }
-}
+// The error type is defined at the bottom of the crate (error.rs), so no import runs back up here.
+pub use crate::error::DpdkError;
 
 /// Which virtual device to put over a Linux interface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

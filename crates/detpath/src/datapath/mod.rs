@@ -1,13 +1,14 @@
-//! The datapaths: one module each, registered in [`DATAPATHS`]. Adding a
-//! datapath is one new module and one line in that list; nothing above the
-//! [`Endpoint`](crate::Endpoint) trait changes.
+//! The datapaths: one module each, registered in [`DATAPATHS`] (one entry
+//! per datapath, with its datagram opener, its frame opener, or both).
+//! Adding a datapath is one new module and one line in that list; nothing
+//! above the [`Endpoint`](crate::Endpoint) trait changes.
 
-use crate::endpoint::Datapath;
+pub use entry::{DatagramOpener, Datapath, FrameDatapath};
 
 pub mod afxdp;
 pub(crate) mod defrag;
 pub mod dpdk;
-pub mod fault;
+pub mod entry;
 pub mod filter;
 pub mod packet;
 pub(crate) mod rx_rule;
@@ -16,25 +17,18 @@ pub(crate) mod wait;
 pub mod xdppoll;
 
 /// Every datapath this build knows, in the order reports list them.
-pub static DATAPATHS: &[&Datapath] = &[
-    &udp::DATAPATH,
-    &xdppoll::DATAPATH,
-    &afxdp::DATAPATH,
-    &dpdk::DATAPATH,
-    // Test and diagnosis: wraps any other datapath and misbehaves on purpose.
-    &fault::DATAPATH,
-];
+pub static DATAPATHS: &[&Datapath] = &[&udp::DATAPATH, &xdppoll::DATAPATH, &afxdp::DATAPATH, &dpdk::DATAPATH, &packet::DATAPATH];
 
 /// The datapath with this URI scheme.
 pub fn find(name: &str) -> Option<&'static Datapath> {
     DATAPATHS.iter().copied().find(|d| d.name == name)
 }
 
-/// The datapaths that carry traffic themselves (every registered one but the
-/// wrappers), in report order: what "every datapath" means to the benchmark,
+/// The datapaths that carry datagrams (every registered one with a datagram
+/// opener), in report order: what "every datapath" means to the benchmark,
 /// the interop matrix and the examples.
 pub fn transports() -> impl Iterator<Item = &'static Datapath> {
-    DATAPATHS.iter().copied().filter(|d| !d.wraps)
+    DATAPATHS.iter().copied().filter(|d| d.open.is_some())
 }
 
 /// The names of every registered datapath, for messages and `--help`.

@@ -9,13 +9,23 @@
 //! default (rmem_default, 208 KiB here) a reliable 1 KiB stream over veth
 //! overran it and ran at a fifth of the rate (retransmissions). Needs CAP_NET_RAW.
 
+use crate::datapath::entry::FrameDatapath;
 use crate::datapath::wait::{wait_readable, Step, Wait};
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, RecvMode};
 use crate::error::Result;
-use crate::frame::{FrameDatapath, FrameEndpoint, FrameMeta, MacAddr};
+use crate::frame::{FrameEndpoint, FrameMeta, MacAddr};
 use crate::spec::EndpointSpec;
 use detpath_sys::packet::EtherSocket;
 use detpath_sys::NetDev;
+
+/// Frames only: `packet` has no datagram opener.
+pub static DATAPATH: crate::datapath::entry::Datapath = crate::datapath::entry::Datapath {
+    name: "packet",
+    summary: "AF_PACKET socket bound to one EtherType (frames only)",
+    keys: &[],
+    open: None,
+    frames: Some(&FRAME_DATAPATH),
+};
 
 pub static FRAME_DATAPATH: FrameDatapath = FrameDatapath {
     name: "packet",

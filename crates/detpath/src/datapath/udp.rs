@@ -13,16 +13,22 @@
 //! [&rcvbuf=BYTES][&sndbuf=BYTES]` (socket buffer sizes; the kernel doubles
 //! them and caps them at net.core.rmem_max / wmem_max unless root).
 
+use crate::datapath::entry::Datapath;
 use crate::datapath::wait::{wait_readable, Step, Wait};
-use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxBatch, RxMeta, RxStamp, TxDatagram};
+use crate::endpoint::{monotonic_ns, Capabilities, Counters, Endpoint, RecvMode, RxBatch, RxMeta, RxStamp, TxDatagram};
 use crate::error::{last_os_error, Error, Result};
 use crate::spec::EndpointSpec;
 use detpath_sys::NetDev;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
 
-pub static DATAPATH: Datapath =
-    Datapath { name: "udp", summary: "kernel UDP socket (baseline)", keys: &["busy_poll", "batch", "rcvbuf", "sndbuf", "rx_stamp"], wraps: false, open };
+pub static DATAPATH: Datapath = Datapath {
+    name: "udp",
+    summary: "kernel UDP socket (baseline)",
+    keys: &["busy_poll", "batch", "rcvbuf", "sndbuf", "rx_stamp"],
+    open: Some(open),
+    frames: None,
+};
 
 /// SO_BUSY_POLL value: microseconds a blocking read spins before sleeping.
 const BUSY_POLL_US: i32 = 50;

@@ -7,11 +7,12 @@
 
 use crate::datapath::defrag::Defrag;
 use crate::datapath::rx_rule::{self, UdpRule, Verdict};
+use crate::datapath::entry::{Datapath, FrameDatapath};
 use crate::datapath::filter::{FilterConfig, FilterProgram};
 use crate::datapath::wait::{wait_readable, Step, Wait};
-use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxMeta, RxStamp};
+use crate::endpoint::{monotonic_ns, Capabilities, Counters, Endpoint, RecvMode, RxMeta, RxStamp};
 use crate::error::{last_os_error, Error, Result};
-use crate::frame::{FrameDatapath, FrameEndpoint, FrameMeta, MacAddr};
+use crate::frame::{FrameEndpoint, FrameMeta, MacAddr};
 use crate::spec::EndpointSpec;
 use detpath_sys::NetDev;
 use std::net::{SocketAddrV4, UdpSocket};
@@ -22,8 +23,8 @@ pub static DATAPATH: Datapath = Datapath {
     name: "xdppoll",
     summary: "XDP program → BPF ring buffer, busy-polled; TX via UDP socket",
     keys: &["mode", "checksum", "rx_stamp"],
-    wraps: false,
-    open,
+    open: Some(open),
+    frames: Some(&FRAME_DATAPATH),
 };
 
 static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/xdppoll.bpf.o"));

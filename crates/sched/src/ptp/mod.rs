@@ -221,7 +221,9 @@ impl Ports {
     /// Opens the endpoint of `spec` (event port 319, any datapath) and the group sockets on its interface.
     pub fn open(spec: &str) -> Result<Ports, PtpError> {
         let open_err = |source| PtpError::Open { spec: spec.to_string(), source };
-        if crate::spec::split_spec(spec).map_err(open_err)?.1.is_some() {
+        // Parsed with the scheduler's layer only, to see whether it asks for one.
+        static SCHED: detpath::layer::Registry = &[&crate::spec::LAYER];
+        if detpath::EndpointSpec::parse_with(spec, SCHED).map_err(open_err)?.layer_keys("sched").is_some() {
             return Err(PtpError::Scheduled { spec: spec.to_string() });
         }
         let ep = detpath::open(spec).map_err(open_err)?;

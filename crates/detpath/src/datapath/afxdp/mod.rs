@@ -63,11 +63,12 @@ pub use setup::open_afxdp;
 
 use crate::datapath::defrag::Defrag;
 use crate::datapath::rx_rule::{self, UdpRule, Verdict};
+use crate::datapath::entry::{Datapath, FrameDatapath};
 use crate::datapath::filter::{self, FilterStats};
 use crate::datapath::wait::{wait_readable, Step, Wait};
-use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxBatch, RxMeta, TxDatagram};
+use crate::endpoint::{monotonic_ns, Capabilities, Counters, Endpoint, RecvMode, RxBatch, RxMeta, TxDatagram};
 use crate::error::{last_os_error, Error, Result};
-use crate::frame::{FrameDatapath, FrameEndpoint, FrameMeta};
+use crate::frame::{FrameEndpoint, FrameMeta};
 use crate::spec::EndpointSpec;
 use detpath_sys::neigh::{Lookup, Neighbours};
 use detpath_wire::frame::ETHERTYPE_IPV4;
@@ -93,8 +94,8 @@ pub static DATAPATH: Datapath = Datapath {
     name: "afxdp",
     summary: "AF_XDP socket (UMEM + 4 rings) behind an XDP redirect of this address:port; native/skb, copy/zero-copy",
     keys: &["queue", "mode", "zerocopy", "busy_poll", "ring", "frame", "batch", "checksum", "xdp", "rx_stamp"],
-    wraps: false,
-    open,
+    open: Some(open),
+    frames: Some(&FRAME_DATAPATH),
 };
 
 /// Bytes the kernel keeps in front of a received frame in a UMEM chunk.

@@ -1,16 +1,17 @@
-//! The `fault` datapath: wraps an endpoint of any other datapath and
+//! The `fault` layer: wraps an endpoint of any datapath and
 //! misbehaves on purpose, as smoltcp's `FaultInjector` wraps a device. For
 //! tests and diagnosis: it is how the benchmark's loss, duplicate, reorder
 //! and corruption accounting is proven over real datapaths.
 //!
-//! Spec: the inner endpoint's spec with the scheme `fault`, the inner
-//! datapath in `inner=`, and the faults, each a list of 0-based **send
-//! indices** (the n-th call to `send_to`/one datagram of `send_batch` since
+//! Spec: the endpoint's spec with the faults (any fault key puts the layer
+//! on), or, as before, the scheme `fault` with the datapath in `inner=`.
+//! Each fault is a list of 0-based **send indices** (the n-th call to `send_to`/one datagram of `send_batch` since
 //! open; a server that echoes every probe once, in order, sends reply `n` to
 //! probe `n`):
 //!
 //! ```text
 //! fault://10.77.0.2:7000?inner=udp&drop=210,220&dup=230&delay=240:5ms,260:200ms&corrupt=280&corrupt_byte=16&rcvbuf=8388608
+//! udp://10.77.0.2:7000?drop=210,220&rcvbuf=8388608
 //! ```
 //!
 //! - `drop`: never sent. `dup`: sent twice. `delay=N:D`: held and sent once
@@ -20,24 +21,49 @@
 //! - `stall_rx=N:D`: after the N-th datagram received (0-based), the
 //!   receiving call sleeps `D` before returning it, its receive timestamp
 //!   unchanged: a server that is slow to handle it.
-//! - Every other key is the inner datapath's, checked when it opens.
+//! - Every other key is the datapath's (or another layer's).
 
-use crate::endpoint::{monotonic_ns, Capabilities, Counters, Datapath, Endpoint, RecvMode, RxMeta};
+use crate::endpoint::{monotonic_ns, Endpoint, FrameEndpoint, RecvMode, RxMeta, TxDatagram};
 use crate::error::{Error, Result};
-use crate::spec::EndpointSpec;
+use crate::layer::{EndpointHooks, Layer, LayerKeys, Prepared, Wrapped};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddrV4;
 
-pub static DATAPATH: Datapath = Datapath {
-    name: "fault",
-    summary: "wraps another datapath (inner=NAME) and drops, duplicates, delays or corrupts chosen sends (tests)",
-    keys: KEYS,
-    wraps: true,
-    open,
-};
+/// The fault layer.
+pub static LAYER: FaultLayer = FaultLayer;
 
-/// The keys of the injector itself; the rest go to the inner datapath.
-const KEYS: &[&str] = &["inner", "drop", "dup", "delay", "corrupt", "corrupt_byte", "stall_rx"];
+/// The fault layer (see the module's text).
+pub struct FaultLayer;
+
+/// The keys of the injector.
+const KEYS: &[&str] = &["drop", "dup", "delay", "corrupt", "corrupt_byte", "stall_rx"];
+
+impl Layer for FaultLayer {
+    fn name(&self) -> &'static str {
+        "fault"
+    }
+    fn summary(&self) -> &'static str {
+        "drops, duplicates, delays or corrupts chosen sends (tests); as a scheme: fault://...?inner=<datapath>"
+    }
+    fn keys(&self) -> &'static [&'static str] {
+        KEYS
+    }
+    fn check(&self, keys: &LayerKeys) -> std::result::Result<(), String> {
+        FaultPlan::from_keys(keys).map(|_| ())
+    }
+    fn prepare(&self, keys: &LayerKeys, spec: &str) -> Result<Box<dyn Prepared>> {
+        Ok(Box::new(FaultPlan::from_keys(keys).map_err(|why| Error::BadSpec { spec: spec.to_string(), why })?))
+    }
+}
+
+impl Prepared for FaultPlan {
+    fn wrap(self: Box<Self>, ep: Box<dyn Endpoint>) -> Result<Box<dyn Endpoint>> {
+        Ok(Box::new(FaultInjector::wrap(ep, *self)))
+    }
+    fn wrap_frames(self: Box<Self>, _: Box<dyn FrameEndpoint>) -> Result<Box<dyn FrameEndpoint>> {
+        Err(crate::layer::unsupported("fault", "frame endpoints"))
+    }
+}
 
 /// Which sends misbehave, by 0-based send index.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -62,29 +88,25 @@ fn parse_duration_ns(s: &str) -> Option<u64> {
 }
 
 impl FaultPlan {
-    /// Reads the fault keys of `spec` (the others are left to the inner datapath).
-    pub fn from_spec(spec: &EndpointSpec) -> Result<FaultPlan> {
-        let bad = |why: String| Error::BadSpec { spec: spec.to_string(), why };
-        let list = |key: &str| -> Result<BTreeSet<u64>> {
-            let Some(v) = spec.extra.get(key) else { return Ok(BTreeSet::new()) };
-            v.split(',')
-                .filter(|x| !x.is_empty())
-                .map(|x| x.parse::<u64>().map_err(|_| bad(format!("`{key}` takes send indices like 3,7,12, not `{x}`"))))
-                .collect()
+    /// Reads the fault keys (the message names the key).
+    pub fn from_keys(keys: &LayerKeys) -> std::result::Result<FaultPlan, String> {
+        let list = |key: &str| -> std::result::Result<BTreeSet<u64>, String> {
+            let Some(v) = keys.get(key) else { return Ok(BTreeSet::new()) };
+            v.split(',').filter(|x| !x.is_empty()).map(|x| x.parse::<u64>().map_err(|_| format!("`{key}` takes send indices like 3,7,12, not `{x}`"))).collect()
         };
-        let timed = |key: &str| -> Result<BTreeMap<u64, u64>> {
+        let timed = |key: &str| -> std::result::Result<BTreeMap<u64, u64>, String> {
             let mut m = BTreeMap::new();
-            for item in spec.extra.get(key).map(String::as_str).unwrap_or("").split(',').filter(|x| !x.is_empty()) {
+            for item in keys.get(key).map(String::as_str).unwrap_or("").split(',').filter(|x| !x.is_empty()) {
                 let parsed = item.split_once(':').and_then(|(i, d)| Some((i.parse::<u64>().ok()?, parse_duration_ns(d)?)));
-                let (i, ns) = parsed.ok_or_else(|| bad(format!("`{key}` takes INDEX:DURATION items like 240:5ms, not `{item}`")))?;
+                let (i, ns) = parsed.ok_or_else(|| format!("`{key}` takes INDEX:DURATION items like 240:5ms, not `{item}`"))?;
                 m.insert(i, ns);
             }
             Ok(m)
         };
         let delay = timed("delay")?;
-        let corrupt_byte = match spec.extra.get("corrupt_byte") {
+        let corrupt_byte = match keys.get("corrupt_byte") {
             None => 0,
-            Some(v) => v.parse().map_err(|_| bad(format!("`corrupt_byte` takes a byte offset, not `{v}`")))?,
+            Some(v) => v.parse().map_err(|_| format!("`corrupt_byte` takes a byte offset, not `{v}`"))?,
         };
         Ok(FaultPlan { drop: list("drop")?, duplicate: list("dup")?, delay, corrupt: list("corrupt")?, corrupt_byte, stall_rx: timed("stall_rx")? })
     }
@@ -99,54 +121,46 @@ pub struct Injected {
     pub corrupted: u64,
 }
 
-/// An endpoint that sends through `inner` according to a [`FaultPlan`].
-pub struct FaultInjector {
-    inner: Box<dyn Endpoint>,
+/// The injector's state: what a [`FaultPlan`] does to the sends of the endpoint it wraps.
+pub struct FaultHooks {
     plan: FaultPlan,
     sends: u64,
     receives: u64,
     /// Delayed datagrams: (due time, payload, peer).
     held: Vec<(u64, Vec<u8>, SocketAddrV4)>,
     injected: Injected,
-    caps: Capabilities,
 }
 
-fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
-    let inner_name = spec
-        .extra
-        .get("inner")
-        .ok_or_else(|| Error::BadSpec { spec: spec.to_string(), why: "the fault datapath wraps another: add `inner=<datapath>` (e.g. inner=udp)".into() })?;
-    if inner_name == "fault" {
-        return Err(Error::BadSpec { spec: spec.to_string(), why: "`inner=fault` would wrap itself".into() });
-    }
-    let plan = FaultPlan::from_spec(spec)?;
-    let mut inner = spec.clone();
-    inner.datapath = inner_name.clone();
-    inner.realtime = None; // the wrapper's opener already set the thread up
-    inner.extra.retain(|k, _| !KEYS.contains(&k.as_str()));
-    inner.given.0.retain(|k| !KEYS.contains(&k.as_str()));
-    Ok(Box::new(FaultInjector::wrap(crate::open_spec(&inner)?, plan)))
-}
+/// An endpoint that sends through its inner endpoint according to a [`FaultPlan`].
+pub type FaultInjector = Wrapped<FaultHooks>;
 
 impl FaultInjector {
     /// Wraps an open endpoint.
     pub fn wrap(inner: Box<dyn Endpoint>, plan: FaultPlan) -> FaultInjector {
-        let mut caps = inner.capabilities().clone();
-        caps.notes.push(format!(
+        let note = format!(
             "fault injector over {}: drop {:?} dup {:?} delay {:?} corrupt {:?} (send indices)",
-            caps.datapath, plan.drop, plan.duplicate, plan.delay, plan.corrupt
-        ));
-        caps.datapath = "fault";
-        FaultInjector { inner, plan, sends: 0, receives: 0, held: Vec::new(), injected: Injected::default(), caps }
+            inner.capabilities().datapath,
+            plan.drop,
+            plan.duplicate,
+            plan.delay,
+            plan.corrupt
+        );
+        let hooks = FaultHooks { plan, sends: 0, receives: 0, held: Vec::new(), injected: Injected::default() };
+        Wrapped::new(inner, hooks, |c| {
+            c.notes.push(note);
+            c.datapath = "fault";
+        })
     }
 
     /// What was injected so far.
     pub fn injected(&self) -> Injected {
-        self.injected
+        self.hooks().injected
     }
+}
 
+impl FaultHooks {
     /// Sends the held datagrams that are due.
-    fn release_due(&mut self) -> Result<()> {
+    fn release_due(&mut self, inner: &mut dyn Endpoint) -> Result<()> {
         if self.held.is_empty() {
             return Ok(());
         }
@@ -155,7 +169,7 @@ impl FaultInjector {
         while i < self.held.len() {
             if self.held[i].0 <= now {
                 let (_, payload, peer) = self.held.swap_remove(i);
-                self.inner.send_to(&payload, peer)?;
+                inner.send_to(&payload, peer)?;
             } else {
                 i += 1;
             }
@@ -164,21 +178,9 @@ impl FaultInjector {
     }
 }
 
-impl Endpoint for FaultInjector {
-    fn local_addr(&self) -> SocketAddrV4 {
-        self.inner.local_addr()
-    }
-
-    fn capabilities(&self) -> &Capabilities {
-        &self.caps
-    }
-
-    fn counters(&self) -> Counters {
-        self.inner.counters()
-    }
-
-    fn send_to(&mut self, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
-        self.release_due()?;
+impl EndpointHooks for FaultHooks {
+    fn send_to(&mut self, inner: &mut dyn Endpoint, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
+        self.release_due(inner)?;
         let n = self.sends;
         self.sends += 1;
         if self.plan.drop.contains(&n) {
@@ -198,19 +200,29 @@ impl Endpoint for FaultInjector {
             self.injected.delayed += 1;
             return Ok(());
         }
-        self.inner.send_to(payload, peer)?;
+        inner.send_to(payload, peer)?;
         if self.plan.duplicate.contains(&n) {
-            self.inner.send_to(payload, peer)?;
+            inner.send_to(payload, peer)?;
             self.injected.duplicated += 1;
         }
         Ok(())
     }
 
-    fn recv(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<RxMeta>> {
-        self.release_due()?;
+    /// One datagram at a time, so each has its send index.
+    fn send_batch(&mut self, inner: &mut dyn Endpoint, batch: &[TxDatagram<'_>]) -> Result<usize> {
+        for (i, d) in batch.iter().enumerate() {
+            if let Err(e) = self.send_to(inner, d.payload, d.peer) {
+                return if i == 0 { Err(e) } else { Ok(i) };
+            }
+        }
+        Ok(batch.len())
+    }
+
+    fn recv(&mut self, inner: &mut dyn Endpoint, buf: &mut [u8], mode: RecvMode) -> Result<Option<RxMeta>> {
+        self.release_due(inner)?;
         // While something is held, wait in short slices so it goes out on time.
         let mode = if self.held.is_empty() { mode } else { RecvMode::NonBlocking };
-        let got = self.inner.recv(buf, mode)?;
+        let got = inner.recv(buf, mode)?;
         if got.is_some() {
             if let Some(&ns) = self.plan.stall_rx.get(&self.receives) {
                 std::thread::sleep(std::time::Duration::from_nanos(ns));
@@ -218,6 +230,20 @@ impl Endpoint for FaultInjector {
             self.receives += 1;
         }
         Ok(got)
+    }
+
+    /// One datagram at a time, so each has its receive index.
+    fn recv_batch(&mut self, inner: &mut dyn Endpoint, batch: &mut crate::endpoint::RxBatch, mode: RecvMode) -> Result<usize> {
+        batch.clear();
+        let mut mode = mode;
+        while let Some(slot) = batch.next_slot() {
+            match self.recv(inner, slot, mode)? {
+                Some(meta) => batch.commit(meta),
+                None => break,
+            }
+            mode = RecvMode::NonBlocking;
+        }
+        Ok(batch.len())
     }
 }
 
@@ -227,8 +253,11 @@ mod tests {
 
     #[test]
     fn plans_parse_and_errors_name_the_key() {
-        let s: EndpointSpec = "fault://10.0.0.1:7?inner=udp&drop=1,2&dup=3&delay=4:5ms,6:200us&corrupt=7&corrupt_byte=16&stall_rx=9:1ms".parse().unwrap();
-        let p = FaultPlan::from_spec(&s).unwrap();
+        let s: crate::EndpointSpec =
+            "fault://10.0.0.1:7?inner=udp&drop=1,2&dup=3&delay=4:5ms,6:200us&corrupt=7&corrupt_byte=16&stall_rx=9:1ms".parse().unwrap();
+        assert_eq!(s.datapath, "udp");
+        assert_eq!(s.layers.len(), 1);
+        let p = FaultPlan::from_keys(&s.layers[0].keys).unwrap();
         assert_eq!(p.drop, [1, 2].into());
         assert_eq!(p.duplicate, [3].into());
         assert_eq!(p.delay, [(4, 5_000_000), (6, 200_000)].into());
@@ -239,7 +268,7 @@ mod tests {
             ("fault://10.0.0.1:7?inner=udp&delay=4", "`delay` takes INDEX:DURATION"),
             ("fault://10.0.0.1:7?inner=udp&delay=4:5parsecs", "`delay` takes INDEX:DURATION"),
         ] {
-            let e = FaultPlan::from_spec(&spec.parse().unwrap()).unwrap_err().to_string();
+            let e = spec.parse::<crate::EndpointSpec>().unwrap_err().to_string();
             assert!(e.contains(needle), "{spec}: {e}");
         }
         assert_eq!(parse_duration_ns("1s"), Some(1_000_000_000));

@@ -1,0 +1,60 @@
+//! What a datapath registers: its name, keys and openers (the entries of
+//! [`crate::datapath::DATAPATHS`]). Below the datapath modules, which name
+//! their entry with these types.
+
+use crate::endpoint::{Endpoint, FrameEndpoint};
+use crate::error::{Error, Result};
+use crate::spec::{EndpointSpec, COMMON_KEYS};
+
+/// Opens a datagram endpoint from a parsed spec (whose keys passed [`Datapath::check_keys`]).
+pub type DatagramOpener = fn(&EndpointSpec) -> Result<Box<dyn Endpoint>>;
+
+/// A datapath: a name (the URI scheme), the spec keys it takes, and its
+/// openers: datagrams ([`Endpoint`]), Ethernet frames ([`FrameEndpoint`]), or both.
+/// Every datapath is one entry of [`DATAPATHS`].
+pub struct Datapath {
+    /// The URI scheme, e.g. "afxdp".
+    pub name: &'static str,
+    /// One line for `--help` and reports.
+    pub summary: &'static str,
+    /// The spec keys its datagram endpoints take besides [`COMMON_KEYS`].
+    pub keys: &'static [&'static str],
+    /// Opens a datagram endpoint; `None`: the datapath carries frames only (`packet`).
+    pub open: Option<DatagramOpener>,
+    /// Its frame side (own keys and opener), if it carries Ethernet frames.
+    pub frames: Option<&'static FrameDatapath>,
+}
+
+/// The frame side of a [`Datapath`]: its keys and its opener (the name is the datapath's).
+pub struct FrameDatapath {
+    /// The URI scheme (the same as its [`Datapath`]'s).
+    pub name: &'static str,
+    /// One line for `--help` and reports.
+    pub summary: &'static str,
+    /// The keys it takes besides [`COMMON_KEYS`].
+    pub keys: &'static [&'static str],
+    /// Opens a frame endpoint from a parsed spec (`port` is the EtherType).
+    pub open: fn(&EndpointSpec) -> Result<Box<dyn FrameEndpoint>>,
+}
+
+impl Datapath {
+    /// Refuses a key this datapath's datagram endpoints do not take, naming
+    /// the key, the datapath and what it takes (`udp` has no `zerocopy`).
+    pub fn check_keys(&self, spec: &EndpointSpec) -> Result<()> {
+        check_keys(self.name, self.keys, spec)
+    }
+
+    /// The same for its frame endpoints.
+    pub fn check_frame_keys(&self, spec: &EndpointSpec) -> Result<()> {
+        check_keys(self.name, self.frames.map(|f| f.keys).unwrap_or(&[]), spec)
+    }
+}
+
+pub(crate) fn check_keys(name: &'static str, keys: &[&str], spec: &EndpointSpec) -> Result<()> {
+    match spec.given.0.iter().find(|k| !COMMON_KEYS.contains(&k.as_str()) && !keys.contains(&k.as_str())) {
+        None => Ok(()),
+        Some(key) => {
+            Err(Error::UnsupportedKey { datapath: name, key: key.clone(), accepted: COMMON_KEYS.iter().chain(keys).copied().collect::<Vec<_>>().join(", ") })
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! detpath-open: the one layer registry, and `open` with it.
+//!
+//! detpath's open pipeline (`detpath::open_spec`) runs whatever layers a
+//! typed spec holds; *which* layer a key of the spec text belongs to is the
+//! registry's business. Layers live in different crates: the fault
+//! injector, the real-time thread and the capture in detpath, the slot
+//! scheduler in detpath-sched (which depends on detpath, so detpath cannot
+//! name it). This crate depends on both and lists every layer in [`LAYERS`];
+//! everything that opens a user's spec (the C and Python bindings, the CLI,
+//! bench, pub-sub) opens it here, so a spec opens the same everywhere and
+//! no binding depends on the scheduler crate itself.
+//!
+//! ```no_run
+//! let mut ep = detpath_open::open("udp://10.77.0.2:7000?sched=slots&classes=bulk:be:0/2&pcap=/tmp/x.pcap").unwrap();
+//! # let _ = ep.capabilities();
+//! ```
+
+#![warn(missing_docs)]
+
+pub use detpath::{open_frames_spec, open_spec, EndpointSpec, Layer};
+use detpath::{Endpoint, FrameEndpoint, Result};
+
+/// How many layers detpath itself has.
+const OWN: usize = detpath::layers::LAYERS.len();
+
+/// Every layer, innermost first (the order the pipeline wraps in):
+/// detpath's, in detpath's order (a new one there is here without an edit),
+/// then the slot scheduler's, outermost: its releases go through the
+/// capture and the fault injector.
+static ALL: [&dyn Layer; OWN + 1] = {
+    let mut all: [&dyn Layer; OWN + 1] = [&detpath_sched::LAYER; OWN + 1];
+    let mut i = 0;
+    while i < OWN {
+        all[i] = detpath::layers::LAYERS[i];
+        i += 1;
+    }
+    all
+};
+
+/// The one registry: every layer of the workspace (see [`ALL`]).
+pub static LAYERS: detpath::layer::Registry = &ALL;
+
+/// Parses a spec with every layer's keys.
+pub fn parse(spec: &str) -> Result<EndpointSpec> {
+    EndpointSpec::parse_with(spec, LAYERS)
+}
+
+/// Opens a datagram endpoint from spec text with every layer.
+pub fn open(spec: &str) -> Result<Box<dyn Endpoint>> {
+    open_spec(&parse(spec)?)
+}
+
+/// Opens a frame endpoint from spec text with every layer.
+pub fn open_frames(spec: &str) -> Result<Box<dyn FrameEndpoint>> {
+    open_frames_spec(&parse(spec)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_layer_of_detpath_is_listed_in_its_order() {
+        let names = |r: detpath::layer::Registry| r.iter().map(|l| l.name()).collect::<Vec<_>>();
+        let ours = names(LAYERS);
+        let theirs = names(detpath::layers::LAYERS);
+        // detpath's layers appear here in detpath's order, the scheduler among them.
+        assert_eq!(ours.iter().filter(|n| theirs.contains(n)).copied().collect::<Vec<_>>(), theirs);
+        assert!(ours.contains(&"sched"));
+    }
+
+    #[test]
+    fn a_scheduled_spec_opens_with_its_layers_in_order() {
+        let s = parse("udp://127.0.0.1:0?rt_core=0&rt_mlock=false&sched=slots&classes=bulk:be:0/2&drop=5").unwrap();
+        assert_eq!(s.layers.iter().map(|u| u.name()).collect::<Vec<_>>(), ["fault", "rt", "sched"]);
+        let e = open("udp://127.0.0.1:0?sched=slots").err().unwrap().to_string();
+        assert!(e.contains("no traffic class"), "{e}");
+        let ep = open("udp://127.0.0.1:0?sched=slots&classes=bulk:be:0/2").unwrap();
+        assert!(ep.capabilities().notes.iter().any(|n| n.starts_with("sched=slots")));
+    }
+}
