@@ -21,7 +21,7 @@ use crate::endpoint::{Capabilities, Counters, Endpoint, RecvMode, RxBatch, RxMet
 use crate::error::Result;
 use crate::frame::{FrameEndpoint, FrameMeta, MacAddr};
 use crate::spec::RealtimeSpec;
-use detpath_tune::rt::{CpuDmaLatencyHold, RealtimeConfig, Warning};
+use detpath_sys::thread::{CpuDmaLatencyHold, RealtimeConfig, Warning};
 use std::net::SocketAddrV4;
 
 /// Applies `rt` to the calling thread; returns the notes to attach to the
