@@ -10,14 +10,23 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 const SIOCETHTOOL: libc::c_ulong = 0x8946;
+/// Get interrupt coalescing (`struct ethtool_coalesce`).
 pub const ETHTOOL_GCOALESCE: u32 = 0x0e;
+/// Set interrupt coalescing.
 pub const ETHTOOL_SCOALESCE: u32 = 0x0f;
+/// Get ring sizes (`struct ethtool_ringparam`).
 pub const ETHTOOL_GRINGPARAM: u32 = 0x10;
+/// Set ring sizes.
 pub const ETHTOOL_SRINGPARAM: u32 = 0x11;
+/// Get the offload flags word (`struct ethtool_value`; LRO is [`ETH_FLAG_LRO`]).
 pub const ETHTOOL_GFLAGS: u32 = 0x25;
+/// Set the offload flags word.
 pub const ETHTOOL_SFLAGS: u32 = 0x26;
+/// Get GRO on/off (`struct ethtool_value`).
 pub const ETHTOOL_GGRO: u32 = 0x2b;
+/// Set GRO on/off.
 pub const ETHTOOL_SGRO: u32 = 0x2c;
+/// The LRO bit of the flags word.
 pub const ETH_FLAG_LRO: u32 = 1 << 15;
 const ETHTOOL_GCHANNELS: u32 = 0x3c;
 const ETHTOOL_GSET: u32 = 0x01;
@@ -78,14 +87,23 @@ struct TsInfo {
 #[repr(C)]
 #[derive(Default, Clone, Copy)]
 pub struct Channels {
+    /// `ETHTOOL_GCHANNELS`.
     pub cmd: u32,
+    /// Most rx-only channels the NIC has.
     pub max_rx: u32,
+    /// Most tx-only channels.
     pub max_tx: u32,
+    /// Most other channels (link interrupts, SR-IOV).
     pub max_other: u32,
+    /// Most combined rx/tx channels.
     pub max_combined: u32,
+    /// rx-only channels in use.
     pub rx_count: u32,
+    /// tx-only channels in use.
     pub tx_count: u32,
+    /// Other channels in use.
     pub other_count: u32,
+    /// Combined channels in use.
     pub combined_count: u32,
 }
 
@@ -93,18 +111,31 @@ pub struct Channels {
 #[repr(C)]
 #[derive(Default, Clone, Copy)]
 pub struct Coalesce {
+    /// `ETHTOOL_GCOALESCE` or `ETHTOOL_SCOALESCE`.
     pub cmd: u32,
+    /// µs after a receive before its interrupt.
     pub rx_usecs: u32,
+    /// Frames received before an interrupt.
     pub rx_frames: u32,
+    /// `rx_usecs` while an interrupt is being serviced.
     pub rx_usecs_irq: u32,
+    /// `rx_frames` while an interrupt is being serviced.
     pub rx_frames_irq: u32,
+    /// µs after a send completes before its interrupt.
     pub tx_usecs: u32,
+    /// Completed sends before an interrupt.
     pub tx_frames: u32,
+    /// `tx_usecs` while an interrupt is being serviced.
     pub tx_usecs_irq: u32,
+    /// `tx_frames` while an interrupt is being serviced.
     pub tx_frames_irq: u32,
+    /// µs between statistics block updates.
     pub stats_block_usecs: u32,
+    /// Adaptive receive coalescing on (1) or off (0).
     pub adaptive_rx: u32,
+    /// Adaptive transmit coalescing on (1) or off (0).
     pub adaptive_tx: u32,
+    /// The packet-rate thresholds and their settings, kept as read.
     pub rest: [u32; 11],
 }
 
@@ -112,14 +143,23 @@ pub struct Coalesce {
 #[repr(C)]
 #[derive(Default, Clone, Copy)]
 pub struct Rings {
+    /// `ETHTOOL_GRINGPARAM` or `ETHTOOL_SRINGPARAM`.
     pub cmd: u32,
+    /// Largest rx ring.
     pub rx_max: u32,
+    /// Largest rx mini ring.
     pub rx_mini_max: u32,
+    /// Largest rx jumbo ring.
     pub rx_jumbo_max: u32,
+    /// Largest tx ring.
     pub tx_max: u32,
+    /// rx ring size in use.
     pub rx: u32,
+    /// rx mini ring size in use.
     pub rx_mini: u32,
+    /// rx jumbo ring size in use.
     pub rx_jumbo: u32,
+    /// tx ring size in use.
     pub tx: u32,
 }
 
@@ -164,12 +204,14 @@ fn call<T>(iface: &str, arg: &mut T) -> io::Result<()> {
     Ok(())
 }
 
+/// The interrupt coalescing of `iface` (`ethtool -c`).
 pub fn coalesce(iface: &str) -> io::Result<Coalesce> {
     let mut c = Coalesce { cmd: ETHTOOL_GCOALESCE, ..Default::default() };
     call(iface, &mut c)?;
     Ok(c)
 }
 
+/// The ring sizes of `iface` (`ethtool -g`).
 pub fn rings(iface: &str) -> io::Result<Rings> {
     let mut r = Rings { cmd: ETHTOOL_GRINGPARAM, ..Default::default() };
     call(iface, &mut r)?;
