@@ -122,7 +122,7 @@ pub fn parse_duration_ns(text: &str, bare: Unit) -> Result<u64, DurationError> {
 /// `250ns`): what [`parse_duration`] reads back to the same value.
 pub fn format_ns(ns: u64) -> String {
     for unit in [Unit::Mins, Unit::Secs, Unit::Millis, Unit::Micros] {
-        if ns != 0 && ns % unit.ns() == 0 {
+        if ns != 0 && ns.checked_rem(unit.ns()) == Some(0) {
             return format!("{}{}", ns / unit.ns(), unit.suffix());
         }
     }
