@@ -70,20 +70,15 @@ impl std::str::FromStr for TailThreshold {
     fn from_str(s: &str) -> Result<TailThreshold, String> {
         let bad = || format!("tail threshold `{s}`: give a multiple of the median (`10x`) or a latency (`50us`, `0.2ms`)");
         let s = s.trim();
-        let (num, scale, times) = if let Some(n) = s.strip_suffix('x') {
-            (n, 1.0, true)
-        } else if let Some(n) = s.strip_suffix("ms") {
-            (n, 1000.0, false)
-        } else if let Some(n) = s.strip_suffix("us").or_else(|| s.strip_suffix("µs")) {
-            (n, 1.0, false)
-        } else {
-            (s, 1.0, false)
-        };
-        let v: f64 = num.trim().parse().map_err(|_| bad())?;
-        if !(v > 0.0 && v.is_finite()) {
+        if let Some(n) = s.strip_suffix('x') {
+            let v: f64 = n.trim().parse().map_err(|_| bad())?;
+            return if v > 0.0 && v.is_finite() { Ok(TailThreshold::TimesMedian(v)) } else { Err(bad()) };
+        }
+        let ns = detpath::sys::units::parse_duration_ns(s, detpath::sys::units::Unit::Micros).map_err(|_| bad())?;
+        if ns == 0 {
             return Err(bad());
         }
-        Ok(if times { TailThreshold::TimesMedian(v) } else { TailThreshold::Micros(v * scale) })
+        Ok(TailThreshold::Micros(ns as f64 / 1e3))
     }
 }
 

@@ -483,7 +483,7 @@ fn machine(skipped: Vec<usize>) -> Machine {
 }
 
 fn online_cpus() -> usize {
-    detpath_tune::Host::real().online_cpus().iter().count()
+    detpath_sys::cpu::online().iter().count()
 }
 
 /// Runs every cell: for each encapsulation, size and receive-CPU count, the

@@ -227,7 +227,7 @@ impl Classifier {
         };
         c.apply_settings(&Settings::default()).map_err(|e| Error::Load(e.to_string()))?;
         // One cpumap entry (a kthread) per online CPU, so steering needs no setup later.
-        for cpu in detpath_tune::Host::real().online_cpus().iter().map(|c| c as u32) {
+        for cpu in detpath_sys::cpu::online().iter().map(|c| c as u32) {
             if cpu >= maps::MAX_CPUS {
                 continue;
             }

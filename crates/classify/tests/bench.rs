@@ -8,7 +8,7 @@ use std::time::Duration;
 
 #[test]
 fn every_cell_runs_and_does_what_its_rules_say() {
-    let online = detpath_tune::Host::real().online_cpus().iter().count();
+    let online = detpath_sys::cpu::online().iter().count();
     let o = BenchOptions { duration: Duration::from_millis(50), sizes: vec![132, 1500], test_run_repeat: 1000, ..BenchOptions::default() };
     let mut seen = 0;
     let r = bench::run(&o, &mut |_| seen += 1).expect("bench runs (root)");

@@ -105,7 +105,7 @@ fn sixteen_services_eight_prioritised_over_vxlan_gtpu() {
     let d = Daemon::start(cfg).expect("daemon");
     assert!(has_xdp(&e, &ee));
 
-    let cpus = detpath_tune::Host::real().online_cpus().iter().collect::<Vec<_>>();
+    let cpus = detpath_sys::cpu::online().iter().collect::<Vec<_>>();
     let steer_cpu = *cpus.last().unwrap();
     for s in 0..8u32 {
         let action = if s < 4 { format!(r#""actionName": "PRIO_QUEUE", "rx_queue": "{steer_cpu}""#) } else { r#""actionName": "PASS""#.to_string() };

@@ -17,7 +17,7 @@ fn diff(a: &[u64], b: &[u64]) -> Vec<u64> {
 
 #[test]
 fn inner_flows_of_one_tunnel_spread_over_cpus() {
-    let online = detpath_tune::Host::real().online_cpus().iter().count();
+    let online = detpath_sys::cpu::online().iter().count();
     if online < 2 {
         eprintln!("inner_flows_of_one_tunnel_spread_over_cpus: SKIPPED, this machine has {online} online CPU (spreading needs 2)");
         return;

@@ -63,7 +63,7 @@ pub enum Error {
 
     /// The endpoint's real-time polling thread could not be set up (`rt_core=` keys).
     #[error("real-time polling thread: {0}")]
-    Realtime(#[from] detpath_tune::RtError),
+    Realtime(#[from] detpath_sys::thread::RtError),
 }
 
 impl Error {

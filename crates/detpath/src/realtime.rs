@@ -20,7 +20,7 @@
 use crate::endpoint::{Endpoint, FrameEndpoint};
 use crate::error::Result;
 use crate::layer::{Keep, Layer, LayerKeys, Prepared, Wrapped, WrappedFrames};
-use detpath_tune::rt::{CpuDmaLatencyHold, RealtimeConfig, Warning};
+use detpath_sys::thread::{CpuDmaLatencyHold, RealtimeConfig, Warning};
 
 /// The real-time layer: the `rt_*` keys.
 pub static LAYER: RealtimeLayer = RealtimeLayer;

@@ -7,7 +7,7 @@
 
 use detpath::testbed::{Testbed, TestbedConfig};
 use detpath::{Error, RecvMode};
-use detpath_tune::rt::{current_cpu_dma_latency, current_policy, current_thread_affinity, set_normal};
+use detpath_sys::thread::{current_cpu_dma_latency, current_policy, current_thread_affinity, set_normal};
 use std::time::Duration;
 
 const WAIT: RecvMode = RecvMode::BusyPoll { timeout: Some(Duration::from_secs(2)) };

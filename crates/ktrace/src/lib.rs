@@ -18,6 +18,8 @@
 //! # Ok::<(), detpath_ktrace::Error>(())
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod attribute;
 pub mod event;
 pub mod tracer;

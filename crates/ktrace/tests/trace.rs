@@ -27,25 +27,15 @@ fn two_cores() -> bool {
 }
 
 fn pin(cpu: usize) {
-    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET writes within it; 0 = this thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        assert_eq!(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set), 0, "pinning to cpu {cpu}");
-    }
+    detpath_sys::thread::pin_current_thread(cpu).unwrap_or_else(|e| panic!("pinning to cpu {cpu}: {e}"));
 }
 
 /// SCHED_FIFO at `prio` for the calling thread (root).
-fn fifo(prio: i32) {
-    let param = libc::sched_param { sched_priority: prio };
-    // SAFETY: valid param; 0 = the calling thread.
-    assert_eq!(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) }, 0, "SCHED_FIFO {prio} (root)");
+fn fifo(prio: u8) {
+    detpath_sys::thread::set_fifo(prio).unwrap_or_else(|e| panic!("SCHED_FIFO {prio} (root): {e}"));
 }
 
-fn tid() -> u32 {
-    // SAFETY: gettid has no preconditions.
-    unsafe { libc::gettid() as u32 }
-}
+use detpath_sys::thread::tid;
 
 fn now_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };

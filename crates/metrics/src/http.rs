@@ -85,14 +85,23 @@ impl Default for Limits {
 }
 
 /// Why a token could not be used.
+/// Why a bearer token could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenError {
     #[error(
         "cannot read the token file {path}: {err}; create it (e.g. `head -c 32 /dev/urandom | base64 > {path}; chmod 600 {path}`) or pass another --token-file"
     )]
-    Read { path: String, err: io::Error },
+    /// The file could not be read.
+    Read {
+        /// The token file.
+        path: String,
+        /// The read error.
+        err: io::Error,
+    },
+    /// The file holds no token (its path).
     #[error("the token from {0} is empty; put a secret of printable characters in it")]
     Empty(String),
+    /// The token holds a character a header cannot carry (the file's path).
     #[error("the token from {0} holds a space or a control character; use printable ASCII (e.g. base64) so it fits an `Authorization: Bearer` header")]
     Invalid(String),
 }
@@ -161,29 +170,37 @@ pub struct Policy {
 pub enum Peer {
     /// TCP, with the local address the client connected to.
     Tcp {
+        /// The local address the client connected to.
         local: SocketAddr,
     },
+    /// A Unix socket (access is the socket file's permissions).
     Unix,
 }
 
 /// A request as the handler sees it: limits and access already checked.
 #[derive(Debug, Clone)]
 pub struct Req {
+    /// `GET`, `POST`...
     pub method: String,
     /// Path and query, e.g. `/v1/intents?x=1`.
     pub path: String,
+    /// The request body.
     pub body: Bytes,
 }
 
 /// The handler's answer.
 #[derive(Debug, Clone)]
 pub struct Reply {
+    /// The HTTP status.
     pub status: u16,
+    /// The Content-Type header.
     pub content_type: String,
+    /// The body.
     pub body: Vec<u8>,
 }
 
 impl Reply {
+    /// A reply with this status, Content-Type and body.
     pub fn new(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Reply {
         Reply { status, content_type: content_type.to_string(), body: body.into() }
     }
@@ -192,8 +209,11 @@ impl Reply {
 /// A request refused before the handler saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
+    /// The HTTP status sent.
     pub status: u16,
+    /// A stable machine-readable code (`too_large`, `unauthorized`...).
     pub code: &'static str,
+    /// What to do about it.
     pub message: String,
 }
 
@@ -322,11 +342,14 @@ pub struct Server<H> {
 /// A listening socket made by the caller (in the namespace it chose).
 #[derive(Debug)]
 pub enum Bound {
+    /// A TCP listener.
     Tcp(std::net::TcpListener),
+    /// A Unix-socket listener.
     Unix(std::os::unix::net::UnixListener),
 }
 
 impl<H: Fn(Req) -> Reply + 'static> Server<H> {
+    /// A server that answers with `handler` under `policy` and `limits`.
     pub fn new(policy: Policy, limits: Limits, handler: H) -> Rc<Server<H>> {
         Rc::new(Server { policy, limits, handler, conns: RefCell::default() })
     }
@@ -540,7 +563,9 @@ impl Drop for Listener {
 /// Where a client sends its requests.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
+    /// `http://ADDR`.
     Tcp(SocketAddr),
+    /// `unix:PATH`.
     Unix(PathBuf),
 }
 
@@ -556,9 +581,11 @@ impl std::fmt::Display for Target {
 /// What one request returned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
+    /// The HTTP status.
     pub status: u16,
     /// The Content-Type header, lower-cased ("" when absent).
     pub content_type: String,
+    /// The body, as text.
     pub body: String,
 }
 

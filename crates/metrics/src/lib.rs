@@ -23,6 +23,8 @@
 //! flags (`--metrics`, `--metrics-token`, `--metrics-token-file`) live in the
 //! CLI crate.
 
+#![warn(missing_docs)]
+
 pub mod encode;
 pub mod http;
 pub mod watch;
@@ -44,9 +46,17 @@ pub enum Error {
     #[error(
         "refusing to serve metrics on {0} (not a loopback address) without a token: pass --metrics-token SECRET (scrapers send `Authorization: Bearer SECRET`)"
     )]
+    /// A non-loopback address without a token (the address).
     NeedToken(String),
+    /// The listening socket could not be made.
     #[error("cannot serve metrics on {addr}: {why}")]
-    Listen { addr: String, why: String },
+    Listen {
+        /// The address asked for.
+        addr: String,
+        /// Why.
+        why: String,
+    },
+    /// The token file is unusable.
     #[error(transparent)]
     Token(#[from] http::TokenError),
 }

@@ -24,7 +24,9 @@ pub fn values(c: &Counters) -> [u64; COUNT] {
 
 /// What the metrics thread knows of one endpoint.
 pub struct Watch {
+    /// What the endpoint obtained (the info metric's labels).
     pub caps: Capabilities,
+    /// Its local address.
     pub local: SocketAddrV4,
     want: AtomicBool,
     seq: AtomicU64,
@@ -37,6 +39,7 @@ pub struct Watch {
 /// One reading of a watched endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reading {
+    /// The counters in `Counters::FIELDS` order.
     pub counters: [u64; COUNT],
     /// How old the counters are (the polling thread answers between its calls).
     pub age: Duration,

@@ -248,7 +248,6 @@ impl AppSolver {
     }
 
     /// Some(Some(schedule)), Some(None) when proven infeasible, None when the budget ran out.
-    #[allow(clippy::type_complexity)]
     fn branch_and_bound(&mut self, allowed: SlotSet, budget: Option<u64>, clock: &mut Clock) -> Result<Option<Option<AppSchedule>>, TimedOut> {
         if self.flows.is_empty() {
             let empty = AppSchedule { times: Vec::new(), used: SlotSet::EMPTY, use_count: vec![0; self.ring] };

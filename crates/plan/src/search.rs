@@ -250,7 +250,6 @@ impl<'p> Search<'p> {
     }
 
     /// Returns false when the budget ran out (best is then only an upper bound).
-    #[allow(clippy::too_many_arguments)]
     fn min_slots_rec(
         &mut self,
         a: usize,
@@ -358,7 +357,6 @@ impl<'p> Search<'p> {
     /// the others want most first). M = inc: inc is the candidate. Otherwise branch on a slot r of
     /// M - inc: take it, or never take it. Every minimal sufficient set lies below some branch, so the
     /// enumeration is complete.
-    #[allow(clippy::too_many_arguments)]
     fn choose(&mut self, d: usize, free: SlotSet, own: SlotSet, inc: SlotSet, exc: SlotSet, order: &[usize], clock: &mut Clock) -> Result<bool, Stop> {
         self.node(clock)?;
         let a = self.order[d];

@@ -50,7 +50,10 @@ static INSTALL: Once = Once::new();
 /// What a signal does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnSignal {
+    /// Run every registered undo, then exit 130.
     CleanupAndExit,
+    /// Set [`interrupted`] so a long run stops at its next round and drops
+    /// its guards itself; a second signal cleans up and exits.
     SetFlag,
 }
 

@@ -5,8 +5,10 @@
 //! neighbour table ([`neigh`]), XDP programs and their links ([`xdp`]),
 //! AF_PACKET sockets ([`packet`]), NIC settings through ethtool
 //! ([`ethtool`]), the thread's capabilities and limits ([`caps`]), what the
-//! scheduler accounts to it ([`thread`]), what a run cost in CPU
-//! ([`cputime`]), where libbpf's own
+//! scheduler accounts to it and its real-time setup (pinning, SCHED_FIFO,
+//! locked memory: [`thread`]), the CPUs of the host ([`cpu`]), the tuning
+//! shield's cgroups ([`cgroup`]), what a run cost in CPU ([`cputime`]), durations as people write them
+//! ([`units`]), where libbpf's own
 //! messages go ([`liblog`]), and the
 //! undo registry that puts host changes back on SIGINT/SIGTERM
 //! ([`cleanup`]), and the one atomic, durable file write ([`fsutil`]). The datapaths, the classifier and the tuning layer hold no
@@ -20,8 +22,12 @@
 //! No policy lives here: which XDP mode to want, which keys a datapath takes,
 //! what to tune, is decided above. Errors ([`Error`]) name the object and the fix.
 
+#![warn(missing_docs)]
+
 pub mod caps;
+pub mod cgroup;
 pub mod cleanup;
+pub mod cpu;
 pub mod cputime;
 pub mod error;
 pub mod ethtool;
@@ -32,6 +38,7 @@ pub mod netdev;
 pub mod netns;
 pub mod packet;
 pub mod thread;
+pub mod units;
 pub mod xdp;
 
 pub use error::{Error, Result};

@@ -237,7 +237,9 @@ fn monotonic_ns_base() -> u64 {
 /// One usable entry of the kernel's neighbour table (one with a link-layer address).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NeighEntry {
+    /// The neighbour's address.
     pub dst: IpAddr,
+    /// Its link-layer address.
     pub mac: MacAddr,
     /// [`NUD_PERMANENT`], [`NUD_NOARP`], or [`NUD_STALE`] for every learned
     /// state (REACHABLE, DELAY, PROBE...): written back as stale, the kernel

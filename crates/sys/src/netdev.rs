@@ -11,10 +11,15 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 /// An interface as found in the current network namespace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NetDev {
+    /// Its name.
     pub name: String,
+    /// Its index in the namespace.
     pub ifindex: u32,
+    /// Its MAC address.
     pub mac: MacAddr,
+    /// Its MTU.
     pub mtu: u32,
+    /// Whether it is administratively up (`IFF_UP`).
     pub up: bool,
     /// IPv4 addresses with their prefix lengths.
     pub ipv4: Vec<(Ipv4Addr, u8)>,

@@ -99,8 +99,11 @@ pub const NATIVE_MAX_MTU: u32 = 4096 - 256 - 320 - 14;
 /// The XDP program ids attached to an interface, by mode, as the kernel reports them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AttachedXdp {
+    /// The program in driver (native) mode, 0 for none.
     pub drv_prog_id: u32,
+    /// The program in generic (skb) mode, 0 for none.
     pub skb_prog_id: u32,
+    /// The program offloaded to the NIC, 0 for none.
     pub hw_prog_id: u32,
 }
 

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use crate::cpus::CpuList;
 
-#[allow(missing_docs)] // variant fields are described by the error messages
 /// Why a tuning operation (audit, apply, revert) could not be done. Every
 /// variant names the setting, file or interface concerned and, where there is
 /// one, what to do about it. When an error is returned before any change was
@@ -14,22 +13,47 @@ use crate::cpus::CpuList;
 pub enum TuneError {
     /// A `--cores` list could not be parsed.
     #[error("invalid CPU list `{input}`: {reason} (expected e.g. `1` or `2-3,6`)")]
-    InvalidCoreList { input: String, reason: String },
+    InvalidCoreList {
+        /// The text given.
+        input: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A core number is above what the kernel can have (`cpu/possible`).
     #[error("core {core} is out of range: this kernel has CPUs {possible} (see /sys/devices/system/cpu/possible)")]
-    CoreOutOfRange { core: usize, possible: CpuList },
+    CoreOutOfRange {
+        /// The core.
+        core: usize,
+        /// The CPUs the kernel can have.
+        possible: CpuList,
+    },
     /// A core number is possible but not online on this machine.
     #[error("core {core} is not an online CPU: online CPUs are {online} (see /sys/devices/system/cpu/online)")]
-    CoreNotOnline { core: usize, online: CpuList },
+    CoreNotOnline {
+        /// The core.
+        core: usize,
+        /// The online CPUs.
+        online: CpuList,
+    },
     /// The datapath cores would leave no CPU for the OS and its interrupts.
     #[error("datapath cores {cores} leave no housekeeping CPU (online: {online}); keep at least one CPU out of --cores for interrupts and the OS")]
-    NoHousekeepingCore { cores: CpuList, online: CpuList },
+    NoHousekeepingCore {
+        /// The datapath cores asked for.
+        cores: CpuList,
+        /// The online CPUs.
+        online: CpuList,
+    },
     /// `--cores` was empty.
     #[error("no datapath core given: pass --cores, e.g. --cores 1")]
     NoCores,
     /// The network interface does not exist (in this network namespace).
     #[error("network interface `{iface}` does not exist ({path} is missing); list interfaces with `ip -br link`")]
-    NoSuchInterface { iface: String, path: PathBuf },
+    NoSuchInterface {
+        /// The interface.
+        iface: String,
+        /// The file.
+        path: PathBuf,
+    },
     /// Changing the real host needs root.
     #[error("changing the host's tuning needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN): run as root; `detpath tune audit` and `apply --dry-run` work without")]
     NeedsRoot,
@@ -39,52 +63,111 @@ pub enum TuneError {
     /// A file of /proc, /sys or the state directory could not be read or written.
     #[error("cannot {op} {path}: {source}")]
     Io {
+        /// What was being done (`read`, `write`...).
         op: &'static str,
+        /// The file.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: io::Error,
     },
     /// An ethtool operation on a NIC failed.
     #[error("cannot {op} {setting} of {iface}: {source}")]
     Nic {
+        /// What was being done (`read`, `write`...).
         op: &'static str,
+        /// The interface.
         iface: String,
+        /// The NIC setting.
         setting: String,
+        /// The underlying error.
         #[source]
         source: io::Error,
     },
     /// The journal file exists but cannot be understood.
     #[error("tuning journal {path} is corrupt ({reason}); nothing was changed. Inspect it, restore the values it lists by hand if needed, then delete it")]
-    JournalCorrupt { path: PathBuf, reason: String },
+    JournalCorrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The journal was written during another boot: the values it records were lost with that boot.
     #[error("tuning journal {path} was written during boot {journal_boot}, this is boot {current_boot}: its changes did not survive the reboot, so nothing was changed. Remove it with `detpath tune revert --discard-stale`")]
-    JournalOtherBoot { path: PathBuf, journal_boot: String, current_boot: String },
+    JournalOtherBoot {
+        /// The file.
+        path: PathBuf,
+        /// The boot the journal was written in.
+        journal_boot: String,
+        /// This boot.
+        current_boot: String,
+    },
     /// The journal was written for another root directory than the one in use.
     #[error("tuning journal {path} belongs to root {journal_root}, not {root}; nothing was changed. Use the matching --state-dir")]
-    JournalRootMismatch { path: PathBuf, journal_root: PathBuf, root: PathBuf },
+    JournalRootMismatch {
+        /// The file.
+        path: PathBuf,
+        /// The root the journal was written for.
+        journal_root: PathBuf,
+        /// The root in use.
+        root: PathBuf,
+    },
     /// One change failed; the changes made before it were rolled back.
     #[error("applying {knob} failed: {cause}; the {rolled_back} change(s) made before it were rolled back, the host is as before")]
-    ApplyFailed { knob: String, cause: Box<TuneError>, rolled_back: usize },
+    ApplyFailed {
+        /// The knob that failed.
+        knob: String,
+        /// Why it failed.
+        cause: Box<TuneError>,
+        /// How many changes were undone.
+        rolled_back: usize,
+    },
     /// One change failed and the rollback failed as well.
     #[error("applying {knob} failed: {cause}; rolling back also failed for: {}; the journal {journal} keeps what is left, run `detpath tune revert`", failures.join("; "))]
-    RollbackFailed { knob: String, cause: Box<TuneError>, failures: Vec<String>, journal: PathBuf },
+    RollbackFailed {
+        /// The knob that failed.
+        knob: String,
+        /// Why it failed.
+        cause: Box<TuneError>,
+        /// What could not be undone or restored, one entry each.
+        failures: Vec<String>,
+        /// The journal file.
+        journal: PathBuf,
+    },
     /// A saved profile cannot be read or understood.
     #[error("tuning profile {path}: {reason}; save one with `detpath tune apply --cores LIST --save {path}`", path = path.display())]
-    ProfileUnreadable { path: PathBuf, reason: String },
+    ProfileUnreadable {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A saved profile cannot be written.
     #[error("cannot write tuning profile {path}: {source} (is the directory there and writable?)", path = path.display())]
     ProfileWrite {
+        /// The file.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: io::Error,
     },
     /// The host differs from the one the profile was saved on in a way that
     /// makes the profile not fit (checked before anything is changed).
     #[error("tuning profile {path} does not fit this host, nothing was changed: {}; save a profile on a host like this one, or apply with --cores/--iface for this host", differences.join("; "), path = path.display())]
-    ProfileMismatch { path: PathBuf, differences: Vec<String> },
+    ProfileMismatch {
+        /// The file.
+        path: PathBuf,
+        /// How the host differs, one entry each.
+        differences: Vec<String>,
+    },
     /// Some journal entries could not be restored; they stay in the journal.
     #[error("could not restore: {}; these entries stay in {journal}, fix the cause and run `detpath tune revert` again", failures.join("; "))]
-    RevertIncomplete { failures: Vec<String>, journal: PathBuf },
+    RevertIncomplete {
+        /// What could not be undone or restored, one entry each.
+        failures: Vec<String>,
+        /// The journal file.
+        journal: PathBuf,
+    },
 }
 
 impl TuneError {
@@ -93,50 +176,4 @@ impl TuneError {
     }
 }
 
-/// Why real-time thread setup failed.
-#[allow(missing_docs)] // variant fields are described by the error messages
-#[derive(Debug, thiserror::Error)]
-pub enum RtError {
-    /// The core number is not usable for pinning.
-    #[error("cannot pin to core {core}: {reason}")]
-    BadCore { core: usize, reason: String },
-    /// sched_setaffinity failed.
-    #[error("sched_setaffinity to core {core} failed: {source} (is the core online and in this process's cpuset?)")]
-    Pin {
-        core: usize,
-        #[source]
-        source: io::Error,
-    },
-    /// SCHED_FIFO priorities are 1..=99.
-    #[error("SCHED_FIFO priority {0} is out of range: use 1..=99")]
-    InvalidPriority(u8),
-    /// sched_setscheduler failed.
-    #[error("cannot set SCHED_FIFO priority {priority}: {source}; {hint}")]
-    SetScheduler {
-        priority: u8,
-        #[source]
-        source: io::Error,
-        hint: String,
-    },
-    /// mlockall failed.
-    #[error("mlockall(MCL_CURRENT|MCL_FUTURE) failed: {source}; {hint}")]
-    LockMemory {
-        #[source]
-        source: io::Error,
-        hint: String,
-    },
-    /// Strict mode: the core has problems that bound latency badly.
-    #[error("core {core} is not ready for a real-time datapath: {}; tune it (`detpath tune apply --cores {core}`, isolcpus) or set strict = false", warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>().join("; "))]
-    CoreNotReady { core: usize, warnings: Vec<crate::rt::Warning> },
-    /// /dev/cpu_dma_latency could not be opened or written.
-    #[error("cannot hold {path} at {us} us: {source} (needs root or write access to the device)")]
-    CpuDmaLatency {
-        path: PathBuf,
-        us: u32,
-        #[source]
-        source: io::Error,
-    },
-    /// Reading the host state for the check failed.
-    #[error(transparent)]
-    Tune(#[from] TuneError),
-}
+pub use detpath_sys::thread::RtError;

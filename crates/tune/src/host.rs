@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::cpus::CpuList;
+pub use detpath_sys::cpu::Irq;
+use detpath_sys::cpu::{natural_cmp, Cpus};
 use crate::error::TuneError;
 use crate::nic::{EthtoolIoctl, Nic};
 
@@ -151,46 +153,37 @@ impl Host {
         v
     }
 
+    /// The CPU facts of this host's tree (online, possible and isolated
+    /// CPUs, IRQs), read by [`detpath_sys::cpu::Cpus`] under the same root.
+    pub fn cpus(&self) -> Cpus {
+        Cpus::at(&self.root)
+    }
+
     /// The numbered IRQs under `/proc/irq`, each with its handlers (the
     /// action directories: empty for an IRQ that never fires) and the path of
     /// its `smp_affinity_list`.
     pub fn irqs(&self) -> Vec<Irq> {
-        self.list_dir("/proc/irq")
-            .into_iter()
-            .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
-            .map(|number| {
-                let dir = format!("/proc/irq/{number}");
-                let actions = self.list_dir(&dir).into_iter().filter(|n| self.path(&format!("{dir}/{n}")).is_dir()).collect();
-                Irq { affinity_list: format!("{dir}/smp_affinity_list"), number, actions }
-            })
-            .collect()
+        self.cpus().irqs()
     }
 
     /// Online CPUs (`/sys/devices/system/cpu/online`; CPU 0 alone when absent).
     pub fn online_cpus(&self) -> CpuList {
-        self.read_trim("/sys/devices/system/cpu/online").and_then(|s| CpuList::parse(&s).ok()).unwrap_or_else(|| CpuList::from_cpus([0]))
+        self.cpus().online()
     }
 
     /// Possible CPUs (`/sys/devices/system/cpu/possible`; the online ones when absent).
     pub fn possible_cpus(&self) -> CpuList {
-        self.read_trim("/sys/devices/system/cpu/possible").and_then(|s| CpuList::parse(&s).ok()).unwrap_or_else(|| self.online_cpus())
+        self.cpus().possible()
     }
 
     /// Isolated CPUs (`/sys/devices/system/cpu/isolated`, else `isolcpus=` of the command line).
     pub fn isolated_cpus(&self) -> CpuList {
-        if let Some(s) = self.read_trim("/sys/devices/system/cpu/isolated") {
-            if let Ok(c) = CpuList::parse(&s) {
-                return c;
-            }
-        }
-        self.cmdline_param("isolcpus").map(|v| parse_isolcpus(&v)).unwrap_or_default()
+        self.cpus().isolated()
     }
 
     /// The value of `name=` on the kernel command line (`/proc/cmdline`), if given.
     pub fn cmdline_param(&self, name: &str) -> Option<String> {
-        let cmdline = self.read_trim("/proc/cmdline")?;
-        let kernel_part = cmdline.split(" -- ").next().unwrap_or("");
-        kernel_part.split_whitespace().filter_map(|w| w.split_once('=')).filter(|(k, _)| *k == name).map(|(_, v)| v.to_string()).next_back()
+        self.cpus().cmdline_param(name)
     }
 
     /// The boot id (`/proc/sys/kernel/random/boot_id`).
@@ -241,52 +234,8 @@ impl Host {
     }
 }
 
-/// `isolcpus=` accepts flags before the list (`isolcpus=nohz,domain,managed_irq,2-3`).
-pub(crate) fn parse_isolcpus(v: &str) -> CpuList {
-    let list: Vec<&str> = v.split(',').filter(|p| p.starts_with(|c: char| c.is_ascii_digit())).collect();
-    CpuList::parse(&list.join(",")).unwrap_or_default()
-}
-
 fn is_absent(e: &io::Error) -> bool {
     matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory)
         || e.raw_os_error() == Some(libc::ENOTDIR)
         || e.raw_os_error() == Some(libc::ENODEV)
-}
-
-/// Orders "irq2" before "irq10" and "state2" before "state10".
-pub(crate) fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
-    let key = |s: &str| {
-        let digits: String = s.chars().filter(|c| c.is_ascii_digit()).collect();
-        let text: String = s.chars().filter(|c| !c.is_ascii_digit()).collect();
-        (text, digits.parse::<u64>().unwrap_or(u64::MAX), s.to_string())
-    };
-    key(a).cmp(&key(b))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn isolcpus_flags() {
-        assert_eq!(parse_isolcpus("nohz,domain,managed_irq,2-3,6").to_string(), "2-3,6");
-        assert_eq!(parse_isolcpus("1").to_string(), "1");
-    }
-
-    #[test]
-    fn natural_order() {
-        let mut v = vec!["10", "2", "1", "default_smp_affinity"];
-        v.sort_by(|a, b| natural_cmp(a, b));
-        assert_eq!(v, ["1", "2", "10", "default_smp_affinity"]);
-    }
-}
-
-/// One IRQ as `/proc/irq` shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Irq {
-    pub number: String,
-    /// Names of its handlers (devices); empty when it has none.
-    pub actions: Vec<String>,
-    /// Absolute path of its `smp_affinity_list`.
-    pub affinity_list: String,
 }

@@ -289,7 +289,6 @@ fn sysctl_path(key: &str) -> String {
 impl Audit<'_> {
     /// A runtime knob held in one file. `ok` judges the normalised value;
     /// `set` is written when it is not ok.
-    #[allow(clippy::too_many_arguments)]
     fn file(&mut self, name: &str, abs: &str, format: ValueFormat, recommended: &str, ok: impl Fn(&str) -> bool, set: &str, why: &str) {
         let mut k = Knob::new(name, why);
         k.recommended = recommended.into();

@@ -15,7 +15,7 @@
 //! that applies the tuning stays in the root cpuset, so its threads (and the
 //! children it starts: the benchmark's peers) may still pin themselves to a
 //! datapath core, and a thread of another process that asks to
-//! ([`crate::rt`]) leaves the shield first. Revert moves every process of
+//! ([`crate::rt`]) leaves the shield first ([`detpath_sys::cgroup::leave_shield`]). Revert moves every process of
 //! the shield back to the root, those forked since included, and removes
 //! the cpuset: the host is as before.
 //!
@@ -33,18 +33,14 @@ use crate::error::TuneError;
 use crate::host::Host;
 
 /// The shield's cpuset, under the cpuset hierarchy's root.
-pub const SHIELD_DIR: &str = "detpath-housekeeping";
+pub use detpath_sys::cgroup::SHIELD_DIR;
 
 /// What `write` puts back: no shield.
 pub const NO_SHIELD: &str = "none";
 
 /// The mount point of the cgroup v1 hierarchy with the `cpuset` controller.
 pub fn cpuset_v1_root(host: &Host) -> Option<String> {
-    let mounts = host.read_trim("/proc/self/mounts")?;
-    mounts.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.len() >= 4 && f[2] == "cgroup" && f[3].split(',').any(|o| o == "cpuset")).then(|| f[1].to_string())
-    })
+    detpath_sys::cgroup::cpuset_v1_mount(&host.read_trim("/proc/self/mounts")?)
 }
 
 /// The shield's cores, or [`NO_SHIELD`].
@@ -111,18 +107,6 @@ pub fn active(host: &Host) -> Option<Active> {
     let cores = CpuList::parse(&host.read_trim(&format!("{root}/{SHIELD_DIR}/cpuset.cpus"))?).ok()?;
     let procs_file = host.path(&format!("{root}/{SHIELD_DIR}/cgroup.procs"));
     procs_file.exists().then_some(Active { procs_file, cores })
-}
-
-/// Moves the calling thread out of the shield into the root cpuset (v1
-/// `tasks` takes thread ids), so it may pin itself to a datapath core; on
-/// cgroup v2 the calling process joins the datapath partition
-/// ([`v2::join_datapath`]). Returns whether it moved.
-pub fn leave(host: &Host) -> bool {
-    let Some(root) = cpuset_v1_root(host) else { return v2::join_datapath(host, std::process::id()) };
-    // SAFETY: gettid has no preconditions.
-    let tid = unsafe { libc::gettid() };
-    let in_shield = host.read_trim(&format!("{root}/{SHIELD_DIR}/tasks")).is_some_and(|t| t.lines().any(|l| l.trim() == tid.to_string()));
-    in_shield && host.write(&format!("{root}/tasks"), &tid.to_string()).is_ok()
 }
 
 /// Passes over the process list when setting up or dissolving the shield.

@@ -267,12 +267,7 @@ pub fn slots(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, flood: boo
 
 /// Pins the calling thread to `core` (best effort: an error leaves it unpinned).
 fn pin(core: u32) {
-    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it; sched_setaffinity reads it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(core as usize, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
+    let _ = detpath_tune::rt::pin_current_thread(core as usize);
 }
 
 /// clock_nanosleep(TIMER_ABSTIME) to each deadline, then send; the flood

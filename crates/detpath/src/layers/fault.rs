@@ -79,12 +79,9 @@ pub struct FaultPlan {
     pub stall_rx: BTreeMap<u64, u64>,
 }
 
+/// A fault duration (`5ms`, `250us`); a bare number is ns.
 fn parse_duration_ns(s: &str) -> Option<u64> {
-    let (num, scale) = [("ns", 1), ("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000)]
-        .iter()
-        .find_map(|(suffix, scale)| s.strip_suffix(suffix).map(|n| (n, *scale)))
-        .unwrap_or((s, 1));
-    num.parse::<u64>().ok()?.checked_mul(scale)
+    detpath_sys::units::parse_duration_ns(s, detpath_sys::units::Unit::Nanos).ok()
 }
 
 impl FaultPlan {

@@ -47,16 +47,12 @@ use crate::error::TuneError;
 use crate::host::Host;
 
 /// The isolated partition of the datapath cores, under the v2 root.
-pub const DATAPATH_DIR: &str = "detpath-datapath";
+pub use detpath_sys::cgroup::DATAPATH_DIR;
 
 /// The mount point of the cgroup v2 hierarchy when its root offers the
 /// `cpuset` controller (`cgroup.controllers`).
 pub fn root(host: &Host) -> Option<String> {
-    let mounts = host.read_trim("/proc/self/mounts")?;
-    let mnt = mounts.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.len() >= 3 && f[2] == "cgroup2").then(|| f[1].to_string())
-    })?;
+    let mnt = detpath_sys::cgroup::cgroup2_mount(&host.read_trim("/proc/self/mounts")?)?;
     let ctl = host.read_trim(&format!("{mnt}/cgroup.controllers"))?;
     ctl.split_whitespace().any(|c| c == "cpuset").then_some(mnt)
 }
