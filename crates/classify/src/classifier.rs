@@ -128,7 +128,7 @@ impl Settings {
         Ok(())
     }
 
-    fn to_value(&self, mask_bits: u32) -> ConfigValue {
+    fn to_value(&self, mask_bits: u32, gen: u32) -> ConfigValue {
         let window_ns = self.window_us * 1000;
         let per_window = |pps: u64| if pps == 0 { 0 } else { (pps as u128 * window_ns as u128 / 1_000_000_000).max(1) as u64 };
         ConfigValue {
@@ -144,7 +144,7 @@ impl Settings {
             vxlan_port: self.vxlan_port,
             gtpu_port: self.gtpu_port,
             mask_bits,
-            _pad: 0,
+            gen,
         }
     }
 }
@@ -169,6 +169,7 @@ struct Maps {
     noop_count: MapHandle,
     cpu_sets: MapHandle,
     cpu_hits: MapHandle,
+    cache_stats: MapHandle,
 }
 
 /// The loaded classifier.
@@ -182,6 +183,8 @@ pub struct Classifier {
     settings: Settings,
     cpus: Vec<u32>,
     ncpus_possible: usize,
+    /// The rule generation in the config (`cls_config.gen`), from 1.
+    gen: u32,
 }
 
 fn map_handle(obj: &Object, name: &'static str) -> Result<MapHandle> {
@@ -196,10 +199,17 @@ fn map_err(map: &'static str, what: impl Into<String>, e: libbpf_rs::Error) -> E
 impl Classifier {
     /// Loads the program and its maps (nothing attached yet). Needs root.
     pub fn load(max_rules: u32) -> Result<Classifier> {
+        Classifier::load_object(OBJ, max_rules)
+    }
+
+    /// [`Classifier::load`] from another build of `bpf/classify.bpf.c` (the
+    /// same maps and programs): for profiling a change of the program
+    /// without rebuilding the crate (`--example classify_bench` with `CLS_OBJ`).
+    pub fn load_object(object: &[u8], max_rules: u32) -> Result<Classifier> {
         if max_rules == 0 || max_rules > maps::MAX_RULES {
             return Err(Error::Config(format!("max rules must be 1..={}", maps::MAX_RULES)));
         }
-        let obj = xdp::load(OBJ, "cls_main")?;
+        let obj = xdp::load(object, "cls_main")?;
         let maps = Maps {
             config: map_handle(&obj, "cls_config")?,
             masks: map_handle(&obj, "cls_masks")?,
@@ -212,6 +222,7 @@ impl Classifier {
             noop_count: map_handle(&obj, "cls_noop_count")?,
             cpu_sets: map_handle(&obj, "cls_cpu_sets")?,
             cpu_hits: map_handle(&obj, "cls_cpu_hits")?,
+            cache_stats: map_handle(&obj, "cls_cache_stats")?,
         };
         let ncpus_possible = libbpf_rs::num_possible_cpus().map_err(|e| Error::Load(e.to_string()))?;
         let mut c = Classifier {
@@ -224,6 +235,7 @@ impl Classifier {
             settings: Settings::default(),
             cpus: Vec::new(),
             ncpus_possible,
+            gen: 1,
         };
         c.apply_settings(&Settings::default()).map_err(|e| Error::Load(e.to_string()))?;
         // One cpumap entry (a kthread) per online CPU, so steering needs no setup later.
@@ -292,8 +304,17 @@ impl Classifier {
     }
 
     fn write_config(&self, s: &Settings) -> Result<(), ApiError> {
-        let v = s.to_value(self.mask_bits());
+        let v = s.to_value(self.mask_bits(), self.gen);
         self.maps.config.update(&0u32.to_ne_bytes(), &v.to_bytes(), MapFlags::ANY).map_err(|e| ApiError::internal(format!("writing config: {e}")))
+    }
+
+    /// Invalidates the program's flow cache: a new rule generation, written
+    /// after the rule change it follows (the program reads it before its
+    /// search), so the very next frame is searched in the new rules.
+    fn bump_gen(&mut self) -> Result<(), ApiError> {
+        // 0 is never a generation (an empty cache entry has 0).
+        self.gen = self.gen.wrapping_add(1).max(1);
+        self.write_config(&self.settings)
     }
 
     /// Checks what the rule's action needs from the host: the CPU is online,
@@ -416,12 +437,13 @@ impl Classifier {
             Some((_, n)) => *n += 1,
             m @ None => *m = Some((mask, 1)),
         }
-        if new_mask {
-            // The program searches the new mask from now on.
-            if let Err(e) = self.write_config(&self.settings) {
-                let _ = self.remove(&Installed { slot, mask_id, key });
-                return Err(e);
-            }
+        // The program searches the new mask from now on (one write), then no
+        // cached result from before the rule counts (a second write: a frame
+        // that sees the new generation sees the new mask set too).
+        let written = if new_mask { self.write_config(&self.settings) } else { Ok(()) };
+        if let Err(e) = written.and_then(|()| self.bump_gen()) {
+            let _ = self.remove(&Installed { slot, mask_id, key });
+            return Err(e);
         }
         Ok(Installed { slot, mask_id, key })
     }
@@ -445,7 +467,8 @@ impl Classifier {
                 let _ = self.maps.masks.update(&ins.mask_id.to_ne_bytes(), &maps::mask_bytes(&FlowKey::default(), false), MapFlags::ANY);
             }
         }
-        Ok(())
+        // No cached result from before the removal counts.
+        self.bump_gen()
     }
 
     /// Rules in the kernel map (for tests: nothing half-installed).
@@ -519,6 +542,23 @@ impl Classifier {
                 n
             })
             .collect()
+    }
+
+    /// Flow cache (hits, misses), summed over CPUs: frames whose rule came
+    /// from the cache, and frames searched in the rules (with rules in use).
+    pub fn cache_stats(&self) -> (u64, u64) {
+        let get = |i: u32| -> u64 {
+            let mut n = 0;
+            if let Ok(Some(per_cpu)) = self.maps.cache_stats.lookup_percpu(&i.to_ne_bytes(), MapFlags::ANY) {
+                for v in per_cpu {
+                    let mut a = [0u8; 8];
+                    a.copy_from_slice(&v[..8]);
+                    n += u64::from_ne_bytes(a);
+                }
+            }
+            n
+        };
+        (get(0), get(1))
     }
 
     /// Puts an AF_XDP socket into an XSKMAP slot (the rx queue it is bound to).
