@@ -330,7 +330,7 @@ fn steer_and_xsk_actions() {
     assert_eq!(c.test_run(&nested(false, vec![], 1, 0x11, vec![], "172.16.0.1", 1)).unwrap().0, XDP_PASS, "no socket in the slot: pass");
     assert_eq!(c.total("xsk_miss").packets, 1);
     let e = c.install(&intent(r#"{"encapsulationID1": "12", "encapsulationType1": "gtp"}"#, r#""actionName": "STEER_CPU", "cpu": 63"#), None).unwrap_err();
-    assert_eq!(e.code, "no_such_cpu");
+    assert_eq!(e.code(), "no_such_cpu");
     assert_eq!(c.kernel_rule_count(), 2, "nothing half-installed");
 }
 
@@ -497,7 +497,7 @@ fn prioritised_flows_are_never_forwarded_even_when_overloaded() {
     assert_eq!(c.total("forward").packets, 103);
     // Saturation below the overload threshold makes no sense and is refused.
     let e = c.apply_settings(&Settings { saturation_pps: 1, rate_threshold_pps: 5, ..sat.clone() }).unwrap_err();
-    assert_eq!(e.code, "bad_value", "{e:?}");
+    assert_eq!(e.code(), "bad_value", "{e:?}");
 }
 
 /// The per-CPU flow cache keeps the search's answer for a flow; every rule
