@@ -44,6 +44,10 @@ struct NodeArgs {
     /// xdppoll, dpdk) announces over and listens to the SPDP multicast group 239.255.0.1, as CycloneDDS does by default.
     #[arg(long = "peer")]
     peers: Vec<String>,
+    /// Accept RTPS only from the --peer hosts: datagrams from anyone else are
+    /// dropped unread and counted (`rx_not_from_peer`).
+    #[arg(long)]
+    peers_only: bool,
     /// Open the endpoint inside this network namespace.
     #[arg(long)]
     netns: Option<String>,
@@ -254,6 +258,7 @@ fn options(a: &NodeArgs, role: Role) -> anyhow::Result<NodeOptions> {
     }
     // Without peers a UDP node announces over the SPDP multicast group; a
     // datapath that cannot hear it is refused when the node opens, naming why.
+    o.peers_only = a.peers_only;
     o.netns = a.netns.clone();
     o.domain = a.domain;
     o.size = a.size;

@@ -52,6 +52,9 @@ pub struct NodeOptions {
     /// `udp://<iface>?...`; afxdp, xdppoll and dpdk: see
     /// [`GroupReception`](crate::transport::GroupReception)).
     pub multicast: bool,
+    /// Accept RTPS only from `peers` / `mac_peers` ([`Config::peers_only`]);
+    /// needs at least one peer.
+    pub peers_only: bool,
 }
 
 impl NodeOptions {
@@ -77,6 +80,7 @@ impl NodeOptions {
             max_message: 14_720,
             fair_slice_ns: 100_000,
             multicast: true,
+            peers_only: false,
         }
     }
 }
@@ -168,6 +172,8 @@ pub struct Outcome {
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct CountersJson {
     pub rx_datagrams: u64,
+    /// Datagrams from hosts that are not peers, dropped unread (`--peers-only`).
+    pub rx_not_from_peer: u64,
     pub tx_datagrams: u64,
     pub rx_malformed: u64,
     pub retransmits: u64,
@@ -192,6 +198,7 @@ impl From<Counters> for CountersJson {
     fn from(c: Counters) -> Self {
         CountersJson {
             rx_datagrams: c.rx_datagrams,
+            rx_not_from_peer: c.rx_not_from_peer,
             tx_datagrams: c.tx_datagrams,
             rx_malformed: c.rx_malformed,
             retransmits: c.retransmits,
@@ -224,6 +231,8 @@ pub enum AppError {
     Engine(#[from] crate::engine::EngineError),
     #[error("no peer matched within {0:?}: check --peer, the domain and that the peer runs (ddsperf, or detpath pubsub)")]
     NoPeer(Duration),
+    #[error("--peers-only needs at least one --peer (the hosts to accept RTPS from)")]
+    PeersOnlyWithoutPeers,
     #[error("{spec}: no peers, and no multicast discovery: {why}")]
     NoDiscovery { spec: String, why: String },
 }
@@ -304,6 +313,12 @@ pub fn open_node(opts: &NodeOptions) -> Result<(Node<EndpointTransport>, PerfNod
                 cfg.add_spdp_target(Addr::Eth(EthAddr { mac: *mac, ethertype: e.ethertype }));
             }
         }
+    }
+    if opts.peers_only {
+        if opts.peers.is_empty() && opts.mac_peers.is_empty() {
+            return Err(AppError::PeersOnlyWithoutPeers);
+        }
+        cfg.peers_only = true;
     }
     cfg.max_datagram = t.max_datagram().min(opts.max_message);
     cfg.user_data = PerfNode::user_data_for(opts.role, pid, &opts.hostname);

@@ -361,3 +361,91 @@ fn replayed_old_heartbeats_neither_stall_the_reader_nor_count_losses() {
     let c = net.nodes[1].counters();
     assert_eq!(c.data_lost, 0, "samples delivered before are not lost: {c:?}");
 }
+
+#[test]
+fn a_forged_sedp_locator_cannot_point_a_reader_at_another_host() {
+    // A participant announces itself honestly (its locator is its source
+    // address), then announces a writer whose unicast locator is another
+    // host. The reader matches it but answers its heartbeat at the
+    // participant's address (with the announced port), never the other host.
+    let me: SocketAddrV4 = "127.0.0.1:7412".parse().unwrap();
+    let mut p = Participant::new(Config::new(0, make_guid_prefix(1, 1, 1), me), 1);
+    let mut o = VecOutbox::default();
+    let r = p.create_reader_for(1, "T", Qos::reliable_keep_all(16), &OneULong::default()).unwrap();
+    let peer: SocketAddrV4 = "127.0.0.1:7500".parse().unwrap();
+    let prefix = make_guid_prefix(0x5eed, 1, 1);
+    let mut hello = spdp(prefix, 10_000_000_000, 7500);
+    // spdp() announces 10.66.0.9: make it the peer's own address instead.
+    let forged_ip = [10, 66, 0, 9];
+    let at = hello.windows(4).position(|w| w == forged_ip).expect("locator address in the announcement");
+    hello[at..at + 4].copy_from_slice(&[127, 0, 0, 1]);
+    let at = hello.windows(4).skip(at + 4).position(|w| w == forged_ip).map(|k| k + at + 4).expect("second locator");
+    hello[at..at + 4].copy_from_slice(&[127, 0, 0, 1]);
+    p.handle_datagram(2, peer, &hello, &mut o);
+    p.handle_timeout(3, &mut o);
+    assert_eq!(p.counters().locators_untrusted, 0, "the honest announcement is trusted");
+
+    let elsewhere = SocketAddrV4::new(std::net::Ipv4Addr::new(10, 99, 0, 7), 7999);
+    let writer = Guid::new(prefix, EntityId([0, 0, 1, 0x02]));
+    let ed = detpath_pubsub::discovery::EndpointData {
+        guid: writer,
+        topic_name: "T".into(),
+        type_name: "OneULong".into(),
+        qos: Qos::reliable_keep_all(16),
+        unicast: vec![Locator::udpv4(elsewhere)],
+        data_representation: vec![0],
+        has_type_information: false,
+    };
+    let mut payload = vec![0u8; 512];
+    let n = {
+        let mut w = ByteWriter::new(&mut payload, true);
+        w.bytes(&[0, 3, 0, 0]).unwrap();
+        ed.write(&mut w).unwrap();
+        w.pos()
+    };
+    let mut buf = vec![0u8; 1024];
+    let mut b = MessageBuilder::new(&mut buf, prefix, VendorId::DETPATH).unwrap();
+    b.data_bytes(EntityId::SEDP_PUBLICATIONS_READER, EntityId::SEDP_PUBLICATIONS_WRITER, SequenceNumber(1), None, &payload[..n]).unwrap();
+    let len = b.finish();
+    p.handle_datagram(4, peer, &buf[..len], &mut o);
+    assert_eq!(p.reader_status(r).matched, 1, "the writer is matched");
+    assert_eq!(p.counters().locators_untrusted, 1, "the endpoint's locator was not trusted");
+
+    // The writer heartbeats samples 1..=2: the reader asks for them.
+    o.drain();
+    let mut buf = vec![0u8; 256];
+    let mut b = MessageBuilder::new(&mut buf, prefix, VendorId::DETPATH).unwrap();
+    b.heartbeat(p.reader_guid(r).entity, writer.entity, SequenceNumber(1), SequenceNumber(2), 1, false, false).unwrap();
+    let len = b.finish();
+    p.handle_datagram(5, peer, &buf[..len], &mut o);
+    for t in 1..50 {
+        p.handle_timeout(5 + t * 10_000_000, &mut o);
+    }
+    let sent = o.drain();
+    assert!(!sent.is_empty(), "the reader answered the heartbeat");
+    for (dst, _) in &sent {
+        assert_ne!(*dst, Addr::Udp(elsewhere), "traffic sent to the forged locator");
+    }
+    assert!(sent.iter().any(|(d, _)| *d == Addr::Udp(SocketAddrV4::new(*peer.ip(), 7999))), "answered at the participant's address: {:?}", sent.iter().map(|s| s.0).collect::<Vec<_>>());
+}
+
+#[test]
+fn with_peers_only_nothing_from_another_host_reaches_discovery() {
+    // Node 1 accepts RTPS only from its configured peers (127.0.0.1, as
+    // Net configures them); 1,000 forged participants from 10.66.0.9 are
+    // dropped unread, the real peer is matched and delivers.
+    let mut net = Net::with_config(2, |_, c| c.peers_only = true);
+    let forger: SocketAddrV4 = "10.66.0.9:7400".parse().unwrap();
+    for i in 0..1000u32 {
+        let m = spdp(make_guid_prefix(0x6666, i, 1), i64::MAX, 7400);
+        net.nodes[1].handle_datagram(net.now, forger, &m, &mut net.outs[1]);
+    }
+    let c = net.nodes[1].counters();
+    assert_eq!(c.rx_not_from_peer, 1000, "{c:?}");
+    assert_eq!(net.nodes[1].remote_participants().count(), 0);
+    let w = net.nodes[0].create_writer_for("T", Qos::reliable_keep_all(16), &OneULong::default()).unwrap();
+    let r = net.nodes[1].create_reader_for(0, "T", Qos::reliable_keep_all(16), &OneULong::default()).unwrap();
+    net.run_until(3000, |n| n.nodes[1].reader_status(r).matched == 1 && n.nodes[0].writer_status(w).matched == 1).expect("real peer matched");
+    assert_eq!(write_take(&mut net, w, r, 0, 5), (0..5).collect::<Vec<_>>());
+    assert_eq!(net.nodes[1].counters().rx_not_from_peer, 1000, "the peer's own traffic is accepted");
+}

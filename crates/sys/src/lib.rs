@@ -5,7 +5,8 @@
 //! neighbour table ([`neigh`]), XDP programs and their links ([`xdp`]),
 //! AF_PACKET sockets ([`packet`]), NIC settings through ethtool
 //! ([`ethtool`]), the thread's capabilities and limits ([`caps`]), what the
-//! scheduler accounts to it ([`thread`]), where libbpf's own
+//! scheduler accounts to it ([`thread`]), what a run cost in CPU
+//! ([`cputime`]), where libbpf's own
 //! messages go ([`liblog`]), and the
 //! undo registry that puts host changes back on SIGINT/SIGTERM
 //! ([`cleanup`]), and the one atomic, durable file write ([`fsutil`]). The datapaths, the classifier and the tuning layer hold no
@@ -21,6 +22,7 @@
 
 pub mod caps;
 pub mod cleanup;
+pub mod cputime;
 pub mod error;
 pub mod ethtool;
 pub mod fsutil;

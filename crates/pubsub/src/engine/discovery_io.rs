@@ -193,7 +193,7 @@ impl Participant {
 
     /// Whether `src` is one of the peers the configuration sends SPDP to
     /// (same IPv4 address, or same MAC for raweth; any port).
-    fn is_configured_peer(&self, src: Addr) -> bool {
+    pub(super) fn is_configured_peer(&self, src: Addr) -> bool {
         self.cfg.spdp_targets.iter().any(|t| match (t, src) {
             (Addr::Udp(t), Addr::Udp(s)) => t.ip() == s.ip() && !t.ip().is_multicast(),
             (Addr::Eth(t), Addr::Eth(s)) => t.mac == s.mac && !t.is_group(),
@@ -419,7 +419,18 @@ impl Participant {
             self.counters.discovery_rejected += 1;
             return;
         };
-        let addr = ed.unicast.iter().find_map(usable(self.cfg.local)).unwrap_or(rp.default_addr);
+        // An endpoint's own locator is held to the rule its participant's
+        // were (`trusted`): on the participant's address, or that address
+        // with the announced port. A forged or corrupted SEDP announcement
+        // cannot point a matched writer's DATA or a reader's ACKNACKs at an
+        // arbitrary host.
+        let addr = if ed.unicast.is_empty() {
+            rp.default_addr
+        } else {
+            let (addr, untrusted) = trusted(ed.unicast.iter().filter_map(usable(self.cfg.local)), rp.default_addr);
+            self.counters.locators_untrusted += untrusted as u64;
+            addr
+        };
         if let Some(k) = self.remote_endpoints.iter().position(|e| e.data.guid == ed.guid) {
             self.remote_endpoints[k] = RemoteEndpoint { data: ed, addr };
             return;

@@ -69,6 +69,11 @@ pub struct Config {
     pub max_events: usize,
     /// Announcements the SEDP built-in writers and readers hold (bounds local endpoints announced at once).
     pub builtin_depth: u32,
+    /// Accept RTPS only from the configured peers (the unicast addresses
+    /// [`Config::add_peer`] added; any port): every other datagram is
+    /// counted in [`Counters::rx_not_from_peer`] and dropped before it is
+    /// parsed, so a host that is not a peer cannot reach discovery at all.
+    pub peers_only: bool,
 }
 
 impl Config {
@@ -93,6 +98,7 @@ impl Config {
             max_lease_ns: 100_000_000_000,
             max_events: 4096,
             builtin_depth: 256,
+            peers_only: false,
         }
     }
     /// Adds a unicast peer: SPDP goes to its metatraffic ports for participant
@@ -147,6 +153,9 @@ pub struct Counters {
     pub rx_own: u64,
     /// Submessages addressed (INFO_DST) to another participant.
     pub rx_not_for_us: u64,
+    /// Datagrams from hosts that are not configured peers, dropped unread
+    /// ([`Config::peers_only`]).
+    pub rx_not_from_peer: u64,
     /// Submessages of kinds the engine does not handle, skipped by length.
     pub rx_unknown_submessages: u64,
     /// DATA/HEARTBEAT/GAP from writers no local reader is matched with.
@@ -175,7 +184,8 @@ pub struct Counters {
     pub discovery_over_limit: u64,
     pub participants_discovered: u64,
     /// SPDP announcements whose unicast locators were not on the sender's
-    /// address: the sender's address was used instead.
+    /// address, and SEDP announcements whose endpoint locators were not on
+    /// their participant's: that address was used instead.
     pub locators_untrusted: u64,
     /// Participants dropped from a full table to make room (see [`LostReason::Evicted`]).
     pub participants_evicted: u64,
@@ -902,6 +912,10 @@ impl Participant {
         let src = src.into();
         self.counters.rx_datagrams += 1;
         self.counters.rx_bytes += data.len() as u64;
+        if self.cfg.peers_only && !self.is_configured_peer(src) {
+            self.counters.rx_not_from_peer += 1;
+            return;
+        }
         let msg = match Message::parse(data) {
             Ok(m) => m,
             Err(_) => {
