@@ -52,11 +52,9 @@ impl ApiError {
 impl From<RuleError> for ApiError {
     fn from(e: RuleError) -> ApiError {
         let status = match e {
-            RuleError::TooManyAltNodes { .. }
-            | RuleError::BadValue(_)
-            | RuleError::NoSuchCpu(_)
-            | RuleError::NoSuchQueue(_)
-            | RuleError::NoSuchAltNode(_) => 400,
+            RuleError::TooManyAltNodes { .. } | RuleError::BadValue(_) | RuleError::NoSuchCpu(_) | RuleError::NoSuchQueue(_) | RuleError::NoSuchAltNode(_) => {
+                400
+            }
             RuleError::MasksFull(_) | RuleError::Duplicate | RuleError::TableFull(_) => 409,
             RuleError::System(_) => 500,
         };
