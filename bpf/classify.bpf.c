@@ -89,6 +89,24 @@ struct {
 	__type(value, struct cls_cpu_set);
 } cls_cpu_sets SEC(".maps");
 
+/* The exact-match flow cache in front of the tuple-space search (per CPU:
+ * no sharing, no atomics, and an array: the lookup is inlined, no helper
+ * call and no jhash). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CLS_CACHE_SLOTS);
+	__type(key, __u32);
+	__type(value, struct cls_cache_ent);
+} cls_flow_cache SEC(".maps");
+
+/* Flow cache hits [0] and misses [1], per CPU (frames searched with rules in use). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u64);
+} cls_cache_stats SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
 	__uint(max_entries, CLS_MAX_XSK);
@@ -269,6 +287,51 @@ __noinline int parse_ip(struct xdp_md *ctx, __u32 ethertype, struct cls_flow_key
 	o->dport = k->dport;
 	o->has_l4 = 1;
 	k->flags |= CLS_F_L4;
+	return P_OK;
+}
+
+/* The common layer inline: IPv4 without options, not a fragment, UDP, its
+ * lengths consistent; the same result as parse_ip, without a BPF-to-BPF call
+ * and with word loads. Anything else (IPv6, options, fragments, TCP, other
+ * protocols, any length to reject) returns -1 and changes nothing: the
+ * caller then calls parse_ip, which decides. */
+static __always_inline int parse_ip4_udp(void *data, void *data_end, __u32 ethertype, struct cls_flow_key *k,
+					 struct l3 *o)
+{
+	if (ethertype != ETH_P_IP_BE)
+		return -1;
+	__u32 off = o->ip_off;
+	__u8 *ip = hdr(data, data_end, off, 28); /* IPv4 (20) + UDP (8) */
+	if (!ip)
+		return -1;
+	if (ip[0] != 0x45 || ip[9] != IPPROTO_UDP)
+		return -1;
+	if (*(__u16 *)(ip + 6) & bpf_htons(0x3fff))
+		return -1; /* MF or an offset: a fragment */
+	__u32 tot = bpf_ntohs(*(__u16 *)(ip + 2));
+	if (tot < 28 || off + tot > o->ip_end)
+		return -1;
+	__u32 ulen = bpf_ntohs(*(__u16 *)(ip + 24));
+	if (ulen < 8 || ulen > tot - 20)
+		return -1;
+	__u64 *kw = (__u64 *)k;
+	kw[0] = *(__u32 *)(ip + 12); /* src: IPv4 in the first 4 bytes, rest zero */
+	kw[1] = 0;
+	kw[2] = *(__u32 *)(ip + 16); /* dst */
+	kw[3] = 0;
+	__u16 dport = bpf_ntohs(*(__u16 *)(ip + 22));
+	k->sport = bpf_ntohs(*(__u16 *)(ip + 20));
+	k->dport = dport;
+	k->proto = IPPROTO_UDP;
+	k->flags = (k->flags & ~CLS_F_IPV6) | CLS_F_L4;
+	o->ip_end = off + tot;
+	o->l4_off = off + 20;
+	o->l4_end = off + 20 + ulen;
+	o->dport = dport;
+	o->proto = IPPROTO_UDP;
+	o->has_l4 = 1;
+	o->v6 = 0;
+	o->frag = 0;
 	return P_OK;
 }
 
@@ -453,8 +516,8 @@ __noinline int forward(struct xdp_md *ctx, const struct cls_flow_key *k, __u32 a
 	return XDP_TX;
 }
 
-/* Looks the key up under every mask in use (cfg->mask_bits: no lookup for
- * the others); returns the highest-priority rule, or NULL. */
+/* Looks the key up under every mask in use (bits: no lookup for the
+ * others); returns the highest-priority rule, or NULL. */
 static __always_inline struct cls_rule *lookup_rule(const struct cls_flow_key *k, __u32 bits)
 {
 	struct cls_rule *best = NULL;
@@ -484,6 +547,65 @@ static __always_inline struct cls_rule *lookup_rule(const struct cls_flow_key *k
 			break; /* no mask in use above this one */
 	}
 	return best;
+}
+
+/* Slot of a flow key in the flow cache: a multiply-xor hash of its six
+ * 64-bit words (a handful of instructions; the entry holds the whole key,
+ * so a collision costs a search, never a wrong answer). */
+static __always_inline __u32 cache_slot(const struct cls_flow_key *k)
+{
+	const __u64 *w = (const __u64 *)k;
+	__u64 h = 0;
+#pragma unroll
+	for (int i = 0; i < (int)(sizeof(*k) / 8); i++)
+		h = (h ^ w[i]) * 0x9e3779b97f4a7c15ull;
+	return (__u32)(h >> 55) & (CLS_CACHE_SLOTS - 1); /* 9 bits: 512 slots */
+}
+
+static __always_inline void count_cache(__u32 what)
+{
+	__u64 *c = bpf_map_lookup_elem(&cls_cache_stats, &what);
+	if (c)
+		*c += 1;
+}
+
+/* The rule for key `k` (copied to *out; 1) or none (0): the flow cache,
+ * else the tuple-space search, whose result the cache then keeps. The
+ * generation is read before the search: user space bumps it after a rule
+ * change, so an entry computed before the change is never used after it. */
+static __always_inline int find_rule(const struct cls_flow_key *k, const struct cls_config *cfg, struct cls_rule *out)
+{
+	__u32 bits = cfg->mask_bits;
+	if (!bits)
+		return 0; /* no rule at all: nothing to search or cache */
+	__u32 gen = *(volatile const __u32 *)&cfg->gen;
+	__u32 idx = cache_slot(k);
+	struct cls_cache_ent *e = bpf_map_lookup_elem(&cls_flow_cache, &idx);
+	if (e) {
+		const __u64 *a = (const __u64 *)k;
+		const __u64 *b = (const __u64 *)&e->k;
+		if (e->gen == gen && gen != 0 && a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3] &&
+		    a[4] == b[4] && a[5] == b[5]) {
+			count_cache(0);
+			if (!e->found)
+				return 0;
+			*out = e->rule;
+			return 1;
+		}
+	}
+	count_cache(1);
+	struct cls_rule *r = lookup_rule(k, bits);
+	if (e) {
+		e->k = *k;
+		e->gen = gen;
+		e->found = r != NULL;
+		if (r)
+			e->rule = *r;
+	}
+	if (!r)
+		return 0;
+	*out = *r;
+	return 1;
 }
 
 /* Hash of the innermost 5-tuple (addresses, ports, protocol): the flows of
@@ -541,7 +663,9 @@ int cls_main(struct xdp_md *ctx)
 	}
 	outer.ip_off = off;
 	outer.ip_end = (__u32)len;
-	int r = parse_ip(ctx, proto, &k, &outer);
+	int r = parse_ip4_udp(data, data_end, proto, &k, &outer);
+	if (r != P_OK)
+		r = parse_ip(ctx, proto, &k, &outer);
 	if (r != P_OK) {
 		count(r == P_NOT_IP ? CLS_T_NOT_IP : CLS_T_MALFORMED, len);
 		return XDP_PASS;
@@ -572,7 +696,9 @@ int cls_main(struct xdp_md *ctx)
 		struct l3 in = {};
 		in.ip_off = ioff;
 		in.ip_end = cur.l4_end;
-		r = parse_ip(ctx, iproto, &k, &in);
+		r = parse_ip4_udp(data, data_end, iproto, &k, &in);
+		if (r != P_OK)
+			r = parse_ip(ctx, iproto, &k, &in);
 		if (r != P_OK) {
 			count(r == P_NOT_IP ? CLS_T_NOT_IP : CLS_T_MALFORMED, len);
 			return XDP_PASS;
@@ -598,7 +724,9 @@ int cls_main(struct xdp_md *ctx)
 		struct l3 in = {};
 		in.ip_off = inner;
 		in.ip_end = end;
-		r = parse_ip(ctx, ip_proto, &k, &in);
+		r = parse_ip4_udp(data, data_end, ip_proto, &k, &in);
+		if (r != P_OK)
+			r = parse_ip(ctx, ip_proto, &k, &in);
 		if (r != P_OK) {
 			count(CLS_T_MALFORMED, len);
 			return XDP_PASS;
@@ -632,11 +760,13 @@ int cls_main(struct xdp_md *ctx)
 	if (overloaded)
 		count(CLS_T_OVERLOADED, len);
 
-	/* Tuple-space search: one lookup per active mask, highest priority wins. */
-	struct cls_rule *rp = lookup_rule(&k, cfg->mask_bits);
+	/* The flow cache, else the tuple-space search: one lookup per active
+	 * mask, highest priority wins. */
+	struct cls_rule rule;
+	int found = find_rule(&k, cfg, &rule);
 
 	int encapsulated = (k.flags & (CLS_F_VXLAN | CLS_F_GTP)) != 0;
-	if (!rp) {
+	if (!found) {
 		if (encapsulated && overloaded && cfg->default_action == CLS_ACT_FORWARD) {
 			r = forward(ctx, &k, CLS_ALT_BY_HASH, cfg->alt_count, &outer);
 			if (r == XDP_TX) {
@@ -650,7 +780,6 @@ int cls_main(struct xdp_md *ctx)
 		return XDP_PASS;
 	}
 
-	struct cls_rule rule = *rp;
 	__u32 slot = rule.slot;
 	struct cls_stat *st = bpf_map_lookup_elem(&cls_rule_stats, &slot);
 	if (st) {

@@ -87,7 +87,20 @@ struct cls_config {
 	__u64 saturation_threshold; /* packets per window per CPU above which even prioritised
 	                             * flows are forwarded (the excess the CPU cannot take); 0 = never */
 	__u32 mask_bits;      /* bit m set: cls_masks[m] is in use (the program looks up only those) */
-	__u32 _pad;
+	__u32 gen;            /* rule generation: bumped by user space after every rule or mask
+	                       * change (written after the change), so flow cache entries of
+	                       * an older generation are never used */
+};
+
+/* Per-CPU exact-match flow cache: the result of the tuple-space search for
+ * one flow key, direct-mapped by a hash of the key (cls_flow_cache). Valid
+ * only while `gen` equals cls_config.gen. 72 bytes. */
+#define CLS_CACHE_SLOTS 512
+struct cls_cache_ent {
+	struct cls_flow_key k;
+	__u32 gen;            /* cls_config.gen the result was computed in (0: empty) */
+	__u32 found;          /* 1: `rule` matched; 0: no rule matches the key */
+	struct cls_rule rule; /* copy of the winning rule's value */
 };
 
 /* The CPUs a CLS_ACT_SPREAD rule spreads its flows over (cls_cpu_sets[rule slot]). */

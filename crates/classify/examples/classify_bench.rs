@@ -4,9 +4,19 @@
 //!
 //!     cargo run --release -p detpath-classify --example classify_bench -- [SIZE] [REPEAT]
 //!
+//! With `CLS_OBJ=path/to/classify.bpf.o`, that build of the program instead
+//! of the crate's (to compare a change without rebuilding the crate).
+//!
 //! The figures through a veth are `detpath classify bench`.
 use detpath_classify::bench::{frame, rules_for, Encap, RULE_COUNTS};
 use detpath_classify::{parse_intent, Classifier};
+
+fn load(max_rules: u32) -> Result<Classifier, Box<dyn std::error::Error>> {
+    Ok(match std::env::var_os("CLS_OBJ") {
+        Some(p) => Classifier::load_object(&std::fs::read(p)?, max_rules)?,
+        None => Classifier::load(max_rules)?,
+    })
+}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let size: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(132);
@@ -22,10 +32,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             Ok(b)
         };
-        let base = Classifier::load(1)?;
+        let base = load(1)?;
         let mut line = format!("{:<6} {:>6}", encap.name(), best(&base, "cls_noop")?);
         for n in RULE_COUNTS {
-            let mut c = Classifier::load(1024)?;
+            let mut c = load(1024)?;
             for r in rules_for(encap, n) {
                 c.install(&parse_intent(r.as_bytes())?, None)?;
             }

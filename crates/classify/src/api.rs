@@ -14,6 +14,7 @@
 //! | PUT    | /v1/config           | change them (fields given are changed)          |
 
 use crate::classifier::{Classifier, Installed, Settings};
+use crate::error::RuleError;
 use crate::intent::{parse_intent_value, IntentError, Rule, MAX_INTENT_BYTES};
 use crate::maps;
 use serde_json::{json, Value};
@@ -43,6 +44,21 @@ impl ApiError {
     }
     pub fn body(&self) -> Value {
         json!({"error": {"code": self.code, "message": self.message}})
+    }
+}
+
+/// The classifier's refusals as HTTP: a request it cannot honour is 400,
+/// a table that says no is 409, the kernel or the host failing is 500.
+impl From<RuleError> for ApiError {
+    fn from(e: RuleError) -> ApiError {
+        let status = match e {
+            RuleError::TooManyAltNodes { .. } | RuleError::BadValue(_) | RuleError::NoSuchCpu(_) | RuleError::NoSuchQueue(_) | RuleError::NoSuchAltNode(_) => {
+                400
+            }
+            RuleError::MasksFull(_) | RuleError::Duplicate | RuleError::TableFull(_) => 409,
+            RuleError::System(_) => 500,
+        };
+        ApiError { status, code: e.code(), message: e.to_string() }
     }
 }
 

@@ -28,6 +28,7 @@
 use crate::error::{Error, Result};
 use crate::frames::{build, Layer};
 use crate::{parse_intent, Classifier, XdpMode};
+use detpath_sys::cputime::{CoreTicks, CoreUse, CpuReport, ThreadCpu, ThreadMeter};
 use detpath_sys::xdp::XdpLink;
 use serde::Serialize;
 use std::process::Command;
@@ -125,6 +126,12 @@ pub struct Cell {
     pub softirq_pct: f64,
     /// The program's mean cost per frame under BPF_PROG_TEST_RUN (no I/O).
     pub ns_per_frame: u64,
+    /// CPU accounting of the cell (the shape every benchmark's JSON carries):
+    /// the generator threads (one per receive CPU, named `generator`; their
+    /// system time includes the receive softirq veth runs on their CPU),
+    /// the receive CPUs' busy and steal share, and frames received per
+    /// CPU-second of the generator threads.
+    pub cpu: CpuReport,
     /// The classifier's pps over the no-op's in the same cell.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratio_to_noop: Option<f64>,
@@ -346,16 +353,17 @@ fn classifier_counts(c: &Classifier) -> Counts {
 }
 
 /// Runs `cpus` generator threads for `secs`, one per CPU 0..cpus, each in namespace G.
-fn generate(gen: &Classifier, bed: &Testbed, f: &[u8], cpus: usize, secs: f64, stop: &AtomicBool) -> Result<(u64, f64)> {
+fn generate(gen: &Classifier, bed: &Testbed, f: &[u8], cpus: usize, secs: f64, stop: &AtomicBool) -> Result<(u64, f64, Vec<ThreadCpu>)> {
     let ns = detpath_sys::netns::open(&bed.g)?;
     let fd = gen.program_fd("cls_gen")?;
     let t0 = Instant::now();
-    let results: Vec<Result<u64>> = std::thread::scope(|s| {
+    let results: Vec<Result<(u64, ThreadCpu)>> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..cpus)
             .map(|cpu| {
                 let ns = &ns;
-                s.spawn(move || -> Result<u64> {
+                s.spawn(move || -> Result<(u64, ThreadCpu)> {
                     let _pin = Pin::to(cpu);
+                    let meter = ThreadMeter::start("generator");
                     let _in = detpath_sys::netns::enter_file(ns, "the generator's namespace")?;
                     let ifindex = detpath_sys::netdev::ifindex(&bed.ge)?;
                     let mut sent = 0u64;
@@ -365,7 +373,7 @@ fn generate(gen: &Classifier, bed: &Testbed, f: &[u8], cpus: usize, secs: f64, s
                         crate::classifier::live_frames_fd(fd, f, ifindex, batch)?;
                         sent += batch as u64;
                     }
-                    Ok(sent)
+                    Ok((sent, meter.stop()))
                 })
             })
             .collect();
@@ -373,10 +381,13 @@ fn generate(gen: &Classifier, bed: &Testbed, f: &[u8], cpus: usize, secs: f64, s
     });
     let el = t0.elapsed().as_secs_f64();
     let mut sent = 0;
+    let mut threads = Vec::new();
     for r in results {
-        sent += r?;
+        let (n, t) = r?;
+        sent += n;
+        threads.push(t);
     }
-    Ok((sent, el))
+    Ok((sent, el, threads))
 }
 
 /// Slices per cell (the programs alternate).
@@ -389,6 +400,10 @@ struct Measured {
     secs: f64,
     cpu_pct: f64,
     softirq_pct: f64,
+    /// Generator threads by index, their times summed over slices.
+    threads: Vec<ThreadCpu>,
+    /// Receive CPUs, busy and steal shares weighted by slice time.
+    cores: Vec<CoreUse>,
 }
 
 impl Measured {
@@ -398,6 +413,25 @@ impl Measured {
         if t > 0.0 {
             self.cpu_pct = (self.cpu_pct * self.secs + m.cpu_pct * m.secs) / t;
             self.softirq_pct = (self.softirq_pct * self.secs + m.softirq_pct * m.secs) / t;
+            for c in &m.cores {
+                match self.cores.iter_mut().find(|x| x.core == c.core) {
+                    Some(x) => {
+                        x.busy = (x.busy * self.secs + c.busy * m.secs) / t;
+                        x.steal = (x.steal * self.secs + c.steal * m.secs) / t;
+                    }
+                    None => self.cores.push(c.clone()),
+                }
+            }
+        }
+        for (i, th) in m.threads.iter().enumerate() {
+            match self.threads.get_mut(i) {
+                Some(x) => {
+                    x.user_s += th.user_s;
+                    x.system_s += th.system_s;
+                    x.core = th.core;
+                }
+                None => self.threads.push(th.clone()),
+            }
         }
         self.secs = t;
         self.offered += m.offered;
@@ -408,8 +442,11 @@ impl Measured {
 fn measure(gen: &Classifier, bed: &Testbed, f: &[u8], cpus: usize, secs: f64, stop: &AtomicBool, counts: &dyn Fn() -> Counts) -> Result<Measured> {
     let before = counts();
     let t_before: Vec<_> = (0..cpus).map(cpu_times).collect();
-    let (offered, el) = generate(gen, bed, f, cpus, secs, stop)?;
+    let ticks_before = CoreTicks::now();
+    let (offered, el, threads) = generate(gen, bed, f, cpus, secs, stop)?;
+    let ticks_after = CoreTicks::now();
     let t_after: Vec<_> = (0..cpus).map(cpu_times).collect();
+    let rx_cores: Vec<u32> = (0..cpus as u32).collect();
     // The last batch's frames drain from the ring.
     std::thread::sleep(Duration::from_millis(20));
     let after = counts();
@@ -425,6 +462,8 @@ fn measure(gen: &Classifier, bed: &Testbed, f: &[u8], cpus: usize, secs: f64, st
         secs: el,
         cpu_pct: busy / cpus as f64,
         softirq_pct: si / cpus as f64,
+        threads,
+        cores: ticks_after.since(&ticks_before, &rx_cores),
     })
 }
 
@@ -447,6 +486,10 @@ fn cell_of(program: &'static str, rules: u32, encap: Encap, size: usize, cpus: u
         cpu_pct: m.cpu_pct,
         softirq_pct: m.softirq_pct,
         ns_per_frame: ns,
+        cpu: {
+            let cpu_s: f64 = m.threads.iter().map(ThreadCpu::total_s).sum();
+            CpuReport { threads: m.threads.clone(), cores: m.cores.clone(), work_per_cpu_s: (cpu_s > 0.0).then(|| seen as f64 / cpu_s) }
+        },
         ratio_to_noop: None,
         frames_offered: m.offered,
         frames_seen: seen,

@@ -3,8 +3,7 @@
 //! its maps: rules, masks, statistics, overload signal, alternative nodes,
 //! cpumap and xskmap.
 
-use crate::api::ApiError;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, RuleError};
 use crate::intent::{Action, Rule};
 use crate::maps::{self, ConfigValue, Counter, FlowKey, RuleStat, RuleValue};
 use detpath_sys::xdp::{self, XdpLink, XdpMode};
@@ -106,29 +105,26 @@ impl Default for Settings {
 }
 
 impl Settings {
-    pub fn validate(&self) -> Result<(), ApiError> {
+    pub fn validate(&self) -> Result<(), RuleError> {
         if self.alt_nodes.len() > maps::MAX_ALT {
-            return Err(ApiError::bad("too_many_alt_nodes", format!("{} alternative nodes; at most {}", self.alt_nodes.len(), maps::MAX_ALT)));
+            return Err(RuleError::TooManyAltNodes { n: self.alt_nodes.len(), max: maps::MAX_ALT });
         }
         if self.window_us == 0 || self.window_us > 10_000_000 {
-            return Err(ApiError::bad("bad_value", "window_us must be 1..=10000000".into()));
+            return Err(RuleError::BadValue("window_us must be 1..=10000000".into()));
         }
         if self.saturation_pps != 0 && self.saturation_pps < self.rate_threshold_pps {
-            return Err(ApiError::bad(
-                "bad_value",
-                format!(
-                    "saturation_pps ({}) must be at least rate_threshold_pps ({}): saturated is beyond overloaded",
-                    self.saturation_pps, self.rate_threshold_pps
-                ),
-            ));
+            return Err(RuleError::BadValue(format!(
+                "saturation_pps ({}) must be at least rate_threshold_pps ({}): saturated is beyond overloaded",
+                self.saturation_pps, self.rate_threshold_pps
+            )));
         }
         if self.vxlan_port == 0 || self.gtpu_port == 0 || self.vxlan_port == self.gtpu_port {
-            return Err(ApiError::bad("bad_value", "vxlan_port and gtpu_port must be non-zero and different".into()));
+            return Err(RuleError::BadValue("vxlan_port and gtpu_port must be non-zero and different".into()));
         }
         Ok(())
     }
 
-    fn to_value(&self, mask_bits: u32) -> ConfigValue {
+    fn to_value(&self, mask_bits: u32, gen: u32) -> ConfigValue {
         let window_ns = self.window_us * 1000;
         let per_window = |pps: u64| if pps == 0 { 0 } else { (pps as u128 * window_ns as u128 / 1_000_000_000).max(1) as u64 };
         ConfigValue {
@@ -144,7 +140,7 @@ impl Settings {
             vxlan_port: self.vxlan_port,
             gtpu_port: self.gtpu_port,
             mask_bits,
-            _pad: 0,
+            gen,
         }
     }
 }
@@ -169,6 +165,7 @@ struct Maps {
     noop_count: MapHandle,
     cpu_sets: MapHandle,
     cpu_hits: MapHandle,
+    cache_stats: MapHandle,
 }
 
 /// The loaded classifier.
@@ -182,6 +179,8 @@ pub struct Classifier {
     settings: Settings,
     cpus: Vec<u32>,
     ncpus_possible: usize,
+    /// The rule generation in the config (`cls_config.gen`), from 1.
+    gen: u32,
 }
 
 fn map_handle(obj: &Object, name: &'static str) -> Result<MapHandle> {
@@ -196,10 +195,17 @@ fn map_err(map: &'static str, what: impl Into<String>, e: libbpf_rs::Error) -> E
 impl Classifier {
     /// Loads the program and its maps (nothing attached yet). Needs root.
     pub fn load(max_rules: u32) -> Result<Classifier> {
+        Classifier::load_object(OBJ, max_rules)
+    }
+
+    /// [`Classifier::load`] from another build of `bpf/classify.bpf.c` (the
+    /// same maps and programs): for profiling a change of the program
+    /// without rebuilding the crate (`--example classify_bench` with `CLS_OBJ`).
+    pub fn load_object(object: &[u8], max_rules: u32) -> Result<Classifier> {
         if max_rules == 0 || max_rules > maps::MAX_RULES {
             return Err(Error::Config(format!("max rules must be 1..={}", maps::MAX_RULES)));
         }
-        let obj = xdp::load(OBJ, "cls_main")?;
+        let obj = xdp::load(object, "cls_main")?;
         let maps = Maps {
             config: map_handle(&obj, "cls_config")?,
             masks: map_handle(&obj, "cls_masks")?,
@@ -212,6 +218,7 @@ impl Classifier {
             noop_count: map_handle(&obj, "cls_noop_count")?,
             cpu_sets: map_handle(&obj, "cls_cpu_sets")?,
             cpu_hits: map_handle(&obj, "cls_cpu_hits")?,
+            cache_stats: map_handle(&obj, "cls_cache_stats")?,
         };
         let ncpus_possible = libbpf_rs::num_possible_cpus().map_err(|e| Error::Load(e.to_string()))?;
         let mut c = Classifier {
@@ -224,6 +231,7 @@ impl Classifier {
             settings: Settings::default(),
             cpus: Vec::new(),
             ncpus_possible,
+            gen: 1,
         };
         c.apply_settings(&Settings::default()).map_err(|e| Error::Load(e.to_string()))?;
         // One cpumap entry (a kthread) per online CPU, so steering needs no setup later.
@@ -273,13 +281,13 @@ impl Classifier {
     }
 
     /// Writes the overload signal, alternative nodes and ports.
-    pub fn apply_settings(&mut self, s: &Settings) -> Result<(), ApiError> {
+    pub fn apply_settings(&mut self, s: &Settings) -> Result<(), RuleError> {
         s.validate()?;
         for (i, a) in s.alt_nodes.iter().enumerate() {
             self.maps
                 .alt
                 .update(&(i as u32).to_ne_bytes(), &maps::alt_bytes(a.mac, a.ip), MapFlags::ANY)
-                .map_err(|e| ApiError::internal(format!("writing alt node {i}: {e}")))?;
+                .map_err(|e| RuleError::System(format!("writing alt node {i}: {e}")))?;
         }
         self.write_config(s)?;
         self.settings = s.clone();
@@ -291,41 +299,50 @@ impl Classifier {
         self.masks.iter().enumerate().filter(|(_, m)| m.is_some()).fold(0, |b, (i, _)| b | 1 << i)
     }
 
-    fn write_config(&self, s: &Settings) -> Result<(), ApiError> {
-        let v = s.to_value(self.mask_bits());
-        self.maps.config.update(&0u32.to_ne_bytes(), &v.to_bytes(), MapFlags::ANY).map_err(|e| ApiError::internal(format!("writing config: {e}")))
+    fn write_config(&self, s: &Settings) -> Result<(), RuleError> {
+        let v = s.to_value(self.mask_bits(), self.gen);
+        self.maps.config.update(&0u32.to_ne_bytes(), &v.to_bytes(), MapFlags::ANY).map_err(|e| RuleError::System(format!("writing config: {e}")))
+    }
+
+    /// Invalidates the program's flow cache: a new rule generation, written
+    /// after the rule change it follows (the program reads it before its
+    /// search), so the very next frame is searched in the new rules.
+    fn bump_gen(&mut self) -> Result<(), RuleError> {
+        // 0 is never a generation (an empty cache entry has 0).
+        self.gen = self.gen.wrapping_add(1).max(1);
+        self.write_config(&self.settings)
     }
 
     /// Checks what the rule's action needs from the host: the CPU is online,
     /// the queue exists on the interface, the alt node is configured.
-    pub fn check_action(&self, a: &Action, iface: Option<&str>) -> Result<(), ApiError> {
+    pub fn check_action(&self, a: &Action, iface: Option<&str>) -> Result<(), RuleError> {
         match *a {
             Action::SteerCpu { cpu, spread } => {
                 let want = if spread == 0 { vec![cpu] } else { crate::intent::cpus_of(spread) };
                 if let Some(c) = want.iter().find(|c| !self.cpus.contains(c)) {
-                    return Err(ApiError::bad("no_such_cpu", format!("CPU {c} is not online (online: {:?}); steer to those", self.cpus)));
+                    return Err(RuleError::NoSuchCpu(format!("CPU {c} is not online (online: {:?}); steer to those", self.cpus)));
                 }
             }
             Action::Xsk { queue } => {
                 let n = match iface {
                     Some(i) => {
-                        detpath_sys::netdev::ifindex(i).map_err(|e| ApiError::internal(e.to_string()))?;
+                        detpath_sys::netdev::ifindex(i).map_err(|e| RuleError::System(e.to_string()))?;
                         detpath_sys::ethtool::rx_queues(i).unwrap_or(1)
                     }
                     None => 1,
                 };
                 if queue >= n {
-                    return Err(ApiError::bad(
-                        "no_such_queue",
-                        format!("{} has {n} receive queue(s) (0..{n}); queue {queue} does not exist", iface.unwrap_or("the interface")),
-                    ));
+                    return Err(RuleError::NoSuchQueue(format!(
+                        "{} has {n} receive queue(s) (0..{n}); queue {queue} does not exist",
+                        iface.unwrap_or("the interface")
+                    )));
                 }
             }
             Action::ForwardWhenOverloaded { alt_node: Some(n) } if n as usize >= self.settings.alt_nodes.len() => {
-                return Err(ApiError::bad(
-                    "no_such_alt_node",
-                    format!("alternative node {n} is not configured ({} configured; set them with PUT /v1/config or --alt)", self.settings.alt_nodes.len()),
-                ));
+                return Err(RuleError::NoSuchAltNode(format!(
+                    "alternative node {n} is not configured ({} configured; set them with PUT /v1/config or --alt)",
+                    self.settings.alt_nodes.len()
+                )));
             }
             _ => {}
         }
@@ -333,7 +350,7 @@ impl Classifier {
     }
 
     /// Installs a rule: all of it or nothing.
-    pub fn install(&mut self, rule: &Rule, iface: Option<&str>) -> Result<Installed, ApiError> {
+    pub fn install(&mut self, rule: &Rule, iface: Option<&str>) -> Result<Installed, RuleError> {
         self.check_action(&rule.action, iface)?;
         let (key, mask) = rule.key_mask();
         let key = key.and(&mask);
@@ -342,31 +359,20 @@ impl Classifier {
             Some(i) => (i as u32, false),
             None => match self.masks.iter().position(|m| m.is_none()) {
                 Some(i) => (i as u32, true),
-                None => {
-                    return Err(ApiError::conflict(
-                        "masks_full",
-                        format!(
-                            "the rules already use {} distinct match shapes (the most the program searches); reuse the fields of an existing rule",
-                            maps::MAX_MASKS
-                        ),
-                    ))
-                }
+                None => return Err(RuleError::MasksFull(maps::MAX_MASKS)),
             },
         };
         if self.used.contains_key(&(mask_id, key)) {
-            return Err(ApiError::conflict("duplicate", "a rule with exactly this match is installed; delete it first".into()));
+            return Err(RuleError::Duplicate);
         }
         let slot = match self.slots.iter().position(|u| !u) {
             Some(s) => s as u32,
             None => {
-                return Err(ApiError::conflict(
-                    "table_full",
-                    format!(
-                        "the rule table is full ({} rules); delete a rule or restart the daemon with a larger --max-rules (up to {})",
-                        self.slots.len(),
-                        maps::MAX_RULES
-                    ),
-                ))
+                return Err(RuleError::TableFull(format!(
+                    "the rule table is full ({} rules); delete a rule or restart the daemon with a larger --max-rules (up to {})",
+                    self.slots.len(),
+                    maps::MAX_RULES
+                )))
             }
         };
         let (action, arg) = match rule.action {
@@ -377,7 +383,7 @@ impl Classifier {
                 self.maps
                     .cpu_sets
                     .update(&slot.to_ne_bytes(), &set.to_bytes(), MapFlags::ANY)
-                    .map_err(|e| ApiError::internal(format!("writing the CPU set of slot {slot}: {e}")))?;
+                    .map_err(|e| RuleError::System(format!("writing the CPU set of slot {slot}: {e}")))?;
                 (maps::ACT_SPREAD, 0)
             }
             Action::Xsk { queue } => (maps::ACT_XSK, queue),
@@ -389,12 +395,12 @@ impl Classifier {
         self.maps
             .rule_stats
             .update_percpu(&slot.to_ne_bytes(), &zero, MapFlags::ANY)
-            .map_err(|e| ApiError::internal(format!("resetting statistics slot {slot}: {e}")))?;
+            .map_err(|e| RuleError::System(format!("resetting statistics slot {slot}: {e}")))?;
         if new_mask {
             self.maps
                 .masks
                 .update(&mask_id.to_ne_bytes(), &maps::mask_bytes(&mask, true), MapFlags::ANY)
-                .map_err(|e| ApiError::internal(format!("writing mask {mask_id}: {e}")))?;
+                .map_err(|e| RuleError::System(format!("writing mask {mask_id}: {e}")))?;
         }
         let val = RuleValue { slot, arg, priority: rule.effective_priority(), action, _pad: [0; 5] };
         if let Err(e) = self.maps.rules.update(&maps::rule_key_bytes(&key, mask_id), &val.to_bytes(), MapFlags::NO_EXIST) {
@@ -405,9 +411,9 @@ impl Classifier {
                 || e.to_string().contains("too big")
                 || e.to_string().contains("No space");
             return Err(if full {
-                ApiError::conflict("table_full", format!("the kernel rule map is full: {e}"))
+                RuleError::TableFull(format!("the kernel rule map is full: {e}"))
             } else {
-                ApiError::internal(format!("inserting the rule: {e}"))
+                RuleError::System(format!("inserting the rule: {e}"))
             });
         }
         self.slots[slot as usize] = true;
@@ -416,22 +422,23 @@ impl Classifier {
             Some((_, n)) => *n += 1,
             m @ None => *m = Some((mask, 1)),
         }
-        if new_mask {
-            // The program searches the new mask from now on.
-            if let Err(e) = self.write_config(&self.settings) {
-                let _ = self.remove(&Installed { slot, mask_id, key });
-                return Err(e);
-            }
+        // The program searches the new mask from now on (one write), then no
+        // cached result from before the rule counts (a second write: a frame
+        // that sees the new generation sees the new mask set too).
+        let written = if new_mask { self.write_config(&self.settings) } else { Ok(()) };
+        if let Err(e) = written.and_then(|()| self.bump_gen()) {
+            let _ = self.remove(&Installed { slot, mask_id, key });
+            return Err(e);
         }
         Ok(Installed { slot, mask_id, key })
     }
 
     /// Removes an installed rule.
-    pub fn remove(&mut self, ins: &Installed) -> Result<(), ApiError> {
+    pub fn remove(&mut self, ins: &Installed) -> Result<(), RuleError> {
         match self.maps.rules.delete(&maps::rule_key_bytes(&ins.key, ins.mask_id)) {
             Ok(()) => {}
             Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => {}
-            Err(e) => return Err(ApiError::internal(format!("deleting the rule: {e}"))),
+            Err(e) => return Err(RuleError::System(format!("deleting the rule: {e}"))),
         }
         self.used.remove(&(ins.mask_id, ins.key));
         if let Some(s) = self.slots.get_mut(ins.slot as usize) {
@@ -445,7 +452,8 @@ impl Classifier {
                 let _ = self.maps.masks.update(&ins.mask_id.to_ne_bytes(), &maps::mask_bytes(&FlowKey::default(), false), MapFlags::ANY);
             }
         }
-        Ok(())
+        // No cached result from before the removal counts.
+        self.bump_gen()
     }
 
     /// Rules in the kernel map (for tests: nothing half-installed).
@@ -519,6 +527,23 @@ impl Classifier {
                 n
             })
             .collect()
+    }
+
+    /// Flow cache (hits, misses), summed over CPUs: frames whose rule came
+    /// from the cache, and frames searched in the rules (with rules in use).
+    pub fn cache_stats(&self) -> (u64, u64) {
+        let get = |i: u32| -> u64 {
+            let mut n = 0;
+            if let Ok(Some(per_cpu)) = self.maps.cache_stats.lookup_percpu(&i.to_ne_bytes(), MapFlags::ANY) {
+                for v in per_cpu {
+                    let mut a = [0u8; 8];
+                    a.copy_from_slice(&v[..8]);
+                    n += u64::from_ne_bytes(a);
+                }
+            }
+            n
+        };
+        (get(0), get(1))
     }
 
     /// Puts an AF_XDP socket into an XSKMAP slot (the rx queue it is bound to).

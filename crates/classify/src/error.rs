@@ -28,6 +28,57 @@ pub enum Error {
     Intent(#[from] IntentError),
     #[error("{0}")]
     Api(#[from] crate::api::ApiError),
+    #[error(transparent)]
+    Rule(#[from] RuleError),
+}
+
+/// What the classifier refuses when it is programmed: a rule, its action or
+/// the settings (the classifier's own domain; the HTTP API maps each kind to
+/// a status in `api.rs`, and nothing else knows of HTTP).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    #[error("{n} alternative nodes; at most {max}")]
+    TooManyAltNodes { n: usize, max: usize },
+    /// A setting out of its range.
+    #[error("{0}")]
+    BadValue(String),
+    /// A steer/spread action names a CPU that is not online.
+    #[error("{0}")]
+    NoSuchCpu(String),
+    /// An XSK action names a receive queue the interface does not have.
+    #[error("{0}")]
+    NoSuchQueue(String),
+    /// A forward action names an alternative node that is not configured.
+    #[error("{0}")]
+    NoSuchAltNode(String),
+    /// Every mask slot holds another match shape.
+    #[error("the rules already use {0} distinct match shapes (the most the program searches); reuse the fields of an existing rule")]
+    MasksFull(usize),
+    #[error("a rule with exactly this match is installed; delete it first")]
+    Duplicate,
+    /// No rule slot or no room in the kernel's rule map.
+    #[error("{0}")]
+    TableFull(String),
+    /// The kernel (a map write) or the host (an interface lookup) failed.
+    #[error("{0}")]
+    System(String),
+}
+
+impl RuleError {
+    /// The stable machine-readable name of the error (the API's `code`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            RuleError::TooManyAltNodes { .. } => "too_many_alt_nodes",
+            RuleError::BadValue(_) => "bad_value",
+            RuleError::NoSuchCpu(_) => "no_such_cpu",
+            RuleError::NoSuchQueue(_) => "no_such_queue",
+            RuleError::NoSuchAltNode(_) => "no_such_alt_node",
+            RuleError::MasksFull(_) => "masks_full",
+            RuleError::Duplicate => "duplicate",
+            RuleError::TableFull(_) => "table_full",
+            RuleError::System(_) => "internal",
+        }
+    }
 }
 
 impl Error {

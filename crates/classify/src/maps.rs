@@ -40,6 +40,7 @@ const _: () = {
     assert!(MAX_CPUS as u64 == layout::CLS_MAX_CPUS);
     assert!(MAX_RULES as u64 == layout::CLS_MAX_RULES);
     assert!(ALT_BY_HASH as u64 == layout::CLS_ALT_BY_HASH);
+    assert!(CACHE_SLOTS as u64 == layout::CLS_CACHE_SLOTS);
     assert!(F_IPV6 as u64 == layout::CLS_F_IPV6 && F_L4 as u64 == layout::CLS_F_L4 && F_VXLAN as u64 == layout::CLS_F_VXLAN);
     assert!(F_GTP as u64 == layout::CLS_F_GTP && F_VLAN as u64 == layout::CLS_F_VLAN);
 };
@@ -241,7 +242,9 @@ pub struct ConfigValue {
     pub saturation_threshold: u64,
     /// Bit m: mask m is in use.
     pub mask_bits: u32,
-    pub _pad: u32,
+    /// Rule generation: bumped after every rule or mask change; flow cache
+    /// entries of another generation are not used.
+    pub gen: u32,
 }
 check_cls_config!(ConfigValue);
 
@@ -257,7 +260,7 @@ impl ConfigValue {
         v.extend_from_slice(&self.gtpu_port.to_ne_bytes());
         v.extend_from_slice(&self.saturation_threshold.to_ne_bytes());
         v.extend_from_slice(&self.mask_bits.to_ne_bytes());
-        v.extend_from_slice(&self._pad.to_ne_bytes());
+        v.extend_from_slice(&self.gen.to_ne_bytes());
         v
     }
 }
@@ -269,6 +272,19 @@ fn u64_at(b: &[u8], i: usize) -> u64 {
     }
     u64::from_ne_bytes(a)
 }
+
+/// Slots of the per-CPU flow cache.
+pub const CACHE_SLOTS: u32 = 512;
+
+/// `struct cls_cache_ent` (the program's own; mirrored for the layout check).
+#[repr(C)]
+pub struct CacheEntry {
+    pub k: FlowKey,
+    pub gen: u32,
+    pub found: u32,
+    pub rule: RuleValue,
+}
+check_cls_cache_ent!(CacheEntry);
 
 /// `struct cls_rate` (per-CPU rate window; the program's own).
 #[repr(C)]
@@ -349,7 +365,7 @@ mod tests {
             gtpu_port: 0,
             saturation_threshold: 0,
             mask_bits: 0,
-            _pad: 0,
+            gen: 0,
         };
         assert_eq!(c.to_bytes().len(), std::mem::size_of::<ConfigValue>());
     }

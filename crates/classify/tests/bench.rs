@@ -20,9 +20,19 @@ fn every_cell_runs_and_does_what_its_rules_say() {
 
     for c in &r.cells {
         let v = serde_json::to_value(c).unwrap();
-        for k in ["program", "rules", "encap", "size", "cpus", "pps", "ns_per_frame"] {
+        for k in ["program", "rules", "encap", "size", "cpus", "pps", "ns_per_frame", "cpu"] {
             assert!(v.get(k).is_some(), "cell {v} has no `{k}`");
         }
+        // The CPU object: one generator thread per receive CPU, on its CPU, which did some work.
+        assert_eq!(c.cpu.threads.len(), c.cpus, "{v}");
+        for (i, t) in c.cpu.threads.iter().enumerate() {
+            assert_eq!(t.name, "generator");
+            assert_eq!(t.core, Some(i as u32), "generator {i} pinned to CPU {i}: {v}");
+        }
+        assert!(c.cpu.cpu_s() > 0.0, "the generators used CPU: {v}");
+        assert!(c.cpu.work_per_cpu_s.is_some_and(|w| w > 0.0), "{v}");
+        assert_eq!(c.cpu.cores.iter().map(|x| x.core).collect::<Vec<_>>(), (0..c.cpus as u32).collect::<Vec<_>>(), "{v}");
+        assert!(c.cpu.cores.iter().all(|x| (0.0..=1.0).contains(&x.busy)), "{v}");
         assert!(["udp", "vxlan", "gtpu"].contains(&v["encap"].as_str().unwrap()), "{v}");
         assert!(c.frames_seen > 0 && c.pps > 0.0, "the program received no frame: {v}");
         assert!(c.frames_seen <= c.frames_offered, "{v}");

@@ -330,7 +330,7 @@ fn steer_and_xsk_actions() {
     assert_eq!(c.test_run(&nested(false, vec![], 1, 0x11, vec![], "172.16.0.1", 1)).unwrap().0, XDP_PASS, "no socket in the slot: pass");
     assert_eq!(c.total("xsk_miss").packets, 1);
     let e = c.install(&intent(r#"{"encapsulationID1": "12", "encapsulationType1": "gtp"}"#, r#""actionName": "STEER_CPU", "cpu": 63"#), None).unwrap_err();
-    assert_eq!(e.code, "no_such_cpu");
+    assert_eq!(e.code(), "no_such_cpu");
     assert_eq!(c.kernel_rule_count(), 2, "nothing half-installed");
 }
 
@@ -497,5 +497,58 @@ fn prioritised_flows_are_never_forwarded_even_when_overloaded() {
     assert_eq!(c.total("forward").packets, 103);
     // Saturation below the overload threshold makes no sense and is refused.
     let e = c.apply_settings(&Settings { saturation_pps: 1, rate_threshold_pps: 5, ..sat.clone() }).unwrap_err();
-    assert_eq!(e.code, "bad_value", "{e:?}");
+    assert_eq!(e.code(), "bad_value", "{e:?}");
+}
+
+/// The per-CPU flow cache keeps the search's answer for a flow; every rule
+/// change (a new rule under a mask already in use, a more specific rule, a
+/// removal) takes effect on the very next frame of that flow, never the
+/// cached answer of before. Pinned to one CPU: the cache is per CPU.
+#[test]
+fn a_rule_change_takes_effect_on_the_next_frame_despite_the_flow_cache() {
+    pin_cpu0();
+    let mut c = load();
+    let f = plain_udp(7000);
+    let run = |c: &Classifier| c.test_run(&f).unwrap().0;
+
+    // A rule of the flow's mask (dstPort) for another port: the flow is unmatched, twice.
+    let other = c.install(&intent(r#"{"dstPort": 7001}"#, r#""actionName": "DROP""#), None).unwrap();
+    let (h0, m0) = c.cache_stats();
+    assert_eq!(run(&c), XDP_PASS);
+    assert_eq!(run(&c), XDP_PASS);
+    let (h1, m1) = c.cache_stats();
+    assert_eq!((h1 - h0, m1 - m0), (1, 1), "the first frame searched, the second came from the cache");
+    assert_eq!(c.total("pass_unmatched").packets, 2);
+
+    // A rule for the flow under the same mask (the mask set does not change):
+    // the next frame is dropped, not passed from the cache.
+    let drop = c.install(&intent(r#"{"dstPort": 7000}"#, r#""actionName": "DROP""#), None).unwrap();
+    assert_eq!(run(&c), XDP_DROP);
+    assert_eq!(run(&c), XDP_DROP);
+    assert_eq!(c.rule_stat(drop.slot).packets, 2);
+    let (h2, m2) = c.cache_stats();
+    assert_eq!((h2 - h1, m2 - m1), (1, 1), "one search after the change, then the cache again");
+
+    // A more specific rule (a new mask) with action pass wins from the next frame on.
+    let pass = c.install(&intent(r#"{"srcIP": "10.0.0.1", "dstPort": 7000}"#, r#""actionName": "PASS""#), None).unwrap();
+    assert_eq!(run(&c), XDP_PASS);
+    assert_eq!(c.rule_stat(pass.slot).packets, 1);
+    assert_eq!(c.total("pass_rule").packets, 1);
+
+    // Removed: the drop rule is back on the next frame; removed too: unmatched.
+    c.remove(&pass).unwrap();
+    assert_eq!(run(&c), XDP_DROP);
+    assert_eq!(c.rule_stat(drop.slot).packets, 3);
+    c.remove(&drop).unwrap();
+    assert_eq!(run(&c), XDP_PASS);
+    assert_eq!(c.total("pass_unmatched").packets, 3);
+    // Another flow of the same mask (its rule still installed) is unaffected.
+    assert_eq!(c.test_run(&plain_udp(7001)).unwrap().0, XDP_DROP);
+    assert_eq!(c.rule_stat(other.slot).packets, 1);
+
+    // Settings changes keep the rule generation: a cached answer stays valid.
+    c.apply_settings(&Settings { load_flag: true, ..Settings::default() }).unwrap();
+    assert_eq!(c.test_run(&plain_udp(7001)).unwrap().0, XDP_DROP);
+    let (h3, _) = c.cache_stats();
+    assert!(h3 > h2, "the cache answers after a settings change");
 }
