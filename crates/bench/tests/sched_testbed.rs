@@ -8,8 +8,8 @@
 //! fails). The tests busy-poll both cores, so they run one at a time.
 
 use detpath::testbed::{Testbed, TestbedConfig};
-use detpath_bench::sched::sync_run::{self, SyncRunConfig};
-use detpath_bench::sched::{self as bench, BenchConfig, Method};
+use detpath_bench::slots::sync_run::{self, SyncRunConfig};
+use detpath_bench::slots::{self as bench, BenchConfig, Method};
 use std::sync::Mutex;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());

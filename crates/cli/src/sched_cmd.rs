@@ -9,10 +9,10 @@
 //! - `probe`: what an interface offers (line rate, PTP clock, launch time).
 //! - `ptp`: the slot clock over IEEE 1588 with ptp4l (`sched_ptp_cmd`).
 //!
-//! Argument parsing and printing only; the work is in `detpath_sched` and `detpath_bench::sched` (the bench).
+//! Argument parsing and printing only; the work is in `detpath_sched` and `detpath_bench::slots` (the bench).
 
 use anyhow::Context;
-use detpath_bench::sched::{self as bench, BenchConfig, FlowSpec, Method};
+use detpath_bench::slots::{self as bench, BenchConfig, FlowSpec, Method};
 use detpath_sched::{ClassConfig, Mode};
 use std::path::PathBuf;
 
@@ -316,7 +316,7 @@ fn run_bench(a: BenchArgs) -> anyhow::Result<i32> {
 }
 
 fn run_sync(a: SyncArgs) -> anyhow::Result<i32> {
-    use detpath_bench::sched::sync_run::{self, SyncRunConfig};
+    use detpath_bench::slots::sync_run::{self, SyncRunConfig};
     detpath::sys::cleanup::install_signal_handler(detpath::sys::cleanup::OnSignal::SetFlag);
     let prefix = a.testbed.clone().unwrap_or_else(|| detpath::testbed::process_prefix("sch"));
     let tb = detpath::testbed::Testbed::up(detpath::testbed::TestbedConfig::with_prefix(&prefix))?;

@@ -31,7 +31,7 @@
 //!   (`...&sched=slots&slot_ns=10000&classes=...`), giving a [`SlotsEndpoint`].
 //!
 //! `detpath sched bench` (slots versus clock_nanosleep) is
-//! `detpath_bench::sched`: this crate depends on detpath only, so every
+//! `detpath_bench::slots`: this crate depends on detpath only, so every
 //! layer that opens a user's spec (bench, pubsub, the bindings, the CLI)
 //! can open it with [`open`].
 //!

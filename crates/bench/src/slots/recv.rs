@@ -5,7 +5,7 @@ use super::probe_payload::{Header, FLOOD_FLOW};
 use super::send::Sent;
 use super::timeline::Timeline;
 use super::{BeShare, BenchConfig, ClassReport, FlowReport, Method, RunReport};
-use crate::sched::ErrorSummary;
+use crate::slots::ErrorSummary;
 use detpath::{monotonic_ns, Endpoint, RecvMode, RxBatch};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
