@@ -245,7 +245,8 @@ pub fn slots(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, flood: boo
                 }
                 (Some(b), Some(p)) => {
                     let counted = now >= tl.measure_from;
-                    for _ in be_offered..p.due(now, be_offered) {
+                    let due = p.due(now, be_offered);
+                    while be_offered < due {
                         be_offered += 1;
                         Header { flow: FLOOD_FLOW, seq: be_seq, scheduled_ns: 0 }.write(&mut be_buf);
                         let refused = ep.send_be(b, &be_buf, peer).is_err();
@@ -304,10 +305,10 @@ pub fn slots(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, flood: boo
             }
         });
         // Polling once per batch of slots: sleep to the next batch boundary of the ring instead of spinning.
-        if batch_ns > 0 {
-            let t = monotonic_ns();
-            if t < tl.end && t >= tl.start {
-                sleep_until(tl.start + ((t - tl.start) / batch_ns + 1) * batch_ns);
+        let t = monotonic_ns();
+        if t < tl.end && t >= tl.start {
+            if let Some(k) = (t - tl.start).checked_div(batch_ns) {
+                sleep_until(tl.start + (k + 1) * batch_ns);
             }
         }
     }
