@@ -522,8 +522,10 @@ pub struct RunReport {
     /// thread for `sleep`, receiver), the sender's and receiver's cores'
     /// utilisation over the run, and packets sent per CPU-second.
     pub cpu: Option<detpath::sys::cputime::CpuReport>,
-    /// Wall-clock seconds of the run (warm-up, measured window and pauses):
-    /// a thread's CPU seconds over this is its share of a core.
+    /// Wall-clock seconds of the run, from handing the threads their
+    /// timeline to their end (the lead-in, warm-up, measured window, pauses
+    /// and the last frames' drain): a thread's CPU seconds over this is its
+    /// share of a core.
     pub wall_s: f64,
     /// Raw inter-arrival errors of all flows, sorted (for plots; not in JSON).
     #[serde(skip)]
@@ -730,6 +732,7 @@ fn run_one(tb: &Testbed, cfg: &BenchConfig, dp: &str, method: Method, port: u16,
     }
     let tl = timeline(cfg);
     let ticks_before = detpath::sys::cputime::CoreTicks::now();
+    let wall_from = detpath::monotonic_ns();
     let _ = rx_tl_tx.send(tl);
     let _ = tx_tl_tx.send(tl);
     // Pass Ctrl-C on to the sender while it runs.
@@ -745,13 +748,14 @@ fn run_one(tb: &Testbed, cfg: &BenchConfig, dp: &str, method: Method, port: u16,
     stop.store(true, Ordering::Relaxed);
     let received = receiver.join().map_err(|_| anyhow::anyhow!("receiver thread panicked"))???;
     let ticks_after = detpath::sys::cputime::CoreTicks::now();
+    let wall_to = detpath::monotonic_ns();
     let sent = sent???;
     let mut threads = sent.threads.clone();
     threads.push(received.cpu.clone());
     let mut r = recv::analyse(cfg, &tl, dp, method, &format!("{} / {}", sent.endpoint, rx_mode), sent, received);
     let packets = r.classes.iter().map(|c| c.counters.sent).sum::<u64>() as f64;
     r.cpu = Some(detpath::sys::cputime::CpuReport::new(threads, &ticks_before, &ticks_after, &[cfg.cpus.0, cfg.cpus.1], packets));
-    r.wall_s = (tl.end - tl.start) as f64 / 1e9;
+    r.wall_s = wall_to.saturating_sub(wall_from) as f64 / 1e9;
     Ok(r)
 }
 

@@ -46,11 +46,17 @@ pub fn table(r: &Report) -> String {
     let _ = writeln!(
         t,
         "\n{:<7} {:<11} {:<31} {:<31} {:>9} {:>9} {:>5} {:>13} {:>12}",
-        "path", "method", "IAT error p50/p99/p99.99/max", "release err p50/p99/p99.99/max", "IAT mean", "PDV mean", "viol", "rt sent/recv", "BE share"
+        "path", "method", "IAT error p50/p99/p99.99/max", "release err p50/p99/p99.99/max", "IAT mean", "PDV mean", "viol", "rt sent/recv", "BE share/owned[ of offered]"
     );
     let _ = writeln!(t, "{:<7} {:<11} {:<31} {:<31} {:>9} {:>9}", "", "", "(µs)", "(µs)", "(ns)", "(ns)");
     for run in &r.runs {
-        let be = run.be.map(|b| format!("{:.2}%/{:.0}%", b.measured_fraction * 100.0, b.expected_fraction * 100.0)).unwrap_or_else(|| "-".into());
+        let be = run
+            .be
+            .map(|b| {
+                let offered = b.offered_fraction.map(|o| format!(" of {:.0}%", o * 100.0)).unwrap_or_default();
+                format!("{:.2}%/{:.0}%{offered}", b.measured_fraction * 100.0, b.expected_fraction * 100.0)
+            })
+            .unwrap_or_else(|| "-".into());
         let _ = writeln!(
             t,
             "{:<7} {:<11} {:<31} {:<31} {:>9.0} {:>9.0} {:>5} {:>13} {:>12}",
