@@ -4,7 +4,7 @@
 //! tables ([`table`]) and the plots of `detpath report` ([`report`]). The
 //! runner that drives the datapaths is [`run`]; the main job over the
 //! testbed (configurations, tuning, stress, sockperf) is [`matrix`].
-//! [`sched`] is `detpath sched bench`, the slot scheduler against
+//! [`slots`] is `detpath sched bench`, the slot scheduler against
 //! clock_nanosleep, on the same result directories and environment record.
 
 pub mod matrix;
@@ -12,7 +12,7 @@ pub mod records;
 pub mod report;
 pub mod results;
 pub mod run;
-pub mod sched;
+pub mod slots;
 pub mod sockperf;
 pub mod stats;
 pub mod stress;

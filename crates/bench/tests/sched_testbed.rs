@@ -8,8 +8,8 @@
 //! fails). The tests busy-poll both cores, so they run one at a time.
 
 use detpath::testbed::{Testbed, TestbedConfig};
-use detpath_bench::sched::sync_run::{self, SyncRunConfig};
-use detpath_bench::sched::{self as bench, BenchConfig, Method};
+use detpath_bench::slots::sync_run::{self, SyncRunConfig};
+use detpath_bench::slots::{self as bench, BenchConfig, Method};
 use std::sync::Mutex;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -204,5 +204,70 @@ fn a_planned_run_sends_every_app_only_in_its_partition() {
                 }
             }
         }
+    }
+}
+
+#[test]
+fn the_sweeps_hold_best_effort_to_its_reservation_and_trade_cpu_for_release_error() {
+    if !is_root() {
+        println!("SKIP the_sweeps_hold_best_effort_to_its_reservation_and_trade_cpu_for_release_error: needs root (namespaces)");
+        return;
+    }
+    use bench::sweep::{self, SweepKind, SweepParams};
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cfg = BenchConfig::paper();
+    cfg.datapaths = vec!["udp".into()];
+    cfg.duration_ns = 400_000_000;
+    cfg.warmup_ns = 100_000_000;
+    let tb = TestbedConfig::unique("schw");
+    cfg.testbed_prefix = tb.a.netns.trim_end_matches("-a").to_string();
+    let p = SweepParams {
+        loads: vec![0.1, 1.0],
+        sizes: vec![64, 1400],
+        slots_ns: vec![10_000, 100_000],
+        batches: vec![0, 32],
+        ..SweepParams::default()
+    };
+    let kinds = [SweepKind::BeShare, SweepKind::IatSize, SweepKind::Cost];
+    let r = sweep::run(&cfg, &kinds, &p, "test", &|l| eprintln!("{l}"), &|| false).expect("sweeps run");
+    assert!(!Testbed::status(&tb).complete(&tb), "testbed {} left behind", cfg.testbed_prefix);
+    eprint!("{}", sweep::table(&r));
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.points.len(), 3 * 2 * 2 + 2 * 2 + 2 + 2);
+    for pt in &r.points {
+        // Every run carries its CPU cost: the sender and the receiver measured, on the cores they were given.
+        let cpu = pt.run.cpu.as_ref().expect("cpu in every run");
+        for name in ["sender", "receiver"] {
+            let th = cpu.threads.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("no {name} thread: {cpu:?}"));
+            assert!(th.total_s() > 0.0 && th.total_s() <= pt.run.wall_s * 1.1 + 0.05, "{name}: {th:?} over {} s", pt.run.wall_s);
+        }
+        assert!(cpu.cores.iter().any(|c| c.core == cfg.cpus.0) && cpu.work_per_cpu_s.is_some_and(|w| w > 0.0), "{cpu:?}");
+        assert!(pt.run.rt_received > 0, "{:?}: nothing received", pt.label);
+    }
+    for pt in r.points.iter().filter(|p| p.label.sweep == SweepKind::BeShare) {
+        let be = pt.run.be.expect("be-share runs report the share");
+        let (owned, offered) = (pt.label.reserved_fraction.unwrap(), be.offered_fraction.expect("an offered load"));
+        // The cap: never above the reservation (2 % for the window's edges), nor above what was offered.
+        assert!(be.measured_fraction <= owned * 1.02, "{:?}: {be:?}", pt.label);
+        assert!(be.measured_fraction <= offered * 1.02 + 0.002, "{:?}: {be:?}", pt.label);
+        if pt.label.offered == Some(1.0) {
+            // Offered beyond the reservation: the pre-buffer overflowed, and every owned slot was used or missed.
+            assert!(be.refused_fraction.unwrap_or(0.0) > 0.0, "{:?}: {be:?}", pt.label);
+            let used_or_missed = (be.sent_in_window + be.missed_slots.min(be.slots_in_window)) as f64 / be.slots_in_window as f64;
+            assert!(used_or_missed >= owned * 0.9, "{:?}: {be:?}", pt.label);
+        } else {
+            // Below the reservation, most of what is offered goes through.
+            assert!(be.measured_fraction >= offered * 0.5, "{:?}: {be:?}", pt.label);
+        }
+    }
+    let cost = |batch: u32| r.points.iter().find(|p| p.label.series == Some("batch") && p.label.batch == batch).expect("cost point");
+    let (busy, batched) = (cost(0), cost(32));
+    let share = |p: &sweep::SweepPoint| bench::thread_share(&p.run, "sender").unwrap_or(0.0);
+    assert!(share(batched) < share(busy), "polling every 32 slots used {} of a core, busy polling {}", share(batched), share(busy));
+    assert!(batched.run.release_error_ns.p50 > busy.run.release_error_ns.p50, "{:?} vs {:?}", batched.run.release_error_ns, busy.run.release_error_ns);
+    let out = tempfile::tempdir().expect("temp dir");
+    let dir = sweep::write_results(out.path(), &r).expect("results written");
+    for f in ["report.json", "table.txt", "be_share.png", "be_delivery.svg", "iat_size.png", "cost.png"] {
+        assert!(dir.join(f).is_file(), "{f} missing in {}", dir.display());
     }
 }

@@ -9,10 +9,10 @@
 //! - `probe`: what an interface offers (line rate, PTP clock, launch time).
 //! - `ptp`: the slot clock over IEEE 1588 with ptp4l (`sched_ptp_cmd`).
 //!
-//! Argument parsing and printing only; the work is in `detpath_sched` and `detpath_bench::sched` (the bench).
+//! Argument parsing and printing only; the work is in `detpath_sched` and `detpath_bench::slots` (the bench).
 
 use anyhow::Context;
-use detpath_bench::sched::{self as bench, BenchConfig, FlowSpec, Method};
+use detpath_bench::slots::{self as bench, BenchConfig, FlowSpec, Method};
 use detpath_sched::{ClassConfig, Mode};
 use crate::vocab::ns;
 use std::path::PathBuf;
@@ -149,6 +149,33 @@ struct BenchArgs {
     /// class on the free slots, except this many slots before each planned slot.
     #[arg(long, default_value_t = 1, requires = "plan")]
     plan_guard: u32,
+    /// Run paper 003's sweeps instead of the method comparison (comma list):
+    /// `be-share` (best effort against offered load at 25/50/100 % of the free
+    /// slots reserved, strict and relaxed real-time classes; Figure 17),
+    /// `iat-size` (inter-arrival error per frame size, idle and busy; Figures 6
+    /// and 15), `cost` (sender CPU against release error for slot and poll
+    /// batch sizes; Figure 19). Writes a sched-sweep-<UTC> result directory
+    /// with plots; --json prints its points.
+    #[arg(long, value_delimiter = ',', value_parser = ["be-share", "iat-size", "cost"])]
+    sweep: Vec<String>,
+    /// Offered load of the best-effort flood, % of the slot rate (100: one
+    /// packet per slot of the ring); default: the flood keeps its class's
+    /// pre-buffer full. With --sweep be-share: the loads swept (default 10,20,40,60,80,100).
+    #[arg(long, value_delimiter = ',')]
+    offered_load: Option<Vec<f64>>,
+    /// With --sweep be-share: % of the slots the real-time classes leave free reserved for best effort.
+    #[arg(long, value_delimiter = ',', default_values_t = [25.0, 50.0, 100.0])]
+    reservation: Vec<f64>,
+    /// With --sweep iat-size: real-time payload sizes, bytes.
+    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 256, 512, 1024, 1400])]
+    frame_size: Vec<usize>,
+    /// With --sweep cost: slot lengths, polled every slot (a unit: 5us, 0.1ms; bare: ns).
+    #[arg(long, value_delimiter = ',', default_values_t = ["5us".to_string(), "10us".to_string(), "20us".to_string(), "50us".to_string(), "100us".to_string()])]
+    sweep_slot: Vec<String>,
+    /// Poll the scheduler once per this many slots, sleeping in between (0:
+    /// busy poll). With --sweep cost: the batches swept (default 0,1,2,4,8,16,32).
+    #[arg(long, value_delimiter = ',')]
+    batch: Option<Vec<u32>>,
     /// With --plan: rotate the plan by this many slots (partitions and send
     /// times alike). This VM's 250 Hz tick lands on the millisecond boundary,
     /// ring position 0 of a ring whose cycle divides 1 ms: 1 moves the plan off it.
@@ -278,8 +305,40 @@ fn bench_config(a: &BenchArgs) -> anyhow::Result<BenchConfig> {
         cfg.testbed_prefix = t.clone();
     }
     cfg.arrival_stamps = a.rx_stamp == "arrival";
+    if a.sweep.is_empty() {
+        match a.offered_load.as_deref() {
+            None => {}
+            Some([pct]) => cfg.be_load = Some(pct / 100.0),
+            Some(_) => anyhow::bail!("--offered-load takes one value unless --sweep be-share"),
+        }
+        match a.batch.as_deref() {
+            None => {}
+            Some([b]) => cfg.poll_batch = *b,
+            Some(_) => anyhow::bail!("--batch takes one value unless --sweep cost"),
+        }
+    }
     cfg.validate()?;
     Ok(cfg)
+}
+
+/// A duration with a unit (`ns`, `us`/`µs`, `ms`, `s`; bare: ns) in ns.
+fn duration_ns(text: &str) -> anyhow::Result<u64> {
+    let ns = detpath::sys::units::parse_duration_ns(text, detpath::sys::units::Unit::Nanos)?;
+    anyhow::ensure!(ns > 0, "`{text}` is not a positive duration");
+    Ok(ns)
+}
+
+/// The sweeps' grid from the flags.
+fn sweep_params(a: &BenchArgs) -> anyhow::Result<bench::sweep::SweepParams> {
+    let d = bench::sweep::SweepParams::default();
+    Ok(bench::sweep::SweepParams {
+        reservations: a.reservation.iter().map(|p| p / 100.0).collect(),
+        loads: a.offered_load.as_ref().map(|v| v.iter().map(|p| p / 100.0).collect()).unwrap_or(d.loads),
+        modes: d.modes,
+        sizes: a.frame_size.clone(),
+        slots_ns: a.sweep_slot.iter().map(|s| duration_ns(s)).collect::<anyhow::Result<_>>()?,
+        batches: a.batch.clone().unwrap_or(d.batches),
+    })
 }
 
 fn run_bench(a: BenchArgs) -> anyhow::Result<i32> {
@@ -315,6 +374,18 @@ fn run_bench(a: BenchArgs) -> anyhow::Result<i32> {
         (None, format!("default (no tuning; {threads})"))
     };
     let log = |l: &str| eprintln!("sched bench: {l}");
+    if !a.sweep.is_empty() {
+        let kinds = a.sweep.iter().map(|k| k.parse()).collect::<anyhow::Result<Vec<bench::sweep::SweepKind>>>()?;
+        let report = bench::sweep::run(&cfg, &kinds, &sweep_params(&a)?, &state, &log, &detpath::sys::cleanup::interrupted)?;
+        let dir = bench::sweep::write_results(&a.out, &report)?;
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&report.points)?);
+        } else {
+            print!("{}", bench::sweep::table(&report));
+        }
+        eprintln!("sched bench: results in {}", dir.display());
+        return Ok(if report.errors.is_empty() { 0 } else { 1 });
+    }
     let report = bench::run(&cfg, &state, &log, &detpath::sys::cleanup::interrupted)?;
     let dir = bench::write_results(&a.out, &report)?;
     if a.json {
@@ -330,7 +401,7 @@ fn run_bench(a: BenchArgs) -> anyhow::Result<i32> {
 }
 
 fn run_sync(a: SyncArgs) -> anyhow::Result<i32> {
-    use detpath_bench::sched::sync_run::{self, SyncRunConfig};
+    use detpath_bench::slots::sync_run::{self, SyncRunConfig};
     detpath::sys::cleanup::install_signal_handler(detpath::sys::cleanup::OnSignal::SetFlag);
     let offset_ns = u64::try_from(a.offset.ns()).map_err(|_| anyhow::anyhow!("--offset: the slave's injected offset is not negative here"))?;
     let prefix = a.testbed.clone().unwrap_or_else(|| detpath::testbed::process_prefix("sch"));

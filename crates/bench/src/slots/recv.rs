@@ -5,7 +5,8 @@ use super::probe_payload::{Header, FLOOD_FLOW};
 use super::send::Sent;
 use super::timeline::Timeline;
 use super::{BeShare, BenchConfig, ClassReport, FlowReport, Method, RunReport};
-use crate::sched::ErrorSummary;
+use crate::slots::ErrorSummary;
+use detpath::sys::cputime::{ThreadCpu, ThreadMeter};
 use detpath::{monotonic_ns, Endpoint, RecvMode, RxBatch};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -24,11 +25,14 @@ pub struct Received {
     pub arrivals: Vec<Arrival>,
     pub flood: u64,
     pub foreign: u64,
+    /// The receiving thread's CPU time over the run.
+    pub cpu: ThreadCpu,
 }
 
 /// Busy-polls `ep` until `stop`, recording every benchmark frame; sleeps
 /// through the timeline's pauses (waking 1 ms before each segment).
 pub fn receive(ep: &mut dyn Endpoint, capacity: usize, tl: &Timeline, stop: &AtomicBool) -> anyhow::Result<Received> {
+    let meter = ThreadMeter::start("receiver");
     let mut arrivals = Vec::with_capacity(capacity);
     let mut batch = RxBatch::new(64, 2048);
     let (mut flood, mut foreign) = (0u64, 0u64);
@@ -61,7 +65,7 @@ pub fn receive(ep: &mut dyn Endpoint, capacity: usize, tl: &Timeline, stop: &Ato
             }
         }
     }
-    Ok(Received { arrivals, flood, foreign })
+    Ok(Received { arrivals, flood, foreign, cpu: meter.stop() })
 }
 
 /// Exact percentiles of a sorted slice.
@@ -128,6 +132,7 @@ pub fn analyse(cfg: &BenchConfig, tl: &Timeline, dp: &str, method: Method, endpo
     }
     all_iat.sort_unstable();
     all_pdv.sort_unstable();
+    let rt_planned: u64 = sent.flows.iter().map(|f| f.planned).sum();
     let classes = cfg
         .sched
         .classes
@@ -135,7 +140,10 @@ pub fn analyse(cfg: &BenchConfig, tl: &Timeline, dp: &str, method: Method, endpo
         .zip(&sent.classes)
         .map(|(c, (k, h))| ClassReport { name: c.name.clone(), kind: c.kind, mode: c.mode, counters: *k, release_error_ns: ErrorSummary::of(h) })
         .collect();
+    let offered = |n: u64| (cfg.be_load.is_some() && sent.slots_in_window > 0).then(|| n as f64 / sent.slots_in_window as f64);
     let be = (method == Method::Slots && cfg.be_class.is_some()).then(|| BeShare {
+        offered_fraction: offered(sent.be_offered_in_window),
+        refused_fraction: offered(sent.be_refused_in_window),
         expected_fraction: cfg.be_fraction(),
         measured_fraction: sent.be_in_window as f64 / sent.slots_in_window.max(1) as f64,
         sent_in_window: sent.be_in_window,
@@ -153,12 +161,16 @@ pub fn analyse(cfg: &BenchConfig, tl: &Timeline, dp: &str, method: Method, endpo
         pdv_ns: summary_sorted(&all_pdv),
         violations: sent.violations,
         late_tolerance_ns: cfg.sched.late_tolerance_ns,
+        rt_planned,
         rt_sent: sent.flows.iter().map(|f| f.sent).sum(),
         rt_received,
+        rt_delivery: rt_received as f64 / rt_planned.max(1) as f64,
         rx_foreign: received.foreign,
         classes,
         flows,
         be,
+        cpu: None,
+        wall_s: 0.0,
         iat_samples: all_iat,
     }
 }

@@ -18,12 +18,13 @@ pub mod plan;
 pub mod probe_payload;
 mod recv;
 mod send;
+pub mod sweep;
 pub mod sync_run;
 pub mod timeline;
 
 use timeline::Timeline;
 
-pub use output::{plot_iat_cdf, table, write_results};
+pub use output::{cpu_line, plot_iat_cdf, table, thread_share, write_results};
 
 use detpath_sched::config::{ClassConfig, ClassKind, Mode, SchedConfig};
 use detpath_sched::probe::Probe;
@@ -179,6 +180,9 @@ pub enum BenchError {
     )]
     /// A plan whose repetition does not keep its ring positions.
     PlanRepeat { hyperperiod_ns: u64, cycle_ns: u64 },
+    #[error("offered load {load} is not a share of the slot rate (0 or more)")]
+    /// An offered load that is negative or not a number.
+    BeLoad { load: String },
     #[error("no flows: give at least one --flow")]
     /// No flow configured.
     NoFlows,
@@ -231,6 +235,14 @@ pub struct BenchConfig {
     /// when the receiving thread polls it: the IAT then measures the
     /// transmission, not the receiver's polling.
     pub arrival_stamps: bool,
+    /// Offered load of the flood, as a share of the slot rate (1.0: one
+    /// packet per slot of the whole ring); `None`: the flood keeps the
+    /// class's pre-buffer full (saturating).
+    pub be_load: Option<f64>,
+    /// 0: the slots sender busy-polls the scheduler; `B` > 0: it polls once
+    /// per `B` slots and sleeps (clock_nanosleep) to the next boundary in
+    /// between (paper 003's batch: fewer wake-ups, later releases).
+    pub poll_batch: u32,
 }
 
 impl BenchConfig {
@@ -275,6 +287,8 @@ impl BenchConfig {
             testbed_prefix: detpath::testbed::process_prefix("sch"),
             port_base: 7400,
             arrival_stamps: true,
+            be_load: None,
+            poll_batch: 0,
         }
     }
 
@@ -319,6 +333,11 @@ impl BenchConfig {
                     }
                 }
                 used[pos as usize] = Some(&f.name);
+            }
+        }
+        if let Some(l) = self.be_load {
+            if !(l.is_finite() && l >= 0.0) {
+                return Err(BenchError::BeLoad { load: l.to_string() });
             }
         }
         if let Some(be) = &self.be_class {
@@ -442,6 +461,10 @@ pub struct FlowReport {
 /// Best effort's share of the slots under the flood.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct BeShare {
+    /// Flood packets offered in the measured window over its slots (with an offered load; else `None`: saturating).
+    pub offered_fraction: Option<f64>,
+    /// Offered packets the scheduler refused (pre-buffer full), over the same slots.
+    pub refused_fraction: Option<f64>,
     /// k/N: the slots the class owns over the ring length.
     pub expected_fraction: f64,
     /// Best-effort packets released in the measured window over all slots of the window.
@@ -478,10 +501,15 @@ pub struct RunReport {
     pub violations: u64,
     /// The late tolerance the scheduler used, ns.
     pub late_tolerance_ns: u64,
+    /// Real-time instances due in the run.
+    pub rt_planned: u64,
     /// Real-time packets handed to the datapath.
     pub rt_sent: u64,
     /// Real-time packets the receiver got.
     pub rt_received: u64,
+    /// Real-time delivery rate: received over due (strict classes drop what
+    /// would leave late, relaxed ones move it to a later slot of the class).
+    pub rt_delivery: f64,
     /// Frames the receiver got that were not the benchmark's.
     pub rx_foreign: u64,
     /// Per-class figures.
@@ -490,6 +518,15 @@ pub struct RunReport {
     pub flows: Vec<FlowReport>,
     /// Best effort's share (slots method with the flood).
     pub be: Option<BeShare>,
+    /// CPU cost: each thread's user and system time (sender, its flood
+    /// thread for `sleep`, receiver), the sender's and receiver's cores'
+    /// utilisation over the run, and packets sent per CPU-second.
+    pub cpu: Option<detpath::sys::cputime::CpuReport>,
+    /// Wall-clock seconds of the run, from handing the threads their
+    /// timeline to their end (the lead-in, warm-up, measured window, pauses
+    /// and the last frames' drain): a thread's CPU seconds over this is its
+    /// share of a core.
+    pub wall_s: f64,
     /// Raw inter-arrival errors of all flows, sorted (for plots; not in JSON).
     #[serde(skip)]
     pub iat_samples: Vec<u64>,
@@ -543,14 +580,10 @@ pub fn run(cfg: &BenchConfig, tuning: &str, log: &dyn Fn(&str), interrupted: &(d
                 errors.push("interrupted".into());
                 break;
             }
-            log(&format!("{dp} {}: {:.1} s + {:.1} s warm-up", method.as_str(), cfg.duration_ns as f64 / 1e9, cfg.warmup_ns as f64 / 1e9));
             port += 2;
-            match run_one(&tb, cfg, dp, method, port, interrupted) {
+            match run_logged(&tb, cfg, dp, method, port, log, interrupted) {
                 Ok(r) => runs.push(r),
-                Err(e) => {
-                    log(&format!("{dp} {}: failed: {e:#}", method.as_str()));
-                    errors.push(format!("{dp} {}: {e:#}", method.as_str()));
-                }
+                Err(e) => errors.push(e),
             }
         }
     }
@@ -568,6 +601,23 @@ pub fn run(cfg: &BenchConfig, tuning: &str, log: &dyn Fn(&str), interrupted: &(d
         tuning: tuning.to_string(),
         runs,
         errors,
+    })
+}
+
+/// One run with its progress lines; the error as the report lists it.
+fn run_logged(
+    tb: &Testbed,
+    cfg: &BenchConfig,
+    dp: &str,
+    method: Method,
+    port: u16,
+    log: &dyn Fn(&str),
+    interrupted: &(dyn Fn() -> bool + Sync),
+) -> Result<RunReport, String> {
+    log(&format!("{dp} {}: {:.1} s + {:.1} s warm-up", method.as_str(), cfg.duration_ns as f64 / 1e9, cfg.warmup_ns as f64 / 1e9));
+    run_one(tb, cfg, dp, method, port, interrupted).map_err(|e| {
+        log(&format!("{dp} {}: failed: {e:#}", method.as_str()));
+        format!("{dp} {}: {e:#}", method.as_str())
     })
 }
 
@@ -681,6 +731,8 @@ fn run_one(tb: &Testbed, cfg: &BenchConfig, dp: &str, method: Method, port: u16,
         }
     }
     let tl = timeline(cfg);
+    let ticks_before = detpath::sys::cputime::CoreTicks::now();
+    let wall_from = detpath::monotonic_ns();
     let _ = rx_tl_tx.send(tl);
     let _ = tx_tl_tx.send(tl);
     // Pass Ctrl-C on to the sender while it runs.
@@ -695,8 +747,16 @@ fn run_one(tb: &Testbed, cfg: &BenchConfig, dp: &str, method: Method, port: u16,
     std::thread::sleep(std::time::Duration::from_millis(50));
     stop.store(true, Ordering::Relaxed);
     let received = receiver.join().map_err(|_| anyhow::anyhow!("receiver thread panicked"))???;
+    let ticks_after = detpath::sys::cputime::CoreTicks::now();
+    let wall_to = detpath::monotonic_ns();
     let sent = sent???;
-    Ok(recv::analyse(cfg, &tl, dp, method, &format!("{} / {}", sent.endpoint, rx_mode), sent, received))
+    let mut threads = sent.threads.clone();
+    threads.push(received.cpu.clone());
+    let mut r = recv::analyse(cfg, &tl, dp, method, &format!("{} / {}", sent.endpoint, rx_mode), sent, received);
+    let packets = r.classes.iter().map(|c| c.counters.sent).sum::<u64>() as f64;
+    r.cpu = Some(detpath::sys::cputime::CpuReport::new(threads, &ticks_before, &ticks_after, &[cfg.cpus.0, cfg.cpus.1], packets));
+    r.wall_s = wall_to.saturating_sub(wall_from) as f64 / 1e9;
+    Ok(r)
 }
 
 /// The run's time plan, starting on a ring-cycle boundary at least 20 ms from now.

@@ -46,11 +46,17 @@ pub fn table(r: &Report) -> String {
     let _ = writeln!(
         t,
         "\n{:<7} {:<11} {:<31} {:<31} {:>9} {:>9} {:>5} {:>13} {:>12}",
-        "path", "method", "IAT error p50/p99/p99.99/max", "release err p50/p99/p99.99/max", "IAT mean", "PDV mean", "viol", "rt sent/recv", "BE share"
+        "path", "method", "IAT error p50/p99/p99.99/max", "release err p50/p99/p99.99/max", "IAT mean", "PDV mean", "viol", "rt sent/recv", "BE share/owned[ of offered]"
     );
     let _ = writeln!(t, "{:<7} {:<11} {:<31} {:<31} {:>9} {:>9}", "", "", "(µs)", "(µs)", "(ns)", "(ns)");
     for run in &r.runs {
-        let be = run.be.map(|b| format!("{:.2}%/{:.0}%", b.measured_fraction * 100.0, b.expected_fraction * 100.0)).unwrap_or_else(|| "-".into());
+        let be = run
+            .be
+            .map(|b| {
+                let offered = b.offered_fraction.map(|o| format!(" of {:.0}%", o * 100.0)).unwrap_or_default();
+                format!("{:.2}%/{:.0}%{offered}", b.measured_fraction * 100.0, b.expected_fraction * 100.0)
+            })
+            .unwrap_or_else(|| "-".into());
         let _ = writeln!(
             t,
             "{:<7} {:<11} {:<31} {:<31} {:>9.0} {:>9.0} {:>5} {:>13} {:>12}",
@@ -68,6 +74,10 @@ pub fn table(r: &Report) -> String {
     let _ = writeln!(t, "\nsend call duration p50/p99/p99.99/max (µs), receiver foreign frames:");
     for run in &r.runs {
         let _ = writeln!(t, "  {:<6} {:<10} {}   foreign {}", run.datapath, run.method.as_str(), quad(&run.send_cost_ns), run.rx_foreign);
+    }
+    let _ = writeln!(t, "\nCPU (each thread's user+system seconds and share of the run's wall time; the cores' busy share; packets sent per CPU-second):");
+    for run in &r.runs {
+        let _ = writeln!(t, "  {:<6} {:<10} {}", run.datapath, run.method.as_str(), cpu_line(run));
     }
     let _ = writeln!(t, "\nper class (sent, late, dropped, moved, conflicts, missed BE slots, pre-buffer high water; release error p50/p99 µs):");
     for run in &r.runs {
@@ -142,6 +152,29 @@ pub fn table(r: &Report) -> String {
         let _ = writeln!(t, "FAILED: {e}");
     }
     t
+}
+
+/// One run's CPU cost on a line: `sender 1.21 s 95% (cpu0), receiver ...; cores 97%/99%; 8.1e4 pkt/cpu-s`.
+pub fn cpu_line(run: &RunReport) -> String {
+    let Some(c) = &run.cpu else { return "-".into() };
+    let threads: Vec<String> = c
+        .threads
+        .iter()
+        .map(|th| {
+            let share = if run.wall_s > 0.0 { format!(" {:.0}%", th.total_s() / run.wall_s * 100.0) } else { String::new() };
+            format!("{} {:.2} s{share}{}", th.name, th.total_s(), th.core.map(|k| format!(" (cpu{k})")).unwrap_or_default())
+        })
+        .collect();
+    let cores: Vec<String> = c.cores.iter().map(|k| format!("cpu{} {:.0}%", k.core, k.busy * 100.0)).collect();
+    let work = c.work_per_cpu_s.map(|w| format!("; {w:.2e} pkt/cpu-s")).unwrap_or_default();
+    format!("{}; cores {}{work}", threads.join(", "), cores.join(" "))
+}
+
+/// A thread's share of a core over the run (0..=1), by name.
+pub fn thread_share(run: &RunReport, name: &str) -> Option<f64> {
+    let c = run.cpu.as_ref()?;
+    let th = c.threads.iter().find(|t| t.name == name)?;
+    (run.wall_s > 0.0).then(|| th.total_s() / run.wall_s)
 }
 
 fn mark(ok: bool) -> &'static str {

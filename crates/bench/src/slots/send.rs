@@ -6,6 +6,7 @@
 use super::probe_payload::{Header, FLOOD_FLOW, HEADER_LEN};
 use super::timeline::Timeline;
 use super::BenchConfig;
+use detpath::sys::cputime::{ThreadCpu, ThreadMeter};
 use detpath::{monotonic_ns, Endpoint};
 use detpath_sched::config::{ClassKind, Mode};
 use detpath_sched::endpoint::SchedEndpoint;
@@ -38,6 +39,30 @@ pub struct Sent {
     pub be_in_window: u64,
     pub slots_in_window: u64,
     pub be_missed: u64,
+    /// Flood packets the source generated in the measured window (offered
+    /// load), and those the scheduler refused (pre-buffer full).
+    pub be_offered_in_window: u64,
+    pub be_refused_in_window: u64,
+    /// CPU time of the sending threads over the run.
+    pub threads: Vec<ThreadCpu>,
+}
+
+/// Paces a flood at `rate` packets per second while it is active: how many
+/// packets are due now. The base restarts with each segment (no catch-up
+/// burst after a pause).
+struct Pacer {
+    rate: f64,
+    base: Option<(u64, u64)>,
+}
+
+impl Pacer {
+    fn due(&mut self, now: u64, sent: u64) -> u64 {
+        let (t, n) = *self.base.get_or_insert((now, sent));
+        n + ((now - t) as f64 * self.rate / 1e9) as u64
+    }
+    fn pause(&mut self) {
+        self.base = None;
+    }
 }
 
 pub(super) fn hist() -> Histogram<u64> {
@@ -147,6 +172,7 @@ fn deep_in_pause(tl: &Timeline, now: u64) -> bool {
 
 /// Through the slot scheduler.
 pub fn slots(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, flood: bool, peer: SocketAddrV4, abort: &AtomicBool) -> anyhow::Result<Sent> {
+    let meter = ThreadMeter::start("sender");
     let endpoint = ep.capabilities().summary();
     let mut ep = SchedEndpoint::new(ep, &cfg.sched)?;
     let n_classes = ep.scheduler().class_count();
@@ -166,6 +192,10 @@ pub fn slots(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, flood: boo
         None => 0,
     };
     let mut be_in_window = 0u64;
+    // An offered load: the flood is paced at that share of the slot rate (else it keeps the pre-buffer full).
+    let mut pacer = cfg.be_load.map(|l| Pacer { rate: l * 1e9 / cfg.sched.slot_ns as f64, base: None });
+    let (mut be_offered, mut be_offered_in_window, mut be_refused_in_window) = (0u64, 0u64, 0u64);
+    let batch_ns = cfg.poll_batch as u64 * cfg.sched.slot_ns;
     // Best-effort slots missed inside the measured window: the counter's value when the window opens and closes.
     let (mut missed_from, mut missed_to) = (None, None);
     let missed_now = |sched: &detpath_sched::Scheduler<detpath_sched::MonotonicSource>| be.and_then(|b| sched.counters(b)).map(|k| k.missed_slots).unwrap_or(0);
@@ -203,14 +233,30 @@ pub fn slots(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, flood: boo
                     f.skip_inactive(tl);
                 }
             }
-            if let Some(b) = be.filter(|_| tl.flood_active(now, FLOOD_MARGIN_NS)) {
-                while ep.scheduler().prebuffered(b).unwrap_or(usize::MAX) < 16 {
-                    Header { flow: FLOOD_FLOW, seq: be_seq, scheduled_ns: 0 }.write(&mut be_buf);
-                    if ep.send_be(b, &be_buf, peer).is_err() {
-                        break;
+            match (be.filter(|_| tl.flood_active(now, FLOOD_MARGIN_NS)), pacer.as_mut()) {
+                (Some(b), None) => {
+                    while ep.scheduler().prebuffered(b).unwrap_or(usize::MAX) < 16 {
+                        Header { flow: FLOOD_FLOW, seq: be_seq, scheduled_ns: 0 }.write(&mut be_buf);
+                        if ep.send_be(b, &be_buf, peer).is_err() {
+                            break;
+                        }
+                        be_seq += 1;
                     }
-                    be_seq += 1;
                 }
+                (Some(b), Some(p)) => {
+                    let counted = now >= tl.measure_from;
+                    let due = p.due(now, be_offered);
+                    while be_offered < due {
+                        be_offered += 1;
+                        Header { flow: FLOOD_FLOW, seq: be_seq, scheduled_ns: 0 }.write(&mut be_buf);
+                        let refused = ep.send_be(b, &be_buf, peer).is_err();
+                        be_seq += u64::from(!refused);
+                        be_offered_in_window += u64::from(counted);
+                        be_refused_in_window += u64::from(counted && refused);
+                    }
+                }
+                (None, Some(p)) => p.pause(),
+                (None, None) => {}
             }
         } else {
             // Done once every real-time packet has left (the flood's leftovers do not count), or 10 ms after the end.
@@ -258,11 +304,31 @@ pub fn slots(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, flood: boo
                 }
             }
         });
+        // Polling once per batch of slots: sleep to the next batch boundary of the ring instead of spinning.
+        let t = monotonic_ns();
+        if t < tl.end && t >= tl.start {
+            if let Some(k) = (t - tl.start).checked_div(batch_ns) {
+                sleep_until(tl.start + (k + 1) * batch_ns);
+            }
+        }
     }
     let sched = ep.scheduler();
     let classes = (0..n_classes).map(|i| (sched.counters(i).unwrap_or_default(), class_hist[i].clone())).collect();
     let be_missed = missed_to.unwrap_or_else(|| missed_now(sched)).saturating_sub(missed_from.unwrap_or(0));
-    Ok(Sent { endpoint, classes, release, send_cost, violations, flows: flow_sent, be_in_window, slots_in_window, be_missed })
+    Ok(Sent {
+        endpoint,
+        classes,
+        release,
+        send_cost,
+        violations,
+        flows: flow_sent,
+        be_in_window,
+        slots_in_window,
+        be_missed,
+        be_offered_in_window,
+        be_refused_in_window,
+        threads: vec![meter.stop()],
+    })
 }
 
 /// Pins the calling thread to `core` (best effort: an error leaves it unpinned).
@@ -275,6 +341,7 @@ fn pin(core: u32) {
 /// endpoint (behind a mutex, as threads of one application share a socket),
 /// at the rate the slots method gives best effort.
 pub fn sleep(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, peer: SocketAddrV4, abort: &AtomicBool) -> anyhow::Result<Sent> {
+    let meter = ThreadMeter::start("sender");
     let endpoint = ep.capabilities().summary();
     let ep = Arc::new(Mutex::new(ep));
     let class_names: Vec<&str> = cfg.sched.classes.iter().map(|c| c.name.as_str()).collect();
@@ -287,7 +354,7 @@ pub fn sleep(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, peer: Sock
     let mut flow_sent: Vec<FlowSent> = fl.iter().map(|_| FlowSent::new()).collect();
     let tolerance = cfg.sched.late_tolerance_ns;
 
-    let flood_rate = cfg.be_fraction() * 1e9 / cfg.sched.slot_ns as f64;
+    let flood_rate = cfg.be_load.unwrap_or_else(|| cfg.be_fraction()) * 1e9 / cfg.sched.slot_ns as f64;
     let flood_stop = Arc::new(AtomicBool::new(false));
     let flood = (flood_rate > 0.0 && cfg.be_class.is_some()).then(|| {
         let (ep, stop, core, size, tl) = (ep.clone(), flood_stop.clone(), cfg.cpus.0, cfg.be_size, *tl);
@@ -295,6 +362,7 @@ pub fn sleep(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, peer: Sock
         // priority would invert priorities on the shared endpoint's lock.
         std::thread::spawn(move || {
             pin(core);
+            let meter = ThreadMeter::start("flood");
             let mut buf = vec![0u8; size];
             let mut sent = 0u64;
             let (mut base_t, mut base_n) = (0u64, 0u64);
@@ -321,7 +389,7 @@ pub fn sleep(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, peer: Sock
                     sent += 1;
                 }
             }
-            sent
+            (sent, meter.stop())
         })
     });
 
@@ -372,12 +440,32 @@ pub fn sleep(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, peer: Sock
         Ok(())
     })();
     flood_stop.store(true, Ordering::Relaxed);
-    let flood_sent = flood.map(|h| h.join().unwrap_or(0)).unwrap_or(0);
+    let mut threads = vec![meter.stop()];
+    let flood_sent = match flood.map(|h| h.join()) {
+        Some(Ok((n, cpu))) => {
+            threads.push(cpu);
+            n
+        }
+        _ => 0,
+    };
     result?;
     if let Some(b) = cfg.be_class.as_ref().and_then(|b| class_names.iter().position(|n| n == b)) {
         counters[b].sent = flood_sent;
         counters[b].accepted = flood_sent;
     }
     let classes = counters.into_iter().zip(class_hist).collect();
-    Ok(Sent { endpoint, classes, release, send_cost, violations, flows: flow_sent, be_in_window: 0, slots_in_window: 0, be_missed: 0 })
+    Ok(Sent {
+        endpoint,
+        classes,
+        release,
+        send_cost,
+        violations,
+        flows: flow_sent,
+        be_in_window: 0,
+        slots_in_window: 0,
+        be_missed: 0,
+        be_offered_in_window: 0,
+        be_refused_in_window: 0,
+        threads,
+    })
 }
