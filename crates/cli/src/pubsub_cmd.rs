@@ -5,7 +5,7 @@
 
 use detpath::sys::cleanup::{self, OnSignal};
 use detpath_pubsub::app::{run as run_node, LatencySummaryJson, NodeOptions, Outcome, SecondReport};
-use detpath_pubsub::bench::{bench, BenchOptions, BenchRow, Pinning};
+use detpath_bench::pubsub::{bench, BenchOptions, BenchRow, Pinning};
 use detpath_pubsub::ddsperf::{Role, TopicKind};
 use detpath_pubsub::transport::Wait;
 use std::net::Ipv4Addr;

@@ -1,4 +1,6 @@
-//! `detpath pubsub bench`: the paper's three workloads (its Table I and
+//! `detpath pubsub bench` (the harness lives here, outside the protocol
+//! crate `detpath-pubsub`, which it drives through `detpath_pubsub::app`):
+//! paper 001's three workloads (its Table I and
 //! §V.D) per datapath, detpath against detpath across the two-namespace
 //! testbed, with ddsperf against ddsperf (CycloneDDS over kernel UDP) as the
 //! reference row:
@@ -20,9 +22,9 @@
 //! cleanup, and when detpath dies), its configuration in a private
 //! temporary directory (`tempfile`), never a predictable name under /tmp.
 
-use crate::app::{run, LatencySummaryJson, NodeOptions, SecondReport};
-use crate::ddsperf::Role;
-use crate::transport::Wait;
+use detpath_pubsub::app::{run, LatencySummaryJson, NodeOptions, SecondReport};
+use detpath_pubsub::ddsperf::Role;
+use detpath_pubsub::transport::Wait;
 use detpath::sys::cleanup::{self, TiedChild};
 use detpath::testbed::{Side, Testbed, TestbedConfig};
 use serde::Serialize;
@@ -82,7 +84,7 @@ pub enum BenchError {
     #[error("testbed: {0}")]
     Testbed(#[from] Box<detpath::Error>),
     #[error("{system} {workload}: {source}")]
-    Run { system: String, workload: String, source: Box<crate::app::AppError> },
+    Run { system: String, workload: String, source: Box<detpath_pubsub::app::AppError> },
     #[error("ddsperf: {0}")]
     Ddsperf(String),
 }
