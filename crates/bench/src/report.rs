@@ -104,6 +104,7 @@ pub fn render(runs: &[LoadedRun], out: &Path) -> Result<Vec<PathBuf>> {
         files.push(png);
         files.push(svg);
     }
+    files.extend(crate::pubsub::report::render_pdv(&plotted, out)?);
     Ok(files)
 }
 

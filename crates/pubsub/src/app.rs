@@ -52,6 +52,9 @@ pub struct NodeOptions {
     /// `udp://<iface>?...`; afxdp, xdppoll and dpdk: see
     /// [`GroupReception`](crate::transport::GroupReception)).
     pub multicast: bool,
+    /// Ping: keep every answered ping's times for per-sample records
+    /// ([`Outcome::rounds`]).
+    pub keep_rounds: bool,
 }
 
 impl NodeOptions {
@@ -77,6 +80,7 @@ impl NodeOptions {
             max_message: 14_720,
             fair_slice_ns: 100_000,
             multicast: true,
+            keep_rounds: false,
         }
     }
 }
@@ -162,6 +166,10 @@ pub struct Outcome {
     /// Data reader (sub): matched writers, samples refused while its cache was full.
     pub reader_matched: usize,
     pub reader_rejected: u64,
+    /// Ping with [`NodeOptions::keep_rounds`]: each answered ping as (seq,
+    /// monotonic send ns, monotonic pong reception ns), in arrival order.
+    #[serde(skip)]
+    pub rounds: Vec<(u32, u64, u64)>,
 }
 
 /// The engine counters that matter in a report.
@@ -315,6 +323,7 @@ pub fn open_node(opts: &NodeOptions) -> Result<(Node<EndpointTransport>, PerfNod
     pc.size = opts.size;
     pc.count = opts.count;
     pc.lockstep = opts.lockstep;
+    pc.keep_rounds = opts.keep_rounds;
     if let (Role::Ping { rate_hz }, Some(d)) = (opts.role, opts.duration) {
         let expect = (rate_hz.max(1.0) * d.as_secs_f64() * 1.2) as usize + 1024;
         pc.max_latency_samples = expect.min(20_000_000);
@@ -427,6 +436,7 @@ pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl Fn
     let (ws, rs) = perf.data_status(&node.participant);
     // Tell peers we are gone, so they do not wait for our lease to expire.
     node.participant.shutdown(&mut crate::driver::TransportOutbox(&mut node.transport));
+    let rounds = std::mem::take(&mut perf.stats.rounds);
     let st = &perf.stats;
     let (received, lost) = match opts.role {
         Role::Ping { .. } => (st.pongs_received, st.pings_sent - st.pongs_received),
@@ -464,5 +474,6 @@ pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl Fn
         writer_unacknowledged: ws.unacknowledged,
         reader_matched: rs.map_or(0, |r| r.matched),
         reader_rejected: rs.map_or(0, |r| r.rejected),
+        rounds,
     })
 }

@@ -81,12 +81,26 @@ pub struct PerfConfig {
     /// rules that out where every ping must be answered (tests). Off, pings
     /// go out on schedule as ddsperf's do.
     pub lockstep: bool,
+    /// Ping: keep each answered ping's (seq, send time, pong reception
+    /// time) in [`PerfStats::rounds`] (up to `max_latency_samples`), for
+    /// per-sample records. Off, nothing is kept (nor allocated).
+    pub keep_rounds: bool,
 }
 
 impl PerfConfig {
     /// ddsperf's defaults for `role`: reliable, KeyedSeq of size 32, data depth 1000.
     pub fn new(role: Role) -> PerfConfig {
-        PerfConfig { role, reliable: true, topic: TopicKind::Ks, size: 32, data_depth: 1000, count: 0, max_latency_samples: 2_000_000, lockstep: false }
+        PerfConfig {
+            role,
+            reliable: true,
+            topic: TopicKind::Ks,
+            size: 32,
+            data_depth: 1000,
+            count: 0,
+            max_latency_samples: 2_000_000,
+            lockstep: false,
+            keep_rounds: false,
+        }
     }
     /// The topic names (data, ping, pong).
     pub fn topic_names(&self) -> (String, String, String) {
@@ -128,6 +142,9 @@ pub struct PerfStats {
     /// One-way latency (RTT/2) in ns, in arrival order.
     pub latency_ns: Vec<u32>,
     pub latency_dropped: u64,
+    /// Answered pings as (seq, monotonic send ns, monotonic pong reception
+    /// ns), in arrival order, when [`PerfConfig::keep_rounds`] is on.
+    pub rounds: Vec<(u32, u64, u64)>,
 }
 
 /// Sample of the chosen type, so one node can serve KS and OU.
@@ -226,7 +243,11 @@ impl PerfNode {
             next_pub_ns: now,
             outstanding: false,
             data_expect: Vec::new(),
-            stats: PerfStats { latency_ns: Vec::with_capacity(cap), ..Default::default() },
+            stats: PerfStats {
+                latency_ns: Vec::with_capacity(cap),
+                rounds: if cfg.keep_rounds && matches!(cfg.role, Role::Ping { .. }) { Vec::with_capacity(cap) } else { Vec::new() },
+                ..Default::default()
+            },
             window_start: 0,
             types: (tn, keyed),
             cfg,
@@ -320,7 +341,9 @@ impl PerfNode {
     pub fn reset_stats(&mut self) {
         let mut lat = std::mem::take(&mut self.stats.latency_ns);
         lat.clear();
-        self.stats = PerfStats { latency_ns: lat, ..Default::default() };
+        let mut rounds = std::mem::take(&mut self.stats.rounds);
+        rounds.clear();
+        self.stats = PerfStats { latency_ns: lat, rounds, ..Default::default() };
         self.window_start = 0;
         for s in self.sent.iter_mut() {
             *s = (0, 0);
@@ -470,6 +493,9 @@ impl PerfNode {
                 self.stats.latency_ns.push(one_way.min(u32::MAX as u64) as u32);
             } else {
                 self.stats.latency_dropped += 1;
+            }
+            if self.stats.rounds.len() < self.stats.rounds.capacity() {
+                self.stats.rounds.push((seq, at, info.reception_ns));
             }
             if seq == self.seq {
                 self.outstanding = false;
