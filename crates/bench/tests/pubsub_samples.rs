@@ -52,3 +52,21 @@ fn samples_and_repeats_give_n_records_per_run_and_the_report_draws_them() {
         assert!(std::fs::metadata(f).unwrap().len() > 1000, "{} has a figure", f.display());
     }
 }
+
+#[test]
+fn paper_001_table_1_profile_runs_its_samples() {
+    const N: u64 = 1000;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dir = ResultDir::create_named(tmp.path(), "pubsub").unwrap();
+    let mut o = BenchOptions::new(&["udp"]);
+    o.with_ddsperf = false;
+    o.samples = Some(N);
+    o.workloads = vec!["table1".into()];
+    let rows = bench(&o, Some(&mut dir), |_| {}).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].workload, detpath_bench::pubsub::TABLE1);
+    let run = &ResultDir::load(dir.path()).unwrap()[0];
+    let recs = ResultDir::load_records(dir.path(), run).unwrap();
+    assert_eq!(recs.len() as u64, N);
+    assert_eq!(run.loss.lost, 0, "reliable KEEP_ALL: every ping answered");
+}

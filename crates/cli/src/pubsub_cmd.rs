@@ -152,8 +152,9 @@ struct BenchArgs {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     repeat: u32,
     /// Workloads to run, comma separated: latency (32 B at 1 kHz ping/pong), rate (32 B
-    /// unlimited), bandwidth (1 KiB unlimited).
-    #[arg(long, default_value = "latency,rate,bandwidth", value_delimiter = ',', value_parser = ["latency", "rate", "bandwidth"])]
+    /// unlimited), bandwidth (1 KiB unlimited); table1: paper 001's Table I (32 B at 1 kHz
+    /// ping/pong, unkeyed, partly random payload, reliable KEEP_ALL on both topics).
+    #[arg(long, default_value = "latency,rate,bandwidth", value_delimiter = ',', value_parser = ["latency", "rate", "bandwidth", "table1"])]
     workloads: Vec<String>,
     /// Run each configuration once per wait (busy, adaptive, block, spin 50 µs then sleep)
     /// instead of --wait only: latency beside CPU per wait (the sides are not real-time here).

@@ -55,6 +55,8 @@ pub struct NodeOptions {
     /// Ping: keep every answered ping's times for per-sample records
     /// ([`Outcome::rounds`]).
     pub keep_rounds: bool,
+    /// Ping and pong endpoints KEEP_ALL (paper 001's Table I) instead of ddsperf's KEEP_LAST 1.
+    pub ping_keep_all: bool,
 }
 
 impl NodeOptions {
@@ -81,6 +83,7 @@ impl NodeOptions {
             fair_slice_ns: 100_000,
             multicast: true,
             keep_rounds: false,
+            ping_keep_all: false,
         }
     }
 }
@@ -324,6 +327,7 @@ pub fn open_node(opts: &NodeOptions) -> Result<(Node<EndpointTransport>, PerfNod
     pc.count = opts.count;
     pc.lockstep = opts.lockstep;
     pc.keep_rounds = opts.keep_rounds;
+    pc.ping_keep_all = opts.ping_keep_all;
     if let (Role::Ping { rate_hz }, Some(d)) = (opts.role, opts.duration) {
         let expect = (rate_hz.max(1.0) * d.as_secs_f64() * 1.2) as usize + 1024;
         pc.max_latency_samples = expect.min(20_000_000);

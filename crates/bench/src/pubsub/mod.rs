@@ -32,7 +32,7 @@ use detpath::sys::cleanup::{self, TiedChild};
 use detpath::sys::cputime::{CoreTicks, CpuReport, ThreadCpu, ThreadMeter};
 use detpath::testbed::{Side, Testbed, TestbedConfig};
 use detpath_pubsub::app::{run, LatencySummaryJson, NodeOptions, SecondReport};
-use detpath_pubsub::ddsperf::Role;
+use detpath_pubsub::ddsperf::{Role, TopicKind};
 use detpath_pubsub::transport::Wait;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -63,7 +63,7 @@ pub struct BenchOptions {
     pub samples: Option<u64>,
     /// Each workload this many times (at least 1); rows say which repeat.
     pub repeat: u32,
-    /// Which workloads: `latency`, `rate`, `bandwidth` (all three by default).
+    /// Which workloads: `latency`, `rate`, `bandwidth` (the three by default), `table1` ([`TABLE1`]).
     pub workloads: Vec<String>,
     /// CPU stress percent of the configuration (recorded in the runs' summary).
     pub stress_percent: u8,
@@ -299,14 +299,25 @@ pub fn ping_records(rounds: &[(u32, u64, u64)], pings_sent: u64) -> Vec<Record> 
     recs
 }
 
-fn detpath_latency(tb: &Testbed, dp: &str, o: &BenchOptions, dir: Option<&mut ResultDir>, repeat: u32) -> Result<BenchRow, BenchError> {
+/// Paper 001's Table I as a profile (`--workloads table1`): two topics
+/// relayed (ping, and pong back to its origin), 32 B at 1 kHz, unkeyed with
+/// a partly random payload (`TopicKind::Uk32`), reliable KEEP_ALL on both
+/// topics. The `latency` workload is ddsperf's: keyed KeyedSeq, KEEP_LAST 1.
+pub const TABLE1: &str = "table1 32B 1kHz UK keep-all";
+
+fn detpath_latency(tb: &Testbed, dp: &str, o: &BenchOptions, dir: Option<&mut ResultDir>, repeat: u32, table1: bool) -> Result<BenchRow, BenchError> {
+    let workload = if table1 { TABLE1 } else { "latency 32B 1kHz" };
     let err = |source| BenchError::Run { system: format!("detpath {dp}"), workload: "latency".into(), source: Box::new(source) };
     let secs = match o.samples {
         Some(n) => n * 3 / 2 / 1000 + 10,
         None => o.seconds,
     };
     let stop = Arc::new(AtomicBool::new(false));
-    let po = node(tb.b(), tb.a(), dp, Role::Pong, 32, secs + 15, o);
+    let mut po = node(tb.b(), tb.a(), dp, Role::Pong, 32, secs + 15, o);
+    if table1 {
+        po.topic = TopicKind::Uk32;
+        po.ping_keep_all = true;
+    }
     let s2 = stop.clone();
     let before = CoreTicks::now();
     let t0 = std::time::Instant::now();
@@ -314,6 +325,8 @@ fn detpath_latency(tb: &Testbed, dp: &str, o: &BenchOptions, dir: Option<&mut Re
     let mut pi = node(tb.a(), tb.b(), dp, Role::Ping { rate_hz: 1000.0 }, 32, secs, o);
     pi.count = o.samples.unwrap_or(0);
     pi.keep_rounds = true;
+    pi.topic = if table1 { TopicKind::Uk32 } else { pi.topic };
+    pi.ping_keep_all = table1;
     let out = on_own_thread(move || metered("ping", || run(&pi, &|| false, |_| {})));
     stop.store(true, Ordering::Relaxed);
     let pong = pong.join().map_err(|_| BenchError::Ddsperf("pong thread panicked".into()))?;
@@ -327,7 +340,7 @@ fn detpath_latency(tb: &Testbed, dp: &str, o: &BenchOptions, dir: Option<&mut Re
     if let Some(dir) = dir {
         let config = RunConfig {
             datapath: format!("pubsub+{dp}"),
-            mode: format!("RTPS ping/pong 32 B 1 kHz, reliable, wait {}", wait_name(o.wait)),
+            mode: format!("RTPS {workload}, reliable, wait {}", wait_name(o.wait)),
             size: 32,
             period_ns: 1_000_000,
             rounds: o.samples.unwrap_or(out.pings_sent),
@@ -338,7 +351,7 @@ fn detpath_latency(tb: &Testbed, dp: &str, o: &BenchOptions, dir: Option<&mut Re
             cpu_client: o.pinning.map(|p| p.sender_cpu),
             cpu_server: o.pinning.map(|p| p.receiver_cpu),
             peer: None,
-            extra: BTreeMap::from([("workload".into(), "latency 32B 1kHz".into()), ("repeat".into(), repeat.to_string()), ("wait".into(), wait_name(o.wait))]),
+            extra: BTreeMap::from([("workload".into(), workload.into()), ("repeat".into(), repeat.to_string()), ("wait".into(), wait_name(o.wait))]),
         };
         let loss = LossCounts { sent: out.pings_sent, ok: out.received, lost: out.lost, ..LossCounts::default() };
         let mut r = RunResult::from_records(config, Environment::capture(), &records, Some(loss));
@@ -351,7 +364,7 @@ fn detpath_latency(tb: &Testbed, dp: &str, o: &BenchOptions, dir: Option<&mut Re
     Ok(BenchRow {
         configuration: o.configuration.clone(),
         system: format!("detpath {dp}"),
-        workload: "latency 32B 1kHz".into(),
+        workload: workload.into(),
         latency_us: Some(out.latency_us),
         samples_per_s: None,
         mbit_per_s: None,
@@ -576,7 +589,10 @@ pub fn bench(o: &BenchOptions, mut dir: Option<&mut ResultDir>, mut progress: im
             let tb = Testbed::up(TestbedConfig::unique("psb")).map_err(Box::new)?;
             let mut done = Vec::new();
             if o.runs("latency") {
-                done.push(detpath_latency(&tb, dp, o, dir.as_deref_mut(), repeat)?);
+                done.push(detpath_latency(&tb, dp, o, dir.as_deref_mut(), repeat, false)?);
+            }
+            if o.runs("table1") {
+                done.push(detpath_latency(&tb, dp, o, dir.as_deref_mut(), repeat, true)?);
             }
             if o.runs("rate") {
                 done.push(detpath_throughput(&tb, dp, 32, o, repeat)?);
