@@ -6,8 +6,11 @@
 //! testbed (configurations, tuning, stress, sockperf) is [`matrix`].
 //! [`slots`] is `detpath sched bench`, the slot scheduler against
 //! clock_nanosleep, on the same result directories and environment record.
+//! [`pubsub`] is `detpath pubsub bench`: paper 001's DDS workloads over the
+//! `detpath-pubsub` protocol crate, with ddsperf as the reference.
 
 pub mod matrix;
+pub mod pubsub;
 pub mod records;
 pub mod report;
 pub mod results;

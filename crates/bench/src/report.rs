@@ -111,6 +111,7 @@ pub fn render(runs: &[LoadedRun], out: &Path) -> Result<Vec<PathBuf>> {
         files.push(svg);
     }
     files.extend(render_cpu(runs, out)?);
+    files.extend(crate::pubsub::report::render_pdv(&plotted, out)?);
     Ok(files)
 }
 

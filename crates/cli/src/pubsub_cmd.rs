@@ -4,8 +4,8 @@
 //! line a second and a summary (or JSON with `--json`).
 
 use detpath::sys::cleanup::{self, OnSignal};
+use detpath_bench::pubsub::{bench, BenchOptions, BenchRow, Pinning};
 use detpath_pubsub::app::{run as run_node, LatencySummaryJson, NodeOptions, Outcome, SecondReport};
-use detpath_pubsub::bench::{bench, BenchOptions, BenchRow, Pinning};
 use detpath_pubsub::ddsperf::{Role, TopicKind};
 use detpath_pubsub::transport::Wait;
 use std::net::Ipv4Addr;
@@ -163,6 +163,24 @@ struct BenchArgs {
     /// Duration of each workload, whole seconds, e.g. `10s` (a bare number is seconds).
     #[arg(long, alias = "seconds", value_name = "DURATION", value_parser = crate::vocab::secs, default_value = "10s")]
     duration: Duration,
+    /// Latency workload: stop when this many samples (answered pings) are in, e.g. 1000000
+    /// (paper 001: a million per profile), instead of after --duration; capped at 1.5 times
+    /// the time they take at 1 kHz plus 10 s. Each run's per-sample records go to the result
+    /// directory (`detpath report` draws them).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    samples: Option<u64>,
+    /// Run every workload N times; the table shows the median and [min-max] of the repeats.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    repeat: u32,
+    /// Workloads to run, comma separated: latency (32 B at 1 kHz ping/pong), rate (32 B
+    /// unlimited), bandwidth (1 KiB unlimited); table1: paper 001's Table I (32 B at 1 kHz
+    /// ping/pong, unkeyed, partly random payload, reliable KEEP_ALL on both topics).
+    #[arg(long, default_value = "latency,rate,bandwidth", value_delimiter = ',', value_parser = ["latency", "rate", "bandwidth", "table1"])]
+    workloads: Vec<String>,
+    /// Run each configuration once per wait (busy, adaptive, block, spin 50 µs then sleep)
+    /// instead of --wait only: latency beside CPU per wait (the sides are not real-time here).
+    #[arg(long, conflicts_with_all = ["wait", "blocking"])]
+    wait_sweep: bool,
     /// Skip the ddsperf reference row.
     #[arg(long)]
     no_ddsperf: bool,
@@ -200,7 +218,8 @@ struct BenchArgs {
     /// SCHED_FIFO priority (1..=99) of both sides in tuned runs.
     #[arg(long, default_value_t = 50, value_parser = crate::vocab::rt_priority)]
     rt_priority: u8,
-    /// Where the result directory (rows.json, table.txt, libs.log) goes.
+    /// Where the result directory goes: rows.json (every row, with `cpu`), summary.json,
+    /// table.txt and one records CSV per latency run (`detpath report` reads it), libs.log.
     #[arg(long, default_value = "results")]
     out: std::path::PathBuf,
     /// Also print the C libraries' messages (libbpf, libxdp, DPDK EAL) on stderr.
@@ -216,7 +235,7 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<i32> {
     cleanup::install_signal_handler(OnSignal::SetFlag);
     let configurations = if a.matrix { Configuration::paper_matrix(a.matrix_stress) } else { vec![Configuration { stress: a.stress, tuned: a.tuned }] };
     let (sender_cpu, receiver_cpu) = (a.cpu.first().copied().unwrap_or(0), a.cpu.get(1).copied().unwrap_or(1));
-    let dir = detpath_bench::results::ResultDir::create_named(
+    let mut dir = detpath_bench::results::ResultDir::create_named(
         &a.out,
         &format!("pubsub-{}", detpath_bench::results::utc_compact(detpath_bench::results::now_unix())),
     )?;
@@ -239,25 +258,35 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<i32> {
         };
         let _stress =
             if conf.stress > 0 { Some(detpath_bench::stress::Stress::start(conf.stress, &[sender_cpu as usize, receiver_cpu as usize])?) } else { None };
-        let o = BenchOptions {
-            datapaths: a.datapath.clone(),
-            seconds,
-            with_ddsperf: !a.no_ddsperf,
-            wait: a.wait.or_block(a.blocking),
-            fair_slice_ns: crate::vocab::ns(a.fair_slice),
-            configuration: conf.label().to_string(),
-            pinning: Some(Pinning { sender_cpu, receiver_cpu, rt_priority: conf.tuned.then_some(a.rt_priority) }),
-        };
-        rows.extend(bench(&o, |r| {
-            if json {
-                println!("{}", serde_json::to_string(r).unwrap_or_default());
-            } else {
-                eprintln!("done: {} {} {}", r.configuration, r.system, r.workload);
-            }
-        })?);
-        detpath::sys::fsutil::write_atomic(&dir.path().join("rows.json"), &serde_json::to_vec_pretty(&rows)?)?;
+        let waits =
+            if a.wait_sweep { vec![Wait::Busy, Wait::ADAPTIVE, Wait::Block, Wait::Hybrid { spin_ns: 50_000 }] } else { vec![a.wait.or_block(a.blocking)] };
+        for (i, wait) in waits.into_iter().enumerate() {
+            let o = BenchOptions {
+                datapaths: a.datapath.clone(),
+                seconds,
+                // The reference row once per configuration.
+                with_ddsperf: !a.no_ddsperf && i == 0,
+                wait,
+                fair_slice_ns: crate::vocab::ns(a.fair_slice),
+                configuration: conf.label().to_string(),
+                pinning: Some(Pinning { sender_cpu, receiver_cpu, rt_priority: conf.tuned.then_some(a.rt_priority) }),
+                samples: a.samples,
+                repeat: a.repeat,
+                workloads: a.workloads.clone(),
+                stress_percent: conf.stress,
+                tuned: conf.tuned,
+            };
+            rows.extend(bench(&o, Some(&mut dir), |r| {
+                if json {
+                    println!("{}", serde_json::to_string(r).unwrap_or_default());
+                } else {
+                    eprintln!("done: {} {} {} (wait {}, repeat {})", r.configuration, r.system, r.workload, r.wait, r.repeat);
+                }
+            })?);
+            detpath::sys::fsutil::write_atomic(&dir.path().join("rows.json"), &serde_json::to_vec_pretty(&rows)?)?;
+        }
     }
-    let table = rows_table(&rows);
+    let table = detpath_bench::pubsub::table::render(&rows);
     detpath::sys::fsutil::write_atomic(&dir.path().join("table.txt"), table.as_bytes())?;
     if !json {
         print!("{table}");
@@ -371,35 +400,6 @@ fn node(a: &NodeArgs, role: Role, name: &str) -> anyhow::Result<i32> {
     print_outcome(&out, json);
     // Exit 1 when reliable samples were lost (as ddsperf does).
     Ok(if o.reliable && out.lost > 0 { 1 } else { 0 })
-}
-
-/// The rows as a table, configurations in the order run.
-fn rows_table(rows: &[BenchRow]) -> String {
-    use std::fmt::Write as _;
-    let mut t = String::new();
-    let _ = writeln!(
-        t,
-        "{:<6} {:<18} {:<18} {:>9} {:>9} {:>9} {:>9} {:>10} {:>12} {:>9}",
-        "config", "system", "workload", "mean us", "p99 us", "p99.99", "max us", "lost", "samples/s", "Mb/s"
-    );
-    for r in rows {
-        let l = r.latency_us.as_ref();
-        let _ = writeln!(
-            t,
-            "{:<6} {:<18} {:<18} {:>9} {:>9} {:>9} {:>9} {:>10} {:>12} {:>9}",
-            r.configuration,
-            r.system,
-            r.workload,
-            us(l.map(|l| l.mean)),
-            us(l.map(|l| l.p99)),
-            us(l.and_then(|l| l.p99_99)),
-            us(l.map(|l| l.max)),
-            r.lost,
-            r.samples_per_s.map_or("".into(), |x| format!("{x:.0}")),
-            r.mbit_per_s.map_or("".into(), |x| format!("{x:.1}")),
-        );
-    }
-    t
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {

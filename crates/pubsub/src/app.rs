@@ -55,6 +55,11 @@ pub struct NodeOptions {
     /// Accept RTPS only from `peers` / `mac_peers` ([`Config::peers_only`]);
     /// needs at least one peer.
     pub peers_only: bool,
+    /// Ping: keep every answered ping's times for per-sample records
+    /// ([`Outcome::rounds`]).
+    pub keep_rounds: bool,
+    /// Ping and pong endpoints KEEP_ALL (paper 001's Table I) instead of ddsperf's KEEP_LAST 1.
+    pub ping_keep_all: bool,
 }
 
 impl NodeOptions {
@@ -81,6 +86,8 @@ impl NodeOptions {
             fair_slice_ns: 100_000,
             multicast: true,
             peers_only: false,
+            keep_rounds: false,
+            ping_keep_all: false,
         }
     }
 }
@@ -166,6 +173,10 @@ pub struct Outcome {
     /// Data reader (sub): matched writers, samples refused while its cache was full.
     pub reader_matched: usize,
     pub reader_rejected: u64,
+    /// Ping with [`NodeOptions::keep_rounds`]: each answered ping as (seq,
+    /// monotonic send ns, monotonic pong reception ns), in arrival order.
+    #[serde(skip)]
+    pub rounds: Vec<(u32, u64, u64)>,
 }
 
 /// The engine counters that matter in a report.
@@ -330,6 +341,8 @@ pub fn open_node(opts: &NodeOptions) -> Result<(Node<EndpointTransport>, PerfNod
     pc.size = opts.size;
     pc.count = opts.count;
     pc.lockstep = opts.lockstep;
+    pc.keep_rounds = opts.keep_rounds;
+    pc.ping_keep_all = opts.ping_keep_all;
     if let (Role::Ping { rate_hz }, Some(d)) = (opts.role, opts.duration) {
         let expect = (rate_hz.max(1.0) * d.as_secs_f64() * 1.2) as usize + 1024;
         pc.max_latency_samples = expect.min(20_000_000);
@@ -442,6 +455,7 @@ pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl Fn
     let (ws, rs) = perf.data_status(&node.participant);
     // Tell peers we are gone, so they do not wait for our lease to expire.
     node.participant.shutdown(&mut crate::driver::TransportOutbox(&mut node.transport));
+    let rounds = std::mem::take(&mut perf.stats.rounds);
     let st = &perf.stats;
     let (received, lost) = match opts.role {
         Role::Ping { .. } => (st.pongs_received, st.pings_sent - st.pongs_received),
@@ -479,5 +493,6 @@ pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl Fn
         writer_unacknowledged: ws.unacknowledged,
         reader_matched: rs.map_or(0, |r| r.matched),
         reader_rejected: rs.map_or(0, |r| r.rejected),
+        rounds,
     })
 }

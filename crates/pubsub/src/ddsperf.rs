@@ -18,7 +18,7 @@
 
 use crate::engine::{Event, Outbox, Participant, ReaderId, WriteError, WriterId};
 use crate::qos::{Qos, Reliability};
-use crate::types::{KeyedSeq, OneULong, TopicType};
+use crate::types::{KeyedSeq, OneULong, TopicType, Unkeyed32};
 use crate::wire::{GuidPrefix, Time};
 
 /// ddsperf's user-data magic.
@@ -44,6 +44,10 @@ pub enum TopicKind {
     Ks,
     /// OneULong ("OU"): 4 bytes.
     Ou,
+    /// Unkeyed32 ("UK32"): paper 001's Table I sample, 32 bytes unkeyed;
+    /// each ping's first 8 payload octets random (its "partial
+    /// randomization"). Not a ddsperf type: detpath against detpath.
+    Uk32,
 }
 
 impl TopicKind {
@@ -51,12 +55,14 @@ impl TopicKind {
         match self {
             TopicKind::Ks => "KS",
             TopicKind::Ou => "OU",
+            TopicKind::Uk32 => "UK32",
         }
     }
     fn type_name(self) -> &'static str {
         match self {
             TopicKind::Ks => KeyedSeq::TYPE_NAME,
             TopicKind::Ou => OneULong::TYPE_NAME,
+            TopicKind::Uk32 => Unkeyed32::TYPE_NAME,
         }
     }
 }
@@ -81,12 +87,30 @@ pub struct PerfConfig {
     /// rules that out where every ping must be answered (tests). Off, pings
     /// go out on schedule as ddsperf's do.
     pub lockstep: bool,
+    /// Ping: keep each answered ping's (seq, send time, pong reception
+    /// time) in [`PerfStats::rounds`] (up to `max_latency_samples`), for
+    /// per-sample records. Off, nothing is kept (nor allocated).
+    pub keep_rounds: bool,
+    /// Ping and pong endpoints reliable KEEP_ALL (depth `data_depth`), as
+    /// paper 001's Table I asks, instead of ddsperf's KEEP_LAST 1.
+    pub ping_keep_all: bool,
 }
 
 impl PerfConfig {
     /// ddsperf's defaults for `role`: reliable, KeyedSeq of size 32, data depth 1000.
     pub fn new(role: Role) -> PerfConfig {
-        PerfConfig { role, reliable: true, topic: TopicKind::Ks, size: 32, data_depth: 1000, count: 0, max_latency_samples: 2_000_000, lockstep: false }
+        PerfConfig {
+            role,
+            reliable: true,
+            topic: TopicKind::Ks,
+            size: 32,
+            data_depth: 1000,
+            count: 0,
+            max_latency_samples: 2_000_000,
+            lockstep: false,
+            keep_rounds: false,
+            ping_keep_all: false,
+        }
     }
     /// The topic names (data, ping, pong).
     pub fn topic_names(&self) -> (String, String, String) {
@@ -128,12 +152,16 @@ pub struct PerfStats {
     /// One-way latency (RTT/2) in ns, in arrival order.
     pub latency_ns: Vec<u32>,
     pub latency_dropped: u64,
+    /// Answered pings as (seq, monotonic send ns, monotonic pong reception
+    /// ns), in arrival order, when [`PerfConfig::keep_rounds`] is on.
+    pub rounds: Vec<(u32, u64, u64)>,
 }
 
 /// Sample of the chosen type, so one node can serve KS and OU.
 enum Sample {
     Ks(KeyedSeq),
     Ou(OneULong),
+    Uk32(Unkeyed32),
 }
 
 impl Sample {
@@ -141,18 +169,21 @@ impl Sample {
         match self {
             Sample::Ks(s) => s.seq,
             Sample::Ou(s) => s.seq,
+            Sample::Uk32(s) => s.seq,
         }
     }
     fn set_seq(&mut self, q: u32) {
         match self {
             Sample::Ks(s) => s.seq = q,
             Sample::Ou(s) => s.seq = q,
+            Sample::Uk32(s) => s.seq = q,
         }
     }
     fn len(&self) -> usize {
         match self {
             Sample::Ks(s) => 12 + s.baggage.len(),
             Sample::Ou(_) => 4,
+            Sample::Uk32(_) => 32,
         }
     }
 }
@@ -193,13 +224,14 @@ impl PerfNode {
         let (data_t, ping_t, pong_t) = cfg.topic_names();
         let rel = if cfg.reliable { Reliability::Reliable } else { Reliability::BestEffort };
         let mk = |q: Qos| Qos { reliability: rel, max_blocking_ns: 10_000_000_000, ..q };
-        let ping_qos = mk(Qos::reliable_keep_last(1));
+        let ping_qos = if cfg.ping_keep_all { mk(Qos::reliable_keep_all(cfg.data_depth)) } else { mk(Qos::reliable_keep_last(1)) };
         // ddsperf's `-n N` spreads data over N key values (1 by default): room for many instances.
         let data_qos = mk(Qos::reliable_keep_all(cfg.data_depth).with_max_instances(1024));
         let size = cfg.size.max(12);
         let proto = || match cfg.topic {
             TopicKind::Ks => Sample::Ks(KeyedSeq::with_size(size)),
             TopicKind::Ou => Sample::Ou(OneULong::default()),
+            TopicKind::Uk32 => Sample::Uk32(Unkeyed32::default()),
         };
         let (tn, keyed) = (cfg.topic.type_name(), cfg.topic == TopicKind::Ks);
         let slot = size + 32;
@@ -226,7 +258,11 @@ impl PerfNode {
             next_pub_ns: now,
             outstanding: false,
             data_expect: Vec::new(),
-            stats: PerfStats { latency_ns: Vec::with_capacity(cap), ..Default::default() },
+            stats: PerfStats {
+                latency_ns: Vec::with_capacity(cap),
+                rounds: if cfg.keep_rounds && matches!(cfg.role, Role::Ping { .. }) { Vec::with_capacity(cap) } else { Vec::new() },
+                ..Default::default()
+            },
             window_start: 0,
             types: (tn, keyed),
             cfg,
@@ -320,7 +356,9 @@ impl PerfNode {
     pub fn reset_stats(&mut self) {
         let mut lat = std::mem::take(&mut self.stats.latency_ns);
         lat.clear();
-        self.stats = PerfStats { latency_ns: lat, ..Default::default() };
+        let mut rounds = std::mem::take(&mut self.stats.rounds);
+        rounds.clear();
+        self.stats = PerfStats { latency_ns: lat, rounds, ..Default::default() };
         self.window_start = 0;
         for s in self.sent.iter_mut() {
             *s = (0, 0);
@@ -365,10 +403,19 @@ impl PerfNode {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
         self.tx.set_seq(seq);
+        if let Sample::Uk32(s) = &mut self.tx {
+            // xorshift64 of the send time and seq: 8 octets nobody can predict or compress.
+            let mut x = now ^ ((seq as u64) << 32) | 1;
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            s.baggage[..8].copy_from_slice(&x.to_le_bytes());
+        }
         let ts = Time::from_nanos((wall & !1) | 1);
         let res = match &self.tx {
             Sample::Ks(s) => p.write(now, out, self.ping_w, Some(ts), s),
             Sample::Ou(s) => p.write(now, out, self.ping_w, Some(ts), s),
+            Sample::Uk32(s) => p.write(now, out, self.ping_w, Some(ts), s),
         };
         if res.is_ok() {
             self.sent[seq as usize % SENT_RING] = (seq, now);
@@ -405,8 +452,10 @@ impl PerfNode {
             let res = match (&self.tx, batch) {
                 (Sample::Ks(s), true) => p.write_batched(now, out, self.data_w, ts, s),
                 (Sample::Ou(s), true) => p.write_batched(now, out, self.data_w, ts, s),
+                (Sample::Uk32(s), true) => p.write_batched(now, out, self.data_w, ts, s),
                 (Sample::Ks(s), false) => p.write(now, out, self.data_w, ts, s),
                 (Sample::Ou(s), false) => p.write(now, out, self.data_w, ts, s),
+                (Sample::Uk32(s), false) => p.write(now, out, self.data_w, ts, s),
             };
             match res {
                 Ok(_) => self.stats.data_sent += 1,
@@ -427,6 +476,7 @@ impl PerfNode {
         let res = match &mut self.rx {
             Sample::Ks(s) => p.take(r, s),
             Sample::Ou(s) => p.take(r, s),
+            Sample::Uk32(s) => p.take(r, s),
         };
         res.ok().flatten()
     }
@@ -444,6 +494,7 @@ impl PerfNode {
             let res = match &self.rx {
                 Sample::Ks(s) => p.write(now, out, w, ts, s),
                 Sample::Ou(s) => p.write(now, out, w, ts, s),
+                Sample::Uk32(s) => p.write(now, out, w, ts, s),
             };
             if res.is_ok() {
                 self.stats.pings_answered += 1;
@@ -470,6 +521,9 @@ impl PerfNode {
                 self.stats.latency_ns.push(one_way.min(u32::MAX as u64) as u32);
             } else {
                 self.stats.latency_dropped += 1;
+            }
+            if self.stats.rounds.len() < self.stats.rounds.capacity() {
+                self.stats.rounds.push((seq, at, info.reception_ns));
             }
             if seq == self.seq {
                 self.outstanding = false;

@@ -11,13 +11,11 @@
 //! - [`ddsperf`]: ddsperf's topics and conventions as a node on the engine.
 //! - [`driver`]: the polling loop over a transport; with feature `endpoint`,
 //!   `transport` (a `Box<dyn detpath::Endpoint>` as transport), `app` (the
-//!   ping/pong/pub/sub programs behind `detpath pubsub`) and `bench` (the
-//!   paper's three workloads per datapath, ddsperf as reference).
+//!   ping/pong/pub/sub programs behind `detpath pubsub`). The benchmark
+//!   harness (`detpath pubsub bench`) is `detpath_bench::pubsub`.
 
 #[cfg(feature = "endpoint")]
 pub mod app;
-#[cfg(feature = "endpoint")]
-pub mod bench;
 pub mod ddsperf;
 pub mod discovery;
 pub mod driver;

@@ -280,6 +280,11 @@ fixed_type!(
     Unkeyed16, "Unkeyed16", keyed: false, 12
 );
 fixed_type!(
+    /// Paper 001's Table I sample (detpath's, not one of ddsperf's types):
+    /// 32 bytes unkeyed, seq and 28 octets.
+    Unkeyed32, "Unkeyed32", keyed: false, 28
+);
+fixed_type!(
     /// ddsperf's `Unkeyed1024` (`UK1024`): seq, 1020 octets.
     Unkeyed1024, "Unkeyed1024", keyed: false, 1020
 );

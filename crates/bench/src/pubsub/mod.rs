@@ -1,4 +1,6 @@
-//! `detpath pubsub bench`: the paper's three workloads (its Table I and
+//! `detpath pubsub bench` (the harness lives here, outside the protocol
+//! crate `detpath-pubsub`, which it drives through `detpath_pubsub::app`):
+//! paper 001's three workloads (its Table I and
 //! §V.D) per datapath, detpath against detpath across the two-namespace
 //! testbed, with ddsperf against ddsperf (CycloneDDS over kernel UDP) as the
 //! reference row:
@@ -20,12 +22,20 @@
 //! cleanup, and when detpath dies), its configuration in a private
 //! temporary directory (`tempfile`), never a predictable name under /tmp.
 
-use crate::app::{run, LatencySummaryJson, NodeOptions, SecondReport};
-use crate::ddsperf::Role;
-use crate::transport::Wait;
+pub mod report;
+pub mod table;
+
+use crate::records::{LossCounts, Record, Status};
+use crate::results::{Environment, ResultDir, RunConfig, RunResult};
+use crate::stats::{quantile_unchecked, Quantile};
 use detpath::sys::cleanup::{self, TiedChild};
+use detpath::sys::cputime::{CoreTicks, CpuReport, ThreadCpu, ThreadMeter};
 use detpath::testbed::{Side, Testbed, TestbedConfig};
+use detpath_pubsub::app::{run, LatencySummaryJson, NodeOptions, SecondReport};
+use detpath_pubsub::ddsperf::{Role, TopicKind};
+use detpath_pubsub::transport::Wait;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -47,6 +57,88 @@ pub struct BenchOptions {
     pub configuration: String,
     /// Cores (and real-time priority) of the two sides; None: unpinned.
     pub pinning: Option<Pinning>,
+    /// Latency workloads: stop when this many pongs are in (capped at
+    /// 1.5 times the time they take at 1 kHz, plus 10 s) instead of after
+    /// `seconds`.
+    pub samples: Option<u64>,
+    /// Each workload this many times (at least 1); rows say which repeat.
+    pub repeat: u32,
+    /// Which workloads: `latency`, `rate`, `bandwidth` (the three by default), `table1` ([`TABLE1`]).
+    pub workloads: Vec<String>,
+    /// CPU stress percent of the configuration (recorded in the runs' summary).
+    pub stress_percent: u8,
+    /// Whether the configuration is tuned (recorded in the runs' summary).
+    pub tuned: bool,
+}
+
+impl BenchOptions {
+    /// Paper 001's three workloads, each once, ten seconds, adaptive wait, unpinned, with ddsperf.
+    pub fn new(datapaths: &[&str]) -> BenchOptions {
+        BenchOptions {
+            datapaths: datapaths.iter().map(|d| d.to_string()).collect(),
+            seconds: 10,
+            with_ddsperf: true,
+            wait: Wait::ADAPTIVE,
+            fair_slice_ns: 100_000,
+            configuration: "D".into(),
+            pinning: None,
+            samples: None,
+            repeat: 1,
+            workloads: WORKLOADS.iter().map(|w| w.to_string()).collect(),
+            stress_percent: 0,
+            tuned: false,
+        }
+    }
+
+    fn runs(&self, workload: &str) -> bool {
+        self.workloads.iter().any(|w| w == workload)
+    }
+}
+
+/// The workloads, by their `--workloads` names.
+pub const WORKLOADS: [&str; 3] = ["latency", "rate", "bandwidth"];
+
+/// A wait as the tables name it: `busy`, `block`, `adaptive`, `spin50us`.
+pub fn wait_name(w: Wait) -> String {
+    match w {
+        Wait::Busy => "busy".into(),
+        Wait::Block => "block".into(),
+        Wait::Adaptive { .. } => "adaptive".into(),
+        Wait::Hybrid { spin_ns } => format!("spin{}us", spin_ns / 1000),
+    }
+}
+
+/// Packet delay variation of a latency run (RFC 5481 §4.2, the form paper
+/// 001 compares): each sample's one-way latency minus the run's minimum,
+/// in µs, as percentiles; and the inter-packet delay variation (IPDV,
+/// RFC 5481 §4.1): |latency(i) - latency(i-1)| of consecutive samples in
+/// send order, its p99. A percentile the count cannot support is `null`.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct PdvSummary {
+    pub p50: f64,
+    pub p99: f64,
+    pub p99_99: Option<f64>,
+    pub max: f64,
+    pub ipdv_p99: Option<f64>,
+}
+
+impl PdvSummary {
+    /// From one-way latencies (ns) in send order; None without samples.
+    pub fn from_latencies(lat_ns: &[u64]) -> Option<PdvSummary> {
+        let min = *lat_ns.iter().min()?;
+        let mut pdv: Vec<u64> = lat_ns.iter().map(|l| l - min).collect();
+        pdv.sort_unstable();
+        let mut ipdv: Vec<u64> = lat_ns.windows(2).map(|w| w[0].abs_diff(w[1])).collect();
+        ipdv.sort_unstable();
+        let q = |v: &[u64], q: Quantile| (v.len() as u64 >= q.needs()).then(|| quantile_unchecked(v, q)).flatten().map(|x| x as f64 / 1e3);
+        Some(PdvSummary {
+            p50: q(&pdv, Quantile::MEDIAN).unwrap_or(0.0),
+            p99: q(&pdv, Quantile::P99).unwrap_or(0.0),
+            p99_99: q(&pdv, Quantile::P99_99),
+            max: pdv.last().map_or(0.0, |&x| x as f64 / 1e3),
+            ipdv_p99: q(&ipdv, Quantile::P99),
+        })
+    }
 }
 
 /// Where the two sides of every workload run.
@@ -74,6 +166,19 @@ pub struct BenchRow {
     pub mbit_per_s: Option<f64>,
     pub lost: u64,
     pub note: String,
+    /// Which repeat of the workload (1-based).
+    pub repeat: u32,
+    /// How detpath's sides waited (`busy`, `adaptive`, `block`, `spinNus`); "" for ddsperf.
+    pub wait: String,
+    /// Packet delay variation (latency workloads with per-sample records).
+    pub pdv_us: Option<PdvSummary>,
+    /// What the run cost: the two sides' threads (from the start of
+    /// discovery to the end), the cores they used, samples per CPU-second.
+    pub cpu: Option<CpuReport>,
+    /// The two sides' CPU time over the run's wall time, percent of one core.
+    pub cpu_percent: Option<f64>,
+    /// The run's name in the result directory (its records are `<name>.csv`).
+    pub run: Option<String>,
 }
 
 /// Why the benchmark could not run.
@@ -82,7 +187,7 @@ pub enum BenchError {
     #[error("testbed: {0}")]
     Testbed(#[from] Box<detpath::Error>),
     #[error("{system} {workload}: {source}")]
-    Run { system: String, workload: String, source: Box<crate::app::AppError> },
+    Run { system: String, workload: String, source: Box<detpath_pubsub::app::AppError> },
     #[error("ddsperf: {0}")]
     Ddsperf(String),
 }
@@ -152,30 +257,127 @@ fn on_own_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> R
     std::thread::spawn(f).join().map_err(|_| BenchError::Ddsperf("a benchmark thread panicked".into()))
 }
 
-fn detpath_latency(tb: &Testbed, dp: &str, o: &BenchOptions) -> Result<BenchRow, BenchError> {
+/// Runs `f` measured by a [`ThreadMeter`] named `name` (on the calling thread).
+fn metered<T>(name: &str, f: impl FnOnce() -> T) -> (T, ThreadCpu) {
+    let m = ThreadMeter::start(name);
+    let r = f();
+    (r, m.stop())
+}
+
+/// The CPU report of a two-sided run and its share of one core.
+fn cpu_of(threads: Vec<ThreadCpu>, before: &CoreTicks, o: &BenchOptions, work: f64, wall_s: f64) -> (Option<CpuReport>, Option<f64>) {
+    let after = CoreTicks::now();
+    let cores: Vec<u32> = o.pinning.map(|p| vec![p.sender_cpu, p.receiver_cpu]).unwrap_or_default();
+    let r = CpuReport::new(threads, before, &after, &cores, work);
+    let pct = (wall_s > 0.0).then(|| r.cpu_s() / wall_s * 100.0);
+    (Some(r), pct)
+}
+
+/// The per-sample records of a ping run: one `ok` record per answered ping
+/// (client send and pong reception times; the pong side's times are not
+/// taken), then one `lost` record per ping never answered.
+pub fn ping_records(rounds: &[(u32, u64, u64)], pings_sent: u64) -> Vec<Record> {
+    let mut rounds = rounds.to_vec();
+    rounds.sort_unstable_by_key(|r| r.0);
+    let mut recs: Vec<Record> = rounds
+        .iter()
+        .map(|&(seq, sent, recv)| Record { seq: seq as u64, client_send_ns: sent, client_recv_ns: recv, status: Status::Ok, ..Record::default() })
+        .collect();
+    let first = rounds.first().map_or(1, |r| r.0 as u64);
+    let answered: std::collections::HashSet<u64> = recs.iter().map(|r| r.seq).collect();
+    let mut seq = first;
+    let mut missing = pings_sent.saturating_sub(recs.len() as u64);
+    while missing > 0 && seq < first + pings_sent + missing {
+        if !answered.contains(&seq) {
+            recs.push(Record { seq, status: Status::Lost, ..Record::default() });
+            missing -= 1;
+        }
+        seq += 1;
+    }
+    recs
+}
+
+/// Paper 001's Table I as a profile (`--workloads table1`): two topics
+/// relayed (ping, and pong back to its origin), 32 B at 1 kHz, unkeyed with
+/// a partly random payload (`TopicKind::Uk32`), reliable KEEP_ALL on both
+/// topics. The `latency` workload is ddsperf's: keyed KeyedSeq, KEEP_LAST 1.
+pub const TABLE1: &str = "table1 32B 1kHz UK keep-all";
+
+fn detpath_latency(tb: &Testbed, dp: &str, o: &BenchOptions, dir: Option<&mut ResultDir>, repeat: u32, table1: bool) -> Result<BenchRow, BenchError> {
+    let workload = if table1 { TABLE1 } else { "latency 32B 1kHz" };
     let err = |source| BenchError::Run { system: format!("detpath {dp}"), workload: "latency".into(), source: Box::new(source) };
+    let secs = match o.samples {
+        Some(n) => n * 3 / 2 / 1000 + 10,
+        None => o.seconds,
+    };
     let stop = Arc::new(AtomicBool::new(false));
-    let po = node(tb.b(), tb.a(), dp, Role::Pong, 32, o.seconds + 15, o);
+    let mut po = node(tb.b(), tb.a(), dp, Role::Pong, 32, secs + 15, o);
+    if table1 {
+        po.topic = TopicKind::Uk32;
+        po.ping_keep_all = true;
+    }
     let s2 = stop.clone();
-    let pong = std::thread::spawn(move || run(&po, &|| s2.load(Ordering::Relaxed), |_| {}));
-    let pi = node(tb.a(), tb.b(), dp, Role::Ping { rate_hz: 1000.0 }, 32, o.seconds, o);
-    let out = on_own_thread(move || run(&pi, &|| false, |_| {}));
+    let before = CoreTicks::now();
+    let t0 = std::time::Instant::now();
+    let pong = std::thread::spawn(move || metered("pong", || run(&po, &|| s2.load(Ordering::Relaxed), |_| {})));
+    let mut pi = node(tb.a(), tb.b(), dp, Role::Ping { rate_hz: 1000.0 }, 32, secs, o);
+    pi.count = o.samples.unwrap_or(0);
+    pi.keep_rounds = true;
+    pi.topic = if table1 { TopicKind::Uk32 } else { pi.topic };
+    pi.ping_keep_all = table1;
+    let out = on_own_thread(move || metered("ping", || run(&pi, &|| false, |_| {})));
     stop.store(true, Ordering::Relaxed);
-    let _ = pong.join();
-    let out = out?.map_err(err)?;
+    let pong = pong.join().map_err(|_| BenchError::Ddsperf("pong thread panicked".into()))?;
+    let wall = t0.elapsed().as_secs_f64();
+    let (out, ping_cpu) = out?;
+    let out = out.map_err(err)?;
+    let (cpu, cpu_percent) = cpu_of(vec![ping_cpu, pong.1], &before, o, out.received as f64, wall);
+    let records = ping_records(&out.rounds, out.pings_sent);
+    let lat: Vec<u64> = records.iter().filter_map(|r| r.latency_ns()).collect();
+    let mut run_name = None;
+    if let Some(dir) = dir {
+        let config = RunConfig {
+            datapath: format!("pubsub+{dp}"),
+            mode: format!("RTPS {workload}, reliable, wait {}", wait_name(o.wait)),
+            size: 32,
+            period_ns: 1_000_000,
+            rounds: o.samples.unwrap_or(out.pings_sent),
+            timeout_ns: 0,
+            stress_percent: o.stress_percent,
+            tuned: o.tuned,
+            tuning: if o.tuned { "tuned".into() } else { "default".into() },
+            cpu_client: o.pinning.map(|p| p.sender_cpu),
+            cpu_server: o.pinning.map(|p| p.receiver_cpu),
+            peer: None,
+            extra: BTreeMap::from([("workload".into(), workload.into()), ("repeat".into(), repeat.to_string()), ("wait".into(), wait_name(o.wait))]),
+        };
+        let loss = LossCounts { sent: out.pings_sent, ok: out.received, lost: out.lost, ..LossCounts::default() };
+        let mut r = RunResult::from_records(config, Environment::capture(), &records, Some(loss));
+        if let (Some(c), Some(p)) = (&cpu, cpu_percent) {
+            r.notes.push(format!("cpu {p:.0}% of a core: {}", c.summary()));
+        }
+        let saved = dir.save_run(&r, &records).map_err(|e| BenchError::Ddsperf(format!("saving the run: {e}")))?;
+        run_name = Some(saved.name.clone());
+    }
     Ok(BenchRow {
         configuration: o.configuration.clone(),
         system: format!("detpath {dp}"),
-        workload: "latency 32B 1kHz".into(),
+        workload: workload.into(),
         latency_us: Some(out.latency_us),
         samples_per_s: None,
         mbit_per_s: None,
         lost: out.lost,
         note: format!("{} pings, discovery {:.1} ms", out.pings_sent, out.discovery_ms.unwrap_or(0.0)),
+        repeat,
+        wait: wait_name(o.wait),
+        pdv_us: PdvSummary::from_latencies(&lat),
+        cpu,
+        cpu_percent,
+        run: run_name,
     })
 }
 
-fn detpath_throughput(tb: &Testbed, dp: &str, size: usize, o: &BenchOptions) -> Result<BenchRow, BenchError> {
+fn detpath_throughput(tb: &Testbed, dp: &str, size: usize, o: &BenchOptions, repeat: u32) -> Result<BenchRow, BenchError> {
     let workload = if size == 32 { "rate 32B" } else { "bandwidth 1KiB" };
     let err = |source| BenchError::Run { system: format!("detpath {dp}"), workload: workload.into(), source: Box::new(source) };
     let stop = Arc::new(AtomicBool::new(false));
@@ -183,14 +385,19 @@ fn detpath_throughput(tb: &Testbed, dp: &str, size: usize, o: &BenchOptions) -> 
     let s2 = stop.clone();
     let reports = Arc::new(Mutex::new(Vec::new()));
     let r2 = reports.clone();
-    let sub = std::thread::spawn(move || run(&so, &|| s2.load(Ordering::Relaxed), |r| r2.lock().unwrap().push(r.clone())));
+    let before = CoreTicks::now();
+    let t0 = std::time::Instant::now();
+    let sub = std::thread::spawn(move || metered("sub", || run(&so, &|| s2.load(Ordering::Relaxed), |r| r2.lock().unwrap().push(r.clone()))));
     let pb = node(tb.a(), tb.b(), dp, Role::Pub { rate_hz: 0.0 }, size, o.seconds, o);
-    let out = on_own_thread(move || run(&pb, &|| false, |_| {}));
+    let out = on_own_thread(move || metered("pub", || run(&pb, &|| false, |_| {})));
     std::thread::sleep(Duration::from_secs(2));
     stop.store(true, Ordering::Relaxed);
-    let sub = sub.join().map_err(|_| BenchError::Ddsperf("subscriber thread panicked".into()))?;
-    let out = out?.map_err(err)?;
+    let (sub, sub_cpu) = sub.join().map_err(|_| BenchError::Ddsperf("subscriber thread panicked".into()))?;
+    let wall = t0.elapsed().as_secs_f64();
+    let (out, pub_cpu) = out?;
+    let out = out.map_err(err)?;
     let sub = sub.map_err(err)?;
+    let (cpu, cpu_percent) = cpu_of(vec![pub_cpu, sub_cpu], &before, o, sub.data_received as f64, wall);
     let (rate, mbit) = steady(&reports.lock().unwrap());
     Ok(BenchRow {
         configuration: o.configuration.clone(),
@@ -201,6 +408,12 @@ fn detpath_throughput(tb: &Testbed, dp: &str, size: usize, o: &BenchOptions) -> 
         mbit_per_s: Some(mbit),
         lost: sub.lost,
         note: format!("published {}, received {}, writer blocked {} times", out.data_sent, sub.data_received, out.data_sent.saturating_sub(sub.data_received)),
+        repeat,
+        wait: wait_name(o.wait),
+        pdv_us: None,
+        cpu,
+        cpu_percent,
+        run: None,
     })
 }
 
@@ -306,7 +519,7 @@ pub fn parse_ddsperf_sub(text: &str) -> Option<(f64, f64, u64)> {
     Some((core.iter().map(|x| x.0).sum::<f64>() / n, core.iter().map(|x| x.1).sum::<f64>() / n, lost))
 }
 
-fn ddsperf_rows(tb: &Testbed, o: &BenchOptions) -> Result<Vec<BenchRow>, BenchError> {
+fn ddsperf_rows(tb: &Testbed, o: &BenchOptions, repeat: u32) -> Result<Vec<BenchRow>, BenchError> {
     let secs = o.seconds.to_string();
     let long = (o.seconds + 10).to_string();
     let mut rows = Vec::new();
@@ -327,6 +540,12 @@ fn ddsperf_rows(tb: &Testbed, o: &BenchOptions) -> Result<Vec<BenchRow>, BenchEr
         mbit_per_s: None,
         lost: 0,
         note: "CycloneDDS 0.10 over kernel UDP; per-second figures combined".into(),
+        repeat,
+        wait: String::new(),
+        pdv_us: None,
+        cpu: None,
+        cpu_percent: None,
+        run: None,
     });
     for (size, workload) in [("32", "rate 32B"), ("1024", "bandwidth 1KiB")] {
         let sub = ddsperf_in(dir.path(), tb.b(), tb.a(), &["-D", &long, "sub"], rx_cpu, rt)?;
@@ -346,26 +565,50 @@ fn ddsperf_rows(tb: &Testbed, o: &BenchOptions) -> Result<Vec<BenchRow>, BenchEr
             mbit_per_s: r.map(|x| x.1),
             lost: r.map(|x| x.2).unwrap_or(0),
             note: "CycloneDDS 0.10 over kernel UDP".into(),
+            repeat,
+            wait: String::new(),
+            pdv_us: None,
+            cpu: None,
+            cpu_percent: None,
+            run: None,
         });
     }
     Ok(rows)
 }
 
-/// Runs every workload on every datapath (one fresh testbed per datapath), then the ddsperf reference.
-pub fn bench(o: &BenchOptions, mut progress: impl FnMut(&BenchRow)) -> Result<Vec<BenchRow>, BenchError> {
+/// Runs every workload on every datapath (one fresh testbed per datapath),
+/// then the ddsperf reference; all of it `o.repeat` times. The latency
+/// runs' per-sample records and summaries go to `dir` when given (a result
+/// directory `detpath report` reads).
+pub fn bench(o: &BenchOptions, mut dir: Option<&mut ResultDir>, mut progress: impl FnMut(&BenchRow)) -> Result<Vec<BenchRow>, BenchError> {
     let mut rows = Vec::new();
-    for dp in &o.datapaths {
-        let tb = Testbed::up(TestbedConfig::unique("psb")).map_err(Box::new)?;
-        for r in [detpath_latency(&tb, dp, o)?, detpath_throughput(&tb, dp, 32, o)?, detpath_throughput(&tb, dp, 1024, o)?] {
-            progress(&r);
-            rows.push(r);
+    for repeat in 1..=o.repeat.max(1) {
+        for dp in &o.datapaths {
+            let tb = Testbed::up(TestbedConfig::unique("psb")).map_err(Box::new)?;
+            let mut done = Vec::new();
+            if o.runs("latency") {
+                done.push(detpath_latency(&tb, dp, o, dir.as_deref_mut(), repeat, false)?);
+            }
+            if o.runs("table1") {
+                done.push(detpath_latency(&tb, dp, o, dir.as_deref_mut(), repeat, true)?);
+            }
+            if o.runs("rate") {
+                done.push(detpath_throughput(&tb, dp, 32, o, repeat)?);
+            }
+            if o.runs("bandwidth") {
+                done.push(detpath_throughput(&tb, dp, 1024, o, repeat)?);
+            }
+            for r in done {
+                progress(&r);
+                rows.push(r);
+            }
         }
-    }
-    if o.with_ddsperf {
-        let tb = Testbed::up(TestbedConfig::unique("psb")).map_err(Box::new)?;
-        for r in ddsperf_rows(&tb, o)? {
-            progress(&r);
-            rows.push(r);
+        if o.with_ddsperf {
+            let tb = Testbed::up(TestbedConfig::unique("psb")).map_err(Box::new)?;
+            for r in ddsperf_rows(&tb, o, repeat)? {
+                progress(&r);
+                rows.push(r);
+            }
         }
     }
     Ok(rows)
@@ -382,6 +625,23 @@ mod tests {
         assert_eq!(side_uri(&tb.a, "afxdp", Some(0), Some(50)), "afxdp://dpa?addr=10.77.0.1&port=7410&rt_core=0&rt_priority=50");
         assert!(realtime_ok(&Role::Ping { rate_hz: 1000.0 }) && realtime_ok(&Role::Pong) && realtime_ok(&Role::Sub));
         assert!(!realtime_ok(&Role::Pub { rate_hz: 0.0 }), "an unlimited publisher never sleeps");
+    }
+
+    #[test]
+    fn pdv_is_latency_over_the_minimum_and_ipdv_the_consecutive_difference() {
+        let lat: Vec<u64> = (0..200).map(|i| 10_000 + if i % 2 == 0 { 0 } else { 4_000 }).collect();
+        let p = PdvSummary::from_latencies(&lat).unwrap();
+        assert_eq!((p.p50, p.p99, p.max, p.p99_99), (0.0, 4.0, 4.0, None));
+        assert_eq!(p.ipdv_p99, Some(4.0));
+        assert!(PdvSummary::from_latencies(&[]).is_none());
+    }
+
+    #[test]
+    fn ping_records_keep_every_ping_and_name_the_lost_ones() {
+        let r = ping_records(&[(12, 1_000, 21_000), (10, 500, 10_500), (14, 2_000, 2_040)], 5);
+        assert_eq!(r.len(), 5);
+        assert_eq!(r.iter().filter(|x| x.status == Status::Lost).map(|x| x.seq).collect::<Vec<_>>(), vec![11, 13]);
+        assert_eq!(r[0].latency_ns(), Some(5_000));
     }
 
     #[test]
