@@ -81,7 +81,7 @@ test: build
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 	$(CARGO) test --release --workspace --no-fail-fast 2>&1 | tee target/test.log; test $${PIPESTATUS[0]} -eq 0
 	crates/python/run-tests.sh 2>&1 | tee -a target/test.log; test $${PIPESTATUS[0]} -eq 0
-	$(CARGO) test --release -p detpath --test zz_leftovers -- --ignored 2>&1 | tee -a target/test.log; test $${PIPESTATUS[0]} -eq 0
+	$(CARGO) test --release -p detpath-cli --test zz_leftovers -- --ignored 2>&1 | tee -a target/test.log; test $${PIPESTATUS[0]} -eq 0
 	$(MAKE) fuzz-smoke
 
 # A short run of every fuzz target (the long runs are done by hand: see README).

@@ -4,7 +4,7 @@
 //!
 //! `make test` runs this after every other test (cargo gives no order across
 //! packages, so it is ignored in the main run):
-//! `cargo test --release -p detpath --test zz_leftovers -- --ignored`.
+//! `cargo test --release -p detpath-cli --test zz_leftovers -- --ignored`.
 
 use std::process::Command;
 
