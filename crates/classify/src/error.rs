@@ -26,8 +26,6 @@ pub enum Error {
     Config(String),
     #[error(transparent)]
     Intent(#[from] IntentError),
-    #[error("{0}")]
-    Api(#[from] crate::api::ApiError),
     #[error(transparent)]
     Rule(#[from] RuleError),
 }

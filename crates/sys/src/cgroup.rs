@@ -36,16 +36,17 @@ pub fn cgroup2_mount(mounts: &str) -> Option<String> {
     })
 }
 
-/// Moves the calling thread out of the shield into the root cpuset (v1
-/// `tasks` takes thread ids), so it may pin itself to a datapath core; on
+/// Moves thread `tid` (the calling thread, as [`crate::thread`] names it)
+/// out of the shield into the root cpuset (v1 `tasks` takes thread ids), so
+/// it may pin itself to a datapath core; on
 /// cgroup v2 the calling process joins the datapath partition (v2 places
 /// processes, not threads). Returns whether it moved; false where no shield
 /// is up.
-pub fn leave_shield() -> bool {
+pub fn leave_shield(tid: u32) -> bool {
     let Ok(mounts) = fs::read_to_string("/proc/self/mounts") else { return false };
     let write = |path: &str, v: &str| fs::OpenOptions::new().write(true).open(path).and_then(|mut f| f.write_all(v.as_bytes())).is_ok();
     if let Some(root) = cpuset_v1_mount(&mounts) {
-        let tid = crate::thread::tid().to_string();
+        let tid = tid.to_string();
         let in_shield = fs::read_to_string(format!("{root}/{SHIELD_DIR}/tasks")).is_ok_and(|t| t.lines().any(|l| l.trim() == tid));
         return in_shield && write(&format!("{root}/tasks"), &tid);
     }

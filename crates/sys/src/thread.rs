@@ -315,7 +315,7 @@ pub fn pin_current_thread(core: usize) -> Result<(), RtError> {
     match set_affinity(&set) {
         // A thread of a process the tuning's shield holds on the housekeeping
         // cores (crate::cgroup): it leaves the shield, then pins.
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) && crate::cgroup::leave_shield() => set_affinity(&set),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) && crate::cgroup::leave_shield(tid()) => set_affinity(&set),
         r => r,
     }
     .map_err(|source| RtError::Pin { core, source })
