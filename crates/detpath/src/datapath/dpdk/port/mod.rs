@@ -430,6 +430,19 @@ impl DpdkEndpoint {
         Resolve::Pending
     }
 
+    /// Before a send, while a peer is being resolved: one RX burst (never a
+    /// wait) reads its ARP reply, and what was parked for it goes out first,
+    /// so an endpoint that only sends (a slot scheduler's sender) resolves
+    /// too. The datagrams the burst finds wait in `pending` for the next
+    /// receive. One branch when nothing is being resolved.
+    fn poll_before_send(&mut self) {
+        if self.parked.is_empty() && !self.arp_pending.iter().any(|p| p.failed_until_ns == 0) {
+            return;
+        }
+        self.poll_rx();
+        self.service_parked();
+    }
+
     /// Sends the parked frames whose peer answered ARP; drops those whose
     /// peer did not (a datagram counted once in `tx_no_neigh`).
     /// One branch when nothing is parked; never waits.
@@ -544,6 +557,7 @@ impl DpdkEndpoint {
     /// Sends a datagram above one frame as IPv4 fragments (one IP id), a
     /// burst of mbufs at a time.
     fn send_fragmented(&mut self, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
+        self.poll_before_send();
         if payload.len() > self.caps.max_datagram {
             return Err(Error::PayloadTooLarge { iface: self.device.clone(), len: payload.len(), max: self.caps.max_datagram });
         }
@@ -718,7 +732,7 @@ impl Endpoint for DpdkEndpoint {
         if payload.len() > self.max_payload && self.caps.max_datagram > self.max_payload {
             return self.send_fragmented(payload, peer);
         }
-        self.service_parked();
+        self.poll_before_send();
         self.check_len(payload.len())?;
         let mac = self.lookup(*peer.ip())?;
         self.alloc(1)?;
@@ -753,7 +767,7 @@ impl Endpoint for DpdkEndpoint {
             }
             return Ok(batch.len());
         }
-        self.service_parked();
+        self.poll_before_send();
         let mut done = 0usize;
         while done < batch.len() {
             let chunk = &batch[done..batch.len().min(done + self.burst as usize)];
