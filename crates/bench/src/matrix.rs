@@ -113,7 +113,7 @@ pub struct MatrixOutcome {
 pub fn run_matrix(cfg: &MatrixConfig, observe: Observer) -> anyhow::Result<MatrixOutcome> {
     for d in &cfg.datapaths {
         anyhow::ensure!(
-            detpath::datapath::find(d).is_some(),
+            detpath::datapath::find(d).is_some() || detpath_open::LAYERS.iter().any(|l| l.name() == d.as_str()),
             "unknown datapath `{d}`; available: {}",
             detpath::datapath::transports().map(|d| d.name).collect::<Vec<_>>().join(", ")
         );
@@ -205,8 +205,12 @@ pub fn run_matrix(cfg: &MatrixConfig, observe: Observer) -> anyhow::Result<Matri
             let result = if dp == SOCKPERF {
                 run_sockperf(&tb, &pp, cfg.cpus, config, &env, &mut dir)
             } else {
+                // The user's keys join the testbed's URI as text, parsed
+                // once: a layer named as the scheme (`fault` with
+                // `inner=udp&drop=...`) needs its `inner=` at parse time.
                 let spec = |uri: String, keys: &[&str]| {
-                    keys.iter().try_fold(detpath_open::parse(&uri)?, |s, k| s.with_keys(k)).with_context(|| format!("the keys {keys:?} on {uri}"))
+                    let text = keys.iter().map(|k| k.trim_start_matches('&')).filter(|k| !k.is_empty()).fold(uri, |u, k| format!("{u}&{k}"));
+                    detpath_open::parse(&text).with_context(|| format!("the endpoint {text}"))
                 };
                 let specs = spec(tb.a().uri(dp, port + 1), &[&cfg.keys]).and_then(|c| Ok((c, spec(tb.b().uri(dp, port), &[&cfg.keys, &cfg.server_keys])?)));
                 specs.and_then(|specs| {
