@@ -34,7 +34,7 @@ fn a_stressed_configuration_is_measured_and_saved() {
     assert!(latency["mean"].as_f64().unwrap() > 0.0 && latency["max"].as_f64().unwrap() >= latency["p99"].as_f64().unwrap(), "{latency}");
     assert!(rows[1]["samples_per_s"].as_f64().unwrap() > 1000.0, "{}", rows[1]);
     let table = std::fs::read_to_string(dirs[0].join("table.txt")).unwrap();
-    assert!(table.contains("D&S    detpath udp"), "{table}");
+    assert!(table.lines().any(|l| l.split_whitespace().take(3).eq(["D&S", "detpath", "udp"])), "{table}");
     assert_eq!(String::from_utf8_lossy(&run.stdout), table, "the table printed is the one saved");
     assert!(dirs[0].join("libs.log").is_file());
     let stress_left = Command::new("pgrep").arg("stress-ng").status().unwrap().success();

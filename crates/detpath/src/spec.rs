@@ -257,7 +257,11 @@ impl EndpointSpec {
             "mode" => {
                 self.mode = match v {
                     "auto" => None,
-                    _ => Some(v.parse::<XdpMode>().map_err(|_| format!("`mode` takes auto, native or skb, not `{v}`"))?),
+                    _ => Some(v.parse::<XdpMode>().map_err(|_| {
+                        // `mode` is the XDP mode; the slot scheduler's delivery mode has its own key.
+                        let hint = if matches!(v, "strict" | "relaxed") { format!(" (the slot scheduler's delivery mode is `sched_mode={v}`)") } else { String::new() };
+                        format!("`mode` takes auto, native or skb, not `{v}`{hint}")
+                    })?),
                 }
             }
             "zerocopy" => self.zero_copy = Some(parse_bool(k, v)?),
