@@ -22,7 +22,9 @@ pub const ARP_FRAME_LEN: usize = ETH_HLEN + ARP_LEN;
 /// ARP operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArpOp {
+    /// Operation 1: who has the target address? (usually broadcast)
     Request,
+    /// Operation 2: the sender has the address asked for (usually unicast).
     Reply,
 }
 
@@ -38,14 +40,19 @@ impl ArpOp {
 /// A parsed ARP packet (IPv4 over Ethernet).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ArpPacket {
+    /// Request or reply.
     pub op: ArpOp,
     /// Ethernet source of the frame that carried it.
     pub eth_src: MacAddr,
     /// Ethernet destination of the frame that carried it.
     pub eth_dst: MacAddr,
+    /// Hardware address of the sender (the answer, in a reply).
     pub sender_mac: MacAddr,
+    /// IPv4 address of the sender (0.0.0.0 in an RFC 5227 probe).
     pub sender_ip: Ipv4Addr,
+    /// Hardware address of the target (zeros in a request: unknown).
     pub target_mac: MacAddr,
+    /// IPv4 address asked for (request) or of the requester (reply).
     pub target_ip: Ipv4Addr,
 }
 
@@ -79,12 +86,17 @@ impl ArpPacket {
 /// Why a frame is not an ARP packet detpath understands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ArpError {
+    /// The frame ends before the 28 bytes of ARP after the Ethernet header.
     #[error("frame shorter than an ARP packet")]
     Truncated,
+    /// The Ethernet type (carried) is not ARP: the frame is for another parser.
     #[error("not ARP (ethertype {0:#06x})")]
     NotArp(u16),
+    /// ARP for a hardware type other than Ethernet or a protocol other than
+    /// IPv4 (or address lengths other than 6 and 4): ignored.
     #[error("ARP for another hardware or protocol type")]
     Unsupported,
+    /// An operation (carried) other than request (1) or reply (2), e.g. RARP: ignored.
     #[error("unknown ARP operation {0}")]
     BadOp(u16),
 }

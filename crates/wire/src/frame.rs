@@ -30,6 +30,7 @@ pub const IPPROTO_UDP: u8 = ipv4::PROTO_UDP;
 pub struct MacAddr(pub [u8; 6]);
 
 impl MacAddr {
+    /// ff:ff:ff:ff:ff:ff, the address every station on the link receives (ARP requests).
     pub const BROADCAST: MacAddr = MacAddr([0xff; 6]);
 
     /// Parses `aa:bb:cc:dd:ee:ff`.
@@ -66,20 +67,32 @@ impl fmt::Debug for MacAddr {
 /// Why a frame was not accepted as a UDP datagram. Each kind is a counter bucket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum FrameError {
+    /// The frame ends before its Ethernet, IPv4 or UDP header does, or
+    /// before the IPv4 total length says: a runt or a cut capture.
     #[error("frame shorter than its headers")]
     Truncated,
+    /// The Ethernet type (carried) is not IPv4 (ARP, IPv6, a VLAN tag): not
+    /// a datagram for a UDP endpoint.
     #[error("not IPv4 (ethertype {0:#06x})")]
     NotIpv4(u16),
+    /// Version not 4, IHL below 5, or a total length shorter than the header.
     #[error("malformed IPv4 header")]
     BadIpHeader,
+    /// The IPv4 header checksum does not verify: corrupted on the way.
     #[error("bad IPv4 header checksum")]
     BadIpChecksum,
+    /// A fragment of a larger datagram (MF set or offset non-zero): give the
+    /// frame to [`crate::reasm::parse_fragment`] and a reassembler.
     #[error("IPv4 fragment (for the reassembler)")]
     Fragment,
+    /// IPv4 carrying another protocol (number carried), not UDP.
     #[error("not UDP (IP protocol {0})")]
     NotUdp(u8),
+    /// The UDP length field is below 8 or differs from the IPv4 payload length.
     #[error("UDP length does not match the IPv4 payload")]
     BadUdpLength,
+    /// The UDP checksum (non-zero) does not verify: corrupted, or a partial
+    /// checksum left by tx offload (`checksum=skip` accepts those).
     #[error("bad UDP checksum")]
     BadUdpChecksum,
 }
@@ -88,11 +101,17 @@ pub enum FrameError {
 /// `frame[payload_offset..payload_offset + payload_len]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UdpFrame {
+    /// Ethernet destination (ours, a group's, or broadcast).
     pub dst_mac: MacAddr,
+    /// Ethernet source: the last hop that sent the frame.
     pub src_mac: MacAddr,
+    /// IPv4 source address and UDP source port: where a reply goes.
     pub src: SocketAddrV4,
+    /// IPv4 destination address and UDP destination port.
     pub dst: SocketAddrV4,
+    /// Bytes from the start of the frame to the UDP payload (after any IPv4 options).
     pub payload_offset: usize,
+    /// Bytes of UDP payload (the UDP length minus its 8-byte header).
     pub payload_len: usize,
 }
 
@@ -156,12 +175,17 @@ pub fn parse_udp_frame(frame: &[u8], verify_udp_checksum: bool) -> Result<UdpFra
 /// The addresses of a frame to build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UdpFrameHeader {
+    /// Ethernet source: the sending interface's MAC.
     pub src_mac: MacAddr,
+    /// Ethernet destination: the next hop's MAC (from the neighbour table or ARP).
     pub dst_mac: MacAddr,
+    /// IPv4 source address and UDP source port.
     pub src: SocketAddrV4,
+    /// IPv4 destination address and UDP destination port.
     pub dst: SocketAddrV4,
     /// IPv4 identification field (the same in every fragment of one datagram).
     pub ip_id: u16,
+    /// IPv4 time to live: routers the packet may cross (64 is the Linux default).
     pub ttl: u8,
 }
 
@@ -188,7 +212,15 @@ const IP_MF: u16 = ipv4::FLAG_MF;
 /// Ethernet + IPv4 header (no options) with a valid checksum.
 fn write_eth_ipv4(buf: &mut [u8], h: &UdpFrameHeader, ip_len: u16, flags_offset: u16) {
     ethernet::write_header(buf, h.dst_mac, h.src_mac, ETHERTYPE_IPV4);
-    Ipv4Packet::new_unchecked(&mut buf[ETH_HLEN..ETH_HLEN + IPV4_HLEN]).write_header(ip_len, h.ip_id, flags_offset, h.ttl, IPPROTO_UDP, *h.src.ip(), *h.dst.ip());
+    Ipv4Packet::new_unchecked(&mut buf[ETH_HLEN..ETH_HLEN + IPV4_HLEN]).write_header(
+        ip_len,
+        h.ip_id,
+        flags_offset,
+        h.ttl,
+        IPPROTO_UDP,
+        *h.src.ip(),
+        *h.dst.ip(),
+    );
 }
 
 /// The 8-byte UDP header of `payload` (checksum over all of it) at `out[..8]`.

@@ -120,7 +120,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     }
     /// Writes a 20-byte header without options (checksum included) for a
     /// packet of `total_len` bytes carrying `protocol`.
-    #[allow(clippy::too_many_arguments)]
     pub fn write_header(&mut self, total_len: u16, ident: u16, flags_offset: u16, ttl: u8, protocol: u8, src: Ipv4Addr, dst: Ipv4Addr) {
         let b = self.m();
         b[field::VER_IHL] = 0x45;

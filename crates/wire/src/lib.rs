@@ -5,6 +5,8 @@
 //! no allocation (the reassembler allocates its slots once, when created),
 //! no OS calls, no panics on any input (fuzzed in `fuzz/`).
 
+#![warn(missing_docs)]
+
 pub mod checksum;
 pub mod ethernet;
 pub mod field;
@@ -14,10 +16,10 @@ pub mod reasm;
 pub mod udp;
 
 pub use ethernet::EthernetFrame;
-pub use ipv4::Ipv4Packet;
-pub use udp::UdpPacket;
 pub use frame::{build_udp_fragment, build_udp_frame, parse_udp_frame, udp_fragment_count, FrameError, MacAddr, UdpFrame, UdpFrameHeader, MAX_UDP_PAYLOAD};
+pub use ipv4::Ipv4Packet;
 pub use reasm::{parse_fragment, FragError, Reassembled, Reassembler};
+pub use udp::UdpPacket;
 
 /// Ethernet header length (no VLAN tag).
 pub const ETH_HLEN: usize = ethernet::field::PAYLOAD;

@@ -64,7 +64,12 @@ pub enum ProbeError {
     /// The buffer (to decode) or the requested size (to encode) is shorter
     /// than the probe header.
     #[error("probe too short: {got} bytes, the header needs {need}")]
-    TooShort { need: usize, got: usize },
+    TooShort {
+        /// Bytes the header needs ([`HEADER_LEN`]).
+        need: usize,
+        /// Bytes there were.
+        got: usize,
+    },
     /// The payload is not a detpath probe (another application's datagram).
     #[error("not a detpath probe (magic {0:#010x}, expected {MAGIC:#010x})")]
     BadMagic(u32),
@@ -77,9 +82,13 @@ pub enum ProbeError {
 /// One of the four timestamps of a probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stamp {
+    /// When the client sent the ping (client's clock).
     ClientSend,
+    /// When the server received the ping (server's clock).
     ServerRecv,
+    /// When the server sent the pong (server's clock).
     ServerSend,
+    /// When the client received the pong (client's clock).
     ClientRecv,
 }
 
@@ -97,12 +106,19 @@ impl Stamp {
 /// The decoded header of a probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Probe {
+    /// [`FLAG_PONG`], [`FLAG_WARMUP`], [`FLAG_STOP`]; unknown bits are carried unchanged.
     pub flags: u16,
+    /// Sequence id, increasing per run: matches a pong to its ping.
     pub seq: u64,
+    /// Random value the client checks on the pong: tells its own probe from a stale or foreign one.
     pub nonce: u64,
+    /// Client send time, ns on the client's clock; 0: not stamped.
     pub client_send_ns: u64,
+    /// Server receive time, ns on the server's clock; 0: not stamped.
     pub server_recv_ns: u64,
+    /// Server send time, ns on the server's clock; 0: not stamped.
     pub server_send_ns: u64,
+    /// Client receive time, ns on the client's clock; 0: not stamped.
     pub client_recv_ns: u64,
 }
 

@@ -26,14 +26,19 @@ const BLOCKS: usize = MAX_IP_PAYLOAD.div_ceil(8);
 /// One IPv4 fragment, checked (header checksum, lengths), not yet placed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fragment<'a> {
+    /// IPv4 source address (part of the key that groups fragments).
     pub src: Ipv4Addr,
+    /// IPv4 destination address (part of the key).
     pub dst: Ipv4Addr,
+    /// IPv4 identification field, the same in every fragment of one datagram (part of the key).
     pub id: u16,
+    /// IP protocol number (17: UDP; part of the key).
     pub protocol: u8,
     /// Byte offset of `data` in the IPv4 payload.
     pub offset: usize,
     /// More fragments follow (MF).
     pub more: bool,
+    /// The fragment's bytes of the IPv4 payload, borrowed from the frame.
     pub data: &'a [u8],
 }
 
@@ -75,16 +80,27 @@ pub fn parse_fragment(frame: &[u8]) -> Result<Fragment<'_>, FragError> {
 /// Why a fragment or a reassembled datagram was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum FragError {
+    /// The frame's Ethernet or IPv4 header is not acceptable (the reason
+    /// carried, as [`crate::parse_udp_frame`] gives it).
     #[error("{0}")]
     Frame(FrameError),
+    /// The frame holds a whole datagram (MF clear, offset 0): parse it with
+    /// [`crate::parse_udp_frame`] instead.
     #[error("a whole datagram, not a fragment")]
     NotAFragment,
+    /// Empty data, a non-last fragment whose length is not a multiple of 8,
+    /// or data ending past the largest IPv4 payload.
     #[error("fragment length or offset out of bounds")]
     BadFragment,
+    /// The fragment overlaps bytes already held, or lies past the datagram's
+    /// end: the whole datagram is dropped (the sender must resend it).
     #[error("fragment overlaps one already received")]
     Overlap,
+    /// A fragment of another protocol (number carried): only UDP is reassembled.
     #[error("not UDP (IP protocol {0})")]
     NotUdp(u8),
+    /// The completed datagram's UDP header is short, its length differs from
+    /// the reassembled size, or its checksum fails: the datagram is dropped.
     #[error("reassembled UDP length or checksum wrong")]
     BadUdp,
 }
@@ -92,8 +108,11 @@ pub enum FragError {
 /// A reassembled UDP datagram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reassembled<'a> {
+    /// IPv4 source address and UDP source port.
     pub src: SocketAddrV4,
+    /// IPv4 destination address and UDP destination port.
     pub dst: SocketAddrV4,
+    /// The UDP payload, borrowed from the reassembler's slot until its next `offer`.
     pub payload: &'a [u8],
 }
 
@@ -162,6 +181,7 @@ impl Reassembler {
         Reassembler { slots: (0..slots.max(1)).map(|_| slot()).collect(), timeout_ns, stats: ReasmStats::default() }
     }
 
+    /// The counters since creation.
     pub fn stats(&self) -> ReasmStats {
         self.stats
     }
