@@ -72,6 +72,7 @@ struct detpath_rx_meta {
 struct detpath_tx_datagram {
   // The payload (may be NULL when `len` is 0).
   const void *buf;
+  // Payload bytes to send from `buf` (0 sends an empty datagram).
   size_t len;
   // Destination (its `ip` text is ignored: `addr` and `port` are used).
   struct detpath_addr peer;
@@ -79,7 +80,9 @@ struct detpath_tx_datagram {
 
 // One receive slot of `detpath_recv_batch()`: a caller-owned buffer and what landed in it.
 struct detpath_rx_slot {
+  // Where the datagram's payload is copied (not NULL: each slot needs a buffer).
   void *buf;
+  // Bytes `buf` can hold (more than 0); a longer datagram is cut to it and `meta.truncated` set.
   size_t cap;
   // Filled for each slot that received a datagram.
   struct detpath_rx_meta meta;

@@ -50,9 +50,7 @@ struct Slot {
 // The Endpoint inside is `Send`, so handing it from thread to thread is sound.
 unsafe impl Sync for Slot {}
 
-#[allow(clippy::declare_interior_mutable_const)]
-const EMPTY: Slot = Slot { state: AtomicU64::new(FREE), cell: UnsafeCell::new(None) };
-static TABLE: [Slot; MAX_HANDLES] = [EMPTY; MAX_HANDLES];
+static TABLE: [Slot; MAX_HANDLES] = [const { Slot { state: AtomicU64::new(FREE), cell: UnsafeCell::new(None) } }; MAX_HANDLES];
 
 fn word(generation: u64, state: u64) -> u64 {
     (generation & GEN_MASK) << 2 | state

@@ -8,6 +8,9 @@
 //! values, not pointers (see `handles.rs`): NULL, closed or foreign handles
 //! are errors. The hot calls (send, receive) allocate nothing and take no
 //! lock: one compare-and-swap takes the handle, one store gives it back.
+
+#![warn(missing_docs)]
+// The C types keep C's names (`struct detpath_addr`, ...): cbindgen writes them as they are spelled here.
 #![allow(non_camel_case_types)]
 
 mod error;
@@ -64,6 +67,7 @@ pub struct detpath_rx_meta {
 pub struct detpath_tx_datagram {
     /// The payload (may be NULL when `len` is 0).
     pub buf: *const c_void,
+    /// Payload bytes to send from `buf` (0 sends an empty datagram).
     pub len: usize,
     /// Destination (its `ip` text is ignored: `addr` and `port` are used).
     pub peer: detpath_addr,
@@ -73,7 +77,9 @@ pub struct detpath_tx_datagram {
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct detpath_rx_slot {
+    /// Where the datagram's payload is copied (not NULL: each slot needs a buffer).
     pub buf: *mut c_void,
+    /// Bytes `buf` can hold (more than 0); a longer datagram is cut to it and `meta.truncated` set.
     pub cap: usize,
     /// Filled for each slot that received a datagram.
     pub meta: detpath_rx_meta,
