@@ -39,7 +39,7 @@ fuzz_target!(|data: &[u8]| {
     WORLD.with(|w| {
         let peer = if pick & 1 == 0 { Peer::Unix } else { Peer::Tcp { local: "127.0.0.1:7460".parse().unwrap() } };
         let limits = Limits { max_body: 2048, header_timeout: Duration::from_secs(2), request_timeout: Duration::from_secs(2), ..Limits::default() };
-        let server = Server::new(policy(Some(Token::new("fuzz-token", "fuzz").unwrap())), limits, handler(w.svc.clone()));
+        let server = Server::new(policy(Some(Token::new("fuzz-token", "fuzz").unwrap())), limits, handler(w.svc.clone(), Default::default()));
         let local = tokio::task::LocalSet::new();
         let answer = local.block_on(&w.rt, async {
             let (mut client, io) = tokio::io::duplex(1 << 20);

@@ -12,10 +12,12 @@
 //! | `detpath_classify_forwarded_ratio` | | forwarded / classified packets |
 //! | `detpath_classify_rules` | | intents installed |
 //! | `detpath_classify_info` | `iface`, `xdp_mode`, `default_action` | 1 |
+//! | `detpath_classify_http_connections_refused_total`, `_evicted_total` | | API connections closed at once (every slot serving a request) or to make room (no complete request head yet: half-open) |
 
 use crate::api::Service;
 use crate::intent::Action;
 use crate::maps;
+use detpath_metrics::http::ConnCounts;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -44,9 +46,11 @@ fn gauge(reg: &mut Registry, name: &str, help: &str, v: i64) {
     reg.register(name, help, g);
 }
 
-/// The text of one scrape.
-pub fn render(svc: &Service) -> String {
+/// The text of one scrape (`conns`: what the API listener's connection
+/// limit did).
+pub fn render(svc: &Service, conns: &ConnCounts) -> String {
     let mut reg = Registry::default();
+    detpath_metrics::encode::register_conn_counts(&mut reg, "detpath_classify", conns);
     let (packets, bytes, forwarded) = (Family::<Labels, Counter>::default(), Family::<Labels, Counter>::default(), Family::<Labels, Counter>::default());
     for e in &svc.entries {
         let s = svc.cls.rule_stat(e.installed.slot);

@@ -20,7 +20,7 @@
 use crate::api::Service;
 use crate::classifier::{Classifier, Settings};
 use crate::error::{Error, Result};
-use detpath_metrics::http::{Bound, Limits, Policy, Reply, Req, Server, Target, Token};
+use detpath_metrics::http::{Bound, ConnCounts, Limits, Policy, Reply, Req, Server, Target, Token};
 use detpath_sys::XdpMode;
 use std::cell::RefCell;
 use std::net::SocketAddr;
@@ -128,11 +128,12 @@ pub fn policy(token: Option<Token>) -> Policy {
     Policy { token, check_host: true, json_errors: true, token_hint: "the daemon's token (--token-file FILE)".into() }
 }
 
-/// The request handler over a service: `GET /metrics` and the intent API.
-pub fn handler(svc: Rc<RefCell<Service>>) -> impl Fn(Req) -> Reply {
+/// The request handler over a service: `GET /metrics` (with the listener's
+/// connection counts) and the intent API.
+pub fn handler(svc: Rc<RefCell<Service>>, conns: ConnCounts) -> impl Fn(Req) -> Reply {
     move |req: Req| {
         if req.method == "GET" && req.path.split('?').next() == Some("/metrics") {
-            return Reply::new(200, crate::metrics::CONTENT_TYPE, crate::metrics::render(&svc.borrow()));
+            return Reply::new(200, crate::metrics::CONTENT_TYPE, crate::metrics::render(&svc.borrow(), &conns));
         }
         let (status, v) = svc.borrow_mut().handle(&req.method, &req.path, &req.body);
         let mut body = serde_json::to_vec_pretty(&v).unwrap_or_default();
@@ -230,7 +231,8 @@ pub fn serve(cfg: ServeConfig, stop: Arc<AtomicBool>, ready: Option<std::sync::m
         let _ = r.send(at);
     }
     let svc = Rc::new(RefCell::new(svc));
-    let server = Server::new(policy(cfg.token.clone()), cfg.limits, handler(svc.clone()));
+    let conns = ConnCounts::default();
+    let server = Server::with_counts(policy(cfg.token.clone()), cfg.limits, conns.clone(), handler(svc.clone(), conns));
     let served = server.run(listeners, &stop);
     eprintln!("detpath classify: stopping; detaching from {}", cfg.iface);
     // `run` dropped the server and its connections; the last service handle detaches.

@@ -178,8 +178,19 @@ fn half_open_connections_do_not_lock_out_a_real_request_and_are_closed() {
         }
     }
     eprintln!("300 half-open connections closed within {:?} ({closed_early} evicted before the header timeout)", started.elapsed());
-    // The daemon goes on.
+    // The daemon goes on, and its /metrics says what the limit did: with 64
+    // slots, at least 300 - 64 of the half-open connections were evicted.
     assert_eq!(d.req("GET", "/v1/health", None).0, 200);
+    let m = detpath_metrics::http::request(&d.at.target(), "GET", "/metrics", None, None).expect("scraping /metrics");
+    let text = m.body;
+    let value = |name: &str| -> u64 {
+        let line = text.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"));
+        line.rsplit(' ').next().and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("not a count: {line}"))
+    };
+    let evicted = value("detpath_classify_http_connections_evicted_total");
+    let refused = value("detpath_classify_http_connections_refused_total");
+    eprintln!("/metrics: {evicted} evicted, {refused} refused");
+    assert!(evicted >= 300 - 64, "only {evicted} evictions counted for 300 half-open connections on 64 slots");
     d.stop();
     remove_and_check(b.ns);
 }

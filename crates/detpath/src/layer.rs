@@ -144,6 +144,9 @@ pub trait EndpointHooks: Send {
     fn counters(&self, inner: &dyn Endpoint) -> Counters {
         inner.counters()
     }
+    /// Called once when the wrapper is dropped, before the inner endpoint
+    /// closes (e.g. to publish its final counters).
+    fn close(&mut self, _inner: &dyn Endpoint) {}
 }
 
 /// What a frame layer changes (every hook forwards by default). Used through [`WrappedFrames`].
@@ -170,7 +173,7 @@ impl<T: Send> FrameHooks for Keep<T> {}
 /// A datagram endpoint wrapped by a layer: the inner endpoint, its
 /// capabilities as the layer shows them, and the layer's hooks. The one
 /// place where the [`Endpoint`] methods are forwarded.
-pub struct Wrapped<H> {
+pub struct Wrapped<H: EndpointHooks> {
     inner: Box<dyn Endpoint>,
     caps: Capabilities,
     hooks: H,
@@ -190,6 +193,12 @@ impl<H: EndpointHooks> Wrapped<H> {
     /// The wrapped endpoint.
     pub fn inner(&self) -> &dyn Endpoint {
         self.inner.as_ref()
+    }
+}
+
+impl<H: EndpointHooks> Drop for Wrapped<H> {
+    fn drop(&mut self) {
+        self.hooks.close(self.inner.as_ref());
     }
 }
 

@@ -8,6 +8,7 @@
 //! detpath_endpoint_open{...} 1
 //! ```
 
+use crate::http::ConnCounts;
 use crate::watch::{Reading, Watch};
 use detpath::Counters;
 use prometheus_client::encoding::text::encode;
@@ -42,9 +43,23 @@ fn info_labels(w: &Watch) -> Labels {
     l
 }
 
-/// The text of one scrape over every watched endpoint.
-pub fn render(readings: &[(&Watch, Reading)]) -> String {
+/// Registers what the HTTP listener's connection limit did
+/// (`<prefix>_http_connections_refused_total`, `..._evicted_total`): a
+/// flood of half-open connections shows here, not as a dead listener.
+pub fn register_conn_counts(reg: &mut Registry, prefix: &str, c: &ConnCounts) {
+    let refused = Counter::<u64>::default();
+    refused.inc_by(c.refused());
+    reg.register(format!("{prefix}_http_connections_refused"), "Connections closed at once: every slot was serving a request", refused);
+    let evicted = Counter::<u64>::default();
+    evicted.inc_by(c.evicted());
+    reg.register(format!("{prefix}_http_connections_evicted"), "Connections closed to make room: no complete request head yet", evicted);
+}
+
+/// The text of one scrape over every watched endpoint, with the listener's
+/// connection counts.
+pub fn render(readings: &[(&Watch, Reading)], conns: &ConnCounts) -> String {
     let mut reg = Registry::default();
+    register_conn_counts(&mut reg, "detpath_metrics", conns);
     // An info metric as a gauge family at 1 (one series per endpoint; an
     // OpenMetrics Info is one series per family).
     let info = Family::<Labels, Gauge>::default();

@@ -41,7 +41,7 @@ use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -290,13 +290,33 @@ pub fn gate(policy: &Policy, limits: &Limits, peer: Peer, headers: &HeaderMap) -
     Ok(())
 }
 
+/// What the connection limit did so far: shared with whoever reports it
+/// (the classifier's `/metrics`, the metrics listener's own), so a caller
+/// makes one, hands a clone to its handler and one to [`Server::with_counts`].
+#[derive(Debug, Clone, Default)]
+pub struct ConnCounts {
+    refused: Arc<AtomicU64>,
+    evicted: Arc<AtomicU64>,
+}
+
+impl ConnCounts {
+    /// Connections closed at once because every slot was serving a request.
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+    /// Connections closed to make room because they had not sent a
+    /// complete request head (the half-open ones).
+    pub fn evicted(&self) -> u64 {
+        self.evicted.load(Ordering::Relaxed)
+    }
+}
+
 /// Open connections, oldest first.
 #[derive(Default)]
 struct Conns {
     next: u64,
     live: BTreeMap<u64, Conn>,
-    refused: u64,
-    evicted: u64,
+    counts: ConnCounts,
 }
 
 struct Conn {
@@ -314,10 +334,10 @@ impl Conns {
             match victim.and_then(|id| self.live.remove(&id)) {
                 Some(c) => {
                     c.cancel.notify_one();
-                    self.evicted += 1;
+                    self.counts.evicted.fetch_add(1, Ordering::Relaxed);
                 }
                 None => {
-                    self.refused += 1;
+                    self.counts.refused.fetch_add(1, Ordering::Relaxed);
                     return None;
                 }
             }
@@ -351,13 +371,19 @@ pub enum Bound {
 impl<H: Fn(Req) -> Reply + 'static> Server<H> {
     /// A server that answers with `handler` under `policy` and `limits`.
     pub fn new(policy: Policy, limits: Limits, handler: H) -> Rc<Server<H>> {
-        Rc::new(Server { policy, limits, handler, conns: RefCell::default() })
+        Server::with_counts(policy, limits, ConnCounts::default(), handler)
+    }
+
+    /// As [`Server::new`], counting refused and evicted connections in
+    /// `counts` (a clone of which the handler may report).
+    pub fn with_counts(policy: Policy, limits: Limits, counts: ConnCounts, handler: H) -> Rc<Server<H>> {
+        let conns = RefCell::new(Conns { counts, ..Conns::default() });
+        Rc::new(Server { policy, limits, handler, conns })
     }
 
     /// Connections refused (all slots serving) and evicted (idle) so far.
-    pub fn refused_evicted(&self) -> (u64, u64) {
-        let c = self.conns.borrow();
-        (c.refused, c.evicted)
+    pub fn counts(&self) -> ConnCounts {
+        self.conns.borrow().counts.clone()
     }
 
     fn refusal(&self, r: Refusal) -> Reply {
@@ -514,8 +540,8 @@ pub struct Listener {
 
 impl Listener {
     /// Binds `addr` in the calling thread's network namespace and serves
-    /// `render()` at `GET /metrics` until dropped.
-    pub fn start(addr: SocketAddr, token: Option<Token>, render: impl Fn() -> String + Send + 'static) -> Result<Listener, Error> {
+    /// `render(connection counts)` at `GET /metrics` until dropped.
+    pub fn start(addr: SocketAddr, token: Option<Token>, render: impl Fn(&ConnCounts) -> String + Send + 'static) -> Result<Listener, Error> {
         if !addr.ip().is_loopback() && token.is_none() {
             return Err(Error::NeedToken(addr.to_string()));
         }
@@ -527,14 +553,16 @@ impl Listener {
         let thread = std::thread::Builder::new()
             .name("detpath-metrics".into())
             .spawn(move || {
-                let server = Server::new(policy, Limits { max_body: 0, ..Limits::default() }, move |req: Req| {
+                let counts = ConnCounts::default();
+                let seen = counts.clone();
+                let server = Server::with_counts(policy, Limits { max_body: 0, ..Limits::default() }, counts, move |req: Req| {
                     let path = req.path.split('?').next().unwrap_or("");
                     if path != "/metrics" {
                         Reply::new(404, "text/plain", format!("no {path} here: metrics are at /metrics\n"))
                     } else if req.method != "GET" && req.method != "HEAD" {
                         Reply::new(405, "text/plain", "use GET /metrics\n")
                     } else {
-                        Reply::new(200, CONTENT_TYPE, render())
+                        Reply::new(200, CONTENT_TYPE, render(&seen))
                     }
                 });
                 if let Err(e) = server.run(vec![Bound::Tcp(listen)], &stop_t) {
@@ -759,6 +787,6 @@ mod tests {
         assert!(!c.live.contains_key(&b.0) && c.live.contains_key(&a.0) && c.live.contains_key(&n.0));
         n.1.set(true);
         assert!(c.admit(2).is_none(), "both serving: refused");
-        assert_eq!((c.refused, c.evicted), (1, 1));
+        assert_eq!((c.counts.refused(), c.counts.evicted()), (1, 1));
     }
 }

@@ -34,7 +34,7 @@ use detpath::{Endpoint, FrameEndpoint};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use watch::{Watch, WatchedEndpoint};
+use watch::Watch;
 
 /// How long a scrape waits for the polling thread to answer (its receive
 /// timeouts are shorter: 100 ms in `detpath echo`, 10 ms in `bench server`).
@@ -77,10 +77,10 @@ impl Metrics {
         };
         let watches: Arc<Mutex<Vec<Arc<Watch>>>> = Arc::default();
         let w = watches.clone();
-        let listener = http::Listener::start(addr, token, move || {
+        let listener = http::Listener::start(addr, token, move |conns: &http::ConnCounts| {
             let list: Vec<Arc<Watch>> = w.lock().map(|l| l.clone()).unwrap_or_default();
             let readings: Vec<_> = list.iter().map(|w| (w.as_ref(), w.read(SCRAPE_WAIT))).collect();
-            encode::render(&readings)
+            encode::render(&readings, conns)
         })?;
         eprintln!("metrics on http://{}/metrics", listener.addr());
         Ok(Metrics { watches, listener: Some(listener) })
@@ -125,7 +125,7 @@ impl Prepared for MetricsLayer {
         if !self.serving {
             return Ok(ep);
         }
-        let (watched, watch) = WatchedEndpoint::new(ep);
+        let (watched, watch) = watch::watched(ep);
         if let Ok(mut l) = self.watches.lock() {
             l.push(watch);
         }

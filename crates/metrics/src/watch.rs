@@ -8,6 +8,7 @@
 //! counters into atomics and bumps a sequence number. Between scrapes the
 //! cost is that one load: no lock, no allocation, no system call.
 
+use detpath::layer::{EndpointHooks, Wrapped};
 use detpath::{Capabilities, Counters, Endpoint, RecvMode, RxBatch, RxMeta, TxDatagram};
 use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -77,78 +78,69 @@ impl Watch {
     }
 }
 
-/// An endpoint whose counters a metrics thread can read (see the module doc).
-pub struct WatchedEndpoint {
-    inner: Box<dyn Endpoint>,
+/// The metrics layer's hooks: after each call the polling thread answers
+/// a waiting scrape (see the module doc); when the endpoint closes, its
+/// final counters are published and the watch marked closed.
+pub struct WatchHooks {
     watch: Arc<Watch>,
 }
 
-impl WatchedEndpoint {
-    /// Wraps `inner`; the returned [`Watch`] is the metrics thread's side.
-    pub fn new(inner: Box<dyn Endpoint>) -> (WatchedEndpoint, Arc<Watch>) {
-        let watch = Arc::new(Watch {
-            caps: inner.capabilities().clone(),
-            local: inner.local_addr(),
-            want: AtomicBool::new(false),
-            seq: AtomicU64::new(0),
-            taken_ns: AtomicU64::new(0),
-            counters: std::array::from_fn(|_| AtomicU64::new(0)),
-            closed: AtomicBool::new(false),
-        });
-        watch.publish(&inner.counters());
-        (WatchedEndpoint { inner, watch: watch.clone() }, watch)
-    }
+/// An endpoint whose counters a metrics thread can read (forwarding by
+/// detpath's [`Wrapped`]).
+pub type WatchedEndpoint = Wrapped<WatchHooks>;
 
+/// Wraps `inner`; the returned [`Watch`] is the metrics thread's side.
+pub fn watched(inner: Box<dyn Endpoint>) -> (WatchedEndpoint, Arc<Watch>) {
+    let watch = Arc::new(Watch {
+        caps: inner.capabilities().clone(),
+        local: inner.local_addr(),
+        want: AtomicBool::new(false),
+        seq: AtomicU64::new(0),
+        taken_ns: AtomicU64::new(0),
+        counters: std::array::from_fn(|_| AtomicU64::new(0)),
+        closed: AtomicBool::new(false),
+    });
+    watch.publish(&inner.counters());
+    (Wrapped::new(inner, WatchHooks { watch: watch.clone() }, |_| {}), watch)
+}
+
+impl WatchHooks {
     /// The hot-path check: one relaxed load unless a scrape is waiting.
     #[inline]
-    fn answer_scrape(&self) {
+    fn answer_scrape(&self, inner: &dyn Endpoint) {
         if self.watch.want.load(Ordering::Relaxed) {
-            self.watch.publish(&self.inner.counters());
+            self.watch.publish(&inner.counters());
         }
     }
 }
 
-impl Drop for WatchedEndpoint {
-    fn drop(&mut self) {
-        self.watch.publish(&self.inner.counters());
+impl EndpointHooks for WatchHooks {
+    fn send_to(&mut self, inner: &mut dyn Endpoint, payload: &[u8], peer: SocketAddrV4) -> detpath::Result<()> {
+        let r = inner.send_to(payload, peer);
+        self.answer_scrape(inner);
+        r
+    }
+
+    fn recv(&mut self, inner: &mut dyn Endpoint, buf: &mut [u8], mode: RecvMode) -> detpath::Result<Option<RxMeta>> {
+        let r = inner.recv(buf, mode);
+        self.answer_scrape(inner);
+        r
+    }
+
+    fn send_batch(&mut self, inner: &mut dyn Endpoint, batch: &[TxDatagram<'_>]) -> detpath::Result<usize> {
+        let r = inner.send_batch(batch);
+        self.answer_scrape(inner);
+        r
+    }
+
+    fn recv_batch(&mut self, inner: &mut dyn Endpoint, batch: &mut RxBatch, mode: RecvMode) -> detpath::Result<usize> {
+        let r = inner.recv_batch(batch, mode);
+        self.answer_scrape(inner);
+        r
+    }
+
+    fn close(&mut self, inner: &dyn Endpoint) {
+        self.watch.publish(&inner.counters());
         self.watch.closed.store(true, Ordering::Release);
-    }
-}
-
-impl Endpoint for WatchedEndpoint {
-    fn local_addr(&self) -> SocketAddrV4 {
-        self.inner.local_addr()
-    }
-
-    fn capabilities(&self) -> &Capabilities {
-        self.inner.capabilities()
-    }
-
-    fn counters(&self) -> Counters {
-        self.inner.counters()
-    }
-
-    fn send_to(&mut self, payload: &[u8], peer: SocketAddrV4) -> detpath::Result<()> {
-        let r = self.inner.send_to(payload, peer);
-        self.answer_scrape();
-        r
-    }
-
-    fn recv(&mut self, buf: &mut [u8], mode: RecvMode) -> detpath::Result<Option<RxMeta>> {
-        let r = self.inner.recv(buf, mode);
-        self.answer_scrape();
-        r
-    }
-
-    fn send_batch(&mut self, batch: &[TxDatagram<'_>]) -> detpath::Result<usize> {
-        let r = self.inner.send_batch(batch);
-        self.answer_scrape();
-        r
-    }
-
-    fn recv_batch(&mut self, batch: &mut RxBatch, mode: RecvMode) -> detpath::Result<usize> {
-        let r = self.inner.recv_batch(batch, mode);
-        self.answer_scrape();
-        r
     }
 }

@@ -96,6 +96,40 @@ fn loopback_scrape_counts_and_labels() {
     assert_eq!(value(&s, "detpath_endpoint_tx_packets_total", &local), 30.0);
 }
 
+/// The connection limit's work shows on /metrics: more half-open
+/// connections than slots (64) are evicted, counted, and a scrape still
+/// gets its answer.
+#[test]
+fn half_open_connections_are_counted_as_evicted() {
+    use std::io::Write;
+    let metrics = Metrics::start(Some("127.0.0.1:0".parse().unwrap()), None).unwrap();
+    let addr = metrics.addr().unwrap();
+    let held: Vec<std::net::TcpStream> = (0..80)
+        .map(|_| {
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            s.write_all(b"GET /metrics HTTP/1.1\r\n").unwrap();
+            s
+        })
+        .collect();
+    let (status, _, body) = get(addr, "/metrics", None);
+    assert_eq!(status, 200, "{body}");
+    let s = parse(&body);
+    let count = |metric: &str| {
+        s.samples
+            .iter()
+            .find(|x| x.metric == metric)
+            .map(|x| match x.value {
+                prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Untyped(v) => v,
+                ref other => panic!("{metric}: unexpected {other:?}"),
+            })
+            .unwrap_or_else(|| panic!("no {metric} in:\n{body}"))
+    };
+    // 80 half-open + the scrape on 64 slots: at least 17 evicted.
+    assert!(count("detpath_metrics_http_connections_evicted_total") >= 17.0, "{body}");
+    assert_eq!(count("detpath_metrics_http_connections_refused_total"), 0.0, "{body}");
+    drop(held);
+}
+
 #[test]
 fn token_rule() {
     let err = Metrics::start(Some("0.0.0.0:0".parse().unwrap()), None).err().expect("refused");
