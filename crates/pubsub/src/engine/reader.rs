@@ -194,7 +194,6 @@ pub(crate) struct ReaderCore {
 }
 
 impl ReaderCore {
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         guid: Guid,
         topic: &str,

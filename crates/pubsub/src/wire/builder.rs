@@ -88,7 +88,6 @@ impl<'b> MessageBuilder<'b> {
         self.submessage(id::INFO_DST, 0, |w| w.bytes(&prefix.0))
     }
     /// HEARTBEAT.
-    #[allow(clippy::too_many_arguments)]
     pub fn heartbeat(
         &mut self,
         reader: EntityId,
@@ -287,7 +286,6 @@ impl<'b> MessageBuilder<'b> {
         })
     }
     /// DATA_FRAG with fragments `frag_start..` of a sample of `sample_size` bytes; `bytes` are their contents.
-    #[allow(clippy::too_many_arguments)]
     pub fn data_frag(
         &mut self,
         reader: EntityId,

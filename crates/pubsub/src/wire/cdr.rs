@@ -10,29 +10,45 @@ use super::WireError;
 
 /// Encapsulation (representation) identifiers, XTypes 1.3 Table 60.
 pub mod encap {
+    /// CDR_BE: plain CDR (XCDR1), big endian.
     pub const CDR_BE: u16 = 0x0000;
+    /// CDR_LE: plain CDR (XCDR1), little endian.
     pub const CDR_LE: u16 = 0x0001;
+    /// PL_CDR_BE: XCDR1 parameter list, big endian (SPDP/SEDP payloads).
     pub const PL_CDR_BE: u16 = 0x0002;
+    /// PL_CDR_LE: XCDR1 parameter list, little endian (SPDP/SEDP payloads).
     pub const PL_CDR_LE: u16 = 0x0003;
+    /// CDR2_BE: plain XCDR2 (final types), big endian.
     pub const CDR2_BE: u16 = 0x0006;
+    /// CDR2_LE: plain XCDR2 (final types), little endian.
     pub const CDR2_LE: u16 = 0x0007;
+    /// D_CDR2_BE: delimited XCDR2 (appendable types), big endian; not read.
     pub const D_CDR2_BE: u16 = 0x0008;
+    /// D_CDR2_LE: delimited XCDR2 (appendable types), little endian; not read.
     pub const D_CDR2_LE: u16 = 0x0009;
+    /// PL_CDR2_BE: XCDR2 parameter list (mutable types), big endian; not read.
     pub const PL_CDR2_BE: u16 = 0x000a;
+    /// PL_CDR2_LE: XCDR2 parameter list (mutable types), little endian; not read.
     pub const PL_CDR2_LE: u16 = 0x000b;
 }
 
 /// Data representation ids as announced in PID_DATA_REPRESENTATION.
 pub mod repr {
+    /// XCDR_DATA_REPRESENTATION: CDR version 1 (what a reader assumes when
+    /// an endpoint announces none).
     pub const XCDR1: i16 = 0;
+    /// XML_DATA_REPRESENTATION; detpath neither writes nor reads it.
     pub const XML: i16 = 1;
+    /// XCDR2_DATA_REPRESENTATION: CDR version 2.
     pub const XCDR2: i16 = 2;
 }
 
 /// Which CDR version a stream uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Xcdr {
+    /// XCDR1: 8-byte primitives aligned to 8.
     V1,
+    /// XCDR2: 8-byte primitives aligned to 4.
     V2,
 }
 
@@ -48,7 +64,10 @@ impl Xcdr {
 /// A parsed encapsulation header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Encapsulation {
+    /// The representation identifier (an [`encap`] value); its low bit says little endian.
     pub id: u16,
+    /// The representation options; the low two bits count the padding bytes
+    /// at the end of the payload.
     pub options: u16,
 }
 

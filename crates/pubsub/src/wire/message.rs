@@ -19,44 +19,73 @@ pub const SUBMSG_HEADER_LEN: usize = 4;
 
 /// Submessage ids.
 pub mod id {
+    /// PAD: no content; fills space.
     pub const PAD: u8 = 0x01;
+    /// ACKNACK: a reader acknowledges a writer's samples and asks for missing ones.
     pub const ACKNACK: u8 = 0x06;
+    /// HEARTBEAT: a writer announces the range of sequence numbers it has.
     pub const HEARTBEAT: u8 = 0x07;
+    /// GAP: a writer says sequence numbers are irrelevant to the reader (never to come).
     pub const GAP: u8 = 0x08;
+    /// INFO_TS: the source timestamp of the submessages that follow.
     pub const INFO_TS: u8 = 0x09;
+    /// INFO_SRC: the participant the submessages that follow come from.
     pub const INFO_SRC: u8 = 0x0c;
+    /// INFO_REPLY_IP4: where to reply (IPv4); skipped.
     pub const INFO_REPLY_IP4: u8 = 0x0d;
+    /// INFO_DST: the participant the submessages that follow are for.
     pub const INFO_DST: u8 = 0x0e;
+    /// INFO_REPLY: where to reply (locator lists); skipped.
     pub const INFO_REPLY: u8 = 0x0f;
+    /// NACK_FRAG: a reader asks for missing fragments of one sample.
     pub const NACK_FRAG: u8 = 0x12;
+    /// HEARTBEAT_FRAG: a writer announces the fragments of one sample it has sent.
     pub const HEARTBEAT_FRAG: u8 = 0x13;
+    /// DATA: one sample (or key, or no payload: a status change).
     pub const DATA: u8 = 0x15;
+    /// DATA_FRAG: fragments of a sample too large for one datagram.
     pub const DATA_FRAG: u8 = 0x16;
 }
 
 /// Submessage flags.
 pub mod flag {
+    /// E flag, every submessage: the body is little endian (clear: big endian).
     pub const ENDIANNESS: u8 = 0x01;
+    /// F flag: of HEARTBEAT, readers need not answer; of ACKNACK, the reader
+    /// needs no HEARTBEAT in return.
     pub const FINAL: u8 = 0x02;
+    /// L flag of HEARTBEAT: the writer asserts its liveliness.
     pub const LIVELINESS: u8 = 0x04;
+    /// I flag of INFO_TS: no timestamp follows; the submessages that follow
+    /// have none.
     pub const INVALIDATE: u8 = 0x02;
+    /// Q flag of DATA and DATA_FRAG: an inline QoS parameter list follows
+    /// the fixed fields.
     pub const INLINE_QOS: u8 = 0x02;
+    /// D flag of DATA: the payload is a serialized sample.
     pub const DATA_DATA: u8 = 0x04;
+    /// K flag of DATA: the payload is a serialized key.
     pub const DATA_KEY: u8 = 0x08;
+    /// K flag of DATA_FRAG: the fragments are of a serialized key.
     pub const DATAFRAG_KEY: u8 = 0x04;
 }
 
 /// The RTPS header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
+    /// The sender's RTPS protocol version.
     pub version: ProtocolVersion,
+    /// The sender's vendor id.
     pub vendor: VendorId,
+    /// The sender's GUID prefix: whose submessages these are, until an
+    /// INFO_SRC says otherwise.
     pub guid_prefix: GuidPrefix,
 }
 
 /// A parsed message: its header and its submessages (parsed lazily).
 #[derive(Clone, Copy, Debug)]
 pub struct Message<'a> {
+    /// The header, validated.
     pub header: Header,
     body: &'a [u8],
 }
@@ -128,22 +157,36 @@ impl<'a> Submessages<'a> {
 /// One submessage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Submessage<'a> {
+    /// PAD.
     Pad,
+    /// ACKNACK.
     AckNack(AckNack<'a>),
+    /// HEARTBEAT.
     Heartbeat(Heartbeat),
+    /// GAP.
     Gap(Gap<'a>),
     /// INFO_TS: `None` when the invalidate flag is set.
     InfoTs(Option<Time>),
+    /// INFO_SRC.
     InfoSrc(InfoSrc),
+    /// INFO_DST: the destination participant's GUID prefix
+    /// (GUIDPREFIX_UNKNOWN: every participant).
     InfoDst(GuidPrefix),
+    /// NACK_FRAG.
     NackFrag(NackFrag<'a>),
+    /// HEARTBEAT_FRAG.
     HeartbeatFrag(HeartbeatFrag),
+    /// DATA.
     Data(Data<'a>),
+    /// DATA_FRAG.
     DataFrag(DataFrag<'a>),
     /// Anything else (INFO_REPLY, vendor-specific, future ids): skipped by its length.
     Unknown {
+        /// The submessage id.
         id: u8,
+        /// The submessage flags.
         flags: u8,
+        /// The body length in bytes (what was skipped).
         len: usize,
     },
 }
@@ -151,91 +194,134 @@ pub enum Submessage<'a> {
 /// INFO_SRC: the source of the following submessages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InfoSrc {
+    /// The source's protocol version.
     pub version: ProtocolVersion,
+    /// The source's vendor id.
     pub vendor: VendorId,
+    /// The source participant's GUID prefix.
     pub guid_prefix: GuidPrefix,
 }
 
 /// ACKNACK.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AckNack<'a> {
+    /// readerId: the reader that acknowledges.
     pub reader_id: EntityId,
+    /// writerId: the writer acknowledged.
     pub writer_id: EntityId,
     /// Everything below `base` is acknowledged; bits are negative acknowledgements.
     pub state: SnSet<'a>,
+    /// count: raised by one with each ACKNACK this reader sends this writer,
+    /// so stale or duplicated ones are recognised.
     pub count: i32,
+    /// The F flag: the reader needs no HEARTBEAT in return.
     pub final_flag: bool,
 }
 
 /// HEARTBEAT.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Heartbeat {
+    /// readerId: the reader addressed (ENTITYID_UNKNOWN: every matched reader).
     pub reader_id: EntityId,
+    /// writerId: the writer announcing.
     pub writer_id: EntityId,
+    /// firstSN: the oldest sample the writer still has.
     pub first_sn: SequenceNumber,
+    /// lastSN: the newest sample the writer has written (firstSN - 1 when it has none).
     pub last_sn: SequenceNumber,
+    /// count: raised by one with each HEARTBEAT, so stale or duplicated ones
+    /// are recognised.
     pub count: i32,
+    /// The F flag: readers need not answer.
     pub final_flag: bool,
+    /// The L flag: the writer asserts its liveliness.
     pub liveliness_flag: bool,
 }
 
 /// GAP: `gap_start..gap_list.base` plus the bits of `gap_list` are irrelevant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Gap<'a> {
+    /// readerId: the reader addressed (ENTITYID_UNKNOWN: every matched reader).
     pub reader_id: EntityId,
+    /// writerId: the writer whose sequence numbers these are.
     pub writer_id: EntityId,
+    /// gapStart: the first irrelevant sequence number.
     pub gap_start: SequenceNumber,
+    /// gapList: its base ends the range from gapStart; its bits name more
+    /// irrelevant sequence numbers.
     pub gap_list: SnSet<'a>,
 }
 
 /// HEARTBEAT_FRAG.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HeartbeatFrag {
+    /// readerId: the reader addressed (ENTITYID_UNKNOWN: every matched reader).
     pub reader_id: EntityId,
+    /// writerId: the writer announcing.
     pub writer_id: EntityId,
+    /// writerSN: the sample whose fragments are announced.
     pub writer_sn: SequenceNumber,
+    /// lastFragmentNum: the highest fragment number of it sent so far.
     pub last_fragment_num: u32,
+    /// count: raised by one with each HEARTBEAT_FRAG.
     pub count: i32,
 }
 
 /// NACK_FRAG.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NackFrag<'a> {
+    /// readerId: the reader asking.
     pub reader_id: EntityId,
+    /// writerId: the writer asked.
     pub writer_id: EntityId,
+    /// writerSN: the sample whose fragments are missing.
     pub writer_sn: SequenceNumber,
+    /// fragmentNumberState: the fragment numbers missing.
     pub state: FragSet<'a>,
+    /// count: raised by one with each NACK_FRAG this reader sends this writer.
     pub count: i32,
 }
 
 /// DATA.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Data<'a> {
+    /// readerId: the reader addressed (ENTITYID_UNKNOWN: every matched reader).
     pub reader_id: EntityId,
+    /// writerId: the writer of the sample.
     pub writer_id: EntityId,
+    /// writerSN: the sample's sequence number (1 or more).
     pub writer_sn: SequenceNumber,
     /// Inline QoS (parameter list in the submessage's byte order).
     pub inline_qos: Option<ParamList<'a>>,
     /// The serialized payload (encapsulation header first), with the key flag
     /// telling whether it is data or a serialized key.
     pub payload: Option<&'a [u8]>,
+    /// The K flag: the payload is a serialized key, not a sample.
     pub key_flag: bool,
 }
 
 /// DATA_FRAG.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DataFrag<'a> {
+    /// readerId: the reader addressed (ENTITYID_UNKNOWN: every matched reader).
     pub reader_id: EntityId,
+    /// writerId: the writer of the sample.
     pub writer_id: EntityId,
+    /// writerSN: the sample's sequence number (1 or more).
     pub writer_sn: SequenceNumber,
     /// First fragment in this submessage (1-based).
     pub frag_start: u32,
+    /// fragmentsInSubmessage: how many consecutive fragments this submessage carries.
     pub frags_in_submessage: u16,
+    /// fragmentSize: bytes per fragment (the sample's last one may be shorter).
     pub frag_size: u16,
+    /// sampleSize: the whole serialized sample, in bytes.
     pub sample_size: u32,
+    /// Inline QoS (parameter list in the submessage's byte order).
     pub inline_qos: Option<ParamList<'a>>,
     /// The fragments' bytes: exactly what they cover of the sample (trailing padding cut off).
     pub payload: &'a [u8],
+    /// The K flag: the fragments are of a serialized key.
     pub key_flag: bool,
 }
 

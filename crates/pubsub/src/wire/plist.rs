@@ -5,49 +5,102 @@
 use super::bytes::{ByteReader, ByteWriter};
 use super::WireError;
 
-/// Parameter ids detpath reads or writes.
+/// Parameter ids: those discovery and inline QoS read or
+/// write, and standard QoS ids detpath recognises and skips.
 pub mod pid {
+    /// PID_PAD: padding, skipped.
     pub const PAD: u16 = 0x0000;
+    /// PID_SENTINEL: ends the list (length 0).
     pub const SENTINEL: u16 = 0x0001;
+    /// PID_PARTICIPANT_LEASE_DURATION: Duration_t; how long a participant
+    /// stays known without a new SPDP announcement.
     pub const PARTICIPANT_LEASE_DURATION: u16 = 0x0002;
+    /// PID_TIME_BASED_FILTER: Duration_t; a reader's minimum separation between samples.
     pub const TIME_BASED_FILTER: u16 = 0x0004;
+    /// PID_TOPIC_NAME: string.
     pub const TOPIC_NAME: u16 = 0x0005;
+    /// PID_OWNERSHIP_STRENGTH: long; an exclusive writer's strength.
     pub const OWNERSHIP_STRENGTH: u16 = 0x0006;
+    /// PID_TYPE_NAME: string.
     pub const TYPE_NAME: u16 = 0x0007;
+    /// PID_DOMAIN_ID: unsigned long; the participant's DDS domain.
     pub const DOMAIN_ID: u16 = 0x000f;
+    /// PID_PROTOCOL_VERSION: two octets (major, minor), padded to 4.
     pub const PROTOCOL_VERSION: u16 = 0x0015;
+    /// PID_VENDORID: two octets, padded to 4.
     pub const VENDORID: u16 = 0x0016;
+    /// PID_RELIABILITY: kind (1 best effort, 2 reliable) and max_blocking_time (Duration_t).
     pub const RELIABILITY: u16 = 0x001a;
+    /// PID_LIVELINESS: kind (0 automatic, 1 manual by participant, 2 manual
+    /// by topic) and lease_duration (Duration_t).
     pub const LIVELINESS: u16 = 0x001b;
+    /// PID_DURABILITY: kind (0 volatile, 1 transient local, 2 transient, 3 persistent).
     pub const DURABILITY: u16 = 0x001d;
+    /// PID_OWNERSHIP: kind (0 shared, 1 exclusive).
     pub const OWNERSHIP: u16 = 0x001f;
+    /// PID_PRESENTATION: access scope, coherent access, ordered access.
     pub const PRESENTATION: u16 = 0x0021;
+    /// PID_DEADLINE: Duration_t; the longest time between samples of an instance.
     pub const DEADLINE: u16 = 0x0023;
+    /// PID_DESTINATION_ORDER: kind (by reception or by source timestamp).
     pub const DESTINATION_ORDER: u16 = 0x0025;
+    /// PID_LATENCY_BUDGET: Duration_t; a hint, not enforced.
     pub const LATENCY_BUDGET: u16 = 0x0027;
+    /// PID_PARTITION: sequence of strings (partition names).
     pub const PARTITION: u16 = 0x0029;
+    /// PID_LIFESPAN: Duration_t; how long a written sample stays valid.
     pub const LIFESPAN: u16 = 0x002b;
+    /// PID_USER_DATA: octet sequence the application attaches to an entity.
     pub const USER_DATA: u16 = 0x002c;
+    /// PID_GROUP_DATA: octet sequence of the publisher or subscriber.
     pub const GROUP_DATA: u16 = 0x002d;
+    /// PID_TOPIC_DATA: octet sequence of the topic.
     pub const TOPIC_DATA: u16 = 0x002e;
+    /// PID_UNICAST_LOCATOR: Locator_t; where an endpoint receives unicast (SEDP).
     pub const UNICAST_LOCATOR: u16 = 0x002f;
+    /// PID_MULTICAST_LOCATOR: Locator_t; a multicast group an endpoint receives on (SEDP).
     pub const MULTICAST_LOCATOR: u16 = 0x0030;
+    /// PID_DEFAULT_UNICAST_LOCATOR: Locator_t; where a participant's endpoints
+    /// receive user traffic unless they announce their own (SPDP).
     pub const DEFAULT_UNICAST_LOCATOR: u16 = 0x0031;
+    /// PID_METATRAFFIC_UNICAST_LOCATOR: Locator_t; where a participant receives
+    /// discovery traffic (SEDP, directed SPDP) unicast.
     pub const METATRAFFIC_UNICAST_LOCATOR: u16 = 0x0032;
+    /// PID_METATRAFFIC_MULTICAST_LOCATOR: Locator_t; the multicast group a
+    /// participant receives discovery traffic on.
     pub const METATRAFFIC_MULTICAST_LOCATOR: u16 = 0x0033;
+    /// PID_HISTORY: kind (0 keep last, 1 keep all) and depth (long).
     pub const HISTORY: u16 = 0x0040;
+    /// PID_RESOURCE_LIMITS: max_samples, max_instances, max_samples_per_instance
+    /// (longs; -1 is unlimited).
     pub const RESOURCE_LIMITS: u16 = 0x0041;
+    /// PID_EXPECTS_INLINE_QOS: boolean; a reader wants inline QoS with every DATA.
     pub const EXPECTS_INLINE_QOS: u16 = 0x0043;
+    /// PID_DEFAULT_MULTICAST_LOCATOR: Locator_t; a multicast group a
+    /// participant's endpoints receive user traffic on.
     pub const DEFAULT_MULTICAST_LOCATOR: u16 = 0x0048;
+    /// PID_PARTICIPANT_GUID: GUID_t (16 octets) of the participant (SPDP).
     pub const PARTICIPANT_GUID: u16 = 0x0050;
+    /// PID_BUILTIN_ENDPOINT_SET: unsigned long; bits of the built-in endpoints
+    /// a participant has ([`crate::discovery::builtin`]).
     pub const BUILTIN_ENDPOINT_SET: u16 = 0x0058;
+    /// PID_PROPERTY_LIST: sequence of name/value string pairs.
     pub const PROPERTY_LIST: u16 = 0x0059;
+    /// PID_ENDPOINT_GUID: GUID_t (16 octets) of the announced endpoint (SEDP).
     pub const ENDPOINT_GUID: u16 = 0x005a;
+    /// PID_ENTITY_NAME: string; a human-readable name of the entity.
     pub const ENTITY_NAME: u16 = 0x0062;
+    /// PID_KEY_HASH: 16 octets; the instance's key hash (inline QoS).
     pub const KEY_HASH: u16 = 0x0070;
+    /// PID_STATUS_INFO: 4 octets, always big endian; bit 0 disposed, bit 1
+    /// unregistered ([`crate::discovery::status_info`]) (inline QoS).
     pub const STATUS_INFO: u16 = 0x0071;
+    /// PID_DATA_REPRESENTATION: sequence of short; the data representations
+    /// an endpoint writes or accepts ([`crate::wire::cdr::repr`]).
     pub const DATA_REPRESENTATION: u16 = 0x0073;
+    /// PID_TYPE_CONSISTENCY: XTypes TypeConsistencyEnforcement QoS.
     pub const TYPE_CONSISTENCY: u16 = 0x0074;
+    /// PID_TYPE_INFORMATION: XTypes TypeInformation (type identifiers); only its presence is noted.
     pub const TYPE_INFORMATION: u16 = 0x0075;
     /// Set on vendor-specific ids: meaningful only with that vendor's id.
     pub const VENDOR_SPECIFIC_FLAG: u16 = 0x8000;
@@ -58,7 +111,10 @@ pub mod pid {
 /// One parameter: its id and value bytes (padding included).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Param<'a> {
+    /// The parameter id (a [`pid`] value, possibly with the vendor-specific
+    /// or must-understand bit).
     pub pid: u16,
+    /// The value, in the list's byte order, padding included.
     pub value: &'a [u8],
 }
 
@@ -150,6 +206,7 @@ impl<'a> Iterator for ParamIter<'a> {
 
 /// Writes a parameter list into a [`ByteWriter`].
 pub struct ParamWriter<'w, 'b> {
+    /// Where the parameters are written.
     pub w: &'w mut ByteWriter<'b>,
 }
 

@@ -39,27 +39,54 @@ impl fmt::Debug for EntityId {
 
 /// Entity kinds (the low byte of an entity id).
 pub mod kind {
+    /// A user writer of a keyed topic.
     pub const USER_WRITER_WITH_KEY: u8 = 0x02;
+    /// A user writer of a topic without a key.
     pub const USER_WRITER_NO_KEY: u8 = 0x03;
+    /// A user reader of a topic without a key.
     pub const USER_READER_NO_KEY: u8 = 0x04;
+    /// A user reader of a keyed topic.
     pub const USER_READER_WITH_KEY: u8 = 0x07;
+    /// The participant itself (ENTITYID_PARTICIPANT's kind).
     pub const BUILTIN_PARTICIPANT: u8 = 0xc1;
+    /// A built-in writer of a keyed topic (the SPDP and SEDP writers).
     pub const BUILTIN_WRITER_WITH_KEY: u8 = 0xc2;
+    /// A built-in writer of a topic without a key.
     pub const BUILTIN_WRITER_NO_KEY: u8 = 0xc3;
+    /// A built-in reader of a topic without a key.
     pub const BUILTIN_READER_NO_KEY: u8 = 0xc4;
+    /// A built-in reader of a keyed topic (the SPDP and SEDP readers).
     pub const BUILTIN_READER_WITH_KEY: u8 = 0xc7;
 }
 
 impl EntityId {
+    /// ENTITYID_UNKNOWN: in a submessage's readerId, "every matched reader
+    /// of that writer".
     pub const UNKNOWN: EntityId = EntityId([0, 0, 0, 0]);
+    /// ENTITYID_PARTICIPANT: the participant itself (the entity part of the
+    /// GUID in PID_PARTICIPANT_GUID).
     pub const PARTICIPANT: EntityId = EntityId([0, 0, 1, 0xc1]);
+    /// ENTITYID_SPDP_BUILTIN_PARTICIPANT_WRITER: sends the SPDP
+    /// announcements (DATA(p)).
     pub const SPDP_WRITER: EntityId = EntityId([0, 1, 0, 0xc2]);
+    /// ENTITYID_SPDP_BUILTIN_PARTICIPANT_READER: receives SPDP announcements.
     pub const SPDP_READER: EntityId = EntityId([0, 1, 0, 0xc7]);
+    /// ENTITYID_SEDP_BUILTIN_PUBLICATIONS_WRITER: announces the
+    /// participant's writers (DCPSPublication).
     pub const SEDP_PUBLICATIONS_WRITER: EntityId = EntityId([0, 0, 3, 0xc2]);
+    /// ENTITYID_SEDP_BUILTIN_PUBLICATIONS_READER: receives the peers' writer
+    /// announcements.
     pub const SEDP_PUBLICATIONS_READER: EntityId = EntityId([0, 0, 3, 0xc7]);
+    /// ENTITYID_SEDP_BUILTIN_SUBSCRIPTIONS_WRITER: announces the
+    /// participant's readers (DCPSSubscription).
     pub const SEDP_SUBSCRIPTIONS_WRITER: EntityId = EntityId([0, 0, 4, 0xc2]);
+    /// ENTITYID_SEDP_BUILTIN_SUBSCRIPTIONS_READER: receives the peers' reader
+    /// announcements.
     pub const SEDP_SUBSCRIPTIONS_READER: EntityId = EntityId([0, 0, 4, 0xc7]);
+    /// ENTITYID_P2P_BUILTIN_PARTICIPANT_MESSAGE_WRITER (writer liveliness);
+    /// detpath has none and does not announce one.
     pub const PMD_WRITER: EntityId = EntityId([0, 2, 0, 0xc2]);
+    /// ENTITYID_P2P_BUILTIN_PARTICIPANT_MESSAGE_READER; detpath has none.
     pub const PMD_READER: EntityId = EntityId([0, 2, 0, 0xc7]);
 
     /// A user entity: a 24-bit key and a kind.
@@ -92,7 +119,9 @@ impl EntityId {
 /// A globally unique entity id.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Guid {
+    /// The participant the entity belongs to.
     pub prefix: GuidPrefix,
+    /// The entity within that participant.
     pub entity: EntityId,
 }
 
@@ -143,7 +172,9 @@ impl SequenceNumber {
 /// Time_t / Duration_t: seconds and 2^-32 fractions.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 pub struct Time {
+    /// Whole seconds (may be negative for times before the epoch).
     pub seconds: i32,
+    /// Fractions of a second, in units of 2^-32 s.
     pub fraction: u32,
 }
 
@@ -190,7 +221,8 @@ impl Time {
     }
 }
 
-/// Locator kinds.
+/// LOCATOR_KIND_UDPv4: the IPv4 address is in the last four bytes of the
+/// locator's address, the port is the UDP port.
 pub const LOCATOR_KIND_UDPV4: i32 = 1;
 /// CycloneDDS's vendor-specific layer-2 locator (`raweth`): the port is the
 /// EtherType, the MAC address is in the last six bytes of the address.
@@ -199,7 +231,10 @@ pub const LOCATOR_KIND_RAWETH: i32 = 0x8000;
 /// A layer-2 address: a MAC address and the EtherType (= RTPS port) frames carry.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct EthAddr {
+    /// The MAC address (destination or source).
     pub mac: [u8; 6],
+    /// The EtherType frames carry (CycloneDDS's raweth puts the RTPS port
+    /// here, 7400 and up).
     pub ethertype: u16,
 }
 
@@ -226,7 +261,9 @@ impl fmt::Display for EthAddr {
 /// of its own address.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Addr {
+    /// A UDPv4 socket address (the RTPS over UDP mapping).
     Udp(SocketAddrV4),
+    /// A MAC address and EtherType: RTPS straight over Ethernet (raweth).
     Eth(EthAddr),
 }
 
@@ -281,8 +318,14 @@ impl fmt::Display for Addr {
 /// Locator_t: kind, port, 16-byte address (IPv4 in the last four bytes).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct Locator {
+    /// LOCATOR_KIND_* ([`LOCATOR_KIND_UDPV4`], [`LOCATOR_KIND_RAWETH`], or
+    /// another vendor's kind detpath does not use).
     pub kind: i32,
+    /// The port: the UDP port for UDPv4, the EtherType for raweth; 0 is
+    /// LOCATOR_PORT_INVALID.
     pub port: u32,
+    /// The address, 16 bytes: an IPv4 address in the last four, a MAC
+    /// address in the last six.
     pub address: [u8; 16],
 }
 
@@ -358,7 +401,9 @@ impl VendorId {
 /// Protocol version.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct ProtocolVersion {
+    /// Major version: 2 for RTPS 2.x (other majors are refused).
     pub major: u8,
+    /// Minor version.
     pub minor: u8,
 }
 
@@ -375,7 +420,9 @@ pub const MAX_SET_BITS: u32 = 256;
 /// (bits past `num_bits` in the last word carry no meaning).
 #[derive(Clone, Copy, Debug)]
 pub struct SnSet<'a> {
+    /// bitmapBase: the sequence number bit 0 stands for.
     pub base: SequenceNumber,
+    /// numBits: how many bits the set covers (0..=256).
     pub num_bits: u32,
     bitmap: &'a [u8],
     le: bool,
@@ -408,7 +455,9 @@ impl<'a> SnSet<'a> {
 /// FragmentNumberSet as received (equality as for [`SnSet`]).
 #[derive(Clone, Copy, Debug)]
 pub struct FragSet<'a> {
+    /// bitmapBase: the fragment number bit 0 stands for (1 or more).
     pub base: u32,
+    /// numBits: how many bits the set covers (0..=256).
     pub num_bits: u32,
     bitmap: &'a [u8],
     le: bool,
@@ -463,7 +512,10 @@ fn bit_of(bitmap: &[u8], le: bool, num_bits: u32, i: u32) -> bool {
 /// An owned bit set of up to 256 bits to emit (ACKNACK, GAP, NACK_FRAG).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct BitSet256 {
+    /// How many bits the set covers (0..=256); only these words are written.
     pub num_bits: u32,
+    /// The bits, most significant bit of word 0 first (bit i is base + i),
+    /// as on the wire.
     pub words: [u32; 8],
 }
 
