@@ -9,29 +9,44 @@
 //! Everything here is `unsafe` FFI; the safe wrapper is the `dpdk` datapath
 //! in the `detpath` crate. Functions returning `c_int` return a negative
 //! errno value on failure unless documented otherwise.
+//!
+//! Nothing here is generated (no bindgen): every declaration is written by
+//! hand against the shim and documented.
 
-#![allow(non_camel_case_types)]
+#![warn(missing_docs)]
 
 use std::os::raw::{c_char, c_int, c_uint};
 
-/// `struct rte_mempool` (opaque).
+/// `struct rte_mempool` (opaque): a pool of mbufs, created by
+/// [`detpath_dpdk_pool_create`] and only ever handled by pointer.
+// Named as in C, so the FFI signatures read like the shim's.
+#[allow(non_camel_case_types)]
 #[repr(C)]
 pub struct rte_mempool {
     _private: [u8; 0],
 }
 
-/// `struct rte_mbuf` (opaque: reached only through the shim).
+/// `struct rte_mbuf` (opaque: reached only through the shim): one packet
+/// buffer of a pool, handled by pointer.
+#[allow(non_camel_case_types)]
 #[repr(C)]
 pub struct rte_mbuf {
     _private: [u8; 0],
 }
 
-/// RTE_LOG_ERR, RTE_LOG_WARNING, ... (rte_log.h).
+/// Log level RTE_LOG_EMERG (rte_log.h), for [`detpath_dpdk_log_level`]:
+/// only emergencies (the system is unusable), the quietest level.
 pub const RTE_LOG_EMERG: u32 = 1;
+/// Log level RTE_LOG_ERR: errors and worse.
 pub const RTE_LOG_ERR: u32 = 4;
+/// Log level RTE_LOG_WARNING: warnings and worse.
 pub const RTE_LOG_WARNING: u32 = 5;
+/// Log level RTE_LOG_NOTICE: normal but significant conditions and worse
+/// (DPDK's default).
 pub const RTE_LOG_NOTICE: u32 = 6;
+/// Log level RTE_LOG_INFO: informational messages and worse.
 pub const RTE_LOG_INFO: u32 = 7;
+/// Log level RTE_LOG_DEBUG: everything.
 pub const RTE_LOG_DEBUG: u32 = 8;
 
 /// Default mbuf data room (RTE_MBUF_DEFAULT_BUF_SIZE: 2048 + 128 headroom).
@@ -75,8 +90,12 @@ extern "C" {
     /// Configures one RX and one TX queue without offloads; the descriptor
     /// counts are adjusted to what the driver allows and written back.
     pub fn detpath_dpdk_port_setup(port: u16, pool: *mut rte_mempool, nb_rxd: *mut u16, nb_txd: *mut u16) -> c_int;
+    /// rte_eth_dev_start: starts a configured port (queues set up first).
     pub fn detpath_dpdk_port_start(port: u16) -> c_int;
+    /// rte_eth_dev_stop: stops a started port (its queues stop receiving).
     pub fn detpath_dpdk_port_stop(port: u16) -> c_int;
+    /// rte_eth_dev_close: releases a stopped port's resources; the port id
+    /// is not usable afterwards.
     pub fn detpath_dpdk_port_close(port: u16) -> c_int;
     /// 1 promiscuous, 0 not, negative on error.
     pub fn detpath_dpdk_promiscuous_get(port: u16) -> c_int;
@@ -91,13 +110,21 @@ extern "C" {
     /// A pool in one virtually contiguous chunk (for net_af_xdp's UMEM; not for DMA devices).
     /// NULL on failure (errno EFAULT: the memory came in several chunks).
     pub fn detpath_dpdk_pool_create_va(name: *const c_char, n: c_uint, cache: c_uint, data_room: u16) -> *mut rte_mempool;
+    /// rte_mempool_free: frees a pool whose mbufs are all back (no port uses it any more).
     pub fn detpath_dpdk_pool_free(pool: *mut rte_mempool);
+    /// rte_mempool_avail_count: mbufs free in the pool now (cache included).
     pub fn detpath_dpdk_pool_avail(pool: *const rte_mempool) -> c_uint;
+    /// rte_eth_rx_burst: up to `n` received mbufs into `pkts`; returns how
+    /// many (0: none waiting). The caller owns and frees them.
     pub fn detpath_dpdk_rx_burst(port: u16, queue: u16, pkts: *mut *mut rte_mbuf, n: u16) -> u16;
+    /// rte_eth_tx_burst: queues up to `n` mbufs from `pkts` for sending;
+    /// returns how many the driver took (it frees those); the rest stay the caller's.
     pub fn detpath_dpdk_tx_burst(port: u16, queue: u16, pkts: *mut *mut rte_mbuf, n: u16) -> u16;
     /// All `n` mbufs or none (0 on success).
     pub fn detpath_dpdk_mbuf_alloc_bulk(pool: *mut rte_mempool, m: *mut *mut rte_mbuf, n: c_uint) -> c_int;
+    /// rte_pktmbuf_free: returns an mbuf (all its segments) to its pool.
     pub fn detpath_dpdk_mbuf_free(m: *mut rte_mbuf);
+    /// rte_pktmbuf_free_bulk: returns the `n` mbufs of the array `m` to their pools.
     pub fn detpath_dpdk_mbuf_free_bulk(m: *mut *mut rte_mbuf, n: c_uint);
     /// First segment's data pointer; writes its length and the segment count.
     pub fn detpath_dpdk_mbuf_data(m: *mut rte_mbuf, len: *mut u32, segs: *mut u16) -> *mut u8;
