@@ -9,6 +9,7 @@
 //! [`pubsub`] is `detpath pubsub bench`: paper 001's DDS workloads over the
 //! `detpath-pubsub` protocol crate, with ddsperf as the reference.
 
+pub mod child_cpu;
 pub mod matrix;
 pub mod pubsub;
 pub mod records;

@@ -282,7 +282,8 @@ pub fn save_outcome(
 }
 
 /// The `cpu` record of a ping-pong run: the threads' own CPU times (client
-/// first), the busy share of the cores they ran on (and `cores`) between the
+/// first; then the server, the noise sampler and, in a traced run, the
+/// kernel tracer's reader), the busy share of the cores they ran on (and `cores`) between the
 /// two snapshots, and rounds sent (warm-up included, as the threads' CPU
 /// time covers it) per CPU-second.
 pub fn run_cpu(threads: Vec<detpath::sys::cputime::ThreadCpu>, outcome: &ClientOutcome, before: &CoreTicks, after: &CoreTicks, cores: &[u32]) -> CpuReport {
@@ -302,6 +303,7 @@ fn run_sockperf(tb: &Testbed, pp: &PingPongConfig, cpus: (u32, u32), config: Run
         cpu_server: cpus.1,
         port: 11111,
     };
+    // Its rows carry sockperf's own CPU: both processes' user and system time.
     let outcome = crate::sockperf::run(tb, &cfg)?;
     let config = RunConfig { mode: "sockperf ping-pong, kernel UDP, blocking recvfrom".into(), rounds: outcome.rows.len() as u64, ..config };
     let (result, records) = outcome.run_result(config, env.clone());
@@ -356,7 +358,7 @@ struct OneRun {
     tids: Vec<u32>,
     /// What the kernel tracer recorded, when it ran.
     kernel: Option<detpath_ktrace::Trace>,
-    /// What the client, server and noise sampler threads cost in CPU.
+    /// What the client, server, noise sampler (and kernel tracer reader) threads cost in CPU.
     cpu: CpuReport,
 }
 
@@ -428,7 +430,9 @@ fn bench_one(
     let server = server.join().ok().and_then(|r| r.ok()).and_then(|r| r.ok()).unwrap_or_default();
     let (samples, sampler_cpu) = sampler.finish_with_cpu();
     let (mode, outcome, client_tid) = result??;
-    let threads = std::iter::once(outcome.cpu.clone()).chain(server.cpu.map(|c| c.0)).chain(sampler_cpu).collect();
+    // The kernel tracer's reader thread is listed too (`ktrace-reader`): what tracing cost.
+    let reader_cpu = kernel.as_ref().and_then(|k| k.reader_cpu.clone());
+    let threads = std::iter::once(outcome.cpu.clone()).chain(server.cpu.map(|c| c.0)).chain(sampler_cpu).chain(reader_cpu).collect();
     let cpu = run_cpu(threads, &outcome, &ticks_before, &ticks_after, &[cpu_client, cpu_server]);
     Ok(OneRun { mode, outcome, server_gaps: server.gaps, samples, tids: vec![client_tid, server_tid], kernel, cpu })
 }

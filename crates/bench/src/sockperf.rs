@@ -22,11 +22,19 @@
 //! own process group, killed by cleanup; `PR_SET_PDEATHSIG`), and the full
 //! log goes to a private temporary directory (`tempfile`, mode 0700), never
 //! a predictable name under /tmp.
+//!
+//! What the run cost in CPU is each sockperf process's user and system time,
+//! read when it has exited ([`crate::child_cpu`]): `sockperf-client` (the
+//! ping-pong side, from its start to its end) and `sockperf-server` (from
+//! its start until it is stopped after the client), each on the core it was
+//! pinned to, with messages in the full log per CPU-second.
 
 use crate::records::{Record, Status};
 use crate::results::{Environment, RunConfig, RunResult};
 use crate::stats::Summary;
 use detpath::sys::cleanup::{self, TiedChild};
+use detpath::sys::cputime::{CoreTicks, CpuReport};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -73,6 +81,10 @@ pub struct SockperfOutcome {
     pub rows: Vec<Row>,
     /// sockperf's printed statistics (percentiles, drops), for cross-checking.
     pub summary: Vec<String>,
+    /// What the two sockperf processes cost (`sockperf-client`,
+    /// `sockperf-server`), with the rows as the work; `None` for a log
+    /// parsed on its own.
+    pub cpu: Option<CpuReport>,
 }
 
 const HEADER: &str = "packet, txTime(sec), rxTime(sec), latency(usec)";
@@ -112,7 +124,7 @@ pub fn parse_full_log(text: &str, path: &str) -> Result<SockperfOutcome, Sockper
         let packet = f[0].parse::<u64>().map_err(|_| bad(i + 1, format!("packet `{}` is not a number", f[0])))?;
         rows.push(Row { packet, tx_s: num(1, "txTime")?, rx_s: num(2, "rxTime")?, latency_us: num(3, "latency")? });
     }
-    Ok(SockperfOutcome { rows, summary })
+    Ok(SockperfOutcome { rows, summary, cpu: None })
 }
 
 fn strip_ansi(s: &str) -> String {
@@ -153,6 +165,7 @@ impl SockperfOutcome {
         let records = self.records();
         let mut r = RunResult::from_records(config, env, &records, None);
         r.send_lateness = Summary::from_samples(&mut []);
+        r.cpu = self.cpu.clone();
         r.notes.push("sockperf reports no server timestamps and no send lateness; its own summary follows".into());
         r.notes.extend(self.summary.iter().filter(|l| l.contains("percentile") || l.contains("observation") || l.contains("dropped")).cloned());
         (r, records)
@@ -203,24 +216,45 @@ pub fn run(tb: &detpath::testbed::Testbed, cfg: &SockperfConfig) -> Result<Sockp
         .map_err(|e| SockperfError::Failed { what: "full log", why: format!("temporary directory: {e}") })?;
     let log = tmp.path().join("full-log.csv");
     let mps = (1e9 / cfg.period_ns.max(1) as f64).round().max(1.0) as u64;
-    let client = cleanup::spawn_tied(
+    let ticks_before = CoreTicks::now();
+    // Its summary goes to the full log too: stdout is not read. stderr is
+    // read to its end (the client's exit) before the child is reaped, so
+    // that its CPU time can be read in between.
+    let mut client = cleanup::spawn_tied(
         in_netns(&a.netns, cfg.cpu_client, &cfg.binary)
             .args(["ping-pong", "-i", &b.addr.to_string(), "-p", &cfg.port.to_string(), "-m", &cfg.size.to_string()])
             .args(["--mps", &mps.to_string(), "-t", &cfg.seconds.max(1).to_string(), "--full-log"])
             .arg(&log)
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
+            .stdout(Stdio::null())
             .stderr(Stdio::piped()),
         "sockperf ping-pong",
     )
     .map_err(|e| SockperfError::Failed { what: "ping-pong", why: e.to_string() })?;
-    let out = client.wait_with_output().map_err(|e| SockperfError::Failed { what: "ping-pong", why: e.to_string() })?;
+    let mut stderr = String::new();
+    if let Some(mut e) = client.child().stderr.take() {
+        let _ = e.read_to_string(&mut stderr);
+    }
+    let client_cpu = crate::child_cpu::exited_thread("sockperf-client", Some(cfg.cpu_client), client.id());
+    let status = client.child().wait().map_err(|e| SockperfError::Failed { what: "ping-pong", why: e.to_string() })?;
+    let ticks_after = CoreTicks::now();
+    // Stopped, measured, then reaped (and its group killed) by drop.
+    let _ = server.child().kill();
+    let server_cpu = crate::child_cpu::exited_thread("sockperf-server", Some(cfg.cpu_server), server.id());
     drop(server);
-    if !out.status.success() {
-        return Err(SockperfError::Failed { what: "ping-pong", why: format!("{}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim()) });
+    if !status.success() {
+        return Err(SockperfError::Failed { what: "ping-pong", why: format!("{status}: {}", stderr.trim()) });
     }
     let text = std::fs::read_to_string(&log).map_err(|e| SockperfError::Failed { what: "full log", why: format!("{}: {e}", log.display()) })?;
-    parse_full_log(&text, &log.display().to_string())
+    let mut outcome = parse_full_log(&text, &log.display().to_string())?;
+    let threads: Vec<_> = client_cpu.into_iter().chain(server_cpu).collect();
+    if !threads.is_empty() {
+        // Messages sent in sockperf's measured span per CPU-second (its own
+        // warm-up is not in the log, so this slightly undercounts the work).
+        let work = outcome.rows.len() as f64;
+        outcome.cpu = Some(CpuReport::new(threads, &ticks_before, &ticks_after, &[cfg.cpu_client, cfg.cpu_server], work));
+    }
+    Ok(outcome)
 }
 
 #[cfg(test)]

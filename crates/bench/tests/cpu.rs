@@ -12,11 +12,11 @@ mod common;
 
 use detpath::sys::cputime::{CoreUse, CpuReport, ThreadCpu};
 use detpath::testbed::{Testbed, TestbedConfig};
-use std::str::FromStr;
 use detpath_bench::matrix::{realtime, run_matrix, Configuration, MatrixConfig, Observer};
 use detpath_bench::run::{run_client, run_server, ClientOutcome, PingPongConfig, ServerReport};
 use detpath_bench::tail::TailThreshold;
 use detpath_bench::{report, table, ResultDir};
+use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -25,10 +25,19 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 /// One `detpath bench` run of `datapath` in a fresh testbed (client core 0,
 /// server core 1), as `run_matrix` saves it.
 fn bench_run(tag: &str, datapath: &str, rounds: u64) -> (detpath_bench::RunResult, String) {
+    let (mut runs, json) = bench_runs(tag, &[datapath], rounds, |_| {});
+    (runs.remove(0), json)
+}
+
+/// `detpath bench` of `datapaths` (with the matrix configuration changed by
+/// `with`: sockperf, the kernel tracer) in a fresh testbed, client core 0,
+/// server core 1: every run as summary.json saved it, and its text.
+fn bench_runs(tag: &str, datapaths: &[&str], rounds: u64, with: impl FnOnce(&mut MatrixConfig)) -> (Vec<detpath_bench::RunResult>, String) {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let datapath = datapaths[0];
     let out = std::env::temp_dir().join(format!("detpath-cpu-{tag}-{}", std::process::id()));
     let cfg = MatrixConfig {
-        datapaths: vec![datapath.into()],
+        datapaths: datapaths.iter().map(|d| d.to_string()).collect(),
         probes: vec![PingPongConfig { size: 256, period_ns: 200_000, rounds, warmup: 100, loss_timeout_ns: 200_000_000, stall: None, sleep_slack_ns: None }],
         configurations: vec![Configuration { stress: 0, tuned: false }],
         cpus: (0, 1),
@@ -43,14 +52,23 @@ fn bench_run(tag: &str, datapath: &str, rounds: u64) -> (detpath_bench::RunResul
         library_logs_to_stderr: false,
         trace_kernel: false,
     };
-    let quiet: Observer = Arc::new(|_| {});
-    let outcome = run_matrix(&cfg, quiet).expect("the run");
-    assert!(!outcome.failed);
+    let mut cfg = cfg;
+    with(&mut cfg);
+    let notes = Arc::new(Mutex::new(Vec::new()));
+    let seen = notes.clone();
+    let observe: Observer = Arc::new(move |e| {
+        if let detpath_bench::matrix::Event::Note(n) = e {
+            seen.lock().unwrap().push(n);
+        }
+    });
+    let outcome = run_matrix(&cfg, observe).expect("the run");
+    assert!(!outcome.failed, "{:?}", notes.lock().unwrap());
     // What was saved, not only what is in memory: the summary.json round trip.
     let saved = ResultDir::load(outcome.dir.path()).expect("summary.json");
     let json = std::fs::read_to_string(outcome.dir.path().join("summary.json")).unwrap();
     let _ = std::fs::remove_dir_all(&out);
-    (saved.into_iter().next().expect("one run"), json)
+    assert!(!saved.is_empty(), "no run saved");
+    (saved, json)
 }
 
 fn thread<'a>(cpu: &'a CpuReport, name: &str) -> &'a ThreadCpu {
@@ -105,6 +123,57 @@ fn a_udp_bench_run_records_its_cpu() {
 #[test]
 fn an_afxdp_bench_run_records_its_cpu() {
     a_bench_run_records_its_cpu("x", "afxdp");
+}
+
+/// `--with-sockperf`: the sockperf row carries the CPU of its two processes
+/// (their user and system time, read when they exit), each on the core
+/// it was pinned to, in the same shape as the detpath row beside it.
+#[test]
+fn the_sockperf_row_carries_the_cpu_of_its_processes() {
+    let (runs, json) = bench_runs("s", &["udp"], 3_000, |c| c.with_sockperf = true);
+    let names: Vec<&str> = runs.iter().map(|r| r.config.datapath.as_str()).collect();
+    assert_eq!(names, ["udp", "sockperf"]);
+    let run = &runs[1];
+    let cpu = run.cpu.as_ref().expect("the sockperf row has a cpu record");
+    println!("sockperf: {} over {:.2} s", cpu.summary(), run.duration_s);
+    let names: Vec<&str> = cpu.threads.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["sockperf-client", "sockperf-server"], "{cpu:?}");
+    let (client, server) = (thread(cpu, "sockperf-client"), thread(cpu, "sockperf-server"));
+    assert!(client.user_s + client.system_s > 0.0 && server.user_s + server.system_s > 0.0, "{cpu:?}");
+    assert_eq!((client.core, server.core), (Some(0), Some(1)), "{cpu:?}");
+    // A process that lived a few seconds used no more than that (each is
+    // one thread on one core; the wrappers' exec time is in it too).
+    for t in &cpu.threads {
+        assert!(t.total_s() < run.duration_s + 5.0, "{} used {:.3} s in a {:.3} s run", t.name, t.total_s(), run.duration_s);
+    }
+    assert_eq!(cpu.cores.iter().map(|c| c.core).collect::<Vec<_>>(), [0, 1], "{cpu:?}");
+    // The messages in sockperf's log per CPU-second of both processes.
+    let w = cpu.work_per_cpu_s.expect("the processes used CPU");
+    assert!((w - run.config.rounds as f64 / cpu.cpu_s()).abs() < 1e-6 * w, "{w} vs {} rounds", run.config.rounds);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let saved = &v["runs"][1]["cpu"];
+    for k in ["name", "core", "user_s", "system_s"] {
+        assert!(saved["threads"][1].get(k).is_some(), "cpu.threads[1] lacks {k}: {saved}");
+    }
+    assert!(saved["work_per_cpu_s"].is_number(), "{saved}");
+}
+
+/// `--trace-kernel`: the tracer's reader thread is one of the run's
+/// threads (`ktrace-reader`), so what tracing cost is in the record.
+#[test]
+fn a_traced_run_lists_the_kernel_tracers_reader() {
+    let (runs, _) = bench_runs("t", &["udp"], 3_000, |c| c.trace_kernel = true);
+    let cpu = runs[0].cpu.as_ref().expect("a cpu record");
+    println!("traced udp: {}", cpu.summary());
+    let names: Vec<&str> = cpu.threads.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["client", "server", "noise-sampler", detpath_ktrace::tracer::READER], "{cpu:?}");
+    let reader = thread(cpu, "ktrace-reader");
+    // It drains every 10 ms: some CPU, and less than the run's wall time.
+    assert!(reader.total_s() > 0.0 && reader.total_s() < runs[0].duration_s + 0.3, "{reader:?} over {} s", runs[0].duration_s);
+    assert!(reader.core.is_some(), "{reader:?}");
+    // Its CPU counts in the work per CPU-second like the others'.
+    let w = cpu.work_per_cpu_s.unwrap();
+    assert!((w - 3_100.0 / cpu.cpu_s()).abs() < 1e-6 * w, "{w}");
 }
 
 /// The calling thread's time on a CPU and waiting for one, ns (/proc/thread-self/schedstat).

@@ -1,7 +1,8 @@
 //! `detpath pubsub bench --samples N --repeat 2` over the testbed (root:
 //! namespaces and veth): every latency run ends with N per-sample records
-//! in the result directory, its row carries `cpu` and PDV, and `detpath
-//! report` draws the runs (box plot, CCDF, timeline and PDV).
+//! in the result directory, its row carries `cpu` and PDV (in summary.json
+//! too), and `detpath report` draws the runs (box plot, CCDF, timeline and
+//! PDV). The ddsperf reference rows carry the CPU of ddsperf's processes.
 
 use detpath_bench::pubsub::{bench, table, BenchOptions};
 use detpath_bench::records::Status;
@@ -38,6 +39,14 @@ fn samples_and_repeats_give_n_records_per_run_and_the_report_draws_them() {
         assert_eq!(ok + run.loss.lost, N);
         assert_eq!(run.latency.count, ok);
         assert!(run.config.datapath.starts_with("pubsub+udp"));
+        // summary.json's run carries the row's cpu record itself, not only the note.
+        let cpu = run.cpu.as_ref().unwrap_or_else(|| panic!("{}: no cpu in summary.json", run.name));
+        assert_eq!(cpu.threads.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), vec!["ping", "pong"]);
+        assert!(run.notes.iter().any(|n| n.starts_with("cpu ")), "the note stays: {:?}", run.notes);
+    }
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("summary.json")).unwrap()).unwrap();
+    for r in json["runs"].as_array().unwrap() {
+        assert!(r["cpu"]["threads"][0]["user_s"].is_number() && r["cpu"]["work_per_cpu_s"].is_number(), "{}", r["cpu"]);
     }
     let t = table::render(&rows);
     assert!(t.lines().count() == 2 && t.contains(" 2 "), "one line, n = 2 repeats:\n{t}");
@@ -69,4 +78,28 @@ fn paper_001_table_1_profile_runs_its_samples() {
     let recs = ResultDir::load_records(dir.path(), run).unwrap();
     assert_eq!(recs.len() as u64, N);
     assert_eq!(run.loss.lost, 0, "reliable KEEP_ALL: every ping answered");
+}
+
+/// ddsperf against ddsperf (its three workloads, 2 s each), pinned: each
+/// row's `cpu` is the two ddsperf processes' user and system time, on their
+/// cores, with samples received per CPU-second. Needs ddsperf
+/// (cyclonedds-tools, `make deps`).
+#[test]
+fn ddsperf_rows_carry_the_cpu_of_its_processes() {
+    let mut o = BenchOptions::new(&[]);
+    o.seconds = 2;
+    o.pinning = Some(detpath_bench::pubsub::Pinning { sender_cpu: 0, receiver_cpu: 1, rt_priority: None });
+    let rows = bench(&o, None, |_| {}).unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r.workload.as_str()).collect();
+    assert_eq!(names, ["latency 32B 1kHz", "rate 32B", "bandwidth 1KiB"]);
+    for (r, threads) in rows.iter().zip([["ddsperf-ping", "ddsperf-pong"], ["ddsperf-pub", "ddsperf-sub"], ["ddsperf-pub", "ddsperf-sub"]]) {
+        assert_eq!(r.system, "ddsperf");
+        let cpu = r.cpu.as_ref().unwrap_or_else(|| panic!("{}: no cpu", r.workload));
+        println!("ddsperf {}: {} ({:.0}% of a core)", r.workload, cpu.summary(), r.cpu_percent.unwrap_or(0.0));
+        assert_eq!(cpu.threads.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), threads, "{cpu:?}");
+        assert_eq!(cpu.threads.iter().map(|t| t.core).collect::<Vec<_>>(), [Some(0), Some(1)], "{cpu:?}");
+        assert!(cpu.threads.iter().all(|t| t.user_s + t.system_s > 0.0), "{cpu:?}");
+        assert!(cpu.work_per_cpu_s.is_some_and(|w| w > 0.0), "{}: samples per CPU-second: {cpu:?}", r.workload);
+        assert!(r.cpu_percent.is_some_and(|p| p > 0.0), "{r:?}");
+    }
 }

@@ -7,8 +7,15 @@
 //! whatever ends the process, a return, a panic, Ctrl-C or SIGKILL, the
 //! kernel detaches the programs when the descriptors close: nothing stays
 //! attached.
+//!
+//! The thread's own CPU time from attach to its last drain is metered
+//! ([`Trace::reader_cpu`], named `ktrace-reader`), so a traced benchmark
+//! run lists what reading the trace cost beside its polling threads. (The
+//! programs themselves run in the context of whatever they trace, and
+//! their cost lands there.)
 
 use crate::event::{Event, Kind};
+use detpath_sys::cputime::{ThreadCpu, ThreadMeter};
 use libbpf_rs::{MapCore, MapFlags, RingBufferBuilder};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -52,7 +59,15 @@ pub struct Trace {
     pub dropped: u64,
     /// CLOCK_MONOTONIC ns when the programs were attached and detached.
     pub attached_ns: (u64, u64),
+    /// The reader thread's user and system time from the programs' attach
+    /// to its last drain (its name is [`READER`]; its core, the one it
+    /// ended on: it is not pinned). Loading and verifying the programs
+    /// before that is left out, as a one-off cost of no round.
+    pub reader_cpu: Option<ThreadCpu>,
 }
+
+/// The reader thread's name in a run's `cpu.threads`.
+pub const READER: &str = "ktrace-reader";
 
 impl Trace {
     /// How many records of each kind (for a summary line).
@@ -136,6 +151,7 @@ fn run(stop: Arc<AtomicBool>, ready: mpsc::Sender<Result<(), Error>>) -> Result<
         }
     };
     let attached = now_ns();
+    let meter = ThreadMeter::start(READER);
     let mut events: Vec<Event> = Vec::new();
     let mut undecodable = 0u64;
     let mut over = 0u64;
@@ -168,6 +184,7 @@ fn run(stop: Arc<AtomicBool>, ready: mpsc::Sender<Result<(), Error>>) -> Result<
         Ok(())
     })();
     let detached = now_ns();
+    let reader_cpu = meter.stop();
     result?;
     let dropped_in_kernel = obj
         .maps()
@@ -175,5 +192,5 @@ fn run(stop: Arc<AtomicBool>, ready: mpsc::Sender<Result<(), Error>>) -> Result<
         .and_then(|m| m.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY).ok().flatten())
         .map(|per_cpu| per_cpu.iter().filter_map(|v| v.get(..8).map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))).sum())
         .unwrap_or(0);
-    Ok(Trace { events, dropped: dropped_in_kernel + undecodable + over, attached_ns: (attached, detached) })
+    Ok(Trace { events, dropped: dropped_in_kernel + undecodable + over, attached_ns: (attached, detached), reader_cpu: Some(reader_cpu) })
 }

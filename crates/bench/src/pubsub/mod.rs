@@ -21,6 +21,13 @@
 //! detpath (`cleanup::spawn_tied`: killed with its process group by
 //! cleanup, and when detpath dies), its configuration in a private
 //! temporary directory (`tempfile`), never a predictable name under /tmp.
+//!
+//! Every row carries what it cost in CPU (`cpu`, the same record as
+//! `detpath bench`'s): detpath's two sides are threads of this process,
+//! metered by [`ThreadMeter`]; ddsperf's are processes, whose user and
+//! system time (all their threads) is read when they exit
+//! ([`crate::child_cpu`]): `ddsperf-ping` and `ddsperf-pong`,
+//! `ddsperf-pub` and `ddsperf-sub`, each on its pinned core.
 
 pub mod report;
 pub mod table;
@@ -173,7 +180,8 @@ pub struct BenchRow {
     /// Packet delay variation (latency workloads with per-sample records).
     pub pdv_us: Option<PdvSummary>,
     /// What the run cost: the two sides' threads (from the start of
-    /// discovery to the end), the cores they used, samples per CPU-second.
+    /// discovery to the end; for ddsperf, its two processes over their
+    /// lives), the cores they used, samples received per CPU-second.
     pub cpu: Option<CpuReport>,
     /// The two sides' CPU time over the run's wall time, percent of one core.
     pub cpu_percent: Option<f64>,
@@ -356,6 +364,8 @@ fn detpath_latency(tb: &Testbed, dp: &str, o: &BenchOptions, dir: Option<&mut Re
         if let (Some(c), Some(p)) = (&cpu, cpu_percent) {
             r.notes.push(format!("cpu {p:.0}% of a core: {}", c.summary()));
         }
+        // summary.json's run carries the record itself, as `detpath bench`'s do.
+        r.cpu = cpu.clone();
         let saved = dir.save_run(&r, &records).map_err(|e| BenchError::Ddsperf(format!("saving the run: {e}")))?;
         run_name = Some(saved.name.clone());
     }
@@ -451,8 +461,10 @@ fn ddsperf_in(dir: &Path, side: &Side, peer: &Side, args: &[&str], cpu: Option<u
     cleanup::spawn_tied(&mut cmd, "ddsperf").map_err(|e| BenchError::Ddsperf(format!("cannot run ddsperf (apt-get install cyclonedds-tools): {e}")))
 }
 
-/// Waits for ddsperf (after killing it, with `kill`) and returns what it printed.
-fn finish(mut c: TiedChild, kill: bool) -> String {
+/// Waits for ddsperf (after killing it, with `kill`) and returns what it
+/// printed and what it cost in CPU (as the thread `name` on `core`), read
+/// after it exited and before it is reaped.
+fn finish(mut c: TiedChild, kill: bool, name: &str, core: Option<u32>) -> (String, Option<ThreadCpu>) {
     if kill {
         let _ = c.child().kill();
     }
@@ -460,8 +472,9 @@ fn finish(mut c: TiedChild, kill: bool) -> String {
     if let Some(mut o) = c.child().stdout.take() {
         let _ = o.read_to_string(&mut s);
     }
+    let cpu = crate::child_cpu::exited_thread(name, core, c.id());
     let _ = c.child().wait();
-    s
+    (s, cpu)
 }
 
 fn field(line: &str, key: &str) -> Option<f64> {
@@ -495,16 +508,33 @@ pub fn parse_ddsperf_ping(text: &str) -> Option<LatencySummaryJson> {
     Some(LatencySummaryJson { count: n, mean: sum / n as f64, min, p50: p50[p50.len() / 2], p99, p99_9: None, p99_99: None, p99_9999: None, max })
 }
 
-/// ddsperf sub's per-second "rate X kS/s Y Mb/s" lines: steady-state mean (first and last dropped).
-pub fn parse_ddsperf_sub(text: &str) -> Option<(f64, f64, u64)> {
+/// What a ddsperf sub printed, combined ([`parse_ddsperf_sub`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DdsperfSub {
+    /// Samples per second, the mean of the steady seconds (the first and
+    /// last, partial, dropped).
+    pub samples_per_s: f64,
+    /// Mbit/s of payload, the mean of the same seconds.
+    pub mbit_per_s: f64,
+    /// Samples ddsperf counted lost by the end (its last `total N lost L`).
+    pub lost: u64,
+    /// Samples received by the end (its last `total N`): the work of the
+    /// row's `cpu` record.
+    pub received: u64,
+}
+
+/// ddsperf sub's per-second "total N lost L ... rate X kS/s Y Mb/s" lines;
+/// `None` without a second that received anything.
+pub fn parse_ddsperf_sub(text: &str) -> Option<DdsperfSub> {
     let mut v = Vec::new();
-    let mut lost = 0;
+    let (mut lost, mut received) = (0, 0);
     for l in text.lines().filter(|l| l.contains(" rate ") && l.contains("kS/s")) {
         let w: Vec<&str> = l.split_whitespace().collect();
         let at = w.iter().position(|x| *x == "rate")?;
         let ks: f64 = w.get(at + 1)?.parse().ok()?;
         let mb: f64 = w.get(at + 3)?.parse().ok()?;
         if let Some(i) = w.iter().position(|x| *x == "total") {
+            received = w.get(i + 1).and_then(|x| x.parse().ok()).unwrap_or(received);
             lost = w.get(i + 3).and_then(|x| x.parse().ok()).unwrap_or(lost);
         }
         if ks > 0.0 {
@@ -516,7 +546,7 @@ pub fn parse_ddsperf_sub(text: &str) -> Option<(f64, f64, u64)> {
         return None;
     }
     let n = core.len() as f64;
-    Some((core.iter().map(|x| x.0).sum::<f64>() / n, core.iter().map(|x| x.1).sum::<f64>() / n, lost))
+    Some(DdsperfSub { samples_per_s: core.iter().map(|x| x.0).sum::<f64>() / n, mbit_per_s: core.iter().map(|x| x.1).sum::<f64>() / n, lost, received })
 }
 
 fn ddsperf_rows(tb: &Testbed, o: &BenchOptions, repeat: u32) -> Result<Vec<BenchRow>, BenchError> {
@@ -526,16 +556,22 @@ fn ddsperf_rows(tb: &Testbed, o: &BenchOptions, repeat: u32) -> Result<Vec<Bench
     let rt = o.pinning.and_then(|p| p.rt_priority);
     let (tx_cpu, rx_cpu) = (o.pinning.map(|p| p.sender_cpu), o.pinning.map(|p| p.receiver_cpu));
     let dir = config_dir()?;
+    let before = CoreTicks::now();
+    let t0 = std::time::Instant::now();
     let pong = ddsperf_in(dir.path(), tb.b(), tb.a(), &["-D", &long, "pong"], rx_cpu, rt)?;
     std::thread::sleep(Duration::from_millis(500));
     let ping = ddsperf_in(dir.path(), tb.a(), tb.b(), &["-D", &secs, "ping", "1000Hz", "size", "32"], tx_cpu, rt)?;
-    let text = finish(ping, false);
-    finish(pong, true);
+    let (text, ping_cpu) = finish(ping, false, "ddsperf-ping", tx_cpu);
+    let (_, pong_cpu) = finish(pong, true, "ddsperf-pong", rx_cpu);
+    let latency = parse_ddsperf_ping(&text);
+    // Pongs received per CPU-second, as detpath's latency rows.
+    let work = latency.as_ref().map_or(0.0, |l| l.count as f64);
+    let (cpu, cpu_percent) = cpu_of(ping_cpu.into_iter().chain(pong_cpu).collect(), &before, o, work, t0.elapsed().as_secs_f64());
     rows.push(BenchRow {
         configuration: o.configuration.clone(),
         system: "ddsperf".into(),
         workload: "latency 32B 1kHz".into(),
-        latency_us: parse_ddsperf_ping(&text),
+        latency_us: latency,
         samples_per_s: None,
         mbit_per_s: None,
         lost: 0,
@@ -543,33 +579,38 @@ fn ddsperf_rows(tb: &Testbed, o: &BenchOptions, repeat: u32) -> Result<Vec<Bench
         repeat,
         wait: String::new(),
         pdv_us: None,
-        cpu: None,
-        cpu_percent: None,
+        cpu,
+        cpu_percent,
         run: None,
     });
     for (size, workload) in [("32", "rate 32B"), ("1024", "bandwidth 1KiB")] {
+        let before = CoreTicks::now();
+        let t0 = std::time::Instant::now();
         let sub = ddsperf_in(dir.path(), tb.b(), tb.a(), &["-D", &long, "sub"], rx_cpu, rt)?;
         std::thread::sleep(Duration::from_millis(500));
         let publ =
             ddsperf_in(dir.path(), tb.a(), tb.b(), &["-D", &secs, "pub", "size", size], tx_cpu, rt.filter(|_| realtime_ok(&Role::Pub { rate_hz: 0.0 })))?;
-        finish(publ, false);
+        let (_, pub_cpu) = finish(publ, false, "ddsperf-pub", tx_cpu);
         std::thread::sleep(Duration::from_secs(1));
-        let text = finish(sub, true);
+        let (text, sub_cpu) = finish(sub, true, "ddsperf-sub", rx_cpu);
         let r = parse_ddsperf_sub(&text);
+        // Samples received per CPU-second, as detpath's throughput rows.
+        let work = r.map_or(0.0, |x| x.received as f64);
+        let (cpu, cpu_percent) = cpu_of(pub_cpu.into_iter().chain(sub_cpu).collect(), &before, o, work, t0.elapsed().as_secs_f64());
         rows.push(BenchRow {
             configuration: o.configuration.clone(),
             system: "ddsperf".into(),
             workload: workload.into(),
             latency_us: None,
-            samples_per_s: r.map(|x| x.0),
-            mbit_per_s: r.map(|x| x.1),
-            lost: r.map(|x| x.2).unwrap_or(0),
+            samples_per_s: r.map(|x| x.samples_per_s),
+            mbit_per_s: r.map(|x| x.mbit_per_s),
+            lost: r.map(|x| x.lost).unwrap_or(0),
             note: "CycloneDDS 0.10 over kernel UDP".into(),
             repeat,
             wait: String::new(),
             pdv_us: None,
-            cpu: None,
-            cpu_percent: None,
+            cpu,
+            cpu_percent,
             run: None,
         });
     }
@@ -660,7 +701,7 @@ mod tests {
                  [1] 2.000  size 32 total 200100 lost 0 delta 200000 lost 0 rate 200.00 kS/s 51.20 Mb/s (20.01 kS/s 5.12 Mb/s)\n\
                  [1] 3.000  size 32 total 400100 lost 0 delta 200000 lost 0 rate 200.00 kS/s 51.20 Mb/s (40.01 kS/s 10.24 Mb/s)\n\
                  [1] 4.000  size 32 total 400200 lost 0 delta 100 lost 0 rate 0.10 kS/s 0.03 Mb/s (40.02 kS/s 10.24 Mb/s)\n";
-        let (rate, mb, lost) = parse_ddsperf_sub(t).unwrap();
-        assert_eq!((rate, mb, lost), (200_000.0, 51.2, 0));
+        let s = parse_ddsperf_sub(t).unwrap();
+        assert_eq!(s, DdsperfSub { samples_per_s: 200_000.0, mbit_per_s: 51.2, lost: 0, received: 400_200 });
     }
 }
