@@ -98,23 +98,32 @@ pub struct FlowSpec {
 }
 
 impl FlowSpec {
-    /// Parses `NAME:CLASS:PERIOD_US:SIZE:PHASE_SLOT`, e.g. `f1:ctl:100:64:0`.
+    /// Parses `NAME:CLASS:PERIOD:SIZE:PHASE_SLOT`, e.g. `f1:ctl:100us:64:0`.
+    /// PERIOD is a duration through the workspace's one parser
+    /// ([`detpath::sys::units`]: `100us`, `1ms`, `0.25ms`); a bare number
+    /// is µs, as it always was (`f1:ctl:100:64:0`). SIZE is payload bytes,
+    /// PHASE_SLOT the ring position of the first instance.
     pub fn parse(text: &str) -> Result<FlowSpec, BenchError> {
-        let bad = || BenchError::FlowSyntax { text: text.to_string() };
+        use detpath::sys::units::{parse_duration_ns, Unit};
         let p: Vec<&str> = text.split(':').map(str::trim).collect();
         let [name, class, period, size, phase] = p.as_slice() else {
-            return Err(bad());
+            return Err(BenchError::FlowSyntax { text: text.to_string() });
         };
-        let period_us: f64 = period.parse().map_err(|_| bad())?;
-        if !(period_us.is_finite() && period_us > 0.0) || name.is_empty() {
-            return Err(bad());
+        let field = |field: &'static str, why: String| BenchError::FlowField { text: text.to_string(), field, why };
+        if name.is_empty() {
+            return Err(field("NAME", "is empty".into()));
         }
+        let period_ns = match parse_duration_ns(period, Unit::Micros) {
+            Ok(0) => return Err(field("PERIOD", format!("`{period}` is zero"))),
+            Ok(ns) => ns,
+            Err(e) => return Err(field("PERIOD", e.to_string())),
+        };
         Ok(FlowSpec {
             name: name.to_string(),
             class: class.to_string(),
-            period_ns: (period_us * 1000.0).round() as u64,
-            size: size.parse().map_err(|_| bad())?,
-            phase_slot: phase.parse().map_err(|_| bad())?,
+            period_ns,
+            size: size.parse().map_err(|_| field("SIZE", format!("`{size}` is not a whole number of bytes")))?,
+            phase_slot: phase.parse().map_err(|_| field("PHASE_SLOT", format!("`{phase}` is not a ring position (a whole number)")))?,
             offsets_ns: Vec::new(),
         })
     }
@@ -140,9 +149,13 @@ impl FlowSpec {
 #[allow(missing_docs)]
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum BenchError {
-    #[error("flow `{text}` is not NAME:CLASS:PERIOD_US:SIZE:PHASE_SLOT")]
-    /// A `--flow` that does not parse.
+    #[error("flow `{text}` is not NAME:CLASS:PERIOD:SIZE:PHASE_SLOT (e.g. f1:ctl:100us:64:0; a bare PERIOD is µs)")]
+    /// A `--flow` that is not five fields separated by colons.
     FlowSyntax { text: String },
+    #[error("flow `{text}` (NAME:CLASS:PERIOD:SIZE:PHASE_SLOT): {field} {why}")]
+    /// A `--flow` with one field that does not parse; `field` is its
+    /// placeholder (`PERIOD`, `SIZE`, ...), `why` what is wrong with it.
+    FlowField { text: String, field: &'static str, why: String },
     #[error("method `{text}` is not slots, slots-idle or sleep")]
     /// A `--method` that is not known.
     Method { text: String },
@@ -273,7 +286,7 @@ impl BenchConfig {
             datapaths: vec!["afxdp".into(), "dpdk".into(), "udp".into()],
             methods: vec![Method::Slots, Method::Sleep, Method::SlotsIdle],
             sched,
-            flows: vec![flow("f100us:ctl:100:64:5"), flow("f250us:ctl:250:256:7"), flow("f500us:io:500:512:9"), flow("f1ms:io:1000:1024:3")],
+            flows: vec![flow("f100us:ctl:100us:64:5"), flow("f250us:ctl:250us:256:7"), flow("f500us:io:500us:512:9"), flow("f1ms:io:1ms:1024:3")],
             be_class: Some("bulk".into()),
             be_size: 1024,
             duration_ns: 5_000_000_000,
@@ -765,4 +778,50 @@ fn timeline(cfg: &BenchConfig) -> Timeline {
     let start = (detpath::monotonic_ns() + 20_000_000) / cycle * cycle + cycle;
     let measure_from = start + cfg.warmup_ns;
     Timeline { start, measure_from, end: measure_from + cfg.duration_ns, on_ns: cfg.segment_on_ns, off_ns: cfg.segment_off_ns }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flow_period_takes_a_unit_and_a_bare_number_is_us() {
+        for (text, ns) in [
+            ("f1:ctl:100us:64:0", 100_000),
+            ("f1:ctl:1ms:64:0", 1_000_000),
+            ("f1:ctl:100:64:0", 100_000),
+            ("f1:ctl:0.25ms:64:0", 250_000),
+            ("f1:ctl:12.5:64:0", 12_500),
+        ] {
+            let f = FlowSpec::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(f.period_ns, ns, "{text}");
+        }
+        let f = FlowSpec::parse(" f2 : io : 250 µs : 256 : 7 ").unwrap();
+        assert_eq!((f.name.as_str(), f.class.as_str(), f.period_ns, f.size, f.phase_slot), ("f2", "io", 250_000, 256, 7));
+    }
+
+    #[test]
+    fn a_bad_flow_names_the_field_that_is_wrong() {
+        for (text, needle) in [
+            ("f1:ctl:5h:64:0", "PERIOD duration `5h`: unknown unit"),
+            ("f1:ctl:fast:64:0", "PERIOD duration `fast`"),
+            ("f1:ctl:-5us:64:0", "PERIOD duration `-5us`: not a non-negative number"),
+            ("f1:ctl:0us:64:0", "PERIOD `0us` is zero"),
+            ("f1:ctl:100us:big:0", "SIZE `big`"),
+            ("f1:ctl:100us:64:x", "PHASE_SLOT `x`"),
+            (":ctl:100us:64:0", "NAME is empty"),
+        ] {
+            let e = FlowSpec::parse(text).unwrap_err();
+            assert!(matches!(e, BenchError::FlowField { .. }), "{text}: {e:?}");
+            assert!(e.to_string().contains(needle), "{text}: {e}");
+        }
+        let e = FlowSpec::parse("f1:ctl:100us:64").unwrap_err().to_string();
+        assert!(e.contains("NAME:CLASS:PERIOD:SIZE:PHASE_SLOT") && !e.contains("PERIOD_US"), "{e}");
+    }
+
+    #[test]
+    fn the_default_flows_keep_their_periods() {
+        let periods: Vec<u64> = BenchConfig::paper().flows.iter().map(|f| f.period_ns).collect();
+        assert_eq!(periods, [100_000, 250_000, 500_000, 1_000_000]);
+    }
 }

@@ -225,7 +225,7 @@ pub fn variants(base: &BenchConfig, kind: SweepKind, p: &SweepParams) -> anyhow:
                 // Polling once per batch releases a slot up to a batch late: that is the
                 // latency this trades for CPU, measured as release error, not dropped.
                 cfg.sched.late_tolerance_ns = (batch.max(1) as u64 + 1) * slot_ns;
-                cfg.flows = vec![super::FlowSpec::parse(&format!("rt:rt:{}:64:5", 10.0 * slot_ns as f64 / 1000.0))?];
+                cfg.flows = vec![super::FlowSpec::parse(&format!("rt:rt:{}ns:64:5", 10 * slot_ns))?];
                 cfg.be_class = None;
                 cfg.poll_batch = batch;
                 Ok(cfg)
@@ -453,10 +453,31 @@ fn charts(r: &SweepReport) -> Vec<Chart> {
         s.1.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
     vec![
-        Chart { stem: "be_share", title: "best-effort throughput vs offered load".into(), x: "offered (% of slot rate)", y: "BE throughput (% of slots)", log_y: false, series: share },
-        Chart { stem: "be_delivery", title: "real-time delivery vs best-effort load".into(), x: "offered BE (% of slot rate)", y: "RT delivered (%)", log_y: false, series: deliv },
+        Chart {
+            stem: "be_share",
+            title: "best-effort throughput vs offered load".into(),
+            x: "offered (% of slot rate)",
+            y: "BE throughput (% of slots)",
+            log_y: false,
+            series: share,
+        },
+        Chart {
+            stem: "be_delivery",
+            title: "real-time delivery vs best-effort load".into(),
+            x: "offered BE (% of slot rate)",
+            y: "RT delivered (%)",
+            log_y: false,
+            series: deliv,
+        },
         Chart { stem: "iat_size", title: "inter-arrival error per frame size".into(), x: "payload (bytes)", y: "IAT error (ns)", log_y: true, series: iat },
-        Chart { stem: "cost", title: "sender CPU vs release error p99".into(), x: "sender CPU (% of a core)", y: "release error p99 (µs)", log_y: true, series: cost },
+        Chart {
+            stem: "cost",
+            title: "sender CPU vs release error p99".into(),
+            x: "sender CPU (% of a core)",
+            y: "release error p99 (µs)",
+            log_y: true,
+            series: cost,
+        },
     ]
 }
 
