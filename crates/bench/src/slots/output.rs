@@ -46,7 +46,15 @@ pub fn table(r: &Report) -> String {
     let _ = writeln!(
         t,
         "\n{:<7} {:<11} {:<31} {:<31} {:>9} {:>9} {:>5} {:>13} {:>12}",
-        "path", "method", "IAT error p50/p99/p99.99/max", "release err p50/p99/p99.99/max", "IAT mean", "PDV mean", "viol", "rt sent/recv", "BE share/owned[ of offered]"
+        "path",
+        "method",
+        "IAT error p50/p99/p99.99/max",
+        "release err p50/p99/p99.99/max",
+        "IAT mean",
+        "PDV mean",
+        "viol",
+        "rt sent/recv",
+        "BE share/owned[ of offered]"
     );
     let _ = writeln!(t, "{:<7} {:<11} {:<31} {:<31} {:>9} {:>9}", "", "", "(µs)", "(µs)", "(ns)", "(ns)");
     for run in &r.runs {
