@@ -195,6 +195,42 @@ impl std::str::FromStr for CpuList {
     }
 }
 
+/// A core that cannot be used for a datapath thread or a `--cores` list:
+/// the one check behind [`crate::thread::check_core_on`] and the tuning
+/// layer's core validation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CoreError {
+    /// A core number above what the kernel can have (`cpu/possible`).
+    #[error("core {core} is out of range: this kernel has CPUs {possible} (see /sys/devices/system/cpu/possible)")]
+    OutOfRange {
+        /// The core asked for.
+        core: usize,
+        /// The CPUs the kernel can have.
+        possible: CpuList,
+    },
+    /// A core number that is possible but not online on this machine.
+    #[error("core {core} is not an online CPU: online CPUs are {online} (see /sys/devices/system/cpu/online)")]
+    NotOnline {
+        /// The core asked for.
+        core: usize,
+        /// The online CPUs.
+        online: CpuList,
+    },
+}
+
+impl CoreError {
+    /// Checks that `core` is in `possible` and in `online`.
+    pub fn check(core: usize, possible: &CpuList, online: &CpuList) -> Result<(), CoreError> {
+        if !possible.contains(core) {
+            return Err(CoreError::OutOfRange { core, possible: possible.clone() });
+        }
+        if !online.contains(core) {
+            return Err(CoreError::NotOnline { core, online: online.clone() });
+        }
+        Ok(())
+    }
+}
+
 /// The CPU facts of a host, read from /sys and /proc under a root directory:
 /// [`Cpus::real`] is the machine itself, [`Cpus::at`] a fake tree (tests,
 /// and the tuning layer's `Host` pointed elsewhere). Absent files are facts

@@ -33,7 +33,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
-use crate::cpu::{CpuList, Cpus};
+use crate::cpu::{CoreError, CpuList, Cpus};
 
 /// The calling thread's id (as the scheduler and its tracepoints name it).
 pub fn tid() -> u32 {
@@ -225,14 +225,8 @@ pub fn check_core(core: usize) -> Result<Vec<Warning>, RtError> {
 /// [`check_core`] on any host tree ([`Cpus::at`]: a fake tree in tests).
 pub fn check_core_on(host: &Cpus, core: usize) -> Result<Vec<Warning>, RtError> {
     let one = CpuList::from_cpus([core]);
-    let possible = host.possible();
-    if !possible.contains(core) {
-        return Err(RtError::CoreOutOfRange { core, possible });
-    }
     let online = host.online();
-    if !online.contains(core) {
-        return Err(RtError::CoreNotOnline { core, online });
-    }
+    CoreError::check(core, &host.possible(), &online)?;
     let mut w = vec![];
     if !host.isolated().contains(core) {
         w.push(Warning::NotIsolated { core });
@@ -554,22 +548,9 @@ pub enum RtError {
         /// Why it cannot be used.
         reason: String,
     },
-    /// A core number is above what the kernel can have (`cpu/possible`).
-    #[error("core {core} is out of range: this kernel has CPUs {possible} (see /sys/devices/system/cpu/possible)")]
-    CoreOutOfRange {
-        /// The core asked for.
-        core: usize,
-        /// The CPUs the kernel can have.
-        possible: CpuList,
-    },
-    /// A core number is possible but not online on this machine.
-    #[error("core {core} is not an online CPU: online CPUs are {online} (see /sys/devices/system/cpu/online)")]
-    CoreNotOnline {
-        /// The core asked for.
-        core: usize,
-        /// The online CPUs.
-        online: CpuList,
-    },
+    /// The core is not possible or not online.
+    #[error(transparent)]
+    Core(#[from] CoreError),
     /// sched_setaffinity failed.
     #[error("sched_setaffinity to core {core} failed: {source} (is the core online and in this process's cpuset?)")]
     Pin {

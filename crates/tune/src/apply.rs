@@ -210,7 +210,7 @@ fn is_gone(e: &TuneError) -> bool {
 /// not touched (and not journalled). If a journal from an earlier apply of
 /// this boot is pending, its entries stay and the new ones are appended.
 ///
-/// Errors: bad input ([`TuneError::CoreNotOnline`], [`TuneError::NoSuchInterface`], ...),
+/// Errors: bad input ([`TuneError::Core`], [`TuneError::NoSuchInterface`], ...),
 /// a corrupt journal or one from another boot (nothing changed), or
 /// [`TuneError::ApplyFailed`] after a rollback.
 pub fn apply(host: &Host, req: &ApplyRequest) -> Result<AppliedTuning, TuneError> {

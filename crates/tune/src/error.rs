@@ -19,22 +19,9 @@ pub enum TuneError {
         /// What is wrong with it.
         reason: String,
     },
-    /// A core number is above what the kernel can have (`cpu/possible`).
-    #[error("core {core} is out of range: this kernel has CPUs {possible} (see /sys/devices/system/cpu/possible)")]
-    CoreOutOfRange {
-        /// The core.
-        core: usize,
-        /// The CPUs the kernel can have.
-        possible: CpuList,
-    },
-    /// A core number is possible but not online on this machine.
-    #[error("core {core} is not an online CPU: online CPUs are {online} (see /sys/devices/system/cpu/online)")]
-    CoreNotOnline {
-        /// The core.
-        core: usize,
-        /// The online CPUs.
-        online: CpuList,
-    },
+    /// A core of `--cores` is not possible or not online.
+    #[error(transparent)]
+    Core(#[from] detpath_sys::cpu::CoreError),
     /// The datapath cores would leave no CPU for the OS and its interrupts.
     #[error("datapath cores {cores} leave no housekeeping CPU (online: {online}); keep at least one CPU out of --cores for interrupts and the OS")]
     NoHousekeepingCore {

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::cpus::CpuList;
-pub use detpath_sys::cpu::Irq;
-use detpath_sys::cpu::{natural_cmp, Cpus};
 use crate::error::TuneError;
 use crate::nic::{EthtoolIoctl, Nic};
+pub use detpath_sys::cpu::Irq;
+use detpath_sys::cpu::{natural_cmp, Cpus};
 
 /// Where tuning reads and writes. [`Host::real`] is the machine itself;
 /// [`Host::at`] points every /proc, /sys and /dev access at another root
@@ -203,12 +203,7 @@ impl Host {
         let possible = self.possible_cpus();
         let online = self.online_cpus();
         for c in cores.iter() {
-            if !possible.contains(c) {
-                return Err(TuneError::CoreOutOfRange { core: c, possible });
-            }
-            if !online.contains(c) {
-                return Err(TuneError::CoreNotOnline { core: c, online });
-            }
+            detpath_sys::cpu::CoreError::check(c, &possible, &online)?;
         }
         Ok(())
     }

@@ -7,6 +7,7 @@ use std::fs;
 use std::path::Path;
 
 use common::*;
+use detpath_sys::cpu::CoreError;
 use detpath_tune::rt::{check_core_on, RealtimeConfig, Warning};
 use detpath_tune::*;
 
@@ -315,8 +316,8 @@ fn bad_inputs_change_nothing() {
     let host = fake_host(root);
     let before = snapshot(root);
     let r = |cores: &str| apply(&host, &req(cores, s.path())).expect_err("must fail");
-    assert!(matches!(r("9"), TuneError::CoreOutOfRange { core: 9, .. }));
-    assert!(matches!(r("5"), TuneError::CoreNotOnline { core: 5, .. }));
+    assert!(matches!(r("9"), TuneError::Core(CoreError::OutOfRange { core: 9, .. })));
+    assert!(matches!(r("5"), TuneError::Core(CoreError::NotOnline { core: 5, .. })));
     assert!(matches!(r("0-3"), TuneError::NoHousekeepingCore { .. }));
     assert!(matches!(CpuList::parse("1-").map_err(TuneError::from), Err(TuneError::InvalidCoreList { .. })));
     assert!(matches!("fast".parse::<Profile>(), Err(TuneError::UnknownProfile(_))));
@@ -380,7 +381,7 @@ fn check_core_and_strict_realtime() {
     assert!(w.iter().any(|x| matches!(x, Warning::SmtSiblingOnline { siblings, .. } if siblings.to_string() == "3")));
     assert!(w.iter().any(|x| matches!(x, Warning::RtThrottling { runtime_us: 950000, .. })));
     assert!(w.iter().any(|x| matches!(x, Warning::Governor { .. })));
-    assert!(matches!(check_core_on(&host, 6), Err(RtError::CoreNotOnline { .. })));
+    assert!(matches!(check_core_on(&host, 6), Err(RtError::Core(CoreError::NotOnline { .. }))));
 
     // Strict refuses before touching the thread.
     let aff = detpath_tune::rt::current_thread_affinity().unwrap();
@@ -389,7 +390,10 @@ fn check_core_and_strict_realtime() {
     assert!(matches!(&e, RtError::CoreNotReady { warnings, .. } if warnings.iter().all(|w| w.is_blocking())), "{e}");
     assert_eq!(detpath_tune::rt::current_thread_affinity().unwrap(), aff);
     assert_eq!(detpath_tune::rt::current_policy().0, libc::SCHED_OTHER);
-    assert!(matches!(RealtimeConfig { core: 1, fifo_priority: Some(0), lock_memory: false, strict: false }.apply_on(&host.cpus()), Err(RtError::InvalidPriority(0))));
+    assert!(matches!(
+        RealtimeConfig { core: 1, fifo_priority: Some(0), lock_memory: false, strict: false }.apply_on(&host.cpus()),
+        Err(RtError::InvalidPriority(0))
+    ));
 
     // After apply, the IRQ, throttling and governor warnings are gone.
     let tuning = apply(&host, &req("1", s.path())).unwrap();

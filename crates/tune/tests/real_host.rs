@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::*;
+use detpath_sys::cpu::CoreError;
 use detpath_tune::nic::{EthtoolIoctl, Nic, NicSetting};
 use detpath_tune::profile::{self, verify, SavedProfile};
 use detpath_tune::rt::{self, RealtimeConfig, Warning};
@@ -334,7 +335,7 @@ fn real_host_apply_check_revert() {
 
     // Bad input: typed errors, nothing changed.
     let bad = |r: ApplyRequest| apply(&host, &r).expect_err("must fail");
-    assert!(matches!(bad(ApplyRequest::new(CpuList::parse("99").unwrap()).state_dir(&state)), TuneError::CoreOutOfRange { core: 99, .. }));
+    assert!(matches!(bad(ApplyRequest::new(CpuList::parse("99").unwrap()).state_dir(&state)), TuneError::Core(CoreError::OutOfRange { core: 99, .. })));
     assert!(matches!(bad(ApplyRequest::new(online.clone()).state_dir(&state)), TuneError::NoHousekeepingCore { .. }));
     assert!(matches!(bad(req.clone().iface("nonexistent0")), TuneError::NoSuchInterface { .. }));
     fs::create_dir_all(&state).unwrap();
