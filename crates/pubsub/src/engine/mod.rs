@@ -39,7 +39,11 @@ use writer::WriterCore;
 /// Engine configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
+    /// The DDS domain: picks the well-known ports ([`crate::discovery::ports`]),
+    /// is announced in PID_DOMAIN_ID, and SPDP announcing another domain is refused.
     pub domain_id: u32,
+    /// This participant's GUID prefix (its entities' GUIDs start with it);
+    /// [`make_guid_prefix`] builds one.
     pub guid_prefix: GuidPrefix,
     /// The address and port this participant receives on, announced as both
     /// its metatraffic and its default unicast locator (one endpoint carries both).
@@ -51,13 +55,23 @@ pub struct Config {
     /// announced as its metatraffic multicast locator
     /// ([`Config::add_spdp_multicast`]); peers may send SPDP and SEDP there.
     pub metatraffic_multicast: Option<Addr>,
+    /// The participant lease announced in SPDP (PID_PARTICIPANT_LEASE_DURATION),
+    /// ns: peers forget this participant when they hear nothing from it this long.
     pub lease_ns: i64,
+    /// Period of the SPDP announcements, ns.
     pub spdp_interval_ns: u64,
+    /// Period of a reliable writer's HEARTBEATs while samples are unacknowledged, ns.
     pub heartbeat_period_ns: u64,
+    /// Announced as PID_USER_DATA in SPDP (the application's identification of itself).
     pub user_data: Vec<u8>,
     /// Largest datagram to send (UDP payload).
     pub max_datagram: usize,
+    /// Remote participants kept at once; beyond it a newcomer evicts one
+    /// that may be evicted ([`LostReason::Evicted`]) or is refused
+    /// ([`Counters::discovery_over_limit`]).
     pub max_remote_participants: usize,
+    /// Remote endpoints (SEDP announcements) kept at once; beyond it they are
+    /// refused ([`Counters::discovery_over_limit`]).
     pub max_remote_endpoints: usize,
     /// Out-of-order samples a reliable reader holds per writer (at most 256).
     pub reorder_window: usize,
@@ -145,7 +159,9 @@ pub fn make_guid_prefix(host: u32, pid: u32, instance: u32) -> GuidPrefix {
 /// Everything the engine counts. Faults are counted, never fatal.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
+    /// Datagrams handed to [`Participant::handle_datagram`].
     pub rx_datagrams: u64,
+    /// Their bytes (RTPS messages, without transport headers).
     pub rx_bytes: u64,
     /// Not RTPS, or a header/submessage that failed validation (the rest of that message is dropped).
     pub rx_malformed: u64,
@@ -160,21 +176,46 @@ pub struct Counters {
     pub rx_unknown_submessages: u64,
     /// DATA/HEARTBEAT/GAP from writers no local reader is matched with.
     pub rx_unmatched: u64,
+    /// Samples received again: already delivered, or already held in the
+    /// reorder window.
     pub data_duplicate: u64,
+    /// Samples from a reliable writer too far ahead of the next expected one
+    /// for the reorder window: dropped (the writer resends them).
     pub data_out_of_window: u64,
+    /// Samples that never arrived: skipped by a best-effort reader, or gone
+    /// from a reliable writer's history (its HEARTBEAT's firstSN moved past
+    /// them); counted once the writer's next sample in order confirms it.
     pub data_lost: u64,
+    /// Sequence numbers a writer declared irrelevant with GAP, skipped.
     pub gap_skipped: u64,
+    /// DATA_FRAG submessages taken into reassembly.
     pub frags_received: u64,
+    /// DATA_FRAG submessages refused: the sample is larger than
+    /// [`Config::max_sample_size`] or has more than [`MAX_FRAGMENTS`]
+    /// fragments, or the fragment runs past the sample.
     pub frag_rejected: u64,
+    /// Reassemblies given up unfinished because fragments of another sample
+    /// (or other sizes) arrived.
     pub frag_abandoned: u64,
+    /// DATA_FRAG submessages sent (first transmissions and retransmissions).
     pub frags_sent: u64,
+    /// Datagrams handed to the [`Outbox`].
     pub tx_datagrams: u64,
+    /// Their bytes.
     pub tx_bytes: u64,
+    /// Samples resent in answer to an ACKNACK (DATA, or all its DATA_FRAGs
+    /// counted as one).
     pub retransmits: u64,
+    /// GAP submessages sent for requested samples the history no longer holds.
     pub gaps_sent: u64,
+    /// HEARTBEAT submessages sent.
     pub heartbeats_sent: u64,
+    /// HEARTBEATs ignored: their count was not newer than the last one, or
+    /// they named less than was received and were not confirmed.
     pub heartbeats_stale: u64,
+    /// ACKNACK submessages sent.
     pub acknacks_sent: u64,
+    /// ACKNACKs ignored because their count was not newer than the last one.
     pub acknacks_stale: u64,
     /// NACKed samples not resent because they were resent moments ago.
     pub nacks_suppressed: u64,
@@ -182,6 +223,7 @@ pub struct Counters {
     pub discovery_rejected: u64,
     /// Participants or endpoints not admitted because the limits were reached.
     pub discovery_over_limit: u64,
+    /// Remote participants admitted (first SPDP announcement accepted).
     pub participants_discovered: u64,
     /// SPDP announcements whose unicast locators were not on the sender's
     /// address, and SEDP announcements whose endpoint locators were not on
@@ -189,8 +231,15 @@ pub struct Counters {
     pub locators_untrusted: u64,
     /// Participants dropped from a full table to make room (see [`LostReason::Evicted`]).
     pub participants_evicted: u64,
+    /// Remote participants forgotten because their lease ran out without a
+    /// goodbye.
     pub leases_expired: u64,
+    /// Endpoint pairs with the same topic and type names not matched because
+    /// their QoS or data representations do not fit (an
+    /// [`Event::IncompatibleQos`] each).
     pub incompatible_qos: u64,
+    /// Events dropped, oldest first, because the application had not polled
+    /// [`Participant::poll_event`] and [`Config::max_events`] were queued.
     pub events_dropped: u64,
     /// HEARTBEAT, GAP, ACKNACK, DATA (or their fragment kinds) refused as
     /// implausible: sequence numbers the writer cannot have sent or the
@@ -211,7 +260,11 @@ pub struct ReaderId(usize);
 /// Why a participant went away.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LostReason {
+    /// Nothing was heard from it for its lease (bounded to
+    /// [`MIN_LEASE_NS`]..=[`Config::max_lease_ns`]).
     LeaseExpired,
+    /// It announced its departure (SPDP with the disposed status) and was
+    /// then silent for [`DISPOSE_GRACE_NS`].
     Disposed,
     /// The participant table was full and a newcomer took its place (it had
     /// never announced an endpoint, or a configured peer needed the room).
@@ -221,25 +274,77 @@ pub enum LostReason {
 /// What happened in discovery, for the application to react to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
-    ParticipantDiscovered { prefix: GuidPrefix, user_data: Vec<u8> },
-    ParticipantLost { prefix: GuidPrefix, reason: LostReason },
-    WriterMatched { writer: WriterId, reader: Guid },
-    ReaderMatched { reader: ReaderId, writer: Guid },
-    WriterUnmatched { writer: WriterId, reader: Guid },
-    ReaderUnmatched { reader: ReaderId, writer: Guid },
-    IncompatibleQos { local: Guid, remote: Guid, reason: Incompatible },
+    /// A remote participant's first SPDP announcement was accepted.
+    ParticipantDiscovered {
+        /// Its GUID prefix.
+        prefix: GuidPrefix,
+        /// Its PID_USER_DATA (empty without one).
+        user_data: Vec<u8>,
+    },
+    /// A remote participant was forgotten, and its endpoints with it
+    /// (their unmatched events come first).
+    ParticipantLost {
+        /// Its GUID prefix.
+        prefix: GuidPrefix,
+        /// Why it was forgotten.
+        reason: LostReason,
+    },
+    /// A local writer matched a remote reader: it sends it samples from now on.
+    WriterMatched {
+        /// The local writer.
+        writer: WriterId,
+        /// The remote reader's GUID.
+        reader: Guid,
+    },
+    /// A local reader matched a remote writer: it takes its samples from now on.
+    ReaderMatched {
+        /// The local reader.
+        reader: ReaderId,
+        /// The remote writer's GUID.
+        writer: Guid,
+    },
+    /// A remote reader went away (SEDP dispose, or its participant was lost).
+    WriterUnmatched {
+        /// The local writer.
+        writer: WriterId,
+        /// The remote reader's GUID.
+        reader: Guid,
+    },
+    /// A remote writer went away (SEDP dispose, or its participant was lost).
+    ReaderUnmatched {
+        /// The local reader.
+        reader: ReaderId,
+        /// The remote writer's GUID.
+        writer: Guid,
+    },
+    /// A remote endpoint with our topic and type names was not matched: its
+    /// QoS or data representations do not fit ours.
+    IncompatibleQos {
+        /// Our writer or reader.
+        local: Guid,
+        /// The remote endpoint.
+        remote: Guid,
+        /// The first thing that does not fit.
+        reason: Incompatible,
+    },
 }
 
 /// What a reader knows about a sample it hands out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SampleInfo {
+    /// GUID of the writer that wrote it.
     pub writer: Guid,
+    /// The writer's sequence number (writerSN) of the sample.
     pub sn: SequenceNumber,
+    /// The source timestamp: the INFO_TS that preceded the DATA, if the
+    /// writer sent one.
     pub source_timestamp: Option<Time>,
     /// When the engine received it (the `now` of that datagram).
     pub reception_ns: u64,
     /// A sample (false: a dispose/unregister without data).
     pub valid_data: bool,
+    /// STATUS_INFO bits of its inline QoS (1 disposed, 2 unregistered; 0 for
+    /// an ordinary sample).
     pub status_info: u32,
     /// The instance's key hash: from the inline QoS when the writer sent
     /// one, else (keyed topics) read from the payload.
@@ -251,12 +356,20 @@ pub struct SampleInfo {
 /// Status of a writer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WriterStatus {
+    /// Readers matched.
     pub matched: usize,
     /// Of those, the reliable readers (they acknowledge and hold the writer back).
     pub matched_reliable: usize,
+    /// Samples written since creation.
     pub written: u64,
+    /// Samples not yet acknowledged by every reliable reader (0 without
+    /// reliable readers).
     pub unacknowledged: i64,
+    /// Deadline periods ([`Qos::deadline_ns`]) that passed without a write,
+    /// counted from the first write.
     pub offered_deadline_missed: u64,
+    /// History slots grown because a sample was larger than any before
+    /// (each is one allocation).
     pub slot_growths: u64,
     /// Instances in the history's table.
     pub instances: usize,
@@ -269,13 +382,26 @@ pub struct WriterStatus {
 /// Status of a reader.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReaderStatus {
+    /// Writers matched.
     pub matched: usize,
+    /// Samples delivered into the cache, over all matched writers.
     pub received: u64,
+    /// Samples lost, over all matched writers (see [`Counters::data_lost`]).
     pub lost: u64,
+    /// Samples in the cache waiting to be taken.
     pub waiting: usize,
+    /// Samples refused because a KEEP_ALL cache was full: a reliable
+    /// writer's wait in the reorder window (or are sent again), a best-effort
+    /// writer's are dropped.
     pub rejected: u64,
+    /// Samples pushed out of the cache by newer ones before they were taken
+    /// (KEEP_LAST depth, or more instances than `max_samples` holds).
     pub replaced: u64,
+    /// Deadline periods ([`Qos::deadline_ns`]) that passed without a sample
+    /// while writers were matched.
     pub requested_deadline_missed: u64,
+    /// Slots grown (reorder windows, fragment buffers, cache) because a
+    /// sample was larger than any before (each is one allocation).
     pub slot_growths: u64,
     /// Instances in the cache's table.
     pub instances: usize,
@@ -290,10 +416,17 @@ pub struct ReaderStatus {
 /// Why a call into the engine failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EngineError {
+    /// A create call when the participant already has
+    /// [`Config::builtin_depth`] user writers (or readers), every one announced
+    /// through SEDP, or 2^24 entity keys were used. Raise `builtin_depth`.
     #[error("entity limit reached: at most builtin_depth ({0}) writers and as many readers per participant (raise Config::builtin_depth)")]
     TooManyEntities(u32),
+    /// The QoS cannot be honoured (KEEP_ALL with `max_samples` 0); fix it.
     #[error("invalid QoS: {0}")]
     BadQos(&'static str),
+    /// [`Participant::take`]: the sample's payload does not deserialize as
+    /// the type asked for (the writer's type differs, or its encapsulation is
+    /// not plain CDR). The sample is consumed.
     #[error("sample does not deserialize: {0}")]
     Deserialize(WireError),
 }

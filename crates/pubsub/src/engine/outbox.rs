@@ -14,6 +14,7 @@ pub trait Outbox {
 /// Collects datagrams in memory (tests, tools).
 #[derive(Debug, Default)]
 pub struct VecOutbox {
+    /// Every datagram sent, with its destination, in order.
     pub sent: Vec<(Addr, Vec<u8>)>,
 }
 

@@ -29,8 +29,12 @@ pub struct SampleMeta {
 /// One stored sample: metadata and the serialized payload (encapsulation header included).
 #[derive(Debug)]
 pub struct Slot {
+    /// What is known about the sample.
     pub meta: SampleMeta,
+    /// Bytes of `data` the payload takes.
     pub len: usize,
+    /// The buffer, allocated when the endpoint is created (grown when a
+    /// larger sample comes); only its first `len` bytes are the payload.
     pub data: Vec<u8>,
 }
 

@@ -20,8 +20,14 @@ pub enum WriteError {
     /// reader is as far behind as its reorder window reaches.
     #[error("KEEP_ALL writer: too many samples not yet acknowledged; retry after the readers acknowledge")]
     HistoryFull,
+    /// The sample (or, for dispose/unregister, its key) does not serialize:
+    /// the type's serializer failed, the sample needs more than about 64 MiB,
+    /// or the key does not fit its buffer ([`crate::types::MAX_KEY_SIZE`]
+    /// bytes). Nothing was sent.
     #[error("sample does not serialize: {0}")]
     Serialize(WireError),
+    /// The [`WriterId`](super::WriterId) is not a user writer of this
+    /// participant (another participant's handle, or a built-in writer's).
     #[error("no such writer")]
     NoSuchWriter,
     /// A new instance while the writer's instance table (`Qos::max_instances`) is full.
