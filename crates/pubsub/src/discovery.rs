@@ -15,12 +15,19 @@ use crate::wire::{EntityId, Guid, GuidPrefix, Locator, ProtocolVersion, Time, Ve
 
 /// Standard port mapping parameters: PB, DG, PG, d0..d3.
 pub mod ports {
+    /// PB, the port base: 7400.
     pub const PB: u32 = 7400;
+    /// DG, the domain id gain: ports of domain d start at PB + DG·d.
     pub const DG: u32 = 250;
+    /// PG, the participant id gain: participant index i adds PG·i.
     pub const PG: u32 = 2;
+    /// d0, the offset of the metatraffic (SPDP) multicast port.
     pub const D0: u32 = 0;
+    /// d1, the offset of the metatraffic unicast ports.
     pub const D1: u32 = 10;
+    /// d2, the offset of the user-traffic multicast port.
     pub const D2: u32 = 1;
+    /// d3, the offset of the user-traffic unicast ports.
     pub const D3: u32 = 11;
 
     /// SPDP unicast (metatraffic) port of participant `index` in `domain`.
@@ -47,11 +54,17 @@ pub const SPDP_MULTICAST: std::net::Ipv4Addr = std::net::Ipv4Addr::new(239, 255,
 
 /// Builtin endpoint set bits (§9.3.2).
 pub mod builtin {
+    /// DISC_BUILTIN_ENDPOINT_PARTICIPANT_ANNOUNCER: has the SPDP writer.
     pub const PARTICIPANT_ANNOUNCER: u32 = 1 << 0;
+    /// DISC_BUILTIN_ENDPOINT_PARTICIPANT_DETECTOR: has the SPDP reader.
     pub const PARTICIPANT_DETECTOR: u32 = 1 << 1;
+    /// DISC_BUILTIN_ENDPOINT_PUBLICATIONS_ANNOUNCER: has the SEDP publications writer.
     pub const PUBLICATIONS_ANNOUNCER: u32 = 1 << 2;
+    /// DISC_BUILTIN_ENDPOINT_PUBLICATIONS_DETECTOR: has the SEDP publications reader.
     pub const PUBLICATIONS_DETECTOR: u32 = 1 << 3;
+    /// DISC_BUILTIN_ENDPOINT_SUBSCRIPTIONS_ANNOUNCER: has the SEDP subscriptions writer.
     pub const SUBSCRIPTIONS_ANNOUNCER: u32 = 1 << 4;
+    /// DISC_BUILTIN_ENDPOINT_SUBSCRIPTIONS_DETECTOR: has the SEDP subscriptions reader.
     pub const SUBSCRIPTIONS_DETECTOR: u32 = 1 << 5;
     /// What detpath has: SPDP and SEDP writers and readers, no participant-message or type-lookup endpoints.
     pub const DETPATH: u32 =
@@ -60,21 +73,33 @@ pub mod builtin {
 
 /// STATUS_INFO bits.
 pub mod status_info {
+    /// The writer disposed the instance (its data is gone).
     pub const DISPOSED: u32 = 1;
+    /// The writer unregistered the instance (it no longer writes it).
     pub const UNREGISTERED: u32 = 2;
 }
 
 /// Why an announcement was not accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DiscoveryError {
+    /// The parameter list itself is malformed (the [`WireError`] says how).
     #[error("malformed: {0}")]
     Wire(#[from] WireError),
+    /// The payload's encapsulation (carried here) is not PL_CDR_BE/LE.
     #[error("payload is not a parameter list (encapsulation {0:#06x})")]
     NotParamList(u16),
+    /// A parameter the announcement needs (id carried here) is absent:
+    /// PID_PARTICIPANT_GUID or PID_BUILTIN_ENDPOINT_SET for SPDP,
+    /// PID_ENDPOINT_GUID, PID_TOPIC_NAME or PID_TYPE_NAME for SEDP.
     #[error("required parameter {0:#06x} missing")]
     Missing(u16),
+    /// A parameter detpath does not know carries the must-understand bit (id
+    /// carried here): the whole announcement is refused, as the spec requires.
     #[error("unknown parameter {0:#06x} marked must-understand")]
     MustUnderstand(u16),
+    /// A known parameter's value (id carried here) is too short or out of
+    /// range (e.g. a durability kind above 3, a participant GUID whose entity
+    /// is not ENTITYID_PARTICIPANT).
     #[error("parameter {0:#06x} has a bad value")]
     BadValue(u16),
 }
@@ -82,26 +107,40 @@ pub enum DiscoveryError {
 /// An SPDP announcement (ParticipantBuiltinTopicData).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParticipantData {
+    /// The participant's GUID prefix (PID_PARTICIPANT_GUID).
     pub guid_prefix: GuidPrefix,
+    /// PID_PROTOCOL_VERSION (2.1 when absent).
     pub protocol_version: ProtocolVersion,
+    /// PID_VENDORID (zero when absent).
     pub vendor: VendorId,
+    /// PID_DOMAIN_ID; `None` when absent (the announcement then counts for any domain).
     pub domain_id: Option<u32>,
+    /// PID_DEFAULT_UNICAST_LOCATOR: where its endpoints receive user traffic
+    /// unless they announce their own.
     pub default_unicast: Vec<Locator>,
+    /// PID_METATRAFFIC_UNICAST_LOCATOR: where it receives SEDP and directed SPDP.
     pub metatraffic_unicast: Vec<Locator>,
     /// Groups the participant listens to for discovery traffic (CycloneDDS
     /// announces the SPDP group here when it uses multicast).
     pub metatraffic_multicast: Vec<Locator>,
+    /// PID_PARTICIPANT_LEASE_DURATION, ns ([`INFINITE_NS`] for infinite; 100 s when absent).
     pub lease_ns: i64,
+    /// PID_BUILTIN_ENDPOINT_SET: its built-in endpoints ([`builtin`] bits).
     pub builtin_endpoints: u32,
+    /// PID_USER_DATA (empty when absent).
     pub user_data: Vec<u8>,
 }
 
 /// An SEDP announcement of a writer or reader.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EndpointData {
+    /// PID_ENDPOINT_GUID: the endpoint's GUID (its entity kind says writer or reader).
     pub guid: Guid,
+    /// PID_TOPIC_NAME.
     pub topic_name: String,
+    /// PID_TYPE_NAME.
     pub type_name: String,
+    /// The QoS it announced (DDS defaults for what it did not).
     pub qos: Qos,
     /// Unicast locators of the endpoint; empty: use the participant's default locators.
     pub unicast: Vec<Locator>,

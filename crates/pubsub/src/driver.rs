@@ -40,7 +40,9 @@ impl<T: Transport + ?Sized> Outbox for TransportOutbox<'_, T> {
 
 /// A participant on a transport.
 pub struct Node<T: Transport> {
+    /// The protocol engine.
     pub participant: Participant,
+    /// What the engine's datagrams go out on and come in from.
     pub transport: T,
     rxbuf: Vec<u8>,
     /// Datagrams handed to the engine.

@@ -7,16 +7,24 @@ pub const INFINITE_NS: i64 = i64::MAX;
 /// RELIABILITY.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reliability {
+    /// Samples are sent once; what is lost stays lost.
     BestEffort,
+    /// Lost samples are resent (HEARTBEAT, ACKNACK) while the writer's history holds them.
     Reliable,
 }
 
 /// DURABILITY (what detpath keeps for late joiners: volatile, nothing; transient-local, its history).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Durability {
+    /// Nothing is kept for readers that match later.
     Volatile = 0,
+    /// A writer resends its history to readers that match later.
     TransientLocal = 1,
+    /// TRANSIENT: detpath has no durability service; it behaves as
+    /// [`Durability::TransientLocal`].
     Transient = 2,
+    /// PERSISTENT: detpath has no durability service; it behaves as
+    /// [`Durability::TransientLocal`].
     Persistent = 3,
 }
 
@@ -34,25 +42,33 @@ pub enum History {
 /// LIVELINESS kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LivelinessKind {
+    /// AUTOMATIC: the participant's activity asserts liveliness.
     Automatic = 0,
+    /// MANUAL_BY_PARTICIPANT: the application asserts it for the participant.
     ManualByParticipant = 1,
+    /// MANUAL_BY_TOPIC: the application asserts it per writer.
     ManualByTopic = 2,
 }
 
 /// OWNERSHIP kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ownership {
+    /// Any number of writers update an instance.
     Shared,
+    /// Only the strongest writer of an instance is heard.
     Exclusive,
 }
 
 /// The QoS of one writer or reader.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Qos {
+    /// RELIABILITY kind.
     pub reliability: Reliability,
     /// max_blocking_time, announced for writers.
     pub max_blocking_ns: i64,
+    /// DURABILITY kind.
     pub durability: Durability,
+    /// HISTORY kind and depth.
     pub history: History,
     /// RESOURCE_LIMITS max_samples (bounds KEEP_ALL; -1 unlimited is not allowed: memory is preallocated).
     pub max_samples: u32,
@@ -62,8 +78,12 @@ pub struct Qos {
     pub max_instances: u32,
     /// DEADLINE period.
     pub deadline_ns: i64,
+    /// LIVELINESS kind (announced and matched; detpath does not enforce it).
     pub liveliness: LivelinessKind,
+    /// LIVELINESS lease_duration, ns ([`INFINITE_NS`]: none).
     pub liveliness_lease_ns: i64,
+    /// OWNERSHIP kind (announced and matched; the engine does not pick the
+    /// strongest writer of an instance).
     pub ownership: Ownership,
     /// PARTITION names; empty means the default partition "".
     pub partitions: Vec<String>,
@@ -133,22 +153,35 @@ impl Qos {
 /// Why a writer and a reader do not match.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Incompatible {
+    /// Reserved: the engine matches only endpoints of equal topic names and
+    /// never reports this.
     #[error("topic name differs")]
     TopicName,
+    /// Reserved: the engine matches only endpoints of equal type names and
+    /// never reports this.
     #[error("type name differs")]
     TypeName,
+    /// The reader requests RELIABLE and the writer offers BEST_EFFORT: make
+    /// the writer reliable or the reader best effort.
     #[error("reader requests reliable, writer offers best effort")]
     Reliability,
+    /// The reader requests a stronger DURABILITY than the writer offers.
     #[error("reader requests a stronger durability than the writer offers")]
     Durability,
+    /// The writer's DEADLINE period is longer than the reader's.
     #[error("writer's deadline is longer than the reader's")]
     Deadline,
+    /// The writer's LIVELINESS kind is weaker, or its lease longer, than the reader requests.
     #[error("writer's liveliness is weaker than the reader requests")]
     Liveliness,
+    /// One side is SHARED, the other EXCLUSIVE.
     #[error("ownership kinds differ")]
     Ownership,
+    /// No PARTITION name of one side matches one of the other.
     #[error("no partition in common")]
     Partition,
+    /// No data representation in common: the writer writes neither XCDR1
+    /// nor XCDR2, or the reader does not accept XCDR1 (what detpath writes).
     #[error("no data representation in common")]
     DataRepresentation,
 }

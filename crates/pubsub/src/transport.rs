@@ -29,14 +29,21 @@ pub enum Wait {
     /// usually due within tens of µs), then sleep in the kernel: the answer
     /// is caught without a wake-up, and an idle side leaves its core to the
     /// OS (what sockperf's and SO_BUSY_POLL's spin-then-sleep do).
-    Hybrid { spin_ns: u64 },
+    Hybrid {
+        /// How long to spin after the last send or receive, ns.
+        spin_ns: u64,
+    },
     /// Spin while the thread has its core to itself; when it has waited on
     /// the run queue for over a tenth of the last 10 ms (another task wants
     /// the core, so spinning only takes turns with it, a scheduler slice at
     /// a time), wait as [`Wait::Hybrid`] for a second, then try spinning
     /// again. The default: busy-polling's latency on a quiet core, a
     /// sleeper's wake-up preference on a loaded one.
-    Adaptive { spin_ns: u64 },
+    Adaptive {
+        /// How long to spin after the last datagram while waiting as
+        /// [`Wait::Hybrid`], ns.
+        spin_ns: u64,
+    },
 }
 
 impl Wait {
@@ -103,7 +110,9 @@ pub enum Link {
 
 /// A detpath endpoint as a driver transport.
 pub struct EndpointTransport {
+    /// The endpoint datagrams or frames go over.
     pub link: Link,
+    /// How the polling thread waits for them.
     pub wait: Wait,
     /// Sends the endpoint refused.
     pub send_errors: u64,

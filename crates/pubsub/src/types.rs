@@ -133,6 +133,7 @@ pub fn key_hash_u32_at(payload: &[u8], at: usize) -> Option<[u8; 16]> {
 /// ddsperf's `OneULong` (topic suffix `OU`): `unsigned long seq`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OneULong {
+    /// The publisher's sample counter (ddsperf counts losses by its gaps).
     pub seq: u32,
 }
 
@@ -155,8 +156,11 @@ impl TopicType for OneULong {
 /// `sequence<octet> baggage`. ddsperf's "size S" is 12 + the baggage length.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KeyedSeq {
+    /// The publisher's sample counter (ddsperf counts losses by its gaps).
     pub seq: u32,
+    /// The key (`@key`): ddsperf's instance number.
     pub keyval: u32,
+    /// Padding octets that make up the sample size.
     pub baggage: Vec<u8>,
 }
 
@@ -208,8 +212,11 @@ macro_rules! fixed_type {
         $(#[$doc])*
         #[derive(Clone, Debug, PartialEq, Eq)]
         pub struct $name {
+            /// The publisher's sample counter (ddsperf counts losses by its gaps).
             pub seq: u32,
+            /// The key (`@key`); not serialized by the unkeyed types.
             pub keyval: u32,
+            /// Padding octets that make up the sample size (0xee by default, as ddsperf fills them).
             pub baggage: [u8; $n],
         }
         impl Default for $name {
