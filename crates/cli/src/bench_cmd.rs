@@ -5,11 +5,13 @@
 //! the probe options, turning a client outcome into a saved result, the
 //! progress bar and the closing table.
 
+use crate::vocab::Warmup;
 use detpath_bench::run::PingPongConfig;
 use detpath_bench::ResultDir;
-use crate::vocab::Warmup;
 use std::time::Duration;
 
+/// Arguments of `detpath bench`: a role on one of two hosts (`server`,
+/// `client`) or, without one, the options of the run in the built-in testbed.
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true, after_help = EXIT_CODES)]
 pub struct Args {
@@ -27,6 +29,9 @@ enum Role {
     Client(crate::bench_remote::ClientArgs),
 }
 
+/// Runs `detpath bench`: the testbed run without a subcommand, else the
+/// server or client side; returns the process exit code ([`EXIT_CODES`],
+/// the server's own for `bench server`).
 pub fn run(args: Args) -> anyhow::Result<i32> {
     match args.role {
         None => crate::bench_testbed::run(args.testbed),

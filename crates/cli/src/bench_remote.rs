@@ -62,6 +62,8 @@ impl SideArgs {
     }
 }
 
+/// Arguments of `detpath bench server`: where the echo endpoint opens, its
+/// /metrics, and whether the closing summary is JSON.
 #[derive(clap::Args)]
 #[command(after_help = SERVER_EXIT_CODES)]
 pub struct ServerArgs {
@@ -79,6 +81,8 @@ pub struct ServerArgs {
 const SERVER_EXIT_CODES: &str = "Exit codes: 0 stopped by SIGINT/SIGTERM (what was echoed is printed); \
 2 an error (the endpoint could not open, the interface went away, permissions).";
 
+/// Arguments of `detpath bench client`: where the measuring endpoint opens,
+/// the server to measure against, the probes, where results go and the loss gate.
 #[derive(clap::Args)]
 #[command(after_help = crate::bench_cmd::EXIT_CODES)]
 pub struct ClientArgs {

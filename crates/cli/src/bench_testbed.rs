@@ -9,6 +9,9 @@ use detpath_bench::matrix::{run_matrix, Configuration, Event, MatrixConfig};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+/// Options of `detpath bench` without a subcommand: which datapaths, probes,
+/// cores, stress and configurations the testbed run measures, and where its
+/// results go.
 // Flattened into bench_cmd::Args: a group id of its own (derive names both `Args`; clap's debug build refuses that).
 #[derive(clap::Args)]
 #[group(id = "bench_testbed")]
@@ -82,6 +85,9 @@ pub struct Args {
     trace_kernel: bool,
 }
 
+/// Runs every requested datapath in the built-in testbed, shows progress,
+/// saves the result directory and prints its table; returns the exit code
+/// of [`crate::bench_cmd::EXIT_CODES`].
 pub fn run(args: Args) -> anyhow::Result<i32> {
     cleanup::install_signal_handler(OnSignal::SetFlag);
     let datapaths = if args.datapath.is_empty() { detpath::datapath::transports().map(|d| d.name.to_string()).collect() } else { args.datapath.clone() };

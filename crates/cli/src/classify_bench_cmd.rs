@@ -11,6 +11,8 @@ use detpath_classify::bench::{self, BenchOptions, Encap};
 use detpath_classify::server;
 use std::time::Duration;
 
+/// Arguments of `detpath classify bench`: the time per cell and the grid of
+/// frame sizes, rule counts, encapsulations and receive CPUs it measures.
 #[derive(clap::Args)]
 pub struct BenchArgs {
     /// Generator time per cell, e.g. `1s`, `50ms` (a bare number is seconds;
@@ -37,6 +39,8 @@ pub struct BenchArgs {
     test_run_repeat: u32,
 }
 
+/// Checks the arguments, measures every cell of the grid and prints the cells
+/// (table or JSON); returns 0 when every cell ran (errors are exit code 2, by `main`).
 pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     if a.duration.is_zero() || a.duration > Duration::from_secs(3600) {
         bail!("--duration {:?}: per cell, more than 0 and at most 3600s (50ms for a quick run)", a.duration);

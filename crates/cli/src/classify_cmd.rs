@@ -23,6 +23,8 @@ use std::io::Read;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+/// Arguments of `detpath classify`: one subcommand (the daemon, its API
+/// clients, or the benchmark).
 #[derive(clap::Args)]
 pub struct Args {
     #[command(subcommand)]
@@ -242,6 +244,8 @@ fn report(status: u16, v: &serde_json::Value, json: bool, table: impl FnOnce(&se
     0
 }
 
+/// Runs the `detpath classify` subcommand; returns its exit code (each
+/// subcommand's `--help` lists them).
 pub fn run(a: Args) -> anyhow::Result<i32> {
     match a.cmd {
         Cmd::Bench(b) => crate::classify_bench_cmd::run(b),

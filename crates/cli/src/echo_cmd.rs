@@ -12,6 +12,8 @@ use detpath::sys::cleanup::{self, OnSignal};
 use detpath::RecvMode;
 use std::time::Duration;
 
+/// Arguments of `detpath echo`: the endpoint spec, its namespace, when to
+/// stop, how receives wait, the summary's form and /metrics.
 #[derive(clap::Args)]
 #[command(after_help = EXIT_CODES)]
 pub struct Args {
@@ -39,6 +41,8 @@ pub struct Args {
 const EXIT_CODES: &str = "Exit codes: 0 stopped (Ctrl-C, SIGTERM or --count reached; replies that could not be sent are counted, not errors); \
 2 an error (the endpoint could not open or failed: the interface went away, permissions).";
 
+/// Echoes every datagram back to its sender until stopped, then prints the
+/// summary; returns the exit code of [`EXIT_CODES`].
 pub fn run(args: Args) -> anyhow::Result<i32> {
     cleanup::install_signal_handler(OnSignal::SetFlag);
     let metrics = args.metrics.start()?; // before --netns: scraped from the host

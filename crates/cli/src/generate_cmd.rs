@@ -14,6 +14,8 @@ use clap::CommandFactory;
 use clap_complete::Shell;
 use std::path::{Path, PathBuf};
 
+/// Arguments of `detpath generate`: what to write (man pages, or one shell's
+/// completions) and into which directory.
 #[derive(clap::Args)]
 pub struct Args {
     #[command(subcommand)]

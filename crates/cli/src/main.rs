@@ -1,6 +1,8 @@
 //! `detpath`: the command-line front end. Parsing and printing only; the work
 //! is done by the library crates. One module per subcommand.
 
+#![warn(missing_docs)]
+
 use clap::{Parser, Subcommand};
 
 mod bench_cmd;

@@ -11,6 +11,8 @@ use detpath_pubsub::transport::Wait;
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
+/// Arguments of `detpath pubsub`: one node role (ping, pong, pub, sub) or
+/// the benchmark.
 #[derive(clap::Args)]
 pub struct Args {
     #[command(subcommand)]
@@ -402,6 +404,8 @@ fn node(a: &NodeArgs, role: Role, name: &str) -> anyhow::Result<i32> {
     Ok(if o.reliable && out.lost > 0 { 1 } else { 0 })
 }
 
+/// Runs the `detpath pubsub` subcommand; returns its exit code
+/// ([`NODE_EXIT_CODES`] for the nodes, [`BENCH_EXIT_CODES`] for bench).
 pub fn run(args: Args) -> anyhow::Result<i32> {
     match args.cmd {
         Cmd::Ping(a) => node(&a.node, Role::Ping { rate_hz: a.rate }, "ping"),

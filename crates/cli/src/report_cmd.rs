@@ -8,6 +8,8 @@ use detpath_bench::report;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+/// Arguments of `detpath report`: the result directories, where plots go,
+/// and whether to print JSON or skip the plots.
 #[derive(clap::Args)]
 #[command(after_help = "Exit codes: 0 tables printed and plots written; 2 an error (no result directory, no runs, a plot that could not be written).")]
 pub struct Args {
@@ -50,6 +52,8 @@ fn resolve(p: &Path) -> anyhow::Result<PathBuf> {
     }
 }
 
+/// Loads the runs of every result directory, prints their tables (or JSON)
+/// and writes the plots; returns 0 (errors are exit code 2, by `main`).
 pub fn run(a: Args) -> anyhow::Result<i32> {
     let dirs = a.dirs.iter().map(|d| resolve(d)).collect::<anyhow::Result<Vec<_>>>()?;
     let runs = report::load_dirs(&dirs)?;

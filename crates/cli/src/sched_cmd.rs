@@ -11,10 +11,10 @@
 //!
 //! Argument parsing and printing only; the work is in `detpath_sched` and `detpath_bench::slots` (the bench).
 
+use crate::vocab::ns;
 use anyhow::Context;
 use detpath_bench::slots::{self as bench, BenchConfig, FlowSpec, Method};
 use detpath_sched::{ClassConfig, Mode};
-use crate::vocab::ns;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -82,7 +82,7 @@ struct BenchArgs {
     /// Traffic class NAME:rt|be[:strict|relaxed]:MASK[@CAPACITY] (repeat; default: ctl, io, bulk).
     #[arg(long)]
     class: Vec<String>,
-    /// Flow NAME:CLASS:PERIOD_US:SIZE:PHASE_SLOT (repeat; default: 100 µs/64 B, 250 µs/256 B, 500 µs/512 B, 1 ms/1024 B).
+    /// Flow NAME:CLASS:PERIOD:SIZE:PHASE_SLOT, PERIOD with a unit (e.g. 100us; a bare number is µs) (repeat; default: 100 µs/64 B, 250 µs/256 B, 500 µs/512 B, 1 ms/1024 B).
     #[arg(long)]
     flow: Vec<String>,
     /// Best-effort class of the flood ("none": no flood).

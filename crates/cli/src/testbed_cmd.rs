@@ -5,6 +5,8 @@
 
 use detpath::testbed::{Testbed, TestbedConfig};
 
+/// Arguments of `detpath testbed`: the action (up, down, status), the
+/// namespace prefix and whether to print JSON.
 #[derive(clap::Args)]
 #[command(after_help = EXIT_CODES)]
 pub struct Args {
@@ -40,6 +42,8 @@ fn side_json(s: &detpath::testbed::Side, prefix_len: u8) -> serde_json::Value {
     serde_json::json!({ "netns": s.netns, "iface": s.iface, "addr": format!("{}/{}", s.addr, prefix_len), "mac": s.mac })
 }
 
+/// Brings the testbed up, takes it down or reports it; returns the exit
+/// code of [`EXIT_CODES`].
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let cfg = TestbedConfig::with_prefix(&args.testbed);
     match args.action {

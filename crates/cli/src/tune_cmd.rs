@@ -15,6 +15,8 @@ pub const EXIT_DRIFT: i32 = 3;
 /// cores, no such NIC, a knob missing); `apply --from` changed nothing.
 pub const EXIT_MISFIT: i32 = 4;
 
+/// Arguments of `detpath tune`: one subcommand (audit, apply, revert,
+/// status, hold).
 #[derive(clap::Args)]
 pub struct Args {
     #[command(subcommand)]
@@ -140,6 +142,8 @@ struct HoldArgs {
     json: bool,
 }
 
+/// Runs the `detpath tune` subcommand; returns its exit code (each
+/// subcommand's `--help` lists them, [`EXIT_DRIFT`] and [`EXIT_MISFIT`] among them).
 pub fn run(a: Args) -> anyhow::Result<i32> {
     match a.cmd {
         Cmd::Audit(x) => run_audit(x),

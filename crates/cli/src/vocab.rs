@@ -158,10 +158,8 @@ pub fn per_second(s: &str) -> Result<f64, String> {
     } else {
         (t.as_str(), 1.0)
     };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}`: a sample rate such as 1000, 1000/s or 1khz (this rate counts samples per second, not bits)"))?;
+    let v: f64 =
+        num.trim().parse().map_err(|_| format!("`{s}`: a sample rate such as 1000, 1000/s or 1khz (this rate counts samples per second, not bits)"))?;
     if !(v.is_finite() && v >= 0.0) {
         return Err(format!("`{s}`: the rate must be >= 0"));
     }

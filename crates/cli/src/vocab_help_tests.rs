@@ -87,7 +87,10 @@ fn one_name_per_idea() {
     for (path, cmd) in all_commands() {
         for a in visible_args(&cmd) {
             let long = a.get_long().unwrap();
-            assert!(!["datapaths", "seconds", "timeout-ms", "fair-slice-us", "slot-ns", "period-us"].contains(&long), "{path} --{long}: an old spelling is visible");
+            assert!(
+                !["datapaths", "seconds", "timeout-ms", "fair-slice-us", "slot-ns", "period-us"].contains(&long),
+                "{path} --{long}: an old spelling is visible"
+            );
             if long == "rt-priority" {
                 assert!(help_of(a).contains("1..=99"), "{path} --rt-priority: the help must give the range 1..=99");
             }
