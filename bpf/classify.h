@@ -147,4 +147,11 @@ enum cls_total {
 	CLS_T_MAX,
 };
 
+/* Slots of cls_noop_count: the benchmark's two no-op anchors, one per verdict,
+ * so a classifier cell is compared with the anchor that does to the frame
+ * what the classifier did (drop, or pass to the kernel stack). */
+#define CLS_NOOP_DROP 0 /* cls_noop: counts, XDP_DROP */
+#define CLS_NOOP_PASS 1 /* cls_noop_pass: counts, XDP_PASS */
+#define CLS_NOOP_SLOTS 2
+
 #endif

@@ -1,4 +1,4 @@
-//! The per-frame cost of the classifier and of the no-op program under
+//! The per-frame cost of the classifier and of the two no-op anchors (drop, pass) under
 //! BPF_PROG_TEST_RUN (no I/O), for every encapsulation and rule count of
 //! `detpath classify bench`: the quick loop for profiling the program. Root.
 //!
@@ -8,7 +8,7 @@
 //! of the crate's (to compare a change without rebuilding the crate).
 //!
 //! The figures through a veth are `detpath classify bench`.
-use detpath_classify::bench::{frame, rules_for, Encap, RULE_COUNTS};
+use detpath_classify::bench::{frame, rules_for, Anchor, Encap, RULE_COUNTS};
 use detpath_classify::{parse_intent, Classifier};
 
 fn load(max_rules: u32) -> Result<Classifier, Box<dyn std::error::Error>> {
@@ -22,7 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let size: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(132);
     let repeat: u32 = std::env::args().nth(2).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
     println!("BPF_PROG_TEST_RUN, {size} B frames, {repeat} runs each, ns/frame (best of 3)");
-    println!("{:<6} {:>6} {}", "encap", "noop", RULE_COUNTS.iter().map(|n| format!("{:>8}", format!("cls/{n}"))).collect::<String>());
+    println!("{:<6} {:>6} {:>9} {}", "encap", "noop", "noop_pass", RULE_COUNTS.iter().map(|n| format!("{:>8}", format!("cls/{n}"))).collect::<String>());
     for encap in Encap::ALL {
         let f = frame(encap, size);
         let best = |c: &Classifier, prog: &str| -> Result<u64, Box<dyn std::error::Error>> {
@@ -33,7 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Ok(b)
         };
         let base = load(1)?;
-        let mut line = format!("{:<6} {:>6}", encap.name(), best(&base, "cls_noop")?);
+        let mut line = format!("{:<6} {:>6} {:>9}", encap.name(), best(&base, Anchor::Drop.bpf_program())?, best(&base, Anchor::Pass.bpf_program())?);
         for n in RULE_COUNTS {
             let mut c = load(1024)?;
             for r in rules_for(encap, n) {

@@ -10,8 +10,9 @@
 //! of the sending CPU (`smp_processor_id() % queues`) and runs that queue's
 //! NAPI in the softirq of the same CPU: the generator shares each receive
 //! core, and N generator threads give N receive CPUs. On E's veth, natively
-//! attached: the no-op program (`cls_noop` counts and drops) or the
-//! classifier (`cls_main`) with its rules, each cell its own attachment.
+//! attached: one of the two no-op anchors (`cls_noop` counts and drops,
+//! `cls_noop_pass` counts and passes to E's stack) or the classifier
+//! (`cls_main`) with its rules, each its own attachment.
 //!
 //! Per cell: frames offered (the generator's runs), received by the program,
 //! dropped, passed, forwarded by it, lost (offered but never seen: the veth
@@ -19,8 +20,13 @@
 //! (/proc/stat), and the program's cost per frame without I/O
 //! (BPF_PROG_TEST_RUN on CPU 0). The programs of one cell take turns in four
 //! slices of its time, so the machine's other load falls on each alike. The classifier's cells say what its rules do
-//! with the frame (`verdict`): with rules, the frame's rule drops it (as the
-//! no-op does); with no rule, the frame is unmatched and passed to E's stack.
+//! with the frame (`verdict`): with rules, the frame's rule drops it; with no
+//! rule, the frame is unmatched and passed to E's stack. Each classifier cell
+//! is compared with the anchor of the same verdict ([`Anchor`]): a passed
+//! frame costs the kernel stack's skb, far more than the whole dropping
+//! no-op path, so against the dropping anchor a 0-rule cell would measure
+//! the stack, not the classifier. The ratio to the dropping anchor is kept
+//! beside it for every classifier cell.
 //!
 //! Everything (namespaces, XDP attachments, CPU affinity) is undone on drop,
 //! and SIGINT/SIGTERM end the run early through [`BenchOptions::stop`].
@@ -65,6 +71,66 @@ impl Encap {
     }
 }
 
+/// A no-op program a classifier cell is compared with: it counts each frame
+/// and returns one verdict, so the only difference from the classifier is
+/// the classifier's work, not what becomes of the frame after XDP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Anchor {
+    /// `cls_noop`: counts, XDP_DROP (the anchor of the cells with rules,
+    /// whose rule drops the frame).
+    Drop,
+    /// `cls_noop_pass`: counts, XDP_PASS to the kernel stack (the anchor of
+    /// the 0-rule cells, where the frame is unmatched and passed).
+    Pass,
+}
+
+impl Anchor {
+    /// Both anchors, in the order each cell runs and reports them.
+    pub const ALL: [Anchor; 2] = [Anchor::Drop, Anchor::Pass];
+
+    /// The anchor's verdict as the cells and `--json` name it (`drop`, `pass`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Anchor::Drop => "drop",
+            Anchor::Pass => "pass",
+        }
+    }
+
+    /// The anchor's cell `program` (`noop`, `noop_pass`).
+    pub fn cell_program(self) -> &'static str {
+        match self {
+            Anchor::Drop => "noop",
+            Anchor::Pass => "noop_pass",
+        }
+    }
+
+    /// The BPF program's name in `bpf/classify.bpf.c`.
+    pub fn bpf_program(self) -> &'static str {
+        match self {
+            Anchor::Drop => "cls_noop",
+            Anchor::Pass => "cls_noop_pass",
+        }
+    }
+
+    /// Its slot of the `cls_noop_count` map.
+    fn slot(self) -> u32 {
+        match self {
+            Anchor::Drop => crate::maps::NOOP_DROP,
+            Anchor::Pass => crate::maps::NOOP_PASS,
+        }
+    }
+
+    /// The anchor of an XDP return code: XDP_DROP (1) or XDP_PASS (2); none for the others.
+    pub fn of_xdp_verdict(v: u32) -> Option<Anchor> {
+        match v {
+            1 => Some(Anchor::Drop),
+            2 => Some(Anchor::Pass),
+            _ => None,
+        }
+    }
+}
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
@@ -98,9 +164,9 @@ impl Default for BenchOptions {
 /// One measurement: a program, its rules, a frame, a number of receive CPUs.
 #[derive(Debug, Clone, Serialize)]
 pub struct Cell {
-    /// `noop` or `classify`.
+    /// `noop` (the dropping anchor), `noop_pass` (the passing anchor) or `classify`.
     pub program: &'static str,
-    /// Rules installed (0 for the no-op).
+    /// Rules installed (0 for the anchors).
     pub rules: u32,
     pub encap: Encap,
     /// Frame size in bytes.
@@ -132,9 +198,20 @@ pub struct Cell {
     /// the receive CPUs' busy and steal share, and frames received per
     /// CPU-second of the generator threads.
     pub cpu: CpuReport,
-    /// The classifier's pps over the no-op's in the same cell.
+    /// The classifier's pps over the pps of the anchor of its verdict
+    /// ([`Cell::anchor`]) in the same cell: the figure the 0.8x bar compares.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratio_to_noop: Option<f64>,
+    /// For the classifier: which anchor `ratio_to_noop` is against, the one
+    /// whose verdict is the classifier's for the cell's frame (`drop` with
+    /// rules, `pass` with none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<Anchor>,
+    /// For the classifier: its pps over the dropping anchor's (`cls_noop`),
+    /// whatever its verdict (the one comparison of earlier runs; for a
+    /// 0-rule cell it includes the kernel stack's cost).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio_to_noop_drop: Option<f64>,
     /// Raw counts over the cell.
     pub frames_offered: u64,
     pub frames_seen: u64,
@@ -491,6 +568,8 @@ fn cell_of(program: &'static str, rules: u32, encap: Encap, size: usize, cpus: u
             CpuReport { threads: m.threads.clone(), cores: m.cores.clone(), work_per_cpu_s: (cpu_s > 0.0).then(|| seen as f64 / cpu_s) }
         },
         ratio_to_noop: None,
+        anchor: None,
+        ratio_to_noop_drop: None,
         frames_offered: m.offered,
         frames_seen: seen,
         frames_dropped: dropped,
@@ -530,7 +609,8 @@ fn online_cpus() -> usize {
 }
 
 /// Runs every cell: for each encapsulation, size and receive-CPU count, the
-/// no-op first, then the classifier with each rule count. Needs root.
+/// two anchors first (dropping, passing), then the classifier with each rule
+/// count. Needs root.
 /// `progress` is called after each cell.
 pub fn run(o: &BenchOptions, progress: &mut dyn FnMut(&Cell)) -> Result<Report> {
     if o.duration.is_zero() {
@@ -562,15 +642,23 @@ pub fn run(o: &BenchOptions, progress: &mut dyn FnMut(&Cell)) -> Result<Report> 
         }
         for &size in &o.sizes {
             let f = frame(encap, size);
-            let (_, noop_ns) = test_run_ns(&gen, "cls_noop", &f, o.test_run_repeat)?;
-            let mut cls_ns = Vec::new();
+            let mut anchor_ns = Vec::new();
+            for a in Anchor::ALL {
+                anchor_ns.push(test_run_ns(&gen, a.bpf_program(), &f, o.test_run_repeat)?.1);
+            }
+            // Per classifier: its cost and the anchor of its verdict.
+            let mut cls = Vec::new();
             for (n, c) in &classifiers {
                 let (v, ns) = test_run_ns(c, "cls_main", &f, o.test_run_repeat)?;
-                let want = if *n == 0 { 2 } else { 1 }; // XDP_PASS, XDP_DROP
-                if v != want {
-                    return Err(Error::Config(format!("the classifier with {n} rules returned verdict {v} for the {} frame, expected {want}", encap.name())));
+                let want = if *n == 0 { Anchor::Pass } else { Anchor::Drop };
+                if Anchor::of_xdp_verdict(v) != Some(want) {
+                    return Err(Error::Config(format!(
+                        "the classifier with {n} rules returned XDP verdict {v} for the {} frame, expected {}",
+                        encap.name(),
+                        want.name()
+                    )));
                 }
-                cls_ns.push(ns);
+                cls.push((ns, want));
             }
             for &ncpu in &cpus {
                 if o.stop.load(Ordering::Relaxed) {
@@ -578,29 +666,48 @@ pub fn run(o: &BenchOptions, progress: &mut dyn FnMut(&Cell)) -> Result<Report> 
                 }
                 // The programs take turns in ROUNDS slices of the cell's time, so a
                 // change in the machine's other load falls on all of them alike.
-                let mut acc: Vec<Measured> = (0..=classifiers.len()).map(|_| Measured::default()).collect();
+                let na = Anchor::ALL.len();
+                let mut acc: Vec<Measured> = (0..na + classifiers.len()).map(|_| Measured::default()).collect();
                 for _ in 0..ROUNDS {
-                    let link = attach(&gen, &bed, "cls_noop")?;
-                    let m = measure(&gen, &bed, &f, ncpu, secs / ROUNDS as f64, &o.stop, &|| {
-                        let n = gen.noop_count();
-                        (n, n, 0, 0)
-                    })?;
-                    drop(link);
-                    acc[0].add(&m);
+                    for (i, a) in Anchor::ALL.into_iter().enumerate() {
+                        let link = attach(&gen, &bed, a.bpf_program())?;
+                        let m = measure(&gen, &bed, &f, ncpu, secs / ROUNDS as f64, &o.stop, &|| {
+                            let n = gen.noop_count(a.slot());
+                            match a {
+                                Anchor::Drop => (n, n, 0, 0),
+                                Anchor::Pass => (n, 0, n, 0),
+                            }
+                        })?;
+                        drop(link);
+                        acc[i].add(&m);
+                    }
                     for (i, (_, c)) in classifiers.iter().enumerate() {
                         let link = attach(c, &bed, "cls_main")?;
                         let m = measure(&gen, &bed, &f, ncpu, secs / ROUNDS as f64, &o.stop, &|| classifier_counts(c))?;
                         drop(link);
-                        acc[i + 1].add(&m);
+                        acc[na + i].add(&m);
                     }
                 }
-                let noop = cell_of("noop", 0, encap, size, ncpu, "drop", &acc[0], noop_ns);
-                progress(&noop);
-                let noop_pps = noop.pps;
-                cells.push(noop);
-                for (((n, _), ns), m) in classifiers.iter().zip(&cls_ns).zip(&acc[1..]) {
-                    let mut cell = cell_of("classify", *n, encap, size, ncpu, if *n == 0 { "pass" } else { "drop" }, m, *ns);
-                    cell.ratio_to_noop = Some(if noop_pps > 0.0 { cell.pps / noop_pps } else { 0.0 });
+                let mut anchor_pps = [0.0; 2];
+                for (i, a) in Anchor::ALL.into_iter().enumerate() {
+                    let cell = cell_of(a.cell_program(), 0, encap, size, ncpu, a.name(), &acc[i], anchor_ns[i]);
+                    anchor_pps[i] = cell.pps;
+                    progress(&cell);
+                    cells.push(cell);
+                }
+                let ratio = |pps: f64, a: Anchor| {
+                    let base = anchor_pps[Anchor::ALL.iter().position(|x| *x == a).expect("an anchor")];
+                    if base > 0.0 {
+                        pps / base
+                    } else {
+                        0.0
+                    }
+                };
+                for (((n, _), (ns, anchor)), m) in classifiers.iter().zip(&cls).zip(&acc[na..]) {
+                    let mut cell = cell_of("classify", *n, encap, size, ncpu, anchor.name(), m, *ns);
+                    cell.ratio_to_noop = Some(ratio(cell.pps, *anchor));
+                    cell.anchor = Some(*anchor);
+                    cell.ratio_to_noop_drop = Some(ratio(cell.pps, Anchor::Drop));
                     progress(&cell);
                     cells.push(cell);
                 }
@@ -625,14 +732,31 @@ pub fn table(r: &Report) -> String {
     }
     let _ = writeln!(
         s,
-        "{:<8} {:>5} {:<5} {:>5} {:>4} {:<4} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5} {:>8} {:>6}",
-        "program", "rules", "encap", "size", "cpus", "verd", "offered", "recv", "dropped", "passed", "fwd", "lost", "cpu%", "si%", "ns/frame", "ratio"
+        "{:<9} {:>5} {:<5} {:>5} {:>4} {:<4} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5} {:>8} {:<6} {:>6} {:>6}",
+        "program",
+        "rules",
+        "encap",
+        "size",
+        "cpus",
+        "verd",
+        "offered",
+        "recv",
+        "dropped",
+        "passed",
+        "fwd",
+        "lost",
+        "cpu%",
+        "si%",
+        "ns/frame",
+        "anchor",
+        "ratio",
+        "r_drop"
     );
     let mpps = |x: f64| format!("{:.3}", x / 1e6);
     for c in &r.cells {
         let _ = writeln!(
             s,
-            "{:<8} {:>5} {:<5} {:>5} {:>4} {:<4} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5.0} {:>5.0} {:>8} {:>6}",
+            "{:<9} {:>5} {:<5} {:>5} {:>4} {:<4} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5.0} {:>5.0} {:>8} {:<6} {:>6} {:>6}",
             c.program,
             c.rules,
             c.encap.name(),
@@ -648,9 +772,16 @@ pub fn table(r: &Report) -> String {
             c.cpu_pct,
             c.softirq_pct,
             c.ns_per_frame,
-            c.ratio_to_noop.map(|r| format!("{r:.2}")).unwrap_or_default()
+            c.anchor.map(Anchor::name).unwrap_or_default(),
+            c.ratio_to_noop.map(|r| format!("{r:.2}")).unwrap_or_default(),
+            c.ratio_to_noop_drop.map(|r| format!("{r:.2}")).unwrap_or_default()
         );
     }
-    let _ = writeln!(s, "(rates in Mpps; recv = frames the program ran on; ratio = classifier recv / no-op recv in the same cell)");
+    let _ = writeln!(
+        s,
+        "(rates in Mpps; recv = frames the program ran on; anchors: noop counts and drops, noop_pass counts and passes to the stack; \
+         ratio = classifier recv / recv of the anchor named in `anchor` (the one with the classifier's verdict) in the same cell; \
+         r_drop = classifier recv / noop recv)"
+    );
     s
 }

@@ -188,6 +188,13 @@ fn map_handle(obj: &Object, name: &'static str) -> Result<MapHandle> {
     MapHandle::try_from(&m).map_err(|e| Error::Load(format!("map {name}: {e}")))
 }
 
+/// The sum over CPUs of entry `key` of a per-CPU array of `u64` counters
+/// (0 when the entry cannot be read: a counter, not a control value).
+fn percpu_sum(map: &MapHandle, key: u32) -> u64 {
+    let Ok(Some(per_cpu)) = map.lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY) else { return 0 };
+    per_cpu.iter().filter_map(|v| v.get(..8)).map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes"))).sum()
+}
+
 fn map_err(map: &'static str, what: impl Into<String>, e: libbpf_rs::Error) -> Error {
     Error::Map { map, what: what.into(), why: e.to_string() }
 }
@@ -258,7 +265,7 @@ impl Classifier {
         Ok(())
     }
 
-    /// Attaches one of the object's helper programs (`cls_noop`, `cls_pass`, `cls_gen`) elsewhere.
+    /// Attaches one of the object's helper programs (`cls_noop`, `cls_noop_pass`, `cls_pass`, `cls_gen`) elsewhere.
     pub fn attach_helper(&self, prog: &str, iface: &str, mode: XdpMode) -> Result<XdpLink> {
         Ok(XdpLink::attach(xdp::program(&self.obj, prog)?, prog, &NetDev::lookup(iface)?, Some(mode))?)
     }
@@ -499,51 +506,22 @@ impl Classifier {
         maps::total_index(name).and_then(|i| self.totals().get(i).copied()).unwrap_or_default()
     }
 
-    /// Packets the benchmark's no-op program counted.
-    pub fn noop_count(&self) -> u64 {
-        let mut n = 0;
-        if let Ok(Some(per_cpu)) = self.maps.noop_count.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY) {
-            for v in per_cpu {
-                let mut a = [0u8; 8];
-                a.copy_from_slice(&v[..8]);
-                n += u64::from_ne_bytes(a);
-            }
-        }
-        n
+    /// Frames the benchmark's no-op anchor in slot `slot` counted, summed
+    /// over CPUs: [`maps::NOOP_DROP`] for `cls_noop` (counts, drops),
+    /// [`maps::NOOP_PASS`] for `cls_noop_pass` (counts, passes to the stack).
+    pub fn noop_count(&self, slot: u32) -> u64 {
+        percpu_sum(&self.maps.noop_count, slot)
     }
 
     /// Frames redirected to each CPU by steer and spread rules (index = CPU), summed over receiving CPUs.
     pub fn cpu_hits(&self) -> Vec<u64> {
-        (0..maps::MAX_CPUS)
-            .map(|cpu| {
-                let mut n = 0;
-                if let Ok(Some(per_cpu)) = self.maps.cpu_hits.lookup_percpu(&cpu.to_ne_bytes(), MapFlags::ANY) {
-                    for v in per_cpu {
-                        let mut a = [0u8; 8];
-                        a.copy_from_slice(&v[..8]);
-                        n += u64::from_ne_bytes(a);
-                    }
-                }
-                n
-            })
-            .collect()
+        (0..maps::MAX_CPUS).map(|cpu| percpu_sum(&self.maps.cpu_hits, cpu)).collect()
     }
 
     /// Flow cache (hits, misses), summed over CPUs: frames whose rule came
     /// from the cache, and frames searched in the rules (with rules in use).
     pub fn cache_stats(&self) -> (u64, u64) {
-        let get = |i: u32| -> u64 {
-            let mut n = 0;
-            if let Ok(Some(per_cpu)) = self.maps.cache_stats.lookup_percpu(&i.to_ne_bytes(), MapFlags::ANY) {
-                for v in per_cpu {
-                    let mut a = [0u8; 8];
-                    a.copy_from_slice(&v[..8]);
-                    n += u64::from_ne_bytes(a);
-                }
-            }
-            n
-        };
-        (get(0), get(1))
+        (percpu_sum(&self.maps.cache_stats, 0), percpu_sum(&self.maps.cache_stats, 1))
     }
 
     /// Puts an AF_XDP socket into an XSKMAP slot (the rx queue it is bound to).

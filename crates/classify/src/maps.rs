@@ -24,6 +24,10 @@ pub const MAX_CPUS: u32 = 64;
 pub const MAX_RULES: u32 = 1024;
 /// `arg` of a forward rule that picks the alt node by flow hash.
 pub const ALT_BY_HASH: u32 = u32::MAX;
+/// Slot of `cls_noop_count` that the benchmark's dropping anchor (`cls_noop`) counts in.
+pub const NOOP_DROP: u32 = 0;
+/// Slot of `cls_noop_count` that the benchmark's passing anchor (`cls_noop_pass`) counts in.
+pub const NOOP_PASS: u32 = 1;
 
 pub const F_IPV6: u8 = 0x01;
 pub const F_L4: u8 = 0x02;
@@ -41,6 +45,7 @@ const _: () = {
     assert!(MAX_RULES as u64 == layout::CLS_MAX_RULES);
     assert!(ALT_BY_HASH as u64 == layout::CLS_ALT_BY_HASH);
     assert!(CACHE_SLOTS as u64 == layout::CLS_CACHE_SLOTS);
+    assert!(NOOP_DROP as u64 == layout::CLS_NOOP_DROP && NOOP_PASS as u64 == layout::CLS_NOOP_PASS && layout::CLS_NOOP_SLOTS == 2);
     assert!(F_IPV6 as u64 == layout::CLS_F_IPV6 && F_L4 as u64 == layout::CLS_F_L4 && F_VXLAN as u64 == layout::CLS_F_VXLAN);
     assert!(F_GTP as u64 == layout::CLS_F_GTP && F_VLAN as u64 == layout::CLS_F_VLAN);
 };

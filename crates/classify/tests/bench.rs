@@ -1,9 +1,12 @@
 //! `detpath classify bench`'s cells at a short duration: the JSON shape of
-//! each cell, every cell's program received frames, and the classifier's
-//! cells did with them what their rules say (drop with rules, pass without).
-//! Not timing: the figures come from the command. Root.
+//! each cell, every cell's program received frames, the two anchors did what
+//! they are for (`noop` drops, `noop_pass` passes), the classifier's cells
+//! did with them what their rules say (drop with rules, pass without), and
+//! each classifier cell's `ratio_to_noop` is against the anchor of its
+//! verdict (`anchor`), with the dropping anchor's ratio beside it
+//! (`ratio_to_noop_drop`). Not timing: the figures come from the command. Root.
 
-use detpath_classify::bench::{self, BenchOptions, Encap, RULE_COUNTS};
+use detpath_classify::bench::{self, Anchor, BenchOptions, Cell, Encap, RULE_COUNTS};
 use std::time::Duration;
 
 #[test]
@@ -14,10 +17,17 @@ fn every_cell_runs_and_does_what_its_rules_say() {
     let r = bench::run(&o, &mut |_| seen += 1).expect("bench runs (root)");
     let cpus_run = [1usize, 2].iter().filter(|c| **c <= online).count();
     assert_eq!(r.machine.skipped_cpus.len(), 2 - cpus_run);
-    let want = Encap::ALL.len() * o.sizes.len() * cpus_run * (1 + RULE_COUNTS.len());
+    let want = Encap::ALL.len() * o.sizes.len() * cpus_run * (Anchor::ALL.len() + RULE_COUNTS.len());
     assert_eq!(r.cells.len(), want);
     assert_eq!(seen, want, "progress called once per cell");
 
+    // The cell's anchor of one verdict: same encapsulation, size and receive CPUs.
+    let anchor_of = |c: &Cell, program: &str| -> Cell {
+        let same = |a: &&Cell| a.program == program && a.encap == c.encap && a.size == c.size && a.cpus == c.cpus;
+        let found: Vec<&Cell> = r.cells.iter().filter(same).collect();
+        assert_eq!(found.len(), 1, "one {program} per cell");
+        found[0].clone()
+    };
     for c in &r.cells {
         let v = serde_json::to_value(c).unwrap();
         for k in ["program", "rules", "encap", "size", "cpus", "pps", "ns_per_frame", "cpu"] {
@@ -38,13 +48,36 @@ fn every_cell_runs_and_does_what_its_rules_say() {
         assert!(c.frames_seen <= c.frames_offered, "{v}");
         assert!(c.ns_per_frame > 0, "{v}");
         match c.program {
-            "noop" => {
-                assert!(v.get("ratio_to_noop").is_none(), "{v}");
-                assert_eq!(c.frames_dropped, c.frames_seen, "the no-op drops: {v}");
+            "noop" | "noop_pass" => {
+                for k in ["ratio_to_noop", "anchor", "ratio_to_noop_drop"] {
+                    assert!(v.get(k).is_none(), "an anchor has no `{k}`: {v}");
+                }
+                assert_eq!(c.rules, 0, "{v}");
+                assert_eq!(c.frames_forwarded, 0, "{v}");
+                if c.program == "noop" {
+                    assert_eq!(c.verdict, "drop", "{v}");
+                    assert_eq!(c.frames_dropped, c.frames_seen, "the dropping anchor drops: {v}");
+                    assert_eq!(c.frames_passed, 0, "{v}");
+                } else {
+                    assert_eq!(c.verdict, "pass", "{v}");
+                    assert_eq!(c.frames_passed, c.frames_seen, "the passing anchor passes: {v}");
+                    assert_eq!(c.frames_dropped, 0, "{v}");
+                }
             }
             "classify" => {
                 let ratio = v["ratio_to_noop"].as_f64().expect("ratio_to_noop");
-                assert!(ratio > 0.0, "{v}");
+                let ratio_drop = v["ratio_to_noop_drop"].as_f64().expect("ratio_to_noop_drop");
+                assert!(ratio > 0.0 && ratio_drop > 0.0, "{v}");
+                // The anchor is the one of the classifier's verdict, and named.
+                let anchor = v["anchor"].as_str().expect("anchor");
+                assert_eq!(anchor, c.verdict, "the anchor's verdict is the classifier's: {v}");
+                let (want_anchor, anchor_program) = if c.rules == 0 { (Anchor::Pass, "noop_pass") } else { (Anchor::Drop, "noop") };
+                assert_eq!(c.anchor, Some(want_anchor), "{v}");
+                // Each ratio is this cell's pps over its anchor's in the same cell.
+                let a = anchor_of(c, anchor_program);
+                assert!((ratio - c.pps / a.pps).abs() < 1e-9, "ratio_to_noop = pps / {anchor_program} pps: {v}");
+                let d = anchor_of(c, "noop");
+                assert!((ratio_drop - c.pps / d.pps).abs() < 1e-9, "ratio_to_noop_drop = pps / noop pps: {v}");
                 if c.rules == 0 {
                     assert_eq!(c.verdict, "pass");
                     assert_eq!(c.frames_passed, c.frames_seen, "no rule: passed: {v}");
@@ -53,6 +86,7 @@ fn every_cell_runs_and_does_what_its_rules_say() {
                     assert_eq!(c.verdict, "drop");
                     assert_eq!(c.frames_dropped, c.frames_seen, "the frame's rule drops it: {v}");
                     assert_eq!(c.frames_passed, 0, "{v}");
+                    assert_eq!(ratio, ratio_drop, "with a dropping rule the two ratios are one: {v}");
                 }
                 assert_eq!(c.frames_forwarded, 0, "{v}");
             }
@@ -62,5 +96,8 @@ fn every_cell_runs_and_does_what_its_rules_say() {
     // The whole list is what `--json` prints.
     let list = serde_json::to_value(&r.cells).unwrap();
     assert_eq!(list.as_array().unwrap().len(), want);
-    assert!(bench::table(&r).lines().count() > want);
+    let table = bench::table(&r);
+    eprintln!("{table}");
+    assert!(table.lines().count() > want);
+    assert!(table.contains("noop_pass") && table.contains("anchor") && table.contains("r_drop"), "the table names the anchors:\n{table}");
 }
