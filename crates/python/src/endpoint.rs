@@ -34,8 +34,9 @@ struct State {
 #[pyclass(module = "detpath", name = "Endpoint", frozen)]
 pub struct Endpoint {
     state: Mutex<Option<State>>,
-    /// For `repr` after close.
+    /// The capability summary line, kept for `repr` after close.
     summary: String,
+    /// The address and port the endpoint owns, kept for `local_addr` and `repr` after close.
     local: SocketAddrV4,
 }
 
@@ -49,6 +50,8 @@ fn addr_tuple(a: SocketAddrV4) -> (String, u16) {
 }
 
 impl Endpoint {
+    /// Wraps an opened endpoint for Python; its local address and capability
+    /// summary are read once here so `repr` still works after `close()`.
     pub fn new(ep: Box<dyn dp::Endpoint>) -> Endpoint {
         let summary = ep.capabilities().summary();
         let local = ep.local_addr();
@@ -74,7 +77,14 @@ impl Endpoint {
 
 #[pymethods]
 impl Endpoint {
-    /// Sends one datagram: `data` (bytes or bytearray) to `peer`, an `(ip, port)` tuple.
+    /// Sends one datagram: `data` (bytes or bytearray, may be empty) to `peer`,
+    /// an `(ip, port)` tuple such as `("10.77.0.2", 7000)`. Returns None once
+    /// the datapath has taken the datagram. Raises a `detpath.Error` (mostly
+    /// `detpath.NetworkError`) when this datagram cannot go (peer off the
+    /// interface's subnets or its MAC unresolved, payload too large, ring or
+    /// socket buffer full; the endpoint stays usable),
+    /// `ValueError` for an `ip` that is not a dotted quad, `TypeError` for
+    /// other `data`, `detpath.ClosedError` after `close()`.
     fn send_to(&self, py: Python<'_>, data: &Bound<'_, PyAny>, peer: (String, u16)) -> PyResult<()> {
         let peer = peer_arg(peer)?;
         let copied;
@@ -93,7 +103,8 @@ impl Endpoint {
     /// not wait); `busy`: spin on the ring or socket (True, lowest latency) or
     /// sleep in the kernel (False). Returns `(payload, (ip, port), rx_ns)`,
     /// `rx_ns` being CLOCK_MONOTONIC nanoseconds at receipt, or None when the
-    /// wait ended with nothing.
+    /// wait ended with nothing. A datagram longer than 65536 bytes is cut to
+    /// that. Ctrl-C interrupts a wait within 0.1 s (KeyboardInterrupt).
     #[pyo3(signature = (timeout=None, busy=true))]
     fn recv(&self, py: Python<'_>, timeout: Option<f64>, busy: bool) -> PyResult<Option<Received>> {
         let deadline = match timeout {
@@ -128,7 +139,9 @@ impl Endpoint {
         })
     }
 
-    /// The counters so far, as a dict of ints.
+    /// The counters since the endpoint was opened, as a dict of ints by name
+    /// (`rx_packets`, `rx_bytes`, `tx_packets`, `tx_no_neigh`, ...: the same
+    /// names as the C API and the `detpath_endpoint_<name>_total` metrics).
     fn counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let c = self.with(|s| Ok(s.ep.counters()))?;
         let d = PyDict::new(py);
@@ -139,8 +152,12 @@ impl Endpoint {
         Ok(d)
     }
 
-    /// What the endpoint obtained (mode, copy/zero-copy, queue, limits), as a
-    /// dict; `summary` is the one-line form.
+    /// What the endpoint obtained, which may be less than the spec asked for,
+    /// as a dict: `datapath`, `iface`, `queue`, `xdp_mode` ('native', 'skb' or
+    /// None), `zero_copy` and `need_wakeup` (AF_XDP; None elsewhere),
+    /// `busy_poll`, `max_payload` (bytes one datagram carries in one frame),
+    /// `max_batch` (datagrams one call moves), `notes` (list of str) and
+    /// `summary`, the one-line form (e.g. 'afxdp native copy q0 need_wakeup busy-poll').
     fn capabilities<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let c = self.with(|s| Ok(s.ep.capabilities().clone()))?;
         let d = PyDict::new(py);
@@ -192,16 +209,20 @@ impl Endpoint {
         Ok(())
     }
 
+    /// Returns the endpoint itself, for `with detpath.open(spec) as ep:`.
     fn __enter__(slf: Py<Self>) -> Py<Self> {
         slf
     }
 
+    /// Closes the endpoint on leaving the `with` block; an exception raised
+    /// inside the block goes on (it is not suppressed).
     #[pyo3(signature = (*_exc))]
     fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
         self.close(py)?;
         Ok(false)
     }
 
+    /// `<detpath.Endpoint IP:PORT (capability summary) open|closed>`.
     fn __repr__(&self) -> String {
         let state = if self.closed() { "closed" } else { "open" };
         format!("<detpath.Endpoint {} ({}) {state}>", self.local, self.summary)

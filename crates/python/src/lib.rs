@@ -2,6 +2,8 @@
 //! [`open`], [`endpoint::Endpoint`], [`testbed::Testbed`] and the exceptions.
 //! The pure-Python parts (`detpath.results`) live in `python/detpath/`.
 
+#![warn(missing_docs)]
+
 mod endpoint;
 mod errors;
 mod testbed;
@@ -26,6 +28,8 @@ fn open(py: Python<'_>, spec: &str, netns: Option<&str>) -> PyResult<endpoint::E
     Ok(endpoint::Endpoint::new(ep))
 }
 
+/// The native part of the `detpath` package: `open`, `Endpoint`, `Testbed` and
+/// the `detpath.Error` exceptions. Import `detpath`, which re-exports them.
 #[pymodule]
 fn _detpath(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open, m)?)?;

@@ -78,10 +78,13 @@ impl Testbed {
         py.detach(|| drop(taken));
     }
 
+    /// Returns the testbed itself, for `with detpath.Testbed() as tb:`.
     fn __enter__(slf: Py<Self>) -> Py<Self> {
         slf
     }
 
+    /// Removes the testbed on leaving the `with` block; an exception raised
+    /// inside the block goes on (it is not suppressed).
     #[pyo3(signature = (*_exc))]
     fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
         self.close(py);
