@@ -21,9 +21,15 @@ pub enum RecvMode {
     NonBlocking,
     /// Spin on the ring or socket (no sleeping syscall) until a datagram
     /// arrives or the timeout passes (`None`: spin forever).
-    BusyPoll { timeout: Option<Duration> },
+    BusyPoll {
+        /// How long to spin at most; `None`: until a datagram comes.
+        timeout: Option<Duration>,
+    },
     /// Sleep in the kernel (poll) until a datagram arrives or the timeout passes.
-    Blocking { timeout: Option<Duration> },
+    Blocking {
+        /// How long to sleep at most (rounded up to a whole ms); `None`: until a datagram comes.
+        timeout: Option<Duration>,
+    },
 }
 
 /// What one receive delivered.
@@ -59,6 +65,7 @@ pub enum RxStamp {
 }
 
 impl RxStamp {
+    /// The `rx_stamp=` value that asks for it: `user`, `xdp` or `kernel`.
     pub fn as_str(self) -> &'static str {
         match self {
             RxStamp::User => "user",
@@ -71,7 +78,9 @@ impl RxStamp {
 /// One datagram to send.
 #[derive(Debug, Clone, Copy)]
 pub struct TxDatagram<'a> {
+    /// The UDP payload, bytes.
     pub payload: &'a [u8],
+    /// The destination address and port.
     pub peer: SocketAddrV4,
 }
 
@@ -90,12 +99,15 @@ impl RxBatch {
         let empty = RxMeta { len: 0, truncated: false, peer: SocketAddrV4::new([0, 0, 0, 0].into(), 0), rx_ns: 0 };
         RxBatch { slot_size, data: vec![0; capacity * slot_size], metas: vec![empty; capacity], len: 0 }
     }
+    /// Slots: the most datagrams one receive fills.
     pub fn capacity(&self) -> usize {
         self.metas.len()
     }
+    /// Datagrams the last receive delivered.
     pub fn len(&self) -> usize {
         self.len
     }
+    /// True when the last receive delivered nothing.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -106,6 +118,7 @@ impl RxBatch {
             (m, &self.data[i * self.slot_size..i * self.slot_size + m.len])
         })
     }
+    /// Each datagram of the last receive, in arrival order: metadata and payload.
     pub fn iter(&self) -> impl Iterator<Item = (&RxMeta, &[u8])> {
         (0..self.len).filter_map(move |i| self.get(i))
     }
@@ -141,8 +154,11 @@ impl RxBatch {
 /// line of help, and how to read it.
 #[derive(Debug, Clone, Copy)]
 pub struct CounterField {
+    /// The field's name, e.g. `rx_packets`.
     pub name: &'static str,
+    /// One sentence saying what it counts.
     pub help: &'static str,
+    /// Reads this counter of a [`Counters`].
     pub get: fn(&Counters) -> u64,
 }
 
@@ -226,9 +242,13 @@ impl Counters {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct Capabilities {
+    /// The datapath's name (`udp`, `afxdp`, ...).
     pub datapath: &'static str,
+    /// The interface it is bound to (`None` for a socket bound to an address only).
     pub iface: Option<String>,
+    /// The receive queue it serves (datapaths bound to one queue).
     pub queue: Option<u32>,
+    /// How its XDP program is attached (XDP datapaths).
     pub xdp_mode: Option<XdpMode>,
     /// AF_XDP: zero-copy (true) or copy mode (false).
     pub zero_copy: Option<bool>,

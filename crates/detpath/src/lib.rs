@@ -17,6 +17,8 @@
 //! backend, behind [`Endpoint`]) → [`testbed`] (namespaces for tests and
 //! benchmarks).
 
+#![warn(missing_docs)]
+
 pub mod datapath;
 pub mod endpoint;
 pub mod error;

@@ -51,6 +51,7 @@ pub const COMMON_KEYS: &[&str] = &["iface", "addr", "port"];
 /// A parsed endpoint spec.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EndpointSpec {
+    /// The scheme: a datapath's name (`afxdp`), or a layer's with the datapath in `inner=`.
     pub datapath: String,
     /// Network interface (required for datapaths that attach to one).
     pub iface: Option<String>,
@@ -60,14 +61,20 @@ pub struct EndpointSpec {
     pub addr: Option<Ipv4Addr>,
     /// Local UDP port (0: any, kernel sockets only).
     pub port: u16,
+    /// The NIC receive queue to serve (`queue=`, default 0).
     pub queue: u32,
     /// XDP mode asked for; `None` (`mode=auto`): native if the driver has it, else skb, reported.
     pub mode: Option<XdpMode>,
     /// `Some(true)`: zero-copy or fail; `Some(false)` / `None`: copy mode.
     pub zero_copy: Option<bool>,
+    /// Ask for socket busy polling (`busy_poll=`, default true; what was
+    /// obtained is in `Capabilities::busy_poll`).
     pub busy_poll: bool,
+    /// Descriptors per ring (`ring=`, a power of two; default 2048).
     pub ring_size: u32,
+    /// AF_XDP UMEM chunk size (`frame=`, 2048 or 4096 bytes; default 4096).
     pub frame_size: u32,
+    /// Most datagrams one batched call moves (`batch=`, at least 1; default 64).
     pub batch: u32,
     /// Verify UDP checksums on receive (default). `checksum=skip` accepts
     /// frames from senders that leave partial checksums (kernel over veth with tx offload).
@@ -259,7 +266,11 @@ impl EndpointSpec {
                     "auto" => None,
                     _ => Some(v.parse::<XdpMode>().map_err(|_| {
                         // `mode` is the XDP mode; the slot scheduler's delivery mode has its own key.
-                        let hint = if matches!(v, "strict" | "relaxed") { format!(" (the slot scheduler's delivery mode is `sched_mode={v}`)") } else { String::new() };
+                        let hint = if matches!(v, "strict" | "relaxed") {
+                            format!(" (the slot scheduler's delivery mode is `sched_mode={v}`)")
+                        } else {
+                            String::new()
+                        };
                         format!("`mode` takes auto, native or skb, not `{v}`{hint}")
                     })?),
                 }

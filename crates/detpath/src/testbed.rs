@@ -35,9 +35,13 @@ use std::time::{Duration, Instant};
 /// One side of the testbed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Side {
+    /// The network namespace's name (`ip netns`).
     pub netns: String,
+    /// The veth end inside it.
     pub iface: String,
+    /// Its IPv4 address (on the testbed's `/prefix_len` subnet).
     pub addr: Ipv4Addr,
+    /// Its MAC address, `aa:bb:cc:dd:ee:ff` (fixed, so captures and neighbours are predictable).
     pub mac: String,
 }
 
@@ -63,9 +67,13 @@ impl Side {
 /// Names and addresses of a testbed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TestbedConfig {
+    /// The first side (`10.77.0.1` on `dpa`, in namespace `<prefix>-a`).
     pub a: Side,
+    /// The second side (`10.77.0.2` on `dpb`, in namespace `<prefix>-b`).
     pub b: Side,
+    /// The subnet's prefix length, bits (24).
     pub prefix_len: u8,
+    /// The MTU of both veth ends, bytes (1500).
     pub mtu: u32,
 }
 
@@ -100,7 +108,9 @@ impl TestbedConfig {
 /// What `status` found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Status {
+    /// Side a's interface as found in its namespace; `None`: no namespace or no interface.
     pub a: Option<NetDev>,
+    /// Side b's interface, likewise.
     pub b: Option<NetDev>,
 }
 
@@ -300,12 +310,15 @@ impl Testbed {
         self.cfg.clone()
     }
 
+    /// The names and addresses it was brought up with.
     pub fn config(&self) -> &TestbedConfig {
         &self.cfg
     }
+    /// Side a.
     pub fn a(&self) -> &Side {
         &self.cfg.a
     }
+    /// Side b.
     pub fn b(&self) -> &Side {
         &self.cfg.b
     }

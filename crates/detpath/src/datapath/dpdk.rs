@@ -46,13 +46,13 @@
 //! On a virtual device the endpoint snapshots the interface's flags
 //! (promiscuous, up), neighbour entries (`ip neigh`) and XDP attachment
 //! before creating the device, and restores them when it closes (drop) or the
-//! process is stopped by SIGINT/SIGTERM ([`crate::cleanup`]): stopping a DPDK
+//! process is stopped by SIGINT/SIGTERM ([`crate::sys::cleanup`]): stopping a DPDK
 //! port on a veth wipes its neighbour entries, even permanent ones, and
 //! net_af_xdp attaches its own XDP program.
 //!
 //! # The EAL
 //!
-//! Initialised once per process by the first endpoint (see [`eal`] for the
+//! Initialised once per process by the first endpoint (see `dpdk/eal.rs` for the
 //! arguments): `--no-huge -m <mem> --no-shconf` without hugepages,
 //! `--in-memory -m <mem>` with them, `--no-pci` for virtual devices, a
 //! per-process `--file-prefix`. Later endpoints share it and hot-plug their
@@ -89,6 +89,8 @@ pub(crate) fn route_library_logs(_file: &std::fs::File, _tee: bool) -> std::io::
     Ok(())
 }
 
+/// The `dpdk` datapath's registry entry: its keys, its datagram opener,
+/// and its frame side ([`FRAME_DATAPATH`]).
 pub static DATAPATH: Datapath = Datapath {
     name: "dpdk",
     summary: "DPDK poll-mode driver (real port by PCI address, or net_af_xdp over an interface)",
@@ -112,6 +114,7 @@ pub enum Vdev {
 }
 
 impl Vdev {
+    /// The DPDK driver name that creates it (the devargs prefix).
     pub fn driver(self) -> &'static str {
         match self {
             Vdev::AfXdp => "net_af_xdp",
@@ -121,11 +124,14 @@ impl Vdev {
     }
 }
 
-/// Hugepage policy.
+/// Hugepage policy: the `huge` key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Hugepages {
+    /// Hugepages when enough are free for `mem=`, else `--no-huge` (the default).
     Auto,
+    /// Hugepages, or an error with the command that reserves them.
     On,
+    /// `--no-huge`: ordinary memory (fine for virtual devices, not for DMA to a real NIC).
     Off,
 }
 
@@ -134,16 +140,27 @@ pub enum Hugepages {
 pub struct Config {
     /// PCI address for a real port; `None` for a virtual device over `iface`.
     pub pci: Option<String>,
+    /// The Linux interface a virtual device is put over; `None` for a PCI port.
     pub iface: Option<String>,
+    /// Which virtual device (`vdev=`; ignored for a PCI port).
     pub vdev: Vdev,
+    /// Static neighbours (`neigh=IP@MAC,...`): never ARPed.
     pub neigh: Vec<(Ipv4Addr, MacAddr)>,
+    /// mbufs in the endpoint's pool (`mbufs=`, 512 to 2^20; default 8191).
     pub mbufs: u32,
+    /// The EAL's memory (`mem=`, `-m`), MB; shared by every endpoint of the process.
     pub mem_mb: u32,
+    /// True when the spec gave `mem=`: an EAL already running with another size is then an error.
     pub mem_explicit: bool,
+    /// Hugepage policy (`huge=`).
     pub hugepages: Hugepages,
+    /// How long a peer may take to answer ARP before its sends fail (`arp_timeout=`), ms.
     pub arp_timeout_ms: u64,
+    /// DPDK's log level by name (`log=`: emergency, error, warning, notice, info, debug).
     pub log_level: String,
+    /// Most mbufs one RX or TX burst moves (`batch=`, at most 512).
     pub burst: u16,
+    /// RX and TX descriptors asked for (`ring=`, at most 16384; the driver may adjust).
     pub ring: u16,
     /// A frame endpoint of this EtherType (the frame datapath); `None`: UDP.
     pub ethertype: Option<u16>,

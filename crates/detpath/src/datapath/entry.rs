@@ -11,7 +11,7 @@ pub type DatagramOpener = fn(&EndpointSpec) -> Result<Box<dyn Endpoint>>;
 
 /// A datapath: a name (the URI scheme), the spec keys it takes, and its
 /// openers: datagrams ([`Endpoint`]), Ethernet frames ([`FrameEndpoint`]), or both.
-/// Every datapath is one entry of [`DATAPATHS`].
+/// Every datapath is one entry of [`DATAPATHS`](crate::datapath::DATAPATHS).
 pub struct Datapath {
     /// The URI scheme, e.g. "afxdp".
     pub name: &'static str,

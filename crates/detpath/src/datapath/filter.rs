@@ -30,7 +30,9 @@ use std::net::Ipv4Addr;
 /// and port, or (`ethertype` not 0) Ethernet frames of that EtherType.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FilterConfig {
+    /// The IPv4 destination address matched (the endpoint's own).
     pub addr: Ipv4Addr,
+    /// The UDP destination port matched, host order (the map gets it in network order).
     pub port: u16,
     /// 0: match by address and port; else match frames of this EtherType.
     pub ethertype: u16,

@@ -27,6 +27,7 @@ pub static DATAPATH: crate::datapath::entry::Datapath = crate::datapath::entry::
     frames: Some(&FRAME_DATAPATH),
 };
 
+/// The `packet` frame side: its keys (`rcvbuf`, `sndbuf`, bytes) and opener.
 pub static FRAME_DATAPATH: FrameDatapath = FrameDatapath {
     name: "packet",
     summary: "AF_PACKET socket bound to one EtherType (any interface, no XDP)",
@@ -36,7 +37,6 @@ pub static FRAME_DATAPATH: FrameDatapath = FrameDatapath {
 
 /// The receive buffer unless `rcvbuf` says otherwise.
 const DEFAULT_RCVBUF: i32 = 4 << 20;
-
 
 /// An open `packet` frame endpoint.
 pub struct PacketEndpoint {

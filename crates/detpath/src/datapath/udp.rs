@@ -22,6 +22,7 @@ use detpath_sys::NetDev;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
 
+/// The `udp` datapath's registry entry: its keys and opener (no frame side).
 pub static DATAPATH: Datapath = Datapath {
     name: "udp",
     summary: "kernel UDP socket (baseline)",
@@ -39,6 +40,9 @@ const SO_MEMINFO: i32 = 55;
 const SK_MEMINFO_VARS: usize = 9;
 const SK_MEMINFO_DROPS: usize = 8;
 
+/// An open `udp` endpoint: one kernel UDP socket, bound to the spec's
+/// address and port (and to its interface with SO_BINDTODEVICE when named),
+/// or joined to the multicast group `addr` names.
 pub struct UdpEndpoint {
     sock: UdpSocket,
     local: SocketAddrV4,

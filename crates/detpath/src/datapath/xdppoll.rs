@@ -6,9 +6,9 @@
 //! Spec: `xdppoll://<iface>?port=N[&addr=A][&mode=auto|native|skb][&rx_stamp=user|xdp]`.
 
 use crate::datapath::defrag::Defrag;
-use crate::datapath::rx_rule::{self, UdpRule, Verdict};
 use crate::datapath::entry::{Datapath, FrameDatapath};
 use crate::datapath::filter::{FilterConfig, FilterProgram};
+use crate::datapath::rx_rule::{self, UdpRule, Verdict};
 use crate::datapath::wait::{wait_readable, Step, Wait};
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, Endpoint, RecvMode, RxMeta, RxStamp};
 use crate::error::{last_os_error, Error, Result};
@@ -19,6 +19,8 @@ use std::net::{SocketAddrV4, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+/// The `xdppoll` datapath's registry entry: its keys, its datagram opener,
+/// and its frame side ([`FRAME_DATAPATH`]).
 pub static DATAPATH: Datapath = Datapath {
     name: "xdppoll",
     summary: "XDP program → BPF ring buffer, busy-polled; TX via UDP socket",
@@ -210,6 +212,9 @@ fn count<T>(counters: &mut Counters, got: Option<Record<T>>) -> Option<Option<T>
     }
 }
 
+/// An open `xdppoll` endpoint: receives what its XDP program copies into a
+/// BPF ring buffer (busy-polled), sends on a kernel UDP socket bound to the
+/// same address and port.
 pub struct XdpPollEndpoint {
     feed: PollFeed,
     tx: UdpSocket,

@@ -68,10 +68,13 @@ impl Prepared for FaultPlan {
 /// Which sends misbehave, by 0-based send index.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FaultPlan {
+    /// Sends not passed on at all (`drop=`).
     pub drop: BTreeSet<u64>,
+    /// Sends passed on twice, back to back (`dup=`; not for a delayed send).
     pub duplicate: BTreeSet<u64>,
     /// Send index -> hold time in ns.
     pub delay: BTreeMap<u64, u64>,
+    /// Sends whose byte `corrupt_byte` is flipped (`corrupt=`; a payload too short for it is sent unchanged).
     pub corrupt: BTreeSet<u64>,
     /// Offset of the byte `corrupt` flips.
     pub corrupt_byte: usize,
@@ -112,9 +115,13 @@ impl FaultPlan {
 /// What the injector did, for the capabilities' notes and tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Injected {
+    /// Datagrams dropped.
     pub dropped: u64,
+    /// Datagrams sent a second time.
     pub duplicated: u64,
+    /// Datagrams held back (sent when due).
     pub delayed: u64,
+    /// Datagrams sent with a flipped byte.
     pub corrupted: u64,
 }
 

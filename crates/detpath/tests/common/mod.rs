@@ -1,6 +1,9 @@
 //! What the XDP datapaths' tests share: checks that no XDP program is left,
 //! the "other traffic still reaches the kernel" check, and a set of
 //! malformed frames injected through AF_PACKET.
+
+// Each test binary that includes this module uses only some of its helpers;
+// the others would be dead code in that binary.
 #![allow(dead_code)]
 
 use detpath::sys::netdev::NetDev;

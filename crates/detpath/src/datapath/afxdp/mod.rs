@@ -9,10 +9,10 @@
 //!
 //! - **xdp=shared** (default `own`): attach no program; join the XSKMAP of
 //!   the XDP program already on the interface (e.g. `detpath classify`'s,
-//!   whose XSK action then hands a flow to this endpoint). See [`feed`].
+//!   whose XSK action then hands a flow to this endpoint). See `feed.rs`.
 //!
 //! - **Mode** is explicit: `native` or `skb` fail when refused
-//!   ([`Error::XdpModeRefused`], [`Error::MtuTooLarge`]); `auto` (default)
+//!   ([`detpath_sys::Error::XdpModeRefused`], [`detpath_sys::Error::MtuTooLarge`], in [`Error::Sys`]); `auto` (default)
 //!   tries native then skb, and [`Capabilities::xdp_mode`] plus a note say
 //!   what it got.
 //! - **Copy or zero-copy**: copy mode unless `zerocopy=true`, which fails
@@ -30,14 +30,14 @@
 //! UMEM: `2 × ring` frames of `frame` bytes (mmap, MAP_POPULATE): the first
 //! half feeds the fill ring (RX), the second half is the TX pool. The fill
 //! ring has `2 × ring` slots so recycled frames always fit. Received frames
-//! are judged by the receive rule ([`crate::datapath::rx_rule`], the same
+//! are judged by the receive rule (`datapath/rx_rule.rs`, the same
 //! on afxdp, xdppoll and dpdk): delivered, held for reassembly, not for us
 //! (`rx_not_for_me`) or malformed (`rx_malformed`); every frame is recycled.
 //!
 //! Neighbours: the destination MAC comes from the kernel's table through
 //! [`Neighbours::try_resolve`], which never waits. A datagram to an address
 //! still being resolved is built into its TX frame and parked (up to
-//! [`PARK_SLOTS`] frames; a fragmented datagram parks all its fragments
+//! `PARK_SLOTS` frames; a fragmented datagram parks all its fragments
 //! together, or none); every later call on the endpoint (send or receive) looks
 //! again, within the resolver's back-off, and sends it once the MAC is
 //! known, as the kernel does with its ARP queue. An off-link destination
@@ -62,9 +62,9 @@ mod umem;
 pub use setup::open_afxdp;
 
 use crate::datapath::defrag::Defrag;
-use crate::datapath::rx_rule::{self, UdpRule, Verdict};
 use crate::datapath::entry::{Datapath, FrameDatapath};
 use crate::datapath::filter::{self, FilterStats};
+use crate::datapath::rx_rule::{self, UdpRule, Verdict};
 use crate::datapath::wait::{wait_readable, Step, Wait};
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, Endpoint, RecvMode, RxBatch, RxMeta, TxDatagram};
 use crate::error::{last_os_error, Error, Result};
@@ -90,6 +90,8 @@ pub static FRAME_DATAPATH: FrameDatapath = FrameDatapath {
     open: |spec| Ok(Box::new(setup::open_afxdp_framing(spec, Framing::Ether { ethertype: spec.require_port()? })?)),
 };
 
+/// The `afxdp` datapath's registry entry: its keys, its datagram opener,
+/// and its frame side ([`FRAME_DATAPATH`]).
 pub static DATAPATH: Datapath = Datapath {
     name: "afxdp",
     summary: "AF_XDP socket (UMEM + 4 rings) behind an XDP redirect of this address:port; native/skb, copy/zero-copy",
@@ -129,14 +131,21 @@ enum Built {
     Parked,
 }
 
-/// The socket's XDP_STATISTICS.
+/// The socket's XDP_STATISTICS (`struct xdp_statistics`): what the kernel
+/// counted on it since it was bound, each a count of frames or events.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct XskStats {
+    /// Frames the kernel dropped for a reason not counted below.
     pub rx_dropped: u64,
+    /// Fill ring descriptors the kernel refused (an address outside the UMEM).
     pub rx_invalid_descs: u64,
+    /// TX ring descriptors the kernel refused (address or length out of bounds).
     pub tx_invalid_descs: u64,
+    /// Frames dropped because the RX ring was full (user space too slow).
     pub rx_ring_full: u64,
+    /// Times the kernel found the fill ring empty: no buffer to receive into.
     pub rx_fill_ring_empty_descs: u64,
+    /// Times the kernel found the TX ring empty when woken to send.
     pub tx_ring_empty_descs: u64,
 }
 
@@ -472,7 +481,11 @@ impl AfxdpEndpoint {
         self.reap_completions();
         if self.parked.len() + frags > self.parked.capacity() || self.tx_free.len() < frags {
             self.counters.tx_no_neigh += 1;
-            return Err(Error::NoNeighbour { peer: *h.dst.ip(), iface: self.iface.clone(), why: "still resolving, and too few parking slots for its fragments" });
+            return Err(Error::NoNeighbour {
+                peer: *h.dst.ip(),
+                iface: self.iface.clone(),
+                why: "still resolving, and too few parking slots for its fragments",
+            });
         }
         for k in 0..frags {
             let addr = self.take_tx_frame()?;
