@@ -21,25 +21,35 @@ pub struct NodeOptions {
     /// raweth peers (MAC addresses) to send SPDP to, besides the broadcast
     /// address every raweth node announces to (as CycloneDDS's raweth does).
     pub mac_peers: Vec<[u8; 6]>,
+    /// Highest participant index whose metatraffic unicast port SPDP goes to
+    /// on each peer (ports for indices 0..=max_index).
     pub max_index: u32,
     /// Open the endpoint inside this network namespace.
     pub netns: Option<String>,
+    /// The DDS domain id.
     pub domain: u32,
+    /// What the node does.
     pub role: Role,
+    /// Reliable endpoints (`DDSPerfR*` topics); false: best effort (`DDSPerfU*`).
     pub reliable: bool,
+    /// The ddsperf topic type.
     pub topic: TopicKind,
+    /// ddsperf "size" of a sample, bytes (KeyedSeq: 12 + baggage, at least 12).
     pub size: usize,
     /// Pings to send (ping; 0: until the duration ends).
     pub count: u64,
+    /// How long to run once matched; `None`: until `count` is reached or `stop`.
     pub duration: Option<Duration>,
     /// Give up when nothing matched within this long.
     pub discovery_timeout: Duration,
+    /// How the polling thread waits for datagrams.
     pub wait: Wait,
     /// The EEVDF slice (ns) a SCHED_OTHER polling thread asks for
     /// (`sys::thread::request_fair_slice`); 0 leaves the kernel's. Under
     /// CPU load a short slice lets the node's wake-ups preempt the load
     /// instead of waiting out its slice: pub-sub D&S mean 90-108 -> 33 µs.
     pub fair_slice_ns: u64,
+    /// The host name announced in ddsperf's participant user data.
     pub hostname: String,
     /// Ping: at most one ping outstanding (see [`PerfConfig::lockstep`](crate::ddsperf::PerfConfig::lockstep)).
     pub lockstep: bool,
@@ -50,7 +60,7 @@ pub struct NodeOptions {
     /// Without `peers`: announce on and listen to the SPDP multicast group,
     /// as CycloneDDS does by default (udp with an interface named,
     /// `udp://<iface>?...`; afxdp, xdppoll and dpdk: see
-    /// [`GroupReception`](crate::transport::GroupReception)).
+    /// [`GroupReception`]).
     pub multicast: bool,
     /// Accept RTPS only from `peers` / `mac_peers` ([`Config::peers_only`]);
     /// needs at least one peer.
@@ -100,27 +110,40 @@ pub fn hostname() -> String {
 /// One second of figures.
 #[derive(Clone, Debug, Serialize)]
 pub struct SecondReport {
+    /// When the report was made: seconds since the measured run began.
     pub t_s: f64,
     /// Ping: one-way latency (RTT/2) of this second's pongs.
     pub latency: LatencySummaryJson,
     /// Sub: samples and megabits received this second.
     pub samples: u64,
+    /// Sub: samples received per second (this second's `samples`).
     pub samples_per_s: f64,
+    /// Sub: megabits per second of sample bytes (ddsperf sizes) received this second.
     pub mbit_per_s: f64,
+    /// Sub: samples lost this second (holes in the writers' sequence numbers).
     pub lost: u64,
 }
 
 /// [`LatencySummary`] for JSON (`null` where the count cannot support a percentile).
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct LatencySummaryJson {
+    /// Latencies summarised.
     pub count: usize,
+    /// Mean, µs.
     pub mean: f64,
+    /// Minimum, µs.
     pub min: f64,
+    /// Median, µs.
     pub p50: f64,
+    /// 99th percentile, µs.
     pub p99: f64,
+    /// 99.9th percentile, µs.
     pub p99_9: Option<f64>,
+    /// 99.99th percentile, µs.
     pub p99_99: Option<f64>,
+    /// 99.9999th percentile, µs.
     pub p99_9999: Option<f64>,
+    /// Maximum, µs.
     pub max: f64,
 }
 
@@ -143,35 +166,55 @@ impl From<LatencySummary> for LatencySummaryJson {
 /// The end result.
 #[derive(Clone, Debug, Serialize)]
 pub struct Outcome {
+    /// `ping`, `pong`, `pub` or `sub`.
     pub role: String,
+    /// The endpoint spec as given.
     pub endpoint: String,
+    /// The datapath: the spec's scheme (`raweth` reported as `raweth+packet`).
     pub datapath: String,
+    /// Reliable endpoints.
     pub reliable: bool,
+    /// ddsperf sample size, bytes.
     pub size: usize,
     /// Time from start until our endpoints matched a peer's.
     pub discovery_ms: Option<f64>,
+    /// Length of the measured run (after discovery and, for ping, the first pong), s.
     pub duration_s: f64,
+    /// Ping: pings written.
     pub pings_sent: u64,
+    /// Ping: pongs received; sub: data samples received; pong and pub: pings answered.
     pub received: u64,
+    /// Ping: pings not answered; sub: data samples lost; 0 for the others.
     pub lost: u64,
     /// One-way latency in microseconds (RTT/2), over the whole run.
     pub latency_us: LatencySummaryJson,
+    /// Peers' pings this node answered.
     pub pings_answered: u64,
+    /// Data samples written (pub).
     pub data_sent: u64,
+    /// Data samples received (sub).
     pub data_received: u64,
+    /// Data samples received per second over the run.
     pub samples_per_s: f64,
+    /// Megabits per second of sample bytes (ddsperf sizes) received over the run.
     pub mbit_per_s: f64,
+    /// ddsperf peers a pong writer was created for.
     pub peers: usize,
+    /// The engine's counters at the end.
     pub engine: CountersJson,
+    /// Sends the endpoint refused.
     pub send_errors: u64,
     /// Times the adaptive wait found the core shared and began to sleep between datagrams.
     pub core_yields: u64,
-    /// Data writer: matched readers and samples not yet acknowledged at the end.
+    /// Data writer: readers matched at the end.
     pub writer_matched: usize,
+    /// Of those, reliable readers.
     pub writer_matched_reliable: usize,
+    /// Samples not yet acknowledged by every reliable reader at the end.
     pub writer_unacknowledged: i64,
-    /// Data reader (sub): matched writers, samples refused while its cache was full.
+    /// Data reader (sub): writers matched at the end.
     pub reader_matched: usize,
+    /// Samples refused while its KEEP_ALL cache was full.
     pub reader_rejected: u64,
     /// Ping with [`NodeOptions::keep_rounds`]: each answered ping as (seq,
     /// monotonic send ns, monotonic pong reception ns), in arrival order.
@@ -182,20 +225,33 @@ pub struct Outcome {
 /// The engine counters that matter in a report.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct CountersJson {
+    /// [`Counters::rx_datagrams`]: datagrams received.
     pub rx_datagrams: u64,
     /// Datagrams from hosts that are not peers, dropped unread (`--peers-only`).
     pub rx_not_from_peer: u64,
+    /// [`Counters::tx_datagrams`]: datagrams sent.
     pub tx_datagrams: u64,
+    /// [`Counters::rx_malformed`]: datagrams or submessages that failed validation.
     pub rx_malformed: u64,
+    /// [`Counters::retransmits`]: samples resent in answer to ACKNACKs.
     pub retransmits: u64,
+    /// [`Counters::heartbeats_sent`].
     pub heartbeats_sent: u64,
+    /// [`Counters::acknacks_sent`].
     pub acknacks_sent: u64,
+    /// [`Counters::data_lost`]: samples that never arrived.
     pub data_lost: u64,
+    /// [`Counters::gap_skipped`]: sequence numbers skipped on a writer's GAP.
     pub gap_skipped: u64,
+    /// [`Counters::data_duplicate`]: samples received again.
     pub data_duplicate: u64,
+    /// [`Counters::data_out_of_window`]: samples too far ahead for the reorder window.
     pub data_out_of_window: u64,
+    /// [`Counters::nacks_suppressed`]: NACKed samples not resent because they just were.
     pub nacks_suppressed: u64,
+    /// [`Counters::gaps_sent`].
     pub gaps_sent: u64,
+    /// [`Counters::discovery_rejected`]: SPDP/SEDP announcements refused.
     pub discovery_rejected: u64,
     /// Participants or endpoints refused or evicted because the tables were full.
     pub discovery_over_limit: u64,
@@ -232,20 +288,52 @@ impl From<Counters> for CountersJson {
 /// Why a run could not start or finish.
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
+    /// The endpoint (or the SPDP multicast group's socket) did not open:
+    /// `source` says why (a wrong key, a missing interface or capability).
     #[error("opening endpoint {spec}: {source}")]
-    Open { spec: String, source: detpath::Error },
+    Open {
+        /// What was opened: the spec (with the SPDP group's keys when they
+        /// were added), or the multicast group and interface.
+        spec: String,
+        /// The datapath's error.
+        source: detpath::Error,
+    },
+    /// `sched_setattr` refused the short EEVDF slice
+    /// ([`NodeOptions::fair_slice_ns`]); `fair_slice_ns` 0 (`--fair-slice-us 0`)
+    /// leaves the kernel's.
     #[error("asking the scheduler for a short slice (sched_setattr): {0}; --fair-slice-us 0 leaves the kernel's")]
     FairSlice(std::io::Error),
+    /// The network namespace [`NodeOptions::netns`] could not be entered
+    /// (it does not exist, or the process lacks CAP_SYS_ADMIN).
     #[error("entering network namespace {ns}: {source}")]
-    Netns { ns: String, source: detpath::Error },
+    Netns {
+        /// The namespace's name.
+        ns: String,
+        /// Why it could not be entered.
+        source: detpath::Error,
+    },
+    /// The engine refused the ddsperf endpoints (see the
+    /// [`EngineError`](crate::engine::EngineError)).
     #[error("creating the DDS endpoints: {0}")]
     Engine(#[from] crate::engine::EngineError),
+    /// Nothing matched within [`NodeOptions::discovery_timeout`] (carried):
+    /// no peer runs, it is in another domain, or discovery traffic does not
+    /// reach it (peers, multicast, firewall).
     #[error("no peer matched within {0:?}: check --peer, the domain and that the peer runs (ddsperf, or detpath pubsub)")]
     NoPeer(Duration),
+    /// [`NodeOptions::peers_only`] without a peer would accept nothing: give
+    /// at least one.
     #[error("--peers-only needs at least one --peer (the hosts to accept RTPS from)")]
     PeersOnlyWithoutPeers,
+    /// No peers were given and this datapath cannot take part in SPDP
+    /// multicast discovery as set up: give peers, or what `why` asks for.
     #[error("{spec}: no peers, and no multicast discovery: {why}")]
-    NoDiscovery { spec: String, why: String },
+    NoDiscovery {
+        /// The endpoint spec as given.
+        spec: String,
+        /// What is missing (e.g. an interface to join the group on).
+        why: String,
+    },
 }
 
 fn role_name(r: Role) -> &'static str {

@@ -28,11 +28,17 @@ pub const UDATA_MAGIC: &str = "DDSPerf:";
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Role {
     /// Pings at `rate_hz` (0: as fast as the pongs come back, one outstanding).
-    Ping { rate_hz: f64 },
+    Ping {
+        /// Pings per second; 0: the next ping when the pong is back (or after 1 s).
+        rate_hz: f64,
+    },
     /// Only answers pings.
     Pong,
     /// Publishes data at `rate_hz` (0: as fast as flow control allows).
-    Pub { rate_hz: f64 },
+    Pub {
+        /// Samples per second; 0: bursts of up to 64, batched into full datagrams.
+        rate_hz: f64,
+    },
     /// Subscribes to data.
     Sub,
 }
@@ -70,8 +76,11 @@ impl TopicKind {
 /// How a node is set up.
 #[derive(Clone, Debug)]
 pub struct PerfConfig {
+    /// What the node does.
     pub role: Role,
+    /// Reliable endpoints on the `DDSPerfR*` topics; false: best effort on `DDSPerfU*`.
     pub reliable: bool,
+    /// The topic type (and the topic names' suffix).
     pub topic: TopicKind,
     /// ddsperf "size" (KS only; at least 12).
     pub size: usize,
@@ -137,20 +146,33 @@ pub fn guid_partition(prefix: GuidPrefix) -> String {
 /// Per-second and overall figures of a node.
 #[derive(Clone, Debug, Default)]
 pub struct PerfStats {
+    /// Pings written.
     pub pings_sent: u64,
+    /// Pongs to our own pings received (each one gives a latency).
     pub pongs_received: u64,
     /// Pongs whose ping this node did not send (or no longer remembers).
     pub pongs_unknown: u64,
+    /// Peers' pings answered with a pong.
     pub pings_answered: u64,
+    /// Pings not answered because no pong writer exists for their sender
+    /// (its participant is not known as a ddsperf peer yet).
     pub pong_writer_missing: u64,
+    /// Data samples written.
     pub data_sent: u64,
+    /// Times publishing paused because the KEEP_ALL data writer's history was
+    /// full of unacknowledged samples ([`WriteError::HistoryFull`]).
     pub data_blocked: u64,
+    /// Data samples taken.
     pub data_received: u64,
+    /// Their ddsperf sizes summed, bytes (12 + baggage for KS, 4 for OU, 32
+    /// for UK32; not the serialized bytes).
     pub data_bytes: u64,
     /// Holes in the sequence numbers of received data (per writer).
     pub data_lost: u64,
     /// One-way latency (RTT/2) in ns, in arrival order.
     pub latency_ns: Vec<u32>,
+    /// Latencies not kept because `latency_ns` was full
+    /// ([`PerfConfig::max_latency_samples`]); their pongs still count.
     pub latency_dropped: u64,
     /// Answered pings as (seq, monotonic send ns, monotonic pong reception
     /// ns), in arrival order, when [`PerfConfig::keep_rounds`] is on.
@@ -192,6 +214,7 @@ const SENT_RING: usize = 4096;
 
 /// A ddsperf-compatible node on one participant.
 pub struct PerfNode {
+    /// How it was set up; a runner may change `count` between phases.
     pub cfg: PerfConfig,
     ping_w: WriterId,
     ping_r: ReaderId,
@@ -212,6 +235,7 @@ pub struct PerfNode {
     outstanding: bool,
     /// Next expected data seq per writer (prefix, entity) for loss counting.
     data_expect: Vec<(crate::wire::Guid, u32)>,
+    /// The figures since creation or the last [`PerfNode::reset_stats`].
     pub stats: PerfStats,
     /// Index into `stats.latency_ns` where the current one-second window starts.
     pub window_start: usize,
@@ -570,15 +594,23 @@ fn next_slot(due: u64, now: u64, intv: u64) -> u64 {
 /// Summary statistics of latencies.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LatencySummary {
+    /// Latencies summarised.
     pub count: usize,
+    /// Mean, µs.
     pub mean_us: f64,
+    /// Minimum, µs.
     pub min_us: f64,
+    /// Median, µs.
     pub p50_us: f64,
+    /// 99th percentile, µs.
     pub p99_us: f64,
     /// `None` when the count cannot support the percentile (fewer than 1/(1-p) samples).
     pub p999_us: Option<f64>,
+    /// 99.99th percentile, µs (as `p999_us`, `None` below 10,000 samples).
     pub p9999_us: Option<f64>,
+    /// 99.9999th percentile, µs (as `p999_us`, `None` below 1,000,000 samples).
     pub p999999_us: Option<f64>,
+    /// Maximum, µs.
     pub max_us: f64,
 }
 

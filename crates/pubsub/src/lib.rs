@@ -14,6 +14,8 @@
 //!   ping/pong/pub/sub programs behind `detpath pubsub`). The benchmark
 //!   harness (`detpath pubsub bench`) is `detpath_bench::pubsub`.
 
+#![warn(missing_docs)]
+
 #[cfg(feature = "endpoint")]
 pub mod app;
 pub mod ddsperf;

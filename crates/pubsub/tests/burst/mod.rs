@@ -6,6 +6,8 @@
 //! turned into goodbyes) plus forged SPDP (infinite leases, thousands of
 //! GUIDs), and sent from the ping's namespace with a plain UDP socket. Used
 //! by `tests/corrupt_burst.rs` and `examples/burst_recovery.rs`.
+// Compiled into the test and the example separately, each using a part
+// (KINDS is for readers, through the docs): the rest is dead code to each.
 #![allow(dead_code)]
 
 use detpath::testbed::Side;

@@ -1,6 +1,8 @@
 //! An in-memory network of engines: datagrams go from one participant's
 //! outbox to the participant owning the destination address, through an
 //! optional loss rule, under a virtual clock.
+// Compiled into each test crate that declares it, and each uses a part:
+// what one leaves unused is dead code there.
 #![allow(dead_code)]
 
 pub mod udp;

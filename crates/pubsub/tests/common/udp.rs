@@ -1,5 +1,7 @@
 //! A UDP socket on 127.0.0.1 as a driver transport (loopback only: the
 //! interop tests against ddsperf run over it).
+// Compiled into each test crate that declares `common`; those on the
+// in-memory network leave this transport unused.
 #![allow(dead_code)]
 
 use detpath_pubsub::driver::Transport;

@@ -1,4 +1,6 @@
 //! Debian's ddsperf (cyclonedds-tools) as a test peer in a testbed namespace.
+// Compiled into each test or example that declares it, and each uses a
+// part: what one leaves unused is dead code there.
 #![allow(dead_code)]
 
 use detpath::testbed::Side;
