@@ -3,6 +3,12 @@
 //! extension headers, nested in any order. Used by the tests, the end-to-end
 //! experiment and the benchmark's generator.
 //!
+//! Header fields by name, never a bare offset: Ethernet, IPv4 and UDP through
+//! detpath-wire's `field` modules and views (`EthernetFrame`, `Ipv4Packet`,
+//! `UdpPacket`), as the datapaths do; the headers wire does not have (the
+//! VLAN tag, IPv6, TCP, VXLAN, GTP-U) through the `field` modules here, which
+//! the tests use to name the bytes they break.
+//!
 //! ```
 //! use detpath_classify::frames::{Layer, build};
 //! let f = build(&[
@@ -20,50 +26,228 @@
 //! assert_eq!(f.len(), 14 + 20 + 8 + 8 + 14 + 20 + 8 + 8 + 20 + 8 + 7);
 //! ```
 
-use detpath_wire::checksum;
-use std::net::IpAddr;
+use detpath_wire::field::{set_be16, Field};
+use detpath_wire::frame::ETHERTYPE_IPV4;
+use detpath_wire::{checksum, ethernet, ipv4, udp, Ipv4Packet, MacAddr, UdpPacket};
+use std::net::{IpAddr, Ipv6Addr};
+
+/// An 802.1Q / 802.1ad tag: the 4 bytes after the TPID that announces it
+/// (the TPID sits where the EtherType of the header before it would be).
+/// Not in detpath-wire, whose Ethernet view is untagged.
+pub mod vlan {
+    /// The tag's fields, from the end of the TPID.
+    pub mod field {
+        use detpath_wire::field::Field;
+        /// Tag control information: priority (3 bits), DEI (1), VLAN ID (12).
+        pub const TCI: Field = 0..2;
+        /// EtherType of what follows the tag (or the next tag's TPID).
+        pub const ETHERTYPE: Field = 2..4;
+        /// Where the tagged payload starts (the tag's length).
+        pub const PAYLOAD: usize = 4;
+    }
+    /// The VLAN ID bits of the TCI.
+    pub const VID_MASK: u16 = 0x0fff;
+}
+
+/// IPv6 headers (RFC 8200), the fixed header and the fragment header: the
+/// classifier parses both, detpath-wire has neither.
+pub mod ipv6 {
+    /// The fixed header's fields, from the start of the packet.
+    pub mod field {
+        use detpath_wire::field::Field;
+        /// Version (4 bits), traffic class (8), flow label (20).
+        pub const VER_TC_FLOW: Field = 0..4;
+        /// Length of what follows the fixed header (extension headers included).
+        pub const PAYLOAD_LEN: Field = 4..6;
+        /// Protocol of the next header.
+        pub const NEXT_HEADER: usize = 6;
+        /// Hop limit.
+        pub const HOP_LIMIT: usize = 7;
+        /// Source address.
+        pub const SRC_ADDR: Field = 8..24;
+        /// Destination address.
+        pub const DST_ADDR: Field = 24..40;
+    }
+    /// The fragment header's fields (8 bytes), from its start.
+    pub mod frag {
+        use detpath_wire::field::Field;
+        /// Protocol of the header after the fragment header.
+        pub const NEXT_HEADER: usize = 0;
+        /// Fragment offset (8-byte units, top 13 bits) and M (more fragments, bit 0).
+        pub const OFFSET_M: Field = 2..4;
+        /// Identification.
+        pub const IDENT: Field = 4..8;
+        /// The fragment header's length.
+        pub const LEN: usize = 8;
+    }
+    /// The fixed header's length.
+    pub const HEADER_LEN: usize = 40;
+    /// EtherType of IPv6.
+    pub const ETHERTYPE: u16 = 0x86dd;
+    /// Next-header number of the fragment header.
+    pub const PROTO_FRAGMENT: u8 = 44;
+}
+
+/// TCP headers (RFC 9293), without options: detpath-wire has none.
+pub mod tcp {
+    /// The header's fields.
+    pub mod field {
+        use detpath_wire::field::Field;
+        /// Source port.
+        pub const SRC_PORT: Field = 0..2;
+        /// Destination port.
+        pub const DST_PORT: Field = 2..4;
+        /// Sequence number.
+        pub const SEQ: Field = 4..8;
+        /// Acknowledgment number.
+        pub const ACK: Field = 8..12;
+        /// Data offset (header length in 32-bit words, high nibble).
+        pub const DATA_OFF: usize = 12;
+        /// Flags (CWR .. FIN).
+        pub const FLAGS: usize = 13;
+        /// Receive window.
+        pub const WINDOW: Field = 14..16;
+        /// Checksum over the pseudo-header, header and payload.
+        pub const CHECKSUM: Field = 16..18;
+    }
+    /// Header length without options.
+    pub const HEADER_LEN: usize = 20;
+    /// IP protocol number of TCP.
+    pub const PROTO: u8 = 6;
+}
+
+/// VXLAN headers (RFC 7348).
+pub mod vxlan {
+    /// The header's fields.
+    pub mod field {
+        use detpath_wire::field::Field;
+        /// Flags: I (a valid VNI) is bit 3.
+        pub const FLAGS: usize = 0;
+        /// The 24-bit VXLAN network identifier, big-endian.
+        pub const VNI: Field = 4..7;
+    }
+    /// The I flag: the VNI is valid.
+    pub const FLAG_I: u8 = 0x08;
+    /// The header's length.
+    pub const HEADER_LEN: usize = 8;
+}
+
+/// GTP-U headers (3GPP TS 29.281).
+pub mod gtpu {
+    /// The header's fields; those from `SEQ` on are there only when one of
+    /// the E, S or PN flags is set.
+    pub mod field {
+        use detpath_wire::field::Field;
+        /// Version (3 bits), PT, spare, E, S, PN.
+        pub const FLAGS: usize = 0;
+        /// Message type (0xff: G-PDU, a user datagram).
+        pub const MSG_TYPE: usize = 1;
+        /// Length of everything after the first 8 bytes.
+        pub const LENGTH: Field = 2..4;
+        /// Tunnel endpoint identifier.
+        pub const TEID: Field = 4..8;
+        /// Sequence number (optional part).
+        pub const SEQ: Field = 8..10;
+        /// N-PDU number (optional part).
+        pub const NPDU: usize = 10;
+        /// Type of the first extension header (optional part; 0: none).
+        pub const NEXT_EXT: usize = 11;
+    }
+    /// The mandatory header's length.
+    pub const HEADER_LEN: usize = 8;
+    /// The header's length with the optional part.
+    pub const HEADER_LEN_OPT: usize = 12;
+    /// Version 1, PT 1: the flags of a GTP-U header without optional part.
+    pub const FLAGS_V1_PT: u8 = 0x30;
+    /// E: extension headers follow.
+    pub const FLAG_E: u8 = 0x04;
+    /// E, S or PN: the optional part is there.
+    pub const FLAGS_OPT: u8 = 0x07;
+    /// The version is the top 3 bits of the flags.
+    pub const VERSION_SHIFT: u8 = 5;
+    /// Message type of a G-PDU.
+    pub const G_PDU: u8 = 0xff;
+    /// An extension header's length is its first byte times this (bytes);
+    /// its last byte is the next extension header's type.
+    pub const EXT_UNIT: usize = 4;
+}
+
+/// IP protocol number of IPv4 in IP.
+const PROTO_IPIP: u8 = 4;
+/// IP protocol number of IPv6 in IP.
+const PROTO_IPV6: u8 = 41;
+/// IP protocol number for experiments (RFC 3692): the payload of an IP layer last in the list.
+const PROTO_EXPERIMENTAL: u8 = 253;
+/// Local experimental EtherType (IEEE 802): the payload of an Ethernet layer not followed by IP.
+const ETHERTYPE_EXPERIMENTAL: u16 = 0x88b5;
+/// IPv4 identification and TTL of the frames built here.
+const IP_IDENT: u16 = 0x1234;
+const IP_TTL: u8 = 64;
+/// IPv6 fragment header identification of the frames built here.
+const IPV6_FRAG_IDENT: u32 = 0x1234_5678;
 
 /// One header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Layer {
     /// Ethernet; `vlans` are (TPID, VLAN ID), outermost first.
     Eth {
+        /// Destination MAC address.
         dst: [u8; 6],
+        /// Source MAC address.
         src: [u8; 6],
+        /// VLAN tags, outermost first: (TPID: 0x8100 or 0x88a8, VLAN ID).
         vlans: Vec<(u16, u16)>,
     },
     /// IPv4 or IPv6 (by the address); the protocol comes from the next layer.
     Ip {
+        /// Source address (its family chooses the header).
         src: IpAddr,
+        /// Destination address.
         dst: IpAddr,
     },
     /// IPv4 or IPv6 with explicit protocol and IPv4 fragment field / IPv6 fragment header.
     IpFrag {
+        /// Source address (its family chooses the header).
         src: IpAddr,
+        /// Destination address.
         dst: IpAddr,
+        /// More fragments follow (MF / M).
         more: bool,
+        /// Fragment offset in 8-byte units (0: the first fragment, which carries the ports).
         offset8: u16,
     },
+    /// UDP; length and checksum are computed.
     Udp {
+        /// Source port.
         sport: u16,
+        /// Destination port (4789 makes the next layer VXLAN to the classifier, 2152 GTP-U).
         dport: u16,
     },
+    /// TCP without options (PSH ACK); checksum computed.
     Tcp {
+        /// Source port.
         sport: u16,
+        /// Destination port.
         dport: u16,
     },
+    /// VXLAN with the I flag set.
     Vxlan {
+        /// The 24-bit VXLAN network identifier.
         vni: u32,
     },
     /// GTP-U; each extension header is (type, content), content padded to 4n-2 bytes.
     Gtpu {
+        /// Tunnel endpoint identifier.
         teid: u32,
+        /// Extension headers in order: (type, content before padding).
         exts: Vec<(u8, Vec<u8>)>,
+        /// Message type (0xff: G-PDU; others are not user data and the classifier passes them).
         msg_type: u8,
     },
 }
 
 impl Layer {
+    /// Untagged Ethernet from `src` to `dst`.
     pub fn eth(dst: [u8; 6], src: [u8; 6]) -> Layer {
         Layer::Eth { dst, src, vlans: vec![] }
     }
@@ -84,36 +268,36 @@ fn address_sum(src: &IpAddr, dst: &IpAddr) -> u64 {
 
 fn ip_proto_of(next: Option<&Layer>) -> u8 {
     match next {
-        Some(Layer::Udp { .. }) => 17,
-        Some(Layer::Tcp { .. }) => 6,
+        Some(Layer::Udp { .. }) => ipv4::PROTO_UDP,
+        Some(Layer::Tcp { .. }) => tcp::PROTO,
         Some(Layer::Ip { src, .. }) | Some(Layer::IpFrag { src, .. }) => {
             if src.is_ipv4() {
-                4
+                PROTO_IPIP
             } else {
-                41
+                PROTO_IPV6
             }
         }
-        _ => 253, // experimental
+        _ => PROTO_EXPERIMENTAL,
     }
 }
 
+/// Fills the UDP or TCP checksum of `seg` (the whole L4 segment).
 fn l4_checksum(src: &IpAddr, dst: &IpAddr, proto: u8, seg: &mut [u8]) {
-    let off = match proto {
-        17 => 6,
-        6 => 16,
+    let at = match proto {
+        ipv4::PROTO_UDP => udp::field::CHECKSUM,
+        tcp::PROTO => tcp::field::CHECKSUM,
         _ => return,
     };
-    if seg.len() < off + 2 {
+    if seg.len() < at.end {
         return;
     }
-    seg[off] = 0;
-    seg[off + 1] = 0;
+    set_be16(seg, at.clone(), 0);
     let sum = checksum::sum(seg, address_sum(src, dst) + proto as u64 + seg.len() as u64);
     let mut c = checksum::finish(sum);
-    if c == 0 && proto == 17 {
-        c = 0xffff;
+    if c == 0 && proto == ipv4::PROTO_UDP {
+        c = 0xffff; // 0 means "no checksum" in UDP
     }
-    seg[off..off + 2].copy_from_slice(&c.to_be_bytes());
+    set_be16(seg, at, c);
 }
 
 /// Builds a frame from its layers (outermost first) and the payload.
@@ -126,83 +310,91 @@ pub fn build(layers: &[Layer], payload: &[u8]) -> Vec<u8> {
     inner
 }
 
+/// `head` followed by `inner`.
+fn join(mut head: Vec<u8>, inner: &[u8]) -> Vec<u8> {
+    head.extend_from_slice(inner);
+    head
+}
+
 fn wrap(l: &Layer, next: Option<&Layer>, inner: Vec<u8>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(inner.len() + 64);
     match l {
         Layer::Eth { dst, src, vlans } => {
-            out.extend_from_slice(dst);
-            out.extend_from_slice(src);
-            for (tpid, vid) in vlans {
-                out.extend_from_slice(&tpid.to_be_bytes());
-                out.extend_from_slice(&(vid & 0x0fff).to_be_bytes());
-            }
             let et: u16 = match next {
                 Some(Layer::Ip { src, .. }) | Some(Layer::IpFrag { src, .. }) => {
                     if src.is_ipv4() {
-                        0x0800
+                        ETHERTYPE_IPV4
                     } else {
-                        0x86dd
+                        ipv6::ETHERTYPE
                     }
                 }
-                _ => 0x88b5, // local experimental
+                _ => ETHERTYPE_EXPERIMENTAL,
             };
-            out.extend_from_slice(&et.to_be_bytes());
-            out.extend_from_slice(&inner);
+            // Each tag's TPID stands in the EtherType of the header before it.
+            let mut head = vec![0u8; ethernet::field::PAYLOAD + vlans.len() * vlan::field::PAYLOAD];
+            let first = vlans.first().map(|(tpid, _)| *tpid).unwrap_or(et);
+            ethernet::write_header(&mut head, MacAddr(*dst), MacAddr(*src), first);
+            let mut tag = ethernet::field::PAYLOAD;
+            for (i, (_, vid)) in vlans.iter().enumerate() {
+                let t = &mut head[tag..tag + vlan::field::PAYLOAD];
+                set_be16(t, vlan::field::TCI, vid & vlan::VID_MASK);
+                set_be16(t, vlan::field::ETHERTYPE, vlans.get(i + 1).map(|(tpid, _)| *tpid).unwrap_or(et));
+                tag += vlan::field::PAYLOAD;
+            }
+            join(head, &inner)
         }
-        Layer::Ip { src, dst } => return ip(src, dst, ip_proto_of(next), None, inner),
-        Layer::IpFrag { src, dst, more, offset8 } => return ip(src, dst, ip_proto_of(next), Some((*more, *offset8)), inner),
+        Layer::Ip { src, dst } => ip(src, dst, ip_proto_of(next), None, inner),
+        Layer::IpFrag { src, dst, more, offset8 } => ip(src, dst, ip_proto_of(next), Some((*more, *offset8)), inner),
         Layer::Udp { sport, dport } => {
-            out.extend_from_slice(&sport.to_be_bytes());
-            out.extend_from_slice(&dport.to_be_bytes());
-            out.extend_from_slice(&((inner.len() + 8) as u16).to_be_bytes());
-            out.extend_from_slice(&[0, 0]);
-            out.extend_from_slice(&inner);
+            let mut head = vec![0u8; udp::field::PAYLOAD];
+            UdpPacket::new_unchecked(&mut head[..]).write_header(*sport, *dport, (inner.len() + udp::field::PAYLOAD) as u16);
+            join(head, &inner)
         }
         Layer::Tcp { sport, dport } => {
-            out.extend_from_slice(&sport.to_be_bytes());
-            out.extend_from_slice(&dport.to_be_bytes());
-            out.extend_from_slice(&1u32.to_be_bytes()); // seq
-            out.extend_from_slice(&0u32.to_be_bytes()); // ack
-            out.push(5 << 4);
-            out.push(0x18); // PSH ACK
-            out.extend_from_slice(&65535u16.to_be_bytes());
-            out.extend_from_slice(&[0, 0, 0, 0]);
-            out.extend_from_slice(&inner);
+            let mut head = vec![0u8; tcp::HEADER_LEN];
+            set_be16(&mut head, tcp::field::SRC_PORT, *sport);
+            set_be16(&mut head, tcp::field::DST_PORT, *dport);
+            head[tcp::field::SEQ].copy_from_slice(&1u32.to_be_bytes());
+            head[tcp::field::ACK].copy_from_slice(&0u32.to_be_bytes());
+            head[tcp::field::DATA_OFF] = ((tcp::HEADER_LEN / 4) as u8) << 4;
+            head[tcp::field::FLAGS] = 0x18; // PSH ACK
+            set_be16(&mut head, tcp::field::WINDOW, 65535);
+            join(head, &inner)
         }
         Layer::Vxlan { vni } => {
-            out.extend_from_slice(&[0x08, 0, 0, 0]);
-            out.extend_from_slice(&(vni << 8).to_be_bytes());
-            out.extend_from_slice(&inner);
+            let mut head = vec![0u8; vxlan::HEADER_LEN];
+            head[vxlan::field::FLAGS] = vxlan::FLAG_I;
+            head[vxlan::field::VNI].copy_from_slice(&vni.to_be_bytes()[1..]);
+            join(head, &inner)
         }
         Layer::Gtpu { teid, exts, msg_type } => {
-            let mut hdr = Vec::new();
-            if !exts.is_empty() {
-                hdr.extend_from_slice(&[0, 0, 0]); // seq, N-PDU
-                hdr.push(exts[0].0);
+            // The optional part (sequence, N-PDU, first extension type) and the extension headers.
+            let mut opt = Vec::new();
+            if let Some((first, _)) = exts.first() {
+                opt = vec![0u8; gtpu::HEADER_LEN_OPT - gtpu::HEADER_LEN];
+                opt[gtpu::field::NEXT_EXT - gtpu::HEADER_LEN] = *first;
                 for (i, (_, content)) in exts.iter().enumerate() {
+                    // Length byte, content padded, next type: a multiple of 4 bytes.
                     let mut c = content.clone();
-                    while (c.len() + 2) % 4 != 0 {
+                    while (c.len() + 2) % gtpu::EXT_UNIT != 0 {
                         c.push(0);
                     }
-                    hdr.push(((c.len() + 2) / 4) as u8);
-                    hdr.extend_from_slice(&c);
-                    hdr.push(exts.get(i + 1).map(|e| e.0).unwrap_or(0));
+                    opt.push(((c.len() + 2) / gtpu::EXT_UNIT) as u8);
+                    opt.extend_from_slice(&c);
+                    opt.push(exts.get(i + 1).map(|e| e.0).unwrap_or(0));
                 }
             }
-            let flags = 0x30 | if exts.is_empty() { 0 } else { 0x04 };
-            out.push(flags);
-            out.push(*msg_type);
-            out.extend_from_slice(&((hdr.len() + inner.len()) as u16).to_be_bytes());
-            out.extend_from_slice(&teid.to_be_bytes());
-            out.extend_from_slice(&hdr);
-            out.extend_from_slice(&inner);
+            let mut head = vec![0u8; gtpu::HEADER_LEN];
+            head[gtpu::field::FLAGS] = gtpu::FLAGS_V1_PT | if exts.is_empty() { 0 } else { gtpu::FLAG_E };
+            head[gtpu::field::MSG_TYPE] = *msg_type;
+            set_be16(&mut head, gtpu::field::LENGTH, (opt.len() + inner.len()) as u16);
+            head[gtpu::field::TEID].copy_from_slice(&teid.to_be_bytes());
+            head.extend_from_slice(&opt);
+            join(head, &inner)
         }
     }
-    out
 }
 
 fn ip(src: &IpAddr, dst: &IpAddr, proto: u8, frag: Option<(bool, u16)>, mut inner: Vec<u8>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(inner.len() + 48);
     let first = frag.is_none_or(|(_, off)| off == 0);
     let whole = frag.is_none();
     if whole || first {
@@ -210,20 +402,13 @@ fn ip(src: &IpAddr, dst: &IpAddr, proto: u8, frag: Option<(bool, u16)>, mut inne
     }
     match (src, dst) {
         (IpAddr::V4(s), IpAddr::V4(d)) => {
-            let tot = (20 + inner.len()) as u16;
-            out.extend_from_slice(&[0x45, 0]);
-            out.extend_from_slice(&tot.to_be_bytes());
-            out.extend_from_slice(&[0x12, 0x34]);
+            let mut head = vec![0u8; ipv4::HEADER_LEN];
             let fo = match frag {
-                None => 0x4000u16, // DF
-                Some((more, off)) => (if more { 0x2000 } else { 0 }) | (off & 0x1fff),
+                None => ipv4::FLAG_DF,
+                Some((more, off)) => (if more { ipv4::FLAG_MF } else { 0 }) | (off & ipv4::OFFSET_MASK),
             };
-            out.extend_from_slice(&fo.to_be_bytes());
-            out.extend_from_slice(&[64, proto, 0, 0]);
-            out.extend_from_slice(&s.octets());
-            out.extend_from_slice(&d.octets());
-            let c = checksum::internet(&out[..20]);
-            out[10..12].copy_from_slice(&c.to_be_bytes());
+            Ipv4Packet::new_unchecked(&mut head[..]).write_header((ipv4::HEADER_LEN + inner.len()) as u16, IP_IDENT, fo, IP_TTL, proto, *s, *d);
+            join(head, &inner)
         }
         _ => {
             let (s, d) = match (src, dst) {
@@ -235,41 +420,50 @@ fn ip(src: &IpAddr, dst: &IpAddr, proto: u8, frag: Option<(bool, u16)>, mut inne
             let mut ext = Vec::new();
             let mut next = proto;
             if let Some((more, off)) = frag {
-                ext.extend_from_slice(&[proto, 0]);
-                ext.extend_from_slice(&((off << 3) | more as u16).to_be_bytes());
-                ext.extend_from_slice(&0x1234_5678u32.to_be_bytes());
-                next = 44;
+                ext = vec![0u8; ipv6::frag::LEN];
+                ext[ipv6::frag::NEXT_HEADER] = proto;
+                set_be16(&mut ext, ipv6::frag::OFFSET_M, (off << 3) | more as u16);
+                ext[ipv6::frag::IDENT].copy_from_slice(&IPV6_FRAG_IDENT.to_be_bytes());
+                next = ipv6::PROTO_FRAGMENT;
             }
-            out.extend_from_slice(&[0x60, 0, 0, 0]);
-            out.extend_from_slice(&((ext.len() + inner.len()) as u16).to_be_bytes());
-            out.push(next);
-            out.push(64);
-            out.extend_from_slice(&s);
-            out.extend_from_slice(&d);
-            out.extend_from_slice(&ext);
+            let mut head = vec![0u8; ipv6::HEADER_LEN];
+            head[ipv6::field::VER_TC_FLOW].copy_from_slice(&(6u32 << 28).to_be_bytes());
+            set_be16(&mut head, ipv6::field::PAYLOAD_LEN, (ext.len() + inner.len()) as u16);
+            head[ipv6::field::NEXT_HEADER] = next;
+            head[ipv6::field::HOP_LIMIT] = IP_TTL;
+            head[ipv6::field::SRC_ADDR].copy_from_slice(&s);
+            head[ipv6::field::DST_ADDR].copy_from_slice(&d);
+            head.extend_from_slice(&ext);
+            join(head, &inner)
         }
     }
-    out.extend_from_slice(&inner);
-    out
+}
+
+/// The IPv6 address in `b[f]` (a 16-byte field).
+fn ipv6_at(b: &[u8], f: Field) -> Ipv6Addr {
+    let mut a = [0u8; 16];
+    a.copy_from_slice(&b[f]);
+    Ipv6Addr::from(a)
 }
 
 /// The TEID, inner source address and inner destination port of a GTP-U G-PDU
 /// payload (what a UDP socket on port 2152 receives): identifies a service.
 pub fn parse_gtpu_payload(p: &[u8]) -> Option<(u32, IpAddr, u16)> {
-    if p.len() < 8 || p[0] >> 5 != 1 || p[1] != 0xff {
+    if p.len() < gtpu::HEADER_LEN || p[gtpu::field::FLAGS] >> gtpu::VERSION_SHIFT != 1 || p[gtpu::field::MSG_TYPE] != gtpu::G_PDU {
         return None;
     }
-    let teid = u32::from_be_bytes([p[4], p[5], p[6], p[7]]);
-    let mut off = 8;
-    if p[0] & 0x07 != 0 {
-        let mut next = *p.get(11)?;
-        off = 12;
-        if p[0] & 0x04 == 0 {
+    let flags = p[gtpu::field::FLAGS];
+    let teid = u32::from_be_bytes(p[gtpu::field::TEID].try_into().ok()?);
+    let mut off = gtpu::HEADER_LEN;
+    if flags & gtpu::FLAGS_OPT != 0 {
+        let mut next = *p.get(gtpu::field::NEXT_EXT)?;
+        off = gtpu::HEADER_LEN_OPT;
+        if flags & gtpu::FLAG_E == 0 {
             next = 0;
         }
         let mut n = 0;
         while next != 0 && n < 16 {
-            let len = *p.get(off)? as usize * 4;
+            let len = *p.get(off)? as usize * gtpu::EXT_UNIT;
             if len == 0 {
                 return None;
             }
@@ -280,53 +474,51 @@ pub fn parse_gtpu_payload(p: &[u8]) -> Option<(u32, IpAddr, u16)> {
     }
     let ip = p.get(off..)?;
     match ip.first()? >> 4 {
-        4 if ip.len() >= 24 => {
-            let ihl = (ip[0] & 0x0f) as usize * 4;
-            let src = IpAddr::from([ip[12], ip[13], ip[14], ip[15]]);
-            let dport = u16::from_be_bytes([*ip.get(ihl + 2)?, *ip.get(ihl + 3)?]);
-            Some((teid, src, dport))
+        4 => {
+            let v4 = Ipv4Packet::new_checked(ip)?;
+            // The destination port is in the same place in UDP and TCP.
+            let l4 = UdpPacket::new_checked(ip.get(v4.header_len()..)?)?;
+            Some((teid, IpAddr::V4(v4.src_addr()), l4.dst_port()))
         }
-        6 if ip.len() >= 44 => {
-            let mut a = [0u8; 16];
-            a.copy_from_slice(&ip[8..24]);
-            Some((teid, IpAddr::from(a), u16::from_be_bytes([ip[42], ip[43]])))
+        6 => {
+            let l4 = UdpPacket::new_checked(ip.get(ipv6::HEADER_LEN..)?)?;
+            Some((teid, IpAddr::V6(ipv6_at(ip, ipv6::field::SRC_ADDR)), l4.dst_port()))
         }
         _ => None,
     }
 }
 
-/// Verifies the IPv4 header checksum at `off` (tests of the forward rewrite).
+/// Verifies the IPv4 header checksum of the header at `off` (tests of the forward rewrite).
 pub fn ipv4_header_ok(frame: &[u8], off: usize) -> bool {
-    frame.get(off..off + 20).is_some_and(|h| checksum::internet(h) == 0)
+    frame.get(off..).and_then(Ipv4Packet::new_checked).is_some_and(|p| p.header_len() >= ipv4::HEADER_LEN && p.verify_checksum())
 }
 
 /// Verifies a UDP checksum (IPv4 or IPv6 by the header at `ip_off`).
 pub fn udp_checksum_ok(frame: &[u8], ip_off: usize) -> bool {
-    let Some(v) = frame.get(ip_off).map(|b| b >> 4) else { return false };
+    let Some(ip) = frame.get(ip_off..) else { return false };
+    let Some(v) = ip.first().map(|b| b >> 4) else { return false };
     let (src, dst, l4): (IpAddr, IpAddr, usize) = match v {
         4 => {
-            let Some(h) = frame.get(ip_off..ip_off + 20) else { return false };
-            (IpAddr::from([h[12], h[13], h[14], h[15]]), IpAddr::from([h[16], h[17], h[18], h[19]]), ip_off + (h[0] as usize & 0xf) * 4)
+            let Some(h) = Ipv4Packet::new_checked(ip) else { return false };
+            (IpAddr::V4(h.src_addr()), IpAddr::V4(h.dst_addr()), h.header_len())
         }
         6 => {
-            let Some(h) = frame.get(ip_off..ip_off + 40) else { return false };
-            let mut s = [0u8; 16];
-            let mut d = [0u8; 16];
-            s.copy_from_slice(&h[8..24]);
-            d.copy_from_slice(&h[24..40]);
-            (IpAddr::from(s), IpAddr::from(d), ip_off + 40)
+            if ip.len() < ipv6::HEADER_LEN {
+                return false;
+            }
+            (IpAddr::V6(ipv6_at(ip, ipv6::field::SRC_ADDR)), IpAddr::V6(ipv6_at(ip, ipv6::field::DST_ADDR)), ipv6::HEADER_LEN)
         }
         _ => return false,
     };
-    let Some(u) = frame.get(l4..) else { return false };
-    if u.len() < 8 {
+    let Some(u) = ip.get(l4..).and_then(UdpPacket::new_checked) else { return false };
+    let ulen = u.len();
+    let Some(seg) = ip.get(l4..l4 + ulen) else { return false };
+    if ulen < udp::field::PAYLOAD {
         return false;
     }
-    let ulen = u16::from_be_bytes([u[4], u[5]]) as usize;
-    let Some(seg) = u.get(..ulen) else { return false };
-    if seg[6] == 0 && seg[7] == 0 && v == 4 {
+    if u.checksum() == 0 && v == 4 {
         return true; // no checksum
     }
     // Both addresses come from one header, so they are of one family.
-    checksum::finish(checksum::sum(seg, address_sum(&src, &dst) + 17 + ulen as u64)) == 0
+    checksum::finish(checksum::sum(seg, address_sum(&src, &dst) + ipv4::PROTO_UDP as u64 + ulen as u64)) == 0
 }

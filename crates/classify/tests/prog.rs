@@ -1,8 +1,9 @@
 //! The XDP program itself, through BPF_PROG_TEST_RUN over crafted frames.
 //! Needs root.
 
-use detpath_classify::frames::{build, ipv4_header_ok, udp_checksum_ok, Layer};
+use detpath_classify::frames::{build, gtpu, ipv4_header_ok, ipv6, udp_checksum_ok, vlan, vxlan, Layer};
 use detpath_classify::{parse_intent, AltNode, Classifier, DefaultAction, Settings};
+use detpath_wire::{ethernet, ipv4, udp, EthernetFrame, Ipv4Packet};
 use std::net::IpAddr;
 
 const XDP_DROP: u32 = 1;
@@ -216,7 +217,7 @@ fn every_truncation_point_is_never_the_rule() {
         assert_eq!(c.rule_stat(ins.slot).packets, before + 1);
         let malformed0 = c.total("malformed").packets;
         let mut runs = 0;
-        for len in 14..f.len() {
+        for len in ethernet::field::PAYLOAD..f.len() {
             let (v, _) = c.test_run(&f[..len]).unwrap();
             assert_eq!(v, XDP_PASS, "truncated to {len} of {}: must pass", f.len());
             runs += 1;
@@ -235,29 +236,32 @@ fn malformed_headers_are_never_matched() {
     c.install(&r, None).unwrap();
     let good = nested(false, vec![], 0x445, 0x10, vec![], "172.16.0.1", 5004);
     assert_eq!(c.test_run(&good).unwrap().0, XDP_DROP);
-    let vx = 14 + 20 + 8; // VXLAN header offset
+    // Where each header starts: outer Ethernet / IPv4 / UDP, VXLAN, inner Ethernet / IPv4 / UDP, GTP-U.
+    let ip_at = ethernet::field::PAYLOAD;
+    let outer_udp = ip_at + ipv4::HEADER_LEN;
+    let vx = outer_udp + udp::field::PAYLOAD;
+    let gtp = vx + vxlan::HEADER_LEN + ethernet::field::PAYLOAD + ipv4::HEADER_LEN + udp::field::PAYLOAD;
     let mut bad = Vec::new();
     let mut f = good.clone();
-    f[vx] = 0; // VXLAN I flag cleared
+    f[vx + vxlan::field::FLAGS] = 0; // I flag cleared
     bad.push(("vxlan without I flag", f));
     let mut f = good.clone();
-    f[14] = 0x44; // IPv4 IHL 4
+    f[ip_at + ipv4::field::VER_IHL] = 0x44; // IHL 4
     bad.push(("ihl < 5", f));
     let mut f = good.clone();
-    f[16] = 0xff; // total length beyond the frame
+    f[ip_at + ipv4::field::LENGTH.start] = 0xff; // beyond the frame
     bad.push(("ip total length too long", f));
     let mut f = good.clone();
-    f[14 + 20 + 4] = 0xff; // UDP length beyond the IP packet
+    f[outer_udp + udp::field::LENGTH.start] = 0xff; // beyond the IP packet
     bad.push(("udp length too long", f));
-    let gtp = vx + 8 + 14 + 20 + 8;
     let mut f = good.clone();
-    f[gtp] = 0x50; // GTP version 2
+    f[gtp + gtpu::field::FLAGS] = 0x50; // version 2
     bad.push(("gtp version 2", f));
     let mut f = good.clone();
-    f[gtp + 2] = 0xff; // GTP length beyond the datagram
+    f[gtp + gtpu::field::LENGTH.start] = 0xff; // beyond the datagram
     bad.push(("gtp length", f));
     let mut f = good.clone();
-    f[gtp + 8] = 0x55; // inner IP version 5
+    f[gtp + gtpu::HEADER_LEN + ipv4::field::VER_IHL] = 0x55; // inner IP version 5
     bad.push(("inner ip version", f));
     for (name, f) in &bad {
         let m0 = c.total("malformed").packets;
@@ -357,17 +361,20 @@ fn forward_when_overloaded_rewrites_mac_ip_and_checksums() {
         let (v, out) = c.test_run(&f).unwrap();
         assert_eq!(v, XDP_TX, "overloaded: forwarded");
         assert_eq!(out.len(), f.len());
-        assert_eq!(&out[0..6], &MAC_ALT);
-        assert_eq!(&out[6..12], &MAC_E, "sent from our own MAC");
-        let ip_off = 18;
-        if v6 {
-            assert_eq!(&out[ip_off + 24..ip_off + 40], &ip("fd00::aa").to_string().parse::<std::net::Ipv6Addr>().unwrap().octets());
+        let eth = EthernetFrame::new_checked(&out[..]).unwrap();
+        assert_eq!(eth.dst_addr().0, MAC_ALT);
+        assert_eq!(eth.src_addr().0, MAC_E, "sent from our own MAC");
+        let ip_off = ethernet::field::PAYLOAD + vlan::field::PAYLOAD; // one VLAN tag
+        let ip_len = if v6 {
+            assert_eq!(&out[ip_off..][ipv6::field::DST_ADDR], &ip("fd00::aa").to_string().parse::<std::net::Ipv6Addr>().unwrap().octets());
+            ipv6::HEADER_LEN
         } else {
-            assert_eq!(&out[ip_off + 16..ip_off + 20], &[10, 0, 0, 170]);
+            assert_eq!(Ipv4Packet::new_checked(&out[ip_off..]).unwrap().dst_addr(), ip("10.0.0.170"));
             assert!(ipv4_header_ok(&out, ip_off), "IPv4 header checksum still valid");
-        }
+            ipv4::HEADER_LEN
+        };
         assert!(udp_checksum_ok(&out, ip_off), "outer UDP checksum still valid (v6={v6})");
-        let after_udp = ip_off + if v6 { 40 } else { 20 } + 8;
+        let after_udp = ip_off + ip_len + udp::field::PAYLOAD;
         assert_eq!(&out[after_udp..], &f[after_udp..], "VXLAN and everything inside untouched");
         assert_eq!(c.rule_stat(fw.slot).forwarded, 1);
         assert_eq!(c.rule_stat(fw.slot).packets, 2);
