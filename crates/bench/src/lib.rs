@@ -8,6 +8,10 @@
 //! clock_nanosleep, on the same result directories and environment record.
 //! [`pubsub`] is `detpath pubsub bench`: paper 001's DDS workloads over the
 //! `detpath-pubsub` protocol crate, with ddsperf as the reference.
+//! Every run carries what it cost in CPU (`detpath_sys::cputime`); the
+//! reference programs run as child processes are measured by [`child_cpu`].
+
+#![warn(missing_docs)]
 
 pub mod child_cpu;
 pub mod matrix;

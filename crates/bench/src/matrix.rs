@@ -53,6 +53,7 @@ pub struct MatrixConfig {
     /// One probe stream per rate (paper 000's Figure 2 sweeps 8 to 1600 Mbit/s);
     /// every datapath runs at each, rates outermost within a configuration.
     pub probes: Vec<PingPongConfig>,
+    /// The matrix's columns (stress and tuning), run in this order.
     pub configurations: Vec<Configuration>,
     /// Cores of the client and server polling threads.
     pub cpus: (u32, u32),
@@ -89,7 +90,12 @@ pub const LIBRARY_LOG: &str = "libs.log";
 #[derive(Debug, Clone)]
 pub enum Event {
     /// A run starts: its label and how many rounds its client sends.
-    RunStarting { label: String, total_rounds: u64 },
+    RunStarting {
+        /// `bench: udp: 100000 rounds of 64 B every 100 µs, stress 0 %, default`.
+        label: String,
+        /// Rounds the client sends, warm-up included.
+        total_rounds: u64,
+    },
     /// Rounds sent so far in the current run.
     Sent(u64),
     /// The current run's client finished.
@@ -103,7 +109,9 @@ pub type Observer = Arc<dyn Fn(Event) + Send + Sync>;
 
 /// The result directory and whether any run failed to run at all.
 pub struct MatrixOutcome {
+    /// The result directory every run was saved in.
     pub dir: ResultDir,
+    /// Some run could not run (its reason was sent as an [`Event::Note`]).
     pub failed: bool,
 }
 
@@ -244,8 +252,11 @@ pub fn run_matrix(cfg: &MatrixConfig, observe: Observer) -> anyhow::Result<Matri
 
 /// What a run recorded about its noise, for [`tail::attribute`].
 pub struct TailEvidence<'a> {
+    /// Which rounds are the tail (× the median, or µs).
     pub threshold: TailThreshold,
+    /// The polling threads' noise gaps (client, server).
     pub threads: &'a [ThreadGaps],
+    /// The per-CPU counters sampled during the run.
     pub samples: &'a [CpuSample],
     /// The kernel tracer's record of the run (`--trace-kernel`).
     pub kernel: Option<&'a tail::KernelTrace>,

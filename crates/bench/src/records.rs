@@ -46,6 +46,7 @@ pub enum Status {
 }
 
 impl Status {
+    /// The status as the records file and summary.json write it (`ok`, `lost`, ...).
     pub const fn as_str(self) -> &'static str {
         match self {
             Status::Ok => "ok",
@@ -87,13 +88,19 @@ impl FromStr for Status {
 /// runner can preallocate a `Vec<Record>` for the whole run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Record {
+    /// The round's sequence id (0 for the first ping, warm-up included).
     pub seq: u64,
+    /// When the client sent the ping, CLOCK_MONOTONIC ns of the client's host.
     pub client_send_ns: u64,
+    /// When the server received it, CLOCK_MONOTONIC ns of the server's host.
     pub server_recv_ns: u64,
+    /// When the server sent the pong, CLOCK_MONOTONIC ns of the server's host.
     pub server_send_ns: u64,
+    /// When the client received the pong, CLOCK_MONOTONIC ns of the client's host.
     pub client_recv_ns: u64,
     /// How late the ping left after its absolute deadline (`start + seq * period`).
     pub send_lateness_ns: u64,
+    /// What became of the round (or that this line is a duplicate arrival).
     pub status: Status,
 }
 
@@ -139,6 +146,7 @@ impl<W: Write> RecordWriter<W> {
         Ok(RecordWriter { out, line: String::with_capacity(128) })
     }
 
+    /// Appends one record as a CSV line (a time of 0 as an empty field).
     pub fn write(&mut self, r: &Record) -> io::Result<()> {
         use std::fmt::Write as _;
         self.line.clear();
@@ -154,6 +162,7 @@ impl<W: Write> RecordWriter<W> {
         self.out.write_all(self.line.as_bytes())
     }
 
+    /// Appends every record of `rs`, in order.
     pub fn write_all(&mut self, rs: &[Record]) -> io::Result<()> {
         rs.iter().try_for_each(|r| self.write(r))
     }
@@ -177,12 +186,20 @@ pub fn write_csv(path: &Path, records: &[Record]) -> io::Result<()> {
 /// A malformed line of a records file.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
+    /// The file could not be read.
     #[error("reading records: {0}")]
     Io(#[from] io::Error),
+    /// The first line is not [`CSV_HEADER`].
     #[error("records file has no header line or an unknown one (expected {CSV_HEADER:?})")]
     BadHeader,
+    /// A line that is not a record.
     #[error("records line {line}: {msg}")]
-    BadLine { line: usize, msg: String },
+    BadLine {
+        /// The line's number, 1-based (the header is line 1).
+        line: usize,
+        /// What is wrong with it.
+        msg: String,
+    },
 }
 
 /// Reads a CSV records file written by [`RecordWriter`]. A last line cut
@@ -243,6 +260,7 @@ fn parse_line(l: &str) -> Result<Record, String> {
 /// `unexpected` count extra arrivals, not rounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct LossCounts {
+    /// Sequence ids sent (rounds; each ends in exactly one of the four below).
     pub sent: u64,
     /// Received with a valid nonce, in order.
     pub ok: u64,

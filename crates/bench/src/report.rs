@@ -35,6 +35,7 @@ use std::path::{Path, PathBuf};
 pub struct LoadedRun {
     /// The result directory it came from.
     pub dir: PathBuf,
+    /// Its summary.json entry.
     pub run: RunResult,
     /// Legend label, unique among the runs of a report.
     pub label: String,

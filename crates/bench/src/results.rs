@@ -109,6 +109,7 @@ pub struct Environment {
     pub cpu_model: String,
     /// Online CPUs.
     pub cpus: u32,
+    /// The host's name (`uname -n`).
     pub hostname: String,
     /// UTC, ISO 8601 (`2025-01-31T14:25:01Z`).
     pub date: String,
@@ -208,9 +209,11 @@ pub struct RunResult {
     /// [`ResultDir::save_run`].
     #[serde(default)]
     pub name: String,
+    /// What was measured: datapath, size, rate, rounds, cores, tuning.
     pub config: RunConfig,
     /// `D`, `D&S`, `T` or `T&S` (copy of [`RunConfig::configuration`]).
     pub configuration: String,
+    /// The host that measured.
     pub environment: Environment,
     /// When the run started (UTC ISO 8601).
     pub started: String,
@@ -218,11 +221,13 @@ pub struct RunResult {
     pub duration_s: f64,
     /// One-way latency (RTT / 2), ns.
     pub latency: Summary,
+    /// Round-trip time (client receive - client send), ns.
     pub rtt: Summary,
     /// Server send - server receive, ns.
     pub server_time: Summary,
     /// How late each ping left after its absolute deadline, ns.
     pub send_lateness: Summary,
+    /// What became of every round sent (ok, reordered, corrupted, lost) and the extra arrivals.
     pub loss: LossCounts,
     /// False if the run stopped before all rounds (see `interrupted`).
     pub complete: bool,
@@ -314,21 +319,47 @@ impl RunResult {
 /// summary.json as a whole.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SummaryFile {
+    /// The format tag ([`FORMAT`]): a reader refuses another.
     pub format: String,
+    /// Every run saved in the directory, in the order they ran.
     pub runs: Vec<RunResult>,
 }
 
 /// Why a result directory could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// A file could not be read.
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The system's error.
+        source: io::Error,
+    },
+    /// summary.json is not the JSON of a [`SummaryFile`].
     #[error("{path}: not a detpath result summary: {source}")]
-    Json { path: PathBuf, source: serde_json::Error },
+    Json {
+        /// The summary.json.
+        path: PathBuf,
+        /// The parser's error.
+        source: serde_json::Error,
+    },
+    /// summary.json has another `format` tag than [`FORMAT`].
     #[error("{path}: format {found:?}, this detpath reads {FORMAT:?}")]
-    Format { path: PathBuf, found: String },
+    Format {
+        /// The summary.json.
+        path: PathBuf,
+        /// The tag it has.
+        found: String,
+    },
+    /// A run's records file does not parse.
     #[error("{path}: {source}")]
-    Records { path: PathBuf, source: records::ReadError },
+    Records {
+        /// The records file.
+        path: PathBuf,
+        /// What is wrong with it.
+        source: records::ReadError,
+    },
 }
 
 /// A result directory being filled by a benchmark.
@@ -359,6 +390,7 @@ impl ResultDir {
         unreachable!()
     }
 
+    /// The directory (`base/<timestamp>`) where summary.json and the records go.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -48,6 +48,7 @@ pub struct PingPongConfig {
 }
 
 impl PingPongConfig {
+    /// Rounds the client sends: the warm-up and the measured ones.
     pub fn total_rounds(&self) -> u64 {
         self.warmup + self.rounds
     }
@@ -56,25 +57,35 @@ impl PingPongConfig {
 /// What happened to one round, from the client's side.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Round {
+    /// The random number the ping carried; its pong must carry it back.
     pub nonce: u64,
     /// t0..t3 in ns (t1, t2 on the server's clock); 0 = not happened.
+    /// t0: the client sent the ping (CLOCK_MONOTONIC ns).
     pub client_tx: u64,
+    /// t1: the server received it (ns, the server's CLOCK_MONOTONIC).
     pub server_rx: u64,
+    /// t2: the server sent the pong (ns, the server's CLOCK_MONOTONIC).
     pub server_tx: u64,
+    /// t3: the client received the pong (CLOCK_MONOTONIC ns).
     pub client_rx: u64,
-    /// t0 - scheduled send time.
+    /// t0 - scheduled send time, ns.
     pub lateness: u64,
+    /// Further pongs for this round after the first.
     pub duplicates: u32,
+    /// A pong came whose nonce or send time did not match the ping.
     pub corrupted: bool,
+    /// The pong came, but later than the loss timeout after the ping: counted lost.
     pub late: bool,
     /// Arrived after a higher sequence number had.
     pub reordered: bool,
 }
 
 impl Round {
+    /// A matching pong came within the loss timeout.
     pub fn answered(&self) -> bool {
         self.client_rx != 0 && !self.corrupted && !self.late
     }
+    /// t3 - t0, ns, when answered.
     pub fn rtt(&self) -> Option<u64> {
         self.answered().then(|| self.client_rx.saturating_sub(self.client_tx))
     }
@@ -122,8 +133,11 @@ pub struct ClientOutcome {
     pub sent: u64,
     /// Datagrams that were not probes at all, or not for a round we sent.
     pub foreign: u64,
+    /// The run stopped (the `stop` flag) before every round was sent.
     pub interrupted: bool,
+    /// The first round's send deadline, CLOCK_MONOTONIC ns (1 ms after the client started).
     pub started_ns: u64,
+    /// When the client stopped waiting for pongs, CLOCK_MONOTONIC ns.
     pub finished_ns: u64,
     /// What the client's noise probe saw (iterations of its loop longer than
     /// [`DEFAULT_GAP_BOUND_NS`]), for tail attribution.
@@ -237,7 +251,9 @@ fn sleep_until_ns(t: u64) {
 /// What the server did.
 #[derive(Debug, Clone, Default)]
 pub struct ServerReport {
+    /// Probes echoed back to their sender.
     pub echoed: u64,
+    /// Datagrams received that were not probes (left unanswered).
     pub not_probes: u64,
     /// Probes whose echo could not be sent (off-link or unresolved source,
     /// full ring, ...): the endpoint counted each by cause and the server went on.

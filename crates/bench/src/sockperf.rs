@@ -50,34 +50,57 @@ pub struct SockperfConfig {
     pub period_ns: u64,
     /// Test duration in whole seconds (sockperf's -t), at least 1.
     pub seconds: u64,
+    /// Core the ping-pong client is pinned to (taskset), in namespace a.
     pub cpu_client: u32,
+    /// Core the server is pinned to (taskset), in namespace b.
     pub cpu_server: u32,
+    /// UDP port the server listens on.
     pub port: u16,
 }
 
+/// Why the sockperf reference run gave no row.
 #[derive(Debug, thiserror::Error)]
 pub enum SockperfError {
+    /// The binary could not be run (the path given).
     #[error("sockperf is not installed ({0} not found); install it with `apt-get install sockperf` (or `make deps`)")]
     Missing(String),
+    /// A sockperf process failed.
     #[error("sockperf {what}: {why}")]
-    Failed { what: &'static str, why: String },
+    Failed {
+        /// Which part: `server`, `ping-pong`, `full log`.
+        what: &'static str,
+        /// What went wrong (exit status and stderr, or the system's error).
+        why: String,
+    },
+    /// The full log does not parse.
     #[error("sockperf full log {path}, line {line}: {why}")]
-    BadLog { path: String, line: usize, why: String },
+    BadLog {
+        /// The log file.
+        path: String,
+        /// The line, 1-based.
+        line: usize,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 /// One row of sockperf's full log.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Row {
+    /// sockperf's message number.
     pub packet: u64,
+    /// When the client sent it, seconds on sockperf's clock.
     pub tx_s: f64,
     /// 0 when the message was not answered.
     pub rx_s: f64,
+    /// sockperf's one-way latency, (rx − tx) / 2, µs (0 when not answered).
     pub latency_us: f64,
 }
 
 /// A finished sockperf run: its rows and its own summary lines.
 #[derive(Debug, Clone)]
 pub struct SockperfOutcome {
+    /// Every measured message, in the log's order.
     pub rows: Vec<Row>,
     /// sockperf's printed statistics (percentiles, drops), for cross-checking.
     pub summary: Vec<String>,

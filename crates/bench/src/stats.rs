@@ -29,15 +29,25 @@ use serde::{Deserialize, Serialize};
 pub struct Quantile(pub u32);
 
 impl Quantile {
+    /// p0.01: the box plot's lower whisker (needs 10,000 samples).
     pub const P0_01: Quantile = Quantile(100);
+    /// p25: the lower edge of a box plot's box.
     pub const P25: Quantile = Quantile(250_000);
+    /// p50, the median (reported from one sample on).
     pub const MEDIAN: Quantile = Quantile(500_000);
+    /// p75: the upper edge of a box plot's box.
     pub const P75: Quantile = Quantile(750_000);
+    /// p99 (needs 100 samples).
     pub const P99: Quantile = Quantile(990_000);
+    /// p99.9 (needs 1,000 samples).
     pub const P99_9: Quantile = Quantile(999_000);
+    /// p99.99 (needs 10,000 samples): the box plot's upper whisker.
     pub const P99_99: Quantile = Quantile(999_900);
+    /// p99.999 (needs 100,000 samples).
     pub const P99_999: Quantile = Quantile(999_990);
+    /// p99.9999, six nines (needs 1,000,000 samples).
     pub const P99_9999: Quantile = Quantile(999_999);
+    /// The largest sample (p100).
     pub const MAX: Quantile = Quantile(1_000_000);
 
     /// The tail percentiles the benchmark reports, with their labels.
@@ -103,16 +113,27 @@ pub fn quantile_unchecked(sorted: &[u64], q: Quantile) -> Option<u64> {
 /// ([`Quantile::needs`]). `jitter_ns` is max - min (paper 000's jitter).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Summary {
+    /// Samples in the distribution (what decides which percentiles are supported).
     pub count: u64,
+    /// Smallest sample, ns.
     pub min_ns: Option<u64>,
+    /// Arithmetic mean, ns.
     pub mean_ns: Option<f64>,
+    /// Median (nearest rank), ns.
     pub median_ns: Option<u64>,
+    /// p99, ns (from 100 samples).
     pub p99_ns: Option<u64>,
+    /// p99.9, ns (from 1,000 samples).
     pub p99_9_ns: Option<u64>,
+    /// p99.99, ns (from 10,000 samples).
     pub p99_99_ns: Option<u64>,
+    /// p99.999, ns (from 100,000 samples).
     pub p99_999_ns: Option<u64>,
+    /// p99.9999, ns (from 1,000,000 samples).
     pub p99_9999_ns: Option<u64>,
+    /// Largest sample, ns.
     pub max_ns: Option<u64>,
+    /// max - min, ns: paper 000's jitter.
     pub jitter_ns: Option<u64>,
     /// Population standard deviation.
     pub stddev_ns: Option<f64>,
@@ -181,12 +202,19 @@ impl Summary {
 /// and max and there are no outliers (`whiskers_are_extremes` is true).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BoxStats {
+    /// Lower edge of the box, in the samples' unit (ns for latencies).
     pub p25: u64,
+    /// The line in the box, in the samples' unit.
     pub median: u64,
+    /// Upper edge of the box, in the samples' unit.
     pub p75: u64,
+    /// Lower whisker: p0.01, or the minimum when the count cannot support it.
     pub whisker_lo: u64,
+    /// Upper whisker: p99.99, or the maximum when the count cannot support it.
     pub whisker_hi: u64,
+    /// The whiskers are min and max (fewer than 10,000 samples), so no outliers.
     pub whiskers_are_extremes: bool,
+    /// Samples beyond the whiskers drawn as dots (capped per side, the most extreme kept).
     pub outliers: Vec<u64>,
 }
 
@@ -269,8 +297,11 @@ pub fn ccdf_points(sorted: &[u64], max_points: usize) -> Vec<(u64, f64)> {
 pub struct Bucket {
     /// Index of the first sample in the bucket.
     pub start: usize,
+    /// Smallest sample of the bucket, in the series' unit (ns for latencies).
     pub min: u64,
+    /// Median sample of the bucket, in the series' unit.
     pub median: u64,
+    /// Largest sample of the bucket (no spike is hidden), in the series' unit.
     pub max: u64,
 }
 

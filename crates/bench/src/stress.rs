@@ -14,17 +14,23 @@ use std::time::Duration;
 pub struct Stress {
     /// `None` only while dropping.
     child: Option<TiedChild>,
+    /// The load each worker puts on its core, percent (stress-ng's `--cpu-load`).
     pub percent: u8,
+    /// The cores asked for, one worker each (under a tuning shield the
+    /// workers run on the housekeeping cores instead: [`Stress::effective_cores`]).
     pub cores: Vec<usize>,
 }
 
 /// Why stress could not start; said before the run begins.
 #[derive(Debug, thiserror::Error)]
 pub enum StressError {
+    /// stress-ng is not on the PATH.
     #[error("stress-ng is not installed; install it with `apt-get install stress-ng` (or `make deps`)")]
     Missing,
+    /// A load outside 1..=100 percent.
     #[error("stress level {0}% is out of range (1..=100)")]
     BadPercent(u8),
+    /// stress-ng could not be started or exited at once (its status and stderr).
     #[error("stress-ng failed to start: {0}")]
     Failed(String),
 }

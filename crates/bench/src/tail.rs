@@ -54,7 +54,9 @@ pub const GAP_CAPACITY: usize = 1 << 16;
 /// Which rounds count as the tail: above a multiple of the run's median, or above a fixed latency.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum TailThreshold {
+    /// Above this multiple of the run's median latency (`10x`, the default).
     TimesMedian(f64),
+    /// Above this one-way latency, µs (`50us`, `0.2ms`).
     Micros(f64),
 }
 
@@ -95,7 +97,9 @@ impl TailThreshold {
 /// A stretch when a polling thread did not run its loop.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Gap {
+    /// The last loop iteration before the gap, CLOCK_MONOTONIC ns.
     pub start_ns: u64,
+    /// The first iteration after it, CLOCK_MONOTONIC ns.
     pub end_ns: u64,
     /// Involuntary context switches of the thread across the gap.
     pub involuntary_switches: u32,
@@ -107,6 +111,7 @@ pub struct Gap {
 }
 
 impl Gap {
+    /// How long the thread did not run its loop, ns.
     pub fn len_ns(&self) -> u64 {
         self.end_ns - self.start_ns
     }
@@ -183,6 +188,7 @@ impl NoiseProbe {
 /// Per-CPU counters at one instant.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CpuSample {
+    /// When the counters were read, CLOCK_MONOTONIC ns.
     pub t_ns: u64,
     /// Steal time per CPU (USER_HZ ticks, `/proc/stat`).
     pub steal: Vec<u64>,
@@ -265,12 +271,15 @@ pub struct ProcReader {
 }
 
 impl ProcReader {
+    /// Reads `proc/...` under `root` (a fake tree in tests); each CPU's
+    /// ksoftirqd is looked up there once, now.
     pub fn new(root: impl Into<PathBuf>) -> ProcReader {
         let root = root.into();
         let ksoftirqd = find_ksoftirqd(&root);
         ProcReader { root, ksoftirqd }
     }
 
+    /// Reads the host's own /proc.
     pub fn host() -> ProcReader {
         ProcReader::new("/")
     }
@@ -309,6 +318,8 @@ pub struct Sampler {
 }
 
 impl Sampler {
+    /// Starts the sampling thread: a sample at once, then every `period`,
+    /// the thread metering its own CPU time (as [`SAMPLER_THREAD`]).
     pub fn start(reader: ProcReader, period: Duration) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let samples = Arc::new(Mutex::new(Vec::new()));
@@ -349,18 +360,28 @@ impl Sampler {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Cause {
+    /// A send due while the round was out left later than the threshold: the client was not polling.
     ClientLate,
+    /// The server took longer than the threshold between receiving and sending the pong.
     ServerSlow,
+    /// The guest kernel switched the polling thread out (involuntary switches across the gap).
     Descheduled,
+    /// More interrupts or softirqs than the run's usual rate on the thread's core around the gap.
     Interrupt,
+    /// The hypervisor took the vCPU (the gap's time was not charged to the thread, or the core's steal grew).
     Steal,
+    /// The gap was charged to the thread: kernel code ran on its core (the tick, a softirq, its own system call).
     KernelTime,
+    /// No gap, but a core's ksoftirqd ran or waited more than usual around the round.
     DeferredSoftirq,
+    /// No gap explained it; the kernel tracer found kernel work on a polling core covering half its excess.
     KernelTraced,
+    /// Nothing the evidence supports.
     Unexplained,
 }
 
 impl Cause {
+    /// The cause as the tables name it (`client sent late`, `hypervisor steal`, ...).
     pub fn describe(self) -> &'static str {
         match self {
             Cause::ClientLate => "client sent late",
@@ -379,31 +400,43 @@ impl Cause {
 /// The gaps of one polling thread and the CPU it ran on.
 #[derive(Debug, Clone, Default)]
 pub struct ThreadGaps {
+    /// `client` or `server`.
     pub thread: &'static str,
+    /// The core it was pinned to (whose counters explain its gaps).
     pub cpu: Option<u32>,
+    /// What its noise probe saw, in time order.
     pub gaps: Vec<Gap>,
 }
 
 /// One of the largest gaps, for the report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GapReport {
+    /// The polling thread that had it (`client`, `server`).
     pub thread: String,
     /// Start, ms after the run's first measured probe (negative: during the warm-up).
     pub at_ms: f64,
+    /// Its length, µs.
     pub len_us: f64,
+    /// The first cause its evidence supports.
     pub cause: Cause,
 }
 
 /// The tail section of a run: how many rounds were slow and why.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TailReport {
+    /// The threshold this run's tail is above, µs (resolved from [`TailThreshold`]).
     pub threshold_us: f64,
     /// Rounds above the threshold.
     pub rounds: u64,
+    /// Tail rounds whose client sent late ([`Cause::ClientLate`]).
     pub client_late: u64,
+    /// Tail rounds the server was slow on ([`Cause::ServerSlow`]).
     pub server_slow: u64,
+    /// Tail rounds over a gap where a polling thread was switched out ([`Cause::Descheduled`]).
     pub descheduled: u64,
+    /// Tail rounds over a gap with interrupts or softirqs on its core ([`Cause::Interrupt`]).
     pub interrupt: u64,
+    /// Tail rounds over a gap the hypervisor took ([`Cause::Steal`]).
     pub steal: u64,
     /// The guest charged the gap to the thread: kernel code ran on its core
     /// (the tick, an interrupt not told apart by the counters, a softirq, or
@@ -415,6 +448,7 @@ pub struct TailReport {
     /// the peer's NAPI on the sending core) was deferred to that thread.
     #[serde(default)]
     pub ksoftirqd: u64,
+    /// Tail rounds nothing explained (those no gap overlapped are also in `unexplained_no_gap`).
     pub unexplained: u64,
     /// Rounds no gap explained that the kernel tracer did (`--trace-kernel`),
     /// by class of kernel work (`kernel: network softirq`, ...).
@@ -430,7 +464,9 @@ pub struct TailReport {
     pub unexplained_no_gap: u64,
     /// Gaps the probes saw (client, server) and the largest ones.
     pub gaps_client: u64,
+    /// Gaps the server's probe saw.
     pub gaps_server: u64,
+    /// The largest gaps of both threads (at most 10), largest first.
     pub largest_gaps: Vec<GapReport>,
     /// What the evidence was.
     pub method: String,
@@ -561,13 +597,16 @@ pub struct KernelTrace {
     pub own_tids: Vec<u32>,
     /// Records and records lost.
     pub events: u64,
+    /// Records lost (ring buffer full, trace full, undecodable).
     pub dropped: u64,
 }
 
 /// The tracer's account in a run's tail section.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct KernelTraceSummary {
+    /// Records the tracer kept.
     pub events: u64,
+    /// Records it lost (ring buffer full, trace full, undecodable).
     pub dropped: u64,
     /// The rule a kernel cause had to meet.
     pub rule: String,

@@ -221,13 +221,7 @@ fn the_sweeps_hold_best_effort_to_its_reservation_and_trade_cpu_for_release_erro
     cfg.warmup_ns = 100_000_000;
     let tb = TestbedConfig::unique("schw");
     cfg.testbed_prefix = tb.a.netns.trim_end_matches("-a").to_string();
-    let p = SweepParams {
-        loads: vec![0.1, 1.0],
-        sizes: vec![64, 1400],
-        slots_ns: vec![10_000, 100_000],
-        batches: vec![0, 32],
-        ..SweepParams::default()
-    };
+    let p = SweepParams { loads: vec![0.1, 1.0], sizes: vec![64, 1400], slots_ns: vec![10_000, 100_000], batches: vec![0, 32], ..SweepParams::default() };
     let kinds = [SweepKind::BeShare, SweepKind::IatSize, SweepKind::Cost];
     let r = sweep::run(&cfg, &kinds, &p, "test", &|l| eprintln!("{l}"), &|| false).expect("sweeps run");
     assert!(!Testbed::status(&tb).complete(&tb), "testbed {} left behind", cfg.testbed_prefix);

@@ -53,10 +53,13 @@ use std::time::Duration;
 /// What to measure.
 #[derive(Clone, Debug)]
 pub struct BenchOptions {
+    /// detpath's datapaths to measure (`udp`, `afxdp`, `raweth+afxdp`, ...), each in a fresh testbed.
     pub datapaths: Vec<String>,
     /// Seconds each workload runs.
     pub seconds: u64,
+    /// Also run ddsperf against ddsperf (the reference rows).
     pub with_ddsperf: bool,
+    /// How detpath's polling threads wait for datagrams (busy, block, hybrid, adaptive).
     pub wait: Wait,
     /// The fair-scheduler slice detpath's sides ask for (`NodeOptions::fair_slice_ns`).
     pub fair_slice_ns: u64,
@@ -122,10 +125,15 @@ pub fn wait_name(w: Wait) -> String {
 /// send order, its p99. A percentile the count cannot support is `null`.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct PdvSummary {
+    /// Median PDV, µs.
     pub p50: f64,
+    /// p99 PDV, µs (0 below 100 samples).
     pub p99: f64,
+    /// p99.99 PDV, µs (from 10,000 samples).
     pub p99_99: Option<f64>,
+    /// Largest PDV (the run's max - min latency), µs.
     pub max: f64,
+    /// p99 of the IPDV, µs (from 100 consecutive pairs).
     pub ipdv_p99: Option<f64>,
 }
 
@@ -168,10 +176,15 @@ pub struct BenchRow {
     pub system: String,
     /// "latency 32B 1kHz", "rate 32B", "bandwidth 1KiB".
     pub workload: String,
+    /// One-way latency (RTT / 2) of a latency workload, µs.
     pub latency_us: Option<LatencySummaryJson>,
+    /// Samples received per second, the mean of the steady seconds (throughput workloads).
     pub samples_per_s: Option<f64>,
+    /// Payload Mbit/s received, the mean of the same seconds (throughput workloads).
     pub mbit_per_s: Option<f64>,
+    /// Pings never answered (latency), or samples the subscriber counted lost (throughput).
     pub lost: u64,
+    /// What else the table should say: pings sent, discovery time, writer blocking, ddsperf's method.
     pub note: String,
     /// Which repeat of the workload (1-based).
     pub repeat: u32,
@@ -192,10 +205,21 @@ pub struct BenchRow {
 /// Why the benchmark could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
+    /// The two-namespace testbed could not be set up.
     #[error("testbed: {0}")]
     Testbed(#[from] Box<detpath::Error>),
+    /// One side of a detpath workload failed.
     #[error("{system} {workload}: {source}")]
-    Run { system: String, workload: String, source: Box<detpath_pubsub::app::AppError> },
+    Run {
+        /// `detpath <datapath>`.
+        system: String,
+        /// The workload (`latency`, `rate 32B`, ...).
+        workload: String,
+        /// The side's error.
+        source: Box<detpath_pubsub::app::AppError>,
+    },
+    /// ddsperf could not run, or the harness failed around a run (a
+    /// thread panicked, a run could not be saved).
     #[error("ddsperf: {0}")]
     Ddsperf(String),
 }

@@ -1,5 +1,4 @@
 //! Synthetic runs for the tests: deterministic, no datapath needed.
-#![allow(dead_code)]
 
 use detpath_bench::{Environment, Record, RunConfig, RunResult, Status};
 
