@@ -24,24 +24,33 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{status} {code}: {message}")]
 pub struct ApiError {
+    /// HTTP status (4xx: the request; 500: the kernel or the host).
     pub status: u16,
+    /// Stable machine-readable name (`bad_json`, `duplicate_id`, a
+    /// [`RuleError::code`], ...): what clients match on, not the message.
     pub code: &'static str,
+    /// What was wrong and what to do, for a person.
     pub message: String,
 }
 
 impl ApiError {
+    /// 400: the request itself is wrong (`code` says how).
     pub fn bad(code: &'static str, message: String) -> ApiError {
         ApiError { status: 400, code, message }
     }
+    /// 409: a well-formed request the current state refuses (a duplicate, a node in use).
     pub fn conflict(code: &'static str, message: String) -> ApiError {
         ApiError { status: 409, code, message }
     }
+    /// 404 `not_found`: no such intent or endpoint.
     pub fn not_found(message: String) -> ApiError {
         ApiError { status: 404, code: "not_found", message }
     }
+    /// 500 `internal`: the daemon or the host failed (the state file could not be written, ...).
     pub fn internal(message: String) -> ApiError {
         ApiError { status: 500, code: "internal", message }
     }
+    /// The JSON body of the answer: `{"error": {"code", "message"}}`.
     pub fn body(&self) -> Value {
         json!({"error": {"code": self.code, "message": self.message}})
     }
@@ -72,10 +81,13 @@ impl From<IntentError> for ApiError {
 /// An installed intent.
 #[derive(Debug, Clone)]
 pub struct Entry {
+    /// The intent's id: its `flow_hash`, or one the service generated (8 hex digits).
     pub id: String,
     /// The document as posted (kept for the state file and the listing).
     pub intent: Value,
+    /// The rule parsed from the document.
     pub rule: Rule,
+    /// Where the rule sits in the kernel's maps (what removing it needs).
     pub installed: Installed,
 }
 
@@ -83,16 +95,23 @@ pub struct Entry {
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StateFile {
+    /// Format version ([`STATE_VERSION`]); another version is refused on load.
     pub version: u32,
+    /// The interface the daemon classified: a file of another interface is refused.
     pub iface: String,
+    /// Overload signal, default action and alternative nodes.
     pub settings: Settings,
+    /// The installed intents, in installation order.
     pub intents: Vec<StoredIntent>,
 }
 
+/// One intent in the state file, reinstalled under its id at start.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StoredIntent {
+    /// The intent's id as the API handed it out ([`valid_id`]).
     pub id: String,
+    /// The document as posted.
     pub intent: Value,
 }
 
@@ -161,9 +180,13 @@ pub fn load_state(path: &std::path::Path, iface: &str, max_rules: u32) -> crate:
 
 /// The service behind the API: the classifier and its intents.
 pub struct Service {
+    /// The loaded classifier the intents are installed in.
     pub cls: Classifier,
+    /// The interface it classifies (intents naming another are refused).
     pub iface: String,
+    /// The installed intents, in installation order.
     pub entries: Vec<Entry>,
+    /// Where intents and settings are written on every change (none: not kept).
     pub state_path: Option<PathBuf>,
     next_id: u64,
 }
@@ -265,6 +288,7 @@ impl Service {
         Ok((201, e))
     }
 
+    /// Removes the intent `id` from the kernel and the state file (404 when there is none).
     pub fn remove(&mut self, id: &str) -> Reply {
         let i =
             self.entries.iter().position(|e| e.id == id).ok_or_else(|| ApiError::not_found(format!("no intent with id {id} (GET /v1/intents lists them)")))?;
@@ -274,6 +298,9 @@ impl Service {
         Ok((200, json!({"deleted": id})))
     }
 
+    /// `GET /v1/stats`: the per-action totals, the fraction of classified
+    /// frames forwarded, and each intent's packets, bytes, forwarded and last
+    /// seen (CLOCK_MONOTONIC ns), summed over CPUs.
     pub fn stats(&self) -> Value {
         let totals = self.cls.totals();
         let mut t = serde_json::Map::new();

@@ -60,8 +60,10 @@ pub enum Encap {
 }
 
 impl Encap {
+    /// Every encapsulation, in the order the bench runs them.
     pub const ALL: [Encap; 3] = [Encap::Udp, Encap::Vxlan, Encap::Gtpu];
 
+    /// The name in `--encap`, the table and the JSON (`udp`, `vxlan`, `gtpu`).
     pub fn name(self) -> &'static str {
         match self {
             Encap::Udp => "udp",
@@ -134,10 +136,13 @@ impl Anchor {
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
-    /// Generator time per cell.
+    /// Generator time per cell and program (split into slices, see [`run`]).
     pub duration: Duration,
+    /// Frame sizes in bytes, Ethernet header included, no FCS (64 to 1514).
     pub sizes: Vec<usize>,
+    /// Rule counts of the classifier's cells (at most `maps::MAX_RULES`).
     pub rules: Vec<u32>,
+    /// Encapsulations of the cells' frames.
     pub encaps: Vec<Encap>,
     /// Receive CPU counts (1, 2); counts above the online CPUs are skipped, and said so.
     pub cpus: Vec<usize>,
@@ -168,6 +173,7 @@ pub struct Cell {
     pub program: &'static str,
     /// Rules installed (0 for the anchors).
     pub rules: u32,
+    /// The frame's encapsulation.
     pub encap: Encap,
     /// Frame size in bytes.
     pub size: usize,
@@ -179,18 +185,19 @@ pub struct Cell {
     pub pps: f64,
     /// Frames/s the generator sent.
     pub offered_pps: f64,
+    /// Frames/s the program dropped (XDP_DROP).
     pub dropped_pps: f64,
-    /// Passed to E's kernel stack (XDP_PASS).
+    /// Frames/s passed to E's kernel stack (XDP_PASS).
     pub passed_pps: f64,
-    /// Sent back out to an alternative node (XDP_TX).
+    /// Frames/s sent back out to an alternative node (XDP_TX).
     pub forwarded_pps: f64,
-    /// Offered but never seen by the program.
+    /// Frames/s offered but never seen by the program (the veth ring was full).
     pub lost_pps: f64,
-    /// Mean busy share of the receive CPUs (the generator's share included).
+    /// Mean busy share of the receive CPUs in % (the generator's share included).
     pub cpu_pct: f64,
-    /// Mean softirq share of the receive CPUs (where the receive path runs).
+    /// Mean softirq share of the receive CPUs in % (where the receive path runs).
     pub softirq_pct: f64,
-    /// The program's mean cost per frame under BPF_PROG_TEST_RUN (no I/O).
+    /// The program's mean cost per frame in ns under BPF_PROG_TEST_RUN (no I/O).
     pub ns_per_frame: u64,
     /// CPU accounting of the cell (the shape every benchmark's JSON carries):
     /// the generator threads (one per receive CPU, named `generator`; their
@@ -212,20 +219,28 @@ pub struct Cell {
     /// 0-rule cell it includes the kernel stack's cost).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratio_to_noop_drop: Option<f64>,
-    /// Raw counts over the cell.
+    /// Frames the generator sent over the cell (the rates above are these counts over `seconds`).
     pub frames_offered: u64,
+    /// Frames the program ran on.
     pub frames_seen: u64,
+    /// Frames it dropped.
     pub frames_dropped: u64,
+    /// Frames it passed to the stack (redirect misses and malformed frames included).
     pub frames_passed: u64,
+    /// Frames it forwarded (XDP_TX).
     pub frames_forwarded: u64,
+    /// Generator time in seconds, summed over the program's slices.
     pub seconds: f64,
 }
 
 /// The machine the figures come from.
 #[derive(Debug, Clone, Serialize)]
 pub struct Machine {
+    /// Kernel release (`/proc/sys/kernel/osrelease`).
     pub kernel: String,
+    /// The first CPU's model name (`/proc/cpuinfo`).
     pub cpu_model: String,
+    /// CPUs online when the run started.
     pub online_cpus: usize,
     /// Receive CPU counts asked for but not run (more than the machine has).
     pub skipped_cpus: Vec<usize>,
@@ -234,7 +249,10 @@ pub struct Machine {
 /// The whole run.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
+    /// Where it ran.
     pub machine: Machine,
+    /// Every cell, in run order (per encapsulation, size and CPU count: the
+    /// anchors, then the classifier by rule count); what `--json` prints.
     pub cells: Vec<Cell>,
 }
 

@@ -39,6 +39,7 @@ pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
     (n == 6).then_some(out)
 }
 
+/// Formats a MAC address as "aa:bb:cc:dd:ee:ff" (lower case), as [`parse_mac`] reads it.
 pub fn format_mac(m: &[u8; 6]) -> String {
     m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
 }
@@ -83,9 +84,14 @@ pub struct Settings {
     /// prioritised flows always stay.
     #[serde(default)]
     pub saturation_pps: u64,
+    /// What unmatched encapsulated flows get (forward while overloaded, by default).
     pub default_action: DefaultAction,
+    /// Where overload forwards to: rules name one by index, unmatched flows
+    /// pick one by flow hash (at most `maps::MAX_ALT`).
     pub alt_nodes: Vec<AltNode>,
+    /// UDP destination port whose payload the program parses as VXLAN (4789).
     pub vxlan_port: u16,
+    /// UDP destination port whose payload the program parses as GTP-U (2152).
     pub gtpu_port: u16,
 }
 
@@ -105,6 +111,9 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// Checks the settings before any is written: alternative nodes within
+    /// the table, a window of 1 us to 10 s, saturation at or above the
+    /// overload threshold, two distinct non-zero ports.
     pub fn validate(&self) -> Result<(), RuleError> {
         if self.alt_nodes.len() > maps::MAX_ALT {
             return Err(RuleError::TooManyAltNodes { n: self.alt_nodes.len(), max: maps::MAX_ALT });
@@ -148,8 +157,11 @@ impl Settings {
 /// Where an installed rule lives in the maps.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Installed {
+    /// The rule's slot: its index in `cls_rule_stats` (and `cls_cpu_sets`).
     pub slot: u32,
+    /// The mask (match shape) it is filed under, index into `cls_masks`.
     pub mask_id: u32,
+    /// Its key in `cls_rules`, already masked.
     pub key: FlowKey,
 }
 
@@ -275,14 +287,18 @@ impl Classifier {
         self.link = None;
     }
 
+    /// The classifier's own attachment, when [`Classifier::attach`]ed.
     pub fn link(&self) -> Option<&XdpLink> {
         self.link.as_ref()
     }
 
+    /// The CPUs with a cpumap entry (online at load, below `maps::MAX_CPUS`):
+    /// the ones steer and spread actions may name.
     pub fn online_cpus(&self) -> &[u32] {
         &self.cpus
     }
 
+    /// The settings last applied.
     pub fn settings(&self) -> &Settings {
         &self.settings
     }

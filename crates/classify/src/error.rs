@@ -5,27 +5,66 @@ use crate::intent::IntentError;
 /// What went wrong, with the interface, capability or setting concerned.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The BPF object could not be loaded or is not the one expected (a map
+    /// or program missing, no CPU count): the verifier's or libbpf's words.
     #[error("cannot load the classifier BPF program: {0}. Run as root (CAP_BPF and CAP_NET_ADMIN) on a kernel with BPF enabled")]
     Load(String),
+    /// A read or write of one of the classifier's BPF maps failed.
     #[error("BPF map {map}: {what}: {why}")]
-    Map { map: &'static str, what: String, why: String },
+    Map {
+        /// The map's name in `bpf/classify.bpf.c` (`cls_rules`, ...).
+        map: &'static str,
+        /// What was being done (which key, which entry).
+        what: String,
+        /// libbpf's error.
+        why: String,
+    },
     /// An interface, namespace or XDP attachment said no (names the fix).
     #[error(transparent)]
     Sys(#[from] detpath_sys::Error),
+    /// The daemon's state file (intents and settings) cannot be read, is
+    /// invalid, or a stored intent cannot be reinstalled: the daemon does not
+    /// start until it is repaired or removed.
     #[error("state file {path}: {why}")]
-    State { path: String, why: String },
+    State {
+        /// The file as the user named it.
+        path: String,
+        /// What is wrong with it, and the fix.
+        why: String,
+    },
+    /// The API's Unix socket or TCP address cannot be bound (in use, a live
+    /// daemon's socket, no permission on the directory).
     #[error("cannot listen on {addr}: {why}")]
-    Listen { addr: String, why: String },
+    Listen {
+        /// The socket path or TCP address.
+        addr: String,
+        /// Why (the OS error, or the live daemon found there).
+        why: String,
+    },
+    /// `--listen` (TCP) without a token: TCP is never served unauthenticated.
+    /// Holds the address asked for.
     #[error("refusing to serve the API on TCP {0} without a token: pass --token-file FILE (a file holding a secret; clients send `Authorization: Bearer SECRET`), or leave out --listen and use the Unix socket")]
     NeedToken(String),
+    /// The token file or credential could not be read or is empty.
     #[error(transparent)]
     Token(#[from] detpath_metrics::http::TokenError),
+    /// A file, socket or command failed outside the BPF side.
     #[error("{what}: {err}")]
-    Io { what: String, err: std::io::Error },
+    Io {
+        /// What was being done (the file or command named).
+        what: String,
+        /// The OS error.
+        err: std::io::Error,
+    },
+    /// A setting, argument or answer that makes no sense (the message says
+    /// which and what would): bench options, the daemon's reply, which
+    /// daemon to talk to.
     #[error("{0}")]
     Config(String),
+    /// An intent document that does not parse or asks for the impossible.
     #[error(transparent)]
     Intent(#[from] IntentError),
+    /// The classifier refused a rule or setting (see [`RuleError`]).
     #[error(transparent)]
     Rule(#[from] RuleError),
 }
@@ -35,8 +74,14 @@ pub enum Error {
 /// a status in `api.rs`, and nothing else knows of HTTP).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RuleError {
+    /// More alternative nodes than the program's table holds.
     #[error("{n} alternative nodes; at most {max}")]
-    TooManyAltNodes { n: usize, max: usize },
+    TooManyAltNodes {
+        /// Nodes asked for.
+        n: usize,
+        /// The table's size (`CLS_MAX_ALT`).
+        max: usize,
+    },
     /// A setting out of its range.
     #[error("{0}")]
     BadValue(String),
@@ -52,6 +97,8 @@ pub enum RuleError {
     /// Every mask slot holds another match shape.
     #[error("the rules already use {0} distinct match shapes (the most the program searches); reuse the fields of an existing rule")]
     MasksFull(usize),
+    /// A rule with exactly this match (fields and values) is installed: the
+    /// kernel's rule map has one entry per match, so a second would replace it.
     #[error("a rule with exactly this match is installed; delete it first")]
     Duplicate,
     /// No rule slot or no room in the kernel's rule map.
@@ -85,4 +132,5 @@ impl Error {
     }
 }
 
+/// The classifier's result: [`Error`] unless said otherwise.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -27,20 +27,48 @@ pub const MAX_INTENT_BYTES: usize = 64 * 1024;
 /// Why an intent was refused. Every variant is a 4xx for the API.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IntentError {
+    /// Not JSON, or not of the intent's shape (serde's message).
     #[error("malformed JSON: {0}")]
     Json(String),
+    /// The document is larger than [`MAX_INTENT_BYTES`] (its size in bytes): HTTP 413.
     #[error("intent is {0} bytes; the limit is {MAX_INTENT_BYTES}")]
     TooLarge(usize),
+    /// A field the intent format does not have (a typo is refused, not ignored).
     #[error("unknown field `{field}` in {place}; known fields: {known}")]
-    UnknownField { field: String, place: String, known: String },
+    UnknownField {
+        /// The field as given.
+        field: String,
+        /// The object it was in (`Action`, a resource, ...).
+        place: String,
+        /// The fields that object may have.
+        known: String,
+    },
+    /// A field the intent needs is absent.
     #[error("missing field `{field}` in {place}")]
-    Missing { field: String, place: String },
+    Missing {
+        /// The field.
+        field: String,
+        /// The object it should be in.
+        place: String,
+    },
+    /// A field's value is of the wrong type or out of its range.
     #[error("bad value for `{field}`: {why}")]
-    BadValue { field: String, why: String },
+    BadValue {
+        /// The field.
+        field: String,
+        /// What is wrong and what is accepted.
+        why: String,
+    },
+    /// Two parts of the intent disagree (one field given twice with different
+    /// values, IPv4 with IPv6, a parameter of another action).
     #[error("contradictory intent: {0}")]
     Contradictory(String),
+    /// A match no frame can have, or one the program cannot parse (VXLAN
+    /// inside GTP-U, more than two VLAN tags, ports with ICMP).
     #[error("impossible match: {0}")]
     Impossible(String),
+    /// Valid in the intent format, not done by this classifier (an
+    /// encapsulation it does not parse, actionType DELETE, a VLAN inside a tunnel).
     #[error("unsupported: {0}")]
     Unsupported(String),
 }
@@ -66,7 +94,9 @@ type R<T> = Result<T, IntentError>;
 /// An address with a prefix length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Prefix {
+    /// The address as given (the rule's mask keeps only its first `len` bits).
     pub addr: IpAddr,
+    /// Prefix length in bits: 1..=32 (IPv4) or 1..=128 (IPv6); a bare address is one host (32 or 128).
     pub len: u8,
 }
 
@@ -78,20 +108,27 @@ pub struct FlowMatch {
     pub vlan: Option<u16>,
     /// The frame crossed a VXLAN header (with this VNI if `vni` is set).
     pub vxlan: bool,
+    /// VXLAN network identifier (24 bits).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vni: Option<u32>,
     /// The frame crossed a GTP-U G-PDU header (with this TEID if `teid` is set).
     pub gtp: bool,
+    /// GTP-U tunnel endpoint identifier.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub teid: Option<u32>,
+    /// Source address of the innermost IP header.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub src: Option<Prefix>,
+    /// Destination address of the innermost IP header.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dst: Option<Prefix>,
+    /// IP protocol number of the innermost L4 (17 UDP, 6 TCP, ...).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub protocol: Option<u8>,
+    /// Innermost UDP/TCP source port (never matches a later fragment).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub src_port: Option<u16>,
+    /// Innermost UDP/TCP destination port (never matches a later fragment).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dst_port: Option<u16>,
 }
@@ -107,18 +144,23 @@ pub enum Action {
     /// each flow to one CPU of that set, picked by a hash of its innermost
     /// 5-tuple (paper 004's fair spreading), and `cpu` is the lowest of the set.
     SteerCpu {
+        /// The target CPU (the lowest of the set when spreading).
         cpu: u32,
+        /// The spreading set, bit c = CPU c (0: no spreading); listed as CPUs in JSON.
         #[serde(skip_serializing_if = "is_zero", serialize_with = "cpu_list")]
         spread: u64,
     },
     /// Redirect to the AF_XDP socket in this XSKMAP slot (= the rx queue it is bound to).
     Xsk {
+        /// The XSKMAP slot (the receive queue the socket is bound to).
         queue: u32,
     },
+    /// XDP_DROP.
     Drop,
     /// When overloaded: rewrite to an alternative node and send back out; otherwise pass.
     /// `alt_node: None` picks one by flow hash.
     ForwardWhenOverloaded {
+        /// Index into the settings' alternative nodes, or none: by flow hash.
         alt_node: Option<u32>,
     },
 }
@@ -141,7 +183,9 @@ fn cpu_list<S: serde::Serializer>(set: &u64, s: S) -> Result<S::Ok, S::Error> {
 pub struct Rule {
     /// `Action.flow_hash` of the intent, if given (used as the rule's id).
     pub id: Option<String>,
+    /// What it matches: every resource of the intent, ANDed.
     pub matches: FlowMatch,
+    /// What it does with a matching frame.
     pub action: Action,
     /// Highest wins among rules matching one frame; default: specificity.
     pub priority: Option<u16>,

@@ -17,6 +17,8 @@
 //!
 //! Needs root (CAP_BPF, CAP_NET_ADMIN) and Linux >= 5.9 (BPF links for XDP).
 
+#![warn(missing_docs)]
+
 pub mod api;
 pub mod bench;
 pub mod classifier;

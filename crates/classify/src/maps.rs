@@ -29,10 +29,15 @@ pub const NOOP_DROP: u32 = 0;
 /// Slot of `cls_noop_count` that the benchmark's passing anchor (`cls_noop_pass`) counts in.
 pub const NOOP_PASS: u32 = 1;
 
+/// [`FlowKey::flags`]: the innermost IP is IPv6.
 pub const F_IPV6: u8 = 0x01;
+/// [`FlowKey::flags`]: the ports are valid (TCP or UDP, not a later fragment).
 pub const F_L4: u8 = 0x02;
+/// [`FlowKey::flags`]: a VXLAN header was crossed; `vni` is valid.
 pub const F_VXLAN: u8 = 0x04;
+/// [`FlowKey::flags`]: a GTP-U G-PDU header was crossed; `teid` is valid.
 pub const F_GTP: u8 = 0x08;
+/// [`FlowKey::flags`]: the outer Ethernet frame had a VLAN tag; `vlan` is valid.
 pub const F_VLAN: u8 = 0x10;
 
 // The constants above are the header's.
@@ -50,26 +55,40 @@ const _: () = {
     assert!(F_GTP as u64 == layout::CLS_F_GTP && F_VLAN as u64 == layout::CLS_F_VLAN);
 };
 
-/// `struct cls_flow_key` (48 bytes).
+/// `struct cls_flow_key` (48 bytes): what the program extracts from a frame
+/// (the innermost 5-tuple, VNI, TEID, outer VLAN ID), and, with set bits for
+/// the fields a rule names, a rule's mask. Numbers in host byte order,
+/// addresses as on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[repr(C)]
 pub struct FlowKey {
+    /// Innermost source address (IPv4 in the first 4 bytes, the rest zero).
     pub src: [u8; 16],
+    /// Innermost destination address (same layout).
     pub dst: [u8; 16],
+    /// VXLAN network identifier (24 bits; valid with [`F_VXLAN`]).
     pub vni: u32,
+    /// GTP-U tunnel endpoint identifier (valid with [`F_GTP`]).
     pub teid: u32,
+    /// Innermost source port (valid with [`F_L4`]).
     pub sport: u16,
+    /// Innermost destination port (valid with [`F_L4`]).
     pub dport: u16,
+    /// VLAN ID (12 bits) of the outermost tag (valid with [`F_VLAN`]).
     pub vlan: u16,
+    /// Innermost IP protocol / IPv6 next header.
     pub proto: u8,
+    /// `F_*` bits: which fields are valid and what was crossed.
     pub flags: u8,
 }
 
 check_cls_flow_key!(FlowKey);
 
+/// Bytes of a [`FlowKey`] as the kernel stores it (48).
 pub const FLOW_KEY_LEN: usize = std::mem::size_of::<FlowKey>();
 
 impl FlowKey {
+    /// The key as the program reads it (C layout, native byte order for the numbers).
     pub fn to_bytes(&self) -> [u8; FLOW_KEY_LEN] {
         let mut b = [0u8; FLOW_KEY_LEN];
         b[0..16].copy_from_slice(&self.src);
@@ -95,6 +114,7 @@ impl FlowKey {
         FlowKey::from_bytes(&out)
     }
 
+    /// The key from its C layout (the inverse of [`FlowKey::to_bytes`]).
     pub fn from_bytes(b: &[u8; FLOW_KEY_LEN]) -> FlowKey {
         let u16_at = |i: usize| u16::from_ne_bytes([b[i], b[i + 1]]);
         let u32_at = |i: usize| u32::from_ne_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
@@ -111,11 +131,15 @@ impl FlowKey {
     }
 }
 
-/// `struct cls_rule_key`.
+/// `struct cls_rule_key`: the key of the rule hash map (mirrored for the
+/// layout check; written by [`rule_key_bytes`]).
 #[repr(C)]
 pub struct RuleKey {
+    /// The rule's flow key under its mask.
     pub k: FlowKey,
+    /// The mask's index in `cls_masks`.
     pub mask_id: u32,
+    /// Zero (the hash covers it).
     pub _pad: u32,
 }
 check_cls_rule_key!(RuleKey);
@@ -128,18 +152,27 @@ pub fn rule_key_bytes(k: &FlowKey, mask_id: u32) -> Vec<u8> {
     v
 }
 
-/// `enum cls_action`.
+/// `enum cls_action` CLS_ACT_PASS: XDP_PASS (also the config's default action "pass").
 pub const ACT_PASS: u8 = 0;
+/// CLS_ACT_STEER: cpumap redirect to the CPU in the rule's `arg`.
 pub const ACT_STEER: u8 = 1;
+/// CLS_ACT_XSK: xskmap redirect to the slot in `arg`.
 pub const ACT_XSK: u8 = 2;
+/// CLS_ACT_DROP: XDP_DROP.
 pub const ACT_DROP: u8 = 3;
+/// CLS_ACT_FORWARD: while overloaded, rewrite to the alternative node in
+/// `arg` ([`ALT_BY_HASH`]: by flow hash) and XDP_TX; otherwise pass.
 pub const ACT_FORWARD: u8 = 4;
+/// CLS_ACT_SPREAD: cpumap redirect to one CPU of the rule's `cls_cpu_sets`
+/// entry, picked by a hash of the innermost 5-tuple.
 pub const ACT_SPREAD: u8 = 5;
 
 /// `struct cls_cpu_set`: the CPUs of a spread rule.
 #[repr(C)]
 pub struct CpuSet {
+    /// CPUs in use, 1..=[`MAX_SPREAD`].
     pub n: u32,
+    /// The cpumap keys (CPU numbers); those past `n` are 0.
     pub cpu: [u32; MAX_SPREAD],
 }
 check_cls_cpu_set!(CpuSet);
@@ -154,6 +187,7 @@ impl CpuSet {
         CpuSet { n: cpus.len().min(MAX_SPREAD) as u32, cpu }
     }
 
+    /// The map value (C layout, native byte order).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut v = self.n.to_ne_bytes().to_vec();
         for c in self.cpu {
@@ -167,15 +201,21 @@ impl CpuSet {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(C)]
 pub struct RuleValue {
+    /// The rule's index in `cls_rule_stats` (and `cls_cpu_sets`).
     pub slot: u32,
+    /// The action's argument: CPU, XSK slot or alternative node index ([`ALT_BY_HASH`]).
     pub arg: u32,
+    /// Highest wins when rules under several masks match one frame.
     pub priority: u16,
+    /// `ACT_*`.
     pub action: u8,
+    /// Zero.
     pub _pad: [u8; 5],
 }
 check_cls_rule!(RuleValue);
 
 impl RuleValue {
+    /// The map value (C layout, native byte order).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(16);
         v.extend_from_slice(&self.slot.to_ne_bytes());
@@ -187,11 +227,15 @@ impl RuleValue {
     }
 }
 
-/// `struct cls_mask`.
+/// `struct cls_mask`: one match shape of the tuple-space search (mirrored
+/// for the layout check; written by [`mask_bytes`]).
 #[repr(C)]
 pub struct MaskValue {
+    /// The bits a frame's key keeps before the rule lookup under this mask.
     pub m: FlowKey,
+    /// 1: in use.
     pub active: u32,
+    /// Zero.
     pub _pad: u32,
 }
 check_cls_mask!(MaskValue);
@@ -204,12 +248,17 @@ pub fn mask_bytes(m: &FlowKey, active: bool) -> Vec<u8> {
     v
 }
 
-/// `struct cls_alt`.
+/// `struct cls_alt`: an alternative node (mirrored for the layout check;
+/// written by [`alt_bytes`]).
 #[repr(C)]
 pub struct AltValue {
+    /// Destination MAC written into a forwarded frame.
     pub mac: [u8; 6],
+    /// 4 or 6 (0: empty).
     pub family: u8,
+    /// Zero.
     pub _pad: u8,
+    /// Destination address written into the outer IP header (IPv4 in the first 4 bytes).
     pub ip: [u8; 16],
 }
 check_cls_alt!(AltValue);
@@ -237,13 +286,21 @@ pub fn alt_bytes(mac: [u8; 6], ip: std::net::IpAddr) -> Vec<u8> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(C)]
 pub struct ConfigValue {
+    /// 1: the host is overloaded (the user-space load flag).
     pub load_flag: u32,
+    /// Alternative nodes in use (0..=[`MAX_ALT`]).
     pub alt_count: u32,
+    /// Frames per window per CPU above which that CPU is overloaded (0: off).
     pub rate_threshold: u64,
+    /// The rate window in ns.
     pub window_ns: u64,
+    /// What unmatched encapsulated flows get: [`ACT_PASS`] or [`ACT_FORWARD`].
     pub default_action: u32,
+    /// UDP destination port parsed as VXLAN.
     pub vxlan_port: u16,
+    /// UDP destination port parsed as GTP-U.
     pub gtpu_port: u16,
+    /// Frames per window per CPU above which even prioritised flows are forwarded (0: never).
     pub saturation_threshold: u64,
     /// Bit m: mask m is in use.
     pub mask_bits: u32,
@@ -254,6 +311,7 @@ pub struct ConfigValue {
 check_cls_config!(ConfigValue);
 
 impl ConfigValue {
+    /// The map value (C layout, native byte order).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(48);
         v.extend_from_slice(&self.load_flag.to_ne_bytes());
@@ -284,9 +342,13 @@ pub const CACHE_SLOTS: u32 = 512;
 /// `struct cls_cache_ent` (the program's own; mirrored for the layout check).
 #[repr(C)]
 pub struct CacheEntry {
+    /// The whole flow key the entry answers for.
     pub k: FlowKey,
+    /// The rule generation (`cls_config.gen`) it was computed in (0: empty).
     pub gen: u32,
+    /// 1: `rule` matched; 0: no rule matches the key.
     pub found: u32,
+    /// Copy of the winning rule's value.
     pub rule: RuleValue,
 }
 check_cls_cache_ent!(CacheEntry);
@@ -294,9 +356,13 @@ check_cls_cache_ent!(CacheEntry);
 /// `struct cls_rate` (per-CPU rate window; the program's own).
 #[repr(C)]
 pub struct RateValue {
+    /// CLOCK_MONOTONIC ns when the current window began.
     pub window_start: u64,
+    /// Frames counted in the current window.
     pub count: u64,
+    /// Frames counted in the window before.
     pub last_count: u64,
+    /// Unused.
     pub _pad: u64,
 }
 check_cls_rate!(RateValue);
@@ -305,8 +371,11 @@ check_cls_rate!(RateValue);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 #[repr(C)]
 pub struct RuleStat {
+    /// Frames that matched the rule.
     pub packets: u64,
+    /// Their bytes (whole frames, as received).
     pub bytes: u64,
+    /// Of those, frames forwarded to an alternative node.
     pub forwarded: u64,
     /// CLOCK_MONOTONIC ns of the last packet on any CPU (0 = never).
     pub last_seen_ns: u64,
@@ -315,6 +384,7 @@ pub struct RuleStat {
 check_cls_stat!(RuleStat);
 
 impl RuleStat {
+    /// Adds one CPU's value of the per-CPU map (C layout): counts summed, the latest last-seen kept.
     pub fn add_bytes(&mut self, b: &[u8]) {
         self.packets += u64_at(b, 0);
         self.bytes += u64_at(b, 8);
@@ -327,12 +397,15 @@ impl RuleStat {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[repr(C)]
 pub struct Counter {
+    /// Frames.
     pub packets: u64,
+    /// Their bytes (whole frames).
     pub bytes: u64,
 }
 check_cls_total_ctr!(Counter);
 
 impl Counter {
+    /// Adds one CPU's value of the per-CPU map (C layout).
     pub fn add_bytes(&mut self, b: &[u8]) {
         self.packets += u64_at(b, 0);
         self.bytes += u64_at(b, 8);

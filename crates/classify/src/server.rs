@@ -37,6 +37,7 @@ pub const SOCKET_DIR: &str = "/run/detpath";
 /// How the daemon runs.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
+    /// The interface the classifier is attached to (in `netns` when given).
     pub iface: String,
     /// The API's Unix socket (mode 0600); None: TCP only.
     pub socket: Option<PathBuf>,
@@ -46,7 +47,9 @@ pub struct ServeConfig {
     pub token: Option<Token>,
     /// Where intents and settings persist (reinstalled on start).
     pub state: Option<PathBuf>,
+    /// XDP mode to attach in (native by default; never silently replaced by skb).
     pub xdp_mode: XdpMode,
+    /// Rule slots (1..=`maps::MAX_RULES`): more intents are refused as a full table.
     pub max_rules: u32,
     /// Attach inside this network namespace (`/run/netns/NAME`).
     pub netns: Option<String>,
@@ -57,6 +60,8 @@ pub struct ServeConfig {
 }
 
 impl ServeConfig {
+    /// The defaults for `iface`: the root-only Unix socket at its default
+    /// path, no TCP, no state file, native XDP, every rule slot, the default limits.
     pub fn new(iface: &str) -> ServeConfig {
         ServeConfig {
             iface: iface.into(),
@@ -76,6 +81,7 @@ impl ServeConfig {
 /// Where the API is served once the daemon is up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoints {
+    /// The Unix socket's path, when one is served.
     pub socket: Option<PathBuf>,
     /// The TCP address bound (port 0 resolved).
     pub tcp: Option<SocketAddr>,

@@ -1,6 +1,8 @@
 //! Namespaces, links and a daemon for the integration tests. Every name
 //! contains `detpath-cls-<pid>`; everything is removed on drop, even when
 //! the test fails.
+// Each test binary compiles this module and uses only part of it (spread.rs
+// uses no daemon, metrics.rs no temporary directory): the rest is dead code there.
 #![allow(dead_code)]
 
 use detpath_classify::client::Target;
