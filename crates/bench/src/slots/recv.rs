@@ -140,15 +140,16 @@ pub fn analyse(cfg: &BenchConfig, tl: &Timeline, dp: &str, method: Method, endpo
         .zip(&sent.classes)
         .map(|(c, (k, h))| ClassReport { name: c.name.clone(), kind: c.kind, mode: c.mode, counters: *k, release_error_ns: ErrorSummary::of(h) })
         .collect();
-    let offered = |n: u64| (cfg.be_load.is_some() && sent.slots_in_window > 0).then(|| n as f64 / sent.slots_in_window as f64);
+    let w = sent.be;
+    let offered = |n: u64| (cfg.be_load.is_some() && w.slots > 0).then(|| n as f64 / w.slots as f64);
     let be = (method == Method::Slots && cfg.be_class.is_some()).then(|| BeShare {
-        offered_fraction: offered(sent.be_offered_in_window),
-        refused_fraction: offered(sent.be_refused_in_window),
+        offered_fraction: offered(w.offered),
+        refused_fraction: offered(w.refused),
         expected_fraction: cfg.be_fraction(),
-        measured_fraction: sent.be_in_window as f64 / sent.slots_in_window.max(1) as f64,
-        sent_in_window: sent.be_in_window,
-        slots_in_window: sent.slots_in_window,
-        missed_slots: sent.be_missed,
+        measured_fraction: w.released as f64 / w.slots.max(1) as f64,
+        sent_in_window: w.released,
+        slots_in_window: w.slots,
+        missed_slots: w.missed,
         received: received.flood,
     });
     RunReport {

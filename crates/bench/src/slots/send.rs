@@ -35,16 +35,27 @@ pub struct Sent {
     pub violations: u64,
     /// Per flow (config order).
     pub flows: Vec<FlowSent>,
-    /// Best effort released in flood-active slots of the measured window, and those slots.
-    pub be_in_window: u64,
-    pub slots_in_window: u64,
-    pub be_missed: u64,
-    /// Flood packets the source generated in the measured window (offered
-    /// load), and those the scheduler refused (pre-buffer full).
-    pub be_offered_in_window: u64,
-    pub be_refused_in_window: u64,
+    /// The best-effort flood in the measured window (all zero from the
+    /// sleep sender, which has no flood).
+    pub be: BeWindow,
     /// CPU time of the sending threads over the run.
     pub threads: Vec<ThreadCpu>,
+}
+
+/// What the slots sender's best-effort flood did in the measured window.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BeWindow {
+    /// Best-effort packets released in flood-active slots.
+    pub released: u64,
+    /// Flood-active slots.
+    pub slots: u64,
+    /// Best-effort slots that passed unused because the poll came too late
+    /// (the class's `missed_slots` over the window).
+    pub missed: u64,
+    /// Flood packets the source generated (offered load).
+    pub offered: u64,
+    /// Flood packets the scheduler refused (pre-buffer full).
+    pub refused: u64,
 }
 
 /// Paces a flood at `rate` packets per second while it is active: how many
@@ -322,11 +333,7 @@ pub fn slots(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, flood: boo
         send_cost,
         violations,
         flows: flow_sent,
-        be_in_window,
-        slots_in_window,
-        be_missed,
-        be_offered_in_window,
-        be_refused_in_window,
+        be: BeWindow { released: be_in_window, slots: slots_in_window, missed: be_missed, offered: be_offered_in_window, refused: be_refused_in_window },
         threads: vec![meter.stop()],
     })
 }
@@ -454,18 +461,5 @@ pub fn sleep(ep: Box<dyn Endpoint>, cfg: &BenchConfig, tl: &Timeline, peer: Sock
         counters[b].accepted = flood_sent;
     }
     let classes = counters.into_iter().zip(class_hist).collect();
-    Ok(Sent {
-        endpoint,
-        classes,
-        release,
-        send_cost,
-        violations,
-        flows: flow_sent,
-        be_in_window: 0,
-        slots_in_window: 0,
-        be_missed: 0,
-        be_offered_in_window: 0,
-        be_refused_in_window: 0,
-        threads,
-    })
+    Ok(Sent { endpoint, classes, release, send_cost, violations, flows: flow_sent, be: BeWindow::default(), threads })
 }

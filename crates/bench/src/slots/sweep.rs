@@ -217,7 +217,11 @@ pub fn variants(base: &BenchConfig, kind: SweepKind, p: &SweepParams) -> anyhow:
             }
         }
         SweepKind::Cost => {
-            let one = |slot_ns: u64, batch: u32| -> anyhow::Result<BenchConfig> {
+            // Two series of (slot, batch) points: the slot length at batch 1,
+            // then the batch at the base's slot length.
+            let slots = p.slots_ns.iter().map(|&slot_ns| ("slot", slot_ns, 1));
+            let batches = p.batches.iter().map(|&batch| ("batch", base.sched.slot_ns, batch));
+            for (series, slot_ns, batch) in slots.chain(batches) {
                 let mut cfg = base.clone();
                 cfg.sched.slot_ns = slot_ns;
                 cfg.sched.ring_slots = 100;
@@ -228,17 +232,7 @@ pub fn variants(base: &BenchConfig, kind: SweepKind, p: &SweepParams) -> anyhow:
                 cfg.flows = vec![super::FlowSpec::parse(&format!("rt:rt:{}ns:64:5", 10 * slot_ns))?];
                 cfg.be_class = None;
                 cfg.poll_batch = batch;
-                Ok(cfg)
-            };
-            for &slot in &p.slots_ns {
-                let cfg = one(slot, 1)?;
-                let l = PointLabel { series: Some("slot"), ..label(&cfg) };
-                out.push((l, cfg, Method::SlotsIdle));
-            }
-            for &batch in &p.batches {
-                let cfg = one(base.sched.slot_ns, batch)?;
-                let l = PointLabel { series: Some("batch"), ..label(&cfg) };
-                out.push((l, cfg, Method::SlotsIdle));
+                out.push((PointLabel { series: Some(series), ..label(&cfg) }, cfg, Method::SlotsIdle));
             }
         }
     }
@@ -573,5 +567,7 @@ mod tests {
         let got: Vec<(u64, u32, u64)> = v.iter().map(|(_, c, _)| (c.sched.slot_ns, c.poll_batch, c.sched.late_tolerance_ns)).collect();
         assert_eq!(got, vec![(5_000, 1, 10_000), (50_000, 1, 100_000), (10_000, 0, 20_000), (10_000, 8, 90_000)]);
         assert!(v.iter().all(|(_, c, m)| *m == Method::SlotsIdle && c.flows[0].period_ns == 10 * c.sched.slot_ns));
+        let series: Vec<Option<&str>> = v.iter().map(|(l, _, _)| l.series).collect();
+        assert_eq!(series, [Some("slot"), Some("slot"), Some("batch"), Some("batch")]);
     }
 }
