@@ -16,7 +16,7 @@ use std::time::Duration;
 #[derive(clap::Args)]
 pub struct BenchArgs {
     /// Generator time per cell, e.g. `1s`, `50ms` (a bare number is seconds;
-    /// 180 cells with the defaults).
+    /// 216 cells with the defaults: two no-op anchors and the classifier's 4 rule counts per encapsulation, size and CPU count).
     #[arg(long, value_name = "DURATION", value_parser = crate::vocab::secs, default_value = "1s")]
     duration: Duration,
     /// Print the cells as one JSON document (a list, one object per cell) instead of a table.
@@ -74,7 +74,11 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
             c.size,
             c.cpus,
             c.pps / 1e6,
-            c.ratio_to_noop.map(|r| format!(" ({r:.2}x the no-op)")).unwrap_or_default()
+            match (c.ratio_to_noop, c.anchor, c.ratio_to_noop_drop) {
+                (Some(r), Some(a), Some(d)) => format!(" ({r:.2}x the {} no-op; {d:.2}x the dropping one)", a.name()),
+                (Some(r), _, _) => format!(" ({r:.2}x the no-op)"),
+                _ => String::new(),
+            }
         )
     })?;
     if json {

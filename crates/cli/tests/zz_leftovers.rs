@@ -10,7 +10,7 @@ use std::process::Command;
 
 /// Names (as the kernel keeps them: at most 15 characters) of the SEC("xdp")
 /// programs in bpf/*.bpf.c.
-const OUR_PROGRAMS: [&str; 6] = ["xsk_redirect", "detpath_xdppoll", "cls_main", "cls_noop", "cls_gen", "cls_pass"];
+const OUR_PROGRAMS: [&str; 7] = ["xsk_redirect", "detpath_xdppoll", "cls_main", "cls_noop", "cls_noop_pass", "cls_gen", "cls_pass"];
 
 fn lines_of(cmd: &[&str]) -> Vec<String> {
     let out = Command::new(cmd[0]).args(&cmd[1..]).output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
