@@ -433,7 +433,9 @@ fn bench_one(
         stop_c.store(true, Ordering::Relaxed);
         Ok((mode, out?, client_tid))
     });
-    let sampler = Sampler::start(ProcReader::host(), tail::SAMPLE_PERIOD);
+    // Traced, the tracer sees interrupts and softirqs: the sampler reads only steal.
+    let reader = if trace_kernel { ProcReader::host().traced() } else { ProcReader::host() };
+    let sampler = Sampler::start(reader, tail::SAMPLE_PERIOD);
     let result = client.join().map_err(|_| anyhow::anyhow!("client thread panicked"))?;
     let ticks_after = CoreTicks::now();
     stop.store(true, Ordering::Relaxed);

@@ -7,7 +7,7 @@
 //! ```
 
 use anyhow::bail;
-use detpath_classify::bench::{self, BenchOptions, Encap};
+use detpath_classify::bench::{self, Anchor, BenchOptions, Encap};
 use detpath_classify::server;
 use std::time::Duration;
 
@@ -75,8 +75,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
             c.cpus,
             c.pps / 1e6,
             match (c.ratio_to_noop, c.anchor, c.ratio_to_noop_drop) {
-                (Some(r), Some(a), Some(d)) => format!(" ({r:.2}x the {} no-op; {d:.2}x the dropping one)", a.name()),
-                (Some(r), _, _) => format!(" ({r:.2}x the no-op)"),
+                (Some(r), Some(Anchor::Pass), Some(d)) => format!(" ({r:.2}x the passing no-op; {d:.2}x the dropping one)"),
+                (Some(r), Some(Anchor::Pass), None) => format!(" ({r:.2}x the passing no-op)"),
+                (Some(r), _, _) => format!(" ({r:.2}x the dropping no-op)"),
                 _ => String::new(),
             }
         )
