@@ -71,8 +71,6 @@ pub struct ClassConfig {
 }
 
 /// A configuration that cannot work, with what to change.
-// The variants' fields are named in their messages.
-#[allow(missing_docs)]
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum ConfigError {
     #[error("slot length must be at least 1 ns")]
@@ -80,43 +78,99 @@ pub enum ConfigError {
     ZeroSlot,
     #[error("ring length {slots} is out of range: use 1..={max} slots")]
     /// A ring length out of range.
-    RingLength { slots: u32, max: u32 },
+    RingLength {
+        /// Slots in the ring.
+        slots: u32,
+        /// The largest value allowed.
+        max: u32,
+    },
     #[error("insertion lead of {lead} slots must be shorter than the ring ({slots} slots)")]
     /// A lead of a ring cycle or more.
-    LeadTooLong { lead: u32, slots: u32 },
+    LeadTooLong {
+        /// The insertion lead asked for, slots.
+        lead: u32,
+        /// Slots in the ring.
+        slots: u32,
+    },
     #[error("no traffic class: give at least one with --class NAME:rt|be[:strict|relaxed]:MASK")]
     /// No class at all.
     NoClass,
     #[error("{n} classes is more than {max}")]
     /// Too many classes.
-    TooManyClasses { n: usize, max: usize },
+    TooManyClasses {
+        /// How many classes were given.
+        n: usize,
+        /// The most a scheduler holds.
+        max: usize,
+    },
     #[error("class `{name}`: {source}")]
     /// A mask that does not parse.
-    Mask { name: String, source: MaskError },
+    Mask {
+        /// The class name.
+        name: String,
+        /// Why its mask does not parse.
+        source: MaskError,
+    },
     #[error("class `{name}` is made for a ring of {mask_slots} slots, the scheduler has {slots}")]
     /// A mask made for another ring length.
-    MaskRing { name: String, mask_slots: u32, slots: u32 },
+    MaskRing {
+        /// The class name.
+        name: String,
+        /// The ring length the mask was written for, slots.
+        mask_slots: u32,
+        /// Slots in the ring.
+        slots: u32,
+    },
     #[error("classes `{a}` and `{b}` both own slot {pos}: masks must be disjoint")]
     /// Two classes owning one slot.
-    Overlap { a: String, b: String, pos: u32 },
+    Overlap {
+        /// One class.
+        a: String,
+        /// The other class.
+        b: String,
+        /// The ring position both own.
+        pos: u32,
+    },
     #[error("two classes are named `{name}`")]
     /// Two classes with one name.
-    DuplicateName { name: String },
+    DuplicateName {
+        /// The class name.
+        name: String,
+    },
     #[error("class `{name}` has capacity 0: give it room for at least one packet (@N)")]
     /// A class that may hold no packet.
-    ZeroCapacity { name: String },
+    ZeroCapacity {
+        /// The class name.
+        name: String,
+    },
     #[error("class `{text}` is not NAME:KIND[:MODE]:MASK[@CAPACITY] (KIND rt|be, MODE strict|relaxed)")]
     /// A class text that does not parse.
-    ClassSyntax { text: String },
+    ClassSyntax {
+        /// The text as given.
+        text: String,
+    },
     #[error("mode `{text}` is neither strict nor relaxed")]
     /// A mode that is neither strict nor relaxed.
-    BadMode { text: String },
+    BadMode {
+        /// The text as given.
+        text: String,
+    },
     /// An endpoint-spec key with a value it cannot take.
     #[error("spec key {key}={value}: expected {want}")]
-    SpecKey { key: &'static str, value: String, want: &'static str },
+    SpecKey {
+        /// The spec key.
+        key: &'static str,
+        /// Its value as given.
+        value: String,
+        /// What the key takes.
+        want: &'static str,
+    },
     #[error("max payload {max} is out of range: use 1..=65507 bytes")]
     /// A payload limit out of range.
-    MaxPayload { max: usize },
+    MaxPayload {
+        /// The largest value allowed.
+        max: usize,
+    },
 }
 
 impl ClassConfig {

@@ -11,22 +11,34 @@ use crate::slot::{Ring, Slot};
 use thiserror::Error;
 
 /// A mask that could not be parsed or does not fit the ring.
-// The variants' fields are named in their messages.
-#[allow(missing_docs)]
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum MaskError {
     #[error("slot mask item `{item}` is not N, A-B or A/S (positions are 0-based integers)")]
     /// An item that is not N, A-B or A/S.
-    Syntax { item: String },
+    Syntax {
+        /// The mask item as given.
+        item: String,
+    },
     #[error("slot mask position {pos} is outside the ring of {slots} slots (use 0..{slots})")]
     /// A position outside the ring.
-    OutOfRange { pos: u64, slots: u32 },
+    OutOfRange {
+        /// The position given.
+        pos: u64,
+        /// Slots in the ring.
+        slots: u32,
+    },
     #[error("slot mask stride in `{item}` must be at least 1")]
     /// A stride of zero.
-    ZeroStride { item: String },
+    ZeroStride {
+        /// The mask item as given.
+        item: String,
+    },
     #[error("slot mask `{mask}` owns no slot")]
     /// A mask that owns nothing.
-    Empty { mask: String },
+    Empty {
+        /// The mask as given.
+        mask: String,
+    },
 }
 
 /// The set of ring positions one class owns, with a table that answers

@@ -34,13 +34,14 @@ pub struct SyncMsg {
 }
 
 /// Bytes that are not a sync message.
-// The variants' fields are named in their messages.
-#[allow(missing_docs)]
 #[derive(Debug, Clone, Copy, Error, PartialEq, Eq)]
 pub enum SyncWireError {
     #[error("sync message of {len} bytes, expected {MSG_LEN}")]
     /// Not 20 bytes long.
-    Length { len: usize },
+    Length {
+        /// The length received, bytes.
+        len: usize,
+    },
     #[error("not a detpath sync message (bad magic)")]
     /// Does not start with DPSY.
     Magic,

@@ -145,57 +145,131 @@ impl FlowSpec {
 }
 
 /// A benchmark that cannot run as configured.
-// The variants' fields are named in their messages.
-#[allow(missing_docs)]
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum BenchError {
     #[error("flow `{text}` is not NAME:CLASS:PERIOD:SIZE:PHASE_SLOT (e.g. f1:ctl:100us:64:0; a bare PERIOD is µs)")]
     /// A `--flow` that is not five fields separated by colons.
-    FlowSyntax { text: String },
+    FlowSyntax {
+        /// The text as given.
+        text: String,
+    },
     #[error("flow `{text}` (NAME:CLASS:PERIOD:SIZE:PHASE_SLOT): {field} {why}")]
     /// A `--flow` with one field that does not parse; `field` is its
     /// placeholder (`PERIOD`, `SIZE`, ...), `why` what is wrong with it.
-    FlowField { text: String, field: &'static str, why: String },
+    FlowField {
+        /// The text as given.
+        text: String,
+        /// The placeholder of the field that does not parse (`PERIOD`, `SIZE`, ...).
+        field: &'static str,
+        /// What is wrong with it.
+        why: String,
+    },
     #[error("method `{text}` is not slots, slots-idle or sleep")]
     /// A `--method` that is not known.
-    Method { text: String },
+    Method {
+        /// The text as given.
+        text: String,
+    },
     #[error("flow `{flow}`: no real-time class `{class}`")]
     /// A flow in a class that does not exist or is not real-time.
-    FlowClass { flow: String, class: String },
+    FlowClass {
+        /// The flow name.
+        flow: String,
+        /// The class name.
+        class: String,
+    },
     #[error("flow `{flow}`: period {period_ns} ns is not a multiple of the {slot_ns} ns slot")]
     /// A flow period that is not a whole number of slots.
-    FlowPeriod { flow: String, period_ns: u64, slot_ns: u64 },
+    FlowPeriod {
+        /// The flow name.
+        flow: String,
+        /// The flow period, ns.
+        period_ns: u64,
+        /// The slot length, ns.
+        slot_ns: u64,
+    },
     #[error("flow `{flow}`: size {size} is outside {min}..={max} bytes")]
     /// A payload size outside what a frame carries.
-    FlowSize { flow: String, size: usize, min: usize, max: usize },
+    FlowSize {
+        /// The flow name.
+        flow: String,
+        /// The payload size given, bytes.
+        size: usize,
+        /// The smallest payload allowed, bytes.
+        min: usize,
+        /// The largest payload allowed, bytes.
+        max: usize,
+    },
     #[error("flow `{flow}`: its instance at ring position {position} falls in a slot class `{class}` does not own; fix the phase or the mask")]
     /// A flow instance that falls in a slot its class does not own.
-    FlowSlots { flow: String, class: String, position: u32 },
+    FlowSlots {
+        /// The flow name.
+        flow: String,
+        /// The class name.
+        class: String,
+        /// The ring position.
+        position: u32,
+    },
     #[error("flows `{a}` and `{b}` both use ring position {position}")]
     /// Two flows on one ring position.
-    FlowClash { a: String, b: String, position: u32 },
+    FlowClash {
+        /// One flow.
+        a: String,
+        /// The other flow.
+        b: String,
+        /// The ring position.
+        position: u32,
+    },
     #[error("best-effort class `{class}` does not exist or is not best effort")]
     /// The flood's class is missing or not best effort.
-    BeClass { class: String },
+    BeClass {
+        /// The class name.
+        class: String,
+    },
     #[error("flow `{flow}`: planned instance {instance} is not at a slot start")]
     /// A planned instance between slot starts.
-    FlowTime { flow: String, instance: u64 },
+    FlowTime {
+        /// The flow name.
+        flow: String,
+        /// The instance index within the plan (0-based).
+        instance: u64,
+    },
     #[error("flow `{flow}`: planned instance {instance} is not after the one before it (jitter bound of a period or more); the run sends instances in order")]
     /// Planned instances out of order.
-    FlowOrder { flow: String, instance: u64 },
+    FlowOrder {
+        /// The flow name.
+        flow: String,
+        /// The instance index within the plan (0-based).
+        instance: u64,
+    },
     #[error("flows `{a}` and `{b}` both send at {at_ns} ns of the plan's hyperperiod")]
     /// Two planned instances at one instant.
-    FlowCollision { a: String, b: String, at_ns: u64 },
+    FlowCollision {
+        /// One flow.
+        a: String,
+        /// The other flow.
+        b: String,
+        /// The instant within the hyperperiod, ns.
+        at_ns: u64,
+    },
     #[error(
         "the plan's hyperperiod ({hyperperiod_ns} ns) is not a multiple of the ring cycle ({cycle_ns} ns = ring_slots x slot_ns): \
          repeated every hyperperiod, its instances would land in other ring positions than planned; \
          choose ring_slots so that ring_slots x slot_ns divides the hyperperiod"
     )]
     /// A plan whose repetition does not keep its ring positions.
-    PlanRepeat { hyperperiod_ns: u64, cycle_ns: u64 },
+    PlanRepeat {
+        /// The plan's hyperperiod, ns.
+        hyperperiod_ns: u64,
+        /// The ring cycle (ring_slots x slot_ns), ns.
+        cycle_ns: u64,
+    },
     #[error("offered load {load} is not a share of the slot rate (0 or more)")]
     /// An offered load that is negative or not a number.
-    BeLoad { load: String },
+    BeLoad {
+        /// The load as given.
+        load: String,
+    },
     #[error("no flows: give at least one --flow")]
     /// No flow configured.
     NoFlows,

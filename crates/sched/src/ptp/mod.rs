@@ -51,24 +51,63 @@ use thiserror::Error;
 use wire::{Announce, Body, Header, Message, MsgType, PortIdentity, Timestamp};
 
 /// A PTP node could not start.
-// The variants' fields are named in their messages.
-#[allow(missing_docs)]
 #[derive(Debug, Error)]
 pub enum PtpError {
+    /// The PTP endpoint could not be opened.
     #[error("{spec}: {source}")]
-    Open { spec: String, source: detpath::Error },
+    Open {
+        /// The endpoint spec as given.
+        spec: String,
+        /// Why detpath could not open it.
+        source: detpath::Error,
+    },
+    /// The spec binds a port other than the event port (319).
     #[error("{spec}: the PTP event port is {EVENT_PORT} (ptp4l's); the spec binds {port}: use `port={EVENT_PORT}`")]
-    Port { spec: String, port: u16 },
+    Port {
+        /// The endpoint spec as given.
+        spec: String,
+        /// The port the spec binds.
+        port: u16,
+    },
+    /// The spec names no interface to join the PTP group on.
     #[error("{spec}: the endpoint names no interface to join {PTP_GROUP} on: use `<datapath>://<iface>?port={EVENT_PORT}`")]
-    NoIface { spec: String },
+    NoIface {
+        /// The endpoint spec as given.
+        spec: String,
+    },
+    /// The spec puts the endpoint behind the slot scheduler.
     #[error("{spec}: `sched=` keys schedule sends, and a PTP message's transmit time must be known when it leaves: drop them from the PTP endpoint")]
-    Scheduled { spec: String },
+    Scheduled {
+        /// The endpoint spec as given.
+        spec: String,
+    },
+    /// The interface's facts (index, address) could not be read.
     #[error("interface {iface}: {source}")]
-    Iface { iface: String, source: detpath::sys::Error },
+    Iface {
+        /// The interface.
+        iface: String,
+        /// The kernel's answer.
+        source: detpath::sys::Error,
+    },
+    /// A kernel socket for the PTP group or the general port could not be opened.
     #[error("opening PTP port {port} on {iface}: {source}")]
-    Socket { iface: String, port: u16, source: std::io::Error },
+    Socket {
+        /// The interface.
+        iface: String,
+        /// The port (319 or 320).
+        port: u16,
+        /// The kernel's answer.
+        source: std::io::Error,
+    },
+    /// Sending or receiving on a kernel PTP socket failed.
     #[error("PTP I/O on {what}: {source}")]
-    Io { what: &'static str, source: std::io::Error },
+    Io {
+        /// Which socket or step.
+        what: &'static str,
+        /// The kernel's answer.
+        source: std::io::Error,
+    },
+    /// Receiving on the detpath endpoint failed.
     #[error("receiving on the PTP endpoint: {0}")]
     Recv(detpath::Error),
 }

@@ -212,16 +212,28 @@ pub struct Message {
 }
 
 /// Bytes that are not a message this node can use.
-// The variants' fields are named in their messages.
-#[allow(missing_docs)]
 #[derive(Debug, Clone, Copy, Error, PartialEq, Eq)]
 pub enum WireError {
+    /// Shorter than its header or its message type needs.
     #[error("PTP message of {len} bytes, shorter than the {need} its header or type needs")]
-    Short { len: usize, need: usize },
+    Short {
+        /// The length received, bytes.
+        len: usize,
+        /// The length needed, bytes.
+        need: usize,
+    },
+    /// A PTP version other than 2.
     #[error("PTP version {0}, this node speaks 2")]
     Version(u8),
+    /// A `messageLength` the datagram does not match.
     #[error("messageLength {field} but the datagram has {len} bytes")]
-    Length { field: u16, len: usize },
+    Length {
+        /// The header field `messageLength`, bytes.
+        field: u16,
+        /// The length received, bytes.
+        len: usize,
+    },
+    /// A message type an end-to-end ordinary clock does not use.
     #[error("PTP message type {0:#x} is not used by an end-to-end ordinary clock (peer delay, signalling, management)")]
     Other(u8),
 }
