@@ -797,24 +797,29 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_kernel_trace_explains_a_no_gap_round_only_when_it_covers_half_the_excess() {
+    /// 100 rounds of 10 us one-way, 1 ms apart; rounds 50 and 70 took 60 us
+    /// one-way (100 us of excess round trip). The trace: 70 us of NET_RX on
+    /// the server's core in round 50, only a 4 us tick in round 70.
+    fn two_slow_rounds_and_their_trace() -> (Vec<Record>, KernelTrace) {
         use detpath_ktrace::{Event, Kind, Timeline};
-        // 100 rounds of 10 us one-way, 1 ms apart; round 50 took 60 us one-way
-        // (100 us of excess round trip), round 70 took 60 us too.
         let mut records: Vec<Record> = (0..100).map(|i| rec(i, 1_000_000 + i * 1_000_000, 10_000, 0, 500)).collect();
         records[50] = rec(50, 51_000_000, 60_000, 0, 500);
         records[70] = rec(70, 71_000_000, 60_000, 0, 500);
         let ev =
             |cpu: u32, kind: Kind, num: u16, start: u64, end: u64| Event { start_ns: start, end_ns: end, cpu, kind, num, pid: 0, arg: 0, comm: String::new() };
         let trace = KernelTrace {
-            // Round 50: 70 us of NET_RX on the server's core; round 70: only a 4 us tick.
             timeline: Timeline::new(&[ev(1, Kind::Softirq, 3, 51_010_000, 51_080_000), ev(0, Kind::Timer, 0, 71_010_000, 71_014_000)]),
             cores: vec![0, 1],
             own_tids: vec![],
             events: 2,
             dropped: 0,
         };
+        (records, trace)
+    }
+
+    #[test]
+    fn the_kernel_trace_explains_a_no_gap_round_only_when_it_covers_half_the_excess() {
+        let (records, trace) = two_slow_rounds_and_their_trace();
         let threads = [ThreadGaps { thread: "client", cpu: Some(0), gaps: vec![] }, ThreadGaps { thread: "server", cpu: Some(1), gaps: vec![] }];
         let r = attribute_traced(&records, 30_000, &threads, &[], 0, Some(&trace));
         assert_eq!(r.rounds, 2);
@@ -828,21 +833,9 @@ mod tests {
 
     #[test]
     fn the_kernel_trace_also_explains_a_round_whose_gap_explains_nothing() {
-        use detpath_ktrace::{Event, Kind, Timeline};
         // As above, but the server's loop had a gap in rounds 50 and 70 that
         // its own evidence cannot explain (not switched out, CPU time unknown).
-        let mut records: Vec<Record> = (0..100).map(|i| rec(i, 1_000_000 + i * 1_000_000, 10_000, 0, 500)).collect();
-        records[50] = rec(50, 51_000_000, 60_000, 0, 500);
-        records[70] = rec(70, 71_000_000, 60_000, 0, 500);
-        let ev =
-            |cpu: u32, kind: Kind, num: u16, start: u64, end: u64| Event { start_ns: start, end_ns: end, cpu, kind, num, pid: 0, arg: 0, comm: String::new() };
-        let trace = KernelTrace {
-            timeline: Timeline::new(&[ev(1, Kind::Softirq, 3, 51_010_000, 51_080_000), ev(0, Kind::Timer, 0, 71_010_000, 71_014_000)]),
-            cores: vec![0, 1],
-            own_tids: vec![],
-            events: 2,
-            dropped: 0,
-        };
+        let (records, trace) = two_slow_rounds_and_their_trace();
         let gap = |start: u64| Gap { start_ns: start, end_ns: start + 70_000, involuntary_switches: 0, charged_ns: None };
         let threads = [
             ThreadGaps { thread: "client", cpu: Some(0), gaps: vec![] },
