@@ -381,11 +381,6 @@ impl<H: Fn(Req) -> Reply + 'static> Server<H> {
         Rc::new(Server { policy, limits, handler, conns })
     }
 
-    /// Connections refused (all slots serving) and evicted (idle) so far.
-    pub fn counts(&self) -> ConnCounts {
-        self.conns.borrow().counts.clone()
-    }
-
     fn refusal(&self, r: Refusal) -> Reply {
         if self.policy.json_errors {
             let body = serde_json::json!({"error": {"code": r.code, "message": r.message}});
