@@ -81,6 +81,21 @@ pub struct MatrixConfig {
     /// Run the kernel tracer (`detpath-ktrace`) on every core during each
     /// datapath run, for the rounds no polling-thread gap explains.
     pub trace_kernel: bool,
+    /// With `trace_kernel`: attach the tracer in alternating windows of
+    /// [`TRACE_COST_WINDOW`] and report what it costs (the rounds with it
+    /// against the rounds without it, same run).
+    pub trace_cost: bool,
+}
+
+/// The window of `--trace-cost`: attached this long, detached this long, and so on.
+pub const TRACE_COST_WINDOW: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How the kernel tracer runs during one datapath's run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Tracing {
+    Off,
+    Attached,
+    Alternating(std::time::Duration),
 }
 
 /// The file in a result directory that holds libbpf's, libxdp's and the DPDK EAL's messages.
@@ -192,6 +207,11 @@ pub fn run_matrix(cfg: &MatrixConfig, observe: Observer) -> anyhow::Result<Matri
                 None
             };
             let rt = conf.tuned.then_some(cfg.rt_priority);
+            let tracing = match (cfg.trace_kernel, cfg.trace_cost) {
+                (false, _) => Tracing::Off,
+                (true, false) => Tracing::Attached,
+                (true, true) => Tracing::Alternating(TRACE_COST_WINDOW),
+            };
             // A real-time client spinning on the OS's core would starve it: between
             // rounds it sleeps until 30 µs before the next deadline (hrtimer wake-up).
             let pp = PingPongConfig { sleep_slack_ns: rt.map(|_| CLIENT_WAKE_SLACK_NS), ..pp.clone() };
@@ -222,10 +242,10 @@ pub fn run_matrix(cfg: &MatrixConfig, observe: Observer) -> anyhow::Result<Matri
                 };
                 let specs = spec(tb.a().uri(dp, port + 1), &[&cfg.keys]).and_then(|c| Ok((c, spec(tb.b().uri(dp, port), &[&cfg.keys, &cfg.server_keys])?)));
                 specs.and_then(|specs| {
-                    bench_one(&tb, specs, &pp, cfg.cpus, rt, cfg.trace_kernel, observe.clone()).and_then(|run| {
+                    bench_one(&tb, specs, &pp, cfg.cpus, rt, tracing, observe.clone()).and_then(|run| {
                         let threads = [
-                            ThreadGaps { thread: "client", cpu: Some(cfg.cpus.0), gaps: run.outcome.gaps.clone() },
-                            ThreadGaps { thread: "server", cpu: Some(cfg.cpus.1), gaps: run.server_gaps },
+                            ThreadGaps { thread: "client", cpu: Some(cfg.cpus.0), gaps: run.outcome.gaps.clone(), not_kept: run.outcome.gaps_not_kept },
+                            ThreadGaps { thread: "server", cpu: Some(cfg.cpus.1), gaps: run.server_gaps, not_kept: run.server_gaps_not_kept },
                         ];
                         let kernel = run.kernel.map(|trace| tail::KernelTrace {
                             timeline: detpath_ktrace::Timeline::new(&trace.events),
@@ -233,6 +253,7 @@ pub fn run_matrix(cfg: &MatrixConfig, observe: Observer) -> anyhow::Result<Matri
                             own_tids: run.tids.clone(),
                             events: trace.events.len() as u64,
                             dropped: trace.dropped,
+                            alternating: if tracing == Tracing::Attached { Vec::new() } else { trace.windows },
                         });
                         let evidence = TailEvidence { threshold: cfg.tail_threshold, threads: &threads, samples: &run.samples, kernel: kernel.as_ref() };
                         save_outcome(&mut dir, RunConfig { mode: run.mode, ..config }, &env, &pp, &run.outcome, Some(evidence), Some(run.cpu))
@@ -364,6 +385,8 @@ struct OneRun {
     mode: String,
     outcome: ClientOutcome,
     server_gaps: Vec<tail::Gap>,
+    /// Gaps the server's probe could not keep.
+    server_gaps_not_kept: u64,
     samples: Vec<CpuSample>,
     /// The polling threads' ids (the client's, the server's).
     tids: Vec<u32>,
@@ -392,13 +415,14 @@ fn bench_one(
     pp: &PingPongConfig,
     (cpu_client, cpu_server): (u32, u32),
     rt: Option<u8>,
-    trace_kernel: bool,
+    tracing: Tracing,
     observe: Observer,
 ) -> anyhow::Result<OneRun> {
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = mpsc::channel();
     let server_uri = server_spec.with_realtime(&realtime(Some(cpu_server), rt, true).expect("a core"));
     let stop_s = stop.clone();
+    let expected_rounds = pp.total_rounds();
     let server = tb.b().spawn(move || -> anyhow::Result<ServerReport> {
         let mut ep = match detpath::open_spec(&server_uri) {
             Ok(ep) => ep,
@@ -408,11 +432,15 @@ fn bench_one(
             }
         };
         let _ = ready_tx.send(Ok((ep.local_addr(), ep.capabilities().summary(), detpath::sys::thread::tid())));
-        Ok(run_server(ep.as_mut(), &stop_s)?)
+        Ok(run_server(ep.as_mut(), &stop_s, expected_rounds)?)
     });
     let (server_addr, server_mode, server_tid) = ready_rx.recv()?.map_err(|e| anyhow::anyhow!("server: {e}"))?;
     // Attached before the client starts and detached after it ends: the whole run is traced.
-    let tracer = if trace_kernel { Some(detpath_ktrace::Tracer::start()?) } else { None };
+    let tracer = match tracing {
+        Tracing::Off => None,
+        Tracing::Attached => Some(detpath_ktrace::Tracer::start()?),
+        Tracing::Alternating(w) => Some(detpath_ktrace::Tracer::start_alternating(w)?),
+    };
     let client_uri = client_spec.with_realtime(&realtime(Some(cpu_client), rt, false).expect("a core"));
     let pp2 = pp.clone();
     let ticks_before = CoreTicks::now();
@@ -434,7 +462,7 @@ fn bench_one(
         Ok((mode, out?, client_tid))
     });
     // Traced, the tracer sees interrupts and softirqs: the sampler reads only steal.
-    let reader = if trace_kernel { ProcReader::host().traced() } else { ProcReader::host() };
+    let reader = if tracing != Tracing::Off { ProcReader::host().traced() } else { ProcReader::host() };
     let sampler = Sampler::start(reader, tail::SAMPLE_PERIOD);
     let result = client.join().map_err(|_| anyhow::anyhow!("client thread panicked"))?;
     let ticks_after = CoreTicks::now();
@@ -447,7 +475,7 @@ fn bench_one(
     let reader_cpu = kernel.as_ref().and_then(|k| k.reader_cpu.clone());
     let threads = std::iter::once(outcome.cpu.clone()).chain(server.cpu.map(|c| c.0)).chain(sampler_cpu).chain(reader_cpu).collect();
     let cpu = run_cpu(threads, &outcome, &ticks_before, &ticks_after, &[cpu_client, cpu_server]);
-    Ok(OneRun { mode, outcome, server_gaps: server.gaps, samples, tids: vec![client_tid, server_tid], kernel, cpu })
+    Ok(OneRun { mode, outcome, server_gaps: server.gaps, server_gaps_not_kept: server.gaps_not_kept, samples, tids: vec![client_tid, server_tid], kernel, cpu })
 }
 
 #[cfg(test)]

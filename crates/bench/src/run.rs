@@ -15,7 +15,7 @@
 //! misbehaves at chosen sends, which is how the loss accounting is tested.
 
 use crate::records::{Record, Status};
-use crate::tail::{Gap, NoiseProbe, DEFAULT_GAP_BOUND_NS};
+use crate::tail::{gap_capacity, Gap, NoiseProbe, DEFAULT_GAP_BOUND_NS};
 use detpath::sys::cputime::{ThreadCpu, ThreadMeter};
 use detpath::{monotonic_ns, Endpoint, RecvMode};
 use detpath_wire::probe::{self, Probe};
@@ -142,6 +142,8 @@ pub struct ClientOutcome {
     /// What the client's noise probe saw (iterations of its loop longer than
     /// [`DEFAULT_GAP_BOUND_NS`]), for tail attribution.
     pub gaps: Vec<Gap>,
+    /// Gaps the probe saw but could not keep (see [`crate::tail::gap_capacity`]).
+    pub gaps_not_kept: u64,
     /// The client thread's CPU time over the run (named `client`; measured
     /// by the thread itself from its first to its last round, warm-up included).
     pub cpu: ThreadCpu,
@@ -170,7 +172,7 @@ pub fn run_client(
     let start = monotonic_ns() + 1_000_000;
     let mut last_send = start;
     let mut interrupted = false;
-    let mut probe = NoiseProbe::new(DEFAULT_GAP_BOUND_NS);
+    let mut probe = NoiseProbe::with_capacity(DEFAULT_GAP_BOUND_NS, gap_capacity(total));
     loop {
         let now = monotonic_ns();
         probe.tick(now);
@@ -238,7 +240,8 @@ pub fn run_client(
     progress(next);
     let finished_ns = monotonic_ns();
     let cpu = meter.stop();
-    Ok(ClientOutcome { rounds, sent: next, foreign, interrupted, started_ns: start, finished_ns, gaps: probe.into_gaps(), cpu })
+    let (gaps, gaps_not_kept) = probe.into_gaps();
+    Ok(ClientOutcome { rounds, sent: next, foreign, interrupted, started_ns: start, finished_ns, gaps, gaps_not_kept, cpu })
 }
 
 /// Sleeps until CLOCK_MONOTONIC reaches `t` ns (absolute, so no drift).
@@ -260,6 +263,8 @@ pub struct ServerReport {
     pub not_sent: u64,
     /// What the server's noise probe saw, for tail attribution.
     pub gaps: Vec<Gap>,
+    /// Gaps the probe saw but could not keep.
+    pub gaps_not_kept: u64,
     /// The server thread's CPU time (named `server`) from the first probe it
     /// received to the stop (`None`: no probe came), and the wall time of
     /// that span in seconds.
@@ -271,11 +276,14 @@ pub struct ServerReport {
 /// counters; only an endpoint error ends the loop): each look is one
 /// zero-timeout busy-poll receive (so datapaths with kernel busy polling
 /// kick the driver), and the loop itself is the server's noise probe.
-pub fn run_server(ep: &mut dyn Endpoint, stop: &AtomicBool) -> detpath::Result<ServerReport> {
+///
+/// `expected_rounds` sizes the noise probe's record ([`gap_capacity`]; 0 when
+/// not known: the default).
+pub fn run_server(ep: &mut dyn Endpoint, stop: &AtomicBool, expected_rounds: u64) -> detpath::Result<ServerReport> {
     let mut buf = vec![0u8; 4096];
     let mut report = ServerReport::default();
     let look = RecvMode::BusyPoll { timeout: Some(Duration::ZERO) };
-    let mut probe = NoiseProbe::new(DEFAULT_GAP_BOUND_NS);
+    let mut probe = NoiseProbe::with_capacity(DEFAULT_GAP_BOUND_NS, gap_capacity(expected_rounds));
     // Started at the first probe: the spinning before the client starts is
     // not the run's cost (and has no round to divide by).
     let mut meter: Option<(ThreadMeter, u64)> = None;
@@ -302,7 +310,7 @@ pub fn run_server(ep: &mut dyn Endpoint, stop: &AtomicBool) -> detpath::Result<S
             Err(e) => return Err(e),
         }
     }
-    report.gaps = probe.into_gaps();
+    (report.gaps, report.gaps_not_kept) = probe.into_gaps();
     report.cpu = meter.map(|(m, t0)| (m.stop(), monotonic_ns().saturating_sub(t0) as f64 / 1e9));
     Ok(report)
 }

@@ -24,8 +24,10 @@
 //! round slower than the threshold is then attributed, first match wins:
 //! client sent late (a send while the round was out left later than the
 //! threshold: the client was not polling), server slow, then the cause of the worst gap of the
-//! client or server thread that overlaps the round; no overlapping gap:
-//! unexplained.
+//! client or server thread that overlaps the round and, inside it, covers at
+//! least half of its excess over the median round trip ([`GAP_SHARE`]: each
+//! round's own send is a gap of a few µs, which explains no slow round); no
+//! such gap: unexplained.
 //!
 //! With `--trace-kernel` the kernel's own record of the run joins in
 //! (`detpath-ktrace`: interrupts, softirqs, context switches and NAPI polls
@@ -42,14 +44,30 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// The share of a slow round's excess (its round trip above the median's)
+/// that one gap must cover inside the round to be its cause (as the kernel
+/// tracer's rule, [`detpath_ktrace::SHARE`]).
+pub const GAP_SHARE: f64 = 0.5;
+
 /// An iteration longer than this is a gap (ns). The paper's jitter budget is
 /// microseconds; a poll loop iteration here takes ~50-200 ns.
 pub const DEFAULT_GAP_BOUND_NS: u64 = 2_000;
 /// How often the sampler reads /proc (it shares the cores it watches: a
 /// read costs tens of µs, so not more often).
 pub const SAMPLE_PERIOD: Duration = Duration::from_millis(10);
-/// Gaps kept per thread; more are counted, not kept.
+/// Gaps kept per thread when the run's length is not known; more are counted, not kept.
 pub const GAP_CAPACITY: usize = 1 << 16;
+
+/// Gaps to keep for a run of `rounds` rounds. A round's own send (and, on
+/// the server, its receive and echo) usually takes longer than the gap
+/// bound, so a loop sees about one gap per round besides the noise (1.5 per
+/// round measured at 10,000 rounds/s): two per round, plus the default for
+/// the rest. A run that kept only [`GAP_CAPACITY`] filled it within its
+/// first ~45,000 rounds, and every later slow round then had "no gap in
+/// either polling thread" for want of a record, not of a gap.
+pub fn gap_capacity(rounds: u64) -> usize {
+    (rounds as usize).saturating_mul(2).saturating_add(GAP_CAPACITY)
+}
 
 /// Which rounds count as the tail: above a multiple of the run's median, or above a fixed latency.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -133,14 +151,24 @@ pub struct NoiseProbe {
 }
 
 impl NoiseProbe {
-    /// A probe of the calling thread (the one that will tick it).
+    /// A probe of the calling thread (the one that will tick it), keeping up to [`GAP_CAPACITY`] gaps.
     pub fn new(bound_ns: u64) -> NoiseProbe {
+        NoiseProbe::with_capacity(bound_ns, GAP_CAPACITY)
+    }
+
+    /// A probe keeping up to `capacity` gaps (see [`gap_capacity`]). The
+    /// buffer is written once here, so that recording a gap in the loop
+    /// never takes a page fault.
+    pub fn with_capacity(bound_ns: u64, capacity: usize) -> NoiseProbe {
+        let mut gaps = Vec::with_capacity(capacity);
+        gaps.resize(capacity, Gap { start_ns: 1, ..Gap::default() });
+        gaps.clear();
         NoiseProbe {
             bound_ns,
             last_ns: 0,
             switches_seen: thread_involuntary_switches(),
             cpu_seen: Some((thread_cpu_ns(), detpath::monotonic_ns())),
-            gaps: Vec::with_capacity(GAP_CAPACITY),
+            gaps,
             dropped: 0,
         }
     }
@@ -179,9 +207,9 @@ impl NoiseProbe {
         }
     }
 
-    /// The gaps seen, in time order.
-    pub fn into_gaps(self) -> Vec<Gap> {
-        self.gaps
+    /// The gaps seen, in time order, and how many more were seen but not kept (the buffer was full).
+    pub fn into_gaps(self) -> (Vec<Gap>, u64) {
+        (self.gaps, self.dropped)
     }
 }
 
@@ -418,6 +446,9 @@ pub struct ThreadGaps {
     pub cpu: Option<u32>,
     /// What its noise probe saw, in time order.
     pub gaps: Vec<Gap>,
+    /// Gaps it saw but could not keep (its buffer was full): rounds after
+    /// that read "no gap" for want of a record.
+    pub not_kept: u64,
 }
 
 /// One of the largest gaps, for the report.
@@ -478,6 +509,10 @@ pub struct TailReport {
     pub gaps_client: u64,
     /// Gaps the server's probe saw.
     pub gaps_server: u64,
+    /// Gaps either probe saw but could not keep (its buffer was full); when
+    /// not 0, "no gap" in the later rounds may be a missing record.
+    #[serde(default)]
+    pub gaps_not_kept: u64,
     /// The largest gaps of both threads (at most 10), largest first.
     pub largest_gaps: Vec<GapReport>,
     /// What the evidence was.
@@ -530,10 +565,18 @@ impl TailReport {
             })
             .collect::<Vec<_>>()
             .join(", ");
+        let not_kept = if self.gaps_not_kept > 0 { format!(" ({} gaps seen but not kept: the probes' buffers filled)", self.gaps_not_kept) } else { String::new() };
+        let cost = match self.kernel_trace.as_ref().and_then(|k| k.cost.as_ref()) {
+            Some(c) => format!(
+                "; tracing cost, same run in alternating windows: median {:.2} µs traced / {:.2} µs not, p99 {:.1} / {:.1} µs ({} / {} rounds)",
+                c.median_traced_us, c.median_untraced_us, c.p99_traced_us, c.p99_untraced_us, c.rounds_traced, c.rounds_untraced
+            ),
+            None => String::new(),
+        };
         if self.rounds == 0 {
-            format!("no rounds above {:.1} µs", self.threshold_us)
+            format!("no rounds above {:.1} µs{cost}", self.threshold_us)
         } else {
-            format!("of {} rounds above {:.1} µs: {causes}", self.rounds, self.threshold_us)
+            format!("of {} rounds above {:.1} µs: {causes}{not_kept}{cost}", self.rounds, self.threshold_us)
         }
     }
 }
@@ -611,6 +654,69 @@ pub struct KernelTrace {
     pub events: u64,
     /// Records lost (ring buffer full, trace full, undecodable).
     pub dropped: u64,
+    /// When the tracer was attached in alternating windows (`--trace-cost`):
+    /// the attached stretches, CLOCK_MONOTONIC ns. Empty: attached throughout.
+    pub alternating: Vec<(u64, u64)>,
+}
+
+/// What tracing cost, from one run whose tracer was attached in alternating
+/// windows: the rounds that lay wholly inside an attached window against
+/// those wholly inside a detached one (a round across a switch is neither).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TraceCost {
+    /// Rounds in attached windows.
+    pub rounds_traced: u64,
+    /// Rounds in detached windows.
+    pub rounds_untraced: u64,
+    /// Median one-way latency (µs) with the tracer attached.
+    pub median_traced_us: f64,
+    /// Median one-way latency (µs) without it.
+    pub median_untraced_us: f64,
+    /// p99 one-way latency (µs) with the tracer attached.
+    pub p99_traced_us: f64,
+    /// p99 one-way latency (µs) without it.
+    pub p99_untraced_us: f64,
+}
+
+impl TraceCost {
+    /// Splits `records` by the attached `windows` (sorted, disjoint) and
+    /// measures both sides; rounds before the first window or across a
+    /// switch count on neither side.
+    pub fn measure(records: &[Record], windows: &[(u64, u64)]) -> TraceCost {
+        let (mut on, mut off) = (Vec::new(), Vec::new());
+        let first = windows.first().map_or(u64::MAX, |w| w.0);
+        for r in records {
+            let Some(lat) = r.latency_ns() else { continue };
+            let (a, b) = (r.client_send_ns, r.client_recv_ns);
+            if a < first {
+                continue;
+            }
+            // The last window starting at or before the send.
+            let i = windows.partition_point(|w| w.0 <= a);
+            let w = windows[i - 1];
+            if b <= w.1 {
+                on.push(lat);
+            } else if a >= w.1 && windows.get(i).is_none_or(|next| b < next.0) {
+                off.push(lat);
+            }
+        }
+        let pct = |v: &mut Vec<u64>, p: f64| -> f64 {
+            if v.is_empty() {
+                return 0.0;
+            }
+            v.sort_unstable();
+            let rank = ((p * v.len() as f64).ceil() as usize).clamp(1, v.len());
+            v[rank - 1] as f64 / 1e3
+        };
+        TraceCost {
+            rounds_traced: on.len() as u64,
+            rounds_untraced: off.len() as u64,
+            median_traced_us: pct(&mut on, 0.5),
+            median_untraced_us: pct(&mut off, 0.5),
+            p99_traced_us: pct(&mut on, 0.99),
+            p99_untraced_us: pct(&mut off, 0.99),
+        }
+    }
 }
 
 /// The tracer's account in a run's tail section.
@@ -624,6 +730,9 @@ pub struct KernelTraceSummary {
     pub rule: String,
     /// The most frequent kernel causes with the work that met the rule (`softirq NET_RX on cpu 1`), with counts.
     pub top: Vec<(String, u64)>,
+    /// With `--trace-cost`: the same run with and without the tracer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<TraceCost>,
 }
 
 /// Attributes every round slower than `threshold_ns` (see the module docs).
@@ -660,6 +769,7 @@ pub fn attribute_traced(
         classified.push(t.gaps.iter().map(|g| (*g, classify_gap(g, t.cpu, samples, ir, sr))).collect());
     }
     for (t, gaps) in threads.iter().zip(&classified) {
+        report.gaps_not_kept += t.not_kept;
         match t.thread {
             "client" => report.gaps_client = gaps.len() as u64,
             _ => report.gaps_server = gaps.len() as u64,
@@ -680,14 +790,12 @@ pub fn attribute_traced(
     largest.sort_by(|a, b| b.len_us.total_cmp(&a.len_us));
     largest.truncate(10);
     report.largest_gaps = largest;
-    // Only a traced run needs the median (a round's excess); an untraced one skips the sort.
-    let median_ns = kernel
-        .map(|_| {
-            let mut l: Vec<u64> = records.iter().filter_map(Record::latency_ns).collect();
-            l.sort_unstable();
-            l.get(l.len() / 2).copied().unwrap_or(0)
-        })
-        .unwrap_or(0);
+    // The median round: a slow round's excess is its round trip above it.
+    let median_ns = {
+        let mut l: Vec<u64> = records.iter().filter_map(Record::latency_ns).collect();
+        l.sort_unstable();
+        l.get(l.len() / 2).copied().unwrap_or(0)
+    };
     let mut top: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
     for (i, r) in records.iter().enumerate() {
         let Some(lat) = r.latency_ns() else { continue };
@@ -706,12 +814,24 @@ pub fn attribute_traced(
         } else if r.server_time_ns().is_some_and(|s| s > threshold_ns) {
             Cause::ServerSlow
         } else {
-            // The worst-ranked evidence among the gaps overlapping the round.
-            let overlapping = classified.iter().flat_map(|gs| {
+            // The worst-ranked evidence among the gaps that overlap the round
+            // and, inside it, cover at least half of its excess: the loop's own
+            // send (a gap of a few µs in every round) explains no slow round.
+            let excess_ns = 2 * lat.saturating_sub(median_ns);
+            let need_ns = ((excess_ns as f64 * GAP_SHARE).ceil() as u64).max(1);
+            let mut overlapped = false;
+            let covering = classified.iter().flat_map(|gs| {
                 let from = gs.partition_point(|(g, _)| g.end_ns < r.client_send_ns);
-                gs[from..].iter().take_while(|(g, _)| g.start_ns <= r.client_recv_ns).map(|(_, c)| *c)
+                gs[from..].iter().take_while(|(g, _)| g.start_ns <= r.client_recv_ns)
             });
-            let gap_cause = overlapping.min();
+            let mut gap_cause = None;
+            for (g, c) in covering {
+                overlapped = true;
+                let inside = g.end_ns.min(r.client_recv_ns).saturating_sub(g.start_ns.max(r.client_send_ns));
+                if inside >= need_ns {
+                    gap_cause = Some(gap_cause.map_or(*c, |worst: Cause| worst.min(*c)));
+                }
+            }
             match gap_cause {
                 Some(c) if c != Cause::Unexplained => c,
                 // A gap that explains nothing, or no gap at all: the round is the tracer's.
@@ -725,7 +845,7 @@ pub fn attribute_traced(
                         *report.kernel_traced.entry(c.work.class().to_string()).or_default() += 1;
                         *top.entry(format!("{} on cpu {}", c.work.label(), c.cpu)).or_default() += 1;
                         Cause::KernelTraced
-                    } else if gap_cause.is_some() {
+                    } else if overlapped {
                         Cause::Unexplained
                     } else if deferred_softirq(threads, samples, r.client_send_ns, r.client_recv_ns) {
                         Cause::DeferredSoftirq
@@ -751,6 +871,7 @@ pub fn attribute_traced(
                 detpath_ktrace::SHARE * 100.0
             ),
             top,
+            cost: (!k.alternating.is_empty()).then(|| TraceCost::measure(records, &k.alternating)),
         });
         report.method.push_str("; kernel tracer (BPF raw tracepoints: irq, timer, IPIs, softirq, sched_switch, napi_poll) for rounds no gap explains");
     }
@@ -813,14 +934,36 @@ mod tests {
             own_tids: vec![],
             events: 2,
             dropped: 0,
+            alternating: vec![],
         };
         (records, trace)
     }
 
     #[test]
+    fn the_trace_cost_splits_rounds_by_the_attached_windows() {
+        // Rounds every 1 ms, 10 us one-way; attached 0-20 ms and 40-60 ms:
+        // 20 us one-way inside those windows, 10 us outside.
+        let records: Vec<Record> = (0..80u64).map(|i| rec(i, 100_000 + i * 1_000_000, 10_000, 0, 500)).collect();
+        let windows = [(0, 20_000_000), (40_000_000, 60_000_000)];
+        let records: Vec<Record> = records
+            .into_iter()
+            .map(|r| if windows.iter().any(|w| r.client_send_ns >= w.0 && r.client_send_ns < w.1) { rec(r.seq, r.client_send_ns, 20_000, 0, 500) } else { r })
+            .collect();
+        let c = TraceCost::measure(&records, &windows);
+        // Round 19 (19-19.04 ms) fits its window; round 59 too; none straddles.
+        assert_eq!((c.rounds_traced, c.rounds_untraced), (40, 40), "{c:?}");
+        assert_eq!((c.median_traced_us, c.median_untraced_us), (20.0, 10.0));
+        // A round across a switch is on neither side; before the first window, neither.
+        let across = [rec(0, 19_990_000, 20_000, 0, 500), rec(1, 39_990_000, 20_000, 0, 500)];
+        let c = TraceCost::measure(&across, &windows);
+        assert_eq!((c.rounds_traced, c.rounds_untraced), (0, 0));
+        assert_eq!(TraceCost::measure(&records, &[]).rounds_traced, 0);
+    }
+
+    #[test]
     fn the_kernel_trace_explains_a_no_gap_round_only_when_it_covers_half_the_excess() {
         let (records, trace) = two_slow_rounds_and_their_trace();
-        let threads = [ThreadGaps { thread: "client", cpu: Some(0), gaps: vec![] }, ThreadGaps { thread: "server", cpu: Some(1), gaps: vec![] }];
+        let threads = [ThreadGaps { thread: "client", cpu: Some(0), gaps: vec![], not_kept: 0 }, ThreadGaps { thread: "server", cpu: Some(1), gaps: vec![], not_kept: 0 }];
         let r = attribute_traced(&records, 30_000, &threads, &[], 0, Some(&trace));
         assert_eq!(r.rounds, 2);
         assert_eq!(r.kernel_traced.get("kernel: network softirq"), Some(&1), "{r:?}");
@@ -838,8 +981,8 @@ mod tests {
         let (records, trace) = two_slow_rounds_and_their_trace();
         let gap = |start: u64| Gap { start_ns: start, end_ns: start + 70_000, involuntary_switches: 0, charged_ns: None };
         let threads = [
-            ThreadGaps { thread: "client", cpu: Some(0), gaps: vec![] },
-            ThreadGaps { thread: "server", cpu: Some(1), gaps: vec![gap(51_005_000), gap(71_005_000)] },
+            ThreadGaps { thread: "client", cpu: Some(0), gaps: vec![], not_kept: 0 },
+            ThreadGaps { thread: "server", cpu: Some(1), gaps: vec![gap(51_005_000), gap(71_005_000)], not_kept: 0 },
         ];
         let r = attribute_traced(&records, 30_000, &threads, &[], 0, Some(&trace));
         assert_eq!(r.rounds, 2);
@@ -891,8 +1034,21 @@ mod tests {
         p.pause();
         p.tick(1_000_000); // after a deliberate sleep: not a gap
         p.tick(1_000_100);
-        let gaps = p.into_gaps();
+        let gaps = p.into_gaps().0;
         assert_eq!(gaps.iter().map(|g| (g.start_ns, g.end_ns)).collect::<Vec<_>>(), [(2_000, 9_000), (9_100, 20_000)]);
+    }
+
+    #[test]
+    fn a_full_probe_counts_the_gaps_it_cannot_keep() {
+        let mut p = NoiseProbe::with_capacity(2_000, 3);
+        for i in 1..=6u64 {
+            p.tick(i * 10_000);
+        }
+        let (gaps, not_kept) = p.into_gaps();
+        assert_eq!((gaps.len(), not_kept), (3, 2));
+        // A run's probe keeps two gaps per round besides the default.
+        assert_eq!(gap_capacity(1_000_000), 2_000_000 + GAP_CAPACITY);
+        assert_eq!(gap_capacity(0), GAP_CAPACITY);
     }
 
     #[test]
@@ -901,7 +1057,7 @@ mod tests {
         p.tick(detpath::monotonic_ns());
         std::thread::sleep(Duration::from_millis(3));
         p.tick(detpath::monotonic_ns());
-        let g = p.into_gaps();
+        let g = p.into_gaps().0;
         assert_eq!(g.len(), 1);
         assert!(g[0].len_ns() >= 3_000_000);
     }
@@ -955,7 +1111,7 @@ mod tests {
                 std::hint::spin_loop();
             }
             p.tick(detpath::monotonic_ns());
-            let gaps = p.into_gaps();
+            let gaps = p.into_gaps().0;
             assert_eq!(gaps.len(), 2, "{gaps:?}");
             let (slept, spun) = (gaps[0], gaps[1]);
             assert!(slept.charged_ns.unwrap() < slept.len_ns() / 4, "{slept:?}");
@@ -985,11 +1141,32 @@ mod tests {
         }
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(samples[4].ksoftirqd_ns, vec![930_000, 0], "found by comm, run + wait");
-        let threads = [ThreadGaps { thread: "client", cpu: Some(0), gaps: vec![] }, ThreadGaps { thread: "server", cpu: Some(1), gaps: vec![] }];
+        let threads = [ThreadGaps { thread: "client", cpu: Some(0), gaps: vec![], not_kept: 0 }, ThreadGaps { thread: "server", cpu: Some(1), gaps: vec![], not_kept: 0 }];
         let records = vec![rec(0, 5 * ms, 90_000, 0, 1_000), rec(1, 35 * ms, 90_000, 0, 1_000), rec(2, 45 * ms, 4_000, 0, 1_000)];
         let r = attribute(&records, 50_000, &threads, &samples, 0);
         assert_eq!((r.rounds, r.ksoftirqd, r.unexplained, r.unexplained_no_gap), (2, 1, 1, 1), "{r:?}");
         assert!(r.line().contains("1 softirq deferred to ksoftirqd"), "{}", r.line());
+    }
+
+    #[test]
+    fn a_gap_explains_a_round_only_when_it_covers_half_its_excess() {
+        // 99 rounds of 10 us one-way (the median), 1 ms apart; round 50 took
+        // 60 us one-way: 100 us of excess round trip.
+        let mut records: Vec<Record> = (0..99u64).map(|i| rec(i, 1_000_000 + i * 1_000_000, 10_000, 0, 500)).collect();
+        records[50] = rec(50, 51_000_000, 60_000, 0, 500);
+        let gap = |start: u64, len: u64| Gap { start_ns: start, end_ns: start + len, involuntary_switches: 1, charged_ns: None };
+        let threads = |gaps: Vec<Gap>| [ThreadGaps { thread: "client", cpu: None, gaps, not_kept: 0 }];
+        // The round's own send: a descheduled 3 us gap inside it is no cause.
+        let r = attribute(&records, 30_000, &threads(vec![gap(51_000_100, 3_000)]), &[], 0);
+        assert_eq!((r.rounds, r.descheduled, r.unexplained, r.unexplained_no_gap), (1, 0, 1, 0), "{}", r.line());
+        // 49 us of 100 is short of half; 50 us inside the round is enough.
+        let r = attribute(&records, 30_000, &threads(vec![gap(51_000_100, 49_000)]), &[], 0);
+        assert_eq!(r.descheduled, 0, "{}", r.line());
+        let r = attribute(&records, 30_000, &threads(vec![gap(51_000_100, 50_000)]), &[], 0);
+        assert_eq!(r.descheduled, 1, "{}", r.line());
+        // Only the part inside the round counts: a long gap ending 20 us into it is not enough.
+        let r = attribute(&records, 30_000, &threads(vec![gap(50_000_000, 1_020_000)]), &[], 0);
+        assert_eq!(r.descheduled, 0, "{}", r.line());
     }
 
     #[test]
@@ -1008,11 +1185,13 @@ mod tests {
             thread: "client",
             cpu: None,
             gaps: vec![Gap { start_ns: t(4) + 10, end_ns: t(4) + 60_000, involuntary_switches: 1, charged_ns: None }],
+            not_kept: 0,
         };
         let server = ThreadGaps {
             thread: "server",
             cpu: None,
             gaps: vec![Gap { start_ns: t(5) + 10, end_ns: t(5) + 60_000, involuntary_switches: 0, charged_ns: None }],
+            not_kept: 0,
         };
         let r = attribute(&records, 50_000, &[client, server], &[], t(0));
         assert_eq!((r.rounds, r.client_late, r.server_slow, r.descheduled, r.unexplained, r.unexplained_no_gap), (5, 1, 1, 1, 2, 1));

@@ -37,6 +37,7 @@ fn tail_of(tag: &str, datapath: &str, probe: PingPongConfig, stress: u8, thresho
         server_keys: server_keys.into(),
         library_logs_to_stderr: false,
         trace_kernel: false,
+        trace_cost: false,
     };
     let quiet: Observer = Arc::new(|_| {});
     let outcome = run_matrix(&cfg, quiet).expect("the run");

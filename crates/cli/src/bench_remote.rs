@@ -133,7 +133,8 @@ pub fn server(args: ServerArgs) -> anyhow::Result<i32> {
         eprintln!("  {note}");
     }
     let ticks_before = CoreTicks::now();
-    let report = run_server(ep.as_mut(), &stop);
+    // The client's run length is not known here: the probe keeps the default number of gaps.
+    let report = run_server(ep.as_mut(), &stop, 0);
     let ticks_after = CoreTicks::now();
     stop.store(true, Ordering::Relaxed);
     let _ = watcher.join();

@@ -83,6 +83,12 @@ pub struct Args {
     /// and CAP_PERFMON; nothing stays attached after any exit).
     #[arg(long)]
     trace_kernel: bool,
+    /// With --trace-kernel: attach the tracer for 1 s, detach it for 1 s,
+    /// and so on, and report the median and p99 of the rounds with it
+    /// against those without it (what tracing costs, from the same run).
+    /// The rounds of the detached windows get no kernel cause.
+    #[arg(long, requires = "trace_kernel")]
+    trace_cost: bool,
 }
 
 /// Runs every requested datapath in the built-in testbed, shows progress,
@@ -110,6 +116,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         server_keys: args.server_keys.clone(),
         library_logs_to_stderr: args.verbose,
         trace_kernel: args.trace_kernel,
+        trace_cost: args.trace_cost,
     };
     // One progress bar per run, drawn from the client thread's progress events.
     let bar: Arc<Mutex<Option<indicatif::ProgressBar>>> = Arc::new(Mutex::new(None));

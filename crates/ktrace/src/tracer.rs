@@ -57,8 +57,12 @@ pub struct Trace {
     pub events: Vec<Event>,
     /// Records lost: the ring buffer was full, the trace was at [`MAX_EVENTS`], or a record could not be decoded.
     pub dropped: u64,
-    /// CLOCK_MONOTONIC ns when the programs were attached and detached.
+    /// CLOCK_MONOTONIC ns when the programs were first attached and last detached.
     pub attached_ns: (u64, u64),
+    /// The stretches the programs were attached (CLOCK_MONOTONIC ns): one,
+    /// `attached_ns`, for [`Tracer::start`]; every other window for
+    /// [`Tracer::start_alternating`].
+    pub windows: Vec<(u64, u64)>,
     /// The reader thread's user and system time from the programs' attach
     /// to its last drain (its name is [`READER`]; its core, the one it
     /// ended on: it is not pinned). Loading and verifying the programs
@@ -86,12 +90,24 @@ impl Tracer {
     /// Loads and attaches the tracer on every core; returns once it records.
     /// Needs CAP_BPF and CAP_PERFMON (root has them).
     pub fn start() -> Result<Tracer, Error> {
+        Tracer::spawn(None)
+    }
+
+    /// As [`start`](Self::start), but the programs are detached and attached
+    /// again every `window` (attached first): the rounds of the detached
+    /// windows are the same run without the tracer, so what tracing costs
+    /// can be read from one run ([`Trace::windows`] says which was which).
+    pub fn start_alternating(window: Duration) -> Result<Tracer, Error> {
+        Tracer::spawn(Some(window))
+    }
+
+    fn spawn(alternate: Option<Duration>) -> Result<Tracer, Error> {
         let stop = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), Error>>();
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
             .name("detpath-ktrace".into())
-            .spawn(move || run(flag, ready_tx))
+            .spawn(move || run(flag, alternate, ready_tx))
             .map_err(|e| Error::Bpf { what: "starting its thread".into(), source: libbpf_rs::Error::from(e) })?;
         match ready_rx.recv() {
             Ok(Ok(())) => Ok(Tracer { stop, thread: Some(thread) }),
@@ -130,19 +146,30 @@ fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// The tracer thread: load, attach, say ready, drain until stopped, detach.
-fn run(stop: Arc<AtomicBool>, ready: mpsc::Sender<Result<(), Error>>) -> Result<Trace, Error> {
+/// Attaches every program of the object (each link detaches when dropped).
+fn attach_all(progs: &[libbpf_rs::ProgramMut<'_>]) -> Result<Vec<libbpf_rs::Link>, Error> {
+    progs
+        .iter()
+        .map(|prog| prog.attach().map_err(|e| Error::Bpf { what: format!("attaching `{}`", prog.name().to_string_lossy()), source: e }))
+        .collect()
+}
+
+/// The tracer thread: load, attach, say ready, drain until stopped (detaching
+/// and attaching again each `alternate` window), detach.
+fn run(stop: Arc<AtomicBool>, alternate: Option<Duration>, ready: mpsc::Sender<Result<(), Error>>) -> Result<Trace, Error> {
     let setup = || -> Result<_, Error> {
         let obj = detpath_sys::xdp::load(OBJECT, "ktrace")?;
-        let mut links = Vec::new();
-        for prog in obj.progs_mut() {
-            let name = prog.name().to_string_lossy().into_owned();
-            let link = prog.attach().map_err(|e| Error::Bpf { what: format!("attaching `{name}`"), source: e })?;
-            links.push(link);
-        }
-        Ok((obj, links))
+        // The ring buffer through its own descriptor, so the programs can be
+        // borrowed for attaching while it is read.
+        let ring = obj
+            .maps()
+            .find(|m| m.name() == "kt_events")
+            .ok_or_else(|| Error::Bpf { what: "finding map kt_events".into(), source: libbpf_rs::Error::from_raw_os_error(libc::ENOENT) })
+            .and_then(|m| libbpf_rs::MapHandle::try_from(&m).map_err(|e| Error::Bpf { what: "opening map kt_events".into(), source: e }))?;
+        let links = attach_all(&obj.progs_mut().collect::<Vec<_>>())?;
+        Ok((obj, ring, links))
     };
-    let (obj, links) = match setup() {
+    let (obj, ring, links) = match setup() {
         Ok(v) => v,
         Err(e) => {
             // The error goes to `start`, which returns it; this thread's result is not read.
@@ -155,14 +182,15 @@ fn run(stop: Arc<AtomicBool>, ready: mpsc::Sender<Result<(), Error>>) -> Result<
     let mut events: Vec<Event> = Vec::new();
     let mut undecodable = 0u64;
     let mut over = 0u64;
+    let mut windows: Vec<(u64, u64)> = Vec::new();
+    let progs: Vec<libbpf_rs::ProgramMut<'_>> = obj.progs_mut().collect();
     let result = (|| -> Result<(), Error> {
-        let map = obj
-            .maps()
-            .find(|m| m.name() == "kt_events")
-            .ok_or_else(|| Error::Bpf { what: "finding map kt_events".into(), source: libbpf_rs::Error::from_raw_os_error(libc::ENOENT) })?;
+        let mut links = Some(links);
+        let mut window_start = attached;
+        let mut next_toggle = alternate.map(|w| attached + w.as_nanos() as u64);
         let mut builder = RingBufferBuilder::new();
         builder
-            .add(&map, |data: &[u8]| {
+            .add(&ring, |data: &[u8]| {
                 match Event::decode(data) {
                     Some(e) if events.len() < MAX_EVENTS => events.push(e),
                     Some(_) => over += 1,
@@ -177,12 +205,27 @@ fn run(stop: Arc<AtomicBool>, ready: mpsc::Sender<Result<(), Error>>) -> Result<
         while !stop.load(Ordering::Relaxed) {
             std::thread::sleep(DRAIN_EVERY);
             rb.consume().map_err(|e| Error::Bpf { what: "draining the ring buffer".into(), source: e })?;
+            let (Some(w), Some(at)) = (alternate, next_toggle) else { continue };
+            let now = now_ns();
+            if now < at {
+                continue;
+            }
+            if links.take().is_some() {
+                windows.push((window_start, now_ns()));
+            } else {
+                links = Some(attach_all(&progs)?);
+                window_start = now_ns();
+            }
+            next_toggle = Some(now + w.as_nanos() as u64);
         }
         // Detach first, then read what is left.
-        drop(links);
+        if links.take().is_some() {
+            windows.push((window_start, now_ns()));
+        }
         rb.consume().map_err(|e| Error::Bpf { what: "draining the ring buffer".into(), source: e })?;
         Ok(())
     })();
+    drop(progs);
     let detached = now_ns();
     let reader_cpu = meter.stop();
     result?;
@@ -192,5 +235,5 @@ fn run(stop: Arc<AtomicBool>, ready: mpsc::Sender<Result<(), Error>>) -> Result<
         .and_then(|m| m.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY).ok().flatten())
         .map(|per_cpu| per_cpu.iter().filter_map(|v| v.get(..8).map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))).sum())
         .unwrap_or(0);
-    Ok(Trace { events, dropped: dropped_in_kernel + undecodable + over, attached_ns: (attached, detached), reader_cpu: Some(reader_cpu) })
+    Ok(Trace { events, dropped: dropped_in_kernel + undecodable + over, attached_ns: (attached, detached), windows, reader_cpu: Some(reader_cpu) })
 }

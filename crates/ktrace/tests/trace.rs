@@ -225,3 +225,39 @@ fn nothing_stays_attached_after_exit_ctrl_c_or_kill() {
         assert_eq!(loaded_kt_programs(), 0, "{how} ({status}): kt_ programs still loaded");
     }
 }
+
+#[test]
+fn alternating_windows_record_only_while_attached() {
+    if skip("alternating_windows_record_only_while_attached") {
+        return;
+    }
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let tracer = Tracer::start_alternating(Duration::from_millis(150)).expect("tracer attaches");
+    // Context switches on both cores all along: a thread that sleeps 1 ms at a time.
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_millis(700) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let trace = tracer.stop().expect("tracer stops");
+    // Attached 0-150, 300-450, 600-700 ms: three windows, each ~150 ms apart from the next.
+    assert!(trace.windows.len() >= 2, "windows {:?}", trace.windows);
+    for w in trace.windows.windows(2) {
+        let gap = w[1].0.saturating_sub(w[0].1);
+        assert!(gap >= 100_000_000, "a detached stretch of {gap} ns between {w:?}: the tracer did not detach");
+    }
+    let switches: Vec<_> = trace.events.iter().filter(|e| e.kind == Kind::Switch).collect();
+    assert!(!switches.is_empty(), "no switches recorded while attached");
+    // Every record falls inside a window (a little slack for the ring's last records).
+    for e in &switches {
+        assert!(
+            trace.windows.iter().any(|w| e.end_ns + 1_000_000 >= w.0 && e.end_ns <= w.1 + 1_000_000),
+            "a switch at {} ns outside every attached window {:?}",
+            e.end_ns,
+            trace.windows
+        );
+    }
+    // And the detached stretches really were empty: some switch in each window, none between.
+    for w in &trace.windows {
+        assert!(switches.iter().any(|e| e.end_ns >= w.0 && e.end_ns <= w.1), "window {w:?} recorded nothing");
+    }
+}
