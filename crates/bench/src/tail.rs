@@ -178,6 +178,8 @@ impl NoiseProbe {
     pub fn tick(&mut self, now_ns: u64) {
         if self.last_ns != 0 && now_ns.saturating_sub(self.last_ns) > self.bound_ns {
             self.record(self.last_ns, now_ns);
+        } else if self.cpu_seen.is_none() {
+            self.resume(now_ns);
         }
         self.last_ns = now_ns;
     }
@@ -186,6 +188,16 @@ impl NoiseProbe {
     pub fn pause(&mut self) {
         self.last_ns = 0;
         self.cpu_seen = None;
+    }
+
+    /// The first tick after a sleep: the thread's CPU time now, so that the
+    /// next gap knows how much of it the thread was given (without it, every
+    /// first gap after a wake-up, where a sleeping client's rounds begin,
+    /// could only be "unexplained"). One system call per wake-up, in the
+    /// slack before the send the client woke for.
+    #[cold]
+    fn resume(&mut self, now_ns: u64) {
+        self.cpu_seen = Some((thread_cpu_ns(), now_ns));
     }
 
     /// Two system calls, only when a gap was seen: the switch count and the
@@ -828,8 +840,24 @@ pub fn attribute_traced(
             for (g, c) in covering {
                 overlapped = true;
                 let inside = g.end_ns.min(r.client_recv_ns).saturating_sub(g.start_ns.max(r.client_send_ns));
-                if inside >= need_ns {
-                    gap_cause = Some(gap_cause.map_or(*c, |worst: Cause| worst.min(*c)));
+                let cause = match (*c, g.charged_ns) {
+                    // A gap partly charged to the thread: the uncharged part was the
+                    // hypervisor's, the charged part kernel time; either explains the
+                    // round when its share of the gap inside the round covers half.
+                    (Cause::Unexplained, Some(charged)) => {
+                        let part = |p: u64| (inside as u128 * p.min(g.len_ns()) as u128 / g.len_ns().max(1) as u128) as u64;
+                        if part(g.len_ns() - charged.min(g.len_ns())) >= need_ns {
+                            Some(Cause::Steal)
+                        } else if part(charged) >= need_ns {
+                            Some(Cause::KernelTime)
+                        } else {
+                            None
+                        }
+                    }
+                    (c, _) => (inside >= need_ns).then_some(c),
+                };
+                if let Some(c) = cause {
+                    gap_cause = Some(gap_cause.map_or(c, |worst: Cause| worst.min(c)));
                 }
             }
             match gap_cause {
@@ -1032,7 +1060,9 @@ mod tests {
             p.tick(t);
         }
         p.pause();
+        assert!(p.cpu_seen.is_none());
         p.tick(1_000_000); // after a deliberate sleep: not a gap
+        assert!(p.cpu_seen.is_some(), "the first tick after a sleep reads the thread's CPU time again");
         p.tick(1_000_100);
         let gaps = p.into_gaps().0;
         assert_eq!(gaps.iter().map(|g| (g.start_ns, g.end_ns)).collect::<Vec<_>>(), [(2_000, 9_000), (9_100, 20_000)]);
@@ -1167,6 +1197,15 @@ mod tests {
         // Only the part inside the round counts: a long gap ending 20 us into it is not enough.
         let r = attribute(&records, 30_000, &threads(vec![gap(50_000_000, 1_020_000)]), &[], 0);
         assert_eq!(r.descheduled, 0, "{}", r.line());
+        // A gap of 80 us half charged to the thread (neither cause alone by the
+        // gap's rule): 40 us uncharged is short of 50; 70 of 80 uncharged is steal.
+        let part = |charged: u64| Gap { involuntary_switches: 0, charged_ns: Some(charged), ..gap(51_000_100, 80_000) };
+        let r = attribute(&records, 30_000, &threads(vec![part(40_000)]), &[], 0);
+        assert_eq!((r.steal, r.kernel, r.unexplained), (0, 0, 1), "{}", r.line());
+        let r = attribute(&records, 30_000, &threads(vec![part(30_000)]), &[], 0);
+        assert_eq!((r.steal, r.kernel), (1, 0), "{}", r.line());
+        let r = attribute(&records, 30_000, &threads(vec![part(55_000)]), &[], 0);
+        assert_eq!((r.steal, r.kernel), (0, 1), "{}", r.line());
     }
 
     #[test]

@@ -148,6 +148,10 @@ pub struct BenchOptions {
     pub cpus: Vec<usize>,
     /// BPF_PROG_TEST_RUN repetitions for `ns_per_frame`.
     pub test_run_repeat: u32,
+    /// Another build of `bpf/classify.bpf.c` (its ELF object) to measure
+    /// instead of the one built into this crate, anchors included: to compare
+    /// a change of the program without rebuilding.
+    pub object: Option<Vec<u8>>,
     /// Set to end the run early (the cells done so far are returned).
     pub stop: Arc<AtomicBool>,
 }
@@ -161,6 +165,7 @@ impl Default for BenchOptions {
             encaps: Encap::ALL.to_vec(),
             cpus: vec![1, 2],
             test_run_repeat: 200_000,
+            object: None,
             stop: Arc::new(AtomicBool::new(false)),
         }
     }
@@ -651,7 +656,11 @@ pub fn run(o: &BenchOptions, progress: &mut dyn FnMut(&Cell)) -> Result<Report> 
     let online = online_cpus();
     let (cpus, skipped): (Vec<usize>, Vec<usize>) = o.cpus.iter().partition(|c| **c >= 1 && **c <= online.min(crate::maps::MAX_CPUS as usize));
     let bed = Testbed::new(cpus.iter().copied().max().unwrap_or(1))?;
-    let gen = Classifier::load(1)?;
+    let load = |max_rules: u32| match &o.object {
+        Some(obj) => Classifier::load_object(obj, max_rules),
+        None => Classifier::load(max_rules),
+    };
+    let gen = load(1)?;
     // Every BPF_PROG_RUN of an XDP program puts it into the kernel's XDP
     // dispatcher and takes it out again, and each change waits for an RCU
     // grace period (milliseconds on this VM): a lone generator thread slept
@@ -670,7 +679,7 @@ pub fn run(o: &BenchOptions, progress: &mut dyn FnMut(&Cell)) -> Result<Report> 
         // One classifier per rule count for this encapsulation, loaded once.
         let mut classifiers = Vec::new();
         for &n in &o.rules {
-            let mut c = Classifier::load(crate::maps::MAX_RULES)?;
+            let mut c = load(crate::maps::MAX_RULES)?;
             for (i, text) in rules_for(encap, n).iter().enumerate() {
                 let r = parse_intent(text.as_bytes())?;
                 c.install(&r, None).map_err(|e| Error::Config(format!("installing bench rule {i} of {n}: {e}")))?;

@@ -6,7 +6,7 @@
 //! detpath classify bench [--duration 1s] [--json] [--sizes 132,1500] [--rules 0,16] [--encap udp,gtpu] [--cpus 1,2]
 //! ```
 
-use anyhow::bail;
+use anyhow::{bail, Context};
 use detpath_classify::bench::{self, Anchor, BenchOptions, Encap};
 use detpath_classify::server;
 use std::time::Duration;
@@ -37,6 +37,11 @@ pub struct BenchArgs {
     /// BPF_PROG_TEST_RUN repetitions per program and frame for ns/frame.
     #[arg(long, default_value_t = 200_000)]
     test_run_repeat: u32,
+    /// Another build of bpf/classify.bpf.c (clang -O2 -target bpf ...) to
+    /// measure instead of the built-in program, anchors included: to compare
+    /// a change of the program without rebuilding detpath.
+    #[arg(long, value_name = "FILE")]
+    object: Option<std::path::PathBuf>,
 }
 
 /// Checks the arguments, measures every cell of the grid and prints the cells
@@ -62,6 +67,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         encaps,
         cpus: a.cpus,
         test_run_repeat: a.test_run_repeat,
+        object: a.object.as_ref().map(|p| std::fs::read(p).with_context(|| format!("--object {}", p.display()))).transpose()?,
         stop: server::stop_on_signal(),
     };
     let json = a.json;
