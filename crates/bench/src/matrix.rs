@@ -422,7 +422,7 @@ fn bench_one(
     let (ready_tx, ready_rx) = mpsc::channel();
     let server_uri = server_spec.with_realtime(&realtime(Some(cpu_server), rt, true).expect("a core"));
     let stop_s = stop.clone();
-    let expected_rounds = pp.total_rounds();
+    let gaps = tail::gap_capacity(pp.total_rounds(), pp.period_ns);
     let server = tb.b().spawn(move || -> anyhow::Result<ServerReport> {
         let mut ep = match detpath::open_spec(&server_uri) {
             Ok(ep) => ep,
@@ -432,7 +432,7 @@ fn bench_one(
             }
         };
         let _ = ready_tx.send(Ok((ep.local_addr(), ep.capabilities().summary(), detpath::sys::thread::tid())));
-        Ok(run_server(ep.as_mut(), &stop_s, expected_rounds)?)
+        Ok(run_server(ep.as_mut(), &stop_s, gaps)?)
     });
     let (server_addr, server_mode, server_tid) = ready_rx.recv()?.map_err(|e| anyhow::anyhow!("server: {e}"))?;
     // Attached before the client starts and detached after it ends: the whole run is traced.

@@ -172,7 +172,7 @@ pub fn run_client(
     let start = monotonic_ns() + 1_000_000;
     let mut last_send = start;
     let mut interrupted = false;
-    let mut probe = NoiseProbe::with_capacity(DEFAULT_GAP_BOUND_NS, gap_capacity(total));
+    let mut probe = NoiseProbe::with_capacity(DEFAULT_GAP_BOUND_NS, gap_capacity(total, cfg.period_ns));
     loop {
         let now = monotonic_ns();
         probe.tick(now);
@@ -277,13 +277,13 @@ pub struct ServerReport {
 /// zero-timeout busy-poll receive (so datapaths with kernel busy polling
 /// kick the driver), and the loop itself is the server's noise probe.
 ///
-/// `expected_rounds` sizes the noise probe's record ([`gap_capacity`]; 0 when
-/// not known: the default).
-pub fn run_server(ep: &mut dyn Endpoint, stop: &AtomicBool, expected_rounds: u64) -> detpath::Result<ServerReport> {
+/// `gaps` is how many noise gaps its probe keeps (the client's run:
+/// [`gap_capacity`]; not known: [`crate::tail::GAP_CAPACITY`]).
+pub fn run_server(ep: &mut dyn Endpoint, stop: &AtomicBool, gaps: usize) -> detpath::Result<ServerReport> {
     let mut buf = vec![0u8; 4096];
     let mut report = ServerReport::default();
     let look = RecvMode::BusyPoll { timeout: Some(Duration::ZERO) };
-    let mut probe = NoiseProbe::with_capacity(DEFAULT_GAP_BOUND_NS, gap_capacity(expected_rounds));
+    let mut probe = NoiseProbe::with_capacity(DEFAULT_GAP_BOUND_NS, gaps);
     // Started at the first probe: the spinning before the client starts is
     // not the run's cost (and has no round to divide by).
     let mut meter: Option<(ThreadMeter, u64)> = None;

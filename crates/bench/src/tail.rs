@@ -37,6 +37,7 @@
 //! the rule), counted by class under *kernel (traced)*.
 
 use crate::records::Record;
+use crate::stats::{quantile_unchecked, Quantile};
 use detpath::sys::thread::{cpu_ns as thread_cpu_ns, involuntary_switches as thread_involuntary_switches};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -58,15 +59,26 @@ pub const SAMPLE_PERIOD: Duration = Duration::from_millis(10);
 /// Gaps kept per thread when the run's length is not known; more are counted, not kept.
 pub const GAP_CAPACITY: usize = 1 << 16;
 
-/// Gaps to keep for a run of `rounds` rounds. A round's own send (and, on
-/// the server, its receive and echo) usually takes longer than the gap
-/// bound, so a loop sees about one gap per round besides the noise (1.5 per
-/// round measured at 10,000 rounds/s): two per round, plus the default for
-/// the rest. A run that kept only [`GAP_CAPACITY`] filled it within its
-/// first ~45,000 rounds, and every later slow round then had "no gap in
-/// either polling thread" for want of a record, not of a gap.
-pub fn gap_capacity(rounds: u64) -> usize {
-    (rounds as usize).saturating_mul(2).saturating_add(GAP_CAPACITY)
+/// Gaps a loop sees per second of a run besides its rounds' own (the tick,
+/// the sampler, other short interruptions): about 3,000 measured on this VM
+/// at 1,000 rounds/s, with room.
+pub const GAPS_PER_SECOND: u64 = 4_000;
+
+/// The most gaps a probe keeps (40 bytes each: 640 MiB).
+pub const GAP_CAPACITY_MAX: usize = 1 << 24;
+
+/// Gaps to keep for a run of `rounds` rounds every `period_ns`. A round's
+/// own send (and, on the server, its receive and echo) usually takes longer
+/// than the gap bound: about 1.5 gaps per round at 10,000 rounds/s; the rest
+/// come with time ([`GAPS_PER_SECOND`]). So two per round, plus the time's,
+/// plus the default, up to [`GAP_CAPACITY_MAX`]. A run that kept only
+/// [`GAP_CAPACITY`] filled it within its first ~45,000 rounds, and every
+/// later slow round then had "no gap in either polling thread" for want of a
+/// record, not of a gap.
+pub fn gap_capacity(rounds: u64, period_ns: u64) -> usize {
+    let seconds = (rounds as u128 * period_ns as u128 / 1_000_000_000) as u64;
+    let gaps = rounds.saturating_mul(2).saturating_add(seconds.saturating_mul(GAPS_PER_SECOND)).saturating_add(GAP_CAPACITY as u64);
+    gaps.min(GAP_CAPACITY_MAX as u64) as usize
 }
 
 /// Which rounds count as the tail: above a multiple of the run's median, or above a fixed latency.
@@ -712,21 +724,16 @@ impl TraceCost {
                 off.push(lat);
             }
         }
-        let pct = |v: &mut Vec<u64>, p: f64| -> f64 {
-            if v.is_empty() {
-                return 0.0;
-            }
-            v.sort_unstable();
-            let rank = ((p * v.len() as f64).ceil() as usize).clamp(1, v.len());
-            v[rank - 1] as f64 / 1e3
-        };
+        on.sort_unstable();
+        off.sort_unstable();
+        let us = |v: &[u64], q: Quantile| quantile_unchecked(v, q).map_or(0.0, |ns| ns as f64 / 1e3);
         TraceCost {
             rounds_traced: on.len() as u64,
             rounds_untraced: off.len() as u64,
-            median_traced_us: pct(&mut on, 0.5),
-            median_untraced_us: pct(&mut off, 0.5),
-            p99_traced_us: pct(&mut on, 0.99),
-            p99_untraced_us: pct(&mut off, 0.99),
+            median_traced_us: us(&on, Quantile::MEDIAN),
+            median_untraced_us: us(&off, Quantile::MEDIAN),
+            p99_traced_us: us(&on, Quantile::P99),
+            p99_untraced_us: us(&off, Quantile::P99),
         }
     }
 }
@@ -1077,8 +1084,12 @@ mod tests {
         let (gaps, not_kept) = p.into_gaps();
         assert_eq!((gaps.len(), not_kept), (3, 2));
         // A run's probe keeps two gaps per round besides the default.
-        assert_eq!(gap_capacity(1_000_000), 2_000_000 + GAP_CAPACITY);
-        assert_eq!(gap_capacity(0), GAP_CAPACITY);
+        // A run's probe keeps two gaps per round and 4,000 per second besides the default:
+        // 1M rounds every 100 us (100 s), every 1 ms (1,000 s), and a week's worth, capped.
+        assert_eq!(gap_capacity(1_000_000, 100_000), 2_000_000 + 400_000 + GAP_CAPACITY);
+        assert_eq!(gap_capacity(1_000_000, 1_000_000), 2_000_000 + 4_000_000 + GAP_CAPACITY);
+        assert_eq!(gap_capacity(0, 100_000), GAP_CAPACITY);
+        assert_eq!(gap_capacity(u64::MAX, u64::MAX), GAP_CAPACITY_MAX);
     }
 
     #[test]

@@ -39,7 +39,7 @@ fn ping_pong(tag: &str, datapath: &str, port: u16, cfg: &PingPongConfig, faults:
     let server = tb.b().spawn(move || {
         let mut ep = detpath::open(&uri).unwrap_or_else(|e| panic!("{uri}: {e}"));
         ready_tx.send(ep.local_addr()).unwrap();
-        run_server(ep.as_mut(), &stop_s, 0).unwrap()
+        run_server(ep.as_mut(), &stop_s, detpath_bench::tail::GAP_CAPACITY).unwrap()
     });
     let server_addr = ready_rx.recv().expect("server opened");
     let client_uri = tb.a().uri(datapath, port + 1);
