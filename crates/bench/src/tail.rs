@@ -46,9 +46,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The share of a slow round's excess (its round trip above the median's)
-/// that one gap must cover inside the round to be its cause (as the kernel
-/// tracer's rule, [`detpath_ktrace::SHARE`]).
-pub const GAP_SHARE: f64 = 0.5;
+/// that one gap must cover inside the round to be its cause: the kernel
+/// tracer's rule, one rule for both ([`detpath_ktrace::needed_ns`]).
+pub const GAP_SHARE: f64 = detpath_ktrace::SHARE;
 
 /// An iteration longer than this is a gap (ns). The paper's jitter budget is
 /// microseconds; a poll loop iteration here takes ~50-200 ns.
@@ -837,7 +837,7 @@ pub fn attribute_traced(
             // and, inside it, cover at least half of its excess: the loop's own
             // send (a gap of a few µs in every round) explains no slow round.
             let excess_ns = 2 * lat.saturating_sub(median_ns);
-            let need_ns = ((excess_ns as f64 * GAP_SHARE).ceil() as u64).max(1);
+            let need_ns = detpath_ktrace::needed_ns(excess_ns);
             let mut overlapped = false;
             let covering = classified.iter().flat_map(|gs| {
                 let from = gs.partition_point(|(g, _)| g.end_ns < r.client_send_ns);
@@ -846,7 +846,7 @@ pub fn attribute_traced(
             let mut gap_cause = None;
             for (g, c) in covering {
                 overlapped = true;
-                let inside = g.end_ns.min(r.client_recv_ns).saturating_sub(g.start_ns.max(r.client_send_ns));
+                let inside = detpath_ktrace::overlap_ns((g.start_ns, g.end_ns), (r.client_send_ns, r.client_recv_ns));
                 let cause = match (*c, g.charged_ns) {
                     // A gap partly charged to the thread: the uncharged part was the
                     // hypervisor's, the charged part kernel time; either explains the

@@ -28,6 +28,16 @@ use std::collections::BTreeMap;
 /// The share of a round's excess that one group of kernel work must cover to be its cause.
 pub const SHARE: f64 = 0.5;
 
+/// How much of a round's excess one cause must cover (ns, at least 1): [`SHARE`] of it.
+pub fn needed_ns(excess_ns: u64) -> u64 {
+    ((excess_ns as f64 * SHARE).ceil() as u64).max(1)
+}
+
+/// The part of [a_start, a_end] inside [b_start, b_end], ns.
+pub fn overlap_ns((a_start, a_end): (u64, u64), (b_start, b_end): (u64, u64)) -> u64 {
+    a_end.min(b_end).saturating_sub(a_start.max(b_start))
+}
+
 /// What ran on a core, as an interval.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Work {
@@ -165,7 +175,7 @@ pub fn attribute(timeline: &Timeline, round: &Round, cores: &[u32], own: &[u32])
     let mut tasks: BTreeMap<(u32, Work), u64> = BTreeMap::new();
     for &cpu in cores {
         for s in timeline.overlapping(cpu, round.start_ns, round.end_ns) {
-            let overlap = s.end_ns.min(round.end_ns).saturating_sub(s.start_ns.max(round.start_ns));
+            let overlap = overlap_ns((s.start_ns, s.end_ns), (round.start_ns, round.end_ns));
             let group = match &s.work {
                 Work::Task(pid, _) if own.contains(pid) => continue,
                 Work::Task(..) => {
@@ -177,7 +187,7 @@ pub fn attribute(timeline: &Timeline, round: &Round, cores: &[u32], own: &[u32])
             *groups.entry((cpu, group)).or_default() += overlap;
         }
     }
-    let need = ((round.excess_ns as f64 * SHARE).ceil() as u64).max(1);
+    let need = needed_ns(round.excess_ns);
     let ((cpu, group), overlap_ns) = groups.into_iter().filter(|(_, overlap)| *overlap >= need).max_by_key(|(_, overlap)| *overlap)?;
     let work = match group {
         Group::Work(w) => w,

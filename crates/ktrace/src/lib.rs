@@ -24,6 +24,6 @@ pub mod attribute;
 pub mod event;
 pub mod tracer;
 
-pub use attribute::{attribute, KernelCause, Round, Span, Timeline, Work, SHARE};
+pub use attribute::{attribute, needed_ns, overlap_ns, KernelCause, Round, Span, Timeline, Work, SHARE};
 pub use event::{Event, Kind};
 pub use tracer::{Error, Trace, Tracer};
