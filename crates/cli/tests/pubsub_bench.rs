@@ -41,3 +41,49 @@ fn a_stressed_configuration_is_measured_and_saved() {
     assert!(!stress_left, "stress-ng left running");
     std::fs::remove_dir_all(&out).unwrap();
 }
+
+/// Ctrl-C in the middle of a million-sample run (17 minutes at 1 kHz) ends
+/// it within seconds, keeps the samples it had (records, summary marked
+/// incomplete, the row), starts no further repeat, exits 130 and leaves no
+/// namespace behind.
+#[test]
+fn ctrl_c_ends_a_long_latency_run_and_keeps_its_samples() {
+    use std::time::{Duration, Instant};
+    let out = std::env::temp_dir().join(format!("detpath-psbench-int-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let mut child = Command::new(BIN)
+        .args(["pubsub", "bench", "--datapath", "udp", "--samples", "1000000", "--repeat", "2", "--workloads", "latency", "--no-ddsperf", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("pubsub bench still running 30 s after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130), "an interrupted run exits 130");
+    let dirs: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let rows: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dirs[0].join("rows.json")).unwrap()).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 1, "the interrupted run's row, and no second repeat: {rows}");
+    let count = rows[0]["latency_us"]["count"].as_u64().unwrap();
+    assert!(count > 500 && count < 1_000_000, "{count} samples kept");
+    let summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dirs[0].join("summary.json")).unwrap()).unwrap();
+    let run = &summary["runs"][0];
+    assert_eq!(run["complete"], false, "{run}");
+    let records = std::fs::read_to_string(dirs[0].join(run["records_file"].as_str().unwrap())).unwrap();
+    assert!(records.lines().count() as u64 > count, "one record per ping (and a header)");
+    let netns = String::from_utf8_lossy(&Command::new("ip").args(["netns", "list"]).output().unwrap().stdout).into_owned();
+    assert!(!netns.contains(&format!("psb-{}-", child.id())), "testbed left behind: {netns}");
+    std::fs::remove_dir_all(&out).unwrap();
+}

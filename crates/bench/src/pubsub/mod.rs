@@ -357,7 +357,9 @@ fn detpath_latency(tb: &Testbed, dp: &str, o: &BenchOptions, dir: Option<&mut Re
     pi.keep_rounds = true;
     pi.topic = if table1 { TopicKind::Uk32 } else { pi.topic };
     pi.ping_keep_all = table1;
-    let out = on_own_thread(move || metered("ping", || run(&pi, &|| false, |_| {})));
+    // Ctrl-C ends the pinging (a million samples take 17 minutes): the
+    // samples so far are the run's, saved like a whole one.
+    let out = on_own_thread(move || metered("ping", || run(&pi, &cleanup::interrupted, |_| {})));
     stop.store(true, Ordering::Relaxed);
     let pong = pong.join().map_err(|_| BenchError::Ddsperf("pong thread panicked".into()))?;
     let wall = t0.elapsed().as_secs_f64();
@@ -373,7 +375,8 @@ fn detpath_latency(tb: &Testbed, dp: &str, o: &BenchOptions, dir: Option<&mut Re
             mode: format!("RTPS {workload}, reliable, wait {}", wait_name(o.wait)),
             size: 32,
             period_ns: 1_000_000,
-            rounds: o.samples.unwrap_or(out.pings_sent),
+            // What was asked for, or what was sent when Ctrl-C ended it early.
+            rounds: if cleanup::interrupted() { out.pings_sent } else { o.samples.unwrap_or(out.pings_sent) },
             timeout_ns: 0,
             stress_percent: o.stress_percent,
             tuned: o.tuned,
@@ -385,6 +388,10 @@ fn detpath_latency(tb: &Testbed, dp: &str, o: &BenchOptions, dir: Option<&mut Re
         };
         let loss = LossCounts { sent: out.pings_sent, ok: out.received, lost: out.lost, ..LossCounts::default() };
         let mut r = RunResult::from_records(config, Environment::capture(), &records, Some(loss));
+        if cleanup::interrupted() && o.samples.is_none_or(|n| out.received < n) {
+            r.complete = false;
+            r.interrupted = Some("interrupted by a signal".into());
+        }
         if let (Some(c), Some(p)) = (&cpu, cpu_percent) {
             r.notes.push(format!("cpu {p:.0}% of a core: {}", c.summary()));
         }
@@ -423,7 +430,7 @@ fn detpath_throughput(tb: &Testbed, dp: &str, size: usize, o: &BenchOptions, rep
     let t0 = std::time::Instant::now();
     let sub = std::thread::spawn(move || metered("sub", || run(&so, &|| s2.load(Ordering::Relaxed), |r| r2.lock().unwrap().push(r.clone()))));
     let pb = node(tb.a(), tb.b(), dp, Role::Pub { rate_hz: 0.0 }, size, o.seconds, o);
-    let out = on_own_thread(move || metered("pub", || run(&pb, &|| false, |_| {})));
+    let out = on_own_thread(move || metered("pub", || run(&pb, &cleanup::interrupted, |_| {})));
     std::thread::sleep(Duration::from_secs(2));
     stop.store(true, Ordering::Relaxed);
     let (sub, sub_cpu) = sub.join().map_err(|_| BenchError::Ddsperf("subscriber thread panicked".into()))?;
@@ -649,18 +656,21 @@ pub fn bench(o: &BenchOptions, mut dir: Option<&mut ResultDir>, mut progress: im
     let mut rows = Vec::new();
     for repeat in 1..=o.repeat.max(1) {
         for dp in &o.datapaths {
+            if cleanup::interrupted() {
+                return Ok(rows); // Ctrl-C: the rows so far (the run it ended included)
+            }
             let tb = Testbed::up(TestbedConfig::unique("psb")).map_err(Box::new)?;
             let mut done = Vec::new();
             if o.runs("latency") {
                 done.push(detpath_latency(&tb, dp, o, dir.as_deref_mut(), repeat, false)?);
             }
-            if o.runs("table1") {
+            if o.runs("table1") && !cleanup::interrupted() {
                 done.push(detpath_latency(&tb, dp, o, dir.as_deref_mut(), repeat, true)?);
             }
-            if o.runs("rate") {
+            if o.runs("rate") && !cleanup::interrupted() {
                 done.push(detpath_throughput(&tb, dp, 32, o, repeat)?);
             }
-            if o.runs("bandwidth") {
+            if o.runs("bandwidth") && !cleanup::interrupted() {
                 done.push(detpath_throughput(&tb, dp, 1024, o, repeat)?);
             }
             for r in done {
@@ -668,7 +678,7 @@ pub fn bench(o: &BenchOptions, mut dir: Option<&mut ResultDir>, mut progress: im
                 rows.push(r);
             }
         }
-        if o.with_ddsperf {
+        if o.with_ddsperf && !cleanup::interrupted() {
             let tb = Testbed::up(TestbedConfig::unique("psb")).map_err(Box::new)?;
             for r in ddsperf_rows(&tb, o, repeat)? {
                 progress(&r);
