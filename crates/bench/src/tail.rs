@@ -589,7 +589,8 @@ impl TailReport {
             })
             .collect::<Vec<_>>()
             .join(", ");
-        let not_kept = if self.gaps_not_kept > 0 { format!(" ({} gaps seen but not kept: the probes' buffers filled)", self.gaps_not_kept) } else { String::new() };
+        let not_kept =
+            if self.gaps_not_kept > 0 { format!(" ({} gaps seen but not kept: the probes' buffers filled)", self.gaps_not_kept) } else { String::new() };
         let cost = match self.kernel_trace.as_ref().and_then(|k| k.cost.as_ref()) {
             Some(c) => format!(
                 "; tracing cost, same run in alternating windows: median {:.2} µs traced / {:.2} µs not, p99 {:.1} / {:.1} µs ({} / {} rounds)",
@@ -998,7 +999,10 @@ mod tests {
     #[test]
     fn the_kernel_trace_explains_a_no_gap_round_only_when_it_covers_half_the_excess() {
         let (records, trace) = two_slow_rounds_and_their_trace();
-        let threads = [ThreadGaps { thread: "client", cpu: Some(0), gaps: vec![], not_kept: 0 }, ThreadGaps { thread: "server", cpu: Some(1), gaps: vec![], not_kept: 0 }];
+        let threads = [
+            ThreadGaps { thread: "client", cpu: Some(0), gaps: vec![], not_kept: 0 },
+            ThreadGaps { thread: "server", cpu: Some(1), gaps: vec![], not_kept: 0 },
+        ];
         let r = attribute_traced(&records, 30_000, &threads, &[], 0, Some(&trace));
         assert_eq!(r.rounds, 2);
         assert_eq!(r.kernel_traced.get("kernel: network softirq"), Some(&1), "{r:?}");
@@ -1182,7 +1186,10 @@ mod tests {
         }
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(samples[4].ksoftirqd_ns, vec![930_000, 0], "found by comm, run + wait");
-        let threads = [ThreadGaps { thread: "client", cpu: Some(0), gaps: vec![], not_kept: 0 }, ThreadGaps { thread: "server", cpu: Some(1), gaps: vec![], not_kept: 0 }];
+        let threads = [
+            ThreadGaps { thread: "client", cpu: Some(0), gaps: vec![], not_kept: 0 },
+            ThreadGaps { thread: "server", cpu: Some(1), gaps: vec![], not_kept: 0 },
+        ];
         let records = vec![rec(0, 5 * ms, 90_000, 0, 1_000), rec(1, 35 * ms, 90_000, 0, 1_000), rec(2, 45 * ms, 4_000, 0, 1_000)];
         let r = attribute(&records, 50_000, &threads, &samples, 0);
         assert_eq!((r.rounds, r.ksoftirqd, r.unexplained, r.unexplained_no_gap), (2, 1, 1, 1), "{r:?}");
