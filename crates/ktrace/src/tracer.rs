@@ -151,10 +151,7 @@ fn now_ns() -> u64 {
 
 /// Attaches every program of the object (each link detaches when dropped).
 fn attach_all(progs: &[libbpf_rs::ProgramMut<'_>]) -> Result<Vec<libbpf_rs::Link>, Error> {
-    progs
-        .iter()
-        .map(|prog| prog.attach().map_err(|e| Error::Bpf { what: format!("attaching `{}`", prog.name().to_string_lossy()), source: e }))
-        .collect()
+    progs.iter().map(|prog| prog.attach().map_err(|e| Error::Bpf { what: format!("attaching `{}`", prog.name().to_string_lossy()), source: e })).collect()
 }
 
 /// The tracer thread: load, attach, say ready, drain until stopped (detaching

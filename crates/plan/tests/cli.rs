@@ -19,7 +19,17 @@ fn scratch(tag: &str) -> PathBuf {
 }
 
 fn args(file: Option<PathBuf>) -> Args {
-    Args { file, json: true, timeout: Duration::from_secs(60), evaluate: false, sets: 64, points: 14, seed: 3, out: PathBuf::from("unused"), z3_timeout: Duration::from_secs(5) }
+    Args {
+        file,
+        json: true,
+        timeout: Duration::from_secs(60),
+        evaluate: false,
+        sets: 64,
+        points: 14,
+        seed: 3,
+        out: PathBuf::from("unused"),
+        z3_timeout: Duration::from_secs(5),
+    }
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {

@@ -426,7 +426,11 @@ fn a_forged_sedp_locator_cannot_point_a_reader_at_another_host() {
     for (dst, _) in &sent {
         assert_ne!(*dst, Addr::Udp(elsewhere), "traffic sent to the forged locator");
     }
-    assert!(sent.iter().any(|(d, _)| *d == Addr::Udp(SocketAddrV4::new(*peer.ip(), 7999))), "answered at the participant's address: {:?}", sent.iter().map(|s| s.0).collect::<Vec<_>>());
+    assert!(
+        sent.iter().any(|(d, _)| *d == Addr::Udp(SocketAddrV4::new(*peer.ip(), 7999))),
+        "answered at the participant's address: {:?}",
+        sent.iter().map(|s| s.0).collect::<Vec<_>>()
+    );
 }
 
 #[test]

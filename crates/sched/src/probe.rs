@@ -262,10 +262,7 @@ mod tests {
     #[test]
     fn a_veth_has_no_line_rate_and_the_modules_list_tells_about_etf() {
         // No /sys/module/sch_etf: the modules list of the running release decides.
-        let listed = fake_tree(&[
-            ("/proc/sys/kernel/osrelease", "6.1.0-test\n"),
-            ("/lib/modules/6.1.0-test/modules.dep", "kernel/net/sched/sch_etf.ko:\n"),
-        ]);
+        let listed = fake_tree(&[("/proc/sys/kernel/osrelease", "6.1.0-test\n"), ("/lib/modules/6.1.0-test/modules.dep", "kernel/net/sched/sch_etf.ko:\n")]);
         let veth = FakeNic { driver: "veth", speed: Some(10_000), phc: None };
         let p = probe_on(&veth, &listed, "fake0");
         assert!(!p.has("line-rate") && p.lines()[0].contains("veth has no line rate"), "{:?}", p.lines());

@@ -184,11 +184,8 @@ impl CpuReport {
 
     /// One line for a table: `client 0.98 s (cpu1), server 0.97 s (cpu0); cores 99%/98%; 1.0e5 /cpu-s`.
     pub fn summary(&self) -> String {
-        let threads: Vec<String> = self
-            .threads
-            .iter()
-            .map(|t| format!("{} {:.2} s{}", t.name, t.total_s(), t.core.map(|c| format!(" (cpu{c})")).unwrap_or_default()))
-            .collect();
+        let threads: Vec<String> =
+            self.threads.iter().map(|t| format!("{} {:.2} s{}", t.name, t.total_s(), t.core.map(|c| format!(" (cpu{c})")).unwrap_or_default())).collect();
         let cores: Vec<String> = self.cores.iter().map(|c| format!("{:.0}%", c.busy * 100.0)).collect();
         let work = self.work_per_cpu_s.map(|w| format!("; {w:.3e} /cpu-s")).unwrap_or_default();
         format!("{}; cores {}{}", threads.join(", "), cores.join("/"), work)

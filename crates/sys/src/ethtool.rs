@@ -254,7 +254,16 @@ pub fn set_rings(iface: &str, r: &Rings) -> io::Result<()> {
 /// The driver of `iface` (`ethtool -i`: `veth`, `ixgbe`); an error when the
 /// driver does not say (the loopback).
 pub fn driver(iface: &str) -> io::Result<String> {
-    let mut d = DrvInfo { cmd: ETHTOOL_GDRVINFO, driver: [0; 32], version: [0; 32], fw_version: [0; 32], bus_info: [0; 32], erom_version: [0; 32], reserved2: [0; 12], counts: [0; 5] };
+    let mut d = DrvInfo {
+        cmd: ETHTOOL_GDRVINFO,
+        driver: [0; 32],
+        version: [0; 32],
+        fw_version: [0; 32],
+        bus_info: [0; 32],
+        erom_version: [0; 32],
+        reserved2: [0; 12],
+        counts: [0; 5],
+    };
     call(iface, &mut d)?;
     let end = d.driver.iter().position(|&b| b == 0).unwrap_or(d.driver.len());
     Ok(String::from_utf8_lossy(&d.driver[..end]).into_owned())

@@ -17,9 +17,12 @@ fn child(dir: &Path, ns: &str) -> i32 {
         assert!(Command::new("ip").args(["netns", "add", ns]).status().unwrap().success());
         let name = ns.to_string();
         // Registered from this thread, undone by guard_main's cleanup.
-        std::mem::forget(cleanup::register(format!("namespace {ns}"), Box::new(move || {
-            let _ = Command::new("ip").args(["netns", "del", &name]).status();
-        })));
+        std::mem::forget(cleanup::register(
+            format!("namespace {ns}"),
+            Box::new(move || {
+                let _ = Command::new("ip").args(["netns", "del", &name]).status();
+            }),
+        ));
         let mut cmd = Command::new("sleep");
         cmd.arg("300");
         let sleeper = cleanup::spawn_tied(&mut cmd, "sleep").unwrap();
@@ -49,11 +52,7 @@ fn main() {
     }
     let dir = tempfile::tempdir().unwrap();
     let ns = format!("detpath-panic-{}", std::process::id());
-    let out = Command::new(std::env::current_exe().unwrap())
-        .env("DETPATH_PANIC_CHILD", dir.path())
-        .env("DETPATH_PANIC_NS", &ns)
-        .output()
-        .unwrap();
+    let out = Command::new(std::env::current_exe().unwrap()).env("DETPATH_PANIC_CHILD", dir.path()).env("DETPATH_PANIC_NS", &ns).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     let cleanup_ns = || {
         let _ = Command::new("ip").args(["netns", "del", &ns]).status();

@@ -170,7 +170,14 @@ mod tests {
     }
 
     fn header(dst: &str) -> UdpFrameHeader {
-        UdpFrameHeader { src_mac: MacAddr([2, 0, 0, 0, 0, 2]), dst_mac: ME_MAC, src: "10.77.0.2:9000".parse().unwrap(), dst: dst.parse().unwrap(), ip_id: 9, ttl: 64 }
+        UdpFrameHeader {
+            src_mac: MacAddr([2, 0, 0, 0, 0, 2]),
+            dst_mac: ME_MAC,
+            src: "10.77.0.2:9000".parse().unwrap(),
+            dst: dst.parse().unwrap(),
+            ip_id: 9,
+            ttl: 64,
+        }
     }
 
     fn frame(dst: &str, payload: &[u8]) -> Vec<u8> {

@@ -268,7 +268,14 @@ impl DpdkEndpoint {
                 self.pending_dropped += 1;
             }
             Verdict::Deliver(d) if !d.reassembled => {
-                self.pending.push_back(Pending { m, data: d.payload.as_ptr(), len: d.payload.len() as u16, peer: d.src, src_mac: MacAddr::default(), rx_ns: now });
+                self.pending.push_back(Pending {
+                    m,
+                    data: d.payload.as_ptr(),
+                    len: d.payload.len() as u16,
+                    peer: d.src,
+                    src_mac: MacAddr::default(),
+                    rx_ns: now,
+                });
                 return;
             }
             Verdict::Deliver(d) => match self.assembled.store(d.payload) {
@@ -569,7 +576,11 @@ impl DpdkEndpoint {
         let park = dst_mac.is_none();
         if park && self.parked.len() + frags > self.parked.capacity() {
             self.counters.tx_no_neigh += 1;
-            return Err(Error::NoNeighbour { peer: *peer.ip(), iface: self.device_name.clone(), why: "still resolving, and too few parking slots for its fragments" });
+            return Err(Error::NoNeighbour {
+                peer: *peer.ip(),
+                iface: self.device_name.clone(),
+                why: "still resolving, and too few parking slots for its fragments",
+            });
         }
         self.ip_id = self.ip_id.wrapping_add(1);
         let h = UdpFrameHeader { src_mac: self.mac, dst_mac: dst_mac.unwrap_or_default(), src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64 };
