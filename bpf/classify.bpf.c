@@ -5,7 +5,10 @@
  * VXLAN / Ethernet [VLAN] / IP / L4, then GTP-U [ext headers] / IP / L4,
  * builds the flow key from the innermost 5-tuple + VNI + TEID + outer VLAN,
  * looks it up under each active mask (tuple-space search, highest priority
- * wins) and applies the rule's action. Frames that are truncated or whose
+ * wins; a per-CPU flow cache in front) and applies the rule's action. The
+ * three shapes nearly all traffic has (untagged IPv4/UDP, bare or in VXLAN
+ * or GTP-U) take a straight-line fast lane (fast_parse); everything else
+ * the general parser (parse_frame), out of line. Frames that are truncated or whose
  * lengths disagree are never matched (CLS_T_MALFORMED, XDP_PASS). Non-IP
  * frames pass untouched. */
 #include <linux/bpf.h>
@@ -99,7 +102,9 @@ struct {
 	__type(value, struct cls_cache_ent);
 } cls_flow_cache SEC(".maps");
 
-/* Flow cache hits [0] and misses [1], per CPU (frames searched with rules in use). */
+/* Flow cache, per CPU: [0] the hits of entries since evicted (an entry
+ * counts its own hits while it lives: no counter on the hit path), [1]
+ * misses (frames searched with rules in use). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 2);
@@ -290,51 +295,6 @@ __noinline int parse_ip(struct xdp_md *ctx, __u32 ethertype, struct cls_flow_key
 	return P_OK;
 }
 
-/* The common layer inline: IPv4 without options, not a fragment, UDP, its
- * lengths consistent; the same result as parse_ip, without a BPF-to-BPF call
- * and with word loads. Anything else (IPv6, options, fragments, TCP, other
- * protocols, any length to reject) returns -1 and changes nothing: the
- * caller then calls parse_ip, which decides. */
-static __always_inline int parse_ip4_udp(void *data, void *data_end, __u32 ethertype, struct cls_flow_key *k,
-					 struct l3 *o)
-{
-	if (ethertype != ETH_P_IP_BE)
-		return -1;
-	__u32 off = o->ip_off;
-	__u8 *ip = hdr(data, data_end, off, 28); /* IPv4 (20) + UDP (8) */
-	if (!ip)
-		return -1;
-	if (ip[0] != 0x45 || ip[9] != IPPROTO_UDP)
-		return -1;
-	if (*(__u16 *)(ip + 6) & bpf_htons(0x3fff))
-		return -1; /* MF or an offset: a fragment */
-	__u32 tot = bpf_ntohs(*(__u16 *)(ip + 2));
-	if (tot < 28 || off + tot > o->ip_end)
-		return -1;
-	__u32 ulen = bpf_ntohs(*(__u16 *)(ip + 24));
-	if (ulen < 8 || ulen > tot - 20)
-		return -1;
-	__u64 *kw = (__u64 *)k;
-	kw[0] = *(__u32 *)(ip + 12); /* src: IPv4 in the first 4 bytes, rest zero */
-	kw[1] = 0;
-	kw[2] = *(__u32 *)(ip + 16); /* dst */
-	kw[3] = 0;
-	__u16 dport = bpf_ntohs(*(__u16 *)(ip + 22));
-	k->sport = bpf_ntohs(*(__u16 *)(ip + 20));
-	k->dport = dport;
-	k->proto = IPPROTO_UDP;
-	k->flags = (k->flags & ~CLS_F_IPV6) | CLS_F_L4;
-	o->ip_end = off + tot;
-	o->l4_off = off + 20;
-	o->l4_end = off + 20 + ulen;
-	o->dport = dport;
-	o->proto = IPPROTO_UDP;
-	o->has_l4 = 1;
-	o->v6 = 0;
-	o->frag = 0;
-	return P_OK;
-}
-
 /* Skips up to CLS_MAX_VLAN tags starting at the ethertype at `*off - 2`. */
 static __always_inline int skip_vlans(void *data, void *data_end, __u32 *off, __u16 *proto,
 				      struct cls_flow_key *k, int record)
@@ -405,6 +365,110 @@ static __always_inline int parse_gtp(void *data, void *data_end, __u32 off, __u3
 		return P_BAD;
 	o->ip_off = p;
 	o->ip_end = end;
+	return P_OK;
+}
+
+
+/* The UDP length of the IPv4/UDP header pair at `ip`, whose packet may
+ * take at most `room` bytes, when it is IPv4 without options, not a
+ * fragment, UDP, and its lengths agree; else 0. The caller has checked
+ * that the 28 bytes are in the frame. */
+static __always_inline __u32 ip4_udp_len(const __u8 *ip, __u32 room)
+{
+	if (ip[0] != 0x45 || ip[9] != IPPROTO_UDP || (*(__u16 *)(ip + 6) & bpf_htons(0x3fff)))
+		return 0;
+	__u32 tot = bpf_ntohs(*(__u16 *)(ip + 2));
+	__u32 ulen = bpf_ntohs(*(__u16 *)(ip + 24));
+	if (tot < 28 || tot > room || ulen < 8 || ulen > tot - 20)
+		return 0;
+	return ulen;
+}
+
+/* The fast lane: the three shapes nearly every frame has, parsed straight
+ * through with word loads into the flow key, no loops and no calls:
+ *   Ethernet / IPv4 / UDP (to neither tunnel port)
+ *   Ethernet / IPv4 / UDP:vxlan / VXLAN / Ethernet / IPv4 / UDP (not to the GTP-U port)
+ *   Ethernet / IPv4 / UDP:gtpu / GTP-U G-PDU [one 4-byte extension] / IPv4 / UDP
+ * with no VLAN tag, no IP option, no fragment, and every length checked as
+ * the general parser checks it. Anything else returns -1 with nothing
+ * decided; the general parser then parses the frame (and decides). */
+static __always_inline int fast_parse(void *data, void *data_end, const struct cls_config *cfg,
+				      struct cls_flow_key *k, struct l3 *outer)
+{
+	__u8 *eth = data;
+	__u32 len = data_end - data;
+	if (eth + 14 + 28 > (__u8 *)data_end || *(__u16 *)(eth + 12) != ETH_P_IP_BE)
+		return -1;
+	__u8 *ip = eth + 14;
+	__u32 ulen = ip4_udp_len(ip, len - 14);
+	if (!ulen)
+		return -1;
+	__u32 tot = bpf_ntohs(*(__u16 *)(ip + 2));
+	__u16 dport = bpf_ntohs(*(__u16 *)(ip + 22));
+	outer->ip_off = 14;
+	outer->ip_end = 14 + tot;
+	outer->l4_off = 34;
+	outer->l4_end = 34 + ulen;
+	outer->dport = dport;
+	outer->proto = IPPROTO_UDP;
+	outer->has_l4 = 1;
+	outer->v6 = 0;
+	outer->frag = 0;
+
+	__u64 tunnel = 0; /* the key's vni and teid word */
+	__u8 flags = CLS_F_L4;
+	if (dport == cfg->vxlan_port) {
+		/* VXLAN (8) + Ethernet (14) + IPv4 (20) + UDP (8) after the outer UDP */
+		__u8 *vx = ip + 28;
+		if (vx + 50 > (__u8 *)data_end || !(vx[0] & 0x08) || *(__u16 *)(vx + 20) != ETH_P_IP_BE)
+			return -1;
+		if (ulen < 8 + 22 + 28)
+			return -1;
+		ip = vx + 22;
+		ulen = ip4_udp_len(ip, ulen - 8 - 22);
+		if (!ulen || bpf_ntohs(*(__u16 *)(ip + 22)) == cfg->gtpu_port)
+			return -1;
+		tunnel = ((__u32)vx[4] << 16) | ((__u32)vx[5] << 8) | vx[6];
+		flags |= CLS_F_VXLAN;
+	} else if (dport == cfg->gtpu_port) {
+		/* GTP-U (8) [+ 4 + one 4-byte extension] + IPv4 (20) + UDP (8) */
+		__u8 *g = ip + 28;
+		if (g + 8 + 8 + 28 > (__u8 *)data_end)
+			return -1;
+		__u8 fl = g[0];
+		if ((fl & 0xf0) != 0x30 || g[1] != 0xff)
+			return -1; /* not GTPv1 G-PDU (GTP' or a signalling message) */
+		__u32 glen = bpf_ntohs(*(__u16 *)(g + 2));
+		if (8 + glen > ulen - 8)
+			return -1;
+		__u32 hl = 8;
+		if (fl & 0x07) {
+			hl = 12;
+			if ((fl & 0x04) && g[11] != 0) {
+				if (g[12] != 1 || g[15] != 0)
+					return -1; /* an extension longer than 4 bytes, or a second one */
+				hl = 16;
+			}
+		}
+		if (hl - 8 + 28 > glen)
+			return -1;
+		ip = g + hl;
+		if (ip + 28 > (__u8 *)data_end)
+			return -1;
+		ulen = ip4_udp_len(ip, glen - (hl - 8));
+		if (!ulen)
+			return -1;
+		tunnel = (__u64)bpf_ntohl(*(__u32 *)(g + 4)) << 32;
+		flags |= CLS_F_GTP;
+	}
+	__u64 *kw = (__u64 *)k;
+	kw[0] = *(__u32 *)(ip + 12);
+	kw[1] = 0;
+	kw[2] = *(__u32 *)(ip + 16);
+	kw[3] = 0;
+	kw[4] = tunnel;
+	kw[5] = (__u64)bpf_ntohs(*(__u16 *)(ip + 20)) | (__u64)bpf_ntohs(*(__u16 *)(ip + 22)) << 16 |
+		(__u64)IPPROTO_UDP << 48 | (__u64)flags << 56;
 	return P_OK;
 }
 
@@ -549,63 +613,92 @@ static __always_inline struct cls_rule *lookup_rule(const struct cls_flow_key *k
 	return best;
 }
 
-/* Slot of a flow key in the flow cache: a multiply-xor hash of its six
- * 64-bit words (a handful of instructions; the entry holds the whole key,
- * so a collision costs a search, never a wrong answer). */
+/* Slot of a flow key in the flow cache: its six 64-bit words folded by
+ * xor (the destination address turned half a word, so a flow and its
+ * reverse differ) and mixed by one multiply, whose top bits are the slot:
+ * one multiply on the path to the entry, not six in a chain. The entry
+ * holds the whole key, so a collision costs a search, never a wrong answer. */
 static __always_inline __u32 cache_slot(const struct cls_flow_key *k)
 {
 	const __u64 *w = (const __u64 *)k;
-	__u64 h = 0;
-#pragma unroll
-	for (int i = 0; i < (int)(sizeof(*k) / 8); i++)
-		h = (h ^ w[i]) * 0x9e3779b97f4a7c15ull;
+	__u64 h = (w[0] ^ (w[2] << 32 | w[2] >> 32) ^ w[1] ^ w[3] ^ w[4] ^ w[5]) * 0x9e3779b97f4a7c15ull;
 	return (__u32)(h >> 55) & (CLS_CACHE_SLOTS - 1); /* 9 bits: 512 slots */
 }
 
-static __always_inline void count_cache(__u32 what)
+static __always_inline void count_cache(__u32 what, __u64 n)
 {
 	__u64 *c = bpf_map_lookup_elem(&cls_cache_stats, &what);
 	if (c)
-		*c += 1;
+		*c += n;
 }
 
-/* The rule for key `k` (copied to *out; 1) or none (0): the flow cache,
- * else the tuple-space search, whose result the cache then keeps. The
+/* The rule for key `k`, or NULL: the flow cache, else the tuple-space
+ * search, whose result the cache then keeps (the pointer is into this
+ * CPU's cache entry, or the rule map when there is no entry). The
  * generation is read before the search: user space bumps it after a rule
  * change, so an entry computed before the change is never used after it. */
-static __always_inline int find_rule(const struct cls_flow_key *k, const struct cls_config *cfg, struct cls_rule *out)
+static __always_inline const struct cls_rule *find_rule(const struct cls_flow_key *k, const struct cls_config *cfg)
 {
 	__u32 bits = cfg->mask_bits;
 	if (!bits)
-		return 0; /* no rule at all: nothing to search or cache */
+		return NULL; /* no rule at all: nothing to search or cache */
 	__u32 gen = *(volatile const __u32 *)&cfg->gen;
 	__u32 idx = cache_slot(k);
 	struct cls_cache_ent *e = bpf_map_lookup_elem(&cls_flow_cache, &idx);
-	if (e) {
-		const __u64 *a = (const __u64 *)k;
-		const __u64 *b = (const __u64 *)&e->k;
-		if (e->gen == gen && gen != 0 && a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3] &&
-		    a[4] == b[4] && a[5] == b[5]) {
-			count_cache(0);
-			if (!e->found)
-				return 0;
-			*out = e->rule;
-			return 1;
-		}
+	if (!e)
+		return lookup_rule(k, bits);
+	const __u64 *a = (const __u64 *)k;
+	const __u64 *b = (const __u64 *)&e->k;
+	if (e->gen == gen && gen != 0 && !((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4]) | (a[5] ^ b[5]))) {
+		e->hits++;
+		return e->found ? &e->rule : NULL;
 	}
-	count_cache(1);
+	/* A miss. The entry's hits move to the evicted entries' total (taken
+	 * out of the entry first: a reader adding both may miss them for a
+	 * moment, never count them twice). */
+	count_cache(1, 1);
+	__u64 hits = e->hits;
+	e->hits = 0;
+	count_cache(0, hits);
 	struct cls_rule *r = lookup_rule(k, bits);
-	if (e) {
-		e->k = *k;
-		e->gen = gen;
-		e->found = r != NULL;
-		if (r)
-			e->rule = *r;
-	}
+	e->k = *k;
+	e->gen = gen;
+	e->found = r != NULL;
 	if (!r)
-		return 0;
-	*out = *r;
-	return 1;
+		return NULL;
+	e->rule = *r;
+	return &e->rule;
+}
+
+enum { LOAD_OVERLOADED = 1, LOAD_SATURATED = 2 };
+
+/* The overload signal: the user-space flag, or this CPU's packets in the
+ * rate window over the threshold (LOAD_OVERLOADED); over the saturation
+ * threshold, even prioritised flows go (LOAD_SATURATED). Reads the clock
+ * (into *now) only when a rate threshold is on. Out of line: the common
+ * configuration has none of it. */
+static __noinline int load_state(const struct cls_config *cfg, __u64 *now)
+{
+	int state = cfg->load_flag ? LOAD_OVERLOADED : 0;
+	__u32 zero = 0;
+	if (!(cfg->rate_threshold | cfg->saturation_threshold))
+		return state;
+	struct cls_rate *rate = bpf_map_lookup_elem(&cls_rate, &zero);
+	if (!rate)
+		return state;
+	__u64 t = bpf_ktime_get_ns();
+	*now = t;
+	if (t - rate->window_start >= cfg->window_ns) {
+		rate->last_count = rate->count;
+		rate->count = 0;
+		rate->window_start = t;
+	}
+	rate->count++;
+	if (cfg->rate_threshold && rate->count > cfg->rate_threshold)
+		state |= LOAD_OVERLOADED;
+	if (cfg->saturation_threshold && rate->count > cfg->saturation_threshold)
+		state |= LOAD_SATURATED;
+	return state;
 }
 
 /* Hash of the innermost 5-tuple (addresses, ports, protocol): the flows of
@@ -635,6 +728,78 @@ static __always_inline void count_cpu(__u32 cpu)
 		*c += 1;
 }
 
+/* The general parser: every shape the classifier knows (VLAN tags, IPv6
+ * and its extension headers, IP options, fragments, TCP, GTP-U extension
+ * chains, IPv6 inside tunnels), for the frames the fast lane declines.
+ * Fills `k` and `outer` (zeroed by the caller); returns P_OK, P_NOT_IP or P_BAD. A
+ * global function: out of the fast lane's way in the instruction cache,
+ * and verified once. */
+__noinline int parse_frame(struct xdp_md *ctx, __u32 vxlan_port, __u32 gtpu_port, struct cls_flow_key *k,
+			   struct l3 *outer)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct l3 cur;
+	__u32 off = 14;
+	int r;
+
+	if (!k || !outer)
+		return P_BAD;
+	__u8 *eth = hdr(data, data_end, 0, 14);
+	if (!eth)
+		return P_BAD;
+	__u16 proto = *(__u16 *)(eth + 12);
+	if (skip_vlans(data, data_end, &off, &proto, k, 1) != P_OK)
+		return P_BAD;
+	outer->ip_off = off;
+	outer->ip_end = (__u32)(data_end - data);
+	r = parse_ip(ctx, proto, k, outer);
+	if (r != P_OK)
+		return r;
+	cur = *outer;
+
+	/* VXLAN: UDP / VXLAN / Ethernet [VLAN] / IP / L4 */
+	if (cur.has_l4 && !cur.frag && cur.proto == IPPROTO_UDP && cur.dport == vxlan_port) {
+		__u32 voff = cur.l4_off + 8;
+		__u8 *vx = hdr(data, data_end, voff, 8);
+		if (!vx || !(vx[0] & 0x08) || voff + 8 + 14 > cur.l4_end)
+			return P_BAD;
+		k->vni = ((__u32)vx[4] << 16) | ((__u32)vx[5] << 8) | vx[6];
+		k->flags |= CLS_F_VXLAN;
+		__u32 ioff = voff + 8 + 14;
+		__u8 *ieth = hdr(data, data_end, voff + 8, 14);
+		if (!ieth)
+			return P_BAD;
+		__u16 iproto = *(__u16 *)(ieth + 12);
+		if (skip_vlans(data, data_end, &ioff, &iproto, k, 0) != P_OK)
+			return P_BAD;
+		struct l3 in = {};
+		in.ip_off = ioff;
+		in.ip_end = cur.l4_end;
+		r = parse_ip(ctx, iproto, k, &in);
+		if (r != P_OK)
+			return r;
+		cur = in;
+	}
+
+	/* GTP-U: UDP / GTP-U [ext] / IP / L4 */
+	if (cur.has_l4 && !cur.frag && cur.proto == IPPROTO_UDP && cur.dport == gtpu_port) {
+		struct l3 g = {};
+		r = parse_gtp(data, data_end, cur.l4_off + 8, cur.l4_end, k, &g);
+		if (r != P_OK)
+			return r;
+		__u8 *v = hdr(data, data_end, g.ip_off, 1);
+		if (!v)
+			return P_BAD;
+		struct l3 in = {};
+		in.ip_off = g.ip_off;
+		in.ip_end = g.ip_end;
+		if (parse_ip(ctx, (v[0] >> 4) == 6 ? ETH_P_IPV6_BE : ETH_P_IP_BE, k, &in) != P_OK)
+			return P_BAD; /* a G-PDU carries IP: anything else is malformed */
+	}
+	return P_OK;
+}
+
 SEC("xdp")
 int cls_main(struct xdp_md *ctx)
 {
@@ -642,128 +807,38 @@ int cls_main(struct xdp_md *ctx)
 	void *data_end = (void *)(long)ctx->data_end;
 	__u64 len = data_end - data;
 	__u32 zero = 0;
+	int r;
 
 	struct cls_config *cfg = bpf_map_lookup_elem(&cls_config, &zero);
 	if (!cfg)
 		return XDP_PASS;
 
-	struct cls_flow_key k = {};
-	struct l3 outer = {}, cur = {};
-	__u32 off = 14;
-
-	__u8 *eth = hdr(data, data_end, 0, 14);
-	if (!eth) {
-		count(CLS_T_MALFORMED, len);
-		return XDP_PASS;
-	}
-	__u16 proto = *(__u16 *)(eth + 12);
-	if (skip_vlans(data, data_end, &off, &proto, &k, 1) != P_OK) {
-		count(CLS_T_MALFORMED, len);
-		return XDP_PASS;
-	}
-	outer.ip_off = off;
-	outer.ip_end = (__u32)len;
-	int r = parse_ip4_udp(data, data_end, proto, &k, &outer);
-	if (r != P_OK)
-		r = parse_ip(ctx, proto, &k, &outer);
-	if (r != P_OK) {
-		count(r == P_NOT_IP ? CLS_T_NOT_IP : CLS_T_MALFORMED, len);
-		return XDP_PASS;
-	}
-	cur = outer;
-
-	/* VXLAN: UDP / VXLAN / Ethernet [VLAN] / IP / L4 */
-	if (cur.has_l4 && !cur.frag && cur.proto == IPPROTO_UDP && cur.dport == cfg->vxlan_port) {
-		__u32 voff = cur.l4_off + 8;
-		__u8 *vx = hdr(data, data_end, voff, 8);
-		if (!vx || !(vx[0] & 0x08) || voff + 8 + 14 > cur.l4_end) {
-			count(CLS_T_MALFORMED, len);
-			return XDP_PASS;
-		}
-		k.vni = ((__u32)vx[4] << 16) | ((__u32)vx[5] << 8) | vx[6];
-		k.flags |= CLS_F_VXLAN;
-		__u32 ioff = voff + 8 + 14;
-		__u8 *ieth = hdr(data, data_end, voff + 8, 14);
-		if (!ieth) {
-			count(CLS_T_MALFORMED, len);
-			return XDP_PASS;
-		}
-		__u16 iproto = *(__u16 *)(ieth + 12);
-		if (skip_vlans(data, data_end, &ioff, &iproto, &k, 0) != P_OK) {
-			count(CLS_T_MALFORMED, len);
-			return XDP_PASS;
-		}
-		struct l3 in = {};
-		in.ip_off = ioff;
-		in.ip_end = cur.l4_end;
-		r = parse_ip4_udp(data, data_end, iproto, &k, &in);
-		if (r != P_OK)
-			r = parse_ip(ctx, iproto, &k, &in);
+	struct cls_flow_key k;
+	struct l3 outer;
+	if (cfg->general_only || fast_parse(data, data_end, cfg, &k, &outer) != P_OK) {
+		__builtin_memset(&k, 0, sizeof(k));
+		__builtin_memset(&outer, 0, sizeof(outer));
+		r = parse_frame(ctx, cfg->vxlan_port, cfg->gtpu_port, &k, &outer);
 		if (r != P_OK) {
 			count(r == P_NOT_IP ? CLS_T_NOT_IP : CLS_T_MALFORMED, len);
 			return XDP_PASS;
 		}
-		cur = in;
 	}
 
-	/* GTP-U: UDP / GTP-U [ext] / IP / L4 */
-	if (cur.has_l4 && !cur.frag && cur.proto == IPPROTO_UDP && cur.dport == cfg->gtpu_port) {
-		struct l3 g = {};
-		r = parse_gtp(data, data_end, cur.l4_off + 8, cur.l4_end, &k, &g);
-		__u32 inner = g.ip_off, end = g.ip_end;
-		if (r != P_OK) {
-			count(r == P_NOT_IP ? CLS_T_NOT_IP : CLS_T_MALFORMED, len);
-			return XDP_PASS;
-		}
-		__u8 *v = hdr(data, data_end, inner, 1);
-		if (!v) {
-			count(CLS_T_MALFORMED, len);
-			return XDP_PASS;
-		}
-		__u16 ip_proto = (v[0] >> 4) == 6 ? ETH_P_IPV6_BE : ETH_P_IP_BE;
-		struct l3 in = {};
-		in.ip_off = inner;
-		in.ip_end = end;
-		r = parse_ip4_udp(data, data_end, ip_proto, &k, &in);
-		if (r != P_OK)
-			r = parse_ip(ctx, ip_proto, &k, &in);
-		if (r != P_OK) {
-			count(CLS_T_MALFORMED, len);
-			return XDP_PASS;
-		}
-		cur = in;
-	}
-
-	/* Overload signal: the user-space flag, or this CPU's packets in the window.
-	 * Saturation (a higher per-CPU rate) is when even prioritised flows go.
-	 * The clock is read only when a rate threshold is on. */
-	int overloaded = cfg->load_flag != 0;
-	int saturated = 0;
+	/* Overload signal (load_state): looked at only when one is configured. */
 	__u64 now = 0;
-	struct cls_rate *rate = NULL;
-	if (cfg->rate_threshold | cfg->saturation_threshold) {
-		rate = bpf_map_lookup_elem(&cls_rate, &zero);
-		now = bpf_ktime_get_ns();
+	int load = 0;
+	if (__builtin_expect((cfg->load_flag | cfg->rate_threshold | cfg->saturation_threshold) != 0, 0)) {
+		load = load_state(cfg, &now);
+		if (load & LOAD_OVERLOADED)
+			count(CLS_T_OVERLOADED, len);
 	}
-	if (rate) {
-		if (now - rate->window_start >= cfg->window_ns) {
-			rate->last_count = rate->count;
-			rate->count = 0;
-			rate->window_start = now;
-		}
-		rate->count++;
-		if (cfg->rate_threshold && rate->count > cfg->rate_threshold)
-			overloaded = 1;
-		if (cfg->saturation_threshold && rate->count > cfg->saturation_threshold)
-			saturated = 1;
-	}
-	if (overloaded)
-		count(CLS_T_OVERLOADED, len);
-
+	int overloaded = load & LOAD_OVERLOADED;
+	int saturated = load & LOAD_SATURATED;
 	/* The flow cache, else the tuple-space search: one lookup per active
 	 * mask, highest priority wins. */
-	struct cls_rule rule;
-	int found = find_rule(&k, cfg, &rule);
+	const struct cls_rule *rule = find_rule(&k, cfg);
+	int found = rule != NULL;
 
 	int encapsulated = (k.flags & (CLS_F_VXLAN | CLS_F_GTP)) != 0;
 	if (!found) {
@@ -780,22 +855,31 @@ int cls_main(struct xdp_md *ctx)
 		return XDP_PASS;
 	}
 
-	__u32 slot = rule.slot;
+	__u32 slot = rule->slot;
+	__u8 action = rule->action;
+	__u32 arg = rule->arg;
 	struct cls_stat *st = bpf_map_lookup_elem(&cls_rule_stats, &slot);
 	if (st) {
 		st->packets++;
 		st->bytes += len;
-		/* The coarse clock (CLOCK_MONOTONIC at tick resolution) unless the
-		 * precise one was read already: a tenth of its cost. */
-		st->last_seen_ns = now ? now : bpf_ktime_get_coarse_ns();
+		/* The coarse clock (CLOCK_MONOTONIC at tick resolution), read once
+		 * a tick: jiffies is one load (the verifier inlines it), the coarse
+		 * clock a helper call. */
+		__u64 j = bpf_jiffies64();
+		if (now)
+			st->last_seen_ns = now;
+		else if (j != st->seen_jiffies) {
+			st->seen_jiffies = j;
+			st->last_seen_ns = bpf_ktime_get_coarse_ns();
+		}
 	}
 	/* Forward-when-overloaded rules go to their alternative node while the host
 	 * is overloaded. A prioritised flow (any other rule but drop) stays however
 	 * overloaded the host is, until this CPU is saturated: then its excess is
 	 * forwarded rather than lost. */
-	int is_fwd_rule = rule.action == CLS_ACT_FORWARD;
-	if (is_fwd_rule ? overloaded : (saturated && rule.action != CLS_ACT_DROP)) {
-		r = forward(ctx, &k, is_fwd_rule ? rule.arg : CLS_ALT_BY_HASH, cfg->alt_count, &outer);
+	int is_fwd_rule = action == CLS_ACT_FORWARD;
+	if (is_fwd_rule ? overloaded : (saturated && action != CLS_ACT_DROP)) {
+		r = forward(ctx, &k, is_fwd_rule ? arg : CLS_ALT_BY_HASH, cfg->alt_count, &outer);
 		if (r == XDP_TX) {
 			if (st)
 				st->forwarded++;
@@ -806,15 +890,15 @@ int cls_main(struct xdp_md *ctx)
 		if (is_fwd_rule)
 			return XDP_PASS;
 	}
-	switch (rule.action) {
+	switch (action) {
 	case CLS_ACT_DROP:
 		count(CLS_T_DROP, len);
 		return XDP_DROP;
 	case CLS_ACT_STEER:
-		r = bpf_redirect_map(&cls_cpus, rule.arg, XDP_PASS);
+		r = bpf_redirect_map(&cls_cpus, arg, XDP_PASS);
 		count(r == XDP_REDIRECT ? CLS_T_STEER : CLS_T_STEER_MISS, len);
 		if (r == XDP_REDIRECT)
-			count_cpu(rule.arg);
+			count_cpu(arg);
 		return r;
 	case CLS_ACT_SPREAD: {
 		/* Paper 004's fair spreading: the flows of one rule (a tunnel) over its
@@ -836,7 +920,7 @@ int cls_main(struct xdp_md *ctx)
 		return r;
 	}
 	case CLS_ACT_XSK:
-		r = bpf_redirect_map(&cls_xsks, rule.arg, XDP_PASS);
+		r = bpf_redirect_map(&cls_xsks, arg, XDP_PASS);
 		count(r == XDP_REDIRECT ? CLS_T_XSK : CLS_T_XSK_MISS, len);
 		return r;
 	default:

@@ -90,17 +90,21 @@ struct cls_config {
 	__u32 gen;            /* rule generation: bumped by user space after every rule or mask
 	                       * change (written after the change), so flow cache entries of
 	                       * an older generation are never used */
+	__u32 general_only;   /* 1: every frame through the general parser, the fast lane
+	                       * off (to check one against the other; diagnosis) */
+	__u32 _pad;
 };
 
 /* Per-CPU exact-match flow cache: the result of the tuple-space search for
  * one flow key, direct-mapped by a hash of the key (cls_flow_cache). Valid
- * only while `gen` equals cls_config.gen. 72 bytes. */
+ * only while `gen` equals cls_config.gen. 80 bytes. */
 #define CLS_CACHE_SLOTS 512
 struct cls_cache_ent {
 	struct cls_flow_key k;
 	__u32 gen;            /* cls_config.gen the result was computed in (0: empty) */
 	__u32 found;          /* 1: `rule` matched; 0: no rule matches the key */
 	struct cls_rule rule; /* copy of the winning rule's value */
+	__u64 hits;           /* frames this entry answered since it was filled */
 };
 
 /* The CPUs a CLS_ACT_SPREAD rule spreads its flows over (cls_cpu_sets[rule slot]). */
@@ -122,7 +126,8 @@ struct cls_stat {
 	__u64 packets;
 	__u64 bytes;
 	__u64 forwarded;
-	__u64 last_seen_ns;  /* CLOCK_MONOTONIC */
+	__u64 last_seen_ns;  /* CLOCK_MONOTONIC, at tick resolution */
+	__u64 seen_jiffies;  /* jiffies when last_seen_ns was read */
 };
 
 /* Per-CPU totals, indexed by enum cls_total. */

@@ -133,7 +133,7 @@ impl Settings {
         Ok(())
     }
 
-    fn to_value(&self, mask_bits: u32, gen: u32) -> ConfigValue {
+    fn to_value(&self, mask_bits: u32, gen: u32, general_only: bool) -> ConfigValue {
         let window_ns = self.window_us * 1000;
         let per_window = |pps: u64| if pps == 0 { 0 } else { (pps as u128 * window_ns as u128 / 1_000_000_000).max(1) as u64 };
         ConfigValue {
@@ -150,6 +150,8 @@ impl Settings {
             gtpu_port: self.gtpu_port,
             mask_bits,
             gen,
+            general_only: general_only as u32,
+            _pad: 0,
         }
     }
 }
@@ -178,6 +180,7 @@ struct Maps {
     cpu_sets: MapHandle,
     cpu_hits: MapHandle,
     cache_stats: MapHandle,
+    flow_cache: MapHandle,
 }
 
 /// The loaded classifier.
@@ -193,6 +196,8 @@ pub struct Classifier {
     ncpus_possible: usize,
     /// The rule generation in the config (`cls_config.gen`), from 1.
     gen: u32,
+    /// The fast lane is off ([`Classifier::set_fast_lane`]).
+    general_only: bool,
 }
 
 fn map_handle(obj: &Object, name: &'static str) -> Result<MapHandle> {
@@ -238,6 +243,7 @@ impl Classifier {
             cpu_sets: map_handle(&obj, "cls_cpu_sets")?,
             cpu_hits: map_handle(&obj, "cls_cpu_hits")?,
             cache_stats: map_handle(&obj, "cls_cache_stats")?,
+            flow_cache: map_handle(&obj, "cls_flow_cache")?,
         };
         let ncpus_possible = libbpf_rs::num_possible_cpus().map_err(|e| Error::Load(e.to_string()))?;
         let mut c = Classifier {
@@ -251,6 +257,7 @@ impl Classifier {
             cpus: Vec::new(),
             ncpus_possible,
             gen: 1,
+            general_only: false,
         };
         c.apply_settings(&Settings::default()).map_err(|e| Error::Load(e.to_string()))?;
         // One cpumap entry (a kthread) per online CPU, so steering needs no setup later.
@@ -323,8 +330,17 @@ impl Classifier {
     }
 
     fn write_config(&self, s: &Settings) -> Result<(), RuleError> {
-        let v = s.to_value(self.mask_bits(), self.gen);
+        let v = s.to_value(self.mask_bits(), self.gen, self.general_only);
         self.maps.config.update(&0u32.to_ne_bytes(), &v.to_bytes(), MapFlags::ANY).map_err(|e| RuleError::System(format!("writing config: {e}")))
+    }
+
+    /// Turns the program's fast lane (the straight-line parse of untagged
+    /// IPv4/UDP, bare or in VXLAN or GTP-U) off or on: off, every frame
+    /// takes the general parser. The two must agree on every frame; this
+    /// lets a test (or an operator in doubt) compare them.
+    pub fn set_fast_lane(&mut self, on: bool) -> Result<(), RuleError> {
+        self.general_only = !on;
+        self.write_config(&self.settings)
     }
 
     /// Invalidates the program's flow cache: a new rule generation, written
@@ -414,7 +430,7 @@ impl Classifier {
             Action::ForwardWhenOverloaded { alt_node } => (maps::ACT_FORWARD, alt_node.unwrap_or(maps::ALT_BY_HASH)),
         };
         // Fresh statistics for the slot.
-        let zero = vec![vec![0u8; 32]; self.ncpus_possible];
+        let zero = vec![vec![0u8; std::mem::size_of::<maps::StatValue>()]; self.ncpus_possible];
         self.maps
             .rule_stats
             .update_percpu(&slot.to_ne_bytes(), &zero, MapFlags::ANY)
@@ -536,8 +552,15 @@ impl Classifier {
 
     /// Flow cache (hits, misses), summed over CPUs: frames whose rule came
     /// from the cache, and frames searched in the rules (with rules in use).
+    /// A hit is counted in its cache entry (no counter of its own on the
+    /// fast path), so the hits are the entries' plus the evicted ones'.
     pub fn cache_stats(&self) -> (u64, u64) {
-        (percpu_sum(&self.maps.cache_stats, 0), percpu_sum(&self.maps.cache_stats, 1))
+        let in_entries: u64 = (0..maps::CACHE_SLOTS)
+            .filter_map(|slot| self.maps.flow_cache.lookup_percpu(&slot.to_ne_bytes(), MapFlags::ANY).ok().flatten())
+            .flatten()
+            .filter_map(|v| v.get(maps::CACHE_HITS_OFFSET..maps::CACHE_HITS_OFFSET + 8).map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes"))))
+            .sum();
+        (percpu_sum(&self.maps.cache_stats, 0) + in_entries, percpu_sum(&self.maps.cache_stats, 1))
     }
 
     /// Puts an AF_XDP socket into an XSKMAP slot (the rx queue it is bound to).

@@ -282,7 +282,7 @@ pub fn alt_bytes(mac: [u8; 6], ip: std::net::IpAddr) -> Vec<u8> {
     v
 }
 
-/// `struct cls_config` (48 bytes).
+/// `struct cls_config` (56 bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(C)]
 pub struct ConfigValue {
@@ -307,13 +307,17 @@ pub struct ConfigValue {
     /// Rule generation: bumped after every rule or mask change; flow cache
     /// entries of another generation are not used.
     pub gen: u32,
+    /// 1: the fast lane off, every frame through the general parser.
+    pub general_only: u32,
+    /// Unused.
+    pub _pad: u32,
 }
 check_cls_config!(ConfigValue);
 
 impl ConfigValue {
     /// The map value (C layout, native byte order).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(48);
+        let mut v = Vec::with_capacity(56);
         v.extend_from_slice(&self.load_flag.to_ne_bytes());
         v.extend_from_slice(&self.alt_count.to_ne_bytes());
         v.extend_from_slice(&self.rate_threshold.to_ne_bytes());
@@ -324,6 +328,8 @@ impl ConfigValue {
         v.extend_from_slice(&self.saturation_threshold.to_ne_bytes());
         v.extend_from_slice(&self.mask_bits.to_ne_bytes());
         v.extend_from_slice(&self.gen.to_ne_bytes());
+        v.extend_from_slice(&self.general_only.to_ne_bytes());
+        v.extend_from_slice(&self._pad.to_ne_bytes());
         v
     }
 }
@@ -350,8 +356,14 @@ pub struct CacheEntry {
     pub found: u32,
     /// Copy of the winning rule's value.
     pub rule: RuleValue,
+    /// Frames the entry answered since it was filled (the cache's hits
+    /// are these plus the evicted entries' in `cls_cache_stats[0]`).
+    pub hits: u64,
 }
 check_cls_cache_ent!(CacheEntry);
+
+/// Offset of `hits` in a flow cache entry.
+pub const CACHE_HITS_OFFSET: usize = std::mem::offset_of!(CacheEntry, hits);
 
 /// `struct cls_rate` (per-CPU rate window; the program's own).
 #[repr(C)]
@@ -367,9 +379,8 @@ pub struct RateValue {
 }
 check_cls_rate!(RateValue);
 
-/// `struct cls_stat` (32 bytes), summed over CPUs.
+/// A rule's statistics (`struct cls_stat`), summed over CPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
-#[repr(C)]
 pub struct RuleStat {
     /// Frames that matched the rule.
     pub packets: u64,
@@ -377,11 +388,26 @@ pub struct RuleStat {
     pub bytes: u64,
     /// Of those, frames forwarded to an alternative node.
     pub forwarded: u64,
-    /// CLOCK_MONOTONIC ns of the last packet on any CPU (0 = never).
+    /// CLOCK_MONOTONIC ns of the last packet on any CPU, at tick resolution (0 = never).
     pub last_seen_ns: u64,
 }
 
-check_cls_stat!(RuleStat);
+/// `struct cls_stat` (40 bytes), one CPU's value (mirrored for the layout check).
+#[repr(C)]
+pub struct StatValue {
+    /// Frames that matched the rule.
+    pub packets: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Of those, frames forwarded.
+    pub forwarded: u64,
+    /// CLOCK_MONOTONIC ns of the last packet (the coarse clock).
+    pub last_seen_ns: u64,
+    /// The jiffies at which `last_seen_ns` was read (the program reads the
+    /// coarse clock once a tick).
+    pub seen_jiffies: u64,
+}
+check_cls_stat!(StatValue);
 
 impl RuleStat {
     /// Adds one CPU's value of the per-CPU map (C layout): counts summed, the latest last-seen kept.
@@ -444,6 +470,8 @@ mod tests {
             saturation_threshold: 0,
             mask_bits: 0,
             gen: 0,
+            general_only: 0,
+            _pad: 0,
         };
         assert_eq!(c.to_bytes().len(), std::mem::size_of::<ConfigValue>());
     }
