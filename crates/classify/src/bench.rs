@@ -211,9 +211,14 @@ pub struct Cell {
     /// CPU-second of the generator threads.
     pub cpu: CpuReport,
     /// The classifier's pps over the pps of the anchor of its verdict
-    /// ([`Cell::anchor`]) in the same cell: the figure the 0.8x bar compares.
+    /// ([`Cell::anchor`]) in the same cell: the figure the 0.8x bar
+    /// compares. The median of the rounds' ratios ([`Cell::ratio_rounds`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratio_to_noop: Option<f64>,
+    /// For the classifier: the ratio in each round (its slice's pps over
+    /// the anchor's slice of the same round), in the order they ran.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ratio_rounds: Vec<f64>,
     /// For the classifier: which anchor `ratio_to_noop` is against, the one
     /// whose verdict is the classifier's for the cell's frame (`drop` with
     /// rules, `pass` with none).
@@ -221,7 +226,8 @@ pub struct Cell {
     pub anchor: Option<Anchor>,
     /// For the classifier: its pps over the dropping anchor's (`cls_noop`),
     /// whatever its verdict (the one comparison of earlier runs; for a
-    /// 0-rule cell it includes the kernel stack's cost).
+    /// 0-rule cell it includes the kernel stack's cost); the median of the
+    /// rounds' ratios, as `ratio_to_noop`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratio_to_noop_drop: Option<f64>,
     /// Frames the generator sent over the cell (the rates above are these counts over `seconds`).
@@ -498,8 +504,29 @@ fn generate(gen: &Classifier, bed: &Testbed, f: &[u8], cpus: usize, secs: f64, s
     Ok((sent, el, threads))
 }
 
-/// Slices per cell (the programs alternate).
-const ROUNDS: usize = 4;
+/// Rounds per cell: in each, every program runs one slice of about this
+/// long (at least 4 rounds), the programs taking turns.
+const SLICE_S: f64 = 0.25;
+
+fn rounds(secs: f64) -> usize {
+    ((secs / SLICE_S).round() as usize).clamp(4, 40)
+}
+
+/// The median of per-round ratios (each classifier slice against the
+/// anchor slice of the same round): a host preemption that falls on one
+/// slice moves one ratio, not the cell's figure.
+fn median_ratio(cls: &[f64], anchor: &[f64]) -> (f64, Vec<f64>) {
+    let mut r: Vec<f64> = cls.iter().zip(anchor).map(|(c, a)| if *a > 0.0 { c / a } else { 0.0 }).collect();
+    let rounds = r.clone();
+    r.sort_by(f64::total_cmp);
+    let n = r.len();
+    let m = match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => r[n / 2],
+        _ => (r[n / 2 - 1] + r[n / 2]) / 2.0,
+    };
+    (m, rounds)
+}
 
 #[derive(Default)]
 struct Measured {
@@ -515,6 +542,11 @@ struct Measured {
 }
 
 impl Measured {
+    /// Frames the program ran on per second of the slice.
+    fn pps(&self) -> f64 {
+        self.counts.0 as f64 / self.secs.max(1e-9)
+    }
+
     /// Adds a slice (CPU shares weighted by its time).
     fn add(&mut self, m: &Measured) {
         let t = self.secs + m.secs;
@@ -599,6 +631,7 @@ fn cell_of(program: &'static str, rules: u32, encap: Encap, size: usize, cpus: u
             CpuReport { threads: m.threads.clone(), cores: m.cores.clone(), work_per_cpu_s: (cpu_s > 0.0).then(|| seen as f64 / cpu_s) }
         },
         ratio_to_noop: None,
+        ratio_rounds: Vec::new(),
         anchor: None,
         ratio_to_noop_drop: None,
         frames_offered: m.offered,
@@ -710,14 +743,16 @@ pub fn run(o: &BenchOptions, progress: &mut dyn FnMut(&Cell)) -> Result<Report> 
                 if o.stop.load(Ordering::Relaxed) {
                     return Ok(Report { machine: machine(skipped), cells });
                 }
-                // The programs take turns in ROUNDS slices of the cell's time, so a
-                // change in the machine's other load falls on all of them alike.
+                // The programs take turns in rounds of slices of the cell's time,
+                // so a change in the machine's other load falls on all of them alike.
                 let na = Anchor::ALL.len();
                 let mut acc: Vec<Measured> = (0..na + classifiers.len()).map(|_| Measured::default()).collect();
-                for _ in 0..ROUNDS {
+                let mut slice_pps: Vec<Vec<f64>> = vec![Vec::new(); na + classifiers.len()];
+                let nrounds = rounds(secs);
+                for _ in 0..nrounds {
                     for (i, a) in Anchor::ALL.into_iter().enumerate() {
                         let link = attach(&gen, &bed, a.bpf_program())?;
-                        let m = measure(&gen, &bed, &f, ncpu, secs / ROUNDS as f64, &o.stop, &|| {
+                        let m = measure(&gen, &bed, &f, ncpu, secs / nrounds as f64, &o.stop, &|| {
                             let n = gen.noop_count(a.slot());
                             match a {
                                 Anchor::Drop => (n, n, 0, 0),
@@ -725,35 +760,30 @@ pub fn run(o: &BenchOptions, progress: &mut dyn FnMut(&Cell)) -> Result<Report> 
                             }
                         })?;
                         drop(link);
+                        slice_pps[i].push(m.pps());
                         acc[i].add(&m);
                     }
                     for (i, (_, c)) in classifiers.iter().enumerate() {
                         let link = attach(c, &bed, "cls_main")?;
-                        let m = measure(&gen, &bed, &f, ncpu, secs / ROUNDS as f64, &o.stop, &|| classifier_counts(c))?;
+                        let m = measure(&gen, &bed, &f, ncpu, secs / nrounds as f64, &o.stop, &|| classifier_counts(c))?;
                         drop(link);
+                        slice_pps[na + i].push(m.pps());
                         acc[na + i].add(&m);
                     }
                 }
-                let mut anchor_pps = [0.0; 2];
                 for (i, a) in Anchor::ALL.into_iter().enumerate() {
                     let cell = cell_of(a.cell_program(), 0, encap, size, ncpu, a.name(), &acc[i], anchor_ns[i]);
-                    anchor_pps[i] = cell.pps;
                     progress(&cell);
                     cells.push(cell);
                 }
-                let ratio = |pps: f64, a: Anchor| {
-                    let base = anchor_pps[Anchor::ALL.iter().position(|x| *x == a).expect("an anchor")];
-                    if base > 0.0 {
-                        pps / base
-                    } else {
-                        0.0
-                    }
-                };
-                for (((n, _), (ns, anchor)), m) in classifiers.iter().zip(&cls).zip(&acc[na..]) {
-                    let mut cell = cell_of("classify", *n, encap, size, ncpu, anchor.name(), m, *ns);
-                    cell.ratio_to_noop = Some(ratio(cell.pps, *anchor));
+                let anchor_slices = |a: Anchor| &slice_pps[Anchor::ALL.iter().position(|x| *x == a).expect("an anchor")];
+                for (i, ((n, _), (ns, anchor))) in classifiers.iter().zip(&cls).enumerate() {
+                    let mut cell = cell_of("classify", *n, encap, size, ncpu, anchor.name(), &acc[na + i], *ns);
+                    let (ratio, per_round) = median_ratio(&slice_pps[na + i], anchor_slices(*anchor));
+                    cell.ratio_to_noop = Some(ratio);
+                    cell.ratio_rounds = per_round;
                     cell.anchor = Some(*anchor);
-                    cell.ratio_to_noop_drop = Some(ratio(cell.pps, Anchor::Drop));
+                    cell.ratio_to_noop_drop = Some(median_ratio(&slice_pps[na + i], anchor_slices(Anchor::Drop)).0);
                     progress(&cell);
                     cells.push(cell);
                 }
@@ -830,4 +860,23 @@ pub fn table(r: &Report) -> String {
          r_drop = classifier recv / noop recv)"
     );
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cell_ratio_is_the_median_of_the_rounds_so_one_slow_slice_does_not_decide_it() {
+        // Round 3's classifier slice lost half its rate to a preemption.
+        let (m, per_round) = median_ratio(&[80.0, 82.0, 40.0, 81.0, 79.0], &[100.0, 100.0, 100.0, 100.0, 100.0]);
+        assert_eq!(per_round, [0.8, 0.82, 0.4, 0.81, 0.79]);
+        assert_eq!(m, 0.8);
+        // An even count: the mean of the two middle ratios; a dead anchor slice gives 0, not infinity.
+        let (m, _) = median_ratio(&[50.0, 90.0, 70.0, 10.0], &[100.0, 100.0, 100.0, 0.0]);
+        assert!((m - 0.6).abs() < 1e-12, "{m}");
+        assert_eq!(rounds(1.0), 4);
+        assert_eq!(rounds(3.0), 12);
+        assert_eq!(rounds(60.0), 40);
+    }
 }
