@@ -813,6 +813,8 @@ int cls_main(struct xdp_md *ctx)
 	if (!cfg)
 		return XDP_PASS;
 
+	/* The fast lane for the common shapes; the general parser for the rest
+	 * (or for every frame, when user space turned the fast lane off). */
 	struct cls_flow_key k;
 	struct l3 outer;
 	if (cfg->general_only || fast_parse(data, data_end, cfg, &k, &outer) != P_OK) {
@@ -835,6 +837,7 @@ int cls_main(struct xdp_md *ctx)
 	}
 	int overloaded = load & LOAD_OVERLOADED;
 	int saturated = load & LOAD_SATURATED;
+
 	/* The flow cache, else the tuple-space search: one lookup per active
 	 * mask, highest priority wins. */
 	const struct cls_rule *rule = find_rule(&k, cfg);
