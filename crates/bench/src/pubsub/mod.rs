@@ -366,6 +366,8 @@ fn detpath_latency(tb: &Testbed, dp: &str, o: &BenchOptions, dir: Option<&mut Re
     let (out, ping_cpu) = out?;
     let out = out.map_err(err)?;
     let (cpu, cpu_percent) = cpu_of(vec![ping_cpu, pong.1], &before, o, out.received as f64, wall);
+    // Ctrl-C ended the pinging before its samples (or its duration) were in.
+    let cut_short = cleanup::interrupted() && o.samples.is_none_or(|n| out.received < n);
     let records = ping_records(&out.rounds, out.pings_sent);
     let lat: Vec<u64> = records.iter().filter_map(|r| r.latency_ns()).collect();
     let mut run_name = None;
@@ -376,7 +378,7 @@ fn detpath_latency(tb: &Testbed, dp: &str, o: &BenchOptions, dir: Option<&mut Re
             size: 32,
             period_ns: 1_000_000,
             // What was asked for, or what was sent when Ctrl-C ended it early.
-            rounds: if cleanup::interrupted() { out.pings_sent } else { o.samples.unwrap_or(out.pings_sent) },
+            rounds: if cut_short { out.pings_sent } else { o.samples.unwrap_or(out.pings_sent) },
             timeout_ns: 0,
             stress_percent: o.stress_percent,
             tuned: o.tuned,
@@ -388,7 +390,7 @@ fn detpath_latency(tb: &Testbed, dp: &str, o: &BenchOptions, dir: Option<&mut Re
         };
         let loss = LossCounts { sent: out.pings_sent, ok: out.received, lost: out.lost, ..LossCounts::default() };
         let mut r = RunResult::from_records(config, Environment::capture(), &records, Some(loss));
-        if cleanup::interrupted() && o.samples.is_none_or(|n| out.received < n) {
+        if cut_short {
             r.complete = false;
             r.interrupted = Some("interrupted by a signal".into());
         }
@@ -660,17 +662,19 @@ pub fn bench(o: &BenchOptions, mut dir: Option<&mut ResultDir>, mut progress: im
                 return Ok(rows); // Ctrl-C: the rows so far (the run it ended included)
             }
             let tb = Testbed::up(TestbedConfig::unique("psb")).map_err(Box::new)?;
+            // A workload asked for, unless Ctrl-C came: then none starts.
+            let next = |w: &str| o.runs(w) && !cleanup::interrupted();
             let mut done = Vec::new();
-            if o.runs("latency") {
+            if next("latency") {
                 done.push(detpath_latency(&tb, dp, o, dir.as_deref_mut(), repeat, false)?);
             }
-            if o.runs("table1") && !cleanup::interrupted() {
+            if next("table1") {
                 done.push(detpath_latency(&tb, dp, o, dir.as_deref_mut(), repeat, true)?);
             }
-            if o.runs("rate") && !cleanup::interrupted() {
+            if next("rate") {
                 done.push(detpath_throughput(&tb, dp, 32, o, repeat)?);
             }
-            if o.runs("bandwidth") && !cleanup::interrupted() {
+            if next("bandwidth") {
                 done.push(detpath_throughput(&tb, dp, 1024, o, repeat)?);
             }
             for r in done {
