@@ -516,8 +516,8 @@ fn rounds(secs: f64) -> usize {
 /// anchor slice of the same round): a host preemption that falls on one
 /// slice moves one ratio, not the cell's figure.
 fn median_ratio(cls: &[f64], anchor: &[f64]) -> (f64, Vec<f64>) {
-    let mut r: Vec<f64> = cls.iter().zip(anchor).map(|(c, a)| if *a > 0.0 { c / a } else { 0.0 }).collect();
-    let rounds = r.clone();
+    let per_round: Vec<f64> = cls.iter().zip(anchor).map(|(c, a)| if *a > 0.0 { c / a } else { 0.0 }).collect();
+    let mut r = per_round.clone();
     r.sort_by(f64::total_cmp);
     let n = r.len();
     let m = match n {
@@ -525,7 +525,7 @@ fn median_ratio(cls: &[f64], anchor: &[f64]) -> (f64, Vec<f64>) {
         _ if n % 2 == 1 => r[n / 2],
         _ => (r[n / 2 - 1] + r[n / 2]) / 2.0,
     };
-    (m, rounds)
+    (m, per_round)
 }
 
 #[derive(Default)]
