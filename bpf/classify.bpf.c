@@ -370,17 +370,25 @@ static __always_inline int parse_gtp(void *data, void *data_end, __u32 off, __u3
 
 
 /* The UDP length of the IPv4/UDP header pair at `ip`, whose packet may
- * take at most `room` bytes, when it is IPv4 without options, not a
- * fragment, UDP, and its lengths agree; else 0. The caller has checked
- * that the 28 bytes are in the frame. */
-static __always_inline __u32 ip4_udp_len(const __u8 *ip, __u32 room)
+ * take at most `room` bytes (room >= 28), when it is IPv4 without options,
+ * not a fragment, UDP, and its lengths agree; else 0. The IP packet's
+ * total length goes to *tot (when tot is not NULL). The caller has checked that the 28 bytes are
+ * in the frame. Word tests: version and IHL in one byte; MF, fragment
+ * offset and protocol in one 32-bit word (DF may be set); the four length
+ * bounds as two unsigned compares (a length under its minimum wraps). */
+static __always_inline __u32 ip4_udp_len(const __u8 *ip, __u32 room, __u32 *tot)
 {
-	if (ip[0] != 0x45 || ip[9] != IPPROTO_UDP || (*(__u16 *)(ip + 6) & bpf_htons(0x3fff)))
+	__u32 w0 = *(const __u32 *)ip;       /* version+IHL, TOS, total length */
+	__u32 w1 = *(const __u32 *)(ip + 6); /* flags+offset, TTL, protocol */
+	if ((w0 & 0xff) != 0x45 || (w1 & bpf_htonl(0x3fff00ff)) != bpf_htonl(IPPROTO_UDP))
 		return 0;
-	__u32 tot = bpf_ntohs(*(__u16 *)(ip + 2));
-	__u32 ulen = bpf_ntohs(*(__u16 *)(ip + 24));
-	if (tot < 28 || tot > room || ulen < 8 || ulen > tot - 20)
+	__u32 t = bpf_ntohs((__u16)(w0 >> 16));
+	__u32 ulen = bpf_ntohs(*(const __u16 *)(ip + 24));
+	/* 28 <= t <= room, and 8 <= ulen <= t - 20 */
+	if (t - 28 > room - 28 || ulen - 8 > t - 28)
 		return 0;
+	if (tot)
+		*tot = t;
 	return ulen;
 }
 
@@ -400,10 +408,10 @@ static __always_inline int fast_parse(void *data, void *data_end, const struct c
 	if (eth + 14 + 28 > (__u8 *)data_end || *(__u16 *)(eth + 12) != ETH_P_IP_BE)
 		return -1;
 	__u8 *ip = eth + 14;
-	__u32 ulen = ip4_udp_len(ip, len - 14);
+	__u32 tot;
+	__u32 ulen = ip4_udp_len(ip, len - 14, &tot);
 	if (!ulen)
 		return -1;
-	__u32 tot = bpf_ntohs(*(__u16 *)(ip + 2));
 	__u16 dport = bpf_ntohs(*(__u16 *)(ip + 22));
 	outer->ip_off = 14;
 	outer->ip_end = 14 + tot;
@@ -425,7 +433,7 @@ static __always_inline int fast_parse(void *data, void *data_end, const struct c
 		if (ulen < 8 + 22 + 28)
 			return -1;
 		ip = vx + 22;
-		ulen = ip4_udp_len(ip, ulen - 8 - 22);
+		ulen = ip4_udp_len(ip, ulen - 8 - 22, NULL);
 		if (!ulen || bpf_ntohs(*(__u16 *)(ip + 22)) == cfg->gtpu_port)
 			return -1;
 		tunnel = ((__u32)vx[4] << 16) | ((__u32)vx[5] << 8) | vx[6];
@@ -455,7 +463,7 @@ static __always_inline int fast_parse(void *data, void *data_end, const struct c
 		ip = g + hl;
 		if (ip + 28 > (__u8 *)data_end)
 			return -1;
-		ulen = ip4_udp_len(ip, glen - (hl - 8));
+		ulen = ip4_udp_len(ip, glen - (hl - 8), NULL);
 		if (!ulen)
 			return -1;
 		tunnel = (__u64)bpf_ntohl(*(__u32 *)(g + 4)) << 32;
@@ -632,12 +640,83 @@ static __always_inline void count_cache(__u32 what, __u64 n)
 		*c += n;
 }
 
+/* Reads the coarse clock (CLOCK_MONOTONIC at tick resolution) into the
+ * rule's last_seen_ns, at most once a tick: jiffies is one load (the
+ * verifier inlines it), the coarse clock a helper call. */
+static __always_inline void stat_seen(struct cls_stat *st, __u64 jiffies)
+{
+	if (jiffies != st->seen_jiffies) {
+		st->seen_jiffies = jiffies;
+		st->last_seen_ns = bpf_ktime_get_coarse_ns();
+	}
+}
+
+/* The miss path of the flow cache: moves the entry's counts out, searches
+ * the rules for `k` and fills the entry with the result (the key, the
+ * generation it was computed in, a copy of the winning rule); counts this
+ * frame in the rule's statistics. Returns 1 when a rule matched. The
+ * counts leave the entry before they are added elsewhere (a reader adding
+ * both may miss them for a moment, never count them twice): the hits to
+ * the evicted entries' total, the frames to the statistics of the rule the
+ * entry found, unless that slot has since been given to a rule installed
+ * after the entry was filled. A global function: the search (a lookup per
+ * mask) stays out of the hit path's way, and is verified once. */
+__noinline int cache_fill(const struct cls_flow_key *k, struct cls_cache_ent *e, __u32 bits, __u32 gen, __u32 len)
+{
+	if (!k || !e)
+		return 0;
+	count_cache(1, 1);
+	__u64 hits = e->hits;
+	__u64 bytes = e->bytes;
+	e->hits = 0;
+	e->bytes = 0;
+	count_cache(0, hits);
+	if (e->found && hits) {
+		__u32 old = e->rule.slot;
+		struct cls_stat *st = bpf_map_lookup_elem(&cls_rule_stats, &old);
+		if (st && e->gen >= st->gen) {
+			st->packets += hits;
+			st->bytes += bytes;
+		}
+	}
+	struct cls_rule *r = lookup_rule(k, bits);
+	e->k = *k;
+	e->gen = gen;
+	e->found = r != NULL;
+	if (!r)
+		return 0;
+	e->rule = *r;
+	__u32 slot = r->slot;
+	struct cls_stat *st = bpf_map_lookup_elem(&cls_rule_stats, &slot);
+	if (st) {
+		st->packets++;
+		st->bytes += len;
+		e->seen_jiffies = bpf_jiffies64();
+		stat_seen(st, e->seen_jiffies);
+	}
+	return 1;
+}
+
+/* The rule's last_seen_ns, from a cache hit: once a tick per entry. */
+static __always_inline void entry_seen(struct cls_cache_ent *e, __u64 jiffies)
+{
+	e->seen_jiffies = jiffies;
+	__u32 slot = e->rule.slot;
+	struct cls_stat *st = bpf_map_lookup_elem(&cls_rule_stats, &slot);
+	if (st)
+		stat_seen(st, jiffies);
+}
+
 /* The rule for key `k`, or NULL: the flow cache, else the tuple-space
  * search, whose result the cache then keeps (the pointer is into this
- * CPU's cache entry, or the rule map when there is no entry). The
- * generation is read before the search: user space bumps it after a rule
- * change, so an entry computed before the change is never used after it. */
-static __always_inline const struct cls_rule *find_rule(const struct cls_flow_key *k, const struct cls_config *cfg)
+ * CPU's cache entry). Counts the frame (`len` bytes): a hit in the entry,
+ * a miss in the rule's statistics. The generation is read before the
+ * search: user space bumps it after a rule change, so an entry computed
+ * before the change is never used after it. `v4`: the caller knows the key
+ * is IPv4, whose address words 1 and 3 are zero in every IPv4 key (and an
+ * entry with the same flags is IPv4 too), so four words decide a hit. */
+static __always_inline const struct cls_rule *find_rule(const struct cls_flow_key *k, const struct cls_config *cfg, int v4,
+							__u32 len)
 {
 	__u32 bits = cfg->mask_bits;
 	if (!bits)
@@ -646,28 +725,23 @@ static __always_inline const struct cls_rule *find_rule(const struct cls_flow_ke
 	__u32 idx = cache_slot(k);
 	struct cls_cache_ent *e = bpf_map_lookup_elem(&cls_flow_cache, &idx);
 	if (!e)
-		return lookup_rule(k, bits);
+		return NULL; /* cannot happen: the slot is within the array */
 	const __u64 *a = (const __u64 *)k;
 	const __u64 *b = (const __u64 *)&e->k;
-	if (e->gen == gen && gen != 0 && !((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4]) | (a[5] ^ b[5]))) {
+	__u64 diff = (a[0] ^ b[0]) | (a[2] ^ b[2]) | (a[4] ^ b[4]) | (a[5] ^ b[5]);
+	if (!v4)
+		diff |= (a[1] ^ b[1]) | (a[3] ^ b[3]);
+	if (e->gen == gen && gen != 0 && !diff) {
 		e->hits++;
-		return e->found ? &e->rule : NULL;
+		e->bytes += len;
+		if (!e->found)
+			return NULL;
+		__u64 j = bpf_jiffies64();
+		if (j != e->seen_jiffies)
+			entry_seen(e, j);
+		return &e->rule;
 	}
-	/* A miss. The entry's hits move to the evicted entries' total (taken
-	 * out of the entry first: a reader adding both may miss them for a
-	 * moment, never count them twice). */
-	count_cache(1, 1);
-	__u64 hits = e->hits;
-	e->hits = 0;
-	count_cache(0, hits);
-	struct cls_rule *r = lookup_rule(k, bits);
-	e->k = *k;
-	e->gen = gen;
-	e->found = r != NULL;
-	if (!r)
-		return NULL;
-	e->rule = *r;
-	return &e->rule;
+	return cache_fill(k, e, bits, gen, len) ? &e->rule : NULL;
 }
 
 enum { LOAD_OVERLOADED = 1, LOAD_SATURATED = 2 };
@@ -675,9 +749,9 @@ enum { LOAD_OVERLOADED = 1, LOAD_SATURATED = 2 };
 /* The overload signal: the user-space flag, or this CPU's packets in the
  * rate window over the threshold (LOAD_OVERLOADED); over the saturation
  * threshold, even prioritised flows go (LOAD_SATURATED). Reads the clock
- * (into *now) only when a rate threshold is on. Out of line: the common
+ * only when a rate threshold is on. Out of line: the common
  * configuration has none of it. */
-static __noinline int load_state(const struct cls_config *cfg, __u64 *now)
+static __noinline int load_state(const struct cls_config *cfg)
 {
 	int state = cfg->load_flag ? LOAD_OVERLOADED : 0;
 	__u32 zero = 0;
@@ -687,7 +761,6 @@ static __noinline int load_state(const struct cls_config *cfg, __u64 *now)
 	if (!rate)
 		return state;
 	__u64 t = bpf_ktime_get_ns();
-	*now = t;
 	if (t - rate->window_start >= cfg->window_ns) {
 		rate->last_count = rate->count;
 		rate->count = 0;
@@ -814,10 +887,15 @@ int cls_main(struct xdp_md *ctx)
 		return XDP_PASS;
 
 	/* The fast lane for the common shapes; the general parser for the rest
-	 * (or for every frame, when user space turned the fast lane off). */
+	 * (or for every frame, when user space turned the fast lane off). Then
+	 * the rule, from the flow cache or the search (find_rule), where the
+	 * frame is counted for it. */
 	struct cls_flow_key k;
 	struct l3 outer;
-	if (cfg->general_only || fast_parse(data, data_end, cfg, &k, &outer) != P_OK) {
+	const struct cls_rule *rule;
+	if (!cfg->general_only && fast_parse(data, data_end, cfg, &k, &outer) == P_OK) {
+		rule = find_rule(&k, cfg, 1, len);
+	} else {
 		__builtin_memset(&k, 0, sizeof(k));
 		__builtin_memset(&outer, 0, sizeof(outer));
 		r = parse_frame(ctx, cfg->vxlan_port, cfg->gtpu_port, &k, &outer);
@@ -825,23 +903,19 @@ int cls_main(struct xdp_md *ctx)
 			count(r == P_NOT_IP ? CLS_T_NOT_IP : CLS_T_MALFORMED, len);
 			return XDP_PASS;
 		}
+		rule = find_rule(&k, cfg, 0, len);
 	}
+	int found = rule != NULL;
 
 	/* Overload signal (load_state): looked at only when one is configured. */
-	__u64 now = 0;
 	int load = 0;
 	if (__builtin_expect((cfg->load_flag | cfg->rate_threshold | cfg->saturation_threshold) != 0, 0)) {
-		load = load_state(cfg, &now);
+		load = load_state(cfg);
 		if (load & LOAD_OVERLOADED)
 			count(CLS_T_OVERLOADED, len);
 	}
 	int overloaded = load & LOAD_OVERLOADED;
 	int saturated = load & LOAD_SATURATED;
-
-	/* The flow cache, else the tuple-space search: one lookup per active
-	 * mask, highest priority wins. */
-	const struct cls_rule *rule = find_rule(&k, cfg);
-	int found = rule != NULL;
 
 	int encapsulated = (k.flags & (CLS_F_VXLAN | CLS_F_GTP)) != 0;
 	if (!found) {
@@ -861,21 +935,6 @@ int cls_main(struct xdp_md *ctx)
 	__u32 slot = rule->slot;
 	__u8 action = rule->action;
 	__u32 arg = rule->arg;
-	struct cls_stat *st = bpf_map_lookup_elem(&cls_rule_stats, &slot);
-	if (st) {
-		st->packets++;
-		st->bytes += len;
-		/* The coarse clock (CLOCK_MONOTONIC at tick resolution), read once
-		 * a tick: jiffies is one load (the verifier inlines it), the coarse
-		 * clock a helper call. */
-		__u64 j = bpf_jiffies64();
-		if (now)
-			st->last_seen_ns = now;
-		else if (j != st->seen_jiffies) {
-			st->seen_jiffies = j;
-			st->last_seen_ns = bpf_ktime_get_coarse_ns();
-		}
-	}
 	/* Forward-when-overloaded rules go to their alternative node while the host
 	 * is overloaded. A prioritised flow (any other rule but drop) stays however
 	 * overloaded the host is, until this CPU is saturated: then its excess is
@@ -884,6 +943,7 @@ int cls_main(struct xdp_md *ctx)
 	if (is_fwd_rule ? overloaded : (saturated && action != CLS_ACT_DROP)) {
 		r = forward(ctx, &k, is_fwd_rule ? arg : CLS_ALT_BY_HASH, cfg->alt_count, &outer);
 		if (r == XDP_TX) {
+			struct cls_stat *st = bpf_map_lookup_elem(&cls_rule_stats, &slot);
 			if (st)
 				st->forwarded++;
 			count(CLS_T_FORWARD, len);

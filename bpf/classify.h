@@ -97,7 +97,11 @@ struct cls_config {
 
 /* Per-CPU exact-match flow cache: the result of the tuple-space search for
  * one flow key, direct-mapped by a hash of the key (cls_flow_cache). Valid
- * only while `gen` equals cls_config.gen. 80 bytes. */
+ * only while `gen` equals cls_config.gen. The frames an entry answers are
+ * counted in the entry itself (the line the hit has already read), not in
+ * the rule's statistics: they move there when the entry is refilled, and
+ * user space adds the entries' counts when it reads a rule's statistics.
+ * 96 bytes. */
 #define CLS_CACHE_SLOTS 512
 struct cls_cache_ent {
 	struct cls_flow_key k;
@@ -105,8 +109,9 @@ struct cls_cache_ent {
 	__u32 found;          /* 1: `rule` matched; 0: no rule matches the key */
 	struct cls_rule rule; /* copy of the winning rule's value */
 	__u64 hits;           /* frames this entry answered since it was filled */
+	__u64 bytes;          /* their bytes */
+	__u64 seen_jiffies;   /* jiffies of the last hit that updated the rule's last_seen_ns */
 };
-
 /* The CPUs a CLS_ACT_SPREAD rule spreads its flows over (cls_cpu_sets[rule slot]). */
 struct cls_cpu_set {
 	__u32 n;                    /* CPUs in use, 1..CLS_MAX_SPREAD */
@@ -121,13 +126,18 @@ struct cls_rate {
 	__u64 _pad;
 };
 
-/* Per-CPU per-rule statistics. */
+/* Per-CPU per-rule statistics: the frames searched for (a cache miss) and
+ * those of refilled cache entries (the rest are in live cache entries). */
 struct cls_stat {
 	__u64 packets;
 	__u64 bytes;
 	__u64 forwarded;
 	__u64 last_seen_ns;  /* CLOCK_MONOTONIC, at tick resolution */
 	__u64 seen_jiffies;  /* jiffies when last_seen_ns was read */
+	__u32 gen;           /* cls_config.gen the rule was installed in: a cache entry
+	                      * of an older generation holds another rule's frames
+	                      * (the slot's previous owner) and is not added */
+	__u32 _pad;
 };
 
 /* Per-CPU totals, indexed by enum cls_total. */

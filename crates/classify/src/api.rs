@@ -309,13 +309,12 @@ impl Service {
         }
         let classified: u64 = totals.iter().take(9).map(|c| c.packets).sum();
         let fwd = totals[maps::total_index("forward").unwrap_or(0)].packets;
+        let slots: Vec<u32> = self.entries.iter().map(|e| e.installed.slot).collect();
         let rules: Vec<Value> = self
             .entries
             .iter()
-            .map(|e| {
-                let s = self.cls.rule_stat(e.installed.slot);
-                json!({"id": e.id, "action": e.rule.action, "packets": s.packets, "bytes": s.bytes, "forwarded": s.forwarded, "last_seen_ns": s.last_seen_ns})
-            })
+            .zip(self.cls.rule_stats(&slots))
+            .map(|(e, s)| json!({"id": e.id, "action": e.rule.action, "packets": s.packets, "bytes": s.bytes, "forwarded": s.forwarded, "last_seen_ns": s.last_seen_ns}))
             .collect();
         json!({
             "iface": self.iface,

@@ -347,9 +347,15 @@ impl Classifier {
     /// after the rule change it follows (the program reads it before its
     /// search), so the very next frame is searched in the new rules.
     fn bump_gen(&mut self) -> Result<(), RuleError> {
-        // 0 is never a generation (an empty cache entry has 0).
-        self.gen = self.gen.wrapping_add(1).max(1);
+        self.gen = self.next_gen();
         self.write_config(&self.settings)
+    }
+
+    /// The generation after this one. 0 is never a generation (an empty
+    /// cache entry has 0). (It wraps after 2^32 rule changes, when an entry
+    /// as old as that could count for a newer rule: not a concern.)
+    fn next_gen(&self) -> u32 {
+        self.gen.wrapping_add(1).max(1)
     }
 
     /// Checks what the rule's action needs from the host: the CPU is online,
@@ -429,11 +435,16 @@ impl Classifier {
             Action::Drop => (maps::ACT_DROP, 0),
             Action::ForwardWhenOverloaded { alt_node } => (maps::ACT_FORWARD, alt_node.unwrap_or(maps::ALT_BY_HASH)),
         };
-        // Fresh statistics for the slot.
-        let zero = vec![vec![0u8; std::mem::size_of::<maps::StatValue>()]; self.ncpus_possible];
+        // Fresh statistics for the slot, marked with the generation this
+        // install ends in: the program adds to them no frames of flow cache
+        // entries filled before (the slot's previous rule's).
+        let mut fresh = vec![0u8; std::mem::size_of::<maps::StatValue>()];
+        let at = std::mem::offset_of!(maps::StatValue, gen);
+        fresh[at..at + 4].copy_from_slice(&self.next_gen().to_ne_bytes());
+        let fresh = vec![fresh; self.ncpus_possible];
         self.maps
             .rule_stats
-            .update_percpu(&slot.to_ne_bytes(), &zero, MapFlags::ANY)
+            .update_percpu(&slot.to_ne_bytes(), &fresh, MapFlags::ANY)
             .map_err(|e| RuleError::System(format!("resetting statistics slot {slot}: {e}")))?;
         if new_mask {
             self.maps
@@ -507,15 +518,44 @@ impl Classifier {
             .count()
     }
 
-    /// Statistics of one slot, summed over CPUs.
+    /// Statistics of one slot, summed over CPUs (see [`Classifier::rule_stats`]).
     pub fn rule_stat(&self, slot: u32) -> RuleStat {
-        let mut s = RuleStat::default();
-        if let Ok(Some(per_cpu)) = self.maps.rule_stats.lookup_percpu(&slot.to_ne_bytes(), MapFlags::ANY) {
-            for v in per_cpu {
-                s.add_bytes(&v);
+        self.rule_stats(&[slot]).pop().unwrap_or_default()
+    }
+
+    /// Statistics of each slot in `slots`, summed over CPUs: the map's
+    /// values plus the frames live flow cache entries answered for the
+    /// slot's rule (the program counts a cache hit in its entry; see
+    /// bpf/classify.h). One pass over the cache for all the slots.
+    pub fn rule_stats(&self, slots: &[u32]) -> Vec<RuleStat> {
+        let mut out = vec![RuleStat::default(); slots.len()];
+        let mut installed = vec![0u32; slots.len()];
+        for (i, slot) in slots.iter().enumerate() {
+            if let Ok(Some(per_cpu)) = self.maps.rule_stats.lookup_percpu(&slot.to_ne_bytes(), MapFlags::ANY) {
+                for v in &per_cpu {
+                    out[i].add_bytes(v);
+                    installed[i] = installed[i].max(maps::stat_gen(v));
+                }
             }
         }
-        s
+        for e in self.cache_entries() {
+            for (i, slot) in slots.iter().enumerate() {
+                if e.slot == Some(*slot) && e.gen >= installed[i] {
+                    out[i].add_entry(&e);
+                }
+            }
+        }
+        out
+    }
+
+    /// Every CPU's flow cache entries that answered frames.
+    fn cache_entries(&self) -> Vec<maps::EntryCounts> {
+        (0..maps::CACHE_SLOTS)
+            .filter_map(|slot| self.maps.flow_cache.lookup_percpu(&slot.to_ne_bytes(), MapFlags::ANY).ok().flatten())
+            .flatten()
+            .map(|v| maps::EntryCounts::from_bytes(&v))
+            .filter(|e| e.hits > 0)
+            .collect()
     }
 
     /// Totals per action, summed over CPUs, in the order of [`maps::TOTAL_NAMES`].
@@ -555,11 +595,7 @@ impl Classifier {
     /// A hit is counted in its cache entry (no counter of its own on the
     /// fast path), so the hits are the entries' plus the evicted ones'.
     pub fn cache_stats(&self) -> (u64, u64) {
-        let in_entries: u64 = (0..maps::CACHE_SLOTS)
-            .filter_map(|slot| self.maps.flow_cache.lookup_percpu(&slot.to_ne_bytes(), MapFlags::ANY).ok().flatten())
-            .flatten()
-            .filter_map(|v| v.get(maps::CACHE_HITS_OFFSET..maps::CACHE_HITS_OFFSET + 8).map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes"))))
-            .sum();
+        let in_entries: u64 = self.cache_entries().iter().map(|e| e.hits).sum();
         (percpu_sum(&self.maps.cache_stats, 0) + in_entries, percpu_sum(&self.maps.cache_stats, 1))
     }
 

@@ -357,13 +357,44 @@ pub struct CacheEntry {
     /// Copy of the winning rule's value.
     pub rule: RuleValue,
     /// Frames the entry answered since it was filled (the cache's hits
-    /// are these plus the evicted entries' in `cls_cache_stats[0]`).
+    /// are these plus the evicted entries' in `cls_cache_stats[0]`; the
+    /// rule's packets are these plus its statistics').
     pub hits: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Jiffies of the last hit that set the rule's last-seen time.
+    pub seen_jiffies: u64,
 }
 check_cls_cache_ent!(CacheEntry);
 
-/// Offset of `hits` in a flow cache entry.
-pub const CACHE_HITS_OFFSET: usize = std::mem::offset_of!(CacheEntry, hits);
+/// What user space reads of one CPU's flow cache entry (C layout): the
+/// generation, whether and which rule it found, and the frames it answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryCounts {
+    /// `cls_config.gen` the entry was filled in (0: empty).
+    pub gen: u32,
+    /// The rule's slot, when the entry found one.
+    pub slot: Option<u32>,
+    /// Frames it answered since it was filled (cache hits).
+    pub hits: u64,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
+impl EntryCounts {
+    /// Reads one CPU's value of `cls_flow_cache`.
+    pub fn from_bytes(b: &[u8]) -> EntryCounts {
+        use std::mem::offset_of;
+        let u32_at = |i: usize| b.get(i..i + 4).map(|s| u32::from_ne_bytes(s.try_into().expect("4 bytes"))).unwrap_or(0);
+        let found = u32_at(offset_of!(CacheEntry, found)) != 0;
+        EntryCounts {
+            gen: u32_at(offset_of!(CacheEntry, gen)),
+            slot: found.then(|| u32_at(offset_of!(CacheEntry, rule) + offset_of!(RuleValue, slot))),
+            hits: u64_at(b, offset_of!(CacheEntry, hits)),
+            bytes: u64_at(b, offset_of!(CacheEntry, bytes)),
+        }
+    }
+}
 
 /// `struct cls_rate` (per-CPU rate window; the program's own).
 #[repr(C)]
@@ -406,10 +437,27 @@ pub struct StatValue {
     /// The jiffies at which `last_seen_ns` was read (the program reads the
     /// coarse clock once a tick).
     pub seen_jiffies: u64,
+    /// The rule generation the slot's rule was installed in: a flow cache
+    /// entry filled before it holds frames of the slot's previous rule.
+    pub gen: u32,
+    /// Unused.
+    pub _pad: u32,
 }
 check_cls_stat!(StatValue);
 
+/// The installation generation in one CPU's `cls_stat` value.
+pub fn stat_gen(b: &[u8]) -> u32 {
+    let i = std::mem::offset_of!(StatValue, gen);
+    b.get(i..i + 4).map(|s| u32::from_ne_bytes(s.try_into().expect("4 bytes"))).unwrap_or(0)
+}
+
 impl RuleStat {
+    /// Adds the frames a flow cache entry answered (counted there, not in the map).
+    pub fn add_entry(&mut self, e: &EntryCounts) {
+        self.packets += e.hits;
+        self.bytes += e.bytes;
+    }
+
     /// Adds one CPU's value of the per-CPU map (C layout): counts summed, the latest last-seen kept.
     pub fn add_bytes(&mut self, b: &[u8]) {
         self.packets += u64_at(b, 0);

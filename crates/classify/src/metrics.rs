@@ -52,8 +52,8 @@ pub fn render(svc: &Service, conns: &ConnCounts) -> String {
     let mut reg = Registry::default();
     detpath_metrics::encode::register_conn_counts(&mut reg, "detpath_classify", conns);
     let (packets, bytes, forwarded) = (Family::<Labels, Counter>::default(), Family::<Labels, Counter>::default(), Family::<Labels, Counter>::default());
-    for e in &svc.entries {
-        let s = svc.cls.rule_stat(e.installed.slot);
+    let slots: Vec<u32> = svc.entries.iter().map(|e| e.installed.slot).collect();
+    for (e, s) in svc.entries.iter().zip(svc.cls.rule_stats(&slots)) {
         let l = vec![("id".to_string(), e.id.clone()), ("action".to_string(), action_name(&e.rule.action).to_string())];
         packets.get_or_create(&l).inc_by(s.packets);
         bytes.get_or_create(&l).inc_by(s.bytes);

@@ -560,6 +560,55 @@ fn a_rule_change_takes_effect_on_the_next_frame_despite_the_flow_cache() {
     assert!(h3 > h2, "the cache answers after a settings change");
 }
 
+/// A rule's statistics are its frames only, wherever the program counts
+/// them: the frames a flow cache entry answers are counted in the entry and
+/// added when the statistics are read, or moved to the rule when the entry
+/// is refilled; after the rule is removed and its slot given to another
+/// rule, the old entries' frames count for neither. Pinned to one CPU.
+#[test]
+fn a_rule_counts_its_cached_frames_and_no_frame_of_its_slots_previous_rule() {
+    pin_cpu0();
+    let mut c = load();
+    let a_flow = plain_udp(7000);
+    let len = a_flow.len() as u64;
+    let a = c.install(&intent(r#"{"dstPort": 7000}"#, r#""actionName": "DROP""#), None).unwrap();
+    for _ in 0..3 {
+        assert_eq!(c.test_run(&a_flow).unwrap().0, XDP_DROP);
+    }
+    let s = c.rule_stat(a.slot);
+    assert_eq!((s.packets, s.bytes), (3, 3 * len), "one searched frame and two from the cache entry");
+
+    // Another rule's install (a new generation): the entry is refilled on the
+    // next frame, its two frames move to the rule's statistics, no count lost or doubled.
+    let other = c.install(&intent(r#"{"dstPort": 7001}"#, r#""actionName": "PASS""#), None).unwrap();
+    assert_eq!(c.rule_stat(a.slot).packets, 3, "the stale entry's frames still count for the rule");
+    assert_eq!(c.test_run(&a_flow).unwrap().0, XDP_DROP);
+    assert_eq!(c.rule_stat(a.slot).packets, 4);
+    assert_eq!(c.test_run(&a_flow).unwrap().0, XDP_DROP);
+    assert_eq!(c.rule_stat(a.slot).packets, 5, "hits in the refilled entry");
+    assert_eq!(c.total("drop").packets, 5);
+
+    // The rule removed, its slot given to a rule for another flow: the old
+    // entry (two hits) counts for the new rule neither while it lives nor
+    // when the flow's next frame refills it.
+    c.remove(&a).unwrap();
+    let b = c.install(&intent(r#"{"dstPort": 7002}"#, r#""actionName": "DROP""#), None).unwrap();
+    assert_eq!(b.slot, a.slot, "the test needs the slot reused");
+    assert_eq!(c.rule_stat(b.slot).packets, 0, "a live entry of the slot's previous rule");
+    assert_eq!(c.test_run(&a_flow).unwrap().0, XDP_PASS, "the flow is unmatched now");
+    assert_eq!(c.rule_stat(b.slot).packets, 0, "the old entry refilled");
+    let b_flow = plain_udp(7002);
+    for _ in 0..2 {
+        assert_eq!(c.test_run(&b_flow).unwrap().0, XDP_DROP);
+    }
+    let s = c.rule_stat(b.slot);
+    assert_eq!((s.packets, s.bytes), (2, 2 * b_flow.len() as u64));
+    assert!(s.last_seen_ns > 0);
+    // Read in one pass for several rules: the same figures.
+    let both = c.rule_stats(&[b.slot, other.slot]);
+    assert_eq!((both[0].packets, both[1].packets), (2, 0));
+}
+
 /// Packets and bytes, per total or per rule.
 type Deltas = Vec<(u64, u64)>;
 
