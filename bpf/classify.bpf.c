@@ -480,13 +480,19 @@ static __always_inline int fast_parse(void *data, void *data_end, const struct c
 	return P_OK;
 }
 
-static __always_inline void count(__u32 what, __u64 bytes)
+/* Adds `n` frames of `bytes` bytes to total `what`. */
+static __always_inline void count_n(__u32 what, __u64 n, __u64 bytes)
 {
 	struct cls_total_ctr *c = bpf_map_lookup_elem(&cls_totals, &what);
 	if (c) {
-		c->packets++;
+		c->packets += n;
 		c->bytes += bytes;
 	}
+}
+
+static __always_inline void count(__u32 what, __u64 bytes)
+{
+	count_n(what, 1, bytes);
 }
 
 static __always_inline __u32 key_hash(const struct cls_flow_key *k)
@@ -658,8 +664,8 @@ static __always_inline void stat_seen(struct cls_stat *st, __u64 jiffies)
  * counts leave the entry before they are added elsewhere (a reader adding
  * both may miss them for a moment, never count them twice): the hits to
  * the evicted entries' total, the frames to the statistics of the rule the
- * entry found, unless that slot has since been given to a rule installed
- * after the entry was filled. A global function: the search (a lookup per
+ * entry found (unless that slot has since been given to a rule installed
+ * after the entry was filled) and, when that rule drops, to the drop total. A global function: the search (a lookup per
  * mask) stays out of the hit path's way, and is verified once. */
 __noinline int cache_fill(const struct cls_flow_key *k, struct cls_cache_ent *e, __u32 bits, __u32 gen, __u32 len)
 {
@@ -678,6 +684,8 @@ __noinline int cache_fill(const struct cls_flow_key *k, struct cls_cache_ent *e,
 			st->packets += hits;
 			st->bytes += bytes;
 		}
+		if (e->rule.action == CLS_ACT_DROP)
+			count_n(CLS_T_DROP, hits, bytes);
 	}
 	struct cls_rule *r = lookup_rule(k, bits);
 	e->k = *k;
@@ -709,14 +717,15 @@ static __always_inline void entry_seen(struct cls_cache_ent *e, __u64 jiffies)
 
 /* The rule for key `k`, or NULL: the flow cache, else the tuple-space
  * search, whose result the cache then keeps (the pointer is into this
- * CPU's cache entry). Counts the frame (`len` bytes): a hit in the entry,
- * a miss in the rule's statistics. The generation is read before the
+ * CPU's cache entry). Counts the frame (`len` bytes) for the rule: a hit
+ * in the entry (*hit = 1: a dropping rule's frame is then counted for the
+ * drop total there too), a miss in the rule's statistics. The generation is read before the
  * search: user space bumps it after a rule change, so an entry computed
  * before the change is never used after it. `v4`: the caller knows the key
  * is IPv4, whose address words 1 and 3 are zero in every IPv4 key (and an
  * entry with the same flags is IPv4 too), so four words decide a hit. */
 static __always_inline const struct cls_rule *find_rule(const struct cls_flow_key *k, const struct cls_config *cfg, int v4,
-							__u32 len)
+							__u32 len, int *hit)
 {
 	__u32 bits = cfg->mask_bits;
 	if (!bits)
@@ -732,6 +741,7 @@ static __always_inline const struct cls_rule *find_rule(const struct cls_flow_ke
 	if (!v4)
 		diff |= (a[1] ^ b[1]) | (a[3] ^ b[3]);
 	if (e->gen == gen && gen != 0 && !diff) {
+		*hit = 1;
 		e->hits++;
 		e->bytes += len;
 		if (!e->found)
@@ -893,8 +903,9 @@ int cls_main(struct xdp_md *ctx)
 	struct cls_flow_key k;
 	struct l3 outer;
 	const struct cls_rule *rule;
+	int hit = 0;
 	if (!cfg->general_only && fast_parse(data, data_end, cfg, &k, &outer) == P_OK) {
-		rule = find_rule(&k, cfg, 1, len);
+		rule = find_rule(&k, cfg, 1, len, &hit);
 	} else {
 		__builtin_memset(&k, 0, sizeof(k));
 		__builtin_memset(&outer, 0, sizeof(outer));
@@ -903,7 +914,7 @@ int cls_main(struct xdp_md *ctx)
 			count(r == P_NOT_IP ? CLS_T_NOT_IP : CLS_T_MALFORMED, len);
 			return XDP_PASS;
 		}
-		rule = find_rule(&k, cfg, 0, len);
+		rule = find_rule(&k, cfg, 0, len, &hit);
 	}
 	int found = rule != NULL;
 
@@ -955,7 +966,8 @@ int cls_main(struct xdp_md *ctx)
 	}
 	switch (action) {
 	case CLS_ACT_DROP:
-		count(CLS_T_DROP, len);
+		if (!hit) /* a cache hit's drop is counted in its entry */
+			count(CLS_T_DROP, len);
 		return XDP_DROP;
 	case CLS_ACT_STEER:
 		r = bpf_redirect_map(&cls_cpus, arg, XDP_PASS);

@@ -99,8 +99,9 @@ struct cls_config {
  * one flow key, direct-mapped by a hash of the key (cls_flow_cache). Valid
  * only while `gen` equals cls_config.gen. The frames an entry answers are
  * counted in the entry itself (the line the hit has already read), not in
- * the rule's statistics: they move there when the entry is refilled, and
- * user space adds the entries' counts when it reads a rule's statistics.
+ * the rule's statistics nor, when the rule drops, in the drop total: they
+ * move there when the entry is refilled, and user space adds the entries'
+ * counts when it reads them.
  * 96 bytes. */
 #define CLS_CACHE_SLOTS 512
 struct cls_cache_ent {
@@ -153,7 +154,7 @@ enum cls_total {
 	CLS_T_STEER_MISS,         /* cpumap entry absent: passed */
 	CLS_T_XSK,                /* redirected into the xskmap */
 	CLS_T_XSK_MISS,           /* no socket in the slot: passed */
-	CLS_T_DROP,
+	CLS_T_DROP,               /* a dropping rule's frames from the flow cache: in their entry until it is refilled */
 	CLS_T_FORWARD,            /* rewritten and sent back out (XDP_TX) */
 	CLS_T_FORWARD_NO_ALT,     /* should have been forwarded, no usable alt node: passed */
 	CLS_T_MALFORMED,          /* truncated or inconsistent headers: passed, never matched */

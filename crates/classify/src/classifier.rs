@@ -558,9 +558,11 @@ impl Classifier {
             .collect()
     }
 
-    /// Totals per action, summed over CPUs, in the order of [`maps::TOTAL_NAMES`].
+    /// Totals per action, summed over CPUs, in the order of [`maps::TOTAL_NAMES`]:
+    /// the map's, plus the frames of dropping rules that live flow cache
+    /// entries answered (the program counts them in the entry; see bpf/classify.h).
     pub fn totals(&self) -> Vec<Counter> {
-        (0..maps::TOTAL_NAMES.len() as u32)
+        let mut totals: Vec<Counter> = (0..maps::TOTAL_NAMES.len() as u32)
             .map(|i| {
                 let mut c = Counter::default();
                 if let Ok(Some(per_cpu)) = self.maps.totals.lookup_percpu(&i.to_ne_bytes(), MapFlags::ANY) {
@@ -570,7 +572,14 @@ impl Classifier {
                 }
                 c
             })
-            .collect()
+            .collect();
+        if let Some(drop) = maps::total_index("drop").and_then(|i| totals.get_mut(i)) {
+            for e in self.cache_entries().iter().filter(|e| e.action == Some(maps::ACT_DROP)) {
+                drop.packets += e.hits;
+                drop.bytes += e.bytes;
+            }
+        }
+        totals
     }
 
     /// One total by name.

@@ -375,6 +375,8 @@ pub struct EntryCounts {
     pub gen: u32,
     /// The rule's slot, when the entry found one.
     pub slot: Option<u32>,
+    /// The rule's action (`ACT_*`), when the entry found one.
+    pub action: Option<u8>,
     /// Frames it answered since it was filled (cache hits).
     pub hits: u64,
     /// Their bytes.
@@ -390,6 +392,7 @@ impl EntryCounts {
         EntryCounts {
             gen: u32_at(offset_of!(CacheEntry, gen)),
             slot: found.then(|| u32_at(offset_of!(CacheEntry, rule) + offset_of!(RuleValue, slot))),
+            action: found.then(|| b.get(offset_of!(CacheEntry, rule) + offset_of!(RuleValue, action)).copied().unwrap_or(0)),
             hits: u64_at(b, offset_of!(CacheEntry, hits)),
             bytes: u64_at(b, offset_of!(CacheEntry, bytes)),
         }
