@@ -538,9 +538,10 @@ impl Classifier {
                 }
             }
         }
+        let index: std::collections::HashMap<u32, usize> = slots.iter().enumerate().map(|(i, s)| (*s, i)).collect();
         for e in self.cache_entries() {
-            for (i, slot) in slots.iter().enumerate() {
-                if e.slot == Some(*slot) && e.gen >= installed[i] {
+            if let Some(&i) = e.slot.and_then(|s| index.get(&s)) {
+                if e.gen >= installed[i] {
                     out[i].add_entry(&e);
                 }
             }
