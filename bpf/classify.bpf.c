@@ -372,10 +372,11 @@ static __always_inline int parse_gtp(void *data, void *data_end, __u32 off, __u3
 /* The UDP length of the IPv4/UDP header pair at `ip`, whose packet may
  * take at most `room` bytes (room >= 28), when it is IPv4 without options,
  * not a fragment, UDP, and its lengths agree; else 0. The IP packet's
- * total length goes to *tot (when tot is not NULL). The caller has checked that the 28 bytes are
- * in the frame. Word tests: version and IHL in one byte; MF, fragment
- * offset and protocol in one 32-bit word (DF may be set); the four length
- * bounds as two unsigned compares (a length under its minimum wraps). */
+ * total length goes to *tot (when tot is not NULL). The caller has checked
+ * that the 28 bytes are in the frame. Word tests: version and IHL in one
+ * byte; MF, fragment offset and protocol in one 32-bit word (DF may be
+ * set); the four length bounds as two unsigned compares (a length under its
+ * minimum wraps). */
 static __always_inline __u32 ip4_udp_len(const __u8 *ip, __u32 room, __u32 *tot)
 {
 	__u32 w0 = *(const __u32 *)ip;       /* version+IHL, TOS, total length */
@@ -665,8 +666,9 @@ static __always_inline void stat_seen(struct cls_stat *st, __u64 jiffies)
  * both may miss them for a moment, never count them twice): the hits to
  * the evicted entries' total, the frames to the statistics of the rule the
  * entry found (unless that slot has since been given to a rule installed
- * after the entry was filled) and, when that rule drops, to the drop total. A global function: the search (a lookup per
- * mask) stays out of the hit path's way, and is verified once. */
+ * after the entry was filled) and, when that rule drops, to the drop
+ * total. A global function: the search (a lookup per mask) stays out of
+ * the hit path's way, and is verified once. */
 __noinline int cache_fill(const struct cls_flow_key *k, struct cls_cache_ent *e, __u32 bits, __u32 gen, __u32 len)
 {
 	if (!k || !e)
@@ -719,9 +721,9 @@ static __always_inline void entry_seen(struct cls_cache_ent *e, __u64 jiffies)
  * search, whose result the cache then keeps (the pointer is into this
  * CPU's cache entry). Counts the frame (`len` bytes) for the rule: a hit
  * in the entry (*hit = 1: a dropping rule's frame is then counted for the
- * drop total there too), a miss in the rule's statistics. The generation is read before the
- * search: user space bumps it after a rule change, so an entry computed
- * before the change is never used after it. `v4`: the caller knows the key
+ * drop total there too), a miss in the rule's statistics. The generation
+ * is read before the search: user space bumps it after a rule change, so
+ * an entry computed before the change is never used after it. `v4`: the caller knows the key
  * is IPv4, whose address words 1 and 3 are zero in every IPv4 key (and an
  * entry with the same flags is IPv4 too), so four words decide a hit. */
 static __always_inline const struct cls_rule *find_rule(const struct cls_flow_key *k, const struct cls_config *cfg, int v4,

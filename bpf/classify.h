@@ -101,8 +101,7 @@ struct cls_config {
  * counted in the entry itself (the line the hit has already read), not in
  * the rule's statistics nor, when the rule drops, in the drop total: they
  * move there when the entry is refilled, and user space adds the entries'
- * counts when it reads them.
- * 96 bytes. */
+ * counts when it reads them. 96 bytes. */
 #define CLS_CACHE_SLOTS 512
 struct cls_cache_ent {
 	struct cls_flow_key k;
@@ -113,6 +112,7 @@ struct cls_cache_ent {
 	__u64 bytes;          /* their bytes */
 	__u64 seen_jiffies;   /* jiffies of the last hit that updated the rule's last_seen_ns */
 };
+
 /* The CPUs a CLS_ACT_SPREAD rule spreads its flows over (cls_cpu_sets[rule slot]). */
 struct cls_cpu_set {
 	__u32 n;                    /* CPUs in use, 1..CLS_MAX_SPREAD */
@@ -154,7 +154,7 @@ enum cls_total {
 	CLS_T_STEER_MISS,         /* cpumap entry absent: passed */
 	CLS_T_XSK,                /* redirected into the xskmap */
 	CLS_T_XSK_MISS,           /* no socket in the slot: passed */
-	CLS_T_DROP,               /* a dropping rule's frames from the flow cache: in their entry until it is refilled */
+	CLS_T_DROP,               /* dropped by a rule (the frames the flow cache answered: in their entry until it is refilled) */
 	CLS_T_FORWARD,            /* rewritten and sent back out (XDP_TX) */
 	CLS_T_FORWARD_NO_ALT,     /* should have been forwarded, no usable alt node: passed */
 	CLS_T_MALFORMED,          /* truncated or inconsistent headers: passed, never matched */

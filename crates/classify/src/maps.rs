@@ -334,6 +334,14 @@ impl ConfigValue {
     }
 }
 
+fn u32_at(b: &[u8], i: usize) -> u32 {
+    let mut a = [0u8; 4];
+    if let Some(s) = b.get(i..i + 4) {
+        a.copy_from_slice(s);
+    }
+    u32::from_ne_bytes(a)
+}
+
 fn u64_at(b: &[u8], i: usize) -> u64 {
     let mut a = [0u8; 8];
     if let Some(s) = b.get(i..i + 8) {
@@ -387,11 +395,10 @@ impl EntryCounts {
     /// Reads one CPU's value of `cls_flow_cache`.
     pub fn from_bytes(b: &[u8]) -> EntryCounts {
         use std::mem::offset_of;
-        let u32_at = |i: usize| b.get(i..i + 4).map(|s| u32::from_ne_bytes(s.try_into().expect("4 bytes"))).unwrap_or(0);
-        let found = u32_at(offset_of!(CacheEntry, found)) != 0;
+        let found = u32_at(b, offset_of!(CacheEntry, found)) != 0;
         EntryCounts {
-            gen: u32_at(offset_of!(CacheEntry, gen)),
-            slot: found.then(|| u32_at(offset_of!(CacheEntry, rule) + offset_of!(RuleValue, slot))),
+            gen: u32_at(b, offset_of!(CacheEntry, gen)),
+            slot: found.then(|| u32_at(b, offset_of!(CacheEntry, rule) + offset_of!(RuleValue, slot))),
             action: found.then(|| b.get(offset_of!(CacheEntry, rule) + offset_of!(RuleValue, action)).copied().unwrap_or(0)),
             hits: u64_at(b, offset_of!(CacheEntry, hits)),
             bytes: u64_at(b, offset_of!(CacheEntry, bytes)),
@@ -450,8 +457,7 @@ check_cls_stat!(StatValue);
 
 /// The installation generation in one CPU's `cls_stat` value.
 pub fn stat_gen(b: &[u8]) -> u32 {
-    let i = std::mem::offset_of!(StatValue, gen);
-    b.get(i..i + 4).map(|s| u32::from_ne_bytes(s.try_into().expect("4 bytes"))).unwrap_or(0)
+    u32_at(b, std::mem::offset_of!(StatValue, gen))
 }
 
 impl RuleStat {
