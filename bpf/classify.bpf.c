@@ -20,12 +20,11 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct cls_config);
-} cls_config SEC(".maps");
+/* The configuration: a global variable in its own section, which libbpf
+ * makes a one-entry array map named `.data.config` (user space writes the
+ * whole value). The program reads it in place: its address is a constant,
+ * no lookup on the path of every frame. */
+struct cls_config cls_config SEC(".data.config");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -400,29 +399,21 @@ static __always_inline __u32 ip4_udp_len(const __u8 *ip, __u32 room, __u32 *tot)
  *   Ethernet / IPv4 / UDP:gtpu / GTP-U G-PDU [one 4-byte extension] / IPv4 / UDP
  * with no VLAN tag, no IP option, no fragment, and every length checked as
  * the general parser checks it. Anything else returns -1 with nothing
- * decided; the general parser then parses the frame (and decides). */
+ * decided; the general parser then parses the frame (and decides). Fills
+ * only the key: the outer headers' shape is fixed (fast_outer), described
+ * only for the rare frame that is forwarded. */
 static __always_inline int fast_parse(void *data, void *data_end, const struct cls_config *cfg,
-				      struct cls_flow_key *k, struct l3 *outer)
+				      struct cls_flow_key *k)
 {
 	__u8 *eth = data;
 	__u32 len = data_end - data;
 	if (eth + 14 + 28 > (__u8 *)data_end || *(__u16 *)(eth + 12) != ETH_P_IP_BE)
 		return -1;
 	__u8 *ip = eth + 14;
-	__u32 tot;
-	__u32 ulen = ip4_udp_len(ip, len - 14, &tot);
+	__u32 ulen = ip4_udp_len(ip, len - 14, NULL);
 	if (!ulen)
 		return -1;
 	__u16 dport = bpf_ntohs(*(__u16 *)(ip + 22));
-	outer->ip_off = 14;
-	outer->ip_end = 14 + tot;
-	outer->l4_off = 34;
-	outer->l4_end = 34 + ulen;
-	outer->dport = dport;
-	outer->proto = IPPROTO_UDP;
-	outer->has_l4 = 1;
-	outer->v6 = 0;
-	outer->frag = 0;
 
 	__u64 tunnel = 0; /* the key's vni and teid word */
 	__u8 flags = CLS_F_L4;
@@ -437,7 +428,7 @@ static __always_inline int fast_parse(void *data, void *data_end, const struct c
 		ulen = ip4_udp_len(ip, ulen - 8 - 22, NULL);
 		if (!ulen || bpf_ntohs(*(__u16 *)(ip + 22)) == cfg->gtpu_port)
 			return -1;
-		tunnel = ((__u32)vx[4] << 16) | ((__u32)vx[5] << 8) | vx[6];
+		tunnel = bpf_ntohl(*(__u32 *)(vx + 4)) >> 8; /* the VNI: bytes 4-6 */
 		flags |= CLS_F_VXLAN;
 	} else if (dport == cfg->gtpu_port) {
 		/* GTP-U (8) [+ 4 + one 4-byte extension] + IPv4 (20) + UDP (8) */
@@ -479,6 +470,23 @@ static __always_inline int fast_parse(void *data, void *data_end, const struct c
 	kw[5] = (__u64)bpf_ntohs(*(__u16 *)(ip + 20)) | (__u64)bpf_ntohs(*(__u16 *)(ip + 22)) << 16 |
 		(__u64)IPPROTO_UDP << 48 | (__u64)flags << 56;
 	return P_OK;
+}
+
+/* The outer headers of a frame the fast lane took (Ethernet / IPv4 without
+ * options / UDP), as the general parser describes them: for forward(). */
+static __always_inline void fast_outer(void *data, void *data_end, struct l3 *o)
+{
+	__u8 *p = data;
+	__builtin_memset(o, 0, sizeof(*o));
+	o->ip_off = 14;
+	o->l4_off = 34;
+	o->proto = IPPROTO_UDP;
+	o->has_l4 = 1;
+	if (p + 42 > (__u8 *)data_end)
+		return; /* cannot happen: the fast lane checked these 42 bytes */
+	o->ip_end = 14 + bpf_ntohs(*(__u16 *)(p + 16));
+	o->l4_end = 34 + bpf_ntohs(*(__u16 *)(p + 38));
+	o->dport = bpf_ntohs(*(__u16 *)(p + 36));
 }
 
 /* Adds `n` frames of `bytes` bytes to total `what`. */
@@ -891,12 +899,9 @@ int cls_main(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	__u64 len = data_end - data;
-	__u32 zero = 0;
 	int r;
 
-	struct cls_config *cfg = bpf_map_lookup_elem(&cls_config, &zero);
-	if (!cfg)
-		return XDP_PASS;
+	const struct cls_config *cfg = &cls_config;
 
 	/* The fast lane for the common shapes; the general parser for the rest
 	 * (or for every frame, when user space turned the fast lane off). Then
@@ -906,7 +911,8 @@ int cls_main(struct xdp_md *ctx)
 	struct l3 outer;
 	const struct cls_rule *rule;
 	int hit = 0;
-	if (!cfg->general_only && fast_parse(data, data_end, cfg, &k, &outer) == P_OK) {
+	int fast = !cfg->general_only && fast_parse(data, data_end, cfg, &k) == P_OK;
+	if (fast) {
 		rule = find_rule(&k, cfg, 1, len, &hit);
 	} else {
 		__builtin_memset(&k, 0, sizeof(k));
@@ -922,7 +928,7 @@ int cls_main(struct xdp_md *ctx)
 
 	/* Overload signal (load_state): looked at only when one is configured. */
 	int load = 0;
-	if (__builtin_expect((cfg->load_flag | cfg->rate_threshold | cfg->saturation_threshold) != 0, 0)) {
+	if (__builtin_expect(cfg->load_watch != 0, 0)) {
 		load = load_state(cfg);
 		if (load & LOAD_OVERLOADED)
 			count(CLS_T_OVERLOADED, len);
@@ -933,6 +939,8 @@ int cls_main(struct xdp_md *ctx)
 	int encapsulated = (k.flags & (CLS_F_VXLAN | CLS_F_GTP)) != 0;
 	if (!found) {
 		if (encapsulated && overloaded && cfg->default_action == CLS_ACT_FORWARD) {
+			if (fast)
+				fast_outer(data, data_end, &outer);
 			r = forward(ctx, &k, CLS_ALT_BY_HASH, cfg->alt_count, &outer);
 			if (r == XDP_TX) {
 				count(CLS_T_FORWARD, len);
@@ -954,6 +962,8 @@ int cls_main(struct xdp_md *ctx)
 	 * forwarded rather than lost. */
 	int is_fwd_rule = action == CLS_ACT_FORWARD;
 	if (is_fwd_rule ? overloaded : (saturated && action != CLS_ACT_DROP)) {
+		if (fast)
+			fast_outer(data, data_end, &outer);
 		r = forward(ctx, &k, is_fwd_rule ? arg : CLS_ALT_BY_HASH, cfg->alt_count, &outer);
 		if (r == XDP_TX) {
 			struct cls_stat *st = bpf_map_lookup_elem(&cls_rule_stats, &slot);

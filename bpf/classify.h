@@ -92,7 +92,9 @@ struct cls_config {
 	                       * an older generation are never used */
 	__u32 general_only;   /* 1: every frame through the general parser, the fast lane
 	                       * off (to check one against the other; diagnosis) */
-	__u32 _pad;
+	__u32 load_watch;     /* 1 when load_flag, rate_threshold or saturation_threshold
+	                       * is set (derived by user space): the one word a frame
+	                       * tests before it looks at any overload signal */
 };
 
 /* Per-CPU exact-match flow cache: the result of the tuple-space search for

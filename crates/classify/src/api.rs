@@ -302,18 +302,18 @@ impl Service {
     /// frames forwarded, and each intent's packets, bytes, forwarded and last
     /// seen (CLOCK_MONOTONIC ns), summed over CPUs.
     pub fn stats(&self) -> Value {
-        let totals = self.cls.totals();
+        let slots: Vec<u32> = self.entries.iter().map(|e| e.installed.slot).collect();
+        let (totals, rule_stats) = self.cls.counts(&slots);
         let mut t = serde_json::Map::new();
         for (n, c) in maps::TOTAL_NAMES.iter().zip(totals.iter()) {
             t.insert(n.to_string(), json!(c));
         }
         let classified: u64 = totals.iter().take(9).map(|c| c.packets).sum();
         let fwd = totals[maps::total_index("forward").unwrap_or(0)].packets;
-        let slots: Vec<u32> = self.entries.iter().map(|e| e.installed.slot).collect();
         let rules: Vec<Value> = self
             .entries
             .iter()
-            .zip(self.cls.rule_stats(&slots))
+            .zip(rule_stats)
             .map(|(e, s)| json!({"id": e.id, "action": e.rule.action, "packets": s.packets, "bytes": s.bytes, "forwarded": s.forwarded, "last_seen_ns": s.last_seen_ns}))
             .collect();
         json!({

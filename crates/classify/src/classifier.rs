@@ -136,11 +136,12 @@ impl Settings {
     fn to_value(&self, mask_bits: u32, gen: u32, general_only: bool) -> ConfigValue {
         let window_ns = self.window_us * 1000;
         let per_window = |pps: u64| if pps == 0 { 0 } else { (pps as u128 * window_ns as u128 / 1_000_000_000).max(1) as u64 };
+        let (rate_threshold, saturation_threshold) = (per_window(self.rate_threshold_pps), per_window(self.saturation_pps));
         ConfigValue {
             load_flag: self.load_flag as u32,
             alt_count: self.alt_nodes.len() as u32,
-            rate_threshold: per_window(self.rate_threshold_pps),
-            saturation_threshold: per_window(self.saturation_pps),
+            rate_threshold,
+            saturation_threshold,
             window_ns,
             default_action: match self.default_action {
                 DefaultAction::Pass => maps::ACT_PASS as u32,
@@ -151,7 +152,7 @@ impl Settings {
             mask_bits,
             gen,
             general_only: general_only as u32,
-            _pad: 0,
+            load_watch: (self.load_flag || rate_threshold != 0 || saturation_threshold != 0) as u32,
         }
     }
 }
@@ -231,7 +232,7 @@ impl Classifier {
         }
         let obj = xdp::load(object, "cls_main")?;
         let maps = Maps {
-            config: map_handle(&obj, "cls_config")?,
+            config: map_handle(&obj, ".data.config")?,
             masks: map_handle(&obj, "cls_masks")?,
             rules: map_handle(&obj, "cls_rules")?,
             rule_stats: map_handle(&obj, "cls_rule_stats")?,
@@ -528,6 +529,18 @@ impl Classifier {
     /// slot's rule (the program counts a cache hit in its entry; see
     /// bpf/classify.h). One pass over the cache for all the slots.
     pub fn rule_stats(&self, slots: &[u32]) -> Vec<RuleStat> {
+        self.rule_stats_with(slots, &self.cache_entries())
+    }
+
+    /// The totals ([`Classifier::totals`]) and the statistics of each slot
+    /// in `slots` ([`Classifier::rule_stats`]) from one pass over the flow
+    /// cache: what a statistics request or a metrics scrape reads.
+    pub fn counts(&self, slots: &[u32]) -> (Vec<Counter>, Vec<RuleStat>) {
+        let entries = self.cache_entries();
+        (self.totals_with(&entries), self.rule_stats_with(slots, &entries))
+    }
+
+    fn rule_stats_with(&self, slots: &[u32], entries: &[maps::EntryCounts]) -> Vec<RuleStat> {
         let mut out = vec![RuleStat::default(); slots.len()];
         let mut installed = vec![0u32; slots.len()];
         for (i, slot) in slots.iter().enumerate() {
@@ -539,10 +552,10 @@ impl Classifier {
             }
         }
         let index: std::collections::HashMap<u32, usize> = slots.iter().enumerate().map(|(i, s)| (*s, i)).collect();
-        for e in self.cache_entries() {
+        for e in entries {
             if let Some(&i) = e.slot.and_then(|s| index.get(&s)) {
                 if e.gen >= installed[i] {
-                    out[i].add_entry(&e);
+                    out[i].add_entry(e);
                 }
             }
         }
@@ -563,6 +576,10 @@ impl Classifier {
     /// the map's, plus the frames of dropping rules that live flow cache
     /// entries answered (the program counts them in the entry; see bpf/classify.h).
     pub fn totals(&self) -> Vec<Counter> {
+        self.totals_with(&self.cache_entries())
+    }
+
+    fn totals_with(&self, entries: &[maps::EntryCounts]) -> Vec<Counter> {
         let mut totals: Vec<Counter> = (0..maps::TOTAL_NAMES.len() as u32)
             .map(|i| {
                 let mut c = Counter::default();
@@ -575,7 +592,7 @@ impl Classifier {
             })
             .collect();
         if let Some(drop) = maps::total_index("drop").and_then(|i| totals.get_mut(i)) {
-            for e in self.cache_entries().iter().filter(|e| e.action == Some(maps::ACT_DROP)) {
+            for e in entries.iter().filter(|e| e.action == Some(maps::ACT_DROP)) {
                 drop.packets += e.hits;
                 drop.bytes += e.bytes;
             }

@@ -309,8 +309,9 @@ pub struct ConfigValue {
     pub gen: u32,
     /// 1: the fast lane off, every frame through the general parser.
     pub general_only: u32,
-    /// Unused.
-    pub _pad: u32,
+    /// 1 when `load_flag`, `rate_threshold` or `saturation_threshold` is
+    /// set: the one word the program tests before any overload signal.
+    pub load_watch: u32,
 }
 check_cls_config!(ConfigValue);
 
@@ -329,7 +330,7 @@ impl ConfigValue {
         v.extend_from_slice(&self.mask_bits.to_ne_bytes());
         v.extend_from_slice(&self.gen.to_ne_bytes());
         v.extend_from_slice(&self.general_only.to_ne_bytes());
-        v.extend_from_slice(&self._pad.to_ne_bytes());
+        v.extend_from_slice(&self.load_watch.to_ne_bytes());
         v
     }
 }
@@ -528,7 +529,7 @@ mod tests {
             mask_bits: 0,
             gen: 0,
             general_only: 0,
-            _pad: 0,
+            load_watch: 0,
         };
         assert_eq!(c.to_bytes().len(), std::mem::size_of::<ConfigValue>());
     }

@@ -53,7 +53,8 @@ pub fn render(svc: &Service, conns: &ConnCounts) -> String {
     detpath_metrics::encode::register_conn_counts(&mut reg, "detpath_classify", conns);
     let (packets, bytes, forwarded) = (Family::<Labels, Counter>::default(), Family::<Labels, Counter>::default(), Family::<Labels, Counter>::default());
     let slots: Vec<u32> = svc.entries.iter().map(|e| e.installed.slot).collect();
-    for (e, s) in svc.entries.iter().zip(svc.cls.rule_stats(&slots)) {
+    let (totals, rule_stats) = svc.cls.counts(&slots);
+    for (e, s) in svc.entries.iter().zip(rule_stats) {
         let l = vec![("id".to_string(), e.id.clone()), ("action".to_string(), action_name(&e.rule.action).to_string())];
         packets.get_or_create(&l).inc_by(s.packets);
         bytes.get_or_create(&l).inc_by(s.bytes);
@@ -63,7 +64,6 @@ pub fn render(svc: &Service, conns: &ConnCounts) -> String {
     reg.register("detpath_classify_rule_bytes", "Bytes that matched the intent", bytes);
     reg.register("detpath_classify_rule_forwarded", "Packets of the intent forwarded to an alternative node", forwarded);
 
-    let totals = svc.cls.totals();
     let (t_packets, t_bytes) = (Family::<Labels, Counter>::default(), Family::<Labels, Counter>::default());
     for (name, c) in maps::TOTAL_NAMES.iter().zip(&totals) {
         let l = vec![("action".to_string(), name.to_string())];

@@ -395,6 +395,33 @@ fn forward_when_overloaded_rewrites_mac_ip_and_checksums() {
     }
 }
 
+/// A frame the fast lane parsed (untagged IPv4/UDP, bare or in VXLAN or
+/// GTP-U) is forwarded as the general parser would forward it: the fast
+/// lane keeps no description of the outer headers, forwarding rebuilds it.
+#[test]
+fn a_fast_lane_frame_is_forwarded_as_the_general_parser_forwards_it() {
+    use detpath_classify::bench::{frame, Encap};
+    let mut c = load();
+    c.apply_settings(&alt_settings(true, false)).unwrap();
+    // Plain UDP is forwarded only by a rule; unmatched tunnels by the default action.
+    c.install(&intent(r#"{"dstPort": 5000, "protocol": "udp"}"#, r#""actionName": "FORWARD_WHEN_OVERLOADED", "alt_node": 0"#), None).unwrap();
+    for encap in Encap::ALL {
+        let f = frame(encap, 132);
+        assert!(udp_checksum_ok(&f, 14), "{encap:?}: the frame carries an outer UDP checksum to update");
+        let mut out = Vec::new();
+        for fast_lane in [true, false] {
+            c.set_fast_lane(fast_lane).unwrap();
+            let (v, o) = c.test_run(&f).unwrap();
+            assert_eq!(v, XDP_TX, "{encap:?} (fast lane {fast_lane}): forwarded");
+            assert_eq!(Ipv4Packet::new_checked(&o[14..]).unwrap().dst_addr(), ip("10.0.0.170"));
+            assert!(ipv4_header_ok(&o, 14) && udp_checksum_ok(&o, 14), "{encap:?} (fast lane {fast_lane}): checksums still valid");
+            out.push(o);
+        }
+        assert_eq!(out[0], out[1], "{encap:?}: the fast lane and the general parser forward alike");
+    }
+    assert_eq!(c.total("forward").packets, 6);
+}
+
 #[test]
 fn per_cpu_rate_threshold_forwards_the_excess() {
     pin_cpu0();
