@@ -666,6 +666,17 @@ static __always_inline void stat_seen(struct cls_stat *st, __u64 jiffies)
 	}
 }
 
+/* Entry `e` (filled with a rule) seen at `jiffies`, and so its rule (the
+ * statistics' last_seen_ns): from a miss, and from a hit once a tick. */
+static __always_inline void entry_seen(struct cls_cache_ent *e, __u64 jiffies)
+{
+	e->seen_jiffies = jiffies;
+	__u32 slot = e->rule.slot;
+	struct cls_stat *st = bpf_map_lookup_elem(&cls_rule_stats, &slot);
+	if (st)
+		stat_seen(st, jiffies);
+}
+
 /* The miss path of the flow cache: moves the entry's counts out, searches
  * the rules for `k` and fills the entry with the result (the key, the
  * generation it was computed in, a copy of the winning rule); counts this
@@ -709,20 +720,9 @@ __noinline int cache_fill(const struct cls_flow_key *k, struct cls_cache_ent *e,
 	if (st) {
 		st->packets++;
 		st->bytes += len;
-		e->seen_jiffies = bpf_jiffies64();
-		stat_seen(st, e->seen_jiffies);
 	}
+	entry_seen(e, bpf_jiffies64());
 	return 1;
-}
-
-/* The rule's last_seen_ns, from a cache hit: once a tick per entry. */
-static __always_inline void entry_seen(struct cls_cache_ent *e, __u64 jiffies)
-{
-	e->seen_jiffies = jiffies;
-	__u32 slot = e->rule.slot;
-	struct cls_stat *st = bpf_map_lookup_elem(&cls_rule_stats, &slot);
-	if (st)
-		stat_seen(st, jiffies);
 }
 
 /* The rule for key `k`, or NULL: the flow cache, else the tuple-space
