@@ -370,13 +370,12 @@ static __always_inline int parse_gtp(void *data, void *data_end, __u32 off, __u3
 
 /* The UDP length of the IPv4/UDP header pair at `ip`, whose packet may
  * take at most `room` bytes (room >= 28), when it is IPv4 without options,
- * not a fragment, UDP, and its lengths agree; else 0. The IP packet's
- * total length goes to *tot (when tot is not NULL). The caller has checked
- * that the 28 bytes are in the frame. Word tests: version and IHL in one
- * byte; MF, fragment offset and protocol in one 32-bit word (DF may be
- * set); the four length bounds as two unsigned compares (a length under its
- * minimum wraps). */
-static __always_inline __u32 ip4_udp_len(const __u8 *ip, __u32 room, __u32 *tot)
+ * not a fragment, UDP, and its lengths agree; else 0. The caller has
+ * checked that the 28 bytes are in the frame. Word tests: version and IHL
+ * in one byte; MF, fragment offset and protocol in one 32-bit word (DF may
+ * be set); the four length bounds as two unsigned compares (a length under
+ * its minimum wraps). */
+static __always_inline __u32 ip4_udp_len(const __u8 *ip, __u32 room)
 {
 	__u32 w0 = *(const __u32 *)ip;       /* version+IHL, TOS, total length */
 	__u32 w1 = *(const __u32 *)(ip + 6); /* flags+offset, TTL, protocol */
@@ -387,9 +386,23 @@ static __always_inline __u32 ip4_udp_len(const __u8 *ip, __u32 room, __u32 *tot)
 	/* 28 <= t <= room, and 8 <= ulen <= t - 20 */
 	if (t - 28 > room - 28 || ulen - 8 > t - 28)
 		return 0;
-	if (tot)
-		*tot = t;
 	return ulen;
+}
+
+/* The fast lane's flow key: the checked innermost IPv4/UDP header pair at
+ * `ip`, the tunnel word (the key's vni and teid) and the flags. Inlined
+ * once per shape, so each reads its headers at fixed offsets. */
+static __always_inline int fast_key(struct cls_flow_key *k, const __u8 *ip, __u64 tunnel, __u8 flags)
+{
+	__u64 *kw = (__u64 *)k;
+	kw[0] = *(__u32 *)(ip + 12);
+	kw[1] = 0;
+	kw[2] = *(__u32 *)(ip + 16);
+	kw[3] = 0;
+	kw[4] = tunnel;
+	kw[5] = (__u64)bpf_ntohs(*(__u16 *)(ip + 20)) | (__u64)bpf_ntohs(*(__u16 *)(ip + 22)) << 16 |
+		(__u64)IPPROTO_UDP << 48 | (__u64)flags << 56;
+	return P_OK;
 }
 
 /* The fast lane: the three shapes nearly every frame has, parsed straight
@@ -397,7 +410,9 @@ static __always_inline __u32 ip4_udp_len(const __u8 *ip, __u32 room, __u32 *tot)
  *   Ethernet / IPv4 / UDP (to neither tunnel port)
  *   Ethernet / IPv4 / UDP:vxlan / VXLAN / Ethernet / IPv4 / UDP (not to the GTP-U port)
  *   Ethernet / IPv4 / UDP:gtpu / GTP-U G-PDU [one 4-byte extension] / IPv4 / UDP
- * with no VLAN tag, no IP option, no fragment, and every length checked as
+ * with no VLAN tag, no IP option, no fragment, no GTP-U sequence or N-PDU
+ * number (each shape with its headers at fixed offsets: a GTP-U frame with
+ * or without its extension is two shapes), and every length checked as
  * the general parser checks it. Anything else returns -1 with nothing
  * decided; the general parser then parses the frame (and decides). Fills
  * only the key: the outer headers' shape is fixed (fast_outer), described
@@ -410,13 +425,11 @@ static __always_inline int fast_parse(void *data, void *data_end, const struct c
 	if (eth + 14 + 28 > (__u8 *)data_end || *(__u16 *)(eth + 12) != ETH_P_IP_BE)
 		return -1;
 	__u8 *ip = eth + 14;
-	__u32 ulen = ip4_udp_len(ip, len - 14, NULL);
+	__u32 ulen = ip4_udp_len(ip, len - 14);
 	if (!ulen)
 		return -1;
 	__u16 dport = bpf_ntohs(*(__u16 *)(ip + 22));
 
-	__u64 tunnel = 0; /* the key's vni and teid word */
-	__u8 flags = CLS_F_L4;
 	if (dport == cfg->vxlan_port) {
 		/* VXLAN (8) + Ethernet (14) + IPv4 (20) + UDP (8) after the outer UDP */
 		__u8 *vx = ip + 28;
@@ -424,52 +437,39 @@ static __always_inline int fast_parse(void *data, void *data_end, const struct c
 			return -1;
 		if (ulen < 8 + 22 + 28)
 			return -1;
-		ip = vx + 22;
-		ulen = ip4_udp_len(ip, ulen - 8 - 22, NULL);
-		if (!ulen || bpf_ntohs(*(__u16 *)(ip + 22)) == cfg->gtpu_port)
+		__u8 *in = vx + 22;
+		if (!ip4_udp_len(in, ulen - 8 - 22) || bpf_ntohs(*(__u16 *)(in + 22)) == cfg->gtpu_port)
 			return -1;
-		tunnel = bpf_ntohl(*(__u32 *)(vx + 4)) >> 8; /* the VNI: bytes 4-6 */
-		flags |= CLS_F_VXLAN;
-	} else if (dport == cfg->gtpu_port) {
-		/* GTP-U (8) [+ 4 + one 4-byte extension] + IPv4 (20) + UDP (8) */
-		__u8 *g = ip + 28;
-		if (g + 8 + 8 + 28 > (__u8 *)data_end)
-			return -1;
-		__u8 fl = g[0];
-		if ((fl & 0xf0) != 0x30 || g[1] != 0xff)
-			return -1; /* not GTPv1 G-PDU (GTP' or a signalling message) */
-		__u32 glen = bpf_ntohs(*(__u16 *)(g + 2));
-		if (8 + glen > ulen - 8)
-			return -1;
-		__u32 hl = 8;
-		if (fl & 0x07) {
-			hl = 12;
-			if ((fl & 0x04) && g[11] != 0) {
-				if (g[12] != 1 || g[15] != 0)
-					return -1; /* an extension longer than 4 bytes, or a second one */
-				hl = 16;
-			}
-		}
-		if (hl - 8 + 28 > glen)
-			return -1;
-		ip = g + hl;
-		if (ip + 28 > (__u8 *)data_end)
-			return -1;
-		ulen = ip4_udp_len(ip, glen - (hl - 8), NULL);
-		if (!ulen)
-			return -1;
-		tunnel = (__u64)bpf_ntohl(*(__u32 *)(g + 4)) << 32;
-		flags |= CLS_F_GTP;
+		return fast_key(k, in, bpf_ntohl(*(__u32 *)(vx + 4)) >> 8, CLS_F_L4 | CLS_F_VXLAN);
 	}
-	__u64 *kw = (__u64 *)k;
-	kw[0] = *(__u32 *)(ip + 12);
-	kw[1] = 0;
-	kw[2] = *(__u32 *)(ip + 16);
-	kw[3] = 0;
-	kw[4] = tunnel;
-	kw[5] = (__u64)bpf_ntohs(*(__u16 *)(ip + 20)) | (__u64)bpf_ntohs(*(__u16 *)(ip + 22)) << 16 |
-		(__u64)IPPROTO_UDP << 48 | (__u64)flags << 56;
-	return P_OK;
+	if (dport == cfg->gtpu_port) {
+		/* GTP-U G-PDU (8), bare or with one 4-byte extension (+ 8), + IPv4 (20) +
+		 * UDP (8); any other message type (a signalling message) or flags (GTP',
+		 * a sequence or N-PDU number, a longer or second extension) go to the
+		 * general parser. */
+		__u8 *g = ip + 28;
+		if (g + 16 + 28 > (__u8 *)data_end)
+			return -1;
+		__u32 w0 = *(__u32 *)g; /* flags, message type, length */
+		__u32 glen = bpf_ntohs((__u16)(w0 >> 16));
+		if (glen + 16 > ulen) /* 8 + glen > ulen - 8 */
+			return -1;
+		__u64 teid = (__u64)bpf_ntohl(*(__u32 *)(g + 4)) << 32;
+		__u32 fl_type = w0 & bpf_htonl(0xffff0000);
+		if (fl_type == bpf_htonl(0x30ff0000)) { /* GTPv1, no optional field */
+			if (glen < 28 || !ip4_udp_len(g + 8, glen))
+				return -1;
+			return fast_key(k, g + 8, teid, CLS_F_L4 | CLS_F_GTP);
+		}
+		/* E flag, next extension type set, one extension of 4 bytes (length 1, next 0) */
+		if (fl_type != bpf_htonl(0x34ff0000) || g[11] == 0 ||
+		    (*(__u32 *)(g + 12) & bpf_htonl(0xff0000ff)) != bpf_htonl(0x01000000))
+			return -1;
+		if (glen < 8 + 28 || !ip4_udp_len(g + 16, glen - 8))
+			return -1;
+		return fast_key(k, g + 16, teid, CLS_F_L4 | CLS_F_GTP);
+	}
+	return fast_key(k, ip, 0, CLS_F_L4);
 }
 
 /* The outer headers of a frame the fast lane took (Ethernet / IPv4 without
