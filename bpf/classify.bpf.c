@@ -731,9 +731,10 @@ __noinline int cache_fill(const struct cls_flow_key *k, struct cls_cache_ent *e,
  * in the entry (*hit = 1: a dropping rule's frame is then counted for the
  * drop total there too), a miss in the rule's statistics. The generation
  * is read before the search: user space bumps it after a rule change, so
- * an entry computed before the change is never used after it. `v4`: the caller knows the key
- * is IPv4, whose address words 1 and 3 are zero in every IPv4 key (and an
- * entry with the same flags is IPv4 too), so four words decide a hit. */
+ * an entry computed before the change is never used after it. `v4`: the
+ * caller knows the key is IPv4, whose address words 1 and 3 are zero in
+ * every IPv4 key (and an entry with the same flags is IPv4 too), so four
+ * words decide a hit. */
 static __always_inline const struct cls_rule *find_rule(const struct cls_flow_key *k, const struct cls_config *cfg, int v4,
 							__u32 len, int *hit)
 {
