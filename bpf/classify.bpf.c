@@ -274,8 +274,7 @@ __noinline int parse_ip(struct xdp_md *ctx, __u32 ethertype, struct cls_flow_key
 				return P_BAD;
 			o->l4_end = l4_off + ulen;
 		}
-		k->sport = ((__u16)u[0] << 8) | u[1];
-		k->dport = ((__u16)u[2] << 8) | u[3];
+		*(__u32 *)&k->sport = *(__u32 *)u; /* both ports, as on the wire */
 	} else if (proto == IPPROTO_TCP) {
 		__u8 *t = hdr(data, data_end, l4_off, 20);
 		if (!t)
@@ -283,12 +282,11 @@ __noinline int parse_ip(struct xdp_md *ctx, __u32 ethertype, struct cls_flow_key
 		__u32 doff = (t[12] >> 4) * 4;
 		if (doff < 20 || l4_off + doff > o->ip_end)
 			return P_BAD;
-		k->sport = ((__u16)t[0] << 8) | t[1];
-		k->dport = ((__u16)t[2] << 8) | t[3];
+		*(__u32 *)&k->sport = *(__u32 *)t;
 	} else {
 		return P_OK;
 	}
-	o->dport = k->dport;
+	o->dport = bpf_ntohs(k->dport);
 	o->has_l4 = 1;
 	k->flags |= CLS_F_L4;
 	return P_OK;
@@ -400,8 +398,7 @@ static __always_inline int fast_key(struct cls_flow_key *k, const __u8 *ip, __u6
 	kw[2] = *(__u32 *)(ip + 16);
 	kw[3] = 0;
 	kw[4] = tunnel;
-	kw[5] = (__u64)bpf_ntohs(*(__u16 *)(ip + 20)) | (__u64)bpf_ntohs(*(__u16 *)(ip + 22)) << 16 |
-		(__u64)IPPROTO_UDP << 48 | (__u64)flags << 56;
+	kw[5] = (__u64)*(__u32 *)(ip + 20) | (__u64)IPPROTO_UDP << 48 | (__u64)flags << 56; /* ports as on the wire */
 	return P_OK;
 }
 
@@ -925,6 +922,12 @@ int cls_main(struct xdp_md *ctx)
 		}
 		rule = find_rule(&k, cfg, 0, len, &hit);
 	}
+	/* The common verdict first: a cached dropping rule (its frame already
+	 * counted in the entry) with no overload signal configured, which is
+	 * what the rest of this function would decide, in a dozen fewer
+	 * instructions. */
+	if (hit && rule && rule->action == CLS_ACT_DROP && !cfg->load_watch)
+		return XDP_DROP;
 	int found = rule != NULL;
 
 	/* Overload signal (load_state): looked at only when one is configured. */

@@ -32,8 +32,8 @@ struct cls_flow_key {
 	__u8  dst[16];
 	__u32 vni;
 	__u32 teid;
-	__u16 sport;
-	__u16 dport;
+	__u16 sport;    /* the ports in network byte order, as on the wire: */
+	__u16 dport;    /* one 32-bit load fills both */
 	__u16 vlan;     /* VLAN ID (12 bits) of the outermost tag */
 	__u8  proto;    /* innermost IP protocol / IPv6 next header */
 	__u8  flags;    /* CLS_F_* */

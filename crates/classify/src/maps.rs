@@ -58,7 +58,8 @@ const _: () = {
 /// `struct cls_flow_key` (48 bytes): what the program extracts from a frame
 /// (the innermost 5-tuple, VNI, TEID, outer VLAN ID), and, with set bits for
 /// the fields a rule names, a rule's mask. Numbers in host byte order,
-/// addresses as on the wire.
+/// addresses as on the wire; [`FlowKey::to_bytes`] writes the ports in
+/// network byte order, as the program keeps them (one load fills both).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[repr(C)]
 pub struct FlowKey {
@@ -88,15 +89,16 @@ check_cls_flow_key!(FlowKey);
 pub const FLOW_KEY_LEN: usize = std::mem::size_of::<FlowKey>();
 
 impl FlowKey {
-    /// The key as the program reads it (C layout, native byte order for the numbers).
+    /// The key as the program reads it (C layout; the ports in network byte
+    /// order, the other numbers in native byte order).
     pub fn to_bytes(&self) -> [u8; FLOW_KEY_LEN] {
         let mut b = [0u8; FLOW_KEY_LEN];
         b[0..16].copy_from_slice(&self.src);
         b[16..32].copy_from_slice(&self.dst);
         b[32..36].copy_from_slice(&self.vni.to_ne_bytes());
         b[36..40].copy_from_slice(&self.teid.to_ne_bytes());
-        b[40..42].copy_from_slice(&self.sport.to_ne_bytes());
-        b[42..44].copy_from_slice(&self.dport.to_ne_bytes());
+        b[40..42].copy_from_slice(&self.sport.to_be_bytes());
+        b[42..44].copy_from_slice(&self.dport.to_be_bytes());
         b[44..46].copy_from_slice(&self.vlan.to_ne_bytes());
         b[46] = self.proto;
         b[47] = self.flags;
@@ -122,7 +124,7 @@ impl FlowKey {
         let mut dst = [0u8; 16];
         src.copy_from_slice(&b[0..16]);
         dst.copy_from_slice(&b[16..32]);
-        FlowKey { src, dst, vni: u32_at(32), teid: u32_at(36), sport: u16_at(40), dport: u16_at(42), vlan: u16_at(44), proto: b[46], flags: b[47] }
+        FlowKey { src, dst, vni: u32_at(32), teid: u32_at(36), sport: u16::from_be_bytes([b[40], b[41]]), dport: u16::from_be_bytes([b[42], b[43]]), vlan: u16_at(44), proto: b[46], flags: b[47] }
     }
 
     /// Number of set bits (the default priority of a rule: more specific wins).
