@@ -2,7 +2,7 @@
 /* detpath classify: the structures shared by bpf/classify.bpf.c and the
  * control plane (crates/classify/src/maps.rs mirrors them byte for byte;
  * a test checks the sizes). Every field is in host byte order except the
- * addresses, which are kept as on the wire. */
+ * flow key's addresses and ports, which are kept as on the wire. */
 #ifndef DETPATH_CLASSIFY_H
 #define DETPATH_CLASSIFY_H
 
