@@ -731,9 +731,11 @@ __noinline int cache_fill(const struct cls_flow_key *k, struct cls_cache_ent *e,
  * an entry computed before the change is never used after it. `v4`: the
  * caller knows the key is IPv4, whose address words 1 and 3 are zero in
  * every IPv4 key (and an entry with the same flags is IPv4 too), so four
- * words decide a hit. */
+ * words decide a hit. An empty entry has generation 0, which user space
+ * never writes (gen_after in crates/classify), so the generation test
+ * alone keeps it from answering. */
 static __always_inline const struct cls_rule *find_rule(const struct cls_flow_key *k, const struct cls_config *cfg, int v4,
-							__u32 len, int *hit)
+							__u64 len, int *hit)
 {
 	__u32 bits = cfg->mask_bits;
 	if (!bits)
@@ -748,7 +750,7 @@ static __always_inline const struct cls_rule *find_rule(const struct cls_flow_ke
 	__u64 diff = (a[0] ^ b[0]) | (a[2] ^ b[2]) | (a[4] ^ b[4]) | (a[5] ^ b[5]);
 	if (!v4)
 		diff |= (a[1] ^ b[1]) | (a[3] ^ b[3]);
-	if (e->gen == gen && gen != 0 && !diff) {
+	if (e->gen == gen && !diff) {
 		*hit = 1;
 		e->hits++;
 		e->bytes += len;
@@ -912,6 +914,12 @@ int cls_main(struct xdp_md *ctx)
 	int fast = !cfg->general_only && fast_parse(data, data_end, cfg, &k) == P_OK;
 	if (fast) {
 		rule = find_rule(&k, cfg, 1, len, &hit);
+		/* The common verdict first: a cached dropping rule (its frame
+		 * already counted in the entry) with no overload signal configured,
+		 * which is what the rest of this function would decide, in a dozen
+		 * fewer instructions. */
+		if (hit && rule && rule->action == CLS_ACT_DROP && !cfg->load_watch)
+			return XDP_DROP;
 	} else {
 		__builtin_memset(&k, 0, sizeof(k));
 		__builtin_memset(&outer, 0, sizeof(outer));
@@ -922,12 +930,6 @@ int cls_main(struct xdp_md *ctx)
 		}
 		rule = find_rule(&k, cfg, 0, len, &hit);
 	}
-	/* The common verdict first: a cached dropping rule (its frame already
-	 * counted in the entry) with no overload signal configured, which is
-	 * what the rest of this function would decide, in a dozen fewer
-	 * instructions. */
-	if (hit && rule && rule->action == CLS_ACT_DROP && !cfg->load_watch)
-		return XDP_DROP;
 	int found = rule != NULL;
 
 	/* Overload signal (load_state): looked at only when one is configured. */

@@ -201,6 +201,14 @@ pub struct Classifier {
     general_only: bool,
 }
 
+/// The rule generation after `gen`. 0 is never a generation: an empty
+/// flow cache entry has 0, and the program's hit test relies on no
+/// configuration carrying it. (It wraps after 2^32 rule changes, when an
+/// entry as old as that could count for a newer rule: not a concern.)
+fn gen_after(gen: u32) -> u32 {
+    gen.wrapping_add(1).max(1)
+}
+
 fn map_handle(obj: &Object, name: &'static str) -> Result<MapHandle> {
     let m = obj.maps().find(|m| m.name() == name).ok_or_else(|| Error::Load(format!("map {name} missing from the object")))?;
     MapHandle::try_from(&m).map_err(|e| Error::Load(format!("map {name}: {e}")))
@@ -352,11 +360,9 @@ impl Classifier {
         self.write_config(&self.settings)
     }
 
-    /// The generation after this one. 0 is never a generation (an empty
-    /// cache entry has 0). (It wraps after 2^32 rule changes, when an entry
-    /// as old as that could count for a newer rule: not a concern.)
+    /// The generation after this one ([`gen_after`]).
     fn next_gen(&self) -> u32 {
-        self.gen.wrapping_add(1).max(1)
+        gen_after(self.gen)
     }
 
     /// Checks what the rule's action needs from the host: the CPU is online,
@@ -686,4 +692,16 @@ pub fn live_frames_fd(fd: i32, frame: &[u8], ifindex: u32, repeat: u32) -> Resul
         return Err(Error::Load(format!("BPF_PROG_RUN live frames: {} (needs Linux >= 5.18)", std::io::Error::last_os_error())));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gen_after;
+
+    #[test]
+    fn the_rule_generation_skips_zero_so_an_empty_cache_entry_never_hits() {
+        assert_eq!(gen_after(1), 2);
+        assert_eq!(gen_after(u32::MAX), 1);
+        assert_eq!(gen_after(0), 1);
+    }
 }

@@ -422,6 +422,32 @@ fn a_fast_lane_frame_is_forwarded_as_the_general_parser_forwards_it() {
     assert_eq!(c.total("forward").packets, 6);
 }
 
+/// A flow cache hit on a dropping rule takes a short way out of the
+/// program (no overload signal configured): with one configured, the frame
+/// must still be counted as overloaded, hit or miss. The bench's frames and
+/// rules, so every frame takes the fast lane.
+#[test]
+fn a_cached_dropping_rule_still_counts_its_frames_as_overloaded() {
+    use detpath_classify::bench::{frame, rules_for, Encap};
+    pin_cpu0();
+    for load_flag in [false, true] {
+        let mut c = load();
+        c.apply_settings(&Settings { load_flag, ..Settings::default() }).unwrap();
+        for encap in Encap::ALL {
+            let rule = parse_intent(rules_for(encap, 1)[0].as_bytes()).unwrap();
+            c.install(&rule, None).unwrap();
+            let f = frame(encap, 132);
+            for round in 0..3 {
+                assert_eq!(c.test_run(&f).unwrap().0, XDP_DROP, "{encap:?}, round {round}: dropped");
+            }
+        }
+        let overloaded = if load_flag { 9 } else { 0 };
+        assert_eq!(c.total("overloaded").packets, overloaded, "load flag {load_flag}: every frame, the cached ones too");
+        assert_eq!(c.total("drop").packets, 9, "load flag {load_flag}");
+        assert_eq!(c.cache_stats().0, 6, "two of each three frames were cache hits");
+    }
+}
+
 #[test]
 fn per_cpu_rate_threshold_forwards_the_excess() {
     pin_cpu0();
