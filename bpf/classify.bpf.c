@@ -264,6 +264,7 @@ __noinline int parse_ip(struct xdp_md *ctx, __u32 ethertype, struct cls_flow_key
 	if (frag_later)
 		return P_OK; /* no L4 header in this fragment */
 
+	__u32 ports;
 	if (proto == IPPROTO_UDP) {
 		__u8 *u = hdr(data, data_end, l4_off, 8);
 		if (!u)
@@ -274,7 +275,7 @@ __noinline int parse_ip(struct xdp_md *ctx, __u32 ethertype, struct cls_flow_key
 				return P_BAD;
 			o->l4_end = l4_off + ulen;
 		}
-		*(__u32 *)&k->sport = *(__u32 *)u; /* both ports, as on the wire */
+		ports = *(__u32 *)u;
 	} else if (proto == IPPROTO_TCP) {
 		__u8 *t = hdr(data, data_end, l4_off, 20);
 		if (!t)
@@ -282,10 +283,14 @@ __noinline int parse_ip(struct xdp_md *ctx, __u32 ethertype, struct cls_flow_key
 		__u32 doff = (t[12] >> 4) * 4;
 		if (doff < 20 || l4_off + doff > o->ip_end)
 			return P_BAD;
-		*(__u32 *)&k->sport = *(__u32 *)t;
+		ports = *(__u32 *)t;
 	} else {
 		return P_OK;
 	}
+	/* Both ports as on the wire, from one load (little-endian: the source
+	 * port is the low half). */
+	k->sport = (__u16)ports;
+	k->dport = (__u16)(ports >> 16);
 	o->dport = bpf_ntohs(k->dport);
 	o->has_l4 = 1;
 	k->flags |= CLS_F_L4;

@@ -45,6 +45,12 @@ pub fn compile(name: &str) {
         // 32-bit arithmetic needs no zero-extending shift pairs (the
         // classifier's machine code is 8 % smaller; docs/classify.md).
         .arg("-mcpu=v3")
+        // The programs pun types: a flow key is written as six 64-bit
+        // words and read back field by field, headers are read as whole
+        // words. C's strict aliasing would let the compiler assume such
+        // accesses never overlap and reorder them; the kernel builds with
+        // this flag for the same reason.
+        .arg("-fno-strict-aliasing")
         // Debian keeps asm/types.h under the multiarch directory, which the BPF target does not search.
         .arg("-I/usr/include/x86_64-linux-gnu")
         .arg(format!("-I{}", dir.display()))
