@@ -356,13 +356,8 @@ impl Classifier {
     /// after the rule change it follows (the program reads it before its
     /// search), so the very next frame is searched in the new rules.
     fn bump_gen(&mut self) -> Result<(), RuleError> {
-        self.gen = self.next_gen();
+        self.gen = gen_after(self.gen);
         self.write_config(&self.settings)
-    }
-
-    /// The generation after this one ([`gen_after`]).
-    fn next_gen(&self) -> u32 {
-        gen_after(self.gen)
     }
 
     /// Checks what the rule's action needs from the host: the CPU is online,
@@ -447,7 +442,7 @@ impl Classifier {
         // entries filled before (the slot's previous rule's).
         let mut fresh = vec![0u8; std::mem::size_of::<maps::StatValue>()];
         let at = std::mem::offset_of!(maps::StatValue, gen);
-        fresh[at..at + 4].copy_from_slice(&self.next_gen().to_ne_bytes());
+        fresh[at..at + 4].copy_from_slice(&gen_after(self.gen).to_ne_bytes());
         let fresh = vec![fresh; self.ncpus_possible];
         self.maps
             .rule_stats

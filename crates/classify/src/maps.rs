@@ -119,12 +119,13 @@ impl FlowKey {
     /// The key from its C layout (the inverse of [`FlowKey::to_bytes`]).
     pub fn from_bytes(b: &[u8; FLOW_KEY_LEN]) -> FlowKey {
         let u16_at = |i: usize| u16::from_ne_bytes([b[i], b[i + 1]]);
+        let port_at = |i: usize| u16::from_be_bytes([b[i], b[i + 1]]);
         let u32_at = |i: usize| u32::from_ne_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
         let mut src = [0u8; 16];
         let mut dst = [0u8; 16];
         src.copy_from_slice(&b[0..16]);
         dst.copy_from_slice(&b[16..32]);
-        FlowKey { src, dst, vni: u32_at(32), teid: u32_at(36), sport: u16::from_be_bytes([b[40], b[41]]), dport: u16::from_be_bytes([b[42], b[43]]), vlan: u16_at(44), proto: b[46], flags: b[47] }
+        FlowKey { src, dst, vni: u32_at(32), teid: u32_at(36), sport: port_at(40), dport: port_at(42), vlan: u16_at(44), proto: b[46], flags: b[47] }
     }
 
     /// Number of set bits (the default priority of a rule: more specific wins).
