@@ -371,25 +371,24 @@ static __always_inline int parse_gtp(void *data, void *data_end, __u32 off, __u3
 }
 
 
-/* The UDP length of the IPv4/UDP header pair at `ip`, whose packet may
- * take at most `room` bytes (room >= 28), when it is IPv4 without options,
- * not a fragment, UDP, and its lengths agree; else 0. The caller has
- * checked that the 28 bytes are in the frame. Word tests: version and IHL
- * in one byte; MF, fragment offset and protocol in one 32-bit word (DF may
- * be set); the four length bounds as two unsigned compares (a length under
- * its minimum wraps). */
-static __always_inline __u32 ip4_udp_len(const __u8 *ip, __u32 room)
+/* Whether the IPv4/UDP header pair at `ip`, whose packet may take at most
+ * `room` bytes (room >= 28), is IPv4 without options, not a fragment, UDP,
+ * with lengths that agree; its UDP length in *ulen. The caller has checked
+ * that the 28 bytes are in the frame. Word tests: version and IHL in one
+ * byte; MF, fragment offset and protocol in one 32-bit word (DF may be
+ * set); the four length bounds as two unsigned compares (a length under
+ * its minimum wraps). The answer is the compares themselves, not a length
+ * the caller tests again. */
+static __always_inline int ip4_udp_ok(const __u8 *ip, __u32 room, __u32 *ulen)
 {
 	__u32 w0 = *(const __u32 *)ip;       /* version+IHL, TOS, total length */
 	__u32 w1 = *(const __u32 *)(ip + 6); /* flags+offset, TTL, protocol */
 	if ((w0 & 0xff) != 0x45 || (w1 & bpf_htonl(0x3fff00ff)) != bpf_htonl(IPPROTO_UDP))
 		return 0;
 	__u32 t = bpf_ntohs((__u16)(w0 >> 16));
-	__u32 ulen = bpf_ntohs(*(const __u16 *)(ip + 24));
+	*ulen = bpf_ntohs(*(const __u16 *)(ip + 24));
 	/* 28 <= t <= room, and 8 <= ulen <= t - 20 */
-	if (t - 28 > room - 28 || ulen - 8 > t - 28)
-		return 0;
-	return ulen;
+	return t - 28 <= room - 28 && *ulen - 8 <= t - 28;
 }
 
 /* The fast lane's flow key: the checked innermost IPv4/UDP header pair at
@@ -427,8 +426,8 @@ static __always_inline int fast_parse(void *data, void *data_end, const struct c
 	if (eth + 14 + 28 > (__u8 *)data_end || *(__u16 *)(eth + 12) != ETH_P_IP_BE)
 		return -1;
 	__u8 *ip = eth + 14;
-	__u32 ulen = ip4_udp_len(ip, len - 14);
-	if (!ulen)
+	__u32 ulen, in_ulen; /* in_ulen: the inner UDP length, checked and not needed after */
+	if (!ip4_udp_ok(ip, len - 14, &ulen))
 		return -1;
 	__u16 dport = bpf_ntohs(*(__u16 *)(ip + 22));
 
@@ -440,7 +439,7 @@ static __always_inline int fast_parse(void *data, void *data_end, const struct c
 		if (ulen < 8 + 22 + 28)
 			return -1;
 		__u8 *in = vx + 22;
-		if (!ip4_udp_len(in, ulen - 8 - 22) || bpf_ntohs(*(__u16 *)(in + 22)) == cfg->gtpu_port)
+		if (!ip4_udp_ok(in, ulen - 8 - 22, &in_ulen) || bpf_ntohs(*(__u16 *)(in + 22)) == cfg->gtpu_port)
 			return -1;
 		return fast_key(k, in, bpf_ntohl(*(__u32 *)(vx + 4)) >> 8, CLS_F_L4 | CLS_F_VXLAN);
 	}
@@ -459,7 +458,7 @@ static __always_inline int fast_parse(void *data, void *data_end, const struct c
 		__u64 teid = (__u64)bpf_ntohl(*(__u32 *)(g + 4)) << 32;
 		__u32 fl_type = w0 & bpf_htonl(0xffff0000);
 		if (fl_type == bpf_htonl(0x30ff0000)) { /* GTPv1, no optional field */
-			if (glen < 28 || !ip4_udp_len(g + 8, glen))
+			if (glen < 28 || !ip4_udp_ok(g + 8, glen, &in_ulen))
 				return -1;
 			return fast_key(k, g + 8, teid, CLS_F_L4 | CLS_F_GTP);
 		}
@@ -467,7 +466,7 @@ static __always_inline int fast_parse(void *data, void *data_end, const struct c
 		if (fl_type != bpf_htonl(0x34ff0000) || g[11] == 0 ||
 		    (*(__u32 *)(g + 12) & bpf_htonl(0xff0000ff)) != bpf_htonl(0x01000000))
 			return -1;
-		if (glen < 8 + 28 || !ip4_udp_len(g + 16, glen - 8))
+		if (glen < 8 + 28 || !ip4_udp_ok(g + 16, glen - 8, &in_ulen))
 			return -1;
 		return fast_key(k, g + 16, teid, CLS_F_L4 | CLS_F_GTP);
 	}
