@@ -219,6 +219,14 @@ pub struct Cell {
     /// the anchor's slice of the same round), in the order they ran.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ratio_rounds: Vec<f64>,
+    /// For the classifier: the first and third quartile of `ratio_rounds`,
+    /// the spread a cell's ratio has on this machine (a cell whose ratio is
+    /// under a bar its third quartile is over is within its own noise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio_quartiles: Option<[f64; 2]>,
+    /// Each slice's rate (frames/s), in the order the rounds ran: what the
+    /// cell's rates and ratios are made of (a slice the host slowed shows).
+    pub slices_pps: Vec<f64>,
     /// For the classifier: which anchor `ratio_to_noop` is against, the one
     /// whose verdict is the classifier's for the cell's frame (`drop` with
     /// rules, `pass` with none).
@@ -530,6 +538,22 @@ fn median_ratio(cls: &[f64], anchor: &[f64]) -> (f64, Vec<f64>) {
     (m, per_round)
 }
 
+/// The first and third quartile of `x` (linear between the order
+/// statistics, as numpy's default), [0, 0] when empty.
+fn quartiles(x: &[f64]) -> [f64; 2] {
+    let mut v = x.to_vec();
+    v.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        if v.is_empty() {
+            return 0.0;
+        }
+        let pos = q * (v.len() - 1) as f64;
+        let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+        v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
+    };
+    [at(0.25), at(0.75)]
+}
+
 #[derive(Default)]
 struct Measured {
     offered: u64,
@@ -634,6 +658,8 @@ fn cell_of(program: &'static str, rules: u32, encap: Encap, size: usize, cpus: u
         },
         ratio_to_noop: None,
         ratio_rounds: Vec::new(),
+        ratio_quartiles: None,
+        slices_pps: Vec::new(),
         anchor: None,
         ratio_to_noop_drop: None,
         frames_offered: m.offered,
@@ -774,7 +800,8 @@ pub fn run(o: &BenchOptions, progress: &mut dyn FnMut(&Cell)) -> Result<Report> 
                     }
                 }
                 for (i, a) in Anchor::ALL.into_iter().enumerate() {
-                    let cell = cell_of(a.cell_program(), 0, encap, size, ncpu, a.name(), &acc[i], anchor_ns[i]);
+                    let mut cell = cell_of(a.cell_program(), 0, encap, size, ncpu, a.name(), &acc[i], anchor_ns[i]);
+                    cell.slices_pps = slice_pps[i].clone();
                     progress(&cell);
                     cells.push(cell);
                 }
@@ -783,7 +810,9 @@ pub fn run(o: &BenchOptions, progress: &mut dyn FnMut(&Cell)) -> Result<Report> 
                     let mut cell = cell_of("classify", *n, encap, size, ncpu, anchor.name(), &acc[na + i], *ns);
                     let (ratio, per_round) = median_ratio(&slice_pps[na + i], anchor_slices(*anchor));
                     cell.ratio_to_noop = Some(ratio);
+                    cell.ratio_quartiles = Some(quartiles(&per_round));
                     cell.ratio_rounds = per_round;
+                    cell.slices_pps = slice_pps[na + i].clone();
                     cell.anchor = Some(*anchor);
                     cell.ratio_to_noop_drop = Some(median_ratio(&slice_pps[na + i], anchor_slices(Anchor::Drop)).0);
                     progress(&cell);
@@ -810,7 +839,7 @@ pub fn table(r: &Report) -> String {
     }
     let _ = writeln!(
         s,
-        "{:<9} {:>5} {:<5} {:>5} {:>4} {:<4} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5} {:>8} {:<6} {:>6} {:>6}",
+        "{:<9} {:>5} {:<5} {:>5} {:>4} {:<4} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5} {:>8} {:<6} {:>6} {:>9} {:>6}",
         "program",
         "rules",
         "encap",
@@ -828,13 +857,14 @@ pub fn table(r: &Report) -> String {
         "ns/frame",
         "anchor",
         "ratio",
+        "q1-q3",
         "r_drop"
     );
     let mpps = |x: f64| format!("{:.3}", x / 1e6);
     for c in &r.cells {
         let _ = writeln!(
             s,
-            "{:<9} {:>5} {:<5} {:>5} {:>4} {:<4} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5.0} {:>5.0} {:>8} {:<6} {:>6} {:>6}",
+            "{:<9} {:>5} {:<5} {:>5} {:>4} {:<4} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5.0} {:>5.0} {:>8} {:<6} {:>6} {:>9} {:>6}",
             c.program,
             c.rules,
             c.encap.name(),
@@ -852,6 +882,7 @@ pub fn table(r: &Report) -> String {
             c.ns_per_frame,
             c.anchor.map(Anchor::name).unwrap_or_default(),
             c.ratio_to_noop.map(|r| format!("{r:.2}")).unwrap_or_default(),
+            c.ratio_quartiles.map(|[a, b]| format!("{a:.2}-{b:.2}")).unwrap_or_default(),
             c.ratio_to_noop_drop.map(|r| format!("{r:.2}")).unwrap_or_default()
         );
     }
@@ -859,7 +890,7 @@ pub fn table(r: &Report) -> String {
         s,
         "(rates in Mpps; recv = frames the program ran on; anchors: noop counts and drops, noop_pass counts and passes to the stack; \
          ratio = classifier recv / recv of the anchor named in `anchor` (the one with the classifier's verdict) in the same cell; \
-         r_drop = classifier recv / noop recv)"
+         q1-q3 = the first and third quartile of the rounds' ratios (the cell's own spread); r_drop = classifier recv / noop recv)"
     );
     s
 }
@@ -878,6 +909,15 @@ mod tests {
         let (m, _) = median_ratio(&[50.0, 90.0, 70.0, 10.0], &[100.0, 100.0, 100.0, 0.0]);
         assert!((m - 0.6).abs() < 1e-12, "{m}");
         assert_eq!(rounds(0.05), 4);
+    }
+
+    #[test]
+    fn quartiles_interpolate_between_the_order_statistics() {
+        assert_eq!(quartiles(&[0.9, 0.7, 0.8, 0.6, 1.0]), [0.7, 0.9]);
+        let [a, b] = quartiles(&[4.0, 1.0, 3.0, 2.0]);
+        assert!((a - 1.75).abs() < 1e-12 && (b - 3.25).abs() < 1e-12, "{a} {b}");
+        assert_eq!(quartiles(&[0.8]), [0.8, 0.8]);
+        assert_eq!(quartiles(&[]), [0.0, 0.0]);
         assert_eq!(rounds(1.0), 10);
         assert_eq!(rounds(3.0), 30);
         assert_eq!(rounds(60.0), 40);

@@ -47,9 +47,12 @@ fn every_cell_runs_and_does_what_its_rules_say() {
         assert!(c.frames_seen > 0 && c.pps > 0.0, "the program received no frame: {v}");
         assert!(c.frames_seen <= c.frames_offered, "{v}");
         assert!(c.ns_per_frame > 0, "{v}");
+        // One rate per slice (one slice per round), every one positive.
+        let slices: Vec<f64> = v["slices_pps"].as_array().expect("slices_pps").iter().map(|x| x.as_f64().unwrap()).collect();
+        assert!(slices.len() >= 4 && slices.iter().all(|p| *p > 0.0), "{v}");
         match c.program {
             "noop" | "noop_pass" => {
-                for k in ["ratio_to_noop", "anchor", "ratio_to_noop_drop"] {
+                for k in ["ratio_to_noop", "anchor", "ratio_to_noop_drop", "ratio_quartiles", "ratio_rounds"] {
                     assert!(v.get(k).is_none(), "an anchor has no `{k}`: {v}");
                 }
                 assert_eq!(c.rules, 0, "{v}");
@@ -81,9 +84,16 @@ fn every_cell_runs_and_does_what_its_rules_say() {
                 let n = rounds.len();
                 let median = if n % 2 == 1 { rounds[n / 2] } else { (rounds[n / 2 - 1] + rounds[n / 2]) / 2.0 };
                 assert!((ratio - median).abs() < 1e-9, "ratio_to_noop = the median of ratio_rounds: {v}");
+                let [q1, q3] = c.ratio_quartiles.expect("ratio_quartiles");
+                assert!(rounds[0] <= q1 && q1 <= median && median <= q3 && q3 <= rounds[n - 1], "quartiles within the rounds, around the median: {v}");
                 // The anchor ran in the same cell, and over the whole cell the
                 // two rates give a ratio within the rounds' range.
                 let a = anchor_of(c, anchor_program);
+                // Each round's ratio is the two slices' rates of that round.
+                assert_eq!(a.slices_pps.len(), c.slices_pps.len(), "{v}");
+                for (i, r) in c.ratio_rounds.iter().enumerate() {
+                    assert!((r - c.slices_pps[i] / a.slices_pps[i]).abs() < 1e-9, "round {i}: {v}");
+                }
                 let whole = c.pps / a.pps;
                 assert!(whole > 0.0 && anchor_of(c, "noop").pps > 0.0, "{v}");
                 assert!(whole >= rounds[0] * 0.5 && whole <= rounds[n - 1] * 2.0, "pps / {anchor_program} pps = {whole} far outside the rounds: {v}");
