@@ -309,6 +309,10 @@ pub fn save_outcome(
     if outcome.foreign > 0 {
         result.notes.push(format!("{} datagrams that were not our probes", outcome.foreign));
     }
+    if outcome.not_sent > 0 {
+        let first = outcome.first_not_sent.as_deref().unwrap_or("");
+        result.notes.push(format!("{} probes not sent (their rounds count as lost); the first: {first}", outcome.not_sent));
+    }
     dir.save_run(&result, &records)?;
     Ok(())
 }

@@ -133,6 +133,13 @@ pub struct ClientOutcome {
     pub sent: u64,
     /// Datagrams that were not probes at all, or not for a round we sent.
     pub foreign: u64,
+    /// Probes whose send failed for that datagram alone (its neighbour still
+    /// resolving with every parking slot taken, a full ring, ...: see
+    /// [`detpath::Error::is_per_datagram`]): their rounds go unanswered,
+    /// lost like a dropped ping, and the run goes on.
+    pub not_sent: u64,
+    /// The first such failure, as the endpoint said it.
+    pub first_not_sent: Option<String>,
     /// The run stopped (the `stop` flag) before every round was sent.
     pub interrupted: bool,
     /// The first round's send deadline, CLOCK_MONOTONIC ns (1 ms after the client started).
@@ -166,6 +173,7 @@ pub fn run_client(
     let mut rx = vec![0u8; size.max(2048)];
     let mut rng = XorShift::seeded();
     let mut foreign = 0u64;
+    let (mut not_sent, mut first_not_sent) = (0u64, None);
     let mut next = 0u64;
     let mut answered = 0u64;
     let mut highest_seen: Option<u64> = None;
@@ -183,7 +191,14 @@ pub fn run_client(
                 let t0 = monotonic_ns();
                 let p = Probe { seq: next, nonce, client_send_ns: t0, ..Probe::default() };
                 p.encode(&mut tx).expect("probe buffer sized above");
-                ep.send_to(&tx, server)?;
+                match ep.send_to(&tx, server) {
+                    Ok(()) => {}
+                    Err(e) if e.is_per_datagram() => {
+                        not_sent += 1;
+                        first_not_sent.get_or_insert_with(|| e.to_string());
+                    }
+                    Err(e) => return Err(e),
+                }
                 rounds[next as usize] = Round { nonce, client_tx: t0, lateness: t0 - deadline, ..Round::default() };
                 last_send = t0;
                 if let Some((seq, pause)) = cfg.stall {
@@ -241,7 +256,7 @@ pub fn run_client(
     let finished_ns = monotonic_ns();
     let cpu = meter.stop();
     let (gaps, gaps_not_kept) = probe.into_gaps();
-    Ok(ClientOutcome { rounds, sent: next, foreign, interrupted, started_ns: start, finished_ns, gaps, gaps_not_kept, cpu })
+    Ok(ClientOutcome { rounds, sent: next, foreign, not_sent, first_not_sent, interrupted, started_ns: start, finished_ns, gaps, gaps_not_kept, cpu })
 }
 
 /// Sleeps until CLOCK_MONOTONIC reaches `t` ns (absolute, so no drift).

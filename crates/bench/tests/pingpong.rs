@@ -25,6 +25,11 @@ fn config(rounds: u64, period_ns: u64, loss_timeout_ns: u64) -> PingPongConfig {
 /// testbed. With `faults` (keys of the `fault` datapath, e.g. `drop=3`), the
 /// server's endpoint is the fault injector wrapped around `datapath`.
 fn ping_pong(tag: &str, datapath: &str, port: u16, cfg: &PingPongConfig, faults: &str) -> ClientOutcome {
+    ping_pong_faulty_client(tag, datapath, port, cfg, faults, "")
+}
+
+/// [`ping_pong`], with `client_faults` (keys of the `fault` layer) on the client's endpoint.
+fn ping_pong_faulty_client(tag: &str, datapath: &str, port: u16, cfg: &PingPongConfig, faults: &str, client_faults: &str) -> ClientOutcome {
     let tb = Testbed::up(TestbedConfig::unique(tag)).expect("testbed up");
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -42,7 +47,10 @@ fn ping_pong(tag: &str, datapath: &str, port: u16, cfg: &PingPongConfig, faults:
         run_server(ep.as_mut(), &stop_s, detpath_bench::tail::GAP_CAPACITY).unwrap()
     });
     let server_addr = ready_rx.recv().expect("server opened");
-    let client_uri = tb.a().uri(datapath, port + 1);
+    let client_uri = match client_faults {
+        "" => tb.a().uri(datapath, port + 1),
+        f => format!("{}&{f}", tb.a().uri(datapath, port + 1)),
+    };
     let outcome = tb
         .a()
         .run(|| {
@@ -128,6 +136,30 @@ fn faulty_server_is_accounted_exactly_over_udp() {
 #[test]
 fn faulty_server_is_accounted_exactly_over_afxdp() {
     faulty_server_is_accounted_exactly("ppx", "afxdp", 12010);
+}
+
+/// A send the client's endpoint refuses for that datagram alone (as
+/// afxdp's while ARP resolves with every parking slot taken) loses that
+/// round, and the run goes on: it used to end the whole run with the error.
+#[test]
+fn a_client_send_refused_for_one_datagram_loses_that_round_and_the_run_goes_on() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let cfg = config(300, 1_000_000, 50_000_000);
+    // Send indices of the client are sequence ids: two in the warm-up, two measured.
+    let outcome = ping_pong_faulty_client("ppr", "udp", 12030, &cfg, "", "refuse=3,50,150,151");
+    assert_eq!(outcome.sent, cfg.total_rounds(), "every round was attempted");
+    assert_eq!(outcome.not_sent, 4);
+    let first = outcome.first_not_sent.as_deref().unwrap_or("");
+    assert!(first.contains("refused by the fault layer"), "the first refusal, as the endpoint said it: {first}");
+    let records = outcome.records(WARMUP);
+    let by_seq = status_by_seq(&records);
+    assert_eq!(by_seq.len() as u64, cfg.rounds);
+    for (seq, statuses) in &by_seq {
+        let want = if [150, 151].contains(seq) { Status::Lost } else { Status::Ok };
+        assert_eq!(statuses, &vec![want], "round {seq}");
+    }
+    let loss = result(&records, &cfg).loss;
+    assert_eq!((loss.sent, loss.lost, loss.ok), (300, 2, 298), "{loss:?}");
 }
 
 /// A client stalled for 20 ms after sending round 400 records the lateness of

@@ -14,7 +14,9 @@
 //! udp://10.77.0.2:7000?drop=210,220&rcvbuf=8388608
 //! ```
 //!
-//! - `drop`: never sent. `dup`: sent twice. `delay=N:D`: held and sent once
+//! - `drop`: never sent. `refuse`: the send fails with the error of an
+//!   unresolved neighbour (a per-datagram error, [`Error::is_per_datagram`]),
+//!   as a kernel-bypass datapath's does while ARP is still resolving. `dup`: sent twice. `delay=N:D`: held and sent once
 //!   `D` (`ns`, `us`, `ms`, `s`) has passed, on a later send or receive call
 //!   (so later datagrams overtake it). `corrupt`: byte `corrupt_byte`
 //!   (default 0) XOR 0x5a before sending.
@@ -36,7 +38,7 @@ pub static LAYER: FaultLayer = FaultLayer;
 pub struct FaultLayer;
 
 /// The keys of the injector.
-const KEYS: &[&str] = &["drop", "dup", "delay", "corrupt", "corrupt_byte", "stall_rx"];
+const KEYS: &[&str] = &["drop", "refuse", "dup", "delay", "corrupt", "corrupt_byte", "stall_rx"];
 
 impl Layer for FaultLayer {
     fn name(&self) -> &'static str {
@@ -70,6 +72,8 @@ impl Prepared for FaultPlan {
 pub struct FaultPlan {
     /// Sends not passed on at all (`drop=`).
     pub drop: BTreeSet<u64>,
+    /// Sends that fail with a per-datagram error (`refuse=`), nothing sent.
+    pub refuse: BTreeSet<u64>,
     /// Sends passed on twice, back to back (`dup=`; not for a delayed send).
     pub duplicate: BTreeSet<u64>,
     /// Send index -> hold time in ns.
@@ -108,7 +112,7 @@ impl FaultPlan {
             None => 0,
             Some(v) => v.parse().map_err(|_| format!("`corrupt_byte` takes a byte offset, not `{v}`"))?,
         };
-        Ok(FaultPlan { drop: list("drop")?, duplicate: list("dup")?, delay, corrupt: list("corrupt")?, corrupt_byte, stall_rx: timed("stall_rx")? })
+        Ok(FaultPlan { drop: list("drop")?, refuse: list("refuse")?, duplicate: list("dup")?, delay, corrupt: list("corrupt")?, corrupt_byte, stall_rx: timed("stall_rx")? })
     }
 }
 
@@ -117,6 +121,8 @@ impl FaultPlan {
 pub struct Injected {
     /// Datagrams dropped.
     pub dropped: u64,
+    /// Sends refused with a per-datagram error.
+    pub refused: u64,
     /// Datagrams sent a second time.
     pub duplicated: u64,
     /// Datagrams held back (sent when due).
@@ -142,9 +148,10 @@ impl FaultInjector {
     /// Wraps an open endpoint.
     pub fn wrap(inner: Box<dyn Endpoint>, plan: FaultPlan) -> FaultInjector {
         let note = format!(
-            "fault injector over {}: drop {:?} dup {:?} delay {:?} corrupt {:?} (send indices)",
+            "fault injector over {}: drop {:?} refuse {:?} dup {:?} delay {:?} corrupt {:?} (send indices)",
             inner.capabilities().datapath,
             plan.drop,
+            plan.refuse,
             plan.duplicate,
             plan.delay,
             plan.corrupt
@@ -190,6 +197,10 @@ impl EndpointHooks for FaultHooks {
         if self.plan.drop.contains(&n) {
             self.injected.dropped += 1;
             return Ok(());
+        }
+        if self.plan.refuse.contains(&n) {
+            self.injected.refused += 1;
+            return Err(Error::NoNeighbour { peer: *peer.ip(), iface: "fault".into(), why: "refused by the fault layer (refuse=)" });
         }
         let mut owned;
         let mut payload = payload;
