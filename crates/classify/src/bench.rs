@@ -527,31 +527,24 @@ fn rounds(secs: f64) -> usize {
 /// slice moves one ratio, not the cell's figure.
 fn median_ratio(cls: &[f64], anchor: &[f64]) -> (f64, Vec<f64>) {
     let per_round: Vec<f64> = cls.iter().zip(anchor).map(|(c, a)| if *a > 0.0 { c / a } else { 0.0 }).collect();
-    let mut r = per_round.clone();
-    r.sort_by(f64::total_cmp);
-    let n = r.len();
-    let m = match n {
-        0 => 0.0,
-        _ if n % 2 == 1 => r[n / 2],
-        _ => (r[n / 2 - 1] + r[n / 2]) / 2.0,
-    };
-    (m, per_round)
+    let [median] = quantiles(&per_round, [0.5]);
+    (median, per_round)
 }
 
-/// The first and third quartile of `x` (linear between the order
-/// statistics, as numpy's default), [0, 0] when empty.
-fn quartiles(x: &[f64]) -> [f64; 2] {
+/// The quantiles `qs` of `x`, linear between the order statistics (numpy's
+/// default: the median of an even count is the mean of the middle two),
+/// each 0 when `x` is empty.
+fn quantiles<const N: usize>(x: &[f64], qs: [f64; N]) -> [f64; N] {
     let mut v = x.to_vec();
     v.sort_by(f64::total_cmp);
-    let at = |q: f64| {
+    qs.map(|q| {
         if v.is_empty() {
             return 0.0;
         }
         let pos = q * (v.len() - 1) as f64;
         let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
         v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
-    };
-    [at(0.25), at(0.75)]
+    })
 }
 
 #[derive(Default)]
@@ -810,7 +803,7 @@ pub fn run(o: &BenchOptions, progress: &mut dyn FnMut(&Cell)) -> Result<Report> 
                     let mut cell = cell_of("classify", *n, encap, size, ncpu, anchor.name(), &acc[na + i], *ns);
                     let (ratio, per_round) = median_ratio(&slice_pps[na + i], anchor_slices(*anchor));
                     cell.ratio_to_noop = Some(ratio);
-                    cell.ratio_quartiles = Some(quartiles(&per_round));
+                    cell.ratio_quartiles = Some(quantiles(&per_round, [0.25, 0.75]));
                     cell.ratio_rounds = per_round;
                     cell.slices_pps = slice_pps[na + i].clone();
                     cell.anchor = Some(*anchor);
@@ -913,11 +906,11 @@ mod tests {
 
     #[test]
     fn quartiles_interpolate_between_the_order_statistics() {
-        assert_eq!(quartiles(&[0.9, 0.7, 0.8, 0.6, 1.0]), [0.7, 0.9]);
-        let [a, b] = quartiles(&[4.0, 1.0, 3.0, 2.0]);
+        assert_eq!(quantiles(&[0.9, 0.7, 0.8, 0.6, 1.0], [0.25, 0.75]), [0.7, 0.9]);
+        let [a, b] = quantiles(&[4.0, 1.0, 3.0, 2.0], [0.25, 0.75]);
         assert!((a - 1.75).abs() < 1e-12 && (b - 3.25).abs() < 1e-12, "{a} {b}");
-        assert_eq!(quartiles(&[0.8]), [0.8, 0.8]);
-        assert_eq!(quartiles(&[]), [0.0, 0.0]);
+        assert_eq!(quantiles(&[0.8], [0.25, 0.75]), [0.8, 0.8]);
+        assert_eq!(quantiles(&[], [0.25, 0.75]), [0.0, 0.0]);
         assert_eq!(rounds(1.0), 10);
         assert_eq!(rounds(3.0), 30);
         assert_eq!(rounds(60.0), 40);
