@@ -69,11 +69,7 @@ fn detpath_slave_locks_to_a_detpath_master_and_survives_junk() {
     // at least 6 ppm: it still tells following the injected drift from not.
     let after_lock_s = scfg.duration_ns as f64 / 1e9 - s.time_to_lock_s.unwrap_or(0.0);
     let tolerance = (2.0 * s.residual_p99_ns.unwrap_or(0) as f64 / after_lock_s.max(1.0)).max(6_000.0);
-    assert!(
-        (rate + 30_000.0).abs() < tolerance,
-        "mean rate after lock {rate} ppb (tolerance {tolerance:.0}), drift estimate {}",
-        s.final_drift_ppb
-    );
+    assert!((rate + 30_000.0).abs() < tolerance, "mean rate after lock {rate} ppb (tolerance {tolerance:.0}), drift estimate {}", s.final_drift_ppb);
     assert_eq!(m.slaves.len(), 1, "{m:?}");
     assert!(m.slaves[0].via_endpoint >= 10, "the slave's Delay_Reqs came through the endpoint: {m:?}");
     assert!(m.syncs_unicast >= 40, "{m:?}");

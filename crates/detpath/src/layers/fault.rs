@@ -112,7 +112,15 @@ impl FaultPlan {
             None => 0,
             Some(v) => v.parse().map_err(|_| format!("`corrupt_byte` takes a byte offset, not `{v}`"))?,
         };
-        Ok(FaultPlan { drop: list("drop")?, refuse: list("refuse")?, duplicate: list("dup")?, delay, corrupt: list("corrupt")?, corrupt_byte, stall_rx: timed("stall_rx")? })
+        Ok(FaultPlan {
+            drop: list("drop")?,
+            refuse: list("refuse")?,
+            duplicate: list("dup")?,
+            delay,
+            corrupt: list("corrupt")?,
+            corrupt_byte,
+            stall_rx: timed("stall_rx")?,
+        })
     }
 }
 
