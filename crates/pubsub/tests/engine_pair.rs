@@ -390,3 +390,22 @@ fn batched_writes_share_datagrams_and_stay_reliable_under_loss() {
     let sent = net.nodes[0].counters().tx_datagrams - tx_before;
     assert!(sent < 20_000 / 5, "{sent} datagrams for 20,000 batched samples");
 }
+
+#[test]
+fn an_endpoint_past_the_limit_or_with_unbounded_keep_all_is_refused_and_those_made_before_still_match() {
+    use detpath_pubsub::engine::EngineError;
+    let mut net = Net::with_config(2, |_, c| c.builtin_depth = 4);
+    let proto = OneULong::default();
+    let mut unbounded = Qos::reliable_keep_all(1);
+    unbounded.max_samples = 0;
+    let e = net.nodes[0].create_writer_for("T0", unbounded.clone(), &proto).unwrap_err();
+    assert!(matches!(e, EngineError::BadQos(_)), "{e}");
+    let e = net.nodes[1].create_reader_for(0, "T0", unbounded, &proto).unwrap_err();
+    assert!(matches!(e, EngineError::BadQos(_)), "{e}");
+    // builtin_depth 4: four writers fit, the fifth is refused; readers count on their own.
+    let ws: Vec<_> = (0..4).map(|i| net.nodes[0].create_writer_for(&format!("T{i}"), Qos::reliable_keep_all(4), &proto).unwrap()).collect();
+    let e = net.nodes[0].create_writer_for("T4", Qos::reliable_keep_all(4), &proto).unwrap_err();
+    assert!(matches!(e, EngineError::TooManyEntities(4)), "{e}");
+    let r = net.nodes[1].create_reader_for(0, "T3", Qos::reliable_keep_all(4), &proto).unwrap();
+    net.run_until(3000, |n| matched(n, ws[3], r)).expect("the writer made before the refusal matches its reader");
+}

@@ -629,6 +629,21 @@ impl Participant {
         Ok(k)
     }
 
+    /// The GUID of a new user entity of `kind`, once its QoS is sound and
+    /// its side (writers or readers: `count` of them, built-in ones
+    /// included) has room: every announcement stays in the SEDP history for
+    /// late joiners, so the history's depth bounds each side.
+    fn new_user_guid(&mut self, count: usize, qos: &Qos, kind: u8) -> Result<Guid, EngineError> {
+        if qos.history == History::KeepAll && qos.max_samples == 0 {
+            return Err(EngineError::BadQos("KEEP_ALL needs max_samples > 0"));
+        }
+        if count - FIRST_USER >= self.cfg.builtin_depth.max(4) as usize {
+            return Err(EngineError::TooManyEntities(self.cfg.builtin_depth));
+        }
+        let key = self.next_key()?;
+        Ok(Guid::new(self.cfg.guid_prefix, EntityId::user(key, kind)))
+    }
+
     /// Creates a writer. `slot_size` preallocates each history slot (serialized
     /// bytes); it is announced and matched at the next [`handle_timeout`](Self::handle_timeout).
     /// A keyed writer without a key reader ([`create_writer_keyed`](Self::create_writer_keyed)) writes one instance.
@@ -645,26 +660,9 @@ impl Participant {
         qos: Qos,
         slot_size: usize,
     ) -> Result<WriterId, EngineError> {
-        let keyed = keying.0;
-        if qos.history == History::KeepAll && qos.max_samples == 0 {
-            return Err(EngineError::BadQos("KEEP_ALL needs max_samples > 0"));
-        }
-        // Every writer's announcement stays in the SEDP history for late joiners.
-        if self.writers.len() - FIRST_USER >= self.cfg.builtin_depth.max(4) as usize {
-            return Err(EngineError::TooManyEntities(self.cfg.builtin_depth));
-        }
-        let key = self.next_key()?;
-        let eid = EntityId::user(key, if keyed { kind::USER_WRITER_WITH_KEY } else { kind::USER_WRITER_NO_KEY });
-        let w = WriterCore::new(
-            Guid::new(self.cfg.guid_prefix, eid),
-            topic,
-            type_name,
-            keying,
-            qos,
-            slot_size.max(16),
-            self.tx.len(),
-            self.cfg.heartbeat_period_ns,
-        );
+        let kind = if keying.0 { kind::USER_WRITER_WITH_KEY } else { kind::USER_WRITER_NO_KEY };
+        let guid = self.new_user_guid(self.writers.len(), &qos, kind)?;
+        let w = WriterCore::new(guid, topic, type_name, keying, qos, slot_size.max(16), self.tx.len(), self.cfg.heartbeat_period_ns);
         self.writers.push(w);
         let i = self.writers.len() - 1;
         self.pending_writers.push(i);
@@ -688,26 +686,9 @@ impl Participant {
         qos: Qos,
         slot_size: usize,
     ) -> Result<ReaderId, EngineError> {
-        let keyed = keying.0;
-        if qos.history == History::KeepAll && qos.max_samples == 0 {
-            return Err(EngineError::BadQos("KEEP_ALL needs max_samples > 0"));
-        }
-        if self.readers.len() - FIRST_USER >= self.cfg.builtin_depth.max(4) as usize {
-            return Err(EngineError::TooManyEntities(self.cfg.builtin_depth));
-        }
-        let key = self.next_key()?;
-        let eid = EntityId::user(key, if keyed { kind::USER_READER_WITH_KEY } else { kind::USER_READER_NO_KEY });
-        let r = ReaderCore::new(
-            Guid::new(self.cfg.guid_prefix, eid),
-            topic,
-            type_name,
-            keying,
-            qos,
-            slot_size.max(16),
-            self.cfg.reorder_window,
-            self.cfg.max_sample_size,
-            now,
-        );
+        let kind = if keying.0 { kind::USER_READER_WITH_KEY } else { kind::USER_READER_NO_KEY };
+        let guid = self.new_user_guid(self.readers.len(), &qos, kind)?;
+        let r = ReaderCore::new(guid, topic, type_name, keying, qos, slot_size.max(16), self.cfg.reorder_window, self.cfg.max_sample_size, now);
         self.readers.push(r);
         let i = self.readers.len() - 1;
         self.pending_readers.push(i);
