@@ -660,8 +660,8 @@ impl Participant {
         qos: Qos,
         slot_size: usize,
     ) -> Result<WriterId, EngineError> {
-        let kind = if keying.0 { kind::USER_WRITER_WITH_KEY } else { kind::USER_WRITER_NO_KEY };
-        let guid = self.new_user_guid(self.writers.len(), &qos, kind)?;
+        let entity_kind = if keying.0 { kind::USER_WRITER_WITH_KEY } else { kind::USER_WRITER_NO_KEY };
+        let guid = self.new_user_guid(self.writers.len(), &qos, entity_kind)?;
         let w = WriterCore::new(guid, topic, type_name, keying, qos, slot_size.max(16), self.tx.len(), self.cfg.heartbeat_period_ns);
         self.writers.push(w);
         let i = self.writers.len() - 1;
@@ -686,8 +686,8 @@ impl Participant {
         qos: Qos,
         slot_size: usize,
     ) -> Result<ReaderId, EngineError> {
-        let kind = if keying.0 { kind::USER_READER_WITH_KEY } else { kind::USER_READER_NO_KEY };
-        let guid = self.new_user_guid(self.readers.len(), &qos, kind)?;
+        let entity_kind = if keying.0 { kind::USER_READER_WITH_KEY } else { kind::USER_READER_NO_KEY };
+        let guid = self.new_user_guid(self.readers.len(), &qos, entity_kind)?;
         let r = ReaderCore::new(guid, topic, type_name, keying, qos, slot_size.max(16), self.cfg.reorder_window, self.cfg.max_sample_size, now);
         self.readers.push(r);
         let i = self.readers.len() - 1;
