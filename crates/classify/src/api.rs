@@ -178,6 +178,22 @@ pub fn load_state(path: &std::path::Path, iface: &str, max_rules: u32) -> crate:
     Ok(Some(st))
 }
 
+/// `base` with the fields of `patch` in place of its own (what `PUT
+/// /v1/config` and the daemon's command line do): a field settings do not
+/// have, or a value of the wrong kind, is refused by name.
+pub fn merge_settings(base: &Settings, patch: &serde_json::Map<String, Value>) -> Result<Settings, ApiError> {
+    let mut cur = serde_json::to_value(base).map_err(|e| ApiError::internal(e.to_string()))?;
+    let cur_obj = cur.as_object_mut().ok_or_else(|| ApiError::internal("settings are not an object".into()))?;
+    for (k, v) in patch {
+        if !cur_obj.contains_key(k) {
+            let known: Vec<&String> = cur_obj.keys().collect();
+            return Err(ApiError::bad("unknown_field", format!("unknown field `{k}` in the config; known fields: {known:?}")));
+        }
+        cur_obj.insert(k.clone(), v.clone());
+    }
+    serde_json::from_value(cur).map_err(|e| ApiError::bad("bad_value", e.to_string()))
+}
+
 /// The service behind the API: the classifier and its intents.
 pub struct Service {
     /// The loaded classifier the intents are installed in.
@@ -198,8 +214,17 @@ impl Service {
     /// file, the intents and settings in it are reinstalled; one that cannot
     /// be, or a file that is not a valid state file for this interface and
     /// `max_rules`, is an error naming the file and the fix (the daemon does
-    /// not start half-configured).
-    pub fn new(cls: Classifier, iface: &str, state_path: Option<PathBuf>, settings: Option<Settings>, max_rules: u32) -> crate::Result<Service> {
+    /// not start half-configured, and the file is left as it was: nothing in
+    /// it is lost to a failed start). `settings` are the fields the command
+    /// line gave: merged over the stored settings as `PUT /v1/config`
+    /// merges, so a field it does not name keeps its stored value.
+    pub fn new(
+        cls: Classifier,
+        iface: &str,
+        state_path: Option<PathBuf>,
+        settings: &serde_json::Map<String, Value>,
+        max_rules: u32,
+    ) -> crate::Result<Service> {
         let mut s = Service { cls, iface: iface.to_string(), entries: Vec::new(), state_path, next_id: 1 };
         let (loaded_settings, stored) = match &s.state_path {
             Some(p) => match load_state(p, iface, max_rules)? {
@@ -208,14 +233,17 @@ impl Service {
             },
             None => (None, Vec::new()),
         };
-        // Command-line settings win over stored ones.
-        if let Some(st) = settings.or(loaded_settings) {
-            s.cls.apply_settings(&st)?;
-        }
+        let shown = s.state_path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+        // Command-line fields win over stored ones; the rest stay as stored.
+        let base = loaded_settings.unwrap_or_default();
+        let st = merge_settings(&base, settings)
+            .map_err(|e| crate::Error::State { path: shown.clone(), why: format!("the command line's settings with the stored ones: {}", e.message) })?;
+        s.cls.apply_settings(&st)?;
+        // Every stored intent is installed before the file is written again:
+        // one that cannot be leaves the file whole for the operator to repair.
         for si in stored {
-            let path = s.state_path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
-            s.add(si.intent.clone(), Some(si.id.clone())).map_err(|e| crate::Error::State {
-                path: path.clone(),
+            s.install_entry(si.intent.clone(), Some(si.id.clone())).map_err(|e| crate::Error::State {
+                path: shown.clone(),
                 why: format!("stored intent {} cannot be reinstalled: {e}; remove it from the file (or remove the file) or fix the host", si.id),
             })?;
         }
@@ -235,6 +263,14 @@ impl Service {
             intents: self.entries.iter().map(|e| StoredIntent { id: e.id.clone(), intent: e.intent.clone() }).collect(),
         };
         let body = serde_json::to_vec_pretty(&st).map_err(|e| ApiError::internal(e.to_string()))?;
+        if body.len() as u64 > MAX_STATE_BYTES {
+            // Never write a file the next start refuses (load_state): the
+            // change that would is refused and undone by the caller.
+            return Err(ApiError::conflict(
+                "state_full",
+                format!("the state file would be {} bytes, more than {MAX_STATE_BYTES}; delete intents or make them shorter", body.len()),
+            ));
+        }
         if let Some(dir) = p.parent() {
             if !dir.as_os_str().is_empty() {
                 std::fs::create_dir_all(dir).map_err(|e| ApiError::internal(format!("creating {}: {e}", dir.display())))?;
@@ -253,8 +289,24 @@ impl Service {
         })
     }
 
-    /// Installs an intent; `id` overrides the intent's own (state reload).
+    /// Installs an intent and writes the state file (undone when it cannot be
+    /// written); `id` overrides the intent's own.
     pub fn add(&mut self, intent: Value, id: Option<String>) -> Reply {
+        self.install_entry(intent, id)?;
+        if let Err(e) = self.save() {
+            // Not persisted: undo, so what is installed is what is stored.
+            if let Some(e2) = self.entries.pop() {
+                let _ = self.cls.remove(&e2.installed);
+            }
+            return Err(e);
+        }
+        let e = self.entries.last().map(|e| self.entry_json(e)).unwrap_or(Value::Null);
+        Ok((201, e))
+    }
+
+    /// Installs an intent in the kernel and the list, without writing the
+    /// state file (`add` writes it; a restart writes it once, after all).
+    fn install_entry(&mut self, intent: Value, id: Option<String>) -> Result<(), ApiError> {
         let rule = parse_intent_value(&intent)?;
         if let Some(i) = &rule.interface {
             if *i != self.iface {
@@ -275,26 +327,25 @@ impl Service {
             return Err(ApiError::conflict("duplicate_id", format!("an intent with id {id} is installed; delete it first or use another flow_hash")));
         }
         let installed = self.cls.install(&rule, Some(&self.iface))?;
-        let entry = Entry { id: id.clone(), intent, rule, installed };
-        self.entries.push(entry);
-        if let Err(e) = self.save() {
-            // Not persisted: undo, so what is installed is what is stored.
-            if let Some(e2) = self.entries.pop() {
-                let _ = self.cls.remove(&e2.installed);
-            }
-            return Err(e);
-        }
-        let e = self.entries.last().map(|e| self.entry_json(e)).unwrap_or(Value::Null);
-        Ok((201, e))
+        self.entries.push(Entry { id, intent, rule, installed });
+        Ok(())
     }
 
     /// Removes the intent `id` from the kernel and the state file (404 when there is none).
     pub fn remove(&mut self, id: &str) -> Reply {
         let i =
             self.entries.iter().position(|e| e.id == id).ok_or_else(|| ApiError::not_found(format!("no intent with id {id} (GET /v1/intents lists them)")))?;
+        // Out of the kernel first: if that fails, nothing changed. Then the
+        // file; if that cannot be written, the rule goes back in, so what is
+        // installed is what is stored (as `add` undoes).
+        self.cls.remove(&self.entries[i].installed)?;
         let e = self.entries.remove(i);
-        self.cls.remove(&e.installed)?;
-        self.save()?;
+        if let Err(err) = self.save() {
+            if let Ok(installed) = self.cls.install(&e.rule, Some(&self.iface)) {
+                self.entries.insert(i, Entry { installed, ..e });
+            }
+            return Err(err);
+        }
         Ok((200, json!({"deleted": id})))
     }
 
@@ -326,17 +377,8 @@ impl Service {
     }
 
     fn put_config(&mut self, body: &Value) -> Reply {
-        let mut cur = serde_json::to_value(self.cls.settings()).map_err(|e| ApiError::internal(e.to_string()))?;
         let obj = body.as_object().ok_or_else(|| ApiError::bad("bad_json", "the config is a JSON object".into()))?;
-        let cur_obj = cur.as_object_mut().ok_or_else(|| ApiError::internal("settings are not an object".into()))?;
-        for (k, v) in obj {
-            if !cur_obj.contains_key(k) {
-                let known: Vec<&String> = cur_obj.keys().collect();
-                return Err(ApiError::bad("unknown_field", format!("unknown field `{k}` in the config; known fields: {known:?}")));
-            }
-            cur_obj.insert(k.clone(), v.clone());
-        }
-        let new: Settings = serde_json::from_value(cur).map_err(|e| ApiError::bad("bad_value", e.to_string()))?;
+        let new = merge_settings(self.cls.settings(), obj)?;
         // Rules naming an alt node must keep it.
         for e in &self.entries {
             if let crate::intent::Action::ForwardWhenOverloaded { alt_node: Some(n) } = e.rule.action {

@@ -110,16 +110,26 @@ impl Default for Settings {
     }
 }
 
+/// Largest per-CPU rate a threshold may name: a trillion frames a second,
+/// beyond any link, and small enough that a threshold per window (up to
+/// 10 s) is exact in 64 bits: a larger one would wrap to a tiny threshold
+/// and mark every CPU overloaded.
+pub const MAX_RATE_PPS: u64 = 1_000_000_000_000;
+
 impl Settings {
     /// Checks the settings before any is written: alternative nodes within
-    /// the table, a window of 1 us to 10 s, saturation at or above the
-    /// overload threshold, two distinct non-zero ports.
+    /// the table, a window of 1 us to 10 s, rates up to [`MAX_RATE_PPS`],
+    /// saturation at or above the overload threshold, two distinct non-zero
+    /// ports.
     pub fn validate(&self) -> Result<(), RuleError> {
         if self.alt_nodes.len() > maps::MAX_ALT {
             return Err(RuleError::TooManyAltNodes { n: self.alt_nodes.len(), max: maps::MAX_ALT });
         }
         if self.window_us == 0 || self.window_us > 10_000_000 {
             return Err(RuleError::BadValue("window_us must be 1..=10000000".into()));
+        }
+        if self.rate_threshold_pps > MAX_RATE_PPS || self.saturation_pps > MAX_RATE_PPS {
+            return Err(RuleError::BadValue(format!("rate_threshold_pps and saturation_pps must be at most {MAX_RATE_PPS} (0 = off)")));
         }
         if self.saturation_pps != 0 && self.saturation_pps < self.rate_threshold_pps {
             return Err(RuleError::BadValue(format!(

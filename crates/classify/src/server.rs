@@ -18,7 +18,7 @@
 //! socket file and detaches the XDP program.
 
 use crate::api::Service;
-use crate::classifier::{Classifier, Settings};
+use crate::classifier::Classifier;
 use crate::error::{Error, Result};
 use detpath_metrics::http::{Bound, ConnCounts, Limits, Policy, Reply, Req, Server, Target, Token};
 use detpath_sys::XdpMode;
@@ -53,8 +53,10 @@ pub struct ServeConfig {
     pub max_rules: u32,
     /// Attach inside this network namespace (`/run/netns/NAME`).
     pub netns: Option<String>,
-    /// Settings from the command line (win over the state file's).
-    pub settings: Option<Settings>,
+    /// Settings fields from the command line (`load_flag`, `alt_nodes`, ...,
+    /// as `PUT /v1/config` names them): each wins over the state file's; a
+    /// field not named keeps its stored value.
+    pub settings: serde_json::Map<String, serde_json::Value>,
     /// What one client may cost.
     pub limits: Limits,
 }
@@ -72,7 +74,7 @@ impl ServeConfig {
             xdp_mode: XdpMode::Native,
             max_rules: crate::maps::MAX_RULES,
             netns: None,
-            settings: None,
+            settings: serde_json::Map::new(),
             limits: Limits::default(),
         }
     }
@@ -218,7 +220,7 @@ pub fn serve(cfg: ServeConfig, stop: Arc<AtomicBool>, ready: Option<std::sync::m
     }
     let mut cls = Classifier::load(cfg.max_rules)?;
     cls.attach(&cfg.iface, cfg.xdp_mode)?;
-    let svc = Service::new(cls, &cfg.iface, cfg.state.clone(), cfg.settings.clone(), cfg.max_rules)?;
+    let svc = Service::new(cls, &cfg.iface, cfg.state.clone(), &cfg.settings, cfg.max_rules)?;
     let mut where_ = Vec::new();
     if let Some(p) = &at.socket {
         where_.push(format!("unix:{}", p.display()));

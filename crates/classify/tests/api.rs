@@ -182,6 +182,50 @@ fn bad_inputs_full_table_and_restart() {
     remove_and_check(ns);
 }
 
+/// A start that cannot reinstall a stored intent fails and leaves the state
+/// file as it was (nothing in it lost to the failed start); settings given
+/// on the command line win field by field, the others keep what `PUT
+/// /v1/config` stored; a rate threshold too large to count in is refused.
+#[test]
+fn a_failed_start_keeps_the_state_file_and_command_line_settings_keep_the_stored_ones() {
+    let mut ns = Namespaces::new();
+    let (_g, e, _ge, ee) = setup(&mut ns);
+    let dir = TempDir::new(&ns, "state");
+    let state = dir.0.join("classify.json");
+    let d = Daemon::start(config(&e, &ee, state.clone(), 4)).expect("daemon");
+    let (st, v) = d.req("PUT", "/v1/config", Some(r#"{"gtpu_port": 2153, "window_us": 5000}"#));
+    assert_eq!(st, 200, "{v}");
+    for t in 0..3 {
+        let (st, v) = d.req("POST", "/v1/intents", Some(&intent(0x300 + t, &format!(r#""actionName": "DROP", "flow_hash": "S{t}""#))));
+        assert_eq!(st, 201, "{v}");
+    }
+    let (st, v) = d.req("PUT", "/v1/config", Some(r#"{"rate_threshold_pps": 1844674407370955162}"#));
+    assert_eq!((st, v["error"]["code"].as_str()), (400, Some("bad_value")), "a threshold that would wrap: {v}");
+    d.stop();
+    let good = std::fs::read(&state).unwrap();
+
+    // S1 given the match of S0: refused at start, after S0 went in.
+    let mut v: serde_json::Value = serde_json::from_slice(&good).unwrap();
+    v["intents"][1]["intent"] = v["intents"][0]["intent"].clone();
+    let bad = serde_json::to_vec_pretty(&v).unwrap();
+    std::fs::write(&state, &bad).unwrap();
+    let err = Daemon::start(config(&e, &ee, state.clone(), 4)).err().expect("refused").to_string();
+    assert!(err.contains("stored intent S1 cannot be reinstalled"), "{err}");
+    assert_eq!(std::fs::read(&state).unwrap(), bad, "the failed start left the file as it was: S2 is still in it");
+    assert!(!has_xdp(&e, &ee), "nothing left attached");
+
+    std::fs::write(&state, &good).unwrap();
+    let mut cfg = config(&e, &ee, state.clone(), 4);
+    cfg.settings.insert("load_flag".into(), true.into());
+    let d = Daemon::start(cfg).expect("daemon with a command-line setting");
+    let (_, c) = d.req("GET", "/v1/config", None);
+    assert_eq!(c["load_flag"], true, "the command line's field: {c}");
+    assert_eq!((c["gtpu_port"].as_u64(), c["window_us"].as_u64()), (Some(2153), Some(5000)), "the stored fields stay: {c}");
+    assert_eq!(d.req("GET", "/v1/health", None).1["kernel_rules"], 3);
+    d.stop();
+    remove_and_check(ns);
+}
+
 /// A raw request over TCP (headers as given): the status and the whole answer.
 fn raw(addr: std::net::SocketAddr, head: &str) -> (u16, String) {
     use std::io::{Read, Write};

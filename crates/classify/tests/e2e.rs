@@ -14,7 +14,7 @@ mod common;
 use common::*;
 use detpath_classify::frames::{build, parse_gtpu_payload, Layer};
 use detpath_classify::server::ServeConfig;
-use detpath_classify::{AltNode, Settings};
+use detpath_classify::AltNode;
 use detpath_sys::packet::PacketSocket;
 use std::collections::BTreeMap;
 use std::net::UdpSocket;
@@ -101,7 +101,8 @@ fn sixteen_services_eight_prioritised_over_vxlan_gtpu() {
     let mut cfg = ServeConfig::new(&ee);
     cfg.socket = Some(dir.0.join("api.sock"));
     cfg.netns = Some(e.clone());
-    cfg.settings = Some(Settings { alt_nodes: vec![AltNode { mac: MAC_A, ip: "10.99.0.3".parse().unwrap() }], ..Settings::default() });
+    let alt = vec![AltNode { mac: MAC_A, ip: "10.99.0.3".parse().unwrap() }];
+    cfg.settings.insert("alt_nodes".into(), serde_json::to_value(alt).unwrap());
     let d = Daemon::start(cfg).expect("daemon");
     assert!(has_xdp(&e, &ee));
 

@@ -14,7 +14,7 @@
 
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
-use detpath_classify::classifier::{parse_mac, AltNode, DefaultAction, Settings};
+use detpath_classify::classifier::{parse_mac, AltNode, DefaultAction};
 use detpath_classify::client::{self, Target};
 use detpath_classify::server::{self, ServeConfig};
 use detpath_classify::XdpMode;
@@ -161,15 +161,16 @@ struct ServeArgs {
     #[arg(long)]
     load_flag: bool,
     /// Per-CPU packet rate above which a CPU counts as overloaded (0 = off).
-    #[arg(long, default_value_t = 0)]
-    rate_threshold_pps: u64,
+    #[arg(long)]
+    rate_threshold_pps: Option<u64>,
     /// Per-CPU packet rate above which even prioritised flows are forwarded
     /// (their excess is processed elsewhere, not lost); 0 = never.
-    #[arg(long, default_value_t = 0)]
-    saturation_pps: u64,
-    /// What unmatched encapsulated flows get: forward (when overloaded) or pass.
-    #[arg(long, default_value = "forward")]
-    default_action: String,
+    #[arg(long)]
+    saturation_pps: Option<u64>,
+    /// What unmatched encapsulated flows get: forward (when overloaded, the
+    /// default) or pass.
+    #[arg(long)]
+    default_action: Option<String>,
 }
 
 fn parse_on_off(s: &str) -> Result<bool, String> {
@@ -185,6 +186,36 @@ fn parse_alt(s: &str) -> anyhow::Result<AltNode> {
     let mac = parse_mac(mac).with_context(|| format!("--alt `{s}`: `{mac}` is not a MAC address"))?;
     let ip = ip.trim().parse().with_context(|| format!("--alt `{s}`: `{ip}` is not an IP address"))?;
     Ok(AltNode { mac, ip })
+}
+
+/// The settings fields the flags name, as `PUT /v1/config` takes them:
+/// what `classify config` sends and what `classify serve` lays over the
+/// state file's settings.
+fn settings_patch(
+    load_flag: Option<bool>,
+    rate_threshold_pps: Option<u64>,
+    saturation_pps: Option<u64>,
+    default_action: Option<&str>,
+    alt: &[String],
+) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
+    let mut body = serde_json::Map::new();
+    if let Some(f) = load_flag {
+        body.insert("load_flag".into(), f.into());
+    }
+    if let Some(r) = rate_threshold_pps {
+        body.insert("rate_threshold_pps".into(), r.into());
+    }
+    if let Some(s) = saturation_pps {
+        body.insert("saturation_pps".into(), s.into());
+    }
+    if let Some(d) = default_action {
+        body.insert("default_action".into(), serde_json::to_value(parse_default(d)?)?);
+    }
+    if !alt.is_empty() {
+        let nodes = alt.iter().map(|x| parse_alt(x)).collect::<anyhow::Result<Vec<_>>>()?;
+        body.insert("alt_nodes".into(), serde_json::to_value(nodes)?);
+    }
+    Ok(body)
 }
 
 fn parse_default(s: &str) -> anyhow::Result<DefaultAction> {
@@ -250,19 +281,9 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
     match a.cmd {
         Cmd::Bench(b) => crate::classify_bench_cmd::run(b),
         Cmd::Serve(s) => {
-            let alt = s.alt.iter().map(|x| parse_alt(x)).collect::<anyhow::Result<Vec<_>>>()?;
-            let explicit = !alt.is_empty() || s.load_flag || s.rate_threshold_pps != 0 || s.saturation_pps != 0 || s.default_action != "forward";
-            let settings = explicit.then(|| -> anyhow::Result<Settings> {
-                Ok(Settings {
-                    load_flag: s.load_flag,
-                    rate_threshold_pps: s.rate_threshold_pps,
-                    saturation_pps: s.saturation_pps,
-                    default_action: parse_default(&s.default_action)?,
-                    alt_nodes: alt,
-                    ..Settings::default()
-                })
-            });
-            let settings = settings.transpose()?;
+            // The settings flags given override the stored ones; the rest
+            // (and what `classify config` set) stay as the state file has them.
+            let settings = settings_patch(s.load_flag.then_some(true), s.rate_threshold_pps, s.saturation_pps, s.default_action.as_deref(), &s.alt)?;
             let state = s.state.clone().unwrap_or_else(|| server::default_state_path(&s.iface, s.netns.as_deref()));
             let socket = (!s.no_socket).then(|| s.socket.clone().unwrap_or_else(|| server::default_socket_path(&s.iface, s.netns.as_deref())));
             let cfg = ServeConfig {
@@ -336,23 +357,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
             }))
         }
         Cmd::Config { load_flag, rate_threshold_pps, saturation_pps, default_action, alt, c } => {
-            let mut body = serde_json::Map::new();
-            if let Some(f) = load_flag {
-                body.insert("load_flag".into(), f.into());
-            }
-            if let Some(r) = rate_threshold_pps {
-                body.insert("rate_threshold_pps".into(), r.into());
-            }
-            if let Some(s) = saturation_pps {
-                body.insert("saturation_pps".into(), s.into());
-            }
-            if let Some(d) = default_action {
-                body.insert("default_action".into(), serde_json::to_value(parse_default(&d)?)?);
-            }
-            if !alt.is_empty() {
-                let nodes = alt.iter().map(|x| parse_alt(x)).collect::<anyhow::Result<Vec<_>>>()?;
-                body.insert("alt_nodes".into(), serde_json::to_value(nodes)?);
-            }
+            let body = settings_patch(load_flag, rate_threshold_pps, saturation_pps, default_action.as_deref(), &alt)?;
             let (st, v) =
                 if body.is_empty() { call(&c, "GET", "/v1/config", None)? } else { call(&c, "PUT", "/v1/config", Some(&serde_json::to_vec(&body)?))? };
             Ok(report(st, &v, c.json, |v| {
