@@ -218,13 +218,7 @@ impl Service {
     /// it is lost to a failed start). `settings` are the fields the command
     /// line gave: merged over the stored settings as `PUT /v1/config`
     /// merges, so a field it does not name keeps its stored value.
-    pub fn new(
-        cls: Classifier,
-        iface: &str,
-        state_path: Option<PathBuf>,
-        settings: &serde_json::Map<String, Value>,
-        max_rules: u32,
-    ) -> crate::Result<Service> {
+    pub fn new(cls: Classifier, iface: &str, state_path: Option<PathBuf>, settings: &serde_json::Map<String, Value>, max_rules: u32) -> crate::Result<Service> {
         let mut s = Service { cls, iface: iface.to_string(), entries: Vec::new(), state_path, next_id: 1 };
         let (loaded_settings, stored) = match &s.state_path {
             Some(p) => match load_state(p, iface, max_rules)? {
