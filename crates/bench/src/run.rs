@@ -9,7 +9,10 @@
 //! Open loop: a lost pong never stalls the run; a pong later than the loss
 //! timeout counts as lost.
 //!
-//! Server: echoes every probe over the same datapath, filling t1 and t2.
+//! Server: echoes every ping over the same datapath, filling t1 and t2 and
+//! marking it a pong ([`probe::FLAG_PONG`]); a probe that is already a pong
+//! is never echoed (see [`is_pong`]). The client takes pongs from the
+//! server's address only (see [`from_server`]).
 //! Faults (drop, duplicate, delay, corrupt) are not the runner's business: a
 //! server opened on the `fault` datapath (`fault://...?inner=udp&drop=...`)
 //! misbehaves at chosen sends, which is how the loss accounting is tested.
@@ -131,7 +134,8 @@ pub struct ClientOutcome {
     pub rounds: Vec<Round>,
     /// Rounds actually sent (less than total when interrupted).
     pub sent: u64,
-    /// Datagrams that were not probes at all, or not for a round we sent.
+    /// Datagrams that were not probes at all, not from the server's address
+    /// (a forged pong), or not for a round we sent: ignored.
     pub foreign: u64,
     /// Probes whose send failed for that datagram alone (its neighbour still
     /// resolving with every parking slot taken, a full ring, ...: see
@@ -229,6 +233,10 @@ pub fn run_client(
             }
         }
         if let Some(meta) = ep.recv(&mut rx, RecvMode::NonBlocking)? {
+            if !from_server(meta.peer, server) {
+                foreign += 1;
+                continue;
+            }
             let Ok(p) = Probe::decode(&rx[..meta.len]) else {
                 foreign += 1;
                 continue;
@@ -259,6 +267,39 @@ pub fn run_client(
     Ok(ClientOutcome { rounds, sent: next, foreign, not_sent, first_not_sent, interrupted, started_ns: start, finished_ns, gaps, gaps_not_kept, cpu })
 }
 
+/// Whether a datagram from `peer` may be the server's pong. Anyone can send
+/// the client a probe with a seq it already sent: taken, a forged pong would
+/// mark its round corrupted (or a duplicate) and the real pong a duplicate.
+/// A datapath that does not report the sender (`0.0.0.0:0`) cannot be
+/// checked, and a server addressed as `0.0.0.0` (this host) answers from an
+/// address of its choosing: then only what can be compared is.
+pub fn from_server(peer: SocketAddrV4, server: SocketAddrV4) -> bool {
+    if peer.ip().is_unspecified() {
+        return true;
+    }
+    peer.port() == server.port() && (server.ip().is_unspecified() || peer.ip() == server.ip())
+}
+
+/// Whether a probe is already an echo (it carries [`probe::FLAG_PONG`]): a
+/// reflector never echoes it. Answering one lets a single probe whose
+/// source is forged to be another reflector's make the two echo each other
+/// forever.
+pub fn is_pong(p: &Probe) -> bool {
+    p.flags & probe::FLAG_PONG != 0
+}
+
+/// Readies a datagram for a raw echo (`detpath echo`, which echoes any
+/// datagram): a detpath ping is marked a pong ([`probe::FLAG_PONG`]), so no
+/// detpath reflector answers the echo; anything else is left as it is.
+/// Returns false for a detpath pong, which must not be echoed ([`is_pong`]).
+pub fn ready_raw_echo(datagram: &mut [u8]) -> bool {
+    match Probe::decode(datagram) {
+        Ok(p) if is_pong(&p) => false,
+        Ok(_) => probe::set_flags(datagram, probe::FLAG_PONG).is_ok(),
+        Err(_) => true,
+    }
+}
+
 /// Sleeps until CLOCK_MONOTONIC reaches `t` ns (absolute, so no drift).
 fn sleep_until_ns(t: u64) {
     let ts = libc::timespec { tv_sec: (t / 1_000_000_000) as libc::time_t, tv_nsec: (t % 1_000_000_000) as libc::c_long };
@@ -273,6 +314,10 @@ pub struct ServerReport {
     pub echoed: u64,
     /// Datagrams received that were not probes (left unanswered).
     pub not_probes: u64,
+    /// Probes that were already pongs ([`probe::FLAG_PONG`]), left
+    /// unanswered: echoing them could make two reflectors echo each other
+    /// forever ([`is_pong`]).
+    pub not_a_ping: u64,
     /// Probes whose echo could not be sent (off-link or unresolved source,
     /// full ring, ...): the endpoint counted each by cause and the server went on.
     pub not_sent: u64,
@@ -280,13 +325,13 @@ pub struct ServerReport {
     pub gaps: Vec<Gap>,
     /// Gaps the probe saw but could not keep.
     pub gaps_not_kept: u64,
-    /// The server thread's CPU time (named `server`) from the first probe it
-    /// received to the stop (`None`: no probe came), and the wall time of
-    /// that span in seconds.
+    /// The server thread's CPU time (named `server`) from the first ping it
+    /// received to the stop (`None`: no ping came; other datagrams do not
+    /// start it), and the wall time of that span in seconds.
     pub cpu: Option<(ThreadCpu, f64)>,
 }
 
-/// Echoes probes until `stop` is set, busy-polling (a probe whose echo cannot
+/// Echoes pings until `stop` is set, busy-polling (a ping whose echo cannot
 /// be sent is counted in [`ServerReport::not_sent`] and the endpoint's
 /// counters; only an endpoint error ends the loop): each look is one
 /// zero-timeout busy-poll receive (so datapaths with kernel busy polling
@@ -299,8 +344,9 @@ pub fn run_server(ep: &mut dyn Endpoint, stop: &AtomicBool, gaps: usize) -> detp
     let mut report = ServerReport::default();
     let look = RecvMode::BusyPoll { timeout: Some(Duration::ZERO) };
     let mut probe = NoiseProbe::with_capacity(DEFAULT_GAP_BOUND_NS, gaps);
-    // Started at the first probe: the spinning before the client starts is
-    // not the run's cost (and has no round to divide by).
+    // Started at the first ping: the spinning before the client starts is
+    // not the run's cost (and has no round to divide by), and a stray or
+    // forged datagram must not start it early.
     let mut meter: Option<(ThreadMeter, u64)> = None;
     while !stop.load(Ordering::Relaxed) {
         probe.tick(monotonic_ns());
@@ -308,13 +354,18 @@ pub fn run_server(ep: &mut dyn Endpoint, stop: &AtomicBool, gaps: usize) -> detp
             std::hint::spin_loop();
             continue;
         };
-        if meter.is_none() {
-            meter = Some((ThreadMeter::start("server"), monotonic_ns()));
-        }
         let Ok(mut p) = Probe::decode(&buf[..meta.len]) else {
             report.not_probes += 1;
             continue;
         };
+        if is_pong(&p) {
+            report.not_a_ping += 1;
+            continue;
+        }
+        if meter.is_none() {
+            meter = Some((ThreadMeter::start("server"), monotonic_ns()));
+        }
+        p.flags |= probe::FLAG_PONG;
         p.server_recv_ns = meta.rx_ns;
         p.server_send_ns = monotonic_ns();
         p.encode(&mut buf[..meta.len]).expect("decoded from this length");

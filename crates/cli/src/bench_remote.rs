@@ -72,7 +72,7 @@ pub struct ServerArgs {
     #[command(flatten)]
     metrics: crate::metrics_args::MetricsArgs,
     /// When stopped, print what was echoed as one JSON document (`echoed`,
-    /// `not_probes`, `not_sent`, `counters` by name) on stdout.
+    /// `not_probes`, `not_a_ping`, `not_sent`, `counters` by name) on stdout.
     #[arg(long)]
     json: bool,
 }
@@ -147,14 +147,15 @@ pub fn server(args: ServerArgs) -> anyhow::Result<i32> {
     let cpu = CpuReport::new(threads, &ticks_before, &ticks_after, &args.side.cpu.into_iter().collect::<Vec<_>>(), report.echoed as f64);
     if args.json {
         let by_name: serde_json::Map<String, serde_json::Value> = counters.iter().map(|(n, v)| (n.to_string(), v.into())).collect();
-        let json = serde_json::json!({ "echoed": report.echoed, "not_probes": report.not_probes, "not_sent": report.not_sent, "wall_s": wall_s, "cpu": cpu, "counters": by_name });
+        let json = serde_json::json!({ "echoed": report.echoed, "not_probes": report.not_probes, "not_a_ping": report.not_a_ping, "not_sent": report.not_sent, "wall_s": wall_s, "cpu": cpu, "counters": by_name });
         println!("{json}");
     }
     let counters: Vec<String> = counters.iter().map(|(n, v)| format!("{n}={v}")).collect();
     eprintln!(
-        "bench server: echoed {} probes, {} datagrams were not probes, {} echoes not sent (counted by cause); counters {}",
+        "bench server: echoed {} probes, {} datagrams were not probes, {} were pongs (never echoed), {} echoes not sent (counted by cause); counters {}",
         report.echoed,
         report.not_probes,
+        report.not_a_ping,
         report.not_sent,
         counters.join(" ")
     );

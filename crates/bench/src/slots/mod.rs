@@ -599,6 +599,9 @@ pub struct RunReport {
     pub rt_delivery: f64,
     /// Frames the receiver got that were not the benchmark's.
     pub rx_foreign: u64,
+    /// Benchmark frames left out because their delay could not be real
+    /// (more than 1 s early or 10 s late: forged, or another run's).
+    pub rx_implausible: u64,
     /// Per-class figures.
     pub classes: Vec<ClassReport>,
     /// Per-flow figures.

@@ -79,9 +79,17 @@ pub fn table(r: &Report) -> String {
             be
         );
     }
-    let _ = writeln!(t, "\nsend call duration p50/p99/p99.99/max (µs), receiver foreign frames:");
+    let _ = writeln!(t, "\nsend call duration p50/p99/p99.99/max (µs), receiver foreign frames, frames with an implausible delay (left out):");
     for run in &r.runs {
-        let _ = writeln!(t, "  {:<6} {:<10} {}   foreign {}", run.datapath, run.method.as_str(), quad(&run.send_cost_ns), run.rx_foreign);
+        let _ = writeln!(
+            t,
+            "  {:<6} {:<10} {}   foreign {}   implausible {}",
+            run.datapath,
+            run.method.as_str(),
+            quad(&run.send_cost_ns),
+            run.rx_foreign,
+            run.rx_implausible
+        );
     }
     let _ = writeln!(t, "\nCPU (each thread's user+system seconds and share of the run's wall time; the cores' busy share; packets sent per CPU-second):");
     for run in &r.runs {

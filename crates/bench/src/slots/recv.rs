@@ -25,6 +25,8 @@ pub struct Received {
     pub arrivals: Vec<Arrival>,
     pub flood: u64,
     pub foreign: u64,
+    /// Benchmark frames whose delay could not be real ([`plausible_delay`]): left out.
+    pub implausible: u64,
     /// The receiving thread's CPU time over the run.
     pub cpu: ThreadCpu,
 }
@@ -35,7 +37,7 @@ pub fn receive(ep: &mut dyn Endpoint, capacity: usize, tl: &Timeline, stop: &Ato
     let meter = ThreadMeter::start("receiver");
     let mut arrivals = Vec::with_capacity(capacity);
     let mut batch = RxBatch::new(64, 2048);
-    let (mut flood, mut foreign) = (0u64, 0u64);
+    let (mut flood, mut foreign, mut implausible) = (0u64, 0u64, 0u64);
     while !stop.load(Ordering::Relaxed) {
         let now = monotonic_ns();
         // More than 2 ms into a pause (the last frames are in): sleep until just before the next segment.
@@ -56,6 +58,7 @@ pub fn receive(ep: &mut dyn Endpoint, capacity: usize, tl: &Timeline, stop: &Ato
         for (m, payload) in batch.iter() {
             match Header::parse(payload) {
                 Some(h) if h.flow == FLOOD_FLOW => flood += 1,
+                Some(h) if !plausible_delay(h.scheduled_ns, m.rx_ns) => implausible += 1,
                 Some(h) => {
                     if arrivals.len() < arrivals.capacity() {
                         arrivals.push(Arrival { flow: h.flow, seq: h.seq, scheduled_ns: h.scheduled_ns, rx_ns: m.rx_ns });
@@ -65,7 +68,21 @@ pub fn receive(ep: &mut dyn Endpoint, capacity: usize, tl: &Timeline, stop: &Ato
             }
         }
     }
-    Ok(Received { arrivals, flood, foreign, cpu: meter.stop() })
+    Ok(Received { arrivals, flood, foreign, implausible, cpu: meter.stop() })
+}
+
+/// The earliest a real frame arrives before its scheduled instant, ns (a
+/// slot scheduler may let it out a slot early; a second is far beyond that).
+const MAX_EARLY_NS: i128 = 1_000_000_000;
+/// The latest a real frame arrives after its scheduled instant, ns.
+const MAX_LATE_NS: i128 = 10_000_000_000;
+
+/// Whether a frame's delay (arrival - scheduled instant, both on this
+/// host's CLOCK_MONOTONIC) could be real. One forged frame scheduled at
+/// `u64::MAX` would otherwise set its flow's minimum delay to about
+/// -1.8e19 ns and so every PDV sample (delay - minimum) to about 1.8e19 ns.
+fn plausible_delay(scheduled_ns: u64, rx_ns: u64) -> bool {
+    (-MAX_EARLY_NS..=MAX_LATE_NS).contains(&(rx_ns as i128 - scheduled_ns as i128))
 }
 
 /// Exact percentiles of a sorted slice.
@@ -167,6 +184,7 @@ pub fn analyse(cfg: &BenchConfig, tl: &Timeline, dp: &str, method: Method, endpo
         rt_received,
         rt_delivery: rt_received as f64 / rt_planned.max(1) as f64,
         rx_foreign: received.foreign,
+        rx_implausible: received.implausible,
         classes,
         flows,
         be,
@@ -190,5 +208,38 @@ mod tests {
         assert_eq!(pdv, vec![0, 5, 10, 0]);
         let s = summary_sorted(&[1, 2, 3, 4, 100]);
         assert_eq!((s.p50, s.max, s.count), (3, 100, 5));
+    }
+
+    /// A forged frame scheduled at `u64::MAX` (one datagram from outside) at
+    /// a real receiver on loopback is counted and left out: its flow's PDV
+    /// stays that of the real frames (it used to be ~1.8e19 ns).
+    #[test]
+    fn a_frame_with_an_implausible_delay_is_counted_and_left_out() {
+        let mut ep = detpath::open("udp://127.0.0.1:0").unwrap();
+        let at = ep.local_addr();
+        let now = monotonic_ns();
+        let tl = Timeline { start: now, measure_from: now, end: now + 200_000_000, on_ns: 200_000_000, off_ns: 0 };
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let frame = |seq: u64, scheduled_ns: u64| {
+            let mut b = [0u8; 64];
+            Header { flow: 0, seq, scheduled_ns }.write(&mut b);
+            b
+        };
+        sock.send_to(&frame(0, now), at).unwrap();
+        sock.send_to(&frame(1, u64::MAX), at).unwrap();
+        sock.send_to(&frame(2, now + 1_000), at).unwrap();
+        // Stopped once the receiver has had time to take all three.
+        let stop = AtomicBool::new(false);
+        let got = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(50));
+                stop.store(true, Ordering::Relaxed);
+            });
+            receive(ep.as_mut(), 16, &tl, &stop).unwrap()
+        });
+        assert_eq!(got.implausible, 1, "the forged frame is counted");
+        assert_eq!(got.arrivals.iter().map(|a| a.seq).collect::<Vec<_>>(), [0, 2], "and left out");
+        let (_, pdv) = flow_figures(&got.arrivals, now);
+        assert!(pdv.iter().all(|&d| d < 1_000_000_000), "PDV of the real frames only: {pdv:?}");
     }
 }

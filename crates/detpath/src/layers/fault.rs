@@ -18,7 +18,10 @@
 //!   unresolved neighbour (a per-datagram error, [`Error::is_per_datagram`]),
 //!   as a kernel-bypass datapath's does while ARP is still resolving. `dup`: sent twice. `delay=N:D`: held and sent once
 //!   `D` (`ns`, `us`, `ms`, `s`) has passed, on a later send or receive call
-//!   (so later datagrams overtake it). `corrupt`: byte `corrupt_byte`
+//!   (so later datagrams overtake it); if that late send fails for the
+//!   datagram alone ([`Error::is_per_datagram`]: its source forged or
+//!   unreachable), the inner endpoint has counted it by cause and the call
+//!   goes on, as it would have had the send not been held. `corrupt`: byte `corrupt_byte`
 //!   (default 0) XOR 0x5a before sending.
 //! - `stall_rx=N:D`: after the N-th datagram received (0-based), the
 //!   receiving call sleeps `D` before returning it, its receive timestamp
@@ -135,6 +138,9 @@ pub struct Injected {
     pub duplicated: u64,
     /// Datagrams held back (sent when due).
     pub delayed: u64,
+    /// Held datagrams whose late send failed for that datagram alone
+    /// (counted by cause in the inner endpoint's counters too).
+    pub delayed_not_sent: u64,
     /// Datagrams sent with a flipped byte.
     pub corrupted: u64,
 }
@@ -178,7 +184,10 @@ impl FaultInjector {
 }
 
 impl FaultHooks {
-    /// Sends the held datagrams that are due.
+    /// Sends the held datagrams that are due. A send that fails for that
+    /// datagram alone is counted, not returned: the call it happens in
+    /// (a receive, another datagram's send) is not the one that sent it,
+    /// and a server would end on it (only endpoint errors are returned).
     fn release_due(&mut self, inner: &mut dyn Endpoint) -> Result<()> {
         if self.held.is_empty() {
             return Ok(());
@@ -188,7 +197,11 @@ impl FaultHooks {
         while i < self.held.len() {
             if self.held[i].0 <= now {
                 let (_, payload, peer) = self.held.swap_remove(i);
-                inner.send_to(&payload, peer)?;
+                match inner.send_to(&payload, peer) {
+                    Ok(()) => {}
+                    Err(e) if e.is_per_datagram() => self.injected.delayed_not_sent += 1,
+                    Err(e) => return Err(e),
+                }
             } else {
                 i += 1;
             }
@@ -327,5 +340,31 @@ mod tests {
             got.push(b[..n].to_vec());
         }
         assert_eq!(got, vec![vec![0, 9], vec![2, 9], vec![2, 9], vec![4 ^ 0x5a, 9], vec![5, 9], vec![3, 9]]);
+    }
+
+    /// A held echo to a forged source (port 0: the kernel refuses it,
+    /// EINVAL, for that datagram alone) fails on a later call: counted by the
+    /// inner endpoint, and neither that receive nor that send fails (a server
+    /// would end on it).
+    #[test]
+    fn a_held_send_failing_for_its_datagram_alone_is_counted_not_returned() {
+        let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_read_timeout(Some(std::time::Duration::from_millis(500))).unwrap();
+        let std::net::SocketAddr::V4(to) = rx.local_addr().unwrap() else { unreachable!() };
+        let forged = SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 0);
+        let mut ep = crate::open("udp://127.0.0.1:0?delay=0:1ms,1:1ms").unwrap();
+        let mut b = [0u8; 8];
+        // Released by a receive.
+        ep.send_to(b"to a forged source", forged).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert!(matches!(ep.recv(&mut b, RecvMode::NonBlocking), Ok(None)), "the receive goes on");
+        assert_eq!(ep.counters().tx_errors, 1, "counted as the udp datapath counts it");
+        // Released by another datagram's send, which is not refused for it.
+        ep.send_to(b"forged again", forged).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        ep.send_to(&[7, 9], to).unwrap();
+        assert_eq!(ep.counters().tx_errors, 2);
+        let n = rx.recv(&mut b).unwrap();
+        assert_eq!(&b[..n], &[7, 9]);
     }
 }
