@@ -75,6 +75,6 @@ pub use config::{ClassConfig, ClassKind, ConfigError, Mode, SchedConfig};
 pub use endpoint::SchedEndpoint;
 pub use mask::SlotMask;
 pub use sched::{ClassCounters, ErrorSummary, PollSummary, Refusal, Release, Scheduled, Scheduler};
-pub use servo::{PiServo, ServoConfig, ServoOutput, ServoState};
+pub use servo::{PiServo, ServoConfig, ServoOutput, ServoState, SpikeFilter};
 pub use slot::{Ring, Slot};
 pub use spec::{open_slots, SlotsEndpoint, LAYER};

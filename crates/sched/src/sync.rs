@@ -19,7 +19,7 @@
 use crate::clock::TickSource;
 use crate::endpoint::SchedEndpoint;
 use crate::sched::Scheduler;
-use crate::servo::{PiServo, ServoConfig, ServoOutput, ServoState};
+use crate::servo::{spike_threshold_ns, PiServo, ServoConfig, ServoOutput, ServoState, SpikeFilter};
 use detpath::{monotonic_ns, RecvMode};
 use serde::Serialize;
 use std::net::SocketAddrV4;
@@ -41,18 +41,36 @@ pub struct Exchange {
 }
 
 impl Exchange {
-    /// Slave − master, assuming a symmetric path.
+    /// Slave − master, assuming a symmetric path (saturated: the times come from the network).
     pub fn offset_ns(&self) -> i64 {
         let fwd = self.t2 as i128 - self.t1 as i128;
         let back = self.t4 as i128 - self.t3 as i128;
-        ((fwd - back) / 2) as i64
+        saturate((fwd - back) / 2)
     }
-    /// One-way path delay, assuming a symmetric path.
+    /// One-way path delay, assuming a symmetric path (saturated, as the offset).
     pub fn delay_ns(&self) -> i64 {
-        let fwd = self.t2 as i128 - self.t1 as i128;
-        let back = self.t4 as i128 - self.t3 as i128;
-        ((fwd + back) / 2) as i64
+        saturate(path_delay_ns(self.t1 as i128, self.t2 as i128, self.t3 as i128, self.t4 as i128))
     }
+}
+
+/// `v` as an i64, saturated: a forged time stamp must not wrap an offset around.
+pub(crate) fn saturate(v: i128) -> i64 {
+    v.clamp(i64::MIN as i128, i64::MAX as i128) as i64
+}
+
+/// One-way path delay of an exchange, `((t2 − t1) + (t4 − t3)) / 2`, ns.
+pub fn path_delay_ns(t1: i128, t2: i128, t3: i128, t4: i128) -> i128 {
+    ((t2 - t1) + (t4 - t3)) / 2
+}
+
+/// Longest path delay taken as real, ns: on one link a delay is microseconds;
+/// beyond a second it is a forged or stale time stamp.
+pub const MAX_PATH_DELAY_NS: i64 = 1_000_000_000;
+
+/// The path delay if it can be one: 0 to [`MAX_PATH_DELAY_NS`]. A negative
+/// delay or one of seconds is an outlier, not a value to clamp into the filter.
+pub fn plausible_delay(delay_ns: i128) -> Option<i64> {
+    (0..=MAX_PATH_DELAY_NS as i128).contains(&delay_ns).then_some(delay_ns as i64)
 }
 
 /// Applies a servo output to a scheduler's slot clock at instant `now`.
@@ -102,7 +120,8 @@ impl DelayFilter {
         if self.len % 2 == 1 {
             w[self.len / 2]
         } else {
-            (w[self.len / 2 - 1] + w[self.len / 2]) / 2
+            // The mean of the middle two in i128: their sum may not fit an i64.
+            ((w[self.len / 2 - 1] as i128 + w[self.len / 2] as i128) / 2) as i64
         }
     }
 
@@ -111,14 +130,7 @@ impl DelayFilter {
         self.values[self.next] = delay_ns;
         self.next = (self.next + 1) % Self::LEN;
         self.len = (self.len + 1).min(Self::LEN);
-        let mut w = self.values;
-        let w = &mut w[..self.len];
-        w.sort_unstable();
-        if self.len % 2 == 1 {
-            w[self.len / 2]
-        } else {
-            (w[self.len / 2 - 1] + w[self.len / 2]) / 2
-        }
+        self.median()
     }
 }
 
@@ -127,13 +139,14 @@ pub const WARMUP_EXCHANGES: u32 = 4;
 
 /// The slave's side of the exchange: matches the three messages of each
 /// round, filters the path delay, and feeds the offset
-/// `(t2 − t1) − median delay` to the servo. An exchange whose path delay
-/// exceeds the median by more than half the median (and 10 µs) was held up
-/// somewhere (a preempted thread, a deferred softirq): it updates the delay
-/// filter but is not fed to the servo.
+/// `(t2 − t1) − median delay` to the servo through a [`SpikeFilter`]. An
+/// exchange whose path delay exceeds the median by more than half the
+/// median (and 10 µs) was held up somewhere (a preempted thread, a deferred
+/// softirq): it updates the delay filter but is not fed to the servo; one
+/// whose delay cannot be one ([`plausible_delay`]) does neither.
 #[derive(Debug, Clone)]
 pub struct Slave {
-    servo: PiServo,
+    servo: SpikeFilter,
     current: Option<(u32, Exchange, bool)>,
     delay: DelayFilter,
     exchanges: u32,
@@ -141,17 +154,22 @@ pub struct Slave {
 }
 
 impl Slave {
-    /// A slave with a fresh servo.
-    pub fn new(cfg: ServoConfig) -> Slave {
-        Slave { servo: PiServo::new(cfg), current: None, delay: DelayFilter::default(), exchanges: 0, rejected: 0 }
+    /// A slave with a fresh servo behind a spike filter of `spike_threshold_ns`
+    /// ([`spike_threshold_ns`] of the lock threshold).
+    pub fn new(cfg: ServoConfig, spike_threshold_ns: u64) -> Slave {
+        Slave { servo: SpikeFilter::new(cfg, spike_threshold_ns), current: None, delay: DelayFilter::default(), exchanges: 0, rejected: 0 }
     }
-    /// Exchanges not fed to the servo because their path delay was an outlier.
+    /// Exchanges not fed to the servo because their path delay was an outlier (or no delay at all).
     pub fn rejected(&self) -> u32 {
         self.rejected
     }
+    /// Exchanges not fed to the servo because their offset was a spike.
+    pub fn outliers(&self) -> u64 {
+        self.servo.outliers()
+    }
     /// The servo.
     pub fn servo(&self) -> &PiServo {
-        &self.servo
+        self.servo.servo()
     }
     /// A Sync with `t1` arrived at slave time `t2`; starts a new round.
     pub fn on_sync(&mut self, seq: u32, t1: u64, t2: u64) {
@@ -172,10 +190,14 @@ impl Slave {
         match self.current.take() {
             Some((s, mut ex, true)) if s == seq => {
                 ex.t4 = t4;
+                let Some(this) = plausible_delay(path_delay_ns(ex.t1 as i128, ex.t2 as i128, ex.t3 as i128, ex.t4 as i128)) else {
+                    self.rejected += 1;
+                    return None;
+                };
                 self.exchanges += 1;
                 let before = self.delay.median();
-                let outlier = self.delay.len() >= WARMUP_EXCHANGES as usize && ex.delay_ns() > before + (before / 2).max(10_000);
-                let delay = self.delay.push(ex.delay_ns());
+                let outlier = self.delay.len() >= WARMUP_EXCHANGES as usize && this > before + (before / 2).max(10_000);
+                let delay = self.delay.push(this);
                 if self.exchanges < WARMUP_EXCHANGES {
                     return None;
                 }
@@ -183,8 +205,8 @@ impl Slave {
                     self.rejected += 1;
                     return None;
                 }
-                let offset = (ex.t2 as i128 - ex.t1 as i128 - delay as i128) as i64;
-                let out = self.servo.sample(offset, ex.t2);
+                let offset = saturate(ex.t2 as i128 - ex.t1 as i128 - delay as i128);
+                let out = self.servo.sample(offset, ex.t2)?;
                 Some((ex, offset, out))
             }
             other => {
@@ -234,6 +256,10 @@ pub struct SyncReport {
     pub mean_rate_after_lock_ppb: Option<f64>,
     /// Exchanges whose path delay was an outlier (not fed to the servo).
     pub rejected: u32,
+    /// Samples whose offset was a spike (not fed to the servo; see [`SpikeFilter`]).
+    pub outliers: u64,
+    /// Datagrams from a sender other than the master (dropped).
+    pub not_master: u64,
 }
 
 impl SyncReport {
@@ -256,6 +282,8 @@ impl SyncReport {
         let mean_rate_after_lock_ppb = (!after.is_empty()).then(|| after.iter().sum::<f64>() / after.len() as f64);
         SyncReport {
             rejected: 0,
+            outliers: 0,
+            not_master: 0,
             mean_rate_after_lock_ppb,
             time_to_lock_s: first.map(|i| samples[i].t_s),
             lock_threshold_ns,
@@ -310,7 +338,7 @@ pub fn simulate(cfg: &SimConfig) -> SyncReport {
             rng % cfg.noise_ns
         }
     };
-    let mut slave = Slave::new(cfg.servo);
+    let mut slave = Slave::new(cfg.servo, spike_threshold_ns(1_000));
     let mut samples = Vec::new();
     let mut m = epoch;
     let mut seq = 0u32;
@@ -342,7 +370,7 @@ pub fn simulate(cfg: &SimConfig) -> SyncReport {
         m += cfg.interval_ns;
     }
     let drift = slave.servo().drift_ppb();
-    SyncReport { rejected: slave.rejected(), ..SyncReport::from_samples(samples, 1_000, drift) }
+    SyncReport { rejected: slave.rejected(), outliers: slave.outliers(), ..SyncReport::from_samples(samples, 1_000, drift) }
 }
 
 /// Parameters of a live run between two [`SchedEndpoint`]s.
@@ -419,6 +447,10 @@ pub fn run_master<S: TickSource>(ep: &mut SchedEndpoint<S>, slave: SocketAddrV4,
             sleep_until(monotonic_ns() + 50_000);
         }
         if let Some(rx) = ep.recv(&mut buf, RecvMode::NonBlocking)? {
+            // Only the slave's requests: another sender's would take the class's slots and end the round.
+            if rx.peer != slave {
+                continue;
+            }
             if let Ok(SyncMsg { kind: MsgKind::DelayReq, seq: s, .. }) = SyncMsg::parse(&buf[..rx.len]) {
                 let t4 = ep.scheduler().time_at(rx.rx_ns);
                 let now = monotonic_ns();
@@ -447,7 +479,8 @@ pub fn run_slave<S: TickSource>(
     master_time: impl Fn(u64) -> u64,
 ) -> detpath::Result<SyncReport> {
     let mut buf = [0u8; 2048];
-    let mut slave = Slave::new(cfg.servo);
+    let mut slave = Slave::new(cfg.servo, spike_threshold_ns(cfg.lock_threshold_ns));
+    let mut not_master = 0u64;
     let mut samples = Vec::with_capacity((cfg.duration_ns / cfg.interval_ns.max(1)) as usize + 16);
     let start = monotonic_ns();
     // CLOCK_MONOTONIC instant at which the last Sync left the master (as near as the slave can tell).
@@ -482,6 +515,11 @@ pub fn run_slave<S: TickSource>(
         let Some(rx) = ep.recv(&mut buf, mode)? else {
             continue;
         };
+        // Only the master's messages: anyone else's Sync would start a round of its own.
+        if rx.peer != master {
+            not_master += 1;
+            continue;
+        }
         match SyncMsg::parse(&buf[..rx.len]) {
             Ok(SyncMsg { kind: MsgKind::Sync, seq, time_ns: t1 }) => {
                 let t2 = ep.scheduler().time_at(rx.rx_ns);
@@ -521,7 +559,7 @@ pub fn run_slave<S: TickSource>(
         }
     }
     let drift = slave.servo().drift_ppb();
-    Ok(SyncReport::from_samples(samples, cfg.lock_threshold_ns, drift))
+    Ok(SyncReport { rejected: slave.rejected(), outliers: slave.outliers(), not_master, ..SyncReport::from_samples(samples, cfg.lock_threshold_ns, drift) })
 }
 
 #[cfg(test)]
@@ -550,6 +588,65 @@ mod tests {
             f.push(5);
         }
         assert_eq!(f.push(1_000_000), 5);
+    }
+
+    #[test]
+    fn the_median_of_extreme_delays_does_not_overflow() {
+        let mut f = DelayFilter::default();
+        f.push(10);
+        assert_eq!(f.push(i64::MAX), 4_611_686_018_427_387_908);
+        assert_eq!(f.push(i64::MAX), i64::MAX);
+        assert_eq!(f.push(i64::MAX), i64::MAX);
+        let mut f = DelayFilter::default();
+        f.push(i64::MIN);
+        assert_eq!(f.push(i64::MIN), i64::MIN);
+    }
+
+    #[test]
+    fn absurd_delays_are_not_delays() {
+        assert_eq!(plausible_delay(0), Some(0));
+        assert_eq!(plausible_delay(MAX_PATH_DELAY_NS as i128), Some(MAX_PATH_DELAY_NS));
+        assert_eq!(plausible_delay(-1), None);
+        assert_eq!(plausible_delay(MAX_PATH_DELAY_NS as i128 + 1), None);
+        assert_eq!(plausible_delay(i64::MAX as i128), None);
+    }
+
+    #[test]
+    fn extreme_time_stamps_saturate() {
+        let ex = Exchange { t1: 0, t2: u64::MAX, t3: u64::MAX, t4: 0 };
+        assert_eq!((ex.offset_ns(), ex.delay_ns()), (i64::MAX, 0));
+        let ex = Exchange { t1: u64::MAX, t2: 0, t3: 0, t4: u64::MAX };
+        assert_eq!((ex.offset_ns(), ex.delay_ns()), (i64::MIN, 0));
+        let ex = Exchange { t1: 0, t2: u64::MAX, t3: 0, t4: u64::MAX };
+        assert_eq!((ex.offset_ns(), ex.delay_ns()), (0, i64::MAX));
+    }
+
+    /// A slave 300 µs ahead over a 30 µs path, rounds every 250 ms; round `k`'s
+    /// Delay_Resp carries `t4` (None: the genuine one).
+    fn round(s: &mut Slave, k: u32, t4: Option<u64>) -> Option<(Exchange, i64, ServoOutput)> {
+        let t1 = 1_000_000_000 + k as u64 * 250_000_000;
+        s.on_sync(k, t1, t1 + 330_000);
+        s.on_delay_req_sent(k, t1 + 400_000);
+        s.on_delay_resp(k, t4.unwrap_or(t1 + 130_000))
+    }
+
+    #[test]
+    fn a_forged_delay_resp_is_no_delay_and_no_sample() {
+        let mut s = Slave::new(ServoConfig::linuxptp(0.25), spike_threshold_ns(20_000));
+        for k in 0..4 {
+            assert!(round(&mut s, k, None).is_none(), "warm-up");
+        }
+        // Forged t4s: as late as a u64 goes (a delay of ~2^63 ns), and 0 (a negative delay).
+        for (k, t4) in [(4, u64::MAX), (5, 0)] {
+            assert!(round(&mut s, k, Some(t4)).is_none(), "{t4}");
+        }
+        assert_eq!(s.rejected(), 2);
+        assert_eq!(s.delay.median(), 30_000, "the filter holds only real delays");
+        // The genuine rounds go on: the last warm-up round (3) and round 6 agree with
+        // round 7, the servo's first sample; round 8 is its step.
+        let states: Vec<_> = (6..9).map(|k| round(&mut s, k, None).map(|r| (r.1, r.2.state))).collect();
+        assert_eq!(states[..2], [None, Some((300_000, ServoState::Unlocked))]);
+        assert_eq!(states[2].map(|s| s.1), Some(ServoState::Jump));
     }
 
     #[test]

@@ -61,8 +61,20 @@ fn detpath_slave_locks_to_a_ptp4l_master() {
             .unwrap();
         let s = &r.sync;
         println!(
-            "{dp}: master {:?}, lock {:?} s, residual p50 {:?} p99 {:?} max {:?} ns, path delay {} ns, drift est. {:.0} ppb, {} Sync {} Delay_Req {} Delay_Resp, drops {:?}",
-            r.master, s.time_to_lock_s, s.residual_p50_ns, s.residual_p99_ns, s.residual_max_ns, r.path_delay_ns, s.final_drift_ppb, r.syncs, r.delay_reqs, r.delay_resps, r.drops
+            "{dp}: master {:?}, lock {:?} s, residual p50 {:?} p99 {:?} max {:?} ns, path delay {} ns, drift est. {:.0} ppb, {} Sync {} Delay_Req {} Delay_Resp, {} outliers, {} bad delays, drops {:?}",
+            r.master,
+            s.time_to_lock_s,
+            s.residual_p50_ns,
+            s.residual_p99_ns,
+            s.residual_max_ns,
+            r.path_delay_ns,
+            s.final_drift_ppb,
+            r.syncs,
+            r.delay_reqs,
+            r.delay_resps,
+            r.outliers,
+            r.bad_delays,
+            r.drops
         );
         let ptp4l_lines: Vec<String> = master.lines().iter().map(|l| l.text.clone()).collect();
         assert!(r.master.is_some(), "{dp}: no ptp4l master chosen; ptp4l said:\n{}", ptp4l_lines.join("\n"));
@@ -93,8 +105,8 @@ fn ptp4l_slave_sees_the_detpath_masters_injected_error() {
     // ptp4l: slave only, free running (adjusts nothing). Free running, it prints its
     // `master offset` once per frequency-estimation interval: 2^freq_est_interval s
     // (here 1 s) whether or not it has taken the Sync interval from a group Sync yet.
-    // `hybrid_e2e 1`: its Delay_Req goes unicast to the master, so both event
-    // messages cross the detpath endpoint (Sync out, Delay_Req in with its XDP stamp).
+    // `hybrid_e2e 1`: its Delay_Req goes unicast to the master, so it crosses the
+    // detpath endpoint (in, with its XDP stamp); the master's Syncs go to the group.
     let mut slave = Ptp4l::start(
         &ptp4l,
         &tb.b().netns,
@@ -135,7 +147,7 @@ fn ptp4l_slave_sees_the_detpath_masters_injected_error() {
     );
     assert!(p50 < 30_000, "ptp4l's offset is {p50} ns (p50) off the injected error");
     assert!(!r.slaves.is_empty() && r.delay_resps >= 10, "{r:?}");
-    assert!(r.announces >= 28 && r.syncs_group + r.syncs_unicast >= 56, "{r:?}");
-    assert!(r.syncs_unicast > 0, "no Sync went through the detpath endpoint: {r:?}");
+    // Every Sync goes to the group, as ptp4l's own (a Delay_Req, forgeable, decides nothing about them).
+    assert!(r.announces >= 28 && r.syncs_group >= 56 && r.syncs_unicast == 0, "{r:?}");
     assert!(r.slaves[0].via_endpoint >= 10, "ptp4l's unicast Delay_Reqs did not come through the endpoint: {r:?}");
 }

@@ -20,6 +20,21 @@ pub const FOREIGN_MASTER_WINDOW: u64 = 4;
 /// Announce intervals without an Announce after which a master is gone (the default announceReceiptTimeout).
 pub const ANNOUNCE_RECEIPT_TIMEOUT: u64 = 3;
 
+/// The logMessageInterval a received message may claim, 2^-7 s to 2^6 s: a
+/// forged Announce claiming 2^127 s must not keep a master that went silent
+/// for good (with at most 2^6 s it is gone 3 × 64 s after its last Announce).
+pub const RECEIVED_LOG_INTERVALS: std::ops::RangeInclusive<i8> = -7..=6;
+
+/// logMessageInterval 0x7F: no interval given (a unicast Sync, Follow_Up or
+/// Delay_Resp; a Delay_Req always).
+pub const LOG_INTERVAL_UNSPECIFIED: i8 = 0x7f;
+
+/// A received logMessageInterval clamped to [`RECEIVED_LOG_INTERVALS`]; `true` when it had to be.
+pub fn received_log_interval(log: i8) -> (i8, bool) {
+    let clamped = log.clamp(*RECEIVED_LOG_INTERVALS.start(), *RECEIVED_LOG_INTERVALS.end());
+    (clamped, clamped != log)
+}
+
 /// What clause 9.3.4 compares: the grandmaster's dataset as announced, and who sent it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Dataset {
@@ -85,10 +100,11 @@ pub struct ForeignMasters {
 pub const MAX_FOREIGN_MASTERS: usize = 16;
 
 impl ForeignMasters {
-    /// Records an Announce from `sender` at `addr`, received at `now` (CLOCK_MONOTONIC ns).
+    /// Records an Announce from `sender` at `addr`, received at `now` (CLOCK_MONOTONIC ns),
+    /// its interval clamped to [`RECEIVED_LOG_INTERVALS`].
     /// `false` when the table is full of others (the Announce is dropped).
     pub fn heard(&mut self, sender: PortIdentity, addr: Ipv4Addr, announce: Announce, log_interval: i8, now: u64) -> bool {
-        let interval_ns = interval_ns(log_interval);
+        let interval_ns = interval_ns(received_log_interval(log_interval).0);
         self.list.retain(|f| !f.timed_out(now) || f.dataset.sender == sender);
         let entry = match self.list.iter_mut().position(|f| f.dataset.sender == sender) {
             Some(i) => &mut self.list[i],
@@ -192,6 +208,32 @@ mod tests {
         assert_eq!(f.best(3 * s).map(|m| m.dataset.sender), Some(id(1)));
         // Silent for more than three intervals: gone; the other went silent too.
         assert!(f.best(7 * s).is_none());
+    }
+
+    #[test]
+    fn a_silent_forged_master_claiming_a_huge_interval_times_out() {
+        let mut f = ForeignMasters::default();
+        let s = 1_000_000_000u64;
+        let (real, forger) = (Ipv4Addr::new(10, 77, 0, 2), Ipv4Addr::new(10, 77, 0, 66));
+        // The real master announces every second from 1 s on; a better forged one twice, at 2 s,
+        // claiming logMessageInterval 127, then never again.
+        f.heard(id(2), real, ann(128, 2), 0, s);
+        f.heard(id(1), forger, ann(1, 1), 127, 2 * s);
+        f.heard(id(1), forger, ann(1, 1), 127, 2 * s + 1);
+        let mut t = 2 * s;
+        while t < 400 * s {
+            f.heard(id(2), real, ann(128, 2), 0, t);
+            let best = f.best(t).map(|m| m.dataset.sender);
+            if t <= 2 * s + 3 * (64 * s) {
+                assert_eq!(best, Some(id(1)), "at {} s the forged master still counts", t / s);
+            } else {
+                assert_eq!(best, Some(id(2)), "at {} s the forged master is gone", t / s);
+            }
+            t += s;
+        }
+        assert_eq!(received_log_interval(127), (6, true));
+        assert_eq!(received_log_interval(-128), (-7, true));
+        assert_eq!(received_log_interval(-2), (-2, false));
     }
 
     #[test]

@@ -7,21 +7,22 @@
 //! KeepON (paper 003, §5) keeps its slot clock in step with a PTP master
 //! without touching the host's clocks; so does this module: the slave steers
 //! a [`PtpClock`] (the slot clock over its tick source, mapped to
-//! CLOCK_REALTIME) with the [`PiServo`], and nothing here ever sets or slews
-//! a host clock.
+//! CLOCK_REALTIME) with the [`PiServo`](crate::servo::PiServo) behind a
+//! [`SpikeFilter`] (a forged time stamp is counted, not followed), and
+//! nothing here ever sets or slews a host clock.
 //!
 //! Ports, as `ptp4l -4` uses them:
 //!
 //! - the **detpath endpoint** of the user's spec (any datapath, e.g.
 //!   `afxdp://dpa?port=319&rx_stamp=xdp`) owns the event port's unicast
-//!   traffic: the slave's Delay_Req to its master and the master's Sync to
-//!   each slave it has heard from; its `rx_ns` (the XDP program's or the
-//!   kernel's arrival stamp under `rx_stamp=xdp|kernel`) stamps what
-//!   arrives there;
+//!   traffic: the slave's Delay_Req to its master, and at a master the
+//!   unicast Delay_Req of a slave (ptp4l's `hybrid_e2e`, a detpath slave);
+//!   its `rx_ns` (the XDP program's or the kernel's arrival stamp under
+//!   `rx_stamp=xdp|kernel`) stamps what arrives there;
 //! - a kernel socket on the group 224.0.1.129, event port 319, carries the
-//!   multicast event messages (a ptp4l master's Sync, a ptp4l slave's
-//!   Delay_Req, the master's Sync before it knows a slave), with the
-//!   kernel's software stamps ([`net`]);
+//!   multicast event messages (a master's Sync, always to the group as
+//!   ptp4l's; a ptp4l slave's Delay_Req), with the kernel's software stamps
+//!   ([`net`]);
 //! - a kernel socket on the general port 320 (group and unicast): Announce,
 //!   Follow_Up, Delay_Resp.
 //!
@@ -39,9 +40,9 @@ pub mod net;
 pub mod wire;
 
 use crate::clock::{OverlaySource, SlotClock, TickSource};
-use crate::servo::{PiServo, ServoConfig, ServoOutput, ServoState};
+use crate::servo::{spike_threshold_ns, ServoConfig, ServoOutput, ServoState, SpikeFilter};
 use crate::slot::Ring;
-use crate::sync::{DelayFilter, SyncReport, SyncSample};
+use crate::sync::{path_delay_ns, plausible_delay, saturate, DelayFilter, SyncReport, SyncSample};
 use bmca::ForeignMasters;
 use detpath::{monotonic_ns, Endpoint, RecvMode};
 use net::{PtpSocket, Received, EVENT_PORT, GENERAL_PORT, PTP_GROUP};
@@ -144,7 +145,7 @@ impl PtpClock {
     /// The clock's reading minus CLOCK_REALTIME at `mono`: its true error when the
     /// master runs on this host's CLOCK_REALTIME (ptp4l with software stamps in the testbed).
     pub fn error_ns(&self, mono: u64) -> i64 {
-        (self.time_at(mono) - (mono as i128 + net::real_minus_mono())) as i64
+        saturate(self.time_at(mono) - (mono as i128 + net::real_minus_mono()))
     }
 
     /// CLOCK_MONOTONIC instant the clock started.
@@ -368,6 +369,14 @@ pub struct SlaveReport {
     pub delay_reqs: u64,
     /// Delay_Resp matched.
     pub delay_resps: u64,
+    /// Sync samples not fed to the servo: their offset disagreed with the
+    /// samples it follows by more than the spike threshold (a forged or held-up
+    /// time stamp; see [`SpikeFilter`]).
+    pub outliers: u64,
+    /// Delay_Resp whose path delay could not be one (negative or over 1 s): not taken.
+    pub bad_delays: u64,
+    /// Messages whose logMessageInterval was outside [`bmca::RECEIVED_LOG_INTERVALS`] (clamped into it).
+    pub clamped_intervals: u64,
     /// Dropped datagrams by reason.
     pub drops: Drops,
     /// The endpoint the Delay_Reqs went through.
@@ -387,6 +396,43 @@ struct PendingSync {
     corr: i64,
 }
 
+impl PendingSync {
+    /// Adds the master's Sync (arrived at slave time `t2`) or Follow_Up
+    /// (`origin`, the master's time, minus `utc`) to the pair of its
+    /// sequence, or starts a new pair.
+    fn add(pending: Option<PendingSync>, m: &Message, origin: Timestamp, t2: i128, utc: i128) -> PendingSync {
+        let mut p = match pending {
+            Some(p) if p.seq == m.header.sequence => p,
+            _ => PendingSync { seq: m.header.sequence, t1: None, t2: None, corr: 0 },
+        };
+        // Saturated: 65,537 forged Syncs of one sequence with the most negative
+        // correctionField would overflow the sum.
+        p.corr = p.corr.saturating_add(m.header.correction_ns());
+        if m.header.msg_type == MsgType::Sync {
+            p.t2 = Some(t2);
+            if m.header.flags & wire::FLAG_TWO_STEP == 0 {
+                p.t1 = Some(origin.to_ns() - utc);
+            }
+        } else {
+            p.t1 = Some(origin.to_ns() - utc);
+        }
+        p
+    }
+
+    /// (t1 corrected, t2) once both halves are in.
+    fn pair(&self) -> Option<(i128, i128)> {
+        Some((self.t1? + self.corr as i128, self.t2?))
+    }
+}
+
+/// A received logMessageInterval within [`bmca::RECEIVED_LOG_INTERVALS`];
+/// `clamped` counts the messages that claimed more or less.
+fn claimed_log_interval(log: i8, clamped: &mut u64) -> i8 {
+    let (log, was) = bmca::received_log_interval(log);
+    *clamped += was as u64;
+    log
+}
+
 /// Runs a slave-only port on `ports` for `cfg.duration_ns` (or until `stop`):
 /// follows the best master heard, steers `clock`, and reports.
 pub fn run_slave(ports: &mut Ports, clock: &mut PtpClock, cfg: &PtpConfig, stop: &dyn Fn() -> bool) -> Result<SlaveReport, PtpError> {
@@ -394,7 +440,7 @@ pub fn run_slave(ports: &mut Ports, clock: &mut PtpClock, cfg: &PtpConfig, stop:
     let end = start + cfg.duration_ns;
     let mut masters = ForeignMasters::default();
     let mut master: Option<(PortIdentity, Ipv4Addr, Header)> = None;
-    let mut servo: Option<PiServo> = None;
+    let mut servo: Option<SpikeFilter> = None;
     let mut pending: Option<PendingSync> = None;
     let mut last_pair: Option<(i128, i128)> = None;
     let mut delay = DelayFilter::default();
@@ -403,6 +449,7 @@ pub fn run_slave(ports: &mut Ports, clock: &mut PtpClock, cfg: &PtpConfig, stop:
     let mut req_interval_ns = 0u64;
     let mut req_seq = 0u16;
     let (mut syncs, mut reqs, mut resps) = (0u64, 0u64, 0u64);
+    let (mut outliers, mut bad_delays, mut clamped_intervals) = (0u64, 0u64, 0u64);
     let mut drops = Drops::default();
     let mut samples = Vec::new();
     while monotonic_ns() < end && !stop() {
@@ -418,7 +465,8 @@ pub fn run_slave(ports: &mut Ports, clock: &mut PtpClock, cfg: &PtpConfig, stop:
         let now = monotonic_ns();
         match (via, m.body) {
             (Via::General, Body::Announce(a)) => {
-                if !masters.heard(m.header.source, *peer.ip(), a, m.header.log_interval, now) {
+                let log = claimed_log_interval(m.header.log_interval, &mut clamped_intervals);
+                if !masters.heard(m.header.source, *peer.ip(), a, log, now) {
                     drops.table_full += 1;
                 }
                 let best = masters.best(now).map(|f| (f.dataset.sender, f.addr));
@@ -434,7 +482,7 @@ pub fn run_slave(ports: &mut Ports, clock: &mut PtpClock, cfg: &PtpConfig, stop:
                     (Some((id, addr)), _) => {
                         // A new master: start the servo and the delay estimate over.
                         master = Some((id, addr, m.header));
-                        servo = None;
+                        outliers += servo.take().map_or(0, |s| s.outliers());
                         pending = None;
                         last_pair = None;
                         delay = DelayFilter::default();
@@ -444,8 +492,8 @@ pub fn run_slave(ports: &mut Ports, clock: &mut PtpClock, cfg: &PtpConfig, stop:
                 }
             }
             (Via::Event | Via::Endpoint, Body::Sync(origin)) | (Via::General, Body::FollowUp(origin)) => {
-                let Some((id, _, ann)) = master else { continue };
-                if m.header.source != id {
+                let Some((id, addr, ann)) = master else { continue };
+                if m.header.source != id || *peer.ip() != addr {
                     drops.not_ours += 1;
                     continue;
                 }
@@ -458,49 +506,41 @@ pub fn run_slave(ports: &mut Ports, clock: &mut PtpClock, cfg: &PtpConfig, stop:
                 } else {
                     0
                 };
-                let p = match pending {
-                    Some(p) if p.seq == m.header.sequence => p,
-                    _ => PendingSync { seq: m.header.sequence, t1: None, t2: None, corr: 0 },
-                };
-                let mut p = p;
-                p.corr += m.header.correction_ns();
-                if m.header.msg_type == MsgType::Sync {
-                    p.t2 = Some(clock.time_at(rx_ns));
-                    if m.header.flags & wire::FLAG_TWO_STEP == 0 {
-                        p.t1 = Some(origin.to_ns() - utc);
-                    }
-                } else {
-                    p.t1 = Some(origin.to_ns() - utc);
-                }
+                let p = PendingSync::add(pending, &m, origin, clock.time_at(rx_ns), utc);
                 pending = Some(p);
-                let (Some(t1), Some(t2)) = (p.t1, p.t2) else { continue };
+                let Some((t1, t2)) = p.pair() else { continue };
                 pending = None;
                 syncs += 1;
-                let t1 = t1 + p.corr as i128;
                 last_pair = Some((t1, t2));
-                let interval_s = bmca::interval_ns(m.header.log_interval).clamp(7_812_500, 16_000_000_000) as f64 / 1e9;
-                let s = servo.get_or_insert_with(|| PiServo::new(ServoConfig::linuxptp(interval_s)));
+                // A unicast Sync gives no interval (0x7f): the servo's gains then follow the configured one.
+                let log = match m.header.log_interval {
+                    bmca::LOG_INTERVAL_UNSPECIFIED => cfg.log_sync_interval,
+                    log => claimed_log_interval(log, &mut clamped_intervals),
+                };
+                let interval_s = bmca::interval_ns(log) as f64 / 1e9;
+                let s = servo.get_or_insert_with(|| SpikeFilter::new(ServoConfig::linuxptp(interval_s), spike_threshold_ns(cfg.lock_threshold_ns)));
                 if delay.len() >= crate::sync::WARMUP_EXCHANGES as usize {
-                    let offset = (t2 - t1 - delay.median() as i128) as i64;
-                    let out = s.sample(offset, t2.clamp(0, u64::MAX as i128) as u64);
-                    let now = monotonic_ns();
-                    clock.apply(now, &out);
-                    samples.push(SyncSample {
-                        t_s: (now - start) as f64 / 1e9,
-                        state: out.state,
-                        measured_offset_ns: offset,
-                        delay_ns: delay.median(),
-                        rate_ppb: out.rate_ppb,
-                        true_offset_ns: clock.error_ns(now),
-                    });
+                    // Saturated, not wrapped: a forged origin makes it absurd, and the spike filter drops it.
+                    let offset = saturate(t2 - t1 - delay.median() as i128);
+                    if let Some(out) = s.sample(offset, t2.clamp(0, u64::MAX as i128) as u64) {
+                        let now = monotonic_ns();
+                        clock.apply(now, &out);
+                        samples.push(SyncSample {
+                            t_s: (now - start) as f64 / 1e9,
+                            state: out.state,
+                            measured_offset_ns: offset,
+                            delay_ns: delay.median(),
+                            rate_ppb: out.rate_ppb,
+                            true_offset_ns: clock.error_ns(now),
+                        });
+                    }
                 }
                 // A Delay_Req after the Sync, at most once per the master's logMinDelayReqInterval.
                 let now = monotonic_ns();
                 let stale = delay_req.is_some_and(|(_, _, sent)| now > sent + 1_000_000_000);
                 if (delay_req.is_none() || stale) && now >= next_req_ns {
-                    let Some((_, addr, _)) = master else { continue };
                     req_seq = req_seq.wrapping_add(1);
-                    let mut h = Header::new(MsgType::DelayReq, ports.me, req_seq, 0x7f);
+                    let mut h = Header::new(MsgType::DelayReq, ports.me, req_seq, bmca::LOG_INTERVAL_UNSPECIFIED);
                     h.domain = cfg.domain;
                     let msg = Message { header: h, body: Body::DelayReq(Timestamp::default()) };
                     if let Some(tx) = ports.send_event_unicast(&msg, addr) {
@@ -511,8 +551,8 @@ pub fn run_slave(ports: &mut Ports, clock: &mut PtpClock, cfg: &PtpConfig, stop:
                 }
             }
             (Via::General, Body::DelayResp(t4, requester)) => {
-                let Some((id, _, _)) = master else { continue };
-                if m.header.source != id || requester != ports.me {
+                let Some((id, addr, _)) = master else { continue };
+                if m.header.source != id || *peer.ip() != addr || requester != ports.me {
                     drops.not_ours += 1;
                     continue;
                 }
@@ -522,18 +562,27 @@ pub fn run_slave(ports: &mut Ports, clock: &mut PtpClock, cfg: &PtpConfig, stop:
                 }
                 delay_req = None;
                 resps += 1;
-                req_interval_ns = bmca::interval_ns(m.header.log_interval).min(16_000_000_000);
+                // A unicast Delay_Resp gives no interval (0x7f): keep the one in force.
+                if m.header.log_interval != bmca::LOG_INTERVAL_UNSPECIFIED {
+                    req_interval_ns = bmca::interval_ns(claimed_log_interval(m.header.log_interval, &mut clamped_intervals));
+                }
                 let Some((t1, t2)) = last_pair else { continue };
                 let t4 = t4.to_ns() - m.header.correction_ns() as i128;
-                let d = ((t2 - t1) + (t4 - t3)) / 2;
-                delay.push(d.clamp(i64::MIN as i128, i64::MAX as i128) as i64);
+                // A delay that cannot be one (a forged time) is counted, not clamped into the filter.
+                match plausible_delay(path_delay_ns(t1, t2, t3, t4)) {
+                    Some(d) => {
+                        delay.push(d);
+                    }
+                    None => bad_delays += 1,
+                }
             }
             _ => drops.not_ours += 1,
         }
     }
     let run_s = (monotonic_ns() - start) as f64 / 1e9;
-    let drift = servo.as_ref().map(|s| s.drift_ppb()).unwrap_or(0.0);
-    let sync = SyncReport::from_samples(samples, cfg.lock_threshold_ns, drift);
+    let drift = servo.as_ref().map(|s| s.servo().drift_ppb()).unwrap_or(0.0);
+    outliers += servo.as_ref().map_or(0, |s| s.outliers());
+    let sync = SyncReport { outliers, ..SyncReport::from_samples(samples, cfg.lock_threshold_ns, drift) };
     let locked = sync.time_to_lock_s.is_some_and(|t| run_s - t >= 5.0);
     let (injected_offset_ns, injected_drift_ppb) = clock.injected();
     Ok(SlaveReport {
@@ -545,6 +594,9 @@ pub fn run_slave(ports: &mut Ports, clock: &mut PtpClock, cfg: &PtpConfig, stop:
         syncs,
         delay_reqs: reqs,
         delay_resps: resps,
+        outliers,
+        bad_delays,
+        clamped_intervals,
         drops,
         endpoint: ports.endpoint.clone(),
         injected_offset_ns,
@@ -574,9 +626,11 @@ pub struct MasterReport {
     pub run_s: f64,
     /// Announce messages sent.
     pub announces: u64,
-    /// Sync rounds sent to the group (no slave known yet).
+    /// Sync rounds sent to the group (every round).
     pub syncs_group: u64,
-    /// Syncs sent unicast through the detpath endpoint, one per known slave per round.
+    /// Syncs sent unicast: none, every Sync goes to the group (what a
+    /// Delay_Req says about its sender must not decide where Syncs go). Kept
+    /// so the summary keeps its shape.
     pub syncs_unicast: u64,
     /// Delay_Resp sent.
     pub delay_resps: u64,
@@ -597,17 +651,17 @@ pub struct MasterReport {
     pub final_error_ns: i64,
 }
 
-/// A slave that sent no Delay_Req for this long is forgotten (and Syncs go to the group again if none is left).
+/// A slave that sent no Delay_Req for this long is forgotten (from the report's list).
 const SLAVE_TIMEOUT_NS: u64 = 5_000_000_000;
-/// Most slaves the master keeps (a flood of forged requesters cannot grow the table).
+/// Most slaves the master lists (a flood of forged requesters cannot grow the table).
 const MAX_SLAVES: usize = 16;
 
 /// Runs a master-only port on `ports` for `cfg.duration_ns` (or until
 /// `stop`): Announce every 2^log_announce_interval s to the group; a
-/// two-step Sync every 2^log_sync_interval s, to the group while it knows no
-/// slave and unicast through the detpath endpoint to each slave it has heard
-/// a Delay_Req from (a slave whose requests stop gets the group again);
-/// answers every Delay_Req with the arrival time on its slot clock.
+/// two-step Sync every 2^log_sync_interval s to the group; answers every
+/// Delay_Req with the arrival time on its slot clock, unicast to a request
+/// that came unicast (through the detpath endpoint), to the group otherwise,
+/// and lists the slaves it heard from.
 pub fn run_master(ports: &mut Ports, clock: &PtpClock, cfg: &PtpConfig, stop: &dyn Fn() -> bool) -> Result<MasterReport, PtpError> {
     let start = monotonic_ns();
     let end = start + cfg.duration_ns;
@@ -615,7 +669,7 @@ pub fn run_master(ports: &mut Ports, clock: &PtpClock, cfg: &PtpConfig, stop: &d
     let announce_ns = bmca::interval_ns(cfg.log_announce_interval);
     let (mut next_sync, mut next_announce) = (start, start);
     let (mut sync_seq, mut ann_seq) = (0u16, 0u16);
-    let (mut announces, mut syncs_group, mut syncs_unicast, mut resps) = (0u64, 0u64, 0u64, 0u64);
+    let (mut announces, mut syncs_group, mut resps) = (0u64, 0u64, 0u64);
     let mut slaves: Vec<SlaveSeen> = Vec::new();
     let mut drops = Drops::default();
     let me = ports.me;
@@ -650,24 +704,14 @@ pub fn run_master(ports: &mut Ports, clock: &PtpClock, cfg: &PtpConfig, stop: &d
             slaves.retain(|s| now.saturating_sub(s.last_ns) < SLAVE_TIMEOUT_NS);
             let mut h = header(MsgType::Sync, sync_seq, cfg.log_sync_interval);
             h.flags = wire::FLAG_TWO_STEP;
-            let mut fup = header(MsgType::FollowUp, sync_seq, cfg.log_sync_interval);
-            if slaves.is_empty() {
-                if let Some(tx) = ports.send_event_group(&Message { header: h, body: Body::Sync(Timestamp::default()) }) {
-                    let msg = Message { header: fup, body: Body::FollowUp(ts_of(clock.time_at(tx))) };
-                    ports.send_general(&msg, PTP_GROUP);
-                    syncs_group += 1;
-                }
-            } else {
-                h.flags |= wire::FLAG_UNICAST;
-                fup.flags |= wire::FLAG_UNICAST;
-                let addrs: Vec<Ipv4Addr> = slaves.iter().map(|s| s.addr).collect();
-                for addr in addrs {
-                    if let Some(tx) = ports.send_event_unicast(&Message { header: h, body: Body::Sync(Timestamp::default()) }, addr) {
-                        let msg = Message { header: fup, body: Body::FollowUp(ts_of(clock.time_at(tx))) };
-                        ports.send_general(&msg, addr);
-                        syncs_unicast += 1;
-                    }
-                }
+            // Always to the group, as ptp4l -4 does: a new slave starts on the
+            // group's Syncs, and a Delay_Req (any sender can forge one) must not
+            // turn them off or turn this port into a sender of Syncs to its address.
+            if let Some(tx) = ports.send_event_group(&Message { header: h, body: Body::Sync(Timestamp::default()) }) {
+                let fup = header(MsgType::FollowUp, sync_seq, cfg.log_sync_interval);
+                let msg = Message { header: fup, body: Body::FollowUp(ts_of(clock.time_at(tx))) };
+                ports.send_general(&msg, PTP_GROUP);
+                syncs_group += 1;
             }
             next_sync += sync_ns;
             // A master that fell behind (a stopped process) does not burst to catch up.
@@ -724,7 +768,7 @@ pub fn run_master(ports: &mut Ports, clock: &PtpClock, cfg: &PtpConfig, stop: &d
         run_s: (monotonic_ns() - start) as f64 / 1e9,
         announces,
         syncs_group,
-        syncs_unicast,
+        syncs_unicast: 0,
         delay_resps: resps,
         slaves,
         drops,
@@ -754,5 +798,49 @@ mod tests {
         assert!(c.error_ns(t0 + 1_000_000_000).abs() < 50_000);
         assert!(c.error_ns(t0 + 2_000_000_000).abs() < 60_000, "{}", c.error_ns(t0 + 2_000_000_000));
         assert_eq!(c.slot(t0 + 5_000_000), slot, "the servo never moves the slot count");
+    }
+
+    fn sync_from(master: PortIdentity, seq: u16, correction: i64) -> Message {
+        let mut h = Header::new(MsgType::Sync, master, seq, -2);
+        h.flags = wire::FLAG_TWO_STEP;
+        h.correction = correction;
+        Message { header: h, body: Body::Sync(Timestamp::default()) }
+    }
+
+    #[test]
+    fn forged_corrections_of_one_sequence_saturate() {
+        // 70,000 Syncs of one sequence, each with correctionField i64::MIN (-2^47 ns):
+        // their sum leaves an i64 after 65,537 of them.
+        let master = PortIdentity { clock: [7; 8], port: 1 };
+        let forged = sync_from(master, 9, i64::MIN);
+        let mut p = None;
+        for _ in 0..70_000 {
+            p = Some(PendingSync::add(p, &forged, Timestamp::default(), 5_000, 0));
+        }
+        let p = p.expect("collected");
+        assert_eq!((p.seq, p.corr, p.t2), (9, i64::MIN, Some(5_000)));
+        // Its Follow_Up completes a pair that is merely absurd (the spike filter's business).
+        let mut fup = forged;
+        fup.header.msg_type = MsgType::FollowUp;
+        let p = PendingSync::add(Some(p), &fup, Timestamp::from_ns(1_000), 0, 0);
+        assert_eq!(p.pair(), Some((1_000 + i64::MIN as i128, 5_000)));
+        // Another sequence starts a new pair.
+        assert_eq!(PendingSync::add(Some(p), &sync_from(master, 10, 0), Timestamp::default(), 7, 0).corr, 0);
+    }
+
+    #[test]
+    fn a_forged_delay_resp_gives_no_path_delay() {
+        // t1..t3 of a real exchange (30 µs each way, slave 300 µs ahead), then the
+        // Delay_Resp's t4: genuine, forged as the latest time there is, forged as 0.
+        let (t1, t2, t3) = (1_000_000_000i128, 1_000_330_000, 1_000_400_000);
+        let t4 = |ts: Timestamp, corr: i64| {
+            let mut h = Header::new(MsgType::DelayResp, PortIdentity::default(), 1, -2);
+            h.correction = corr;
+            ts.to_ns() - h.correction_ns() as i128
+        };
+        assert_eq!(plausible_delay(path_delay_ns(t1, t2, t3, t4(Timestamp::from_ns(1_000_130_000), 0))), Some(30_000));
+        let latest = Timestamp { seconds: 0xffff_ffff_ffff, nanos: 999_999_999 };
+        assert_eq!(plausible_delay(path_delay_ns(t1, t2, t3, t4(latest, i64::MIN))), None);
+        assert_eq!(plausible_delay(path_delay_ns(t1, t2, t3, t4(Timestamp::default(), 0))), None);
     }
 }
