@@ -8,7 +8,7 @@
 //! - pongs per peer: each participant reads pongs in a partition named after
 //!   its own participant GUID, so a pinger gets only answers to its pings;
 //!   a pong writer is created per discovered ddsperf-like participant, in
-//!   that participant's partition;
+//!   that participant's partition, and deleted when the participant is lost;
 //! - the lowest bit of the source timestamp says "this is a ping, answer it";
 //!   a pong carries the ping's timestamp back unchanged;
 //! - ping/pong endpoints KEEP_LAST 1; data endpoints KEEP_ALL.
@@ -342,8 +342,14 @@ impl PerfNode {
                     }
                 }
                 Event::ParticipantLost { prefix, .. } => {
-                    // The writer stays (no deletion); it simply has nobody to match.
-                    let _ = prefix;
+                    // Its pong writer goes with it: kept, writers for peers
+                    // that come and go (forged SPDP with short leases, say)
+                    // would fill the participant's writer table, and a real
+                    // pinger after them would get no pong writer.
+                    if let Some(k) = self.pong_writers.iter().position(|(x, _)| *x == prefix) {
+                        let (_, w) = self.pong_writers.swap_remove(k);
+                        p.delete_writer(w);
+                    }
                 }
                 _ => {}
             }

@@ -1,7 +1,9 @@
 //! After discovery, writing and taking samples allocates nothing: a counting
 //! global allocator watches the hot path of a ddsperf ping/pong pair (write,
 //! DATA + HEARTBEAT out, datagram in, reorder/cache, take, answer, timers
-//! with their periodic SPDP and heartbeats) for 10,000 round trips.
+//! with their periodic SPDP and heartbeats) for 10,000 round trips. And
+//! what matching a late joiner allocates does not grow with how many
+//! samples the writer wrote.
 
 use detpath_pubsub::ddsperf::{PerfConfig, PerfNode, Role};
 use detpath_pubsub::engine::{make_guid_prefix, Config, Outbox, Participant};
@@ -15,6 +17,15 @@ struct Counting;
 static ALLOCS: AtomicU64 = AtomicU64::new(0);
 thread_local! {
     static WATCH: Cell<bool> = const { Cell::new(false) };
+    /// While true, the largest block allocated (or reallocated) on this thread goes into LARGEST.
+    static WATCH_SIZE: Cell<bool> = const { Cell::new(false) };
+    static LARGEST: Cell<usize> = const { Cell::new(0) };
+}
+
+fn note_size(n: usize) {
+    if WATCH_SIZE.with(|w| w.get()) {
+        LARGEST.with(|l| l.set(l.get().max(n)));
+    }
 }
 
 // SAFETY: forwards to the system allocator; only counts.
@@ -23,6 +34,7 @@ unsafe impl GlobalAlloc for Counting {
         if WATCH.with(|w| w.get()) {
             ALLOCS.fetch_add(1, Ordering::Relaxed);
         }
+        note_size(l.size());
         // SAFETY: same contract as ours.
         unsafe { System.alloc(l) }
     }
@@ -34,6 +46,7 @@ unsafe impl GlobalAlloc for Counting {
         if WATCH.with(|w| w.get()) {
             ALLOCS.fetch_add(1, Ordering::Relaxed);
         }
+        note_size(n);
         // SAFETY: same contract as ours.
         unsafe { System.realloc(p, l, n) }
     }
@@ -314,4 +327,52 @@ fn md5_keyed_instances_with_disposes_allocate_nothing() {
     assert!(disposed.get() > 0, "disposed instances were seen");
     assert_eq!((st.instances, st.instances_refused, st.lost), (8, 0, 0));
     assert_eq!(allocs, 0, "{allocs} allocations over 8 MD5-keyed instances with disposes");
+}
+
+#[test]
+fn replaying_a_keyed_history_to_a_late_joiner_walks_what_it_holds() {
+    // A transient-local KEEP_LAST 1 writer of two instances: one written
+    // once (sn 1), the other 300,000 times. Its history holds two samples,
+    // but they are 300,000 sequence numbers apart: matching a late reader
+    // must not allocate (nor walk) anything of that size.
+    use detpath_pubsub::qos::{Durability, Qos};
+    use detpath_pubsub::types::KeyedSeq;
+    const WRITES: u32 = 300_000;
+    let mut s = [bare(0), bare(1)];
+    // The reader's reassembly buffer is sized by max_sample_size (1 MiB by default): keep it out of the measure.
+    let cfg = Config { max_sample_size: 1 << 16, ..s[1].p.config().clone() };
+    s[1].p = Participant::new(cfg, 1);
+    let qos = Qos { durability: Durability::TransientLocal, ..Qos::reliable_keep_last(1).with_max_instances(4) };
+    let proto = KeyedSeq::with_size(32);
+    let w = s[0].p.create_writer_for("L", qos.clone(), &proto).unwrap();
+    let mut now = 1u64;
+    for _ in 0..500 {
+        now += 1_000_000;
+        timeouts_bare(&mut s, now);
+        pump_bare(&mut s, now);
+    }
+    assert_eq!(s[1].p.remote_participants().count(), 1, "discovered");
+    let mut sample = KeyedSeq::with_size(32);
+    sample.keyval = 1;
+    s[0].p.write(now, &mut s[0].out, w, None, &sample).unwrap();
+    sample.keyval = 2;
+    for i in 0..WRITES {
+        sample.seq = i;
+        s[0].p.write(now, &mut s[0].out, w, None, &sample).unwrap();
+    }
+    let r = s[1].p.create_reader_for(now, "L", qos, &proto).unwrap();
+    LARGEST.with(|l| l.set(0));
+    WATCH_SIZE.with(|w| w.set(true));
+    for _ in 0..200 {
+        now += 1_000_000;
+        timeouts_bare(&mut s, now);
+        pump_bare(&mut s, now);
+    }
+    WATCH_SIZE.with(|w| w.set(false));
+    let largest = LARGEST.with(|l| l.get());
+    assert_eq!(s[0].p.writer_status(w).matched, 1, "the late reader matched");
+    let mut rx = KeyedSeq::with_size(32);
+    let first = s[1].p.take(r, &mut rx).unwrap().expect("the replay delivered the first instance's sample");
+    assert_eq!((first.sn.0, rx.keyval), (1, 1));
+    assert!(largest < 256 * 1024, "matching allocated a block of {largest} bytes");
 }

@@ -5,7 +5,10 @@
 //! `data_lost` counts only what the writer really skipped. And the SPDP
 //! participant table: bounded, leases capped, real peers still admitted and
 //! matched during a flood of forged participants, a corrupted goodbye does
-//! not end a live session.
+//! not end a live session. Sequence numbers near `i64::MAX` are refused,
+//! never overflowed; a participant speaks only for itself (SPDP goodbyes and
+//! announcements, SEDP disposes) and fills at most its share of the
+//! endpoint table; ddsperf's pong writers go with their participants.
 
 mod common;
 use common::*;
@@ -232,6 +235,10 @@ fn a_real_loss_beyond_the_slack_is_confirmed_and_counted() {
 }
 
 fn spdp(prefix: GuidPrefix, lease_ns: i64, port: u16) -> Vec<u8> {
+    spdp_with(prefix, lease_ns, port, b"forged")
+}
+
+fn spdp_with(prefix: GuidPrefix, lease_ns: i64, port: u16, user_data: &[u8]) -> Vec<u8> {
     let loc = Locator::udpv4(SocketAddrV4::new(std::net::Ipv4Addr::new(10, 66, 0, 9), port));
     let pd = ParticipantData {
         guid_prefix: prefix,
@@ -243,7 +250,7 @@ fn spdp(prefix: GuidPrefix, lease_ns: i64, port: u16) -> Vec<u8> {
         metatraffic_multicast: Vec::new(),
         lease_ns,
         builtin_endpoints: builtin::DETPATH,
-        user_data: b"forged".to_vec(),
+        user_data: user_data.to_vec(),
     };
     let mut payload = vec![0u8; 512];
     let n = {
@@ -452,4 +459,304 @@ fn with_peers_only_nothing_from_another_host_reaches_discovery() {
     net.run_until(3000, |n| n.nodes[1].reader_status(r).matched == 1 && n.nodes[0].writer_status(w).matched == 1).expect("real peer matched");
     assert_eq!(write_take(&mut net, w, r, 0, 5), (0..5).collect::<Vec<_>>());
     assert_eq!(net.nodes[1].counters().rx_not_from_peer, 1000, "the peer's own traffic is accepted");
+}
+
+/// A participant with one reader of `qos` on topic "T", matched with a writer
+/// of a participant announced by hand (SPDP, then SEDP, from `peer`) that has
+/// sent nothing else yet: the reader's proxy of it is not synchronised.
+/// Returns the participant, its outbox, the reader, the remote writer and
+/// the remote participant's address.
+fn lone_reader(qos: Qos) -> (Participant, VecOutbox, ReaderId, Guid, SocketAddrV4) {
+    let me: SocketAddrV4 = "127.0.0.1:7412".parse().unwrap();
+    let mut p = Participant::new(Config::new(0, make_guid_prefix(1, 1, 1), me), 1);
+    let mut o = VecOutbox::default();
+    let r = p.create_reader_for(1, "T", qos.clone(), &OneULong::default()).unwrap();
+    let peer: SocketAddrV4 = "10.66.0.9:7400".parse().unwrap();
+    let prefix = make_guid_prefix(0x5eed, 2, 1);
+    p.handle_datagram(2, peer, &spdp(prefix, 10_000_000_000, 7400), &mut o);
+    p.handle_timeout(3, &mut o);
+    let writer = Guid::new(prefix, EntityId([0, 0, 1, 0x03]));
+    let ed = detpath_pubsub::discovery::EndpointData {
+        guid: writer,
+        topic_name: "T".into(),
+        type_name: "OneULong".into(),
+        qos,
+        unicast: Vec::new(),
+        data_representation: vec![0],
+        has_type_information: false,
+    };
+    p.handle_datagram(4, peer, &sedp_data(prefix, EntityId::SEDP_PUBLICATIONS_WRITER, 1, &ed), &mut o);
+    assert_eq!(p.reader_status(r).matched, 1, "the writer is matched");
+    o.drain();
+    (p, o, r, writer, peer)
+}
+
+/// An SEDP announcement of `ed` from participant `prefix`'s built-in writer `writer`.
+fn sedp_data(prefix: GuidPrefix, writer: EntityId, sn: i64, ed: &detpath_pubsub::discovery::EndpointData) -> Vec<u8> {
+    let mut payload = vec![0u8; 512];
+    let n = {
+        let mut w = ByteWriter::new(&mut payload, true);
+        w.bytes(&[0, 3, 0, 0]).unwrap();
+        ed.write(&mut w).unwrap();
+        w.pos()
+    };
+    let reader = if writer == EntityId::SEDP_PUBLICATIONS_WRITER { EntityId::SEDP_PUBLICATIONS_READER } else { EntityId::SEDP_SUBSCRIPTIONS_READER };
+    message(prefix, |b| b.data_bytes(reader, writer, SequenceNumber(sn), None, &payload[..n]))
+}
+
+/// A message from participant `prefix` with what `f` builds.
+fn message(prefix: GuidPrefix, f: impl FnOnce(&mut MessageBuilder<'_>) -> Result<(), WireError>) -> Vec<u8> {
+    let mut buf = vec![0u8; 1024];
+    let mut b = MessageBuilder::new(&mut buf, prefix, VendorId::DETPATH).unwrap();
+    f(&mut b).unwrap();
+    let n = b.finish();
+    buf.truncate(n);
+    buf
+}
+
+/// After forged traffic, the writer's real first sample still arrives.
+fn still_delivers(p: &mut Participant, o: &mut VecOutbox, r: ReaderId, w: Guid, peer: SocketAddrV4) {
+    let re = p.reader_guid(r).entity;
+    let m = message(w.prefix, |b| {
+        b.data_bytes(re, w.entity, SequenceNumber(1), None, &PAYLOAD)?;
+        b.heartbeat(re, w.entity, SequenceNumber(1), SequenceNumber(1), 1, true, false)
+    });
+    p.handle_datagram(100, peer, &m, o);
+    let mut s = OneULong::default();
+    assert!(p.take(r, &mut s).unwrap().is_some(), "the real sample 1 was delivered: {:?}", p.counters());
+}
+
+const MAX: i64 = i64::MAX;
+
+#[test]
+fn a_heartbeat_at_the_top_of_the_sequence_numbers_before_the_first_real_one_is_refused() {
+    // A reliable volatile reader takes where the stream starts from the
+    // writer's first HEARTBEAT: one forged at 2^63-1 would make every
+    // `next + window` overflow (a panic in debug and fuzz builds, wrapping in release).
+    let (mut p, mut o, r, w, peer) = lone_reader(Qos::reliable_keep_all(16));
+    let re = p.reader_guid(r).entity;
+    let m = message(w.prefix, |b| b.heartbeat(re, w.entity, SequenceNumber(MAX), SequenceNumber(MAX), 1, false, false));
+    p.handle_datagram(10, peer, &m, &mut o);
+    assert_eq!(p.counters().implausible, 1, "{:?}", p.counters());
+    assert_eq!(p.reader_status(r).implausible, 1);
+    still_delivers(&mut p, &mut o, r, w, peer);
+}
+
+#[test]
+fn data_at_the_top_of_the_sequence_numbers_is_refused_by_a_best_effort_reader() {
+    let (mut p, mut o, r, w, peer) = lone_reader(Qos::best_effort(4));
+    let re = p.reader_guid(r).entity;
+    for sn in [MAX, MAX - 1, (1 << 62) + 1] {
+        let m = message(w.prefix, |b| b.data_bytes(re, w.entity, SequenceNumber(sn), None, &PAYLOAD));
+        p.handle_datagram(10, peer, &m, &mut o);
+    }
+    assert_eq!(p.counters().implausible, 3, "{:?}", p.counters());
+    assert_eq!(p.reader_status(r).waiting, 0, "nothing delivered");
+    still_delivers(&mut p, &mut o, r, w, peer);
+}
+
+#[test]
+fn rising_data_and_a_heartbeat_at_the_top_of_the_sequence_numbers_are_refused() {
+    // Three rising samples would confirm a jump, and the heartbeat after
+    // them start the stream there: delivering 2^63-1 would then overflow.
+    let (mut p, mut o, r, w, peer) = lone_reader(Qos::reliable_keep_all(16));
+    let re = p.reader_guid(r).entity;
+    let m = message(w.prefix, |b| {
+        for sn in MAX - 2..=MAX {
+            b.data_bytes(re, w.entity, SequenceNumber(sn), None, &PAYLOAD)?;
+        }
+        b.heartbeat(re, w.entity, SequenceNumber(MAX - 2), SequenceNumber(MAX), i32::MAX, false, false)
+    });
+    p.handle_datagram(10, peer, &m, &mut o);
+    assert_eq!(p.counters().implausible, 4, "{:?}", p.counters());
+    assert_eq!(p.reader_status(r).waiting, 0);
+    still_delivers(&mut p, &mut o, r, w, peer);
+}
+
+#[test]
+fn sets_based_at_the_top_of_the_sequence_numbers_neither_wrap_nor_panic() {
+    // GAP and ACKNACK whose set's base is 2^63-1 with bit 1 set: bit 1 stands
+    // for a number past i64::MAX. The codec leaves it out; the engine refuses both.
+    let (mut net, w, r) = pair(Qos::reliable_keep_all(16));
+    assert_eq!(write_take(&mut net, w, r, 0, 3).len(), 3);
+    let (re, we) = ids(&net, w, r);
+    let mut bits = BitSet256::new(2);
+    bits.set(1);
+    let gap = from_writer(&net, |b| b.gap(re, we, SequenceNumber(MAX), SequenceNumber(MAX), &bits));
+    let acknack = {
+        let mut buf = vec![0u8; 256];
+        let mut b = MessageBuilder::new(&mut buf, net.nodes[1].guid_prefix(), VendorId::DETPATH).unwrap();
+        b.acknack(re, we, SequenceNumber(MAX), &bits, 1000, false).unwrap();
+        let n = b.finish();
+        buf.truncate(n);
+        buf
+    };
+    for m in [&gap, &acknack] {
+        for s in Message::parse(m).unwrap().submessages() {
+            match s.unwrap() {
+                Submessage::Gap(g) => assert_eq!(g.gap_list.iter().count(), 0),
+                Submessage::AckNack(a) => assert_eq!(a.state.iter().count(), 0),
+                _ => {}
+            }
+        }
+    }
+    let before = (net.nodes[1].counters().implausible, net.nodes[0].counters().implausible);
+    inject(&mut net, 1, &gap);
+    inject(&mut net, 0, &acknack);
+    let after = (net.nodes[1].counters().implausible, net.nodes[0].counters().implausible);
+    assert_eq!((after.0 - before.0, after.1 - before.1), (1, 1));
+    assert_eq!(write_take(&mut net, w, r, 3, 5), (3..8).collect::<Vec<_>>());
+}
+
+/// Parameter list bytes (sentinel included) of KEY_HASH `key` and STATUS_INFO disposed|unregistered.
+fn goodbye_qos(key: [u8; 16]) -> Vec<u8> {
+    let mut q = vec![0u8; 64];
+    let n = {
+        let mut w = ByteWriter::new(&mut q, true);
+        let mut pw = ParamWriter::new(&mut w);
+        pw.bytes(plist::pid::KEY_HASH, &key).unwrap();
+        pw.bytes(plist::pid::STATUS_INFO, &3u32.to_be_bytes()).unwrap();
+        pw.sentinel().unwrap();
+        w.pos()
+    };
+    q.truncate(n);
+    q
+}
+
+#[test]
+fn a_forged_sedp_dispose_of_another_participants_endpoint_is_refused() {
+    // A participant the reader's node admitted (its SPDP from another host)
+    // disposes, through its own SEDP writer, the writer node 0 announced:
+    // once by KEY_HASH, once by PID_ENDPOINT_GUID in the payload. Only
+    // node 0 may dispose node 0's endpoints.
+    let (mut net, w, r) = pair(Qos::reliable_keep_last(1));
+    let forger: SocketAddrV4 = "10.66.0.9:7400".parse().unwrap();
+    let x = make_guid_prefix(0x6666, 1, 1);
+    net.nodes[1].handle_datagram(net.now, forger, &spdp(x, 10_000_000_000, 7400), &mut net.outs[1]);
+    net.step(1_000_000);
+    let victim = net.nodes[0].writer_guid(w);
+    let by_key = message(x, |b| {
+        b.data_raw(
+            EntityId::SEDP_PUBLICATIONS_READER,
+            EntityId::SEDP_PUBLICATIONS_WRITER,
+            SequenceNumber(1),
+            Some(&goodbye_qos(victim.to_bytes())),
+            None,
+            false,
+        )
+    });
+    let mut key = vec![0u8; 64];
+    let n = {
+        let mut kw = ByteWriter::new(&mut key, true);
+        kw.bytes(&[0, 3, 0, 0]).unwrap();
+        let mut pw = ParamWriter::new(&mut kw);
+        pw.bytes(plist::pid::ENDPOINT_GUID, &victim.to_bytes()).unwrap();
+        pw.sentinel().unwrap();
+        kw.pos()
+    };
+    let by_payload =
+        message(x, |b| b.data_raw(EntityId::SEDP_PUBLICATIONS_READER, EntityId::SEDP_PUBLICATIONS_WRITER, SequenceNumber(2), None, Some(&key[..n]), true));
+    let before = net.nodes[1].counters().discovery_rejected;
+    net.nodes[1].handle_datagram(net.now, forger, &by_key, &mut net.outs[1]);
+    net.nodes[1].handle_datagram(net.now, forger, &by_payload, &mut net.outs[1]);
+    assert_eq!(net.nodes[1].counters().discovery_rejected - before, 2, "{:?}", net.nodes[1].counters());
+    assert_eq!(net.nodes[1].reader_status(r).matched, 1, "the forged dispose unmatched node 0's writer");
+    assert!(net.nodes[1].remote_endpoints().any(|e| e.guid == victim));
+    assert_eq!(write_take(&mut net, w, r, 0, 5), (0..5).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_forged_spdp_goodbye_or_announcement_naming_another_participant_is_refused() {
+    // Node 0 goes quiet (its lease is 10 s). A goodbye naming it in its key
+    // hash, sent by another participant, would cut that lease to the
+    // goodbye's grace (1 s); an announcement with node 0's PARTICIPANT_GUID
+    // from another participant would rewrite its user data and locators.
+    let (mut net, _w, r) = pair(Qos::reliable_keep_last(1));
+    let victim = net.nodes[0].guid_prefix();
+    net.alive[0] = false;
+    let forger: SocketAddrV4 = "10.66.0.9:7400".parse().unwrap();
+    let x = make_guid_prefix(0x6666, 2, 1);
+    let key = Guid::new(victim, EntityId::PARTICIPANT).to_bytes();
+    let goodbye = message(x, |b| b.data_raw(EntityId::SPDP_READER, EntityId::SPDP_WRITER, SequenceNumber(2), Some(&goodbye_qos(key)), None, false));
+    // node 0's prefix in the announcement, x in the RTPS header.
+    let mut hello = spdp(victim, 10_000_000_000, 7400);
+    hello[8..20].copy_from_slice(&x.0);
+    let before = net.nodes[1].counters().discovery_rejected;
+    net.nodes[1].handle_datagram(net.now, forger, &goodbye, &mut net.outs[1]);
+    net.nodes[1].handle_datagram(net.now, forger, &hello, &mut net.outs[1]);
+    assert_eq!(net.nodes[1].counters().discovery_rejected - before, 2, "{:?}", net.nodes[1].counters());
+    let user_data = |net: &Net| net.nodes[1].remote_participants().find(|(p, _)| *p == victim).map(|(_, u)| u.to_vec());
+    assert_eq!(user_data(&net).as_deref(), Some(&b"node0"[..]), "the announcement was not node 0's to make");
+    for _ in 0..1500 {
+        net.step(1_000_000);
+    }
+    assert!(user_data(&net).is_some(), "node 0 lost 1.5 s into its 10 s lease");
+    assert_eq!(net.nodes[1].reader_status(r).matched, 1);
+}
+
+#[test]
+fn one_participant_cannot_fill_the_remote_endpoint_table() {
+    // Node 1 keeps 64 remote endpoints; node 0 announces 100 writers. It gets
+    // its share (a quarter, 16) and node 2, coming later, is still matched.
+    let mut net = Net::with_config(3, |i, c| match i {
+        0 => c.builtin_depth = 128,
+        1 => c.max_remote_endpoints = 64,
+        _ => {}
+    });
+    net.alive[2] = false;
+    net.run_until(1000, |n| n.nodes[1].remote_participants().count() == 1).unwrap();
+    for k in 0..100 {
+        net.nodes[0].create_writer(&format!("flood{k}"), "OneULong", false, Qos::best_effort(1), 16).unwrap();
+    }
+    net.run_until(3000, |n| n.nodes[1].counters().discovery_over_limit >= 84).expect("flood processed");
+    assert_eq!(net.nodes[1].remote_endpoint_count(), 16);
+    net.alive[2] = true;
+    let w = net.nodes[2].create_writer_for("T", Qos::reliable_keep_all(16), &OneULong::default()).unwrap();
+    let r = net.nodes[1].create_reader_for(net.now, "T", Qos::reliable_keep_all(16), &OneULong::default()).unwrap();
+    net.run_until(5000, |n| n.nodes[1].reader_status(r).matched == 1 && n.nodes[2].writer_status(w).matched == 1).expect("the later peer matched");
+    let from_2 = net.nodes[1].remote_endpoints().filter(|e| e.guid.prefix == net.nodes[2].guid_prefix()).count();
+    assert!(from_2 >= 1, "node 2's endpoints admitted");
+}
+
+#[test]
+fn pong_writers_go_with_their_participants_so_forged_ones_do_not_use_them_up() {
+    // ddsperf makes a pong writer for each participant whose user data says
+    // DDSPerf. 400 forged ones, 50 at a time with the shortest lease, come
+    // and go before the real pinger (node 0) shows up: it still gets pongs.
+    use detpath_pubsub::ddsperf::{user_data, PerfConfig, PerfNode, Role};
+    let mut net = Net::with_config(2, |i, c| c.user_data = user_data(false, i as u32, "test"));
+    let mut ping_cfg = PerfConfig::new(Role::Ping { rate_hz: 0.0 });
+    ping_cfg.lockstep = true;
+    let mut ping = PerfNode::new(&mut net.nodes[0], net.now, ping_cfg).unwrap();
+    let mut pong = PerfNode::new(&mut net.nodes[1], net.now, PerfConfig::new(Role::Pong)).unwrap();
+    net.alive[0] = false;
+    let forger: SocketAddrV4 = "10.66.0.9:7400".parse().unwrap();
+    for batch in 0..8u32 {
+        for i in 0..50 {
+            let m = spdp_with(make_guid_prefix(0x6666, batch * 50 + i, 1), 1_000_000_000, 7400, &user_data(false, i, "forged"));
+            net.nodes[1].handle_datagram(net.now, forger, &m, &mut net.outs[1]);
+        }
+        pong.on_events(&mut net.nodes[1]);
+        assert_eq!(pong.peers(), 50, "a pong writer per forged ddsperf participant");
+        for _ in 0..25 {
+            net.step(100_000_000);
+            pong.on_events(&mut net.nodes[1]);
+        }
+        assert_eq!(pong.peers(), 0, "their pong writers went with their leases");
+    }
+    net.alive[0] = true;
+    for _ in 0..5000 {
+        net.step(1_000_000);
+        for (k, perf) in [&mut ping, &mut pong].into_iter().enumerate() {
+            perf.on_events(&mut net.nodes[k]);
+            let now = net.now;
+            perf.poll(&mut net.nodes[k], &mut net.outs[k], now, now as i64);
+        }
+        net.deliver();
+        if ping.stats.pongs_received >= 10 {
+            break;
+        }
+    }
+    assert!(ping.stats.pongs_received >= 10, "the real pinger got {} pongs; pong side {:?}", ping.stats.pongs_received, pong.stats);
+    assert_eq!(pong.peers(), 1);
 }

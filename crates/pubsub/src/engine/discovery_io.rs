@@ -13,6 +13,14 @@ use std::net::Ipv4Addr;
 /// PL_CDR_LE encapsulation header.
 const PL_CDR_LE: [u8; 4] = [0x00, 0x03, 0x00, 0x00];
 
+/// The instance of an SEDP announcement in the SEDP writers' history: its
+/// endpoint's GUID (PID_ENDPOINT_GUID), which is also its dispose's key hash.
+pub(super) fn sedp_key(payload: &[u8], _key_only: bool) -> Option<[u8; 16]> {
+    let (e, body) = Encapsulation::split(payload).ok()?;
+    let v = ParamList::new(body, e.is_le()).find(pid::ENDPOINT_GUID)?;
+    v.get(..16)?.try_into().ok()
+}
+
 /// The unicast address of `l` if this participant can reach it: the same
 /// kind as `local` (UDPv4 or raweth), not a group or unspecified address.
 pub(super) fn usable(local: Addr) -> impl Fn(&Locator) -> Option<Addr> {
@@ -106,6 +114,10 @@ impl Participant {
     }
 
     /// An SPDP DATA: a new participant, a lease renewal, or a goodbye.
+    /// Only a participant speaks for itself: the participant an announcement
+    /// or a goodbye names must be its sender (the RTPS header's prefix, or
+    /// INFO_SRC's), or any participant could end another's lease or move
+    /// its locators. Refused ones are counted in `discovery_rejected`.
     pub(super) fn on_spdp(&mut self, now: u64, src: Addr, src_prefix: GuidPrefix, d: &Data<'_>) {
         let (status, key) = super::reader::inline_info(d.inline_qos);
         let gone = status & (status_info::DISPOSED | status_info::UNREGISTERED) != 0 || d.key_flag || d.payload.is_none();
@@ -114,6 +126,10 @@ impl Participant {
             // participant for a moment: a corrupted announcement can look
             // like a goodbye, and must not end a session that is alive.
             let prefix = key.map(|k| Guid::from_bytes(k).prefix).unwrap_or(src_prefix);
+            if prefix != src_prefix {
+                self.counters.discovery_rejected += 1;
+                return;
+            }
             if let Some(rp) = self.remote_participants.iter_mut().find(|r| r.data.guid_prefix == prefix) {
                 rp.disposed = true;
                 rp.last_seen_ns = now;
@@ -144,7 +160,7 @@ impl Participant {
         if pd.guid_prefix == self.cfg.guid_prefix {
             return;
         }
-        if pd.domain_id.is_some_and(|dom| dom != self.cfg.domain_id) {
+        if pd.guid_prefix != src_prefix || pd.domain_id.is_some_and(|dom| dom != self.cfg.domain_id) {
             self.counters.discovery_rejected += 1;
             return;
         }
@@ -267,11 +283,19 @@ impl Participant {
         }
     }
 
-    /// Announces new local endpoints through SEDP and matches them with what is known.
+    /// Announces new local endpoints (and deleted writers' disposes) through
+    /// SEDP and matches them with what is known.
     pub(super) fn announce_pending(&mut self, now: u64, out: &mut dyn Outbox) {
         let builtin = std::mem::take(&mut self.pending_builtin);
         for (prefix, bes, addr) in builtin {
             self.match_builtin(now, out, prefix, bes, addr);
+        }
+        let gone = std::mem::take(&mut self.pending_disposals);
+        for (n, &g) in gone.iter().enumerate() {
+            if !self.sedp_dispose(now, out, SEDP_PUB, g) {
+                self.pending_disposals.extend_from_slice(&gone[n..]);
+                break;
+            }
         }
         let ws = std::mem::take(&mut self.pending_writers);
         for (n, &i) in ws.iter().enumerate() {
@@ -309,7 +333,27 @@ impl Participant {
             w.bytes(&PL_CDR_LE)?;
             ed.write(w)
         };
-        !matches!(self.writers[which].write(&mut ctx, now, None, &ser), Err(WriteError::HistoryFull))
+        !matches!(self.writers[which].write(&mut ctx, now, None, &ser), Err(WriteError::HistoryFull | WriteError::TooManyInstances))
+    }
+
+    /// Writes the dispose of local endpoint `g` (disposed and unregistered,
+    /// its GUID as key hash inline and as the serialized key, as CycloneDDS
+    /// sends and reads them); false when the SEDP history has no room yet.
+    fn sedp_dispose(&mut self, now: u64, out: &mut dyn Outbox, which: usize, g: Guid) -> bool {
+        let mut key = [0u8; 32];
+        let n = (|| -> Result<usize, WireError> {
+            let mut w = ByteWriter::new(&mut key, true);
+            w.bytes(&PL_CDR_LE)?;
+            let mut pw = ParamWriter::new(&mut w);
+            pw.bytes(pid::ENDPOINT_GUID, &g.to_bytes())?;
+            pw.sentinel()?;
+            Ok(w.pos())
+        })();
+        let Ok(n) = n else { return true };
+        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+        let status = status_info::DISPOSED | status_info::UNREGISTERED;
+        let res = self.writers[which].write_status(&mut ctx, now, None, g.to_bytes(), status, &key[..n]);
+        !matches!(res, Err(WriteError::HistoryFull | WriteError::TooManyInstances))
     }
 
     /// Tries to match local writer `wi` (or local reader `ri`) with remote endpoint `k`.
@@ -338,7 +382,7 @@ impl Participant {
             }
         } else {
             let w = &mut self.writers[wi];
-            if w.topic != re.data.topic_name || w.type_name != re.data.type_name {
+            if w.deleted || w.topic != re.data.topic_name || w.type_name != re.data.type_name {
                 return;
             }
             let repr_ok = re.data.data_representation.contains(&repr::XCDR1);
@@ -397,8 +441,11 @@ impl Participant {
                 let b: [u8; 16] = v.get(..16)?.try_into().ok()?;
                 Some(Guid::from_bytes(b))
             });
-            if let Some(g) = guid {
-                self.drop_remote_endpoint(g);
+            match guid {
+                // As for announcements (below): a participant disposes only its own endpoints.
+                Some(g) if g.prefix != info.writer.prefix => self.counters.discovery_rejected += 1,
+                Some(g) => self.drop_remote_endpoint(g),
+                None => {}
             }
             return;
         }
@@ -435,7 +482,8 @@ impl Participant {
             self.remote_endpoints[k] = RemoteEndpoint { data: ed, addr };
             return;
         }
-        if self.remote_endpoints.len() >= self.cfg.max_remote_endpoints {
+        let mine = self.remote_endpoints.iter().filter(|e| e.data.guid.prefix == ed.guid.prefix).count();
+        if self.remote_endpoints.len() >= self.cfg.max_remote_endpoints || mine >= self.endpoints_per_participant() {
             self.counters.discovery_over_limit += 1;
             return;
         }
@@ -451,6 +499,15 @@ impl Participant {
                 self.try_match(now, out, wi, None, k);
             }
         }
+    }
+
+    /// Remote endpoints one participant may have in the table: a quarter
+    /// of it ([`ENDPOINT_SHARE`]), so that one participant announcing
+    /// endpoints without end (forged SEDP, or a peer gone wrong) leaves
+    /// room for three others at least, instead of locking every later
+    /// peer out.
+    fn endpoints_per_participant(&self) -> usize {
+        (self.cfg.max_remote_endpoints / ENDPOINT_SHARE).max(1)
     }
 
     fn drop_remote_endpoint(&mut self, g: Guid) {

@@ -12,6 +12,20 @@
 //!   writer is known to have reached; a bigger jump is taken only when
 //!   [`CONFIRM`] claims with strictly rising keys (counts, or sequence numbers)
 //!   agree on it ([`JumpGuard`]). Repeats of one datagram never confirm.
+//! - No sequence number above [`SN_MAX`] is taken at all, confirmed or not.
+
+/// The highest sequence number the engine takes from the wire. A writer
+/// writing a sample every nanosecond needs 146 years to get there, so a
+/// number above it is a corruption or a forgery; refusing it (as
+/// implausible) keeps every `sn + n` the engine computes from a received
+/// number (the reorder window's end, the next expected sample, a NACK's
+/// range) far from `i64::MAX`.
+pub(crate) const SN_MAX: i64 = 1 << 62;
+
+/// Whether `sn` can be a real sequence number: 1..=[`SN_MAX`].
+pub(crate) fn sn_plausible(sn: i64) -> bool {
+    (1..=SN_MAX).contains(&sn)
+}
 
 /// How far past the highest known sequence number a claim may reach and
 /// still be applied at once (a writer sending 65,536 samples while none of

@@ -275,6 +275,21 @@ impl WriterHistory {
             WriterHistory::PerInstance(h) => h.get(sn),
         }
     }
+    /// The sequence numbers it holds from `from` to `to` (inclusive),
+    /// ascending; `to` at most the last one written. Looks at no more than
+    /// the samples held, however far apart `from` and `to` are.
+    pub fn held(&self, from: i64, to: i64) -> impl Iterator<Item = i64> + '_ {
+        let ring = match self {
+            // A ring holds the last `capacity` numbers written, so none below these.
+            WriterHistory::Ring(r) => Some((from.max(to - r.capacity() as i64 + 1)..=to).filter(move |&sn| r.get(sn).is_some())),
+            WriterHistory::PerInstance(_) => None,
+        };
+        let per_instance = match self {
+            WriterHistory::PerInstance(h) => Some(h.held(from, to)),
+            WriterHistory::Ring(_) => None,
+        };
+        ring.into_iter().flatten().chain(per_instance.into_iter().flatten())
+    }
     /// Keeps a sample (`meta.key_hash` names its instance); true when a slot
     /// grew. `acked_below`: every reliable reader has everything below it (an
     /// unregistered instance acknowledged by all may give its entry up).
@@ -353,6 +368,12 @@ impl InstanceHistory {
     fn get(&self, sn: i64) -> Option<&Slot> {
         let i = self.order.binary_search_by(|&i| self.slots[i as usize].meta.sn.cmp(&sn)).ok()?;
         Some(&self.slots[self.order[i] as usize])
+    }
+
+    /// The sequence numbers held from `from` to `to` (inclusive), ascending.
+    fn held(&self, from: i64, to: i64) -> impl Iterator<Item = i64> + '_ {
+        let first = self.order.partition_point(|&i| self.slots[i as usize].meta.sn < from);
+        self.order.range(first..).map(|&i| self.slots[i as usize].meta.sn).take_while(move |&sn| sn <= to)
     }
 
     /// Frees the oldest slot of instance `key`; false when it holds none.
@@ -434,6 +455,15 @@ mod tests {
         assert_eq!(h.get(19).unwrap().payload(), &[19]);
         assert!(h.get(20).is_some());
         assert_eq!(h.first_available(21), 1);
+        // What it holds, without looking at the numbers in between.
+        assert_eq!(h.held(1, 20).collect::<Vec<_>>(), [1, 19, 20]);
+        assert_eq!(h.held(2, 19).collect::<Vec<_>>(), [19]);
+        let mut ring = WriterHistory::new(&Qos::reliable_keep_all(4), false, 8);
+        for sn in 1..=10 {
+            ring.store(meta(sn, 0, 0), &[sn as u8], 0).unwrap();
+        }
+        assert_eq!(ring.held(1, 10).collect::<Vec<_>>(), [7, 8, 9, 10]);
+        assert_eq!(ring.held(8, 9).collect::<Vec<_>>(), [8, 9]);
         h.store(meta(21, 3, 0), &[21], 0).unwrap();
         assert_eq!(h.store(meta(22, 4, 0), &[22], 0), Err(TooManyInstances), "a fourth instance");
         // Instance 3 unregistered and acknowledged: its entry is reused.

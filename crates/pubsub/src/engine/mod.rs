@@ -70,8 +70,9 @@ pub struct Config {
     /// that may be evicted ([`LostReason::Evicted`]) or is refused
     /// ([`Counters::discovery_over_limit`]).
     pub max_remote_participants: usize,
-    /// Remote endpoints (SEDP announcements) kept at once; beyond it they are
-    /// refused ([`Counters::discovery_over_limit`]).
+    /// Remote endpoints (SEDP announcements) kept at once, of one
+    /// participant at most a quarter ([`ENDPOINT_SHARE`]); beyond either
+    /// they are refused ([`Counters::discovery_over_limit`]).
     pub max_remote_endpoints: usize,
     /// Out-of-order samples a reliable reader holds per writer (at most 256).
     pub reorder_window: usize,
@@ -219,9 +220,12 @@ pub struct Counters {
     pub acknacks_stale: u64,
     /// NACKed samples not resent because they were resent moments ago.
     pub nacks_suppressed: u64,
-    /// SPDP/SEDP announcements refused (malformed, must-understand, wrong domain).
+    /// SPDP/SEDP announcements refused (malformed, must-understand, wrong
+    /// domain), and announcements and goodbyes naming a participant (SPDP)
+    /// or endpoint (SEDP) of another participant than their sender.
     pub discovery_rejected: u64,
-    /// Participants or endpoints not admitted because the limits were reached.
+    /// Participants or endpoints not admitted because the limits were
+    /// reached (the table's, or one participant's share of the endpoint table).
     pub discovery_over_limit: u64,
     /// Remote participants admitted (first SPDP announcement accepted).
     pub participants_discovered: u64,
@@ -468,6 +472,13 @@ pub const DISPOSE_GRACE_NS: u64 = 1_000_000_000;
 /// (a real peer announces its endpoints within milliseconds).
 pub const PROBATION_NS: u64 = 3_000_000_000;
 
+/// One remote participant's endpoints may take `1 / ENDPOINT_SHARE` of
+/// [`Config::max_remote_endpoints`] (256 of the default 1024; ddsperf has 6
+/// endpoints): a participant announcing without end leaves room for three
+/// others at least. A peer with more endpoints than its share (a detpath
+/// participant may have `builtin_depth` of each kind) needs a larger table.
+pub const ENDPOINT_SHARE: usize = 4;
+
 struct RemoteEndpoint {
     data: EndpointData,
     addr: Addr,
@@ -493,6 +504,8 @@ pub struct Participant {
     /// Local endpoints created but not yet announced and matched.
     pending_writers: Vec<usize>,
     pending_readers: Vec<usize>,
+    /// Deleted writers whose SEDP dispose is still to be written.
+    pending_disposals: Vec<Guid>,
     /// Participants to answer with a directed SPDP announcement.
     spdp_replies: Vec<Addr>,
     /// Serialized SEDP samples waiting to be processed (taken from the built-in readers).
@@ -509,6 +522,15 @@ fn sedp_qos(depth: u32) -> Qos {
     Qos { reliability: Reliability::Reliable, durability: Durability::TransientLocal, history: History::KeepAll, max_samples: depth.max(4), ..Qos::default() }
 }
 
+/// The SEDP writers' QoS: the last announcement of each endpoint (keyed by
+/// its GUID), so that a deleted endpoint's dispose takes the place of its
+/// announcement and the history holds what is, however many endpoints
+/// came and went. Room for `depth` live endpoints and as many disposed ones.
+fn sedp_writer_qos(depth: u32) -> Qos {
+    let n = depth.max(4).saturating_mul(2);
+    Qos { history: History::KeepLast(1), max_samples: n, max_instances: n, ..sedp_qos(depth) }
+}
+
 impl Participant {
     /// A participant; nothing is sent until the first [`handle_timeout`](Self::handle_timeout).
     pub fn new(cfg: Config, now: u64) -> Participant {
@@ -520,8 +542,8 @@ impl Participant {
                 Guid::new(p, EntityId::SEDP_PUBLICATIONS_WRITER),
                 "DCPSPublication",
                 "PublicationBuiltinTopicData",
-                (false, None),
-                sedp_qos(cfg.builtin_depth),
+                (true, Some(discovery_io::sedp_key)),
+                sedp_writer_qos(cfg.builtin_depth),
                 512,
                 dg,
                 hb,
@@ -530,8 +552,8 @@ impl Participant {
                 Guid::new(p, EntityId::SEDP_SUBSCRIPTIONS_WRITER),
                 "DCPSSubscription",
                 "SubscriptionBuiltinTopicData",
-                (false, None),
-                sedp_qos(cfg.builtin_depth),
+                (true, Some(discovery_io::sedp_key)),
+                sedp_writer_qos(cfg.builtin_depth),
                 512,
                 dg,
                 hb,
@@ -575,6 +597,7 @@ impl Participant {
             counters: Counters::default(),
             pending_writers: Vec::new(),
             pending_readers: Vec::new(),
+            pending_disposals: Vec::new(),
             spdp_replies: Vec::new(),
             sedp_scratch: Vec::with_capacity(4096),
             pending_builtin: Vec::new(),
@@ -630,9 +653,9 @@ impl Participant {
     }
 
     /// The GUID of a new user entity of `kind`, once its QoS is sound and
-    /// its side (writers or readers: `count` of them, built-in ones
-    /// included) has room: every announcement stays in the SEDP history for
-    /// late joiners, so the history's depth bounds each side.
+    /// its side (writers or readers: `count` of them alive, built-in ones
+    /// included) has room: every live endpoint's announcement stays in the
+    /// SEDP history for late joiners, so the history's depth bounds each side.
     fn new_user_guid(&mut self, count: usize, qos: &Qos, kind: u8) -> Result<Guid, EngineError> {
         if qos.history == History::KeepAll && qos.max_samples == 0 {
             return Err(EngineError::BadQos("KEEP_ALL needs max_samples > 0"));
@@ -661,12 +684,45 @@ impl Participant {
         slot_size: usize,
     ) -> Result<WriterId, EngineError> {
         let entity_kind = if keying.0 { kind::USER_WRITER_WITH_KEY } else { kind::USER_WRITER_NO_KEY };
-        let guid = self.new_user_guid(self.writers.len(), &qos, entity_kind)?;
+        let alive = self.writers.iter().filter(|w| !w.deleted).count();
+        let guid = self.new_user_guid(alive, &qos, entity_kind)?;
         let w = WriterCore::new(guid, topic, type_name, keying, qos, slot_size.max(16), self.tx.len(), self.cfg.heartbeat_period_ns);
-        self.writers.push(w);
-        let i = self.writers.len() - 1;
+        // A deleted writer's slot is taken first: the table grows only with the writers alive at once.
+        let i = match self.writers.iter().position(|w| w.deleted) {
+            Some(i) => {
+                self.writers[i] = w;
+                i
+            }
+            None => {
+                self.writers.push(w);
+                self.writers.len() - 1
+            }
+        };
         self.pending_writers.push(i);
         Ok(WriterId(i))
+    }
+
+    /// Deletes a user writer: its readers are dropped, what it batched and
+    /// did not [`flush`](Self::flush) is not sent, and its SEDP dispose goes
+    /// out at the next [`handle_timeout`](Self::handle_timeout), so remote
+    /// participants unmatch and forget it. Its slot, its [`WriterId`]
+    /// included, goes to the next writer created: the handle must not be
+    /// used again. False when `w` is not a user writer of this participant
+    /// (or was deleted).
+    pub fn delete_writer(&mut self, w: WriterId) -> bool {
+        let i = w.0;
+        if i < FIRST_USER || i >= self.writers.len() || self.writers[i].deleted {
+            return false;
+        }
+        let guid = self.writers[i].guid;
+        let before = self.pending_writers.len();
+        self.pending_writers.retain(|&k| k != i);
+        if self.pending_writers.len() == before {
+            // Announced: peers may know it. (Never announced, it was never matched either.)
+            self.pending_disposals.push(guid);
+        }
+        self.writers[i] = WriterCore::tombstone(guid);
+        true
     }
 
     /// Creates a reader (announced and matched at the next [`handle_timeout`](Self::handle_timeout)).
@@ -744,7 +800,7 @@ impl Participant {
         out: &mut dyn Outbox,
         f: impl FnOnce(&mut WriterCore, &mut Ctx<'_>) -> Result<R, WriteError>,
     ) -> Result<R, WriteError> {
-        if w.0 < FIRST_USER || w.0 >= self.writers.len() {
+        if w.0 < FIRST_USER || w.0 >= self.writers.len() || self.writers[w.0].deleted {
             return Err(WriteError::NoSuchWriter);
         }
         let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
@@ -948,6 +1004,7 @@ impl Participant {
     pub fn next_timeout(&self) -> u64 {
         if !self.pending_writers.is_empty()
             || !self.pending_readers.is_empty()
+            || !self.pending_disposals.is_empty()
             || !self.spdp_replies.is_empty()
             || !self.pending_builtin.is_empty()
             || self.acks_due
@@ -969,7 +1026,7 @@ impl Participant {
 
     /// Timer work due at `now`: announcements, heartbeats, lease expiry, deadlines.
     pub fn handle_timeout(&mut self, now: u64, out: &mut dyn Outbox) {
-        if !self.pending_writers.is_empty() || !self.pending_readers.is_empty() || !self.pending_builtin.is_empty() {
+        if !self.pending_writers.is_empty() || !self.pending_readers.is_empty() || !self.pending_disposals.is_empty() || !self.pending_builtin.is_empty() {
             self.announce_pending(now, out);
         }
         if !self.spdp_replies.is_empty() {

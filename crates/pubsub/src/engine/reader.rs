@@ -4,7 +4,7 @@
 //! to HEARTBEAT, GAPs skipped, NACK_FRAG for missing fragments. Delivery is
 //! in sequence-number order per writer.
 
-use super::guard::{CountGuard, CountVerdict, JumpGuard, SN_SLACK};
+use super::guard::{sn_plausible, CountGuard, CountVerdict, JumpGuard, SN_MAX, SN_SLACK};
 use super::instances::{Deliver, KeyOf, ReaderCache};
 use super::slots::{SampleMeta, SnRing};
 use super::tx::{Ctx, Sender};
@@ -310,9 +310,10 @@ impl ReaderCore {
         let p = &mut self.proxies[i];
         p.last_seen_ns = now;
         let sn = meta.sn;
-        // RTPS sequence numbers start at 1; one far past what the writer is
-        // known to have reached is a corruption unless the next claims agree.
-        if sn < 1 || (p.synced && sn > p.bound() && !p.ahead.confirm(sn, sn)) {
+        // RTPS sequence numbers start at 1 and stop at SN_MAX here; one far
+        // past what the writer is known to have reached is a corruption
+        // unless the next claims agree.
+        if !sn_plausible(sn) || (p.synced && sn > p.bound() && !p.ahead.confirm(sn, sn)) {
             implausible(ctx, &mut self.implausible);
             return;
         }
@@ -545,7 +546,7 @@ impl ReaderCore {
         let p = &mut self.proxies[i];
         p.last_seen_ns = now;
         let sn = f.writer_sn.0;
-        if sn < 1 || (p.synced && sn > p.bound()) {
+        if !sn_plausible(sn) || (p.synced && sn > p.bound()) {
             // A jump this far is confirmed by whole samples (DATA) and heartbeats, not fragments.
             implausible(ctx, &mut self.implausible);
             return true;
@@ -612,13 +613,14 @@ impl ReaderCore {
             return true;
         }
         let (first, last) = (hb.first_sn.0, hb.last_sn.0);
-        // RTPS 8.3.7.5: firstSN >= 1, lastSN >= 0, lastSN >= firstSN - 1; and
+        // RTPS 8.3.7.5: firstSN >= 1, lastSN >= 0, lastSN >= firstSN - 1; no
+        // number above SN_MAX (so firstSN <= SN_MAX + 1); and
         // no further past what the writer is known to have reached than a
         // slack, unless the next heartbeats agree (a real loss that long).
         // A real jump that far is confirmed by the writer's samples (DATA),
         // never by heartbeats alone: a forged heartbeat repeated with rising
         // counts would otherwise carry our expectations with it.
-        if first < 1 || last < 0 || last < first - 1 || (p.synced && last > p.bound()) {
+        if first < 1 || !(0..=SN_MAX).contains(&last) || last < first - 1 || (p.synced && last > p.bound()) {
             implausible(ctx, &mut self.implausible);
             return true;
         }
@@ -736,12 +738,13 @@ impl ReaderCore {
             return true;
         }
         let (start, list_base) = (g.gap_start.0, g.gap_list.base.0);
-        // RTPS 8.3.7.4: gapStart >= 1, gapList.base >= gapStart. A GAP names
+        // RTPS 8.3.7.4: gapStart >= 1, gapList.base >= gapStart (and at most
+        // SN_MAX, so the list's numbers stay far from overflow). A GAP names
         // only samples the writer has reached (it answers a NACK, which asks
         // for no more than a heartbeat announced): what lies beyond is not
         // applied, and far beyond is a corruption.
         let known = p.known_high();
-        if start < 1 || list_base < start || list_base - 1 > p.bound() {
+        if start < 1 || list_base < start || list_base > SN_MAX || list_base - 1 > p.bound() {
             implausible(ctx, &mut self.implausible);
             return true;
         }
@@ -785,7 +788,7 @@ impl ReaderCore {
         if !p.reliable || (p.synced && h.writer_sn.0 < p.next_sn) {
             return true;
         }
-        if h.writer_sn.0 < 1 || (p.synced && h.writer_sn.0 > p.bound()) {
+        if !sn_plausible(h.writer_sn.0) || (p.synced && h.writer_sn.0 > p.bound()) {
             implausible(ctx, &mut self.implausible);
             return true;
         }

@@ -96,6 +96,9 @@ pub(crate) struct WriterCore {
     /// ACKNACK or NACK_FRAG refused as implausible (acknowledging or naming
     /// samples this writer never wrote).
     pub implausible: u64,
+    /// Deleted: what stays in its table slot until a new writer takes it
+    /// ([`tombstone`](Self::tombstone)).
+    pub deleted: bool,
 }
 
 /// Room a DATA_FRAG message needs besides the fragment: header, INFO_DST,
@@ -139,7 +142,17 @@ impl WriterCore {
             slot_growths: 0,
             instances_refused: 0,
             implausible: 0,
+            deleted: false,
         }
+    }
+
+    /// What stays of deleted writer `guid` in its slot of the writer table
+    /// (a `WriterId` is an index): no topic, no readers, an empty history
+    /// of the smallest size, no deadline; nothing to match, send or time.
+    pub fn tombstone(guid: Guid) -> WriterCore {
+        let mut w = WriterCore::new(guid, "", "", (false, None), Qos::best_effort(1), 0, 0, 0);
+        w.deleted = true;
+        w
     }
 
     fn reliable_proxies(&self) -> impl Iterator<Item = &ReaderProxy> {
@@ -168,7 +181,16 @@ impl WriterCore {
     /// Keeps a sample in the history; false (counted) when its instance has no room.
     fn keep(&mut self, meta: SampleMeta, payload: &[u8]) -> bool {
         let acked = self.min_acked();
-        match self.history.store(meta, payload, acked) {
+        let stored = match self.history.store(meta, payload, acked) {
+            // An SEDP writer's table full of endpoints disposed but not yet
+            // acknowledged by every reader: the entry of one goes anyway. A
+            // forged participant's SEDP reader never acknowledges, and must
+            // not hold our announcements back for its lease; what a slow
+            // reader loses is one dispose, which our lease covers.
+            Err(_) if self.guid.entity.is_builtin() => self.history.store(meta, payload, i64::MAX),
+            other => other,
+        };
+        match stored {
             Ok(grew) => {
                 self.slot_growths += grew as u64;
                 true
@@ -530,8 +552,7 @@ impl WriterCore {
         });
         if replay {
             let i = self.proxies.len() - 1;
-            let sns: Vec<i64> = (start_sn..self.next_sn).collect();
-            self.resend(ctx, i, &sns);
+            self.resend(ctx, i, &[(start_sn, self.next_sn - 1)]);
         }
         if reliable {
             self.heartbeat_to(ctx, self.proxies.len() - 1, false);
@@ -556,9 +577,13 @@ impl WriterCore {
         s.ctx.counters.heartbeats_sent += 1;
     }
 
-    /// Retransmits `sns` (ascending) to proxy `i`: DATA (or fragments) for
-    /// what the history still holds, one GAP per run of what it does not.
-    fn resend(&mut self, ctx: &mut Ctx<'_>, i: usize, sns: &[i64]) {
+    /// Retransmits what `ranges` (inclusive, ascending) name to proxy `i`:
+    /// DATA (or fragments) for what the history still holds, one GAP per run
+    /// of what it does not. Each range is walked by the samples the history
+    /// holds in it, never number by number: a transient-local replay spans
+    /// every sequence number since the oldest sample kept, which in a
+    /// KEEP_LAST history per instance can be one sample from 10^8 writes ago.
+    fn resend(&mut self, ctx: &mut Ctx<'_>, i: usize, ranges: &[(i64, i64)]) {
         let p = self.proxies[i];
         let writer_id = self.guid.entity;
         let mut run: Option<(i64, i64)> = None;
@@ -570,34 +595,41 @@ impl WriterCore {
                 let _ = s.push(|m| m.gap(p.guid.entity, writer_id, SequenceNumber(a), SequenceNumber(b + 1), &BitSet256::new(0)));
                 s.ctx.counters.gaps_sent += 1;
             };
-            for &sn in sns {
-                if sn < 1 || sn >= self.next_sn {
-                    continue;
+            // What the history no longer holds (or the reader may not have:
+            // before its start) joins the run of such numbers, sent as one GAP.
+            let missing = |s: &mut Sender<'_, '_>, run: &mut Option<(i64, i64)>, (a, b): (i64, i64)| {
+                *run = match *run {
+                    Some((x, y)) if y + 1 == a => Some((x, b)),
+                    Some(r) => {
+                        gap(s, r);
+                        Some((a, b))
+                    }
+                    None => Some((a, b)),
+                };
+            };
+            for &(lo, hi) in ranges {
+                let (lo, hi) = (lo.max(1), hi.min(self.next_sn - 1));
+                let mut at = lo;
+                for sn in self.history.held(lo.max(p.start_sn), hi) {
+                    let Some(slot) = self.history.get(sn) else { continue };
+                    if sn > at {
+                        missing(&mut s, &mut run, (at, sn - 1));
+                    }
+                    at = sn + 1;
+                    if let Some(r) = run.take() {
+                        gap(&mut s, r);
+                    }
+                    match s.push(|b| push_sample(b, p.guid.entity, writer_id, &slot.meta, slot.payload())) {
+                        Ok(()) => s.ctx.counters.retransmits += 1,
+                        Err(WireError::BufferFull) if nbig < big.len() => {
+                            big[nbig] = sn;
+                            nbig += 1;
+                        }
+                        Err(_) => {}
+                    }
                 }
-                match self.history.get(sn).filter(|_| sn >= p.start_sn) {
-                    None => {
-                        run = match run {
-                            Some((a, b)) if b + 1 == sn => Some((a, sn)),
-                            Some(r) => {
-                                gap(&mut s, r);
-                                Some((sn, sn))
-                            }
-                            None => Some((sn, sn)),
-                        }
-                    }
-                    Some(slot) => {
-                        if let Some(r) = run.take() {
-                            gap(&mut s, r);
-                        }
-                        match s.push(|b| push_sample(b, p.guid.entity, writer_id, &slot.meta, slot.payload())) {
-                            Ok(()) => s.ctx.counters.retransmits += 1,
-                            Err(WireError::BufferFull) if nbig < big.len() => {
-                                big[nbig] = sn;
-                                nbig += 1;
-                            }
-                            Err(_) => {}
-                        }
-                    }
+                if at <= hi {
+                    missing(&mut s, &mut run, (at, hi));
                 }
             }
             if let Some(r) = run {
@@ -637,7 +669,7 @@ impl WriterCore {
         // acknowledged too much is undone by the next real one.
         p.acked_below = base.max(p.start_sn);
         let suppress_upto = if now < p.resent_ns + NACK_SUPPRESS_NS { p.resent_high } else { 0 };
-        let mut nacked = [0i64; 256];
+        let mut nacked = [(0i64, 0i64); 256];
         let mut n = 0;
         for sn in a.state.iter() {
             if sn.0 <= suppress_upto {
@@ -645,14 +677,14 @@ impl WriterCore {
                 continue;
             }
             if n < nacked.len() && sn.0 < self.next_sn {
-                nacked[n] = sn.0;
+                nacked[n] = (sn.0, sn.0);
                 n += 1;
             }
         }
         if n > 0 {
             self.resend(ctx, i, &nacked[..n]);
             let p = &mut self.proxies[i];
-            p.resent_high = p.resent_high.max(nacked[n - 1]);
+            p.resent_high = p.resent_high.max(nacked[n - 1].1);
             p.resent_ns = now;
         }
         let p = &self.proxies[i];
@@ -680,7 +712,7 @@ impl WriterCore {
         if self.history.get(n.writer_sn.0).is_some() {
             self.send_fragments(ctx, p.addr, Some(p.guid.prefix), p.guid.entity, n.writer_sn.0, Some(n));
         } else {
-            self.resend(ctx, i, &[n.writer_sn.0]);
+            self.resend(ctx, i, &[(n.writer_sn.0, n.writer_sn.0)]);
         }
         true
     }

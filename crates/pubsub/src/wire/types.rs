@@ -446,9 +446,11 @@ impl<'a> SnSet<'a> {
     pub fn bit(&self, i: u32) -> bool {
         bit_of(self.bitmap, self.le, self.num_bits, i)
     }
-    /// The sequence numbers in the set, ascending.
+    /// The sequence numbers in the set, ascending. A base within 255 of
+    /// `i64::MAX` (forged, or corrupted) names numbers past it: they are
+    /// left out, not wrapped (nor a panic in a debug build).
     pub fn iter(&self) -> impl Iterator<Item = SequenceNumber> + '_ {
-        (0..self.num_bits).filter(|&i| self.bit(i)).map(|i| SequenceNumber(self.base.0 + i as i64))
+        (0..self.num_bits).filter(|&i| self.bit(i)).map_while(|i| self.base.0.checked_add(i as i64).map(SequenceNumber))
     }
 }
 
