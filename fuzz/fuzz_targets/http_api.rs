@@ -28,7 +28,7 @@ struct World {
 thread_local! {
     static WORLD: World = {
         let cls = Classifier::load(8).expect("loading the classifier BPF program (run the fuzzer as root)");
-        let svc = Service::new(cls, "lo", None, None, 8).expect("service");
+        let svc = Service::new(cls, "lo", None, &Default::default(), 8).expect("service");
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
         World { rt, svc: Rc::new(RefCell::new(svc)) }
     };
