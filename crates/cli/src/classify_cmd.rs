@@ -102,19 +102,58 @@ enum Cmd {
         /// The user-space load flag (on = overloaded).
         #[arg(long, value_parser = parse_on_off)]
         load_flag: Option<bool>,
-        #[arg(long)]
-        rate_threshold_pps: Option<u64>,
-        /// Per-CPU rate above which even prioritised flows are forwarded (0 = never).
-        #[arg(long)]
-        saturation_pps: Option<u64>,
-        #[arg(long)]
-        default_action: Option<String>,
-        /// Replace the alternative nodes (MAC,IP), repeatable.
-        #[arg(long = "alt")]
-        alt: Vec<String>,
+        #[command(flatten)]
+        settings: SettingsArgs,
         #[command(flatten)]
         c: ClientOpts,
     },
+}
+
+/// The settings flags `serve` and `config` share: each one given replaces
+/// that field of the settings, the rest keep theirs.
+#[derive(clap::Args)]
+struct SettingsArgs {
+    /// Alternative node for forward-when-overloaded, MAC,IP (repeatable, index
+    /// = order; given, they replace the list).
+    #[arg(long = "alt")]
+    alt: Vec<String>,
+    /// Per-CPU packet rate above which a CPU counts as overloaded (0 = off).
+    #[arg(long)]
+    rate_threshold_pps: Option<u64>,
+    /// Per-CPU packet rate above which even prioritised flows are forwarded
+    /// (their excess is processed elsewhere, not lost); 0 = never.
+    #[arg(long)]
+    saturation_pps: Option<u64>,
+    /// What unmatched encapsulated flows get: forward (when overloaded, the
+    /// default) or pass.
+    #[arg(long)]
+    default_action: Option<String>,
+}
+
+impl SettingsArgs {
+    /// The fields given (and the load flag, if given), as `PUT /v1/config`
+    /// takes them: what `config` sends and what `serve` lays over the state
+    /// file's settings.
+    fn patch(&self, load_flag: Option<bool>) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
+        let mut body = serde_json::Map::new();
+        if let Some(f) = load_flag {
+            body.insert("load_flag".into(), f.into());
+        }
+        if let Some(r) = self.rate_threshold_pps {
+            body.insert("rate_threshold_pps".into(), r.into());
+        }
+        if let Some(s) = self.saturation_pps {
+            body.insert("saturation_pps".into(), s.into());
+        }
+        if let Some(d) = &self.default_action {
+            body.insert("default_action".into(), serde_json::to_value(parse_default(d)?)?);
+        }
+        if !self.alt.is_empty() {
+            let nodes = self.alt.iter().map(|x| parse_alt(x)).collect::<anyhow::Result<Vec<_>>>()?;
+            body.insert("alt_nodes".into(), serde_json::to_value(nodes)?);
+        }
+        Ok(body)
+    }
 }
 
 #[derive(clap::Args)]
@@ -154,23 +193,12 @@ struct ServeArgs {
     /// Attach inside this network namespace (the API stays in the current one).
     #[arg(long)]
     netns: Option<String>,
-    /// Alternative node for forward-when-overloaded, MAC,IP (repeatable, index = order).
-    #[arg(long = "alt")]
-    alt: Vec<String>,
     /// Start with the load flag set.
     #[arg(long)]
     load_flag: bool,
-    /// Per-CPU packet rate above which a CPU counts as overloaded (0 = off).
-    #[arg(long)]
-    rate_threshold_pps: Option<u64>,
-    /// Per-CPU packet rate above which even prioritised flows are forwarded
-    /// (their excess is processed elsewhere, not lost); 0 = never.
-    #[arg(long)]
-    saturation_pps: Option<u64>,
-    /// What unmatched encapsulated flows get: forward (when overloaded, the
-    /// default) or pass.
-    #[arg(long)]
-    default_action: Option<String>,
+    // Given, these override the stored settings field by field.
+    #[command(flatten)]
+    settings: SettingsArgs,
 }
 
 fn parse_on_off(s: &str) -> Result<bool, String> {
@@ -186,36 +214,6 @@ fn parse_alt(s: &str) -> anyhow::Result<AltNode> {
     let mac = parse_mac(mac).with_context(|| format!("--alt `{s}`: `{mac}` is not a MAC address"))?;
     let ip = ip.trim().parse().with_context(|| format!("--alt `{s}`: `{ip}` is not an IP address"))?;
     Ok(AltNode { mac, ip })
-}
-
-/// The settings fields the flags name, as `PUT /v1/config` takes them:
-/// what `classify config` sends and what `classify serve` lays over the
-/// state file's settings.
-fn settings_patch(
-    load_flag: Option<bool>,
-    rate_threshold_pps: Option<u64>,
-    saturation_pps: Option<u64>,
-    default_action: Option<&str>,
-    alt: &[String],
-) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
-    let mut body = serde_json::Map::new();
-    if let Some(f) = load_flag {
-        body.insert("load_flag".into(), f.into());
-    }
-    if let Some(r) = rate_threshold_pps {
-        body.insert("rate_threshold_pps".into(), r.into());
-    }
-    if let Some(s) = saturation_pps {
-        body.insert("saturation_pps".into(), s.into());
-    }
-    if let Some(d) = default_action {
-        body.insert("default_action".into(), serde_json::to_value(parse_default(d)?)?);
-    }
-    if !alt.is_empty() {
-        let nodes = alt.iter().map(|x| parse_alt(x)).collect::<anyhow::Result<Vec<_>>>()?;
-        body.insert("alt_nodes".into(), serde_json::to_value(nodes)?);
-    }
-    Ok(body)
 }
 
 fn parse_default(s: &str) -> anyhow::Result<DefaultAction> {
@@ -283,7 +281,7 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
         Cmd::Serve(s) => {
             // The settings flags given override the stored ones; the rest
             // (and what `classify config` set) stay as the state file has them.
-            let settings = settings_patch(s.load_flag.then_some(true), s.rate_threshold_pps, s.saturation_pps, s.default_action.as_deref(), &s.alt)?;
+            let settings = s.settings.patch(s.load_flag.then_some(true))?;
             let state = s.state.clone().unwrap_or_else(|| server::default_state_path(&s.iface, s.netns.as_deref()));
             let socket = (!s.no_socket).then(|| s.socket.clone().unwrap_or_else(|| server::default_socket_path(&s.iface, s.netns.as_deref())));
             let cfg = ServeConfig {
@@ -356,8 +354,8 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
                 }
             }))
         }
-        Cmd::Config { load_flag, rate_threshold_pps, saturation_pps, default_action, alt, c } => {
-            let body = settings_patch(load_flag, rate_threshold_pps, saturation_pps, default_action.as_deref(), &alt)?;
+        Cmd::Config { load_flag, settings, c } => {
+            let body = settings.patch(load_flag)?;
             let (st, v) =
                 if body.is_empty() { call(&c, "GET", "/v1/config", None)? } else { call(&c, "PUT", "/v1/config", Some(&serde_json::to_vec(&body)?))? };
             Ok(report(st, &v, c.json, |v| {

@@ -171,6 +171,20 @@ fn socket_token_file_cli_and_sigterm_with_slow_clients() {
     assert!(took < Duration::from_secs(1), "stopping took {took:?}");
     assert!(no_xdp(&tb), "XDP program left on {}", tb.b().iface);
     assert!(!sock.exists(), "the socket file is removed");
+
+    // Started again with a settings flag: that field is the flag's, the
+    // others (the load flag `config` set) and the intent are the state file's.
+    let mut cmd = serve_cmd(&tb, &d.0, true);
+    cmd.args(["--saturation-pps", "9000"]);
+    let (mut daemon, _) = start(cmd);
+    let (code, json, err) = classify(&["config", "--json"], &["--socket", &sock_s]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("--json: {e}: {json}"));
+    assert_eq!((v["saturation_pps"].as_u64(), v["load_flag"].as_bool()), (Some(9000), Some(true)), "{v}");
+    let (_, out, _) = classify(&["ls"], &["--socket", &sock_s]);
+    assert!(out.contains("cli1"), "{out}");
+    let _ = Command::new("kill").args(["-TERM", &daemon.0.id().to_string()]).status();
+    assert!(daemon.0.wait().unwrap().success());
 }
 
 #[test]
