@@ -307,7 +307,7 @@ impl Participant {
             }
             for k in 0..self.remote_endpoints.len() {
                 if !self.remote_endpoints[k].data.is_writer() {
-                    self.try_match(now, out, i, None, k);
+                    self.try_match(now, out, Local::Writer(i), k);
                 }
             }
         }
@@ -320,7 +320,7 @@ impl Participant {
             }
             for k in 0..self.remote_endpoints.len() {
                 if self.remote_endpoints[k].data.is_writer() {
-                    self.try_match(now, out, usize::MAX, Some(i), k);
+                    self.try_match(now, out, Local::Reader(i), k);
                 }
             }
         }
@@ -356,50 +356,148 @@ impl Participant {
         !matches!(res, Err(WriteError::HistoryFull | WriteError::TooManyInstances))
     }
 
-    /// Tries to match local writer `wi` (or local reader `ri`) with remote endpoint `k`.
-    fn try_match(&mut self, now: u64, out: &mut dyn Outbox, wi: usize, ri: Option<usize>, k: usize) {
+    /// What matching local endpoint `l` with remote endpoint `re` (of the
+    /// other kind) gives: `None` when they are not of one topic and type, or
+    /// the writer was deleted (nothing to match, nothing to report); else
+    /// whether they match, with reliability or not, or the first thing that
+    /// does not fit. The one place the matching rules are applied: first
+    /// announcements, local endpoints announced later and re-announcements
+    /// all go through it.
+    fn verdict(&self, l: Local, re: &EndpointData) -> Option<Result<bool, Incompatible>> {
+        match l {
+            Local::Reader(ri) => {
+                let r = &self.readers[ri];
+                if r.topic != re.topic_name || r.type_name != re.type_name {
+                    return None;
+                }
+                let repr_ok = matches!(re.data_representation.first(), Some(&repr::XCDR1) | Some(&repr::XCDR2));
+                let res = check_compatible(&re.qos, &r.qos).and(if repr_ok { Ok(()) } else { Err(Incompatible::DataRepresentation) });
+                Some(res.map(|()| r.is_reliable() && re.qos.reliability == Reliability::Reliable))
+            }
+            Local::Writer(wi) => {
+                let w = &self.writers[wi];
+                if w.deleted || w.topic != re.topic_name || w.type_name != re.type_name {
+                    return None;
+                }
+                let repr_ok = re.data_representation.contains(&repr::XCDR1);
+                let res = check_compatible(&w.qos, &re.qos).and(if repr_ok { Ok(()) } else { Err(Incompatible::DataRepresentation) });
+                Some(res.map(|()| w.is_reliable() && re.qos.reliability == Reliability::Reliable))
+            }
+        }
+    }
+
+    /// Tries to match local endpoint `l` with remote endpoint `k`.
+    fn try_match(&mut self, now: u64, out: &mut dyn Outbox, l: Local, k: usize) {
         let re = &self.remote_endpoints[k];
-        let (remote_guid, addr) = (re.data.guid, re.addr);
+        let (remote, addr) = (re.data.guid, re.addr);
+        match self.verdict(l, &re.data) {
+            None => {}
+            Some(Ok(reliable)) => self.add_match(now, out, l, remote, addr, reliable),
+            Some(Err(reason)) => self.report_incompatible(l, remote, reason),
+        }
+    }
+
+    /// Whether local endpoint `l` is matched with remote endpoint `g`, and
+    /// if so whether with reliability.
+    fn matched_with(&self, l: Local, g: Guid) -> Option<bool> {
+        match l {
+            Local::Reader(i) => self.readers[i].proxies.iter().find(|p| p.guid == g).map(|p| p.reliable),
+            Local::Writer(i) => self.writers[i].proxies.iter().find(|p| p.guid == g).map(|p| p.reliable),
+        }
+    }
+
+    /// Matches local endpoint `l` with remote endpoint `g` at `addr` (a new
+    /// proxy) and says so ([`Event::ReaderMatched`], [`Event::WriterMatched`]).
+    /// Nothing when they are matched already (a local endpoint created
+    /// after the remote one was announced was matched with it then, and is
+    /// offered it again when it is announced itself).
+    fn add_match(&mut self, now: u64, out: &mut dyn Outbox, l: Local, g: Guid, addr: Addr, reliable: bool) {
+        if self.matched_with(l, g).is_some() {
+            return;
+        }
         let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
-        let event;
-        if let Some(ri) = ri {
-            let r = &mut self.readers[ri];
-            if r.topic != re.data.topic_name || r.type_name != re.data.type_name {
-                return;
+        let event = match l {
+            Local::Reader(i) => {
+                self.readers[i].add_proxy(&mut ctx, now, g, addr, reliable);
+                Event::ReaderMatched { reader: ReaderId(i), writer: g }
             }
-            let repr_ok = matches!(re.data.data_representation.first(), Some(&repr::XCDR1) | Some(&repr::XCDR2));
-            let res = check_compatible(&re.data.qos, &r.qos).and(if repr_ok { Ok(()) } else { Err(Incompatible::DataRepresentation) });
-            match res {
-                Ok(()) => {
-                    let reliable = r.is_reliable() && re.data.qos.reliability == Reliability::Reliable;
-                    r.add_proxy(&mut ctx, now, remote_guid, addr, reliable);
-                    event = Event::ReaderMatched { reader: ReaderId(ri), writer: remote_guid };
-                }
-                Err(reason) => {
-                    ctx.counters.incompatible_qos += 1;
-                    event = Event::IncompatibleQos { local: r.guid, remote: remote_guid, reason };
-                }
+            Local::Writer(i) => {
+                self.writers[i].add_proxy(&mut ctx, g, addr, reliable);
+                Event::WriterMatched { writer: WriterId(i), reader: g }
             }
-        } else {
-            let w = &mut self.writers[wi];
-            if w.deleted || w.topic != re.data.topic_name || w.type_name != re.data.type_name {
-                return;
-            }
-            let repr_ok = re.data.data_representation.contains(&repr::XCDR1);
-            let res = check_compatible(&w.qos, &re.data.qos).and(if repr_ok { Ok(()) } else { Err(Incompatible::DataRepresentation) });
-            match res {
-                Ok(()) => {
-                    let reliable = w.is_reliable() && re.data.qos.reliability == Reliability::Reliable;
-                    w.add_proxy(&mut ctx, remote_guid, addr, reliable);
-                    event = Event::WriterMatched { writer: WriterId(wi), reader: remote_guid };
+        };
+        self.push_event(event);
+    }
+
+    /// Unmatches local endpoint `l` from remote endpoint `g` (drops its
+    /// proxy) and says so ([`Event::ReaderUnmatched`],
+    /// [`Event::WriterUnmatched`]); nothing when they were not matched.
+    fn unmatch(&mut self, l: Local, g: Guid) {
+        let event = match l {
+            Local::Reader(i) if self.readers[i].remove_proxies(|x| *x == g) > 0 => Event::ReaderUnmatched { reader: ReaderId(i), writer: g },
+            Local::Writer(i) if self.writers[i].remove_proxies(|x| *x == g) > 0 => Event::WriterUnmatched { writer: WriterId(i), reader: g },
+            _ => return,
+        };
+        self.push_event(event);
+    }
+
+    /// Counts and reports ([`Event::IncompatibleQos`]) that local endpoint
+    /// `l` and remote endpoint `g`, of one topic and type, do not match.
+    fn report_incompatible(&mut self, l: Local, g: Guid, reason: Incompatible) {
+        let local = match l {
+            Local::Reader(i) => self.readers[i].guid,
+            Local::Writer(i) => self.writers[i].guid,
+        };
+        self.counters.incompatible_qos += 1;
+        self.push_event(Event::IncompatibleQos { local, remote: g, reason });
+    }
+
+    /// Remote endpoint `k` was announced again, differently from `old` (its
+    /// QoS after a `set_qos`, e.g. its partitions, or its locators): each
+    /// local endpoint of the other kind is matched with it again. One that
+    /// now matches and was not matched is matched (as at a first
+    /// announcement), one that no longer matches is unmatched (as at a
+    /// dispose; with [`Event::IncompatibleQos`] when it is the QoS that no
+    /// longer fits), one that stays matched keeps its proxy and its state,
+    /// only the proxy's address follows the announcement (a proxy is made
+    /// anew only if its reliability changes). An incompatibility is
+    /// reported again only when it is not the one reported before.
+    fn rematch(&mut self, now: u64, out: &mut dyn Outbox, k: usize, old: &EndpointData) {
+        let (g, addr, is_writer) = {
+            let re = &self.remote_endpoints[k];
+            (re.data.guid, re.addr, re.data.is_writer())
+        };
+        let n = if is_writer { self.readers.len() } else { self.writers.len() };
+        for i in FIRST_USER..n {
+            let l = if is_writer { Local::Reader(i) } else { Local::Writer(i) };
+            let verdict = self.verdict(l, &self.remote_endpoints[k].data);
+            match (self.matched_with(l, g), verdict) {
+                (Some(was_reliable), Some(Ok(reliable))) if was_reliable == reliable => self.set_proxy_addr(l, g, addr),
+                (Some(_), Some(Ok(reliable))) => {
+                    self.unmatch(l, g);
+                    self.add_match(now, out, l, g, addr, reliable);
                 }
-                Err(reason) => {
-                    ctx.counters.incompatible_qos += 1;
-                    event = Event::IncompatibleQos { local: w.guid, remote: remote_guid, reason };
+                (None, Some(Ok(reliable))) => self.add_match(now, out, l, g, addr, reliable),
+                (matched, verdict) => {
+                    if matched.is_some() {
+                        self.unmatch(l, g);
+                    }
+                    if let Some(Err(reason)) = verdict {
+                        if self.verdict(l, old) != verdict {
+                            self.report_incompatible(l, g, reason);
+                        }
+                    }
                 }
             }
         }
-        self.push_event(event);
+    }
+
+    /// Points local endpoint `l`'s proxy of remote endpoint `g` at `addr`.
+    fn set_proxy_addr(&mut self, l: Local, g: Guid, addr: Addr) {
+        match l {
+            Local::Reader(i) => self.readers[i].proxies.iter_mut().filter(|p| p.guid == g).for_each(|p| p.addr = addr),
+            Local::Writer(i) => self.writers[i].proxies.iter_mut().filter(|p| p.guid == g).for_each(|p| p.addr = addr),
+        }
     }
 
     /// Processes what the SEDP built-in readers received.
@@ -479,7 +577,15 @@ impl Participant {
             addr
         };
         if let Some(k) = self.remote_endpoints.iter().position(|e| e.data.guid == ed.guid) {
-            self.remote_endpoints[k] = RemoteEndpoint { data: ed, addr };
+            // Announced again: CycloneDDS re-sends its announcements (an
+            // unchanged one changes nothing), and announces an endpoint
+            // anew when its QoS changes (`set_qos`: partitions) or its locators do.
+            let re = &mut self.remote_endpoints[k];
+            if re.data == ed && re.addr == addr {
+                return;
+            }
+            let old = std::mem::replace(re, RemoteEndpoint { data: ed, addr });
+            self.rematch(now, out, k, &old.data);
             return;
         }
         let mine = self.remote_endpoints.iter().filter(|e| e.data.guid.prefix == ed.guid.prefix).count();
@@ -492,11 +598,11 @@ impl Participant {
         let k = self.remote_endpoints.len() - 1;
         if is_writer {
             for ri in FIRST_USER..self.readers.len() {
-                self.try_match(now, out, usize::MAX, Some(ri), k);
+                self.try_match(now, out, Local::Reader(ri), k);
             }
         } else {
             for wi in FIRST_USER..self.writers.len() {
-                self.try_match(now, out, wi, None, k);
+                self.try_match(now, out, Local::Writer(wi), k);
             }
         }
     }
@@ -512,19 +618,18 @@ impl Participant {
 
     fn drop_remote_endpoint(&mut self, g: Guid) {
         self.remote_endpoints.retain(|e| e.data.guid != g);
-        let mut evs = Vec::new();
-        for (i, w) in self.writers.iter_mut().enumerate().skip(FIRST_USER) {
-            if w.remove_proxies(|x| *x == g) > 0 {
-                evs.push(Event::WriterUnmatched { writer: WriterId(i), reader: g });
-            }
+        for i in FIRST_USER..self.writers.len() {
+            self.unmatch(Local::Writer(i), g);
         }
-        for (i, r) in self.readers.iter_mut().enumerate().skip(FIRST_USER) {
-            if r.remove_proxies(|x| *x == g) > 0 {
-                evs.push(Event::ReaderUnmatched { reader: ReaderId(i), writer: g });
-            }
-        }
-        for e in evs {
-            self.push_event(e);
+        for i in FIRST_USER..self.readers.len() {
+            self.unmatch(Local::Reader(i), g);
         }
     }
+}
+
+/// A local user endpoint, by its index in the writer or reader table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Local {
+    Writer(usize),
+    Reader(usize),
 }

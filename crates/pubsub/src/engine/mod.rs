@@ -307,14 +307,18 @@ pub enum Event {
         /// The remote writer's GUID.
         writer: Guid,
     },
-    /// A remote reader went away (SEDP dispose, or its participant was lost).
+    /// A remote reader went away (SEDP dispose, or its participant was
+    /// lost), or was announced again and no longer matches (its partitions,
+    /// QoS, topic or type changed).
     WriterUnmatched {
         /// The local writer.
         writer: WriterId,
         /// The remote reader's GUID.
         reader: Guid,
     },
-    /// A remote writer went away (SEDP dispose, or its participant was lost).
+    /// A remote writer went away (SEDP dispose, or its participant was
+    /// lost), or was announced again and no longer matches (its partitions,
+    /// QoS, topic or type changed).
     ReaderUnmatched {
         /// The local reader.
         reader: ReaderId,
@@ -322,7 +326,9 @@ pub enum Event {
         writer: Guid,
     },
     /// A remote endpoint with our topic and type names was not matched: its
-    /// QoS or data representations do not fit ours.
+    /// QoS or data representations do not fit ours. Reported when it is
+    /// announced, and again when an announcement of it changes what does not
+    /// fit (after the unmatched event if it was matched).
     IncompatibleQos {
         /// Our writer or reader.
         local: Guid,
