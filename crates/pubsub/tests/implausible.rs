@@ -11,8 +11,8 @@
 //! endpoint table; ddsperf's pong writers go with their participants.
 
 mod common;
+use common::forge::{message, spdp_announcement};
 use common::*;
-use detpath_pubsub::discovery::{builtin, ParticipantData};
 use detpath_pubsub::engine::{make_guid_prefix, Config, Event, LostReason, Participant, ReaderId, VecOutbox, WriterId};
 use detpath_pubsub::qos::Qos;
 use detpath_pubsub::types::OneULong;
@@ -235,37 +235,7 @@ fn a_real_loss_beyond_the_slack_is_confirmed_and_counted() {
 }
 
 fn spdp(prefix: GuidPrefix, lease_ns: i64, port: u16) -> Vec<u8> {
-    spdp_with(prefix, lease_ns, port, b"forged")
-}
-
-fn spdp_with(prefix: GuidPrefix, lease_ns: i64, port: u16, user_data: &[u8]) -> Vec<u8> {
-    let loc = Locator::udpv4(SocketAddrV4::new(std::net::Ipv4Addr::new(10, 66, 0, 9), port));
-    let pd = ParticipantData {
-        guid_prefix: prefix,
-        protocol_version: ProtocolVersion::V2_1,
-        vendor: VendorId::DETPATH,
-        domain_id: Some(0),
-        default_unicast: vec![loc],
-        metatraffic_unicast: vec![loc],
-        metatraffic_multicast: Vec::new(),
-        lease_ns,
-        builtin_endpoints: builtin::DETPATH,
-        user_data: user_data.to_vec(),
-    };
-    let mut payload = vec![0u8; 512];
-    let n = {
-        let mut w = ByteWriter::new(&mut payload, true);
-        w.bytes(&[0, 3, 0, 0]).unwrap();
-        pd.write(&mut w).unwrap();
-        w.pos()
-    };
-    payload.truncate(n);
-    let mut buf = vec![0u8; 1024];
-    let mut b = MessageBuilder::new(&mut buf, prefix, VendorId::DETPATH).unwrap();
-    b.data_bytes(EntityId::SPDP_READER, EntityId::SPDP_WRITER, SequenceNumber(1), None, &payload).unwrap();
-    let n = b.finish();
-    buf.truncate(n);
-    buf
+    spdp_announcement(prefix, lease_ns, port, b"forged")
 }
 
 #[test]
@@ -504,16 +474,6 @@ fn sedp_data(prefix: GuidPrefix, writer: EntityId, sn: i64, ed: &detpath_pubsub:
     message(prefix, |b| b.data_bytes(reader, writer, SequenceNumber(sn), None, &payload[..n]))
 }
 
-/// A message from participant `prefix` with what `f` builds.
-fn message(prefix: GuidPrefix, f: impl FnOnce(&mut MessageBuilder<'_>) -> Result<(), WireError>) -> Vec<u8> {
-    let mut buf = vec![0u8; 1024];
-    let mut b = MessageBuilder::new(&mut buf, prefix, VendorId::DETPATH).unwrap();
-    f(&mut b).unwrap();
-    let n = b.finish();
-    buf.truncate(n);
-    buf
-}
-
 /// After forged traffic, the writer's real first sample still arrives.
 fn still_delivers(p: &mut Participant, o: &mut VecOutbox, r: ReaderId, w: Guid, peer: SocketAddrV4) {
     let re = p.reader_guid(r).entity;
@@ -733,7 +693,7 @@ fn pong_writers_go_with_their_participants_so_forged_ones_do_not_use_them_up() {
     let forger: SocketAddrV4 = "10.66.0.9:7400".parse().unwrap();
     for batch in 0..8u32 {
         for i in 0..50 {
-            let m = spdp_with(make_guid_prefix(0x6666, batch * 50 + i, 1), 1_000_000_000, 7400, &user_data(false, i, "forged"));
+            let m = spdp_announcement(make_guid_prefix(0x6666, batch * 50 + i, 1), 1_000_000_000, 7400, &user_data(false, i, "forged"));
             net.nodes[1].handle_datagram(net.now, forger, &m, &mut net.outs[1]);
         }
         pong.on_events(&mut net.nodes[1]);

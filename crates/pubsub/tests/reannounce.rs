@@ -8,49 +8,19 @@
 //! unchanged re-announcement (CycloneDDS re-sends them) changes nothing: no
 //! event, the proxy and its reliability state kept.
 
-use detpath_pubsub::discovery::{builtin, EndpointData, ParticipantData};
+mod common;
+use common::forge::{message, spdp_announcement, PEER_IP};
+use detpath_pubsub::discovery::EndpointData;
 use detpath_pubsub::engine::{make_guid_prefix, Config, Event, Participant, ReaderId, VecOutbox, WriterId};
 use detpath_pubsub::qos::{Incompatible, Qos};
 use detpath_pubsub::types::OneULong;
 use detpath_pubsub::wire::bytes::ByteWriter;
 use detpath_pubsub::wire::*;
-use std::net::{Ipv4Addr, SocketAddrV4};
-
-const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 66, 0, 9);
-
-/// A message from participant `prefix` with what `f` builds.
-fn message(prefix: GuidPrefix, f: impl FnOnce(&mut MessageBuilder<'_>) -> Result<(), WireError>) -> Vec<u8> {
-    let mut buf = vec![0u8; 1024];
-    let mut b = MessageBuilder::new(&mut buf, prefix, VendorId::DETPATH).unwrap();
-    f(&mut b).unwrap();
-    let n = b.finish();
-    buf.truncate(n);
-    buf
-}
+use std::net::SocketAddrV4;
 
 /// Participant `prefix`'s SPDP announcement, its locators on PEER_IP:`port`.
 fn spdp(prefix: GuidPrefix, port: u16) -> Vec<u8> {
-    let loc = Locator::udpv4(SocketAddrV4::new(PEER_IP, port));
-    let pd = ParticipantData {
-        guid_prefix: prefix,
-        protocol_version: ProtocolVersion::V2_1,
-        vendor: VendorId::DETPATH,
-        domain_id: Some(0),
-        default_unicast: vec![loc],
-        metatraffic_unicast: vec![loc],
-        metatraffic_multicast: Vec::new(),
-        lease_ns: 10_000_000_000,
-        builtin_endpoints: builtin::DETPATH,
-        user_data: b"peer".to_vec(),
-    };
-    let mut payload = vec![0u8; 512];
-    let n = {
-        let mut w = ByteWriter::new(&mut payload, true);
-        w.bytes(&[0, 3, 0, 0]).unwrap();
-        pd.write(&mut w).unwrap();
-        w.pos()
-    };
-    message(prefix, |b| b.data_bytes(EntityId::SPDP_READER, EntityId::SPDP_WRITER, SequenceNumber(1), None, &payload[..n]))
+    spdp_announcement(prefix, 10_000_000_000, port, b"peer")
 }
 
 /// The SEDP announcement of `ed` (a writer through the publications

@@ -5,6 +5,7 @@
 // what one leaves unused is dead code there.
 #![allow(dead_code)]
 
+pub mod forge;
 pub mod udp;
 
 use detpath_pubsub::engine::{Config, Participant, VecOutbox};
