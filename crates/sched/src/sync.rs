@@ -190,7 +190,7 @@ impl Slave {
         match self.current.take() {
             Some((s, mut ex, true)) if s == seq => {
                 ex.t4 = t4;
-                let Some(this) = plausible_delay(path_delay_ns(ex.t1 as i128, ex.t2 as i128, ex.t3 as i128, ex.t4 as i128)) else {
+                let Some(this) = plausible_delay(ex.delay_ns().into()) else {
                     self.rejected += 1;
                     return None;
                 };
