@@ -16,6 +16,7 @@
 pub mod child_cpu;
 pub mod matrix;
 pub mod pubsub;
+pub mod ready;
 pub mod records;
 pub mod report;
 pub mod results;

@@ -438,7 +438,7 @@ fn bench_one(
         let _ = ready_tx.send(Ok((ep.local_addr(), ep.capabilities().summary(), detpath::sys::thread::tid())));
         Ok(run_server(ep.as_mut(), &stop_s, gaps)?)
     });
-    let (server_addr, server_mode, server_tid) = ready_rx.recv()?.map_err(|e| anyhow::anyhow!("server: {e}"))?;
+    let ((server_addr, server_mode, server_tid), server) = crate::ready::wait_ready("server", &ready_rx, server)?;
     // Attached before the client starts and detached after it ends: the whole run is traced.
     let tracer = match tracing {
         Tracing::Off => None,

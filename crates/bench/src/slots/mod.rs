@@ -764,7 +764,7 @@ fn run_one(tb: &Testbed, cfg: &BenchConfig, dp: &str, method: Method, port: u16,
         let mut ep = match detpath::open(&rx_uri) {
             Ok(ep) => ep,
             Err(e) => {
-                let _ = ready_tx.send(Err(format!("receiver {rx_uri}: {e}")));
+                let _ = ready_tx.send(Err(format!("{rx_uri}: {e}")));
                 anyhow::bail!("receiver: {e}");
             }
         };
@@ -772,14 +772,7 @@ fn run_one(tb: &Testbed, cfg: &BenchConfig, dp: &str, method: Method, port: u16,
         let Ok(tl) = rx_tl_rx.recv() else { anyhow::bail!("no timeline: the sender failed") };
         recv::receive(ep.as_mut(), expected, &tl, &stop_r)
     });
-    let (peer, rx_mode) = match ready_rx.recv() {
-        Ok(Ok(x)) => x,
-        Ok(Err(e)) => {
-            let _ = receiver.join();
-            anyhow::bail!(e)
-        }
-        Err(_) => anyhow::bail!("receiver thread ended before opening its endpoint"),
-    };
+    let ((peer, rx_mode), receiver) = crate::ready::wait_ready("receiver", &ready_rx, receiver)?;
     let tx_uri = endpoint_uri(&tb.a().uri(dp, port + 1), dp, cfg.cpus.0, cfg.rt_priority, false, false);
     let cfg2 = cfg.clone();
     let abort = Arc::new(AtomicBool::new(false));
@@ -791,7 +784,7 @@ fn run_one(tb: &Testbed, cfg: &BenchConfig, dp: &str, method: Method, port: u16,
         let ep = match detpath::open(&tx_uri) {
             Ok(ep) => ep,
             Err(e) => {
-                let _ = tx_ready_tx.send(Err(format!("sender {tx_uri}: {e}")));
+                let _ = tx_ready_tx.send(Err(format!("{tx_uri}: {e}")));
                 anyhow::bail!("sender: {e}");
             }
         };
@@ -806,20 +799,14 @@ fn run_one(tb: &Testbed, cfg: &BenchConfig, dp: &str, method: Method, port: u16,
         stop.store(true, Ordering::Relaxed);
         let _ = receiver.join();
     };
-    match tx_ready_rx.recv() {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => {
+    let sender = match crate::ready::wait_ready("sender", &tx_ready_rx, sender) {
+        Ok(((), sender)) => sender,
+        Err(e) => {
             drop(rx_tl_tx);
             stop_receiver(receiver);
-            let _ = sender.join();
-            anyhow::bail!(e)
+            return Err(e);
         }
-        Err(_) => {
-            drop(rx_tl_tx);
-            stop_receiver(receiver);
-            anyhow::bail!("sender thread ended before opening its endpoint")
-        }
-    }
+    };
     let tl = timeline(cfg);
     let ticks_before = detpath::sys::cputime::CoreTicks::now();
     let wall_from = detpath::monotonic_ns();

@@ -104,7 +104,7 @@ pub fn run(tb: &Testbed, cfg: &SyncRunConfig) -> anyhow::Result<SyncRun> {
         let ep = match detpath::open(&master_uri) {
             Ok(ep) => ep,
             Err(e) => {
-                let _ = ready_tx.send(Err(format!("master {master_uri}: {e}")));
+                let _ = ready_tx.send(Err(format!("{master_uri}: {e}")));
                 anyhow::bail!("master: {e}");
             }
         };
@@ -112,14 +112,7 @@ pub fn run(tb: &Testbed, cfg: &SyncRunConfig) -> anyhow::Result<SyncRun> {
         let mut ep = SchedEndpoint::with_source(ep, &sched_m, MonotonicSource { epoch_mono: 0 }, 0)?;
         Ok(run_master(&mut ep, slave_addr, &live, &stop_m)?)
     });
-    let (master_addr, master_mode) = match ready_rx.recv() {
-        Ok(Ok(x)) => x,
-        Ok(Err(e)) => {
-            let _ = master.join();
-            anyhow::bail!(e)
-        }
-        Err(_) => anyhow::bail!("master thread ended before opening its endpoint"),
-    };
+    let ((master_addr, master_mode), master) = crate::ready::wait_ready("master", &ready_rx, master)?;
     let (offset, drift) = (cfg.offset_ns, cfg.drift_ppb);
     let slave = tb.b().spawn(move || -> anyhow::Result<(SyncReport, String)> {
         let ep = detpath::open(&slave_uri).map_err(|e| anyhow::anyhow!("slave {slave_uri}: {e}"))?;
