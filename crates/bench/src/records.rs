@@ -174,9 +174,9 @@ impl<W: Write> RecordWriter<W> {
 }
 
 /// Writes `records` to a CSV file at `path`, streamed, atomically and
-/// durably ([`crate::results::atomic_write`]).
+/// durably (`detpath::sys::fsutil::write_atomic_with`).
 pub fn write_csv(path: &Path, records: &[Record]) -> io::Result<()> {
-    crate::results::atomic_write(path, |f| {
+    detpath::sys::fsutil::write_atomic_with(path, 0o644, |f| {
         let mut w = RecordWriter::new(f)?;
         w.write_all(records)?;
         w.finish().map(|_| ())

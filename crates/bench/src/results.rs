@@ -418,7 +418,7 @@ impl ResultDir {
         }
         if !records.is_empty() {
             let file = format!("{name}.csv");
-            atomic_write(&self.path.join(&file), |w| {
+            detpath::sys::fsutil::write_atomic_with(&self.path.join(&file), 0o644, |w| {
                 let mut rw = records::RecordWriter::new(w)?;
                 rw.write_all(records)?;
                 rw.finish().map(|_| ())
@@ -469,28 +469,6 @@ fn slug(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c.to_ascii_lowercase() } else { '_' }).collect()
 }
 
-/// Writes `path` through a temporary file in the same directory, streamed
-/// (for records files too large to build in memory first), synced and
-/// renamed over it, the directory synced after: readers (and a power cut)
-/// see the old file or the new one, never half. Whole files built in memory
-/// go through `detpath::sys::fsutil::write_atomic`.
-pub fn atomic_write(path: &Path, f: impl FnOnce(&mut std::fs::File) -> io::Result<()>) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    // Created with O_EXCL under a random name (never a predictable one).
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&format!(".{}.", path.file_name().and_then(|n| n.to_str()).unwrap_or("file")))
-        .suffix(".tmp")
-        // Results are for reading by anyone, like the files write_atomic makes.
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
-        .tempfile_in(dir)?;
-    f(tmp.as_file_mut())?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    std::fs::File::open(dir)?.sync_all()
-}
 
 #[cfg(test)]
 mod tests {

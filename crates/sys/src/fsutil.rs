@@ -7,11 +7,22 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
 
-/// Write `bytes` to `path` atomically and durably (temp file in the same
-/// directory, fsync, rename, fsync of the directory). The temporary file is
-/// created with `O_EXCL` under a name no other writer uses, and removed when
-/// anything fails, so a failure leaves the old file as it was.
+/// Write `bytes` to `path` atomically and durably: [`write_atomic_with`],
+/// readable by anyone (0644 before the umask), like the results it writes.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, 0o644, |f| f.write_all(bytes))
+}
+
+/// The one atomic file writer: `fill` streams the content into a temporary
+/// file in `path`'s directory (so files too large to build in memory, such
+/// as a run's records, go the same way), which is then flushed to disk,
+/// renamed over `path`, and the directory flushed. The temporary file is
+/// created with `O_EXCL` and permissions `mode` (before the umask: 0600 for
+/// private state such as the tuning journal) under a name no other writer
+/// uses, and removed when anything fails, so a failure leaves the old file
+/// as it was.
+pub fn write_atomic_with(path: &Path, mode: u32, fill: impl FnOnce(&mut File) -> io::Result<()>) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -22,8 +33,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     tmp_name.push(format!(".tmp-{}-{}", std::process::id(), unique()));
     let tmp = dir.join(tmp_name);
     let result = (|| {
-        let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-        f.write_all(bytes)?;
+        let mut f = OpenOptions::new().write(true).create_new(true).mode(mode).open(&tmp)?;
+        fill(&mut f)?;
         f.sync_all()?;
         drop(f);
         fs::rename(&tmp, path)?;
@@ -46,6 +57,24 @@ fn unique() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_fill_keeps_the_old_file_and_the_mode_is_kept() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("detpath-fsutil-mode-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("journal.json");
+        write_atomic_with(&p, 0o600, |f| f.write_all(b"old")).unwrap();
+        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+        let e = write_atomic_with(&p, 0o600, |f| {
+            f.write_all(b"half")?;
+            Err(io::Error::other("disk full"))
+        });
+        assert!(e.is_err());
+        assert_eq!(fs::read(&p).unwrap(), b"old");
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "temporary left behind");
+        fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn replaces_whole_and_leaves_no_temporary() {

@@ -157,18 +157,8 @@ impl JournalStore {
 }
 
 /// Writes `bytes` to `path` so that a reader (or a crash) sees either the old
-/// or the new content: temp file in the same directory, fsync, rename.
+/// or the new content, readable by root alone (the journal holds the host's
+/// old settings): `detpath_sys::fsutil::write_atomic_with`.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), TuneError> {
-    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
-    let r = (|| -> std::io::Result<()> {
-        let mut f = fs::OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if let Err(e) = r {
-        let _ = fs::remove_file(&tmp);
-        return Err(TuneError::io("write journal", path, e));
-    }
-    Ok(())
+    detpath_sys::fsutil::write_atomic_with(path, 0o600, |f| f.write_all(bytes)).map_err(|e| TuneError::io("write journal", path, e))
 }
