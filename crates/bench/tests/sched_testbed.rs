@@ -14,10 +14,6 @@ use std::sync::Mutex;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
 
 /// A short benchmark of `methods` on `datapaths` in a fresh testbed.
 fn short_bench(tag: &str, datapaths: &[&str], methods: &[Method]) -> bench::Report {
@@ -36,8 +32,7 @@ fn short_bench(tag: &str, datapaths: &[&str], methods: &[Method]) -> bench::Repo
 
 #[test]
 fn strict_classes_never_let_a_packet_out_late() {
-    if !is_root() {
-        println!("SKIP strict_classes_never_let_a_packet_out_late: needs root (namespaces, XDP)");
+    if !detpath_testkit::need_root("strict_classes_never_let_a_packet_out_late", "namespaces, XDP") {
         return;
     }
     let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -72,8 +67,7 @@ fn strict_classes_never_let_a_packet_out_late() {
 
 #[test]
 fn best_effort_keeps_to_its_share() {
-    if !is_root() {
-        println!("SKIP best_effort_keeps_to_its_share: needs root (namespaces, XDP)");
+    if !detpath_testkit::need_root("best_effort_keeps_to_its_share", "namespaces, XDP") {
         return;
     }
     let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -100,8 +94,7 @@ fn best_effort_keeps_to_its_share() {
 
 #[test]
 fn a_sync_run_locks() {
-    if !is_root() {
-        println!("SKIP a_sync_run_locks: needs root (namespaces, XDP)");
+    if !detpath_testkit::need_root("a_sync_run_locks", "namespaces, XDP") {
         return;
     }
     let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -142,8 +135,7 @@ fn a_sync_run_locks() {
 
 #[test]
 fn a_planned_run_sends_every_app_only_in_its_partition() {
-    if !is_root() {
-        println!("SKIP a_planned_run_sends_every_app_only_in_its_partition: needs root (namespaces, XDP)");
+    if !detpath_testkit::need_root("a_planned_run_sends_every_app_only_in_its_partition", "namespaces, XDP") {
         return;
     }
     let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -209,8 +201,7 @@ fn a_planned_run_sends_every_app_only_in_its_partition() {
 
 #[test]
 fn the_sweeps_hold_best_effort_to_its_reservation_and_trade_cpu_for_release_error() {
-    if !is_root() {
-        println!("SKIP the_sweeps_hold_best_effort_to_its_reservation_and_trade_cpu_for_release_error: needs root (namespaces)");
+    if !detpath_testkit::need_root("the_sweeps_hold_best_effort_to_its_reservation_and_trade_cpu_for_release_error", "namespaces") {
         return;
     }
     use bench::sweep::{self, SweepKind, SweepParams};

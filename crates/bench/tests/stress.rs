@@ -13,9 +13,7 @@ fn alive(pid: u32) -> bool {
 
 #[test]
 fn stress_runs_where_asked_unless_a_shield_holds_it_to_the_housekeeping_cores() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIP stress_runs_where_asked...: needs root (cpusets)");
+    if !detpath_testkit::need_root("stress_runs_where_asked_unless_a_shield_holds_it_to_the_housekeeping_cores", "cpusets") {
         return;
     }
     let host = Host::real();

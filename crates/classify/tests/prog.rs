@@ -480,13 +480,12 @@ print(raw(f(IPv6(src="2001:db8::1", dst="2001:db8::2")/TCP(sport=1, dport=5004))
 print(raw(f(IP(src="192.188.0.140", dst="172.17.0.1")/UDP(sport=1, dport=5004), ext=False)).hex())
 print(raw(f(IP(src="192.188.0.140", dst="172.17.0.1")/UDP(sport=1, dport=5005))).hex())
 "#;
-    let out = match std::process::Command::new("python3").args(["-c", script]).output() {
-        Ok(o) if o.status.success() => o,
-        _ => {
-            eprintln!("SKIPPED frames_built_by_scapy_classify_as_expected: python3 with scapy not installed (make deps)");
-            return;
-        }
-    };
+    let out = std::process::Command::new("python3").args(["-c", script]).output();
+    let scapy = matches!(&out, Ok(o) if o.status.success());
+    if !detpath_testkit::need("frames_built_by_scapy_classify_as_expected", "python3 with scapy", scapy, "apt-get install python3-scapy; `make deps` installs it") {
+        return;
+    }
+    let out = out.expect("python3 ran");
     let frames: Vec<Vec<u8>> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| (0..l.len() / 2).map(|i| u8::from_str_radix(&l[2 * i..2 * i + 2], 16).unwrap()).collect())

@@ -18,8 +18,7 @@ fn diff(a: &[u64], b: &[u64]) -> Vec<u64> {
 #[test]
 fn inner_flows_of_one_tunnel_spread_over_cpus() {
     let online = detpath_sys::cpu::online().iter().count();
-    if online < 2 {
-        eprintln!("inner_flows_of_one_tunnel_spread_over_cpus: SKIPPED, this machine has {online} online CPU (spreading needs 2)");
+    if !detpath_testkit::need("inner_flows_of_one_tunnel_spread_over_cpus", &format!("2 online CPUs to spread over (this machine has {online})"), online >= 2, "run on a machine with 2 or more cores") {
         return;
     }
     let mut ns = Namespaces::new();

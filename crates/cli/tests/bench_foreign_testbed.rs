@@ -13,9 +13,6 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_detpath");
 
-fn root() -> bool {
-    Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false)
-}
 
 fn namespaces() -> String {
     String::from_utf8_lossy(&Command::new("ip").args(["netns", "list"]).output().unwrap().stdout).into_owned()
@@ -77,8 +74,7 @@ fn bench(testbed: &str, out: &std::path::Path) -> std::process::Output {
 
 #[test]
 fn bench_leaves_a_testbed_it_did_not_create_alone() {
-    if !root() {
-        println!("SKIP bench_leaves_a_testbed_it_did_not_create_alone: namespaces need root");
+    if !detpath_testkit::need_root("bench_leaves_a_testbed_it_did_not_create_alone", "namespaces") {
         return;
     }
     let pid = std::process::id();

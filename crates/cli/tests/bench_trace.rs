@@ -8,9 +8,6 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_detpath");
 
-fn root() -> bool {
-    Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"))
-}
 
 /// Programs of the tracer still loaded (their names start with `kt_`), as bpftool lists them.
 fn tracer_programs() -> usize {
@@ -40,8 +37,7 @@ fn scratch() -> std::path::PathBuf {
 
 #[test]
 fn a_traced_run_reports_the_kernel_side_and_leaves_nothing_attached() {
-    if !root() {
-        println!("SKIP a_traced_run_reports_the_kernel_side_and_leaves_nothing_attached: BPF tracing needs root");
+    if !detpath_testkit::need_root("a_traced_run_reports_the_kernel_side_and_leaves_nothing_attached", "BPF tracing") {
         return;
     }
     let out = scratch();

@@ -10,9 +10,6 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_detpath");
 
-fn root() -> bool {
-    Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false)
-}
 
 fn json(out: &std::process::Output) -> serde_json::Value {
     let text = String::from_utf8_lossy(&out.stdout);
@@ -40,8 +37,7 @@ impl Drop for Down {
 
 #[test]
 fn testbed_and_bench_server_report_in_json() {
-    if !root() {
-        println!("SKIP testbed_and_bench_server_report_in_json: needs root");
+    if !detpath_testkit::need_root("testbed_and_bench_server_report_in_json", "namespaces") {
         return;
     }
     let tb = format!("detpath-jsn-{}-0", std::process::id());
@@ -90,8 +86,7 @@ fn testbed_and_bench_server_report_in_json() {
 
 #[test]
 fn tune_revert_and_hold_report_in_json() {
-    if !root() {
-        println!("SKIP tune_revert_and_hold_report_in_json: needs root");
+    if !detpath_testkit::need_root("tune_revert_and_hold_report_in_json", "namespaces") {
         return;
     }
     // No journal in a fresh state directory: nothing restored, said as JSON.

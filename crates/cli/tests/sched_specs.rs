@@ -4,7 +4,8 @@
 //! gives one best-effort class a few positions of the ring, so a datagram
 //! can only leave in those; the records show that it did.
 //!
-//! The testbed runs need root (namespaces) and say SKIP without it; the bad
+//! The testbed runs need root (namespaces): a failure in CI, a named skip
+//! elsewhere (detpath-testkit); the bad
 //! key checks run anywhere. The runs poll both cores, so they go one at a time.
 
 use detpath::testbed::{Testbed, TestbedConfig};
@@ -14,12 +15,6 @@ use std::sync::Mutex;
 
 const BIN: &str = env!("CARGO_BIN_EXE_detpath");
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-/// Effective uid 0 (the second field of /proc/self/status's `Uid:` line).
-fn is_root() -> bool {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status.lines().find_map(|l| l.strip_prefix("Uid:")).and_then(|ids| ids.split_whitespace().nth(1)) == Some("0")
-}
 
 /// A temporary output directory, removed at the end.
 struct TempDir(PathBuf);
@@ -66,8 +61,7 @@ const BENCH_KEYS: &str = "sched=slots&slot_ns=50000&ring_slots=20&late_tolerance
 
 #[test]
 fn testbed_bench_keys_send_through_the_slots() {
-    if !is_root() {
-        println!("SKIP testbed_bench_keys_send_through_the_slots: needs root (namespaces)");
+    if !detpath_testkit::need_root("testbed_bench_keys_send_through_the_slots", "namespaces") {
         return;
     }
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -124,8 +118,7 @@ fn answered_rounds(records: &Path) -> Vec<(u64, u64)> {
 
 #[test]
 fn testbed_bench_names_a_bad_scheduler_key() {
-    if !is_root() {
-        println!("SKIP testbed_bench_names_a_bad_scheduler_key: needs root (namespaces)");
+    if !detpath_testkit::need_root("testbed_bench_names_a_bad_scheduler_key", "namespaces") {
         return;
     }
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -147,8 +140,7 @@ const PUBSUB_KEYS: &str = "sched=slots&slot_ns=10000&ring_slots=100&classes=bulk
 
 #[test]
 fn pubsub_ping_pong_over_sched_specs() {
-    if !is_root() {
-        println!("SKIP pubsub_ping_pong_over_sched_specs: needs root (namespaces)");
+    if !detpath_testkit::need_root("pubsub_ping_pong_over_sched_specs", "namespaces") {
         return;
     }
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

@@ -431,8 +431,8 @@ fn child_opens_with_reduced_capabilities() {
 /// namespace (`ip netns exec`) by `setpriv` with only some capabilities.
 #[test]
 fn missing_capabilities_are_named() {
-    if std::process::Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!("SKIP: setpriv (util-linux) not installed");
+    let setpriv = std::process::Command::new("setpriv").arg("--version").output().is_ok();
+    if !detpath_testkit::need("missing_capabilities_are_named", "setpriv", setpriv, "apt-get install util-linux; `make deps` installs it") {
         return;
     }
     let tb = Testbed::up(TestbedConfig::unique("afx")).unwrap();

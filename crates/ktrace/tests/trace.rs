@@ -17,11 +17,6 @@ use std::time::{Duration, Instant};
 /// One tracer at a time in this binary (the detach test counts loaded programs).
 static ONE: Mutex<()> = Mutex::new(());
 
-fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 fn two_cores() -> bool {
     std::thread::available_parallelism().map(|n| n.get() >= 2).unwrap_or(false)
 }
@@ -60,11 +55,7 @@ fn spin(d: Duration) {
 }
 
 fn skip(name: &str) -> bool {
-    if !root() || !two_cores() {
-        println!("SKIP {name}: needs root (BPF tracing) and two cores");
-        return true;
-    }
-    false
+    !(detpath_testkit::need_root(name, "BPF tracing") && detpath_testkit::need(name, "two online CPUs", two_cores(), "run on a machine with 2 or more cores"))
 }
 
 #[test]

@@ -94,9 +94,8 @@ fn evaluate_writes_sets_results_table_and_figure() {
     a.sets = 3;
     a.out = dir.clone();
     a.timeout = Duration::from_secs(10);
-    let z3 = detpath_plan::smtlib::z3_available();
+    let z3 = detpath_testkit::need("evaluate_writes_sets_results_table_and_figure (its z3 part)", "z3", detpath_plan::smtlib::z3_available(), "apt-get install z3; `make deps` installs it");
     if !z3 {
-        println!("SKIP z3 part of evaluate_writes_sets_results_table_and_figure: z3 not installed");
         a.z3_timeout = Duration::ZERO;
     }
     assert_eq!(run(a).unwrap(), 0, "no disagreement between the solvers");

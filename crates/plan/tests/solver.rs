@@ -221,8 +221,7 @@ fn scratch_dir(tag: &str) -> std::path::PathBuf {
 
 #[test]
 fn z3_agrees_on_small_instances() {
-    if !smtlib::z3_available() {
-        println!("SKIP z3_agrees_on_small_instances: z3 not installed (apt-get install -y z3)");
+    if !detpath_testkit::need("z3_agrees_on_small_instances", "z3", smtlib::z3_available(), "apt-get install z3; `make deps` installs it") {
         return;
     }
     let dir = scratch_dir("z3-small");
@@ -243,8 +242,7 @@ fn z3_agrees_on_small_instances() {
 
 #[test]
 fn z3_agrees_on_medium_instances() {
-    if !smtlib::z3_available() {
-        println!("SKIP z3_agrees_on_medium_instances: z3 not installed (apt-get install -y z3)");
+    if !detpath_testkit::need("z3_agrees_on_medium_instances", "z3", smtlib::z3_available(), "apt-get install z3; `make deps` installs it") {
         return;
     }
     let dir = scratch_dir("z3-medium");
@@ -269,8 +267,7 @@ fn z3_agrees_on_medium_instances() {
 
 #[test]
 fn z3_agrees_on_table4_sets() {
-    if !smtlib::z3_available() {
-        println!("SKIP z3_agrees_on_table4_sets: z3 not installed (apt-get install -y z3)");
+    if !detpath_testkit::need("z3_agrees_on_table4_sets", "z3", smtlib::z3_available(), "apt-get install z3; `make deps` installs it") {
         return;
     }
     // Low-utilisation Table 4 sets z3 decides quickly, plus hand-made infeasible ones at full size.

@@ -9,7 +9,6 @@
 
 mod common;
 
-use common::is_root;
 use detpath::testbed::{Testbed, TestbedConfig};
 use detpath_sched::ptp::net::{EVENT_PORT, GENERAL_PORT, PTP_GROUP};
 use detpath_sched::ptp::wire::{Body, Header, Message, MsgType, PortIdentity, Timestamp, ANNOUNCE_LEN, FLAG_TWO_STEP};
@@ -35,8 +34,7 @@ fn forge_sync(s: &UdpSocket, master: PortIdentity, seq: u16, to: Ipv4Addr) -> bo
 
 #[test]
 fn detpath_slave_locks_to_a_detpath_master_and_survives_junk() {
-    if !is_root() {
-        println!("SKIP detpath_slave_locks_to_a_detpath_master_and_survives_junk: needs root (namespaces)");
+    if !detpath_testkit::need_root("detpath_slave_locks_to_a_detpath_master_and_survives_junk", "namespaces") {
         return;
     }
     let tb = Testbed::up(TestbedConfig::unique("ptpd")).expect("testbed");
@@ -126,8 +124,7 @@ fn detpath_slave_locks_to_a_detpath_master_and_survives_junk() {
 /// it knew: one forged Delay_Req silenced the group.)
 #[test]
 fn forged_delay_reqs_do_not_stop_the_groups_syncs() {
-    if !is_root() {
-        println!("SKIP forged_delay_reqs_do_not_stop_the_groups_syncs: needs root (namespaces)");
+    if !detpath_testkit::need_root("forged_delay_reqs_do_not_stop_the_groups_syncs", "namespaces") {
         return;
     }
     let tb = Testbed::up(TestbedConfig::unique("ptpg")).expect("testbed");

@@ -19,22 +19,19 @@
 
 mod common;
 
-use common::{is_root, master_offset, ptp4l_path, quantile, Ptp4l};
+use common::{master_offset, ptp4l_path, quantile, Ptp4l};
 use detpath::testbed::{Testbed, TestbedConfig};
 use detpath_sched::ptp::{self, Ports, PtpClock, PtpConfig};
 
 fn ready(name: &str) -> Option<String> {
-    if !is_root() {
-        println!("SKIP {name}: needs root (namespaces)");
+    if !detpath_testkit::need_root(name, "namespaces") {
         return None;
     }
-    match ptp4l_path() {
-        Some(p) => Some(p),
-        None => {
-            println!("SKIP {name}: ptp4l is not installed (apt-get install linuxptp; `make deps` does it)");
-            None
-        }
+    let found = ptp4l_path();
+    if !detpath_testkit::need(name, "ptp4l", found.is_some(), "apt-get install linuxptp; `make deps` installs it") {
+        return None;
     }
+    found
 }
 
 #[test]

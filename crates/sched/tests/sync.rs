@@ -11,7 +11,6 @@
 
 mod common;
 
-use common::is_root;
 use detpath::testbed::{Testbed, TestbedConfig};
 use detpath_sched::clock::{MonotonicSource, OverlaySource};
 use detpath_sched::config::{ClassConfig, Mode, SchedConfig};
@@ -34,8 +33,7 @@ fn sched_config() -> SchedConfig {
 
 #[test]
 fn a_sync_slave_follows_its_master_only() {
-    if !is_root() {
-        println!("SKIP a_sync_slave_follows_its_master_only: needs root (namespaces)");
+    if !detpath_testkit::need_root("a_sync_slave_follows_its_master_only", "namespaces") {
         return;
     }
     let tb = Testbed::up(TestbedConfig::unique("sfsy")).expect("testbed");

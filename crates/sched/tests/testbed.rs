@@ -6,15 +6,10 @@
 
 use detpath::testbed::{Testbed, TestbedConfig};
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
 
 #[test]
 fn a_sched_spec_endpoint_delivers_through_its_slots() {
-    if !is_root() {
-        println!("SKIP a_sched_spec_endpoint_delivers_through_its_slots: needs root (namespaces, XDP)");
+    if !detpath_testkit::need_root("a_sched_spec_endpoint_delivers_through_its_slots", "namespaces, XDP") {
         return;
     }
     use detpath::{Endpoint, RecvMode};

@@ -169,15 +169,12 @@ fn read(p: &str) -> String {
 
 #[test]
 fn real_host_apply_check_revert() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIP real_host_apply_check_revert: needs root");
+    if !detpath_testkit::need_root("real_host_apply_check_revert", "the host's /proc and /sys") {
         return;
     }
     let host = Host::real();
     let online = host.online_cpus();
-    if online.len() < 2 {
-        eprintln!("SKIP real_host_apply_check_revert: needs 2 online CPUs");
+    if !detpath_testkit::need("real_host_apply_check_revert", "2 online CPUs", online.len() >= 2, "run on a machine with 2 or more cores") {
         return;
     }
     // One real-host tuning test at a time on this machine, across processes.
@@ -351,15 +348,12 @@ fn real_host_apply_check_revert() {
 /// and revert leaves the host byte for byte as found.
 #[test]
 fn real_host_profile_save_verify_revert() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIP real_host_profile_save_verify_revert: needs root");
+    if !detpath_testkit::need_root("real_host_profile_save_verify_revert", "the host's /proc and /sys") {
         return;
     }
     let host = Host::real();
     let online = host.online_cpus();
-    if online.len() < 2 {
-        eprintln!("SKIP real_host_profile_save_verify_revert: needs 2 online CPUs");
+    if !detpath_testkit::need("real_host_profile_save_verify_revert", "2 online CPUs", online.len() >= 2, "run on a machine with 2 or more cores") {
         return;
     }
     let lock = fs::OpenOptions::new().create(true).truncate(false).write(true).open("/tmp/detpath-tune-real-host.lock").unwrap();

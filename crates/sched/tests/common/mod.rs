@@ -1,4 +1,4 @@
-//! Shared by the PTP tests: root check, ptp4l (linuxptp) as a child process
+//! Shared by the PTP tests: ptp4l (linuxptp) as a child process
 //! in a testbed namespace, killed by its PID on drop, with its output lines.
 
 #![allow(dead_code)]
@@ -6,11 +6,6 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
 
 /// Where ptp4l is, if linuxptp is installed.
 pub fn ptp4l_path() -> Option<String> {
