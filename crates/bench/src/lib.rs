@@ -21,6 +21,7 @@ pub mod records;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod run_result;
 pub mod slots;
 pub mod sockperf;
 pub mod stats;

@@ -11,7 +11,7 @@
 //! A percentile the sample count cannot support is shown as
 //! `n/a (needs N)`; a run that did not complete is marked `*`.
 
-use crate::results::RunResult;
+use crate::run_result::RunResult;
 use crate::stats::{Quantile, Summary};
 use std::fmt::Write as _;
 
@@ -309,7 +309,7 @@ fn run_label(r: &RunResult) -> String {
 /// mode, tuning, stress, pinning, size, rate and rounds.
 pub fn environment_note(runs: &[RunResult]) -> String {
     let mut out = String::new();
-    let mut envs: Vec<&crate::results::Environment> = Vec::new();
+    let mut envs: Vec<&crate::run_result::Environment> = Vec::new();
     for r in runs {
         let e = &r.environment;
         if !envs.iter().any(|x| x.hostname == e.hostname && x.kernel == e.kernel && x.cpu_model == e.cpu_model) {

@@ -12,6 +12,8 @@ use crate::problem::Problem;
 use crate::smtlib::{self, Z3Status};
 use crate::spec::{Reason, Status};
 use crate::validate::validate;
+
+pub use crate::points::{Point, Summary};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -105,39 +107,6 @@ pub struct SetResult {
     /// z3, when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub z3: Option<Answer>,
-}
-
-/// Summary of one solver at one utilisation point.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Summary {
-    /// Sets proven feasible.
-    pub feasible: usize,
-    /// Sets proven infeasible.
-    pub infeasible: usize,
-    /// Sets without an answer (time limit).
-    pub unknown: usize,
-    /// feasible / sets.
-    pub schedulability: f64,
-    /// Solve time percentiles, ms (nearest rank, over all sets, unknown ones at the time they took).
-    pub p50_ms: f64,
-    /// 95th percentile.
-    pub p95_ms: f64,
-    /// Largest.
-    pub max_ms: f64,
-}
-
-/// One utilisation point.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Point {
-    /// Target utilisation.
-    pub util: f64,
-    /// Sets at this point.
-    pub sets: usize,
-    /// Native solver.
-    pub ours: Summary,
-    /// z3.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub z3: Option<Summary>,
 }
 
 /// The whole evaluation (`results.json`).

@@ -28,6 +28,7 @@ pub mod generate;
 pub mod need;
 pub mod planner;
 pub mod plot;
+pub mod points;
 pub mod problem;
 pub mod render;
 pub mod ring;

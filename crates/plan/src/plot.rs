@@ -1,7 +1,7 @@
 //! Figure 24 of paper 003, redrawn for both solvers: (a) schedulability and (b) solve time per
 //! utilisation, as `fig24.png` and `fig24.svg`.
 
-use crate::evaluate::{Point, Summary};
+use crate::points::{Point, Summary};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};

@@ -1,13 +1,6 @@
 //! CPU lists ("0-3,8") and CPU masks ("ff,00000000") as the kernel writes
 //! them: [`detpath_sys::cpu::CpuList`], re-exported; its parse errors become
-//! [`TuneError::InvalidCoreList`].
+//! `TuneError::InvalidCoreList` (in error.rs, which imports this module, not
+//! the other way round).
 
 pub use detpath_sys::cpu::{CpuList, CpuListError};
-
-use crate::error::TuneError;
-
-impl From<CpuListError> for TuneError {
-    fn from(e: CpuListError) -> Self {
-        TuneError::InvalidCoreList { input: e.input, reason: e.reason }
-    }
-}

@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use crate::cpus::CpuList;
+use crate::cpus::{CpuList, CpuListError};
 
 /// Why a tuning operation (audit, apply, revert) could not be done. Every
 /// variant names the setting, file or interface concerned and, where there is
@@ -164,3 +164,9 @@ impl TuneError {
 }
 
 pub use detpath_sys::thread::RtError;
+
+impl From<CpuListError> for TuneError {
+    fn from(e: CpuListError) -> Self {
+        TuneError::InvalidCoreList { input: e.input, reason: e.reason }
+    }
+}
