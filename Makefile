@@ -7,13 +7,13 @@ CARGO ?= cargo
 DEB_PACKAGES := $(shell cat deps/apt-*.txt 2>/dev/null | sed 's/\#.*//')
 PIP_PACKAGES := $(shell cat deps/pip-*.txt 2>/dev/null | sed 's/\#.*//')
 RUN_ARGS ?=
-# `make install`: the C library, header and pkg-config file under PREFIX, the Python module for PYTHON.
+# `make install`: the C library, header and pkg-config file under PREFIX, the Python module for PYTHON (see install:).
 PREFIX ?= /usr/local
 PYTHON ?= /usr/bin/python3
 MATURIN ?= $(shell command -v maturin 2>/dev/null || echo "$(PYTHON) -m maturin")
 DETPATH_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 
-.PHONY: all deps build wheel install uninstall deb run test fuzz-smoke clean testbed-down
+.PHONY: all deps build wheel install uninstall docs deb run test fuzz-smoke clean testbed-down
 
 all: build
 
@@ -39,28 +39,27 @@ wheel:
 	rm -f target/wheels/detpath-*.whl
 	cd crates/python && $(MATURIN) build --release -i $(PYTHON) -o ../../target/wheels
 
-install: build
-	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
-	install -m 755 target/release/libdetpath.so $(DESTDIR)$(PREFIX)/lib/libdetpath.so
-	install -m 644 target/release/libdetpath.a $(DESTDIR)$(PREFIX)/lib/libdetpath.a
-	install -m 644 crates/capi/include/detpath.h $(DESTDIR)$(PREFIX)/include/detpath.h
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(DETPATH_VERSION)|g' crates/capi/detpath.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/detpath.pc
-	[ -n "$(DESTDIR)" ] || ldconfig
-	$(PYTHON) -m pip install -q --break-system-packages --force-reinstall --no-deps $(if $(DESTDIR),--root $(DESTDIR)) target/wheels/detpath-*.whl
+# `make install` copies what `make build` made (building only when it is
+# missing: after changing the sources, `make build` first) to
+# $(DESTDIR)$(PREFIX): lib/libdetpath.so/.a, include/detpath.h,
+# lib/pkgconfig/detpath.pc, and the Python module into $(PYTHON)'s site
+# directory for that prefix (lib/python3.X/dist-packages on Debian), or into
+# the venv when PYTHON is a venv's interpreter. It records every file in
+# $(PREFIX)/share/detpath/install-manifest and prints the `export` lines
+# needed when the prefix is not on python's, pkg-config's or the linker's path
+# (packaging/install.sh).
+install:
+	@test -f target/release/libdetpath.so -a -f target/release/libdetpath.a || $(MAKE) build
+	@ls target/wheels/detpath-$(DETPATH_VERSION)-*.whl >/dev/null 2>&1 || $(MAKE) wheel
+	packaging/install.sh install --prefix '$(PREFIX)' --destdir '$(DESTDIR)' --python '$(PYTHON)'
 
-# Removes what `make install` put under PREFIX (same PREFIX, DESTDIR and PYTHON).
+# Removes exactly what `make install` with the same PREFIX and DESTDIR recorded in its manifest.
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/lib/libdetpath.so $(DESTDIR)$(PREFIX)/lib/libdetpath.a
-	rm -f $(DESTDIR)$(PREFIX)/include/detpath.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/detpath.pc
-	[ -n "$(DESTDIR)" ] || ldconfig
-	@# The Python module pip installed (never the Debian package's copy in /usr/lib/python3/dist-packages).
-	if [ -n "$(DESTDIR)" ]; then \
-		find $(DESTDIR) -depth \( -path '*-packages/detpath' -o -path '*-packages/detpath-*.dist-info' \) -exec rm -rf {} +; \
-	else \
-		loc=$$($(PYTHON) -m pip show detpath 2>/dev/null | sed -n 's/^Location: //p'); \
-		if [ -n "$$loc" ] && [ "$$loc" != /usr/lib/python3/dist-packages ]; then \
-			$(PYTHON) -m pip uninstall -q -y --break-system-packages detpath; fi; \
-	fi
+	packaging/install.sh uninstall --prefix '$(PREFIX)' --destdir '$(DESTDIR)' --python '$(PYTHON)'
+
+# The book: docs/build.sh builds it (and checks its links) and prints the path of its index.html last.
+docs: deps
+	bash docs/build.sh
 
 # target/debian/detpath_<version>_<arch>.deb (packaging/debian/build-deb.sh):
 # the binary, libdetpath, detpath.h/.pc, the Python module, man pages,
