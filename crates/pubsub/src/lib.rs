@@ -7,7 +7,9 @@
 //! - [`engine`]: the sans-IO protocol engine: datagrams and the time go in,
 //!   datagrams come out through an [`engine::Outbox`]. Discovery (SPDP/SEDP),
 //!   reliable and best-effort writers and readers, QoS matching.
-//! - [`types`]: plain (final) data types and the ddsperf types.
+//! - [`types`]: data types ([`TopicType`]) and the ddsperf types.
+//! - [`xcdr`]: how each field kind is encoded; `#[derive(TopicType)]` and
+//!   `#[derive(DdsEnum)]` (re-exported here) make a struct a topic type.
 //! - [`ddsperf`]: ddsperf's topics and conventions as a node on the engine.
 //! - [`driver`]: the polling loop over a transport; with feature `endpoint`,
 //!   `transport` (a `Box<dyn detpath::Endpoint>` as transport), `app` (the
@@ -15,6 +17,9 @@
 //!   harness (`detpath pubsub bench`) is `detpath_bench::pubsub`.
 
 #![warn(missing_docs)]
+
+// The derives name this crate `::detpath_pubsub`; inside it too.
+extern crate self as detpath_pubsub;
 
 #[cfg(feature = "endpoint")]
 pub mod app;
@@ -27,3 +32,7 @@ pub mod qos;
 pub mod transport;
 pub mod types;
 pub mod wire;
+pub mod xcdr;
+
+pub use detpath_pubsub_derive::{DdsEnum, TopicType};
+pub use types::TopicType;

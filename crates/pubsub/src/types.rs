@@ -6,7 +6,7 @@
 //! other's partner.
 
 use crate::wire::bytes::ByteWriter;
-use crate::wire::cdr::Xcdr;
+use crate::wire::cdr::{write_payload_ext, Extensibility, Xcdr};
 use crate::wire::{CdrReader, CdrWriter, WireError};
 
 /// A data type that can be published and subscribed.
@@ -15,6 +15,9 @@ pub trait TopicType {
     const TYPE_NAME: &'static str;
     /// Has key fields (decides the entity kinds announced).
     const KEYED: bool;
+    /// Final (the default) or appendable: an appendable type's XCDR2 payload
+    /// is D_CDR2 and starts with a DHEADER ([`write_sample`] picks the header).
+    const EXTENSIBILITY: Extensibility = Extensibility::Final;
     /// Serializes the sample (CDR body, after the encapsulation header).
     fn serialize(&self, w: &mut CdrWriter<'_, '_>) -> Result<(), WireError>;
     /// Deserializes into `self`, reusing what `self` already holds.
@@ -56,6 +59,13 @@ pub trait TopicType {
     fn serialize_key(&self, _w: &mut CdrWriter<'_, '_>) -> Result<(), WireError> {
         Ok(())
     }
+}
+
+/// Writes `sample` as a serialized payload (encapsulation header with the
+/// id its version and extensibility call for, body, padding); the bytes
+/// written. What a writer of any [`TopicType`] sends.
+pub fn write_sample<T: TopicType>(w: &mut ByteWriter<'_>, version: Xcdr, sample: &T) -> Result<usize, WireError> {
+    write_payload_ext(w, version, T::EXTENSIBILITY, |c| sample.serialize(c))
 }
 
 /// Bytes a key may serialize to for [`key_hash_with`] (a stack buffer: no allocation).
@@ -131,34 +141,20 @@ pub fn key_hash_u32_at(payload: &[u8], at: usize) -> Option<[u8; 16]> {
 }
 
 /// ddsperf's `OneULong` (topic suffix `OU`): `unsigned long seq`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, crate::TopicType)]
 pub struct OneULong {
     /// The publisher's sample counter (ddsperf counts losses by its gaps).
     pub seq: u32,
 }
 
-impl TopicType for OneULong {
-    const TYPE_NAME: &'static str = "OneULong";
-    const KEYED: bool = false;
-    fn serialize(&self, w: &mut CdrWriter<'_, '_>) -> Result<(), WireError> {
-        w.u32(self.seq)
-    }
-    fn deserialize_into(&mut self, r: &mut CdrReader<'_>) -> Result<(), WireError> {
-        self.seq = r.u32()?;
-        Ok(())
-    }
-    fn size_hint(&self) -> usize {
-        8
-    }
-}
-
 /// ddsperf's `KeyedSeq` (topic suffix `KS`, its default): `seq`, `@key keyval`,
 /// `sequence<octet> baggage`. ddsperf's "size S" is 12 + the baggage length.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, crate::TopicType)]
 pub struct KeyedSeq {
     /// The publisher's sample counter (ddsperf counts losses by its gaps).
     pub seq: u32,
     /// The key (`@key`): ddsperf's instance number.
+    #[key]
     pub keyval: u32,
     /// Padding octets that make up the sample size.
     pub baggage: Vec<u8>,
@@ -171,50 +167,18 @@ impl KeyedSeq {
     }
 }
 
-impl TopicType for KeyedSeq {
-    const TYPE_NAME: &'static str = "KeyedSeq";
-    const KEYED: bool = true;
-    fn serialize(&self, w: &mut CdrWriter<'_, '_>) -> Result<(), WireError> {
-        w.u32(self.seq)?;
-        w.u32(self.keyval)?;
-        w.seq_len(self.baggage.len())?;
-        w.octets(&self.baggage)
-    }
-    fn deserialize_into(&mut self, r: &mut CdrReader<'_>) -> Result<(), WireError> {
-        self.seq = r.u32()?;
-        self.keyval = r.u32()?;
-        let n = r.seq_len(1)?;
-        let b = r.octets(n)?;
-        self.baggage.clear();
-        self.baggage.extend_from_slice(b);
-        Ok(())
-    }
-    fn size_hint(&self) -> usize {
-        4 + 12 + self.baggage.len() + 3
-    }
-    const KEY_MAX_SIZE: Option<usize> = Some(4);
-    fn serialize_key(&self, w: &mut CdrWriter<'_, '_>) -> Result<(), WireError> {
-        w.u32(self.keyval)
-    }
-    fn key_hash(&self) -> Option<[u8; 16]> {
-        Some(key_hash_u32(self.keyval))
-    }
-    fn key_hash_of(payload: &[u8]) -> Option<[u8; 16]> {
-        key_hash_u32_at(payload, 4)
-    }
-    fn key_hash_of_key(payload: &[u8]) -> Option<[u8; 16]> {
-        key_hash_u32_at(payload, 0)
-    }
-}
-
+// ddsperf's fixed-size types. The unkeyed ones keep a `keyval` field (so
+// ddsperf code handles every type alike) that is not on the wire: `skip`.
 macro_rules! fixed_type {
-    ($(#[$doc:meta])* $name:ident, $tyname:literal, keyed: $keyed:literal, $n:literal) => {
+    ($(#[$doc:meta])* $name:ident, $tyname:literal, [$($keyattr:tt)*], $n:literal) => {
         $(#[$doc])*
-        #[derive(Clone, Debug, PartialEq, Eq)]
+        #[derive(Clone, Debug, PartialEq, Eq, crate::TopicType)]
+        #[dds(type_name = $tyname)]
         pub struct $name {
             /// The publisher's sample counter (ddsperf counts losses by its gaps).
             pub seq: u32,
             /// The key (`@key`); not serialized by the unkeyed types.
+            #[$($keyattr)*]
             pub keyval: u32,
             /// Padding octets that make up the sample size (0xee by default, as ddsperf fills them).
             pub baggage: [u8; $n],
@@ -224,76 +188,29 @@ macro_rules! fixed_type {
                 $name { seq: 0, keyval: 0, baggage: [0xee; $n] }
             }
         }
-        impl TopicType for $name {
-            const TYPE_NAME: &'static str = $tyname;
-            const KEYED: bool = $keyed;
-            fn serialize(&self, w: &mut CdrWriter<'_, '_>) -> Result<(), WireError> {
-                w.u32(self.seq)?;
-                if $keyed {
-                    w.u32(self.keyval)?;
-                }
-                w.octets(&self.baggage)
-            }
-            fn deserialize_into(&mut self, r: &mut CdrReader<'_>) -> Result<(), WireError> {
-                self.seq = r.u32()?;
-                if $keyed {
-                    self.keyval = r.u32()?;
-                }
-                self.baggage.copy_from_slice(r.octets($n)?);
-                Ok(())
-            }
-            fn size_hint(&self) -> usize {
-                4 + 8 + $n
-            }
-            const KEY_MAX_SIZE: Option<usize> = Some(if $keyed { 4 } else { 0 });
-            fn serialize_key(&self, w: &mut CdrWriter<'_, '_>) -> Result<(), WireError> {
-                if $keyed {
-                    w.u32(self.keyval)
-                } else {
-                    Ok(())
-                }
-            }
-            fn key_hash(&self) -> Option<[u8; 16]> {
-                $keyed.then(|| key_hash_u32(self.keyval))
-            }
-            fn key_hash_of(payload: &[u8]) -> Option<[u8; 16]> {
-                if $keyed {
-                    key_hash_u32_at(payload, 4)
-                } else {
-                    None
-                }
-            }
-            fn key_hash_of_key(payload: &[u8]) -> Option<[u8; 16]> {
-                if $keyed {
-                    key_hash_u32_at(payload, 0)
-                } else {
-                    None
-                }
-            }
-        }
     };
 }
 
 fixed_type!(
     /// ddsperf's `Keyed32` (`K32`): seq, key, 24 octets.
-    Keyed32, "Keyed32", keyed: true, 24
+    Keyed32, "Keyed32", [key], 24
 );
 fixed_type!(
     /// ddsperf's `Keyed256` (`K256`): seq, key, 248 octets.
-    Keyed256, "Keyed256", keyed: true, 248
+    Keyed256, "Keyed256", [key], 248
 );
 fixed_type!(
     /// ddsperf's `Unkeyed16` (`UK16`): seq, 12 octets.
-    Unkeyed16, "Unkeyed16", keyed: false, 12
+    Unkeyed16, "Unkeyed16", [dds(skip)], 12
 );
 fixed_type!(
     /// Paper 001's Table I sample (detpath's, not one of ddsperf's types):
     /// 32 bytes unkeyed, seq and 28 octets.
-    Unkeyed32, "Unkeyed32", keyed: false, 28
+    Unkeyed32, "Unkeyed32", [dds(skip)], 28
 );
 fixed_type!(
     /// ddsperf's `Unkeyed1024` (`UK1024`): seq, 1020 octets.
-    Unkeyed1024, "Unkeyed1024", keyed: false, 1020
+    Unkeyed1024, "Unkeyed1024", [dds(skip)], 1020
 );
 
 #[cfg(test)]

@@ -1,9 +1,13 @@
 //! Serialized payloads: the 4-byte encapsulation header and CDR streams for
-//! plain (final) types in XCDR1 and XCDR2.
+//! final and appendable types in XCDR1 and XCDR2.
 //!
 //! For final types the two versions differ only in alignment: XCDR1 aligns
 //! 8-byte primitives to 8, XCDR2 to 4 (XTypes 1.3 §7.4.1/§7.4.2). Alignment
-//! counts from the first byte after the encapsulation header.
+//! counts from the first byte after the encapsulation header (a DHEADER does
+//! not restart it). XCDR2 adds DHEADERs (a u32 byte count of what follows):
+//! before appendable structs and before sequences and arrays whose elements
+//! are not primitive (§7.4.3.5); [`CdrWriter::begin_dheader`] and
+//! [`CdrReader::dheader`] write and read them. XCDR1 has none.
 
 use super::bytes::{ByteReader, ByteWriter};
 use super::WireError;
@@ -22,9 +26,9 @@ pub mod encap {
     pub const CDR2_BE: u16 = 0x0006;
     /// CDR2_LE: plain XCDR2 (final types), little endian.
     pub const CDR2_LE: u16 = 0x0007;
-    /// D_CDR2_BE: delimited XCDR2 (appendable types), big endian; not read.
+    /// D_CDR2_BE: delimited XCDR2 (appendable types), big endian.
     pub const D_CDR2_BE: u16 = 0x0008;
-    /// D_CDR2_LE: delimited XCDR2 (appendable types), little endian; not read.
+    /// D_CDR2_LE: delimited XCDR2 (appendable types), little endian.
     pub const D_CDR2_LE: u16 = 0x0009;
     /// PL_CDR2_BE: XCDR2 parameter list (mutable types), big endian; not read.
     pub const PL_CDR2_BE: u16 = 0x000a;
@@ -50,6 +54,19 @@ pub enum Xcdr {
     V1,
     /// XCDR2: 8-byte primitives aligned to 4.
     V2,
+}
+
+/// How a struct type may evolve (XTypes 1.3 §7.2.2.4.4), which decides its
+/// encapsulation and, in XCDR2, whether it carries a DHEADER. Mutable types
+/// (parameter lists) are not written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Extensibility {
+    /// `@final`: members fixed for good; no DHEADER (CDR / PLAIN_CDR2 ids).
+    #[default]
+    Final,
+    /// `@appendable`: members may be added at the end; XCDR2 prefixes the
+    /// struct with a DHEADER (D_CDR2 ids at the top level), XCDR1 does not.
+    Appendable,
 }
 
 impl Xcdr {
@@ -98,6 +115,25 @@ impl Encapsulation {
             _ => None,
         }
     }
+    /// For a final or appendable body: its version and whether the top-level
+    /// struct is delimited (D_CDR2, an appendable type's XCDR2); `None` for
+    /// parameter lists (mutable types, discovery).
+    pub fn data(self) -> Option<(Xcdr, bool)> {
+        match self.id {
+            encap::D_CDR2_BE | encap::D_CDR2_LE => Some((Xcdr::V2, true)),
+            _ => self.plain().map(|v| (v, false)),
+        }
+    }
+    /// The identifier of a `version` body of a type of extensibility `ext`
+    /// (XTypes 1.3 Table 60; XCDR1 has no appendable id of its own).
+    pub fn id_for(version: Xcdr, ext: Extensibility, le: bool) -> u16 {
+        let be = match (version, ext) {
+            (Xcdr::V1, _) => encap::CDR_BE,
+            (Xcdr::V2, Extensibility::Final) => encap::CDR2_BE,
+            (Xcdr::V2, Extensibility::Appendable) => encap::D_CDR2_BE,
+        };
+        be | le as u16
+    }
     /// A parameter-list body (SPDP/SEDP).
     pub fn is_param_list(self) -> bool {
         matches!(self.id, encap::PL_CDR_BE | encap::PL_CDR_LE)
@@ -108,22 +144,71 @@ impl Encapsulation {
 #[derive(Clone, Debug)]
 pub struct CdrReader<'a> {
     r: ByteReader<'a>,
-    max_align: usize,
+    version: Xcdr,
+    delimited: bool,
 }
 
 impl<'a> CdrReader<'a> {
     /// A reader over a CDR body (the bytes after the encapsulation header).
     pub fn new(body: &'a [u8], le: bool, version: Xcdr) -> CdrReader<'a> {
-        CdrReader { r: ByteReader::new(body, le), max_align: version.max_align() }
+        CdrReader { r: ByteReader::new(body, le), version, delimited: false }
     }
-    /// A reader over a whole serialized payload: checks the header is plain CDR.
+    /// A reader over a whole serialized payload: checks the header is plain
+    /// or delimited CDR (final or appendable types; a type checks which with
+    /// [`CdrReader::delimited`]).
     pub fn from_payload(payload: &'a [u8]) -> Result<CdrReader<'a>, WireError> {
         let (e, body) = Encapsulation::split(payload)?;
-        let v = e.plain().ok_or(WireError::UnsupportedEncapsulation(e.id))?;
-        Ok(CdrReader::new(body, e.is_le(), v))
+        let (v, delimited) = e.data().ok_or(WireError::UnsupportedEncapsulation(e.id))?;
+        let mut r = CdrReader::new(body, e.is_le(), v);
+        r.delimited = delimited;
+        Ok(r)
+    }
+    /// Marks a body read without its header ([`CdrReader::new`]) as
+    /// delimited (D_CDR2), as [`CdrReader::from_payload`] does from the header.
+    pub fn set_delimited(&mut self, delimited: bool) {
+        self.delimited = delimited;
+    }
+    /// The CDR version of the stream.
+    pub fn version(&self) -> Xcdr {
+        self.version
+    }
+    /// Whether the payload's encapsulation said D_CDR2 (an appendable type's
+    /// XCDR2); a final type refuses such a payload, an appendable one needs it in XCDR2.
+    pub fn delimited(&self) -> bool {
+        self.delimited
+    }
+    /// Bytes read since the start of the body (what a DHEADER's end is counted in).
+    pub fn pos(&self) -> usize {
+        self.r.pos()
+    }
+    /// Reads a DHEADER (XCDR2) and returns the position its object ends at,
+    /// checked against what is there.
+    pub fn dheader(&mut self) -> Result<usize, WireError> {
+        let n = self.u32()? as usize;
+        if n > self.r.remaining() {
+            return Err(WireError::Truncated);
+        }
+        Ok(self.r.pos() + n)
+    }
+    /// Moves to `end` (a DHEADER's end): skips members a newer version of
+    /// the type appended; an object that read past its DHEADER is malformed.
+    pub fn skip_to(&mut self, end: usize) -> Result<(), WireError> {
+        let pos = self.r.pos();
+        if pos > end {
+            return Err(WireError::BadLength);
+        }
+        self.r.skip(end - pos)
+    }
+    /// Skips `n` elements of `size` bytes each (aligned as one such primitive).
+    pub fn skip_prims(&mut self, size: usize, n: usize) -> Result<(), WireError> {
+        if n == 0 {
+            return Ok(());
+        }
+        self.align(size)?;
+        self.r.skip(size.checked_mul(n).ok_or(WireError::Truncated)?)
     }
     fn align(&mut self, n: usize) -> Result<(), WireError> {
-        let n = n.min(self.max_align);
+        let n = n.min(self.version.max_align());
         let pad = (n - self.r.pos() % n) % n;
         self.r.skip(pad)
     }
@@ -152,6 +237,18 @@ impl<'a> CdrReader<'a> {
     /// Reads an i32 (aligned).
     pub fn i32(&mut self) -> Result<i32, WireError> {
         Ok(self.u32()? as i32)
+    }
+    /// Reads an i8 (IDL `int8`).
+    pub fn i8(&mut self) -> Result<i8, WireError> {
+        Ok(self.r.u8()? as i8)
+    }
+    /// Reads an i16 (aligned).
+    pub fn i16(&mut self) -> Result<i16, WireError> {
+        Ok(self.u16()? as i16)
+    }
+    /// Reads an f32 (aligned).
+    pub fn f32(&mut self) -> Result<f32, WireError> {
+        Ok(f32::from_bits(self.u32()?))
     }
     /// Reads a u64 (aligned).
     pub fn u64(&mut self) -> Result<u64, WireError> {
@@ -190,17 +287,36 @@ impl<'a> CdrReader<'a> {
 pub struct CdrWriter<'a, 'b> {
     w: &'a mut ByteWriter<'b>,
     origin: usize,
-    max_align: usize,
+    version: Xcdr,
 }
 
 impl<'a, 'b> CdrWriter<'a, 'b> {
     /// A writer whose alignment origin is the writer's current position.
     pub fn new(w: &'a mut ByteWriter<'b>, version: Xcdr) -> CdrWriter<'a, 'b> {
         let origin = w.pos();
-        CdrWriter { w, origin, max_align: version.max_align() }
+        CdrWriter { w, origin, version }
+    }
+    /// The CDR version written.
+    pub fn version(&self) -> Xcdr {
+        self.version
+    }
+    /// Starts an object with a DHEADER (XCDR2): writes a placeholder and
+    /// returns where it is, for [`CdrWriter::end_dheader`] to fill in.
+    pub fn begin_dheader(&mut self) -> Result<usize, WireError> {
+        self.align(4)?;
+        let at = self.w.pos();
+        self.w.u32(0)?;
+        Ok(at)
+    }
+    /// Ends the object begun at `at`: its DHEADER gets the byte count written since.
+    pub fn end_dheader(&mut self, at: usize) -> Result<(), WireError> {
+        let n = u32::try_from(self.w.pos() - at - 4).map_err(|_| WireError::BufferFull)?;
+        let b = if self.w.le { n.to_le_bytes() } else { n.to_be_bytes() };
+        self.w.buffer().get_mut(at..at + 4).ok_or(WireError::BufferFull)?.copy_from_slice(&b);
+        Ok(())
     }
     fn align(&mut self, n: usize) -> Result<(), WireError> {
-        let n = n.min(self.max_align);
+        let n = n.min(self.version.max_align());
         let pad = (n - (self.w.pos() - self.origin) % n) % n;
         self.w.reserve(pad)?.fill(0);
         Ok(())
@@ -235,6 +351,18 @@ impl<'a, 'b> CdrWriter<'a, 'b> {
     pub fn i32(&mut self, v: i32) -> Result<(), WireError> {
         self.u32(v as u32)
     }
+    /// Writes an i8 (IDL `int8`).
+    pub fn i8(&mut self, v: i8) -> Result<(), WireError> {
+        self.w.u8(v as u8)
+    }
+    /// Writes an i16 (aligned).
+    pub fn i16(&mut self, v: i16) -> Result<(), WireError> {
+        self.u16(v as u16)
+    }
+    /// Writes an f32 (aligned).
+    pub fn f32(&mut self, v: f32) -> Result<(), WireError> {
+        self.u32(v.to_bits())
+    }
     /// Writes a u64 (aligned).
     pub fn u64(&mut self, v: u64) -> Result<(), WireError> {
         self.align(8)?;
@@ -265,18 +393,25 @@ impl<'a, 'b> CdrWriter<'a, 'b> {
 
 /// Writes an encapsulation header, lets `body` serialize, pads the body to a
 /// multiple of 4 and records the padding in the options (as CycloneDDS does).
+/// The header says final (CDR / PLAIN_CDR2); [`write_payload_ext`] for appendable types.
 pub fn write_payload<'b>(
     w: &mut ByteWriter<'b>,
     version: Xcdr,
     body: impl FnOnce(&mut CdrWriter<'_, 'b>) -> Result<(), WireError>,
 ) -> Result<usize, WireError> {
+    write_payload_ext(w, version, Extensibility::Final, body)
+}
+
+/// [`write_payload`] for a top-level type of extensibility `ext` (an
+/// appendable type's XCDR2 payload says D_CDR2; `body` writes its DHEADER).
+pub fn write_payload_ext<'b>(
+    w: &mut ByteWriter<'b>,
+    version: Xcdr,
+    ext: Extensibility,
+    body: impl FnOnce(&mut CdrWriter<'_, 'b>) -> Result<(), WireError>,
+) -> Result<usize, WireError> {
     let start = w.pos();
-    let id = match (version, w.le) {
-        (Xcdr::V1, true) => encap::CDR_LE,
-        (Xcdr::V1, false) => encap::CDR_BE,
-        (Xcdr::V2, true) => encap::CDR2_LE,
-        (Xcdr::V2, false) => encap::CDR2_BE,
-    };
+    let id = Encapsulation::id_for(version, ext, w.le);
     w.bytes(&id.to_be_bytes())?;
     let opt_at = w.pos();
     w.bytes(&[0, 0])?;
@@ -329,6 +464,34 @@ mod tests {
         let mut r = CdrReader::from_payload(&payload).unwrap();
         assert_eq!(r.u32().unwrap(), 5);
         assert_eq!(r.string().unwrap(), "h");
+    }
+
+    #[test]
+    fn dheaders_count_what_follows_and_bound_the_reader() {
+        let mut buf = [0u8; 32];
+        let mut w = ByteWriter::new(&mut buf, false);
+        let n = write_payload_ext(&mut w, Xcdr::V2, Extensibility::Appendable, |c| {
+            c.u8(1)?;
+            let h = c.begin_dheader()?;
+            c.u16(2)?;
+            c.end_dheader(h)
+        })
+        .unwrap();
+        assert_eq!(&buf[..n], &[0, 8, 0, 2, 1, 0, 0, 0, 0, 0, 0, 2, 0, 2, 0, 0]);
+        let mut r = CdrReader::from_payload(&buf[..n]).unwrap();
+        assert!(r.delimited());
+        assert_eq!(r.u8().unwrap(), 1);
+        let end = r.dheader().unwrap();
+        assert_eq!(end, 10);
+        r.skip_to(end).unwrap();
+        // A DHEADER claiming more than is there.
+        let mut r = CdrReader::new(&[0, 0, 0, 9, 1, 2], false, Xcdr::V2);
+        assert_eq!(r.dheader(), Err(WireError::Truncated));
+        // An object that read past its end.
+        let mut r = CdrReader::new(&[0, 0, 0, 1, 0, 0, 0, 5], false, Xcdr::V2);
+        let end = r.dheader().unwrap();
+        r.u32().unwrap();
+        assert_eq!(r.skip_to(end), Err(WireError::BadLength));
     }
 
     #[test]
