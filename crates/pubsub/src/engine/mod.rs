@@ -870,6 +870,23 @@ impl Participant {
         self.on_user_writer(w, out, |wr, ctx| wr.write_status(ctx, now, source_ts, key, status, &[]))
     }
 
+    /// [`write_status`](Self::write_status) with the serialized key sent
+    /// too (`serialized_key`: encapsulation header and the key fields, as
+    /// [`write_status_of`](Self::write_status_of) makes them; empty: none),
+    /// for writers whose samples come serialized by the application.
+    pub fn write_status_with_key(
+        &mut self,
+        now: u64,
+        out: &mut dyn Outbox,
+        w: WriterId,
+        source_ts: Option<Time>,
+        key: [u8; 16],
+        status: u32,
+        serialized_key: &[u8],
+    ) -> Result<SequenceNumber, WriteError> {
+        self.on_user_writer(w, out, |wr, ctx| wr.write_status(ctx, now, source_ts, key, status, serialized_key))
+    }
+
     /// [`write_status`](Self::write_status) for the instance of `sample`'s
     /// key; a type that describes its key ([`TopicType::serialize_key`]) has
     /// the serialized key sent too (key flag, the writer's byte order, XCDR1

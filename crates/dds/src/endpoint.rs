@@ -1,0 +1,435 @@
+//! Topics, writers and readers: typed ([`DataWriter`], [`DataReader`] of a
+//! [`TopicType`]) and raw ([`RawWriter`], [`RawReader`]: serialized
+//! payloads, encapsulation header included, as another serializer made
+//! them: the seam the C and Python bindings use).
+
+use crate::error::{Error, Result};
+use crate::participant::{DomainParticipant, Shared, State};
+use crate::qos::Qos;
+use detpath_pubsub::discovery::status_info;
+use detpath_pubsub::driver::wall_ns;
+use detpath_pubsub::engine::{self, ReaderId, SampleInfo, WriterId};
+use detpath_pubsub::types::TopicType;
+use detpath_pubsub::wire::bytes::ByteWriter;
+use detpath_pubsub::wire::cdr::write_payload;
+use detpath_pubsub::wire::{CdrReader, Time, WireError, Xcdr};
+use std::cell::Cell;
+use std::marker::PhantomData;
+use std::sync::{Arc, MutexGuard};
+use std::time::{Duration, Instant};
+
+thread_local! {
+    /// The key hash of the sample being written on this thread: writes run
+    /// on the caller's thread under the engine's lock, and the engine asks
+    /// the writer's key function for it during the call.
+    static WRITING_KEY: Cell<Option<[u8; 16]>> = const { Cell::new(None) };
+}
+
+/// The writers' key function ([`engine::KeyOf`]): the key hash of the write in progress.
+fn writing_key(_payload: &[u8], _key_only: bool) -> Option<[u8; 16]> {
+    WRITING_KEY.with(Cell::get)
+}
+
+/// A topic: a name and a type. Matching with remote endpoints is by both names.
+#[derive(Clone, Debug)]
+pub struct Topic<T> {
+    name: String,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T: TopicType> Topic<T> {
+    /// The topic `name` of type `T` (announced as `T::TYPE_NAME`).
+    pub fn new(_participant: &DomainParticipant, name: &str) -> Topic<T> {
+        Topic { name: name.to_string(), _type: PhantomData }
+    }
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Its type's name.
+    pub fn type_name(&self) -> &'static str {
+        T::TYPE_NAME
+    }
+}
+
+/// Status of a writer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriterStatus {
+    /// Readers matched now (PUBLICATION_MATCHED's current count).
+    pub matched_subscriptions: usize,
+    /// Remote readers of this topic and type not matched because their QoS does not fit.
+    pub incompatible_qos: u64,
+    /// Matched readers that went away.
+    pub unmatched: u64,
+    /// The engine's figures (written, unacknowledged, deadlines missed, ...).
+    pub detail: engine::WriterStatus,
+}
+
+/// Status of a reader.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReaderStatus {
+    /// Writers matched now (SUBSCRIPTION_MATCHED's current count).
+    pub matched_publications: usize,
+    /// Samples lost (SAMPLE_LOST).
+    pub lost: u64,
+    /// Samples refused because a KEEP_ALL cache was full (SAMPLE_REJECTED).
+    pub rejected: u64,
+    /// Samples taken that did not deserialize as the reader's type (another
+    /// layout under the same type name): counted, dropped.
+    pub undecodable: u64,
+    /// Remote writers of this topic and type not matched because their QoS does not fit.
+    pub incompatible_qos: u64,
+    /// Matched writers that went away.
+    pub unmatched: u64,
+    /// The engine's figures.
+    pub detail: engine::ReaderStatus,
+}
+
+/// The writing half shared by typed and raw writers.
+struct WriterCore {
+    shared: Arc<Shared>,
+    id: WriterId,
+    keyed: bool,
+    limit: usize,
+}
+
+impl WriterCore {
+    fn new(dp: &DomainParticipant, topic: &str, type_name: &str, keyed: bool, qos: &Qos) -> Result<WriterCore> {
+        let q = qos.for_writer()?;
+        let mut g = dp.shared.lock()?;
+        let id = g.p.create_writer_keyed(topic, type_name, (keyed, Some(writing_key)), q, 256)?;
+        Ok(WriterCore { shared: dp.shared.clone(), id, keyed, limit: qos.max_sample_size() })
+    }
+
+    /// Writes what `serialize` writes (encapsulation header included), with `key` as its instance.
+    fn write(&self, key: Option<[u8; 16]>, serialize: &dyn Fn(&mut ByteWriter<'_>) -> std::result::Result<(), WireError>) -> Result<()> {
+        let too_large = Cell::new(0usize);
+        let limit = self.limit;
+        let checked = |bw: &mut ByteWriter<'_>| {
+            let start = bw.pos();
+            serialize(bw)?;
+            let n = bw.pos() - start;
+            if n > limit {
+                too_large.set(n);
+                // Not BufferFull: the engine would grow its buffer and try again.
+                return Err(WireError::BadLength);
+            }
+            Ok(())
+        };
+        let mut g = self.shared.lock()?;
+        let st = &mut *g;
+        WRITING_KEY.with(|k| k.set(if self.keyed { key } else { None }));
+        let r = st.p.write_with(detpath::monotonic_ns(), &mut st.outbox, self.id, Some(Time::from_nanos(wall_ns())), &checked);
+        WRITING_KEY.with(|k| k.set(None));
+        match r {
+            Ok(_) => Ok(()),
+            Err(_) if too_large.get() > 0 => Err(Error::SampleTooLarge { size: too_large.get(), limit }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn write_status(&self, key: [u8; 16], status: u32, serialized_key: &[u8]) -> Result<()> {
+        let mut g = self.shared.lock()?;
+        let st = &mut *g;
+        st.p.write_status_with_key(detpath::monotonic_ns(), &mut st.outbox, self.id, Some(Time::from_nanos(wall_ns())), key, status, serialized_key)?;
+        Ok(())
+    }
+
+    fn status(&self) -> Result<WriterStatus> {
+        let g = self.shared.lock()?;
+        let detail = g.p.writer_status(self.id);
+        let t = g.tallies.get(&g.p.writer_guid(self.id)).copied().unwrap_or_default();
+        Ok(WriterStatus { matched_subscriptions: detail.matched, incompatible_qos: t.incompatible_qos, unmatched: t.unmatched, detail })
+    }
+
+    /// Waits until every reliable reader acknowledged what was written, at most `timeout`.
+    fn wait_for_acknowledgments(&self, timeout: Duration) -> Result<bool> {
+        let end = Instant::now() + timeout;
+        loop {
+            if self.status()?.detail.unacknowledged <= 0 {
+                return Ok(true);
+            }
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(false);
+            }
+            let g = self.shared.lock()?;
+            drop(self.shared.arrived.wait_timeout(g, left.min(Duration::from_millis(10))).unwrap_or_else(|e| e.into_inner()));
+        }
+    }
+}
+
+impl Drop for WriterCore {
+    fn drop(&mut self) {
+        if let Ok(mut g) = self.shared.lock() {
+            g.p.delete_writer(self.id);
+        }
+    }
+}
+
+/// A writer of samples of `T`.
+pub struct DataWriter<T: TopicType> {
+    core: WriterCore,
+    _type: PhantomData<fn(&T)>,
+}
+
+impl<T: TopicType> DataWriter<T> {
+    /// A writer on `topic` with `qos` (unnamed policies: DDS's writer defaults, reliable).
+    pub fn new(dp: &DomainParticipant, topic: &Topic<T>, qos: &Qos) -> Result<DataWriter<T>> {
+        Ok(DataWriter { core: WriterCore::new(dp, topic.name(), T::TYPE_NAME, T::KEYED, qos)?, _type: PhantomData })
+    }
+    /// Writes one sample (XCDR1, this host's byte order). A sample larger
+    /// than the writer's `max_sample_size` is refused ([`Error::SampleTooLarge`]).
+    pub fn write(&self, sample: &T) -> Result<()> {
+        self.core.write(sample.key_hash(), &|bw| write_payload(bw, Xcdr::V1, |c| sample.serialize(c)).map(|_| ()))
+    }
+    /// Disposes the instance of `sample`'s key.
+    pub fn dispose(&self, sample: &T) -> Result<()> {
+        self.status_of(sample, status_info::DISPOSED)
+    }
+    /// Unregisters the instance of `sample`'s key.
+    pub fn unregister(&self, sample: &T) -> Result<()> {
+        self.status_of(sample, status_info::UNREGISTERED)
+    }
+    fn status_of(&self, sample: &T, status: u32) -> Result<()> {
+        let mut buf = vec![0u8; detpath_pubsub::types::MAX_KEY_SIZE + 8];
+        let n = if T::KEYED && T::KEY_MAX_SIZE != Some(0) {
+            let mut bw = ByteWriter::new(&mut buf, true);
+            write_payload(&mut bw, Xcdr::V1, |c| sample.serialize_key(c)).map_err(engine::WriteError::Serialize)?
+        } else {
+            0
+        };
+        self.core.write_status(sample.key_hash().unwrap_or_default(), status, &buf[..n])
+    }
+    /// Matched readers and the writer's figures.
+    pub fn status(&self) -> Result<WriterStatus> {
+        self.core.status()
+    }
+    /// Waits until every matched reliable reader acknowledged every sample
+    /// written, at most `timeout`: false when the time ran out.
+    pub fn wait_for_acknowledgments(&self, timeout: Duration) -> Result<bool> {
+        self.core.wait_for_acknowledgments(timeout)
+    }
+}
+
+/// A writer of serialized samples.
+pub struct RawWriter {
+    core: WriterCore,
+}
+
+/// Whether `payload` starts with a CDR/XCDR encapsulation header (RTPS §10.2).
+fn has_encapsulation(payload: &[u8]) -> bool {
+    payload.len() >= 4 && payload[0] == 0 && payload[1] <= 0x0b
+}
+
+impl RawWriter {
+    /// Writes one serialized sample: `payload` starts with its 4-byte
+    /// encapsulation header; `key_hash` names its instance (keyed topics;
+    /// `None`: the one instance of zeros).
+    pub fn write(&self, payload: &[u8], key_hash: Option<[u8; 16]>) -> Result<()> {
+        if !has_encapsulation(payload) {
+            return Err(Error::BadPayload(payload.len()));
+        }
+        if payload.len() > self.core.limit {
+            return Err(Error::SampleTooLarge { size: payload.len(), limit: self.core.limit });
+        }
+        self.core.write(key_hash, &|bw| bw.bytes(payload))
+    }
+    /// Disposes (`status` 1), unregisters (2) or both (3) the instance of
+    /// `key_hash`; `serialized_key` (encapsulation header and the key fields;
+    /// empty: none) lets peers that cannot invert a hashed key find it.
+    pub fn write_status(&self, key_hash: [u8; 16], status: u32, serialized_key: &[u8]) -> Result<()> {
+        if !serialized_key.is_empty() && !has_encapsulation(serialized_key) {
+            return Err(Error::BadPayload(serialized_key.len()));
+        }
+        self.core.write_status(key_hash, status & 3, serialized_key)
+    }
+    /// Matched readers and the writer's figures.
+    pub fn status(&self) -> Result<WriterStatus> {
+        self.core.status()
+    }
+    /// See [`DataWriter::wait_for_acknowledgments`].
+    pub fn wait_for_acknowledgments(&self, timeout: Duration) -> Result<bool> {
+        self.core.wait_for_acknowledgments(timeout)
+    }
+}
+
+/// One sample as a reader hands it out: serialized bytes (encapsulation
+/// header included; empty for a dispose/unregister) and what is known about it.
+pub type RawSample = (Vec<u8>, SampleInfo);
+
+/// The reading half shared by typed and raw readers. Samples `read` (and
+/// not yet taken) wait in `read_buffers` of the shared state, so `read`
+/// does not lose them to a later `take`.
+struct ReaderCore {
+    shared: Arc<Shared>,
+    id: ReaderId,
+}
+
+fn take_from(st: &mut State, id: ReaderId, n: usize, keep: bool) -> Vec<RawSample> {
+    let buffered = st.read_buffers.entry(id).or_default();
+    let mut out: Vec<RawSample> = Vec::new();
+    if keep {
+        out.extend(buffered.iter().take(n).cloned());
+    } else {
+        let k = n.min(buffered.len());
+        out.extend(buffered.drain(..k));
+    }
+    while out.len() < n {
+        let Some(s) = st.p.take_raw(id, |info, payload| (payload.to_vec(), *info)) else { break };
+        if keep {
+            st.read_buffers.entry(id).or_default().push_back(s.clone());
+        }
+        out.push(s);
+    }
+    out
+}
+
+impl ReaderCore {
+    fn new(dp: &DomainParticipant, topic: &str, type_name: &str, keying: (bool, Option<engine::KeyOf>), qos: &Qos) -> Result<ReaderCore> {
+        let q = qos.for_reader()?;
+        let mut g = dp.shared.lock()?;
+        let id = g.p.create_reader_keyed(detpath::monotonic_ns(), topic, type_name, keying, q, 256)?;
+        Ok(ReaderCore { shared: dp.shared.clone(), id })
+    }
+
+    fn get(&self, n: usize, keep: bool) -> Result<Vec<RawSample>> {
+        let mut g = self.shared.lock()?;
+        Ok(take_from(&mut g, self.id, n, keep))
+    }
+
+    /// Takes up to `n`, waiting at most `timeout` for the first.
+    fn take_timeout(&self, n: usize, timeout: Duration) -> Result<Vec<RawSample>> {
+        let end = Instant::now() + timeout;
+        let mut g: MutexGuard<'_, State> = self.shared.lock()?;
+        loop {
+            let got = take_from(&mut g, self.id, n, false);
+            let left = end.saturating_duration_since(Instant::now());
+            if !got.is_empty() || left.is_zero() {
+                return Ok(got);
+            }
+            g = self.shared.arrived.wait_timeout(g, left).unwrap_or_else(|e| e.into_inner()).0;
+            if g.closed {
+                return Err(Error::Closed);
+            }
+        }
+    }
+
+    fn count_undecodable(&self, n: u64) {
+        if let Ok(mut g) = self.shared.lock() {
+            *g.undecodable.entry(self.id).or_default() += n;
+        }
+    }
+
+    fn status(&self) -> Result<ReaderStatus> {
+        let g = self.shared.lock()?;
+        let detail = g.p.reader_status(self.id);
+        let t = g.tallies.get(&g.p.reader_guid(self.id)).copied().unwrap_or_default();
+        Ok(ReaderStatus {
+            matched_publications: detail.matched,
+            lost: detail.lost,
+            rejected: detail.rejected,
+            undecodable: g.undecodable.get(&self.id).copied().unwrap_or(0),
+            incompatible_qos: t.incompatible_qos,
+            unmatched: t.unmatched,
+            detail,
+        })
+    }
+}
+
+/// A reader of samples of `T`.
+pub struct DataReader<T: TopicType> {
+    core: ReaderCore,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T: TopicType + Default> DataReader<T> {
+    /// A reader on `topic` with `qos` (unnamed policies: DDS's reader defaults, best effort).
+    pub fn new(dp: &DomainParticipant, topic: &Topic<T>, qos: &Qos) -> Result<DataReader<T>> {
+        let core = ReaderCore::new(dp, topic.name(), T::TYPE_NAME, (T::KEYED, Some(detpath_pubsub::types::key_hash_from::<T>)), qos)?;
+        Ok(DataReader { core, _type: PhantomData })
+    }
+    /// Takes up to `n` samples without waiting (oldest first). A dispose or
+    /// unregister comes as `T::default()` with `valid_data` false. Samples
+    /// that do not deserialize are counted ([`ReaderStatus::undecodable`]) and dropped.
+    pub fn take(&self, n: usize) -> Result<Vec<(T, SampleInfo)>> {
+        Ok(self.decode(self.core.get(n, false)?))
+    }
+    /// As [`take`](Self::take), but the samples stay for a later take or read.
+    pub fn read(&self, n: usize) -> Result<Vec<(T, SampleInfo)>> {
+        Ok(self.decode(self.core.get(n, true)?))
+    }
+    /// Takes up to `n` samples, waiting at most `timeout` for the first
+    /// (asleep: the engine thread wakes it when datagrams were handled).
+    pub fn take_timeout(&self, n: usize, timeout: Duration) -> Result<Vec<(T, SampleInfo)>> {
+        Ok(self.decode(self.core.take_timeout(n, timeout)?))
+    }
+    /// Matched writers, lost, rejected and undecodable samples.
+    pub fn status(&self) -> Result<ReaderStatus> {
+        self.core.status()
+    }
+
+    fn decode(&self, raw: Vec<RawSample>) -> Vec<(T, SampleInfo)> {
+        let mut bad = 0;
+        let out = raw
+            .into_iter()
+            .filter_map(|(bytes, info)| {
+                let mut s = T::default();
+                if info.valid_data {
+                    if let Err(_e) = CdrReader::from_payload(&bytes).and_then(|mut c| s.deserialize_into(&mut c)) {
+                        bad += 1;
+                        return None;
+                    }
+                }
+                Some((s, info))
+            })
+            .collect();
+        if bad > 0 {
+            self.core.count_undecodable(bad);
+        }
+        out
+    }
+}
+
+/// A reader of serialized samples.
+pub struct RawReader {
+    core: ReaderCore,
+}
+
+impl RawReader {
+    /// Takes up to `n` samples without waiting.
+    pub fn take(&self, n: usize) -> Result<Vec<RawSample>> {
+        self.core.get(n, false)
+    }
+    /// As [`take`](Self::take), but the samples stay for a later take or read.
+    pub fn read(&self, n: usize) -> Result<Vec<RawSample>> {
+        self.core.get(n, true)
+    }
+    /// Takes up to `n` samples, waiting at most `timeout` for the first.
+    pub fn take_timeout(&self, n: usize, timeout: Duration) -> Result<Vec<RawSample>> {
+        self.core.take_timeout(n, timeout)
+    }
+    /// Counts samples the application could not deserialize (shown in [`ReaderStatus::undecodable`]).
+    pub fn count_undecodable(&self, n: u64) {
+        self.core.count_undecodable(n)
+    }
+    /// Matched writers, lost, rejected and undecodable samples.
+    pub fn status(&self) -> Result<ReaderStatus> {
+        self.core.status()
+    }
+}
+
+impl DomainParticipant {
+    /// A writer of serialized samples on topic `topic` of type `type_name`
+    /// (`keyed`: the type has key fields; decides the entity kind announced).
+    pub fn create_raw_writer(&self, topic: &str, type_name: &str, keyed: bool, qos: &Qos) -> Result<RawWriter> {
+        Ok(RawWriter { core: WriterCore::new(self, topic, type_name, keyed, qos)? })
+    }
+    /// A reader of serialized samples. A keyed topic's samples are sorted
+    /// into instances by the key hash writers send inline (detpath and Fast
+    /// DDS do; CycloneDDS does not, and its samples then share one instance:
+    /// give KEEP_ALL or a deeper history).
+    pub fn create_raw_reader(&self, topic: &str, type_name: &str, keyed: bool, qos: &Qos) -> Result<RawReader> {
+        Ok(RawReader { core: ReaderCore::new(self, topic, type_name, (keyed, None), qos)? })
+    }
+}

@@ -1,0 +1,37 @@
+//! detpath-dds: the application API of detpath's RTPS/DDS pub-sub. A
+//! [`DomainParticipant`] runs the sans-IO engine of `detpath-pubsub` on its
+//! own thread over any detpath endpoint; [`Topic`], [`DataWriter`] and
+//! [`DataReader`] carry a user's [`TopicType`]; [`RawWriter`] and
+//! [`RawReader`] carry payloads another serializer made (the C and Python
+//! bindings' seam); [`Qos`] names policies with DDS's defaults.
+//!
+//! ```no_run
+//! use detpath_dds::{DomainParticipant, Topic, DataWriter, Qos};
+//! use detpath_pubsub::types::OneULong;
+//! let dp = DomainParticipant::new(0, "udp://10.0.0.1:7410", &["10.0.0.2"])?;
+//! let topic = Topic::<OneULong>::new(&dp, "Counter");
+//! let w = DataWriter::new(&dp, &topic, &Qos::new().transient_local().keep_last(10))?;
+//! w.write(&OneULong { seq: 1 })?;
+//! # Ok::<(), detpath_dds::Error>(())
+//! ```
+
+#![warn(missing_docs)]
+
+mod endpoint;
+mod error;
+mod participant;
+pub mod qos;
+
+pub use detpath_pubsub::engine::{InstanceState, SampleInfo};
+pub use detpath_pubsub::types::TopicType;
+pub use detpath_pubsub::transport::Wait;
+pub use endpoint::{DataReader, DataWriter, RawReader, RawSample, RawWriter, ReaderStatus, Topic, WriterStatus};
+pub use error::{Error, Result};
+pub use participant::{DomainParticipant, ParticipantOptions};
+pub use qos::{Policy, Qos};
+
+/// What a hand-written [`TopicType`] needs: the CDR codec and key hash helpers.
+pub mod cdr {
+    pub use detpath_pubsub::types::{key_hash_from_payload, key_hash_of_be, key_hash_with, TopicType};
+    pub use detpath_pubsub::wire::{CdrReader, CdrWriter, WireError};
+}

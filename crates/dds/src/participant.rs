@@ -1,0 +1,305 @@
+//! The participant: the RTPS engine on a detpath endpoint, run by a thread of
+//! its own. The engine lives in one place ([`Shared::state`], behind a
+//! mutex); application calls take the lock for the moment they act. Writes
+//! leave their datagrams in an outbox the engine thread sends at once when
+//! it comes up from waiting for datagrams (at most
+//! [`ParticipantOptions::poll`] later). Readers waiting for samples sleep on
+//! a condition variable the engine thread signals after each batch of
+//! datagrams.
+
+use crate::error::{Error, Result};
+use detpath_pubsub::driver::{Transport, TransportOutbox};
+use detpath_pubsub::engine::{make_guid_prefix, Config, Counters, Event, Participant, ReaderId, VecOutbox};
+use detpath_pubsub::transport::{self, EndpointTransport, GroupReception, Link, Wait};
+use detpath_pubsub::wire::{Addr, Guid};
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How a participant is opened and run.
+#[derive(Clone, Debug)]
+pub struct ParticipantOptions {
+    /// Open the endpoint inside this network namespace.
+    pub netns: Option<String>,
+    /// Highest participant index whose metatraffic port SPDP goes to on each peer.
+    pub max_index: u32,
+    /// How the engine thread waits for datagrams: [`Wait::Block`] sleeps in
+    /// the kernel (the default); [`Wait::Busy`] spins (lowest latency, one core).
+    pub wait: Wait,
+    /// Longest the engine thread waits for datagrams before it looks at
+    /// what the application wrote: the most a write waits to go out while
+    /// nothing arrives (busy waiting: 20 µs whatever this says).
+    pub poll: Duration,
+    /// Largest RTPS message sent (the datapath's limit caps it).
+    pub max_message: usize,
+    /// Largest sample a reader accepts (reassembled from fragments).
+    pub max_sample_size: usize,
+    /// Announced as the participant's USER_DATA.
+    pub user_data: Vec<u8>,
+}
+
+impl Default for ParticipantOptions {
+    fn default() -> Self {
+        ParticipantOptions {
+            netns: None,
+            max_index: 9,
+            wait: Wait::Block,
+            poll: Duration::from_millis(1),
+            max_message: 14_720,
+            max_sample_size: crate::qos::DEFAULT_MAX_SAMPLE_SIZE,
+            user_data: Vec::new(),
+        }
+    }
+}
+
+/// What the engine thread and the application share.
+pub(crate) struct Shared {
+    pub state: Mutex<State>,
+    /// Signalled after datagrams were handled (samples may be waiting) and at close.
+    pub arrived: Condvar,
+    pub closing: AtomicBool,
+}
+
+/// Per local reader or writer: what discovery events said.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Tally {
+    pub incompatible_qos: u64,
+    pub unmatched: u64,
+}
+
+pub(crate) struct State {
+    pub p: Participant,
+    /// Datagrams application calls produced, sent by the engine thread.
+    pub outbox: VecOutbox,
+    pub tallies: HashMap<Guid, Tally>,
+    pub participants_lost: u64,
+    /// Samples taken that did not deserialize, per reader.
+    pub undecodable: HashMap<ReaderId, u64>,
+    /// Samples `read` and not yet taken, per reader (oldest first).
+    pub read_buffers: HashMap<ReaderId, std::collections::VecDeque<crate::endpoint::RawSample>>,
+    pub closed: bool,
+}
+
+impl Shared {
+    pub fn lock(&self) -> Result<MutexGuard<'_, State>> {
+        let g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if g.closed {
+            return Err(Error::Closed);
+        }
+        Ok(g)
+    }
+}
+
+/// A DDS domain participant: discovery and every writer and reader of this
+/// application on one detpath endpoint. Dropping it says goodbye (SPDP and
+/// SEDP disposes) and joins its thread.
+pub struct DomainParticipant {
+    pub(crate) shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+    domain_id: u32,
+    spec: String,
+}
+
+impl std::fmt::Debug for DomainParticipant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DomainParticipant").field("domain_id", &self.domain_id).field("endpoint", &self.spec).finish()
+    }
+}
+
+impl DomainParticipant {
+    /// A participant in `domain_id` on the endpoint `spec` (any detpath spec:
+    /// `udp://10.0.0.1:7410`, `afxdp://eth0?addr=...&port=...`, layers
+    /// included), announcing itself to `peers` (IPv4 addresses; none: the
+    /// SPDP multicast group, which needs the interface named in the spec).
+    pub fn new(domain_id: u32, spec: &str, peers: &[&str]) -> Result<DomainParticipant> {
+        Self::with_options(domain_id, spec, peers, ParticipantOptions::default())
+    }
+
+    /// [`new`](Self::new) with options.
+    pub fn with_options(domain_id: u32, spec: &str, peers: &[&str], opts: ParticipantOptions) -> Result<DomainParticipant> {
+        let peers: Vec<Ipv4Addr> = peers.iter().map(|p| p.trim().parse().map_err(|_| Error::BadPeer(p.to_string()))).collect::<Result<_>>()?;
+        let t = open_transport(domain_id, spec, &peers, &opts)?;
+        let local = t.local_addr();
+        let (host, port) = match local {
+            Addr::Udp(a) => (u32::from(*a.ip()), a.port()),
+            Addr::Eth(e) => (u32::from_be_bytes([e.mac[2], e.mac[3], e.mac[4], e.mac[5]]), e.ethertype),
+        };
+        let instance = (t.now_ns() as u32) ^ ((port as u32) << 16);
+        let mut cfg = Config::new(domain_id, make_guid_prefix(host, std::process::id(), instance), local);
+        match local {
+            Addr::Udp(_) => {
+                for ip in &peers {
+                    cfg.add_peer(*ip, opts.max_index);
+                }
+                if t.group().is_some() || (peers.is_empty() && transport::raweth_spec(spec).is_none()) {
+                    cfg.add_spdp_multicast();
+                }
+            }
+            Addr::Eth(e) => cfg.add_spdp_target(Addr::Eth(detpath_pubsub::wire::EthAddr::broadcast(e.ethertype))),
+        }
+        cfg.max_datagram = t.max_datagram().min(opts.max_message);
+        cfg.max_sample_size = opts.max_sample_size;
+        cfg.user_data = opts.user_data.clone();
+        let p = Participant::new(cfg, t.now_ns());
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                p,
+                outbox: VecOutbox::default(),
+                tallies: HashMap::new(),
+                participants_lost: 0,
+                undecodable: HashMap::new(),
+                read_buffers: HashMap::new(),
+                closed: false,
+            }),
+            arrived: Condvar::new(),
+            closing: AtomicBool::new(false),
+        });
+        let s = shared.clone();
+        let slice = match opts.wait {
+            Wait::Busy => 20_000,
+            _ => (opts.poll.as_nanos() as u64).clamp(10_000, 1_000_000_000),
+        };
+        let thread = std::thread::Builder::new()
+            .name(format!("dds-{domain_id}"))
+            .spawn(move || run_engine(&s, t, slice))
+            .map_err(Error::Thread)?;
+        Ok(DomainParticipant { shared, thread: Some(thread), domain_id, spec: spec.to_string() })
+    }
+
+    /// The domain id.
+    pub fn domain_id(&self) -> u32 {
+        self.domain_id
+    }
+    /// The endpoint spec it runs on.
+    pub fn endpoint(&self) -> &str {
+        &self.spec
+    }
+    /// The engine's counters (datagrams, malformed input, retransmits, ...).
+    pub fn counters(&self) -> Result<Counters> {
+        Ok(self.shared.lock()?.p.counters())
+    }
+    /// Remote participants known now.
+    pub fn remote_participants(&self) -> Result<usize> {
+        Ok(self.shared.lock()?.p.remote_participants().count())
+    }
+    /// Remote participants lost since creation (lease expired, goodbye, evicted).
+    pub fn participants_lost(&self) -> Result<u64> {
+        Ok(self.shared.lock()?.participants_lost)
+    }
+}
+
+impl Drop for DomainParticipant {
+    fn drop(&mut self) {
+        self.shared.closing.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let mut g = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        g.closed = true;
+        drop(g);
+        self.shared.arrived.notify_all();
+    }
+}
+
+/// Opens the endpoint and, without peers, the SPDP multicast group beside it.
+fn open_transport(domain: u32, spec: &str, peers: &[Ipv4Addr], opts: &ParticipantOptions) -> Result<EndpointTransport> {
+    let scheme = spec.split("://").next().unwrap_or("");
+    let reception = match peers.is_empty() && transport::raweth_spec(spec).is_none() {
+        true => Some(transport::spdp_group_reception(scheme).map_err(|why| Error::NoDiscovery { spec: spec.into(), why })?),
+        false => None,
+    };
+    let spec_open = match reception {
+        Some(GroupReception::Endpoint) => transport::spdp_group_spec(spec, domain),
+        _ => spec.to_string(),
+    };
+    let in_ns = |f: &dyn Fn() -> detpath::Result<Link>| -> Result<Link> {
+        match &opts.netns {
+            Some(ns) => detpath::sys::netns::run_in(ns, f).map_err(|e| Error::Netns { ns: ns.clone(), source: e.into() })?,
+            None => f(),
+        }
+        .map_err(|e| Error::Open { spec: spec_open.clone(), source: e })
+    };
+    let link = in_ns(&|| transport::open(&spec_open))?;
+    let mut t = EndpointTransport::on(link, opts.wait);
+    if reception == Some(GroupReception::KernelSocket) {
+        let iface = match &t.link {
+            Link::Datagram(ep) => ep.capabilities().iface.clone(),
+            Link::Frames(_) => None,
+        };
+        let iface = iface.ok_or_else(|| Error::NoDiscovery {
+            spec: spec.into(),
+            why: "no interface to join the SPDP multicast group on: name it (udp://<iface>?addr=A&port=P) or give peers".into(),
+        })?;
+        let open_group = || transport::open_spdp_group(&iface, domain);
+        let group = match &opts.netns {
+            Some(ns) => detpath::sys::netns::run_in(ns, open_group).map_err(|e| Error::Netns { ns: ns.clone(), source: e.into() })?,
+            None => open_group(),
+        }
+        .map_err(|e| Error::Open { spec: format!("SPDP multicast group on {iface}"), source: e })?;
+        t = t.with_group(group);
+    }
+    Ok(t)
+}
+
+/// The engine thread: timers, what the application wrote, then datagrams
+/// (waiting at most `slice_ns` or until the next timer), until closing.
+fn run_engine(shared: &Shared, mut t: EndpointTransport, slice_ns: u64) {
+    let mut buf = vec![0u8; 65536];
+    loop {
+        let now = t.now_ns();
+        let due = {
+            let mut g = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+            let st = &mut *g;
+            if shared.closing.load(Ordering::Acquire) {
+                send_all(&mut st.outbox, &mut t);
+                st.p.shutdown(&mut TransportOutbox(&mut t));
+                return;
+            }
+            if st.p.next_timeout() <= now {
+                st.p.handle_timeout(now, &mut TransportOutbox(&mut t));
+            }
+            send_all(&mut st.outbox, &mut t);
+            tally_events(st);
+            st.p.next_timeout().saturating_sub(now)
+        };
+        let Some((len, src, rx_ns)) = t.recv(&mut buf, due.min(slice_ns)) else {
+            continue;
+        };
+        let mut g = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        g.p.handle_datagram(rx_ns, src, &buf[..len], &mut TransportOutbox(&mut t));
+        // What else is there, without waiting, under the same lock.
+        for _ in 0..63 {
+            let Some((len, src, rx_ns)) = t.recv(&mut buf, 0) else { break };
+            g.p.handle_datagram(rx_ns, src, &buf[..len], &mut TransportOutbox(&mut t));
+        }
+        drop(g);
+        shared.arrived.notify_all();
+    }
+}
+
+fn send_all(outbox: &mut VecOutbox, t: &mut EndpointTransport) {
+    for (dst, d) in outbox.sent.drain(..) {
+        t.send(dst, &d);
+    }
+}
+
+fn tally_events(st: &mut State) {
+    while let Some(ev) = st.p.poll_event() {
+        match ev {
+            Event::ParticipantLost { .. } => st.participants_lost += 1,
+            Event::WriterUnmatched { writer, .. } => {
+                let g = st.p.writer_guid(writer);
+                st.tallies.entry(g).or_default().unmatched += 1;
+            }
+            Event::ReaderUnmatched { reader, .. } => {
+                let g = st.p.reader_guid(reader);
+                st.tallies.entry(g).or_default().unmatched += 1;
+            }
+            Event::IncompatibleQos { local, .. } => st.tallies.entry(local).or_default().incompatible_qos += 1,
+            _ => {}
+        }
+    }
+}
