@@ -158,7 +158,8 @@ fn install_use_and_purge_the_deb() {
     let prefix = tempfile::tempdir().unwrap();
     let _prefix_install = Uninstall(prefix.path().to_path_buf());
     let said = make("install", prefix.path());
-    let prefix_site = said.lines().find_map(|l| l.strip_prefix("export PYTHONPATH=")).unwrap_or_else(|| panic!("no PYTHONPATH line from make install:\n{said}")).to_string();
+    let prefix_site =
+        said.lines().find_map(|l| l.strip_prefix("export PYTHONPATH=")).unwrap_or_else(|| panic!("no PYTHONPATH line from make install:\n{said}")).to_string();
 
     let _purge = Purge;
     let t = Instant::now();
@@ -166,7 +167,10 @@ fn install_use_and_purge_the_deb() {
     let install_s = t.elapsed().as_secs_f64();
     let apt_said = text(&apt) + &String::from_utf8_lossy(&apt.stderr);
     match &shadow {
-        Some(s) => assert!(apt_said.contains("detpath: note:") && apt_said.contains(s.as_str()), "the package should name the copy at {s} that shadows its module:\n{apt_said}"),
+        Some(s) => assert!(
+            apt_said.contains("detpath: note:") && apt_said.contains(s.as_str()),
+            "the package should name the copy at {s} that shadows its module:\n{apt_said}"
+        ),
         None => assert!(!apt_said.contains("detpath: note:"), "nothing shadows the module here, yet:\n{apt_said}"),
     }
     println!("package {}: {size} bytes, apt-get install took {install_s:.1} s", deb.display());
@@ -209,7 +213,8 @@ fn install_use_and_purge_the_deb() {
     let py = text(&run(Command::new("/usr/bin/python3").args(["-c", &import]).current_dir("/").env_remove("PYTHONPATH")));
     assert!(py.trim().starts_with(PACKAGED), "import detpath came from {py}");
     // The prefix install is still what PYTHONPATH gives.
-    let py = text(&run(Command::new("/usr/bin/python3").args(["-c", "import detpath; print(detpath.__file__)"]).current_dir("/").env("PYTHONPATH", &prefix_site)));
+    let py =
+        text(&run(Command::new("/usr/bin/python3").args(["-c", "import detpath; print(detpath.__file__)"]).current_dir("/").env("PYTHONPATH", &prefix_site)));
     assert!(py.trim().starts_with(&prefix_site), "with PYTHONPATH={prefix_site}, import detpath came from {py}");
 
     // A copy that shadows the package's, made here when the host has none: named by
@@ -230,7 +235,11 @@ fn install_use_and_purge_the_deb() {
         drop(undo);
         assert_eq!(python_finds().as_deref().map(|f| f.starts_with(PACKAGED)), Some(true), "after make uninstall PREFIX=/usr/local");
         let after = paths_under(usr_local);
-        assert_eq!(before.symmetric_difference(&after).collect::<Vec<_>>(), Vec::<&PathBuf>::new(), "make install/uninstall PREFIX=/usr/local left /usr/local changed");
+        assert_eq!(
+            before.symmetric_difference(&after).collect::<Vec<_>>(),
+            Vec::<&PathBuf>::new(),
+            "make install/uninstall PREFIX=/usr/local left /usr/local changed"
+        );
     }
 
     // pkg-config finds the C library in the multiarch directory.
@@ -256,7 +265,11 @@ fn install_use_and_purge_the_deb() {
     assert!(verify.status.success() && complaints.trim().is_empty(), "systemd-analyze verify: {complaints}");
 
     // Python writes byte-code next to the module when imported as root: prerm must remove it.
-    run(Command::new("/usr/bin/python3").args(["-c", &import.replace("print(detpath.__file__)", "import detpath.results")]).current_dir("/").env_remove("PYTHONPATH").env_remove("PYTHONDONTWRITEBYTECODE"));
+    run(Command::new("/usr/bin/python3")
+        .args(["-c", &import.replace("print(detpath.__file__)", "import detpath.results")])
+        .current_dir("/")
+        .env_remove("PYTHONPATH")
+        .env_remove("PYTHONDONTWRITEBYTECODE"));
     assert!(Path::new(PACKAGED).join("__pycache__").is_dir(), "python3 wrote no byte-code beside the package's module");
 
     let t = Instant::now();
@@ -278,6 +291,7 @@ fn install_use_and_purge_the_deb() {
     assert!(left.is_empty(), "left behind after purge: {left:?}");
     assert!(!Path::new("/usr/lib/python3/dist-packages/detpath").exists());
     // The prefix install outlived the package.
-    let py = text(&run(Command::new("/usr/bin/python3").args(["-c", "import detpath; print(detpath.__file__)"]).current_dir("/").env("PYTHONPATH", &prefix_site)));
+    let py =
+        text(&run(Command::new("/usr/bin/python3").args(["-c", "import detpath; print(detpath.__file__)"]).current_dir("/").env("PYTHONPATH", &prefix_site)));
     assert!(py.trim().starts_with(&prefix_site), "after the purge, with PYTHONPATH={prefix_site}, import detpath came from {py}");
 }

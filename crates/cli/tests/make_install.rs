@@ -61,12 +61,7 @@ fn make(args: &[String]) -> Output {
 
 /// The `export VAR=value` lines `make install` printed.
 fn exports(out: &Output) -> BTreeMap<String, String> {
-    stdout(out)
-        .lines()
-        .filter_map(|l| l.strip_prefix("export "))
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+    stdout(out).lines().filter_map(|l| l.strip_prefix("export ")).filter_map(|l| l.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 fn python_version(python: &str) -> String {
@@ -112,19 +107,12 @@ fn assert_unchanged(what: &str, before: &BTreeMap<PathBuf, (u64, i64, i64, u32)>
 
 /// Files (not directories) under `dir`, relative.
 fn files_under(dir: &Path) -> BTreeSet<PathBuf> {
-    snapshot(&[dir.to_path_buf()])
-        .into_keys()
-        .filter(|p| !p.is_dir())
-        .map(|p| p.strip_prefix(dir).unwrap().to_path_buf())
-        .collect()
+    snapshot(&[dir.to_path_buf()]).into_keys().filter(|p| !p.is_dir()).map(|p| p.strip_prefix(dir).unwrap().to_path_buf()).collect()
 }
 
 fn manifest_files(manifest: &Path, destdir: &Path) -> BTreeSet<PathBuf> {
     let text = std::fs::read_to_string(manifest).unwrap_or_else(|e| panic!("{}: {e}", manifest.display()));
-    text.lines()
-        .filter_map(|l| l.strip_prefix("file "))
-        .map(|p| destdir.join(p.trim_start_matches('/')))
-        .collect()
+    text.lines().filter_map(|l| l.strip_prefix("file ")).map(|p| destdir.join(p.trim_start_matches('/'))).collect()
 }
 
 /// A C program that opens two kernel UDP endpoints on loopback and passes one datagram.
@@ -262,7 +250,10 @@ fn venv_install_goes_into_the_venv_and_uninstall_takes_it_back() {
     let env = exports(&install);
     assert!(!env.contains_key("PYTHONPATH"), "a venv's own site directory needs no PYTHONPATH:\n{}", stdout(&install));
     assert!(vsite.join("detpath/__init__.py").is_file(), "the module is not in the venv's {}", vsite.display());
-    assert!(!prefix.join("lib/python3").exists() && !prefix.join(format!("lib/python{}", python_version(SYSTEM_PYTHON))).exists(), "a venv install put the module under the prefix too");
+    assert!(
+        !prefix.join("lib/python3").exists() && !prefix.join(format!("lib/python{}", python_version(SYSTEM_PYTHON))).exists(),
+        "a venv install put the module under the prefix too"
+    );
     let listed = manifest_files(&prefix.join(MANIFEST), Path::new("/"));
     assert!(listed.contains(&vsite.join("detpath/__init__.py")) && listed.contains(&prefix.join("lib/libdetpath.so")), "manifest: {listed:?}");
 
