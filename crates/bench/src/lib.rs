@@ -1,7 +1,8 @@
 //! The detpath ping-pong instrument (paper 000, "Methodology" and "Metrics"):
 //! exact statistics to six nines ([`stats`]), per-round raw records and loss
 //! accounting ([`records`]), result directories ([`results`]), the human
-//! tables ([`table`]) and the plots of `detpath report` ([`report`]). The
+//! tables ([`table`]), the plots of `detpath report` ([`report`]) and its
+//! self-contained HTML page ([`html`]). The
 //! runner that drives the datapaths is [`run`]; the main job over the
 //! testbed (configurations, tuning, stress, sockperf) is [`matrix`].
 //! [`slots`] is `detpath sched bench`, the slot scheduler against
@@ -17,6 +18,7 @@ pub mod child_cpu;
 pub mod matrix;
 pub mod pubsub;
 pub mod ready;
+pub mod html;
 pub mod records;
 pub mod report;
 pub mod results;

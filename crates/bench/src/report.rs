@@ -116,6 +116,50 @@ pub fn render(runs: &[LoadedRun], out: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// A figure drawn into SVG text, for pages that hold their figures inline
+/// (`detpath report --html`).
+pub struct SvgFigure {
+    /// The file stem `render` uses for it (`ccdf`, `timeline`, ...).
+    pub name: &'static str,
+    /// The `<svg>` element (it has a viewBox, so it scales to its box).
+    pub svg: String,
+}
+
+/// Draws one figure into SVG text.
+pub(crate) fn svg_text(size: (u32, u32), draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<()>) -> Result<String> {
+    let mut s = String::new();
+    {
+        let root = SVGBackend::with_string(&mut s, size).into_drawing_area();
+        draw(&root)?;
+        root.present().map_err(|e| anyhow!("drawing SVG: {e:?}"))?;
+    }
+    Ok(s)
+}
+
+/// The figures of [`render`] as SVG text, without writing files: CCDF,
+/// timeline (the tail's causes as bands), box plot, latency against CPU and
+/// the pub-sub runs' PDV, each when the runs have what it needs. Runs
+/// without samples are left out (no figure at all when none has any).
+pub fn svg_figures(runs: &[LoadedRun]) -> Result<Vec<SvgFigure>> {
+    let plotted: Vec<&LoadedRun> = runs.iter().filter(|r| !r.sorted.is_empty()).collect();
+    let mut out = Vec::new();
+    if !plotted.is_empty() {
+        let rows = plotted.len().div_ceil(2) as u32;
+        let figs: [(&'static str, (u32, u32)); 3] = [("ccdf", (1100, 720)), ("timeline", (1400, (260 * rows + 60).max(400))), ("boxplot", (1200, 720))];
+        for (name, size) in figs {
+            out.push(SvgFigure { name, svg: svg_text(size, |root| draw(name, root, &plotted))? });
+        }
+    }
+    let points: Vec<CpuPoint> = runs.iter().filter_map(CpuPoint::of).collect();
+    if !points.is_empty() {
+        out.push(SvgFigure { name: "cpu_latency", svg: svg_text((1200, 760), |root| cpu_latency(root, &points))? });
+    }
+    if let Some(svg) = crate::pubsub::report::pdv_svg(&plotted)? {
+        out.push(SvgFigure { name: "pdv", svg });
+    }
+    Ok(out)
+}
+
 /// One run on the latency-against-CPU plot.
 struct CpuPoint {
     label: String,
@@ -483,8 +527,8 @@ fn timeline<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, runs: &[&LoadedRu
     Ok(())
 }
 
-/// Colours of the tail causes on the timeline.
-fn cause_color(c: Cause) -> RGBColor {
+/// Colours of the tail causes on the timeline (and the HTML report's cause bars).
+pub(crate) fn cause_color(c: Cause) -> RGBColor {
     match c {
         Cause::ClientLate => RGBColor(148, 103, 189),
         Cause::ServerSlow => RGBColor(140, 86, 75),

@@ -1,7 +1,9 @@
 //! `detpath report <result dirs...> [--out DIR]`: prints the tables of saved
 //! benchmark results and renders their plots (box plot, CCDF, latency over
 //! time and, for runs that recorded their CPU, latency against CPU; each as
-//! PNG and SVG).
+//! PNG and SVG). With `--html`: one self-contained page per result
+//! directory instead (`detpath_bench::html`), for bench, pub-sub bench,
+//! sched bench and classify bench results; its path is printed.
 
 use anyhow::{bail, Context};
 use detpath_bench::report;
@@ -11,7 +13,7 @@ use std::path::{Path, PathBuf};
 /// Arguments of `detpath report`: the result directories, where plots go,
 /// and whether to print JSON or skip the plots.
 #[derive(clap::Args)]
-#[command(after_help = "Exit codes: 0 tables printed and plots written; 2 an error (no result directory, no runs, a plot that could not be written).")]
+#[command(after_help = "Exit codes: 0 tables printed and plots written (with --html: the pages written, their paths printed); 2 an error (no result directory, no runs, a plot or page that could not be written).")]
 pub struct Args {
     /// Result directories written by `detpath bench` (results/<timestamp>).
     /// A directory holding such directories (e.g. `results`) stands for the
@@ -27,6 +29,9 @@ pub struct Args {
     /// Tables only, no plots.
     #[arg(long)]
     pub no_plots: bool,
+    /// Write one self-contained HTML page per result directory (DIR/report.html: tables, figures, environment, command; no network needed to view it) and print its path, instead of the tables and plot files. Also reads `detpath sched bench` directories and `detpath classify bench --json` output (a directory of .json files, or one file: FILE.html beside it).
+    #[arg(long, conflicts_with_all = ["json", "no_plots", "out"])]
+    pub html: bool,
 }
 
 /// A result directory, or the newest result directory inside `p`.
@@ -52,9 +57,44 @@ fn resolve(p: &Path) -> anyhow::Result<PathBuf> {
     }
 }
 
+/// A result `--html` can show at `p`, or the newest one in the directory `p`.
+fn resolve_html(p: &Path) -> anyhow::Result<PathBuf> {
+    let first = match detpath_bench::html::kind(p) {
+        Ok(_) => return Ok(p.to_path_buf()),
+        Err(e) => e,
+    };
+    if p.is_dir() {
+        let mut subs: Vec<PathBuf> = std::fs::read_dir(p)
+            .with_context(|| format!("reading {}", p.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|d| d.is_dir() && detpath_bench::html::kind(d).is_ok())
+            .collect();
+        subs.sort();
+        if let Some(newest) = subs.pop() {
+            eprintln!("detpath report: {} is not a result directory; using the newest one in it, {}", p.display(), newest.display());
+            return Ok(newest);
+        }
+    }
+    Err(first)
+}
+
+/// `--html`: writes each result's page and prints its path, one a line.
+fn run_html(a: &Args) -> anyhow::Result<i32> {
+    let dirs = a.dirs.iter().map(|d| resolve_html(d)).collect::<anyhow::Result<Vec<_>>>()?;
+    let mut stdout = std::io::stdout().lock();
+    for d in dirs {
+        let page = detpath_bench::html::write(&d)?;
+        let _ = writeln!(stdout, "{}", page.display());
+    }
+    Ok(0)
+}
+
 /// Loads the runs of every result directory, prints their tables (or JSON)
 /// and writes the plots; returns 0 (errors are exit code 2, by `main`).
 pub fn run(a: Args) -> anyhow::Result<i32> {
+    if a.html {
+        return run_html(&a);
+    }
     let dirs = a.dirs.iter().map(|d| resolve(d)).collect::<anyhow::Result<Vec<_>>>()?;
     let runs = report::load_dirs(&dirs)?;
     if runs.is_empty() {

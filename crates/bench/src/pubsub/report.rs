@@ -38,6 +38,16 @@ pub fn render_pdv(runs: &[&LoadedRun], out: &Path) -> Result<Vec<PathBuf>> {
     Ok(vec![png, svg])
 }
 
+/// The PDV figure of the pub-sub runs among `runs` as SVG text; `None`
+/// when there are none (for `detpath report --html`).
+pub fn pdv_svg(runs: &[&LoadedRun]) -> Result<Option<String>> {
+    let runs: Vec<&LoadedRun> = runs.iter().copied().filter(|r| is_pubsub(r) && !r.sorted.is_empty()).collect();
+    if runs.is_empty() {
+        return Ok(None);
+    }
+    crate::report::svg_text((1100, 720), |root| draw(root, &runs)).map(Some)
+}
+
 fn e<E: std::fmt::Debug>(err: E) -> anyhow::Error {
     anyhow!("plotting: {err:?}")
 }
