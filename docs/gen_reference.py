@@ -139,12 +139,15 @@ def scrape_endpoint_metrics(bin_):
         while time.time() < deadline:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{http}/metrics", timeout=2) as r:
-                    return r.read().decode()
+                    text = r.read().decode()
+                # The listener can answer before the endpoint is open: wait for its families.
+                if "# HELP detpath_endpoint_" in text:
+                    return text
             except OSError:
                 if p.poll() is not None:
                     sys.exit(f"detpath echo --metrics ended: {p.stderr.read()}")
                 time.sleep(0.2)
-        sys.exit("detpath echo --metrics did not answer /metrics within 20 s")
+        sys.exit("detpath echo --metrics did not serve the endpoint metrics on /metrics within 20 s")
     finally:
         p.terminate()
         p.wait(timeout=10)

@@ -97,3 +97,10 @@ fn scratch(tag: &str) -> PathBuf {
     assert!(out.status.success(), "mktemp -d failed");
     PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
 }
+
+/// The README is the five-minute map (issue 40): at most 250 lines; the rest lives in the book.
+#[test]
+fn readme_is_at_most_250_lines() {
+    let n = readme().lines().count();
+    assert!(n <= 250, "README.md has {n} lines: move the detail into the book (docs/book), keep the README a map");
+}
