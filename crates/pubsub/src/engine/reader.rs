@@ -20,6 +20,15 @@ const NACK_INTERVAL_NS: u64 = 2_000_000;
 /// Largest number of fragments of one sample a reader reassembles.
 pub const MAX_FRAGMENTS: u32 = 4096;
 
+/// Room a serialized sample takes beyond the size the application counts:
+/// [`Config::max_sample_size`](super::Config::max_sample_size) bounds the
+/// sample (what `--size` and ddsperf count), and its serialized form adds
+/// the 4-byte encapsulation header and the type's own length fields and
+/// padding. Without it a sample of exactly the bound never completes:
+/// ddsperf's `KeyedSeq` of size 1 MiB is 1,048,580 bytes serialized, and
+/// Fast DDS's fragments of it were refused one by one, forever.
+pub const SERIALIZED_HEADROOM: usize = 4096;
+
 /// Fragment reassembly of one sample.
 #[derive(Debug)]
 pub(crate) struct Reassembly {
@@ -555,7 +564,7 @@ impl ReaderCore {
             ctx.counters.data_duplicate += 1;
             return true;
         }
-        if f.sample_size as usize > max || f.total_fragments() > MAX_FRAGMENTS {
+        if f.sample_size as usize > max.saturating_add(SERIALIZED_HEADROOM) || f.total_fragments() > MAX_FRAGMENTS {
             ctx.counters.frag_rejected += 1;
             return true;
         }

@@ -651,7 +651,18 @@ impl WriterCore {
         // acknowledge what was never written. Such an ACKNACK is corrupted or
         // forged: it changes nothing (it would stop retransmissions).
         let base = a.state.base.0;
-        if base < 1 || base > self.next_sn {
+        // Fast DDS's first ACKNACK to a writer it matched: bitmapBase 0, no
+        // bits ("nothing received yet"). It acknowledges nothing (the proxy
+        // stays at its start) and, not final, asks for a heartbeat. From a
+        // reader that has acknowledged samples already it says what cannot
+        // be: that shape is then the malformed base 0 the codec refuses
+        // everywhere else (corrupted or forged), and changes nothing.
+        let nothing_yet = base == 0 && a.state.num_bits == 0;
+        if nothing_yet && self.proxies[i].acked_below > self.proxies[i].start_sn {
+            ctx.counters.rx_malformed += 1;
+            return true;
+        }
+        if !nothing_yet && (base < 1 || base > self.next_sn) {
             self.implausible += 1;
             ctx.counters.implausible += 1;
             return true;

@@ -435,7 +435,12 @@ impl<'a> SnSet<'a> {
         if num_bits > MAX_SET_BITS {
             return Err(WireError::BadSet);
         }
-        if base.0 < 1 {
+        // RTPS 8.3.5.5 wants bitmapBase >= 1. Fast DDS (2.x) opens with an
+        // ACKNACK of bitmapBase 0 and no bits, meaning "nothing received
+        // yet": that exact shape names no sequence number and is taken (the
+        // ACKNACK handler acknowledges nothing for it); any other set with a
+        // base below 1 is still refused.
+        if base.0 < 1 && !(base.0 == 0 && num_bits == 0) {
             return Err(WireError::BadSequenceNumber);
         }
         let words = num_bits.div_ceil(32) as usize;
@@ -638,8 +643,17 @@ mod tests {
         buf[3] = 1; // base high = 1 (BE)
         buf[8..12].copy_from_slice(&257u32.to_be_bytes());
         assert_eq!(SnSet::read(&mut ByteReader::new(&buf, false)), Err(WireError::BadSet));
+        // bitmapBase 0 with no bits: Fast DDS's "nothing received yet", taken as an empty set.
         let zero_base = [0u8; 12];
-        assert_eq!(SnSet::read(&mut ByteReader::new(&zero_base, false)), Err(WireError::BadSequenceNumber));
+        let set = SnSet::read(&mut ByteReader::new(&zero_base, false)).unwrap();
+        assert_eq!((set.base.0, set.num_bits, set.iter().count()), (0, 0, 0));
+        // bitmapBase 0 with bits, or a negative base, is still refused.
+        let mut zero_base_bits = [0u8; 16];
+        zero_base_bits[8..12].copy_from_slice(&1u32.to_be_bytes());
+        assert_eq!(SnSet::read(&mut ByteReader::new(&zero_base_bits, false)), Err(WireError::BadSequenceNumber));
+        let mut negative = [0u8; 12];
+        negative[..4].copy_from_slice(&(-1i32).to_be_bytes());
+        assert_eq!(SnSet::read(&mut ByteReader::new(&negative, false)), Err(WireError::BadSequenceNumber));
     }
 
     #[test]
