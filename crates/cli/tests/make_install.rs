@@ -243,7 +243,7 @@ fn venv_install_goes_into_the_venv_and_uninstall_takes_it_back() {
     let prefix = tmp.path().join("prefix");
     let system = system_dirs();
     let before = snapshot(&system);
-    let venv_before = snapshot(&[venv.clone()]);
+    let venv_before = snapshot(std::slice::from_ref(&venv));
 
     let install = make(&["install".into(), format!("PREFIX={}", prefix.display()), format!("PYTHON={}", vpython.display())]);
     print!("{}", stdout(&install));
@@ -264,7 +264,7 @@ fn venv_install_goes_into_the_venv_and_uninstall_takes_it_back() {
     make(&["uninstall".into(), format!("PREFIX={}", prefix.display()), format!("PYTHON={}", vpython.display())]);
     assert!(!prefix.exists(), "the prefix make install created is still there after uninstall");
     // The venv is as it was, apart from the times of the directories that gained and lost detpath.
-    let venv_after = snapshot(&[venv.clone()]);
+    let venv_after = snapshot(std::slice::from_ref(&venv));
     let before_paths: BTreeSet<_> = venv_before.keys().collect();
     let after_paths: BTreeSet<_> = venv_after.keys().collect();
     assert_eq!(before_paths, after_paths, "uninstall did not take the venv back to what it was");
