@@ -134,7 +134,7 @@ fn every_field_kind_round_trips_in_both_versions_and_byte_orders() {
 fn type_names_and_keys_come_from_the_declaration() {
     assert_eq!(Everything::TYPE_NAME, "test::Everything");
     assert_eq!(Point::TYPE_NAME, "Point");
-    assert!(!Everything::KEYED && Tag::KEYED);
+    const { assert!(!Everything::KEYED && Tag::KEYED) };
     assert_eq!(Everything::EXTENSIBILITY, Extensibility::Final);
     assert_eq!(Tag::EXTENSIBILITY, Extensibility::Appendable);
     // Appendable: a DHEADER then the u16 key, in the key form too.
