@@ -265,9 +265,88 @@ pub struct Machine {
     pub skipped_cpus: Vec<usize>,
 }
 
+/// The host a run measured on, recorded with its figures so a published
+/// number can name its machine (the same field names as the ping-pong
+/// results' `environment`, plus whether it is a VM and how loaded it was).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Environment {
+    /// `model name` of /proc/cpuinfo ("unknown" when unreadable).
+    pub cpu_model: String,
+    /// CPUs online when the run started.
+    pub cpus: usize,
+    /// Kernel release (`/proc/sys/kernel/osrelease`).
+    pub kernel: String,
+    /// True when /proc/cpuinfo has the `hypervisor` flag: a guest, whose
+    /// host may take its vCPUs (steal) and whose figures vary with the host.
+    pub virtualized: bool,
+    /// /proc/loadavg's 1, 5 and 15 minute load averages at the start: a
+    /// loaded machine's ratios are not an idle one's.
+    pub load_average: [f64; 3],
+    /// UTC, ISO 8601, when the run started.
+    pub date: String,
+    /// The detpath version that measured.
+    pub detpath_version: String,
+}
+
+impl Environment {
+    /// Reads this host now; never fails (what cannot be read is "unknown" or 0).
+    pub fn capture() -> Environment {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        Environment {
+            cpu_model: cpu_model_of(&cpuinfo).unwrap_or_else(|| "unknown".into()),
+            cpus: online_cpus(),
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_else(|_| "unknown".into()),
+            virtualized: has_hypervisor_flag(&cpuinfo),
+            load_average: load_average_of(&loadavg),
+            date: utc_iso8601(secs),
+            detpath_version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+}
+
+/// The first `model name` of a /proc/cpuinfo text.
+fn cpu_model_of(cpuinfo: &str) -> Option<String> {
+    cpuinfo.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().to_string()).filter(|v| !v.is_empty())
+}
+
+/// Whether the first CPU's `flags` line of a /proc/cpuinfo text has `hypervisor`.
+fn has_hypervisor_flag(cpuinfo: &str) -> bool {
+    cpuinfo.lines().find(|l| l.starts_with("flags")).and_then(|l| l.split_once(':')).is_some_and(|(_, v)| v.split_whitespace().any(|f| f == "hypervisor"))
+}
+
+/// The three load averages of a /proc/loadavg text (0 where unreadable).
+fn load_average_of(loadavg: &str) -> [f64; 3] {
+    let mut out = [0.0; 3];
+    for (slot, field) in out.iter_mut().zip(loadavg.split_whitespace()) {
+        *slot = field.parse().unwrap_or(0.0);
+    }
+    out
+}
+
+/// Seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ` (proleptic Gregorian,
+/// days to civil date as in Howard Hinnant's algorithm).
+fn utc_iso8601(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3_600, rem % 3_600 / 60, rem % 60)
+}
+
 /// The whole run.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
+    /// The host, its load and when: what a published figure names as its machine.
+    pub environment: Environment,
     /// Where it ran.
     pub machine: Machine,
     /// Every cell, in run order (per encapsulation, size and CPU count: the
@@ -707,6 +786,8 @@ pub fn run(o: &BenchOptions, progress: &mut dyn FnMut(&Cell)) -> Result<Report> 
     if let Some(r) = o.rules.iter().find(|r| **r > crate::maps::MAX_RULES) {
         return Err(Error::Config(format!("{r} rules: the program holds at most {}", crate::maps::MAX_RULES)));
     }
+    // Captured before the first cell: the load average then is the other load the cells share.
+    let environment = Environment::capture();
     let online = online_cpus();
     let (cpus, skipped): (Vec<usize>, Vec<usize>) = o.cpus.iter().partition(|c| **c >= 1 && **c <= online.min(crate::maps::MAX_CPUS as usize));
     let bed = Testbed::new(cpus.iter().copied().max().unwrap_or(1))?;
@@ -762,7 +843,7 @@ pub fn run(o: &BenchOptions, progress: &mut dyn FnMut(&Cell)) -> Result<Report> 
             }
             for &ncpu in &cpus {
                 if o.stop.load(Ordering::Relaxed) {
-                    return Ok(Report { machine: machine(skipped), cells });
+                    return Ok(Report { environment, machine: machine(skipped), cells });
                 }
                 // The programs take turns in rounds of slices of the cell's time,
                 // so a change in the machine's other load falls on all of them alike.
@@ -814,7 +895,15 @@ pub fn run(o: &BenchOptions, progress: &mut dyn FnMut(&Cell)) -> Result<Report> 
             }
         }
     }
-    Ok(Report { machine: machine(skipped), cells })
+    Ok(Report { environment, machine: machine(skipped), cells })
+}
+
+impl Report {
+    /// The run as one JSON document: `{"environment": {...}, "machine": {...},
+    /// "cells": [...]}` (what `--json` should print, so a saved file names its host).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({ "environment": self.environment, "machine": self.machine, "cells": self.cells })
+    }
 }
 
 /// The report as a table (one line per cell).
@@ -890,6 +979,20 @@ pub fn table(r: &Report) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_environment_record_reads_model_vm_flag_and_load_from_proc_texts() {
+        let cpuinfo = "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Processor\nflags\t\t: fpu vme hypervisor lahf_lm\n";
+        assert_eq!(cpu_model_of(cpuinfo).as_deref(), Some("Intel(R) Xeon(R) Processor"));
+        assert!(has_hypervisor_flag(cpuinfo));
+        assert!(!has_hypervisor_flag("flags\t\t: fpu vme hypervisorx\n"), "a flag is a whole word");
+        assert_eq!(load_average_of("0.52 1.10 2.00 1/123 4567\n"), [0.52, 1.10, 2.00]);
+        assert_eq!(load_average_of(""), [0.0; 3]);
+        assert_eq!(utc_iso8601(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc_iso8601(1_795_839_191), "2026-11-28T04:13:11Z");
+        let e = Environment::capture();
+        assert!(e.cpus >= 1 && !e.kernel.is_empty() && e.date.ends_with('Z'), "{e:?}");
+    }
+
     use super::*;
 
     #[test]
