@@ -43,7 +43,7 @@ fn probe(seq: u64, flags: u16) -> Vec<u8> {
 
 /// A UDP datagram from `src` to `dst` as a raw Ethernet frame from side `from` to side `to`.
 fn forged_frame(from: &Side, to: &Side, src: SocketAddrV4, dst: SocketAddrV4, payload: &[u8]) -> Vec<u8> {
-    let h = UdpFrameHeader { src_mac: MacAddr::parse(&from.mac).unwrap(), dst_mac: MacAddr::parse(&to.mac).unwrap(), src, dst, ip_id: 1, ttl: 64 };
+    let h = UdpFrameHeader { src_mac: MacAddr::parse(&from.mac).unwrap(), dst_mac: MacAddr::parse(&to.mac).unwrap(), src, dst, ip_id: 1, ttl: 64, tos: 0 };
     let mut frame = vec![0u8; 14 + 20 + 8 + payload.len()];
     let len = build_udp_frame(&mut frame, &h, payload).expect("frame fits");
     frame.truncate(len);

@@ -407,7 +407,7 @@ fn ip(src: &IpAddr, dst: &IpAddr, proto: u8, frag: Option<(bool, u16)>, mut inne
                 None => ipv4::FLAG_DF,
                 Some((more, off)) => (if more { ipv4::FLAG_MF } else { 0 }) | (off & ipv4::OFFSET_MASK),
             };
-            Ipv4Packet::new_unchecked(&mut head[..]).write_header((ipv4::HEADER_LEN + inner.len()) as u16, IP_IDENT, fo, IP_TTL, proto, *s, *d);
+            Ipv4Packet::new_unchecked(&mut head[..]).write_header(0, (ipv4::HEADER_LEN + inner.len()) as u16, IP_IDENT, fo, IP_TTL, proto, *s, *d);
             join(head, &inner)
         }
         _ => {

@@ -192,7 +192,7 @@ mod tests {
         let port = 7310;
         let (at_a, echo_a) = echo_on(&a, port, &stop);
         let (at_b, echo_b) = echo_on(&b, port, &stop);
-        let h = UdpFrameHeader { src_mac: MacAddr::parse(&a.mac).unwrap(), dst_mac: MacAddr::parse(&b.mac).unwrap(), src: at_a, dst: at_b, ip_id: 1, ttl: 64 };
+        let h = UdpFrameHeader { src_mac: MacAddr::parse(&a.mac).unwrap(), dst_mac: MacAddr::parse(&b.mac).unwrap(), src: at_a, dst: at_b, ip_id: 1, ttl: 64, tos: 0 };
         let mut frame = vec![0u8; 14 + 20 + 8 + 128];
         let len = build_udp_frame(&mut frame, &h, &probe(0)).expect("frame fits");
         let raw = a.run(|| detpath::sys::packet::PacketSocket::open(&a.iface)).unwrap().expect("AF_PACKET socket in side a");

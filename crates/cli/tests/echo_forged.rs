@@ -38,7 +38,7 @@ impl Drop for Server {
 /// A UDP datagram from `src` to `dst` as a raw Ethernet frame.
 fn forged_frame(src_mac: MacAddr, dst_mac: MacAddr, src: SocketAddrV4, dst: SocketAddrV4, payload: &[u8]) -> Vec<u8> {
     let mut frame = vec![0u8; 14 + 20 + 8 + payload.len()];
-    let h = UdpFrameHeader { src_mac, dst_mac, src, dst, ip_id: 1, ttl: 64 };
+    let h = UdpFrameHeader { src_mac, dst_mac, src, dst, ip_id: 1, ttl: 64, tos: 0 };
     let len = build_udp_frame(&mut frame, &h, payload).expect("frame fits");
     frame.truncate(len.max(60));
     frame.resize(len.max(60), 0);

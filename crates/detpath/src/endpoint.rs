@@ -295,6 +295,40 @@ impl Capabilities {
     }
 }
 
+/// What one datagram asks of the network and of the endpoint: the DSCP of
+/// its IPv4 header (RFC 2474: what routers, switches and the receiving
+/// host's classifier read; 0 = best effort) and, on an endpoint with a slot
+/// scheduler (`sched=slots&classes=...`), the traffic class whose slots it
+/// leaves in ([`Endpoint::class_named`] gives the number). `Mark::NONE` is
+/// an unmarked datagram: DSCP 0, the endpoint's default class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Mark {
+    /// Differentiated Services code point, 0..=63 (the IPv4 TOS byte's upper six bits).
+    pub dscp: u8,
+    /// The slot scheduler's class; `None`: the endpoint's default (`send_class=`).
+    pub class: Option<u16>,
+}
+
+impl Mark {
+    /// Unmarked: DSCP 0, the default class.
+    pub const NONE: Mark = Mark { dscp: 0, class: None };
+    /// The largest DSCP (six bits).
+    pub const MAX_DSCP: u8 = 63;
+
+    /// A mark with this DSCP and the default class; an error above 63.
+    pub fn dscp(dscp: u8) -> Result<Mark> {
+        if dscp > Self::MAX_DSCP {
+            return Err(Error::BadSpec { spec: format!("dscp={dscp}"), why: "a DSCP has six bits (0..=63)".into() });
+        }
+        Ok(Mark { dscp, class: None })
+    }
+
+    /// The IPv4 TOS byte this mark gives (DSCP << 2, ECN bits 0).
+    pub fn tos(self) -> u8 {
+        (self.dscp & Self::MAX_DSCP) << 2
+    }
+}
+
 /// A datagram endpoint on one datapath. The trait every datapath implements.
 ///
 /// Receive calls copy into caller-owned buffers; send calls copy out of the
@@ -309,8 +343,23 @@ pub trait Endpoint: Send {
     /// Counters so far (kernel-side counters are read when this is called).
     fn counters(&self) -> Counters;
 
-    /// Sends one datagram.
-    fn send_to(&mut self, payload: &[u8], peer: SocketAddrV4) -> Result<()>;
+    /// Sends one datagram, unmarked ([`Mark::NONE`]).
+    fn send_to(&mut self, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
+        self.send_marked(payload, peer, Mark::NONE)
+    }
+
+    /// Sends one datagram with its DSCP and traffic class ([`Mark`]). Every
+    /// datapath writes the DSCP into the IPv4 header it sends (the kernel's
+    /// for `udp`, its own for `afxdp` and `dpdk`); a class needs a slot
+    /// scheduler on the endpoint, and without one is refused.
+    fn send_marked(&mut self, payload: &[u8], peer: SocketAddrV4, mark: Mark) -> Result<()>;
+
+    /// The number of the traffic class named `name`, for [`Mark::class`]:
+    /// an error that names the classes there are, or that there is no
+    /// scheduler on the endpoint (the default).
+    fn class_named(&self, name: &str) -> Result<u16> {
+        Err(no_scheduler(self.capabilities().datapath, name))
+    }
 
     /// Receives one datagram into `buf`; `Ok(None)` when the mode's wait ended with nothing.
     fn recv(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<RxMeta>>;
@@ -373,6 +422,22 @@ pub trait FrameEndpoint: Send {
     fn send_frame(&mut self, payload: &[u8], dst: MacAddr, ethertype: u16) -> Result<()>;
     /// Receives one frame's payload into `buf`; `Ok(None)` when the mode's wait ended with nothing.
     fn recv_frame(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<FrameMeta>>;
+}
+
+/// The error for a traffic class asked of an endpoint without a slot scheduler.
+pub fn no_scheduler(datapath: &'static str, class: &str) -> Error {
+    Error::Unsupported {
+        datapath,
+        what: format!("traffic class `{class}` (no slot scheduler on this endpoint: add `sched=slots&classes=...` to its spec)"),
+    }
+}
+
+/// A class in a mark refused by an endpoint without a scheduler ([`Endpoint::send_marked`]).
+pub fn check_no_class(datapath: &'static str, mark: Mark) -> Result<()> {
+    match mark.class {
+        None => Ok(()),
+        Some(c) => Err(no_scheduler(datapath, &c.to_string())),
+    }
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: the one clock latency is measured with.

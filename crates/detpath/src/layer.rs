@@ -19,7 +19,7 @@
 //! [`WrappedFrames`]: a layer writes only the hooks it needs
 //! ([`EndpointHooks`], [`FrameHooks`]; every hook defaults to forwarding).
 
-use crate::endpoint::{Capabilities, Counters, Endpoint, FrameEndpoint, FrameMeta, MacAddr, RecvMode, RxBatch, RxMeta, TxDatagram};
+use crate::endpoint::{Capabilities, Counters, Endpoint, FrameEndpoint, FrameMeta, MacAddr, Mark, RecvMode, RxBatch, RxMeta, TxDatagram};
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -124,9 +124,9 @@ impl fmt::Debug for LayerUse {
 /// What a datagram layer changes; every hook forwards by default, so a
 /// layer writes only what it does differently. Used through [`Wrapped`].
 pub trait EndpointHooks: Send {
-    /// `send_to` through the layer.
-    fn send_to(&mut self, inner: &mut dyn Endpoint, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
-        inner.send_to(payload, peer)
+    /// A send through the layer (`send_to` is the unmarked one: [`Mark::NONE`]).
+    fn send(&mut self, inner: &mut dyn Endpoint, payload: &[u8], peer: SocketAddrV4, mark: Mark) -> Result<()> {
+        inner.send_marked(payload, peer, mark)
     }
     /// `recv` through the layer.
     fn recv(&mut self, inner: &mut dyn Endpoint, buf: &mut [u8], mode: RecvMode) -> Result<Option<RxMeta>> {
@@ -212,8 +212,11 @@ impl<H: EndpointHooks> Endpoint for Wrapped<H> {
     fn counters(&self) -> Counters {
         self.hooks.counters(self.inner.as_ref())
     }
-    fn send_to(&mut self, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
-        self.hooks.send_to(self.inner.as_mut(), payload, peer)
+    fn send_marked(&mut self, payload: &[u8], peer: SocketAddrV4, mark: Mark) -> Result<()> {
+        self.hooks.send(self.inner.as_mut(), payload, peer, mark)
+    }
+    fn class_named(&self, name: &str) -> Result<u16> {
+        self.inner.class_named(name)
     }
     fn recv(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<RxMeta>> {
         self.hooks.recv(self.inner.as_mut(), buf, mode)

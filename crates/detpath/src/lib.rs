@@ -35,7 +35,7 @@ pub use detpath_sys as sys;
 pub use datapath::Datapath;
 pub use detpath_sys::XdpMode;
 pub use endpoint::{
-    monotonic_ns, Capabilities, CounterField, Counters, Endpoint, FrameEndpoint, FrameMeta, MacAddr, RecvMode, RxBatch, RxMeta, RxStamp, TxDatagram,
+    monotonic_ns, Capabilities, CounterField, Counters, Endpoint, FrameEndpoint, FrameMeta, MacAddr, Mark, RecvMode, RxBatch, RxMeta, RxStamp, TxDatagram,
 };
 pub use error::{Error, Result, TxCause};
 pub use frame::FrameDatapath;

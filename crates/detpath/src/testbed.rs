@@ -331,6 +331,83 @@ impl Drop for Testbed {
     }
 }
 
+/// One IPv4 frame a [`WireTap`] saw: the header fields tests read off the
+/// wire (a datagram's DSCP, its fragments) and the start of its UDP payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TappedFrame {
+    /// IPv4 source and destination.
+    pub src: Ipv4Addr,
+    /// IPv4 destination.
+    pub dst: Ipv4Addr,
+    /// The type of service byte (DSCP << 2 | ECN).
+    pub tos: u8,
+    /// IPv4 identification (one per datagram, shared by its fragments).
+    pub ip_id: u16,
+    /// Fragment offset, bytes (0: a whole datagram or its first fragment).
+    pub frag_offset: usize,
+    /// More fragments follow.
+    pub more_frags: bool,
+    /// The UDP ports and the payload's first bytes, in a whole datagram or first fragment.
+    pub udp: Option<(u16, u16, Vec<u8>)>,
+}
+
+/// What one side's interface receives, read with an AF_PACKET socket in its
+/// namespace: the headers as they crossed the veth, whatever the sender
+/// (kernel, AF_XDP, DPDK) built. For tests that check what went on the wire.
+pub struct WireTap {
+    sock: detpath_sys::packet::PacketSocket,
+}
+
+impl WireTap {
+    /// Starts reading what `side`'s interface receives (open before sending).
+    pub fn open(side: &Side) -> Result<WireTap> {
+        let sock = side.run(|| detpath_sys::packet::PacketSocket::open(&side.iface))??;
+        Ok(WireTap { sock })
+    }
+
+    /// The IPv4 frames received within `wait` (until `done` says it has what
+    /// it needs, or the time is up); other frames (ARP, IPv6) are skipped.
+    /// `done` is called at least every millisecond, so it can drive the
+    /// sender (a scheduler's slots, parked datagrams) while the tap reads.
+    pub fn read(&self, wait: Duration, mut done: impl FnMut(&[TappedFrame]) -> bool) -> Result<Vec<TappedFrame>> {
+        let end = Instant::now() + wait;
+        let (mut out, mut buf) = (Vec::new(), vec![0u8; 65_536]);
+        while !done(&out) {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            let Some(n) = self.sock.recv(&mut buf, left.min(Duration::from_millis(1)))? else { continue };
+            if let Some(f) = tapped(&buf[..n]) {
+                out.push(f);
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn tapped(frame: &[u8]) -> Option<TappedFrame> {
+    use detpath_wire::{EthernetFrame, Ipv4Packet, UdpPacket};
+    let eth = EthernetFrame::new_checked(frame)?;
+    if eth.ethertype() != 0x0800 {
+        return None;
+    }
+    let ip = Ipv4Packet::new_checked(eth.payload())?;
+    let body = eth.payload().get(ip.header_len()..)?;
+    let udp = (ip.protocol() == 17 && ip.frag_offset() == 0)
+        .then(|| UdpPacket::new_checked(body).map(|u| (u.src_port(), u.dst_port(), body[8..body.len().min(8 + 64)].to_vec())))
+        .flatten();
+    Some(TappedFrame {
+        src: ip.src_addr(),
+        dst: ip.dst_addr(),
+        tos: ip.tos(),
+        ip_id: ip.ident(),
+        frag_offset: ip.frag_offset(),
+        more_frags: ip.more_frags(),
+        udp,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

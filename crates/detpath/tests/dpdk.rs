@@ -312,6 +312,7 @@ fn a_fresh_peer_gets_parked_datagrams_and_fragments_once_it_answers_arp() {
             dst: SocketAddrV4::new(a.addr, 7999),
             ip_id: 1,
             ttl: 64,
+            tos: 0,
         };
         let n = detpath_wire::build_udp_frame(&mut f, &h, b"stray").unwrap();
         f.truncate(n);

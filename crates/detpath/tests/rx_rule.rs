@@ -37,7 +37,7 @@ struct Odd {
 
 fn odd_frames(src_mac: MacAddr, dst_mac: MacAddr, dst: SocketAddrV4) -> (Vec<Odd>, Vec<u8>) {
     let src = SocketAddrV4::new(Ipv4Addr::new(10, 99, 0, 1), 4444);
-    let h = |dst: SocketAddrV4, id: u16| UdpFrameHeader { src_mac, dst_mac, src, dst, ip_id: id, ttl: 64 };
+    let h = |dst: SocketAddrV4, id: u16| UdpFrameHeader { src_mac, dst_mac, src, dst, ip_id: id, ttl: 64, tos: 0 };
     let built = |dst: SocketAddrV4, p: &[u8]| {
         let mut f = vec![0u8; 2048];
         let n = build_udp_frame(&mut f, &h(dst, 1), p).unwrap();

@@ -9,7 +9,7 @@
 //! cost is that one load: no lock, no allocation, no system call.
 
 use detpath::layer::{EndpointHooks, Wrapped};
-use detpath::{Capabilities, Counters, Endpoint, RecvMode, RxBatch, RxMeta, TxDatagram};
+use detpath::{Capabilities, Counters, Endpoint, Mark, RecvMode, RxBatch, RxMeta, TxDatagram};
 use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -115,8 +115,8 @@ impl WatchHooks {
 }
 
 impl EndpointHooks for WatchHooks {
-    fn send_to(&mut self, inner: &mut dyn Endpoint, payload: &[u8], peer: SocketAddrV4) -> detpath::Result<()> {
-        let r = inner.send_to(payload, peer);
+    fn send(&mut self, inner: &mut dyn Endpoint, payload: &[u8], peer: SocketAddrV4, mark: Mark) -> detpath::Result<()> {
+        let r = inner.send_marked(payload, peer, mark);
         self.answer_scrape(inner);
         r
     }

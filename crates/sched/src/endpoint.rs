@@ -12,7 +12,7 @@
 use crate::clock::{MonotonicSource, TickSource};
 use crate::config::{ConfigError, SchedConfig};
 use crate::sched::{PollSummary, Refusal, Release, Scheduled, Scheduler};
-use detpath::{monotonic_ns, Endpoint, RecvMode, RxMeta};
+use detpath::{monotonic_ns, Endpoint, Mark, RecvMode, RxMeta};
 use std::net::SocketAddrV4;
 
 /// A datapath endpoint that transmits through a slot scheduler.
@@ -46,6 +46,16 @@ impl<S: TickSource> SchedEndpoint<S> {
         self.sched.send_be(class, payload, peer)
     }
 
+    /// [`send_at`](Self::send_at) for a packet marked with `dscp`.
+    pub fn send_at_marked(&mut self, time_ns: u64, class: usize, payload: &[u8], peer: SocketAddrV4, dscp: u8) -> Result<Scheduled, Refusal> {
+        self.sched.send_at_marked(monotonic_ns(), time_ns, class, payload, peer, dscp)
+    }
+
+    /// [`send_be`](Self::send_be) for a packet marked with `dscp`.
+    pub fn send_be_marked(&mut self, class: usize, payload: &[u8], peer: SocketAddrV4, dscp: u8) -> Result<(), Refusal> {
+        self.sched.send_be_marked(class, payload, peer, dscp)
+    }
+
     /// Releases every slot due by `now` (CLOCK_MONOTONIC ns) through the endpoint.
     pub fn poll(&mut self, now: u64) -> PollSummary {
         self.poll_observed(now, |_, _| {})
@@ -56,7 +66,7 @@ impl<S: TickSource> SchedEndpoint<S> {
     pub fn poll_observed(&mut self, now: u64, mut observe: impl FnMut(&Release<'_>, bool)) -> PollSummary {
         let ep = &mut self.ep;
         self.sched.poll(now, monotonic_ns, |r| {
-            let ok = ep.send_to(r.payload, r.peer).is_ok();
+            let ok = ep.send_marked(r.payload, r.peer, Mark { dscp: r.dscp, class: None }).is_ok();
             observe(r, ok);
             ok
         })
@@ -69,7 +79,7 @@ impl<S: TickSource> SchedEndpoint<S> {
     pub fn poll_spin_observed(&mut self, now: u64, spin_ns: u64, mut observe: impl FnMut(&Release<'_>, bool)) -> PollSummary {
         let ep = &mut self.ep;
         self.sched.poll_spin(now, spin_ns, monotonic_ns, |r| {
-            let ok = ep.send_to(r.payload, r.peer).is_ok();
+            let ok = ep.send_marked(r.payload, r.peer, Mark { dscp: r.dscp, class: None }).is_ok();
             observe(r, ok);
             ok
         })

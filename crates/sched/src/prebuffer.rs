@@ -76,6 +76,8 @@ pub struct Pending {
     pub asked: Slot,
     /// Index of the packet's class.
     pub class: u8,
+    /// The DSCP it was marked with (0: unmarked).
+    pub dscp: u8,
 }
 
 impl Pending {
@@ -224,7 +226,7 @@ mod tests {
     use super::*;
 
     fn p(slot: Slot, seq: u64) -> Pending {
-        Pending { slot, seq, buf: 0, len: 0, peer: "127.0.0.1:1".parse().unwrap(), asked: slot, class: 0 }
+        Pending { slot, seq, buf: 0, len: 0, peer: "127.0.0.1:1".parse().unwrap(), asked: slot, class: 0, dscp: 0 }
     }
 
     #[test]

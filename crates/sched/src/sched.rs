@@ -109,6 +109,8 @@ pub struct Release<'a> {
     pub payload: &'a [u8],
     /// Destination.
     pub peer: SocketAddrV4,
+    /// The DSCP its sender marked it with (0: unmarked), written into its IPv4 header on release.
+    pub dscp: u8,
 }
 
 /// Per-class counters.
@@ -388,6 +390,12 @@ impl<S: TickSource> Scheduler<S> {
     /// the class has it, the class's mode decides: strict refuses, relaxed
     /// moves it to the class's next free slot.
     pub fn send_at(&mut self, now: u64, time_ns: u64, class: usize, payload: &[u8], peer: SocketAddrV4) -> Result<Scheduled, Refusal> {
+        self.send_at_marked(now, time_ns, class, payload, peer, 0)
+    }
+
+    /// [`send_at`](Self::send_at) for a packet marked with `dscp` (its
+    /// release carries it to the datapath, which writes it into the header).
+    pub fn send_at_marked(&mut self, now: u64, time_ns: u64, class: usize, payload: &[u8], peer: SocketAddrV4, dscp: u8) -> Result<Scheduled, Refusal> {
         let c = self.classes.get(class).ok_or(Refusal::UnknownClass { class })?;
         if c.kind != ClassKind::RealTime {
             return Err(Refusal::WrongKind { class, kind: c.kind });
@@ -430,7 +438,7 @@ impl<S: TickSource> Scheduler<S> {
         let c = &mut self.classes[class];
         let buf = c.pool.store(payload).ok_or(Refusal::PrebufferFull { capacity: c.capacity })?;
         self.seq += 1;
-        let p = Pending { slot: target, seq: self.seq, buf, len: payload.len() as u16, peer, asked, class: class as u8 };
+        let p = Pending { slot: target, seq: self.seq, buf, len: payload.len() as u16, peer, asked, class: class as u8, dscp };
         if w.place(target) == Placement::Ring {
             self.slots[self.ring.position(target) as usize] = Some(p);
         } else if c.edf.push(p).is_err() {
@@ -447,6 +455,11 @@ impl<S: TickSource> Scheduler<S> {
 
     /// Queues a best-effort packet in class `class`; it leaves in the class's next free slot.
     pub fn send_be(&mut self, class: usize, payload: &[u8], peer: SocketAddrV4) -> Result<(), Refusal> {
+        self.send_be_marked(class, payload, peer, 0)
+    }
+
+    /// [`send_be`](Self::send_be) for a packet marked with `dscp`.
+    pub fn send_be_marked(&mut self, class: usize, payload: &[u8], peer: SocketAddrV4, dscp: u8) -> Result<(), Refusal> {
         let c = self.classes.get_mut(class).ok_or(Refusal::UnknownClass { class })?;
         if c.kind != ClassKind::BestEffort {
             return Err(Refusal::WrongKind { class, kind: c.kind });
@@ -456,7 +469,7 @@ impl<S: TickSource> Scheduler<S> {
         }
         let buf = c.pool.store(payload).ok_or(Refusal::PrebufferFull { capacity: c.capacity })?;
         self.seq += 1;
-        let p = Pending { slot: 0, seq: self.seq, buf, len: payload.len() as u16, peer, asked: 0, class: class as u8 };
+        let p = Pending { slot: 0, seq: self.seq, buf, len: payload.len() as u16, peer, asked: 0, class: class as u8, dscp };
         if c.fifo.push(p).is_err() {
             c.pool.release(buf);
             return Err(Refusal::PrebufferFull { capacity: c.capacity });
@@ -590,6 +603,7 @@ impl<S: TickSource> Scheduler<S> {
                     release_ns: t,
                     payload: c.pool.get(p.buf, p.len),
                     peer: p.peer,
+                    dscp: p.dscp,
                 };
                 let ok = sink(&r);
                 Self::account(c, ok, t.saturating_sub(scheduled_ns));
@@ -613,6 +627,7 @@ impl<S: TickSource> Scheduler<S> {
                     release_ns: t,
                     payload: c.pool.get(p.buf, p.len),
                     peer: p.peer,
+                    dscp: p.dscp,
                 };
                 let ok = sink(&r);
                 Self::account(c, ok, t.saturating_sub(scheduled_ns));

@@ -21,7 +21,7 @@ use crate::config::{ClassKind, ConfigError, SchedConfig, SPEC_KEYS};
 use crate::endpoint::SchedEndpoint;
 use crate::sched::{Refusal, Scheduled, Scheduler};
 use detpath::layer::{Layer, LayerKeys, Prepared};
-use detpath::{monotonic_ns, Capabilities, Counters, Endpoint, EndpointSpec, Error, FrameEndpoint, RecvMode, RxBatch, RxMeta};
+use detpath::{monotonic_ns, Capabilities, Counters, Endpoint, EndpointSpec, Error, FrameEndpoint, Mark, RecvMode, RxBatch, RxMeta};
 use std::io;
 use std::net::SocketAddrV4;
 use std::time::Duration;
@@ -182,15 +182,24 @@ impl SlotsEndpoint {
         (0..s.class_count()).any(|i| s.held(i).unwrap_or(0) > 0)
     }
 
+    /// "the slot scheduler has no such class; its classes: a (rt), b (be)".
+    fn class_list(&self) -> String {
+        let s = self.inner.scheduler();
+        let names: Vec<String> = (0..s.class_count())
+            .map(|i| format!("{} ({})", s.class_name(i).unwrap_or("?"), if s.class_kind(i) == Some(ClassKind::RealTime) { "rt" } else { "be" }))
+            .collect();
+        format!("the slot scheduler has no such class; its classes: {}", names.join(", "))
+    }
+
     /// A real-time send class: its first free owned slot past the insertion lead.
-    fn send_rt_asap(&mut self, class: usize, payload: &[u8], peer: SocketAddrV4) -> Result<(), Refusal> {
+    fn send_rt_asap(&mut self, class: usize, payload: &[u8], peer: SocketAddrV4, dscp: u8) -> Result<(), Refusal> {
         let now = monotonic_ns();
         let s = self.inner.scheduler();
         let ring = s.ring().slots as u64;
         let mut slot = s.next_owned(class, s.current_slot(now) + s.lead_slots() as u64 + 1).ok_or(Refusal::UnknownClass { class })?;
         for _ in 0..ring {
             let t = self.inner.scheduler().slot_time(slot);
-            match self.inner.send_at(t, class, payload, peer) {
+            match self.inner.send_at_marked(t, class, payload, peer, dscp) {
                 Err(Refusal::SlotTaken { .. }) => slot = self.inner.scheduler().next_owned(class, slot + 1).unwrap_or(slot + 1),
                 other => return other.map(|_| ()),
             }
@@ -258,21 +267,34 @@ impl Endpoint for SlotsEndpoint {
         self.inner.endpoint().counters()
     }
 
-    fn send_to(&mut self, payload: &[u8], peer: SocketAddrV4) -> detpath::Result<()> {
-        let Some(class) = self.send_class else {
-            return Err(Error::Unsupported {
+    /// A marked datagram leaves in its mark's class (or `send_class=`'s),
+    /// with its DSCP written when its slot releases it.
+    fn send_marked(&mut self, payload: &[u8], peer: SocketAddrV4, mark: Mark) -> detpath::Result<()> {
+        let class = match mark.class {
+            Some(c) if (c as usize) < self.inner.scheduler().class_count() => c as usize,
+            Some(c) => {
+                return Err(Error::Unsupported { datapath: self.caps.datapath, what: format!("traffic class {c}: {}", self.class_list()) });
+            }
+            None => self.send_class.ok_or_else(|| Error::Unsupported {
                 datapath: self.caps.datapath,
                 what: "send_to through a slot scheduler without a best-effort class (add one to `classes=` or name one with `send_class=`)".into(),
-            });
+            })?,
         };
         let r = match self.inner.scheduler().class_kind(class) {
-            Some(ClassKind::RealTime) => self.send_rt_asap(class, payload, peer),
-            _ => self.inner.send_be(class, payload, peer),
+            Some(ClassKind::RealTime) => self.send_rt_asap(class, payload, peer, mark.dscp),
+            _ => self.inner.send_be_marked(class, payload, peer, mark.dscp),
         };
         r.map_err(|r| self.refusal(r))?;
         // A slot of the class may be due already.
         self.inner.poll(monotonic_ns());
         Ok(())
+    }
+
+    fn class_named(&self, name: &str) -> detpath::Result<u16> {
+        match self.inner.scheduler().class_index(name) {
+            Some(i) => Ok(i as u16),
+            None => Err(Error::Unsupported { datapath: self.caps.datapath, what: format!("traffic class `{name}`: {}", self.class_list()) }),
+        }
     }
 
     fn recv(&mut self, buf: &mut [u8], mode: RecvMode) -> detpath::Result<Option<RxMeta>> {

@@ -187,6 +187,8 @@ pub struct UdpFrameHeader {
     pub ip_id: u16,
     /// IPv4 time to live: routers the packet may cross (64 is the Linux default).
     pub ttl: u8,
+    /// IPv4 type of service byte: the DSCP << 2 (ECN bits 0); 0 = best effort.
+    pub tos: u8,
 }
 
 /// Writes header + payload into `buf` and returns the frame length, or `None`
@@ -213,6 +215,7 @@ const IP_MF: u16 = ipv4::FLAG_MF;
 fn write_eth_ipv4(buf: &mut [u8], h: &UdpFrameHeader, ip_len: u16, flags_offset: u16) {
     ethernet::write_header(buf, h.dst_mac, h.src_mac, ETHERTYPE_IPV4);
     Ipv4Packet::new_unchecked(&mut buf[ETH_HLEN..ETH_HLEN + IPV4_HLEN]).write_header(
+        h.tos,
         ip_len,
         h.ip_id,
         flags_offset,
@@ -304,6 +307,7 @@ mod tests {
             dst: "10.77.0.2:7001".parse().unwrap(),
             ip_id: 7,
             ttl: 64,
+            tos: 0,
         }
     }
 

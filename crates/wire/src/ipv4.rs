@@ -96,6 +96,14 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     pub fn ttl(&self) -> u8 {
         self.b()[field::TTL]
     }
+    /// The type of service byte (DSCP << 2 | ECN).
+    pub fn tos(&self) -> u8 {
+        self.b()[field::DSCP_ECN]
+    }
+    /// The Differentiated Services code point (the TOS byte's upper six bits).
+    pub fn dscp(&self) -> u8 {
+        self.tos() >> 2
+    }
     /// The payload's protocol.
     pub fn protocol(&self) -> u8 {
         self.b()[field::PROTOCOL]
@@ -119,11 +127,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         self.buffer.as_mut()
     }
     /// Writes a 20-byte header without options (checksum included) for a
-    /// packet of `total_len` bytes carrying `protocol`.
-    pub fn write_header(&mut self, total_len: u16, ident: u16, flags_offset: u16, ttl: u8, protocol: u8, src: Ipv4Addr, dst: Ipv4Addr) {
+    /// packet of `total_len` bytes carrying `protocol`, with type of service
+    /// `tos` (DSCP << 2 | ECN).
+    pub fn write_header(&mut self, tos: u8, total_len: u16, ident: u16, flags_offset: u16, ttl: u8, protocol: u8, src: Ipv4Addr, dst: Ipv4Addr) {
         let b = self.m();
         b[field::VER_IHL] = 0x45;
-        b[field::DSCP_ECN] = 0;
+        b[field::DSCP_ECN] = tos;
         set_be16(b, field::LENGTH, total_len);
         set_be16(b, field::IDENT, ident);
         set_be16(b, field::FLG_OFF, flags_offset);
@@ -152,11 +161,12 @@ mod tests {
     fn a_written_header_reads_back_and_checks() {
         let mut b = [0u8; 28];
         let (s, d) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
-        Ipv4Packet::new_unchecked(&mut b[..]).write_header(28, 7, FLAG_MF | 3, 64, PROTO_UDP, s, d);
+        Ipv4Packet::new_unchecked(&mut b[..]).write_header(0xb8, 28, 7, FLAG_MF | 3, 64, PROTO_UDP, s, d);
         let p = Ipv4Packet::new_checked(&b[..]).unwrap();
         assert_eq!((p.version(), p.header_len(), p.total_len(), p.ident()), (4, 20, 28, 7));
         assert_eq!((p.more_frags(), p.dont_frag(), p.frag_offset(), p.is_fragment()), (true, false, 24, true));
         assert_eq!((p.ttl(), p.protocol(), p.src_addr(), p.dst_addr()), (64, 17, s, d));
+        assert_eq!((p.tos(), p.dscp()), (0xb8, 46), "EF");
         assert!(p.verify_checksum());
         assert_eq!(checksum::internet(&b[..20]), 0);
         assert!(Ipv4Packet::new_checked(&b[..19]).is_none());

@@ -284,6 +284,7 @@ mod tests {
             dst: SocketAddrV4::new(B, 7412),
             ip_id: id,
             ttl: 64,
+            tos: 0,
         };
         (0..crate::udp_fragment_count(payload.len(), mtu))
             .map(|k| {
@@ -340,7 +341,8 @@ mod tests {
                     src: SocketAddrV4::new(A, 1),
                     dst: SocketAddrV4::new(B, 2),
                     ip_id: 0,
-                    ttl: 1
+                    ttl: 1,
+                    tos: 0
                 },
                 &data(3000),
                 1500,
@@ -427,6 +429,7 @@ mod tests {
             dst: SocketAddrV4::new(B, 2),
             ip_id: 0,
             ttl: 64,
+            tos: 0,
         };
         let n = build_udp_frame(&mut whole, &h, b"whole").unwrap();
         assert_eq!(parse_fragment(&whole[..n]), Err(FragError::NotAFragment));

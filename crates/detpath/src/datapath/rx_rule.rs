@@ -177,6 +177,7 @@ mod tests {
             dst: dst.parse().unwrap(),
             ip_id: 9,
             ttl: 64,
+            tos: 0,
         }
     }
 

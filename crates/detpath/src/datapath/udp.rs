@@ -15,7 +15,7 @@
 
 use crate::datapath::entry::Datapath;
 use crate::datapath::wait::{wait_readable, Step, Wait};
-use crate::endpoint::{monotonic_ns, Capabilities, Counters, Endpoint, RecvMode, RxBatch, RxMeta, RxStamp, TxDatagram};
+use crate::endpoint::{check_no_class, monotonic_ns, Capabilities, Counters, Endpoint, Mark, RecvMode, RxBatch, RxMeta, RxStamp, TxDatagram};
 use crate::error::{last_os_error, Error, Result};
 use crate::spec::EndpointSpec;
 use detpath_sys::NetDev;
@@ -394,10 +394,14 @@ impl UdpEndpoint {
 
 /// Sends one datagram on a kernel UDP socket, counting it; a full send
 /// buffer is retried (the kernel drains it shortly). Shared with xdppoll,
-/// whose transmit side is a UDP socket too.
-pub(crate) fn send_datagram(sock: &UdpSocket, payload: &[u8], peer: SocketAddrV4, counters: &mut Counters) -> Result<()> {
+/// whose transmit side is a UDP socket too. `tos` is the IPv4 TOS byte (a
+/// DSCP << 2): 0 sends as the socket does; any other value goes as an `IP_TOS` control message of
+/// this one `sendmsg` (the kernel writes it into this datagram's header
+/// only: no socket option to set and reset between two writers' datagrams).
+pub(crate) fn send_datagram(sock: &UdpSocket, payload: &[u8], peer: SocketAddrV4, tos: u8, counters: &mut Counters) -> Result<()> {
     loop {
-        match sock.send_to(payload, peer) {
+        let sent = if tos == 0 { sock.send_to(payload, peer) } else { sendmsg_tos(sock.as_raw_fd(), payload, peer, tos) };
+        match sent {
             Ok(_) => {
                 counters.tx_packets += 1;
                 counters.tx_bytes += payload.len() as u64;
@@ -414,6 +418,43 @@ pub(crate) fn send_datagram(sock: &UdpSocket, payload: &[u8], peer: SocketAddrV4
                 return Err(e);
             }
         }
+    }
+}
+
+/// One `sendmsg` of `payload` to `peer` with an `IP_TOS` control message.
+fn sendmsg_tos(fd: std::os::fd::RawFd, payload: &[u8], peer: SocketAddrV4, tos: u8) -> std::io::Result<usize> {
+    let mut addr = sockaddr_in(peer);
+    let mut iov = libc::iovec { iov_base: payload.as_ptr() as *mut libc::c_void, iov_len: payload.len() };
+    // Room for one cmsghdr carrying an int, aligned as the kernel reads it.
+    #[repr(C, align(8))]
+    struct Control([u8; 32]);
+    let mut control = Control([0; 32]);
+    // SAFETY: CMSG_SPACE is a pure size computation.
+    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) } as usize;
+    debug_assert!(space <= control.0.len());
+    // SAFETY: msghdr is plain data; zero is valid.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = (&mut addr as *mut libc::sockaddr_in).cast();
+    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as u32;
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.0.as_mut_ptr().cast();
+    msg.msg_controllen = space;
+    // SAFETY: msg points at `control`, which has room for one header and an
+    // int (checked above); CMSG_FIRSTHDR/CMSG_DATA stay inside it.
+    unsafe {
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::IPPROTO_IP;
+        (*c).cmsg_type = libc::IP_TOS;
+        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>(), tos as libc::c_int);
+    }
+    // SAFETY: every pointer in msg refers to a live local of this function.
+    let r = unsafe { libc::sendmsg(fd, &msg, 0) };
+    if r < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
     }
 }
 
@@ -489,8 +530,9 @@ impl Endpoint for UdpEndpoint {
         }
     }
 
-    fn send_to(&mut self, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
-        send_datagram(&self.sock, payload, peer, &mut self.counters)
+    fn send_marked(&mut self, payload: &[u8], peer: SocketAddrV4, mark: Mark) -> Result<()> {
+        check_no_class(self.caps.datapath, mark)?;
+        send_datagram(&self.sock, payload, peer, mark.tos(), &mut self.counters)
     }
 
     fn recv(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<RxMeta>> {

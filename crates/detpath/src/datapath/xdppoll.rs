@@ -262,8 +262,9 @@ impl Endpoint for XdpPollEndpoint {
         self.feed.counters(self.counters)
     }
 
-    fn send_to(&mut self, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
-        crate::datapath::udp::send_datagram(&self.tx, payload, peer, &mut self.counters)
+    fn send_marked(&mut self, payload: &[u8], peer: SocketAddrV4, mark: crate::Mark) -> Result<()> {
+        crate::endpoint::check_no_class(self.caps.datapath, mark)?;
+        crate::datapath::udp::send_datagram(&self.tx, payload, peer, mark.tos(), &mut self.counters)
     }
 
     fn recv(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<RxMeta>> {

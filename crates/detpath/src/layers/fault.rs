@@ -28,7 +28,7 @@
 //!   unchanged: a server that is slow to handle it.
 //! - Every other key is the datapath's (or another layer's).
 
-use crate::endpoint::{monotonic_ns, Endpoint, FrameEndpoint, RecvMode, RxMeta, TxDatagram};
+use crate::endpoint::{monotonic_ns, Endpoint, FrameEndpoint, Mark, RecvMode, RxMeta, TxDatagram};
 use crate::error::{Error, Result};
 use crate::layer::{EndpointHooks, Layer, LayerKeys, Prepared, Wrapped};
 use std::collections::{BTreeMap, BTreeSet};
@@ -151,7 +151,7 @@ pub struct FaultHooks {
     sends: u64,
     receives: u64,
     /// Delayed datagrams: (due time, payload, peer).
-    held: Vec<(u64, Vec<u8>, SocketAddrV4)>,
+    held: Vec<(u64, Vec<u8>, SocketAddrV4, Mark)>,
     injected: Injected,
 }
 
@@ -196,8 +196,8 @@ impl FaultHooks {
         let mut i = 0;
         while i < self.held.len() {
             if self.held[i].0 <= now {
-                let (_, payload, peer) = self.held.swap_remove(i);
-                match inner.send_to(&payload, peer) {
+                let (_, payload, peer, mark) = self.held.swap_remove(i);
+                match inner.send_marked(&payload, peer, mark) {
                     Ok(()) => {}
                     Err(e) if e.is_per_datagram() => self.injected.delayed_not_sent += 1,
                     Err(e) => return Err(e),
@@ -211,7 +211,7 @@ impl FaultHooks {
 }
 
 impl EndpointHooks for FaultHooks {
-    fn send_to(&mut self, inner: &mut dyn Endpoint, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
+    fn send(&mut self, inner: &mut dyn Endpoint, payload: &[u8], peer: SocketAddrV4, mark: Mark) -> Result<()> {
         self.release_due(inner)?;
         let n = self.sends;
         self.sends += 1;
@@ -232,13 +232,13 @@ impl EndpointHooks for FaultHooks {
             self.injected.corrupted += 1;
         }
         if let Some(&ns) = self.plan.delay.get(&n) {
-            self.held.push((monotonic_ns() + ns, payload.to_vec(), peer));
+            self.held.push((monotonic_ns() + ns, payload.to_vec(), peer, mark));
             self.injected.delayed += 1;
             return Ok(());
         }
-        inner.send_to(payload, peer)?;
+        inner.send_marked(payload, peer, mark)?;
         if self.plan.duplicate.contains(&n) {
-            inner.send_to(payload, peer)?;
+            inner.send_marked(payload, peer, mark)?;
             self.injected.duplicated += 1;
         }
         Ok(())
@@ -247,7 +247,7 @@ impl EndpointHooks for FaultHooks {
     /// One datagram at a time, so each has its send index.
     fn send_batch(&mut self, inner: &mut dyn Endpoint, batch: &[TxDatagram<'_>]) -> Result<usize> {
         for (i, d) in batch.iter().enumerate() {
-            if let Err(e) = self.send_to(inner, d.payload, d.peer) {
+            if let Err(e) = self.send(inner, d.payload, d.peer, Mark::NONE) {
                 return if i == 0 { Err(e) } else { Ok(i) };
             }
         }

@@ -19,7 +19,7 @@
 //! buffer and flushed when the endpoint is dropped; a write error stops the
 //! capture (said once on stderr), never the endpoint.
 
-use crate::endpoint::{monotonic_ns, Endpoint, FrameEndpoint, FrameMeta, MacAddr, RecvMode, RxBatch, RxMeta, TxDatagram};
+use crate::endpoint::{monotonic_ns, Endpoint, FrameEndpoint, FrameMeta, MacAddr, Mark, RecvMode, RxBatch, RxMeta, TxDatagram};
 use crate::error::{Error, Result};
 use crate::layer::{EndpointHooks, FrameHooks, Layer, LayerKeys, Prepared, Wrapped, WrappedFrames};
 use detpath_wire::{build_udp_frame, UdpFrameHeader};
@@ -128,10 +128,11 @@ impl Capture {
         }
     }
 
-    /// Records the Ethernet/IPv4/UDP frame of one datagram.
-    fn datagram(&mut self, mono_ns: u64, src: SocketAddrV4, dst: SocketAddrV4, outgoing: bool, payload: &[u8]) {
+    /// Records the Ethernet/IPv4/UDP frame of one datagram (`tos`: the
+    /// type of service its mark gave it; received ones are not read back: 0).
+    fn datagram(&mut self, mono_ns: u64, src: SocketAddrV4, dst: SocketAddrV4, outgoing: bool, payload: &[u8], tos: u8) {
         let (src_mac, dst_mac) = if outgoing { (self.local_mac, MacAddr([0; 6])) } else { (MacAddr([0; 6]), self.local_mac) };
-        let h = UdpFrameHeader { src_mac, dst_mac, src, dst, ip_id: 0, ttl: 64 };
+        let h = UdpFrameHeader { src_mac, dst_mac, src, dst, ip_id: 0, ttl: 64, tos };
         if self.buf.len() < SNAPLEN + 64 {
             self.buf.resize(SNAPLEN + 64, 0);
         }
@@ -177,16 +178,16 @@ impl Prepared for Capture {
 }
 
 impl EndpointHooks for Capture {
-    fn send_to(&mut self, inner: &mut dyn Endpoint, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
+    fn send(&mut self, inner: &mut dyn Endpoint, payload: &[u8], peer: SocketAddrV4, mark: Mark) -> Result<()> {
         let at = monotonic_ns();
-        inner.send_to(payload, peer)?;
-        self.datagram(at, inner.local_addr(), peer, true, payload);
+        inner.send_marked(payload, peer, mark)?;
+        self.datagram(at, inner.local_addr(), peer, true, payload, mark.tos());
         Ok(())
     }
     fn recv(&mut self, inner: &mut dyn Endpoint, buf: &mut [u8], mode: RecvMode) -> Result<Option<RxMeta>> {
         let got = inner.recv(buf, mode)?;
         if let Some(m) = &got {
-            self.datagram(m.rx_ns, m.peer, inner.local_addr(), false, &buf[..m.len]);
+            self.datagram(m.rx_ns, m.peer, inner.local_addr(), false, &buf[..m.len], 0);
         }
         Ok(got)
     }
@@ -195,7 +196,7 @@ impl EndpointHooks for Capture {
         let n = inner.send_batch(batch)?;
         let local = inner.local_addr();
         for d in &batch[..n] {
-            self.datagram(at, local, d.peer, true, d.payload);
+            self.datagram(at, local, d.peer, true, d.payload, 0);
         }
         Ok(n)
     }
@@ -203,7 +204,7 @@ impl EndpointHooks for Capture {
         let n = inner.recv_batch(batch, mode)?;
         let local = inner.local_addr();
         for (m, payload) in batch.iter() {
-            self.datagram(m.rx_ns, m.peer, local, false, payload);
+            self.datagram(m.rx_ns, m.peer, local, false, payload, 0);
         }
         Ok(n)
     }

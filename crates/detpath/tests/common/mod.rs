@@ -76,7 +76,7 @@ const fn ip(at: usize) -> usize {
 
 /// Builds the frame set from side a (`src`) to `dst` on side b.
 pub fn frame_set(tb: &Testbed, src: SocketAddrV4, dst: SocketAddrV4) -> FrameSet {
-    let h = UdpFrameHeader { src_mac: MacAddr::parse(&tb.a().mac).unwrap(), dst_mac: MacAddr::parse(&tb.b().mac).unwrap(), src, dst, ip_id: 1, ttl: 64 };
+    let h = UdpFrameHeader { src_mac: MacAddr::parse(&tb.a().mac).unwrap(), dst_mac: MacAddr::parse(&tb.b().mac).unwrap(), src, dst, ip_id: 1, ttl: 64, tos: 0 };
     let good = |p: &[u8]| {
         let mut f = vec![0u8; 2048];
         let n = build_udp_frame(&mut f, &h, p).unwrap();

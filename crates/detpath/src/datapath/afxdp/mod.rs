@@ -66,7 +66,7 @@ use crate::datapath::entry::{Datapath, FrameDatapath};
 use crate::datapath::filter::{self, FilterStats};
 use crate::datapath::rx_rule::{self, UdpRule, Verdict};
 use crate::datapath::wait::{wait_readable, Step, Wait};
-use crate::endpoint::{monotonic_ns, Capabilities, Counters, Endpoint, RecvMode, RxBatch, RxMeta, TxDatagram};
+use crate::endpoint::{check_no_class, monotonic_ns, Capabilities, Counters, Endpoint, Mark, RecvMode, RxBatch, RxMeta, TxDatagram};
 use crate::error::{last_os_error, Error, Result};
 use crate::frame::{FrameEndpoint, FrameMeta};
 use crate::spec::EndpointSpec;
@@ -371,7 +371,8 @@ impl AfxdpEndpoint {
 
     /// Builds one UDP frame into a free TX frame and writes its descriptor at
     /// ring position `i`, or parks it while its destination resolves.
-    fn build(&mut self, i: u32, payload: &[u8], peer: SocketAddrV4) -> Result<Built> {
+    /// `tos`: the IPv4 type of service byte ([`crate::Mark::tos`]).
+    fn build(&mut self, i: u32, payload: &[u8], peer: SocketAddrV4, tos: u8) -> Result<Built> {
         if payload.len() > self.caps.max_payload {
             self.counters.tx_errors += 1;
             return Err(Error::PayloadTooLarge { iface: self.feed.iface().to_string(), len: payload.len(), max: self.caps.max_payload });
@@ -383,7 +384,7 @@ impl AfxdpEndpoint {
         }
         let addr = self.take_tx_frame()?;
         self.ip_id = self.ip_id.wrapping_add(1);
-        let h = UdpFrameHeader { src_mac: self.src_mac, dst_mac: dst_mac.unwrap_or_default(), src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64 };
+        let h = UdpFrameHeader { src_mac: self.src_mac, dst_mac: dst_mac.unwrap_or_default(), src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64, tos };
         let Some(len) = build_udp_frame(self.umem.frame_mut(addr), &h, payload) else {
             self.tx_free.push(addr);
             self.counters.tx_errors += 1;
@@ -442,7 +443,7 @@ impl AfxdpEndpoint {
 
     /// Sends a datagram above one frame as IPv4 fragments (all with one IP
     /// id, submitted as TX slots come free).
-    fn send_fragmented(&mut self, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
+    fn send_fragmented(&mut self, payload: &[u8], peer: SocketAddrV4, tos: u8) -> Result<()> {
         if payload.len() > self.caps.max_datagram {
             return Err(Error::PayloadTooLarge { iface: self.feed.iface().to_string(), len: payload.len(), max: self.caps.max_datagram });
         }
@@ -450,7 +451,7 @@ impl AfxdpEndpoint {
         let frags = detpath_wire::udp_fragment_count(payload.len(), mtu);
         let dst_mac = self.dst_mac(*peer.ip())?;
         self.ip_id = self.ip_id.wrapping_add(1);
-        let h = UdpFrameHeader { src_mac: self.src_mac, dst_mac: dst_mac.unwrap_or_default(), src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64 };
+        let h = UdpFrameHeader { src_mac: self.src_mac, dst_mac: dst_mac.unwrap_or_default(), src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64, tos };
         if dst_mac.is_none() {
             return self.park_fragments(&h, payload, mtu, frags);
         }
@@ -676,13 +677,14 @@ impl Endpoint for AfxdpEndpoint {
         }
     }
 
-    fn send_to(&mut self, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
+    fn send_marked(&mut self, payload: &[u8], peer: SocketAddrV4, mark: Mark) -> Result<()> {
+        check_no_class(self.caps.datapath, mark)?;
         if payload.len() > self.caps.max_payload {
-            return self.send_fragmented(payload, peer);
+            return self.send_fragmented(payload, peer, mark.tos());
         }
         self.service_parked();
         self.tx_reserve(1)?;
-        if self.build(0, payload, peer)? == Built::OnRing {
+        if self.build(0, payload, peer, mark.tos())? == Built::OnRing {
             self.tx.submit(1);
             self.kick_tx();
         }
@@ -708,7 +710,7 @@ impl Endpoint for AfxdpEndpoint {
                     large = Some(d);
                     break;
                 }
-                match self.build(built, d.payload, d.peer) {
+                match self.build(built, d.payload, d.peer, 0) {
                     Ok(Built::OnRing) => built += 1,
                     Ok(Built::Parked) => parked += 1,
                     Err(e) => {
@@ -722,7 +724,7 @@ impl Endpoint for AfxdpEndpoint {
             sent += built as usize + parked;
             if let Some(d) = large.filter(|_| err.is_none()) {
                 // A datagram above one frame, after those before it.
-                match self.send_fragmented(d.payload, d.peer) {
+                match self.send_fragmented(d.payload, d.peer, 0) {
                     Ok(()) => sent += 1,
                     Err(e) => err = Some(e),
                 }

@@ -26,7 +26,7 @@ use super::{Config, DpdkError, Vdev};
 use crate::datapath::defrag::Defrag;
 use crate::datapath::rx_rule::{self, UdpRule, Verdict};
 use crate::datapath::wait::{Step, Wait};
-use crate::endpoint::{monotonic_ns, Capabilities, Counters, Endpoint, RecvMode, RxBatch, RxMeta, RxStamp, TxDatagram};
+use crate::endpoint::{monotonic_ns, Capabilities, Counters, Endpoint, Mark, RecvMode, RxBatch, RxMeta, RxStamp, TxDatagram};
 use crate::error::{Error, Result};
 use crate::frame::{FrameEndpoint, FrameMeta};
 use crate::spec::EndpointSpec;
@@ -540,8 +540,9 @@ impl DpdkEndpoint {
         Ok(())
     }
 
-    /// Builds a datagram into tx_buf[i] (already allocated).
-    fn build(&mut self, i: usize, payload: &[u8], peer: SocketAddrV4, dst_mac: MacAddr) -> bool {
+    /// Builds a datagram into tx_buf[i] (already allocated), with the IPv4
+    /// type of service byte `tos` ([`crate::Mark::tos`]).
+    fn build(&mut self, i: usize, payload: &[u8], peer: SocketAddrV4, dst_mac: MacAddr, tos: u8) -> bool {
         let len = (HEADERS_LEN + payload.len()).max(MIN_FRAME);
         // SAFETY: tx_buf[i] is a fresh mbuf; set_len checks the room.
         let data = unsafe { sys::detpath_dpdk_mbuf_set_len(self.tx_buf[i], len as u16) };
@@ -551,7 +552,7 @@ impl DpdkEndpoint {
         // SAFETY: data points to `len` writable bytes of the mbuf.
         let buf = unsafe { std::slice::from_raw_parts_mut(data, len) };
         self.ip_id = self.ip_id.wrapping_add(1);
-        let h = UdpFrameHeader { src_mac: self.mac, dst_mac, src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64 };
+        let h = UdpFrameHeader { src_mac: self.mac, dst_mac, src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64, tos };
         match build_udp_frame(buf, &h, payload) {
             Some(n) => {
                 buf[n..].fill(0);
@@ -563,7 +564,7 @@ impl DpdkEndpoint {
 
     /// Sends a datagram above one frame as IPv4 fragments (one IP id), a
     /// burst of mbufs at a time.
-    fn send_fragmented(&mut self, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
+    fn send_fragmented(&mut self, payload: &[u8], peer: SocketAddrV4, tos: u8) -> Result<()> {
         self.poll_before_send();
         if payload.len() > self.caps.max_datagram {
             return Err(Error::PayloadTooLarge { iface: self.device.clone(), len: payload.len(), max: self.caps.max_datagram });
@@ -583,7 +584,7 @@ impl DpdkEndpoint {
             });
         }
         self.ip_id = self.ip_id.wrapping_add(1);
-        let h = UdpFrameHeader { src_mac: self.mac, dst_mac: dst_mac.unwrap_or_default(), src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64 };
+        let h = UdpFrameHeader { src_mac: self.mac, dst_mac: dst_mac.unwrap_or_default(), src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64, tos };
         let mut k = 0;
         while k < frags {
             let n = (frags - k).min(self.tx_buf.len());
@@ -739,15 +740,16 @@ impl Endpoint for DpdkEndpoint {
         c
     }
 
-    fn send_to(&mut self, payload: &[u8], peer: SocketAddrV4) -> Result<()> {
+    fn send_marked(&mut self, payload: &[u8], peer: SocketAddrV4, mark: Mark) -> Result<()> {
+        crate::endpoint::check_no_class(self.caps.datapath, mark)?;
         if payload.len() > self.max_payload && self.caps.max_datagram > self.max_payload {
-            return self.send_fragmented(payload, peer);
+            return self.send_fragmented(payload, peer, mark.tos());
         }
         self.poll_before_send();
         self.check_len(payload.len())?;
         let mac = self.lookup(*peer.ip())?;
         self.alloc(1)?;
-        if !self.build(0, payload, peer, mac.unwrap_or_default()) {
+        if !self.build(0, payload, peer, mac.unwrap_or_default(), mark.tos()) {
             self.free(self.tx_buf[0]);
             self.counters.tx_errors += 1;
             return Err(Error::PayloadTooLarge { iface: self.device.clone(), len: payload.len(), max: self.max_payload });
@@ -809,7 +811,7 @@ impl Endpoint for DpdkEndpoint {
                     return if done == 0 { Err(e) } else { Ok(done) };
                 }
                 for (i, d) in chunk[..n].iter().enumerate() {
-                    if !self.build(i, d.payload, d.peer, self.tx_macs[i]) {
+                    if !self.build(i, d.payload, d.peer, self.tx_macs[i], 0) {
                         // Cannot happen after check_len; keep the mbufs consistent anyway.
                         // SAFETY: tx_buf[..n] are ours and unsent.
                         unsafe { sys::detpath_dpdk_mbuf_free_bulk(self.tx_buf.as_mut_ptr(), n as u32) };
