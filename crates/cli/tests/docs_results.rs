@@ -219,6 +219,14 @@ fn every_cited_figure_is_in_its_file_with_the_machine_the_file_recorded() {
 }
 
 #[test]
+fn the_results_tables_are_what_their_files_give() {
+    // docs/gen_results.py writes every marked table from its files; --check says whether a page
+    // differs (a number edited by hand, or a file changed after its page was written).
+    let out = std::process::Command::new("python3").arg(repo().join("docs/gen_results.py")).arg("--check").output().expect("python3 (installed by the Makefile)");
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
 fn the_results_pages_and_readme_cite_their_figures() {
     // The results pages and the README's one table are citation tables (a
     // figure table without sources there would escape the check above).

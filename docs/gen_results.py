@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""Writes the results tables of README.md and docs/book/results/*.md from the files under
+docs/results, so no published figure is typed by hand.
+
+A page marks each generated table; the prose around it is the page's own:
+
+    <!-- results-table: KIND FILE [FILE...] [only=WORD,WORD] -->
+    ...rows written here...
+    <!-- end results-table -->
+
+KIND says which figures to read (see TABLES below); every row names its file and the CPU model
+that file recorded (its `Environment:` line, the `environment` object of its JSON, or of the
+JSON of the same run beside a .txt; "not recorded" when there is none).
+crates/cli/tests/docs_results.rs runs `gen_results.py --check` (exit 1 when a page differs from
+what its files give) and checks every figure against its file.
+
+Usage: gen_results.py [--check]
+"""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "docs" / "results"
+PAGES = [ROOT / "README.md"] + sorted((ROOT / "docs" / "book" / "results").glob("*.md"))
+
+
+def machine(name):
+    """The CPU model the file recorded, or "not recorded"."""
+    path = RESULTS / name
+    m = re.search(r"^Environment: .*?, CPU (.*?) \(\d+ CPUs\)", path.read_text(), re.M)
+    if m:
+        return m.group(1)
+    js = path if path.suffix == ".json" else path.with_suffix(".json")
+    if js.exists():
+        def find(o):
+            if isinstance(o, dict):
+                env = o.get("environment")
+                if isinstance(env, dict) and env.get("cpu_model"):
+                    return env["cpu_model"]
+                return next((r for r in map(find, o.values()) if r), None)
+            if isinstance(o, list):
+                return next((r for r in map(find, o[:3]) if r), None)
+            return None
+        found = find(json.loads(js.read_text()))
+        if found:
+            return found
+    return "not recorded"
+
+
+def src(name):
+    return f"{machine(name)} | `docs/results/{name}`"
+
+
+def section(lines, title):
+    """The lines of a bench table section, from its title to the first blank line (header skipped)."""
+    i = next(k for k, l in enumerate(lines) if l.startswith(title))
+    out = []
+    for l in lines[i + 3:]:
+        if not l.strip():
+            break
+        out.append(l)
+    return out
+
+
+def per_run(name, only=None):
+    """`detpath bench` table.txt: samples, median, p99, p99.99, max per run."""
+    rows = []
+    for l in section((RESULTS / name).read_text().splitlines(), "Latency per run"):
+        label = re.match(r"(\S+ (?:D|D&S|T&S|T))\s", l).group(1)
+        c = l[len(label):].split()
+        if only and not any(label.split()[0] == w or label.endswith(" " + w) for w in only):
+            continue
+        rows.append([label, c[0], c[3], c[4], c[6], c[-3]])
+    return ["run", "samples", "median µs", "p99 µs", "p99.99 µs", "max µs"], rows
+
+
+def per_run_short(name, only=None):
+    head, rows = per_run(name, only)
+    return [head[0]] + head[2:], [[r[0]] + r[2:] for r in rows]
+
+
+def tails(name, only=None):
+    """The tail line of each run: slow rounds, threshold, first three causes, unexplained."""
+    rows = []
+    for l in (RESULTS / name).read_text().splitlines():
+        m = re.match(r"\s+(.*?) \((D|D&S|T&S)\): of (\d+) rounds above (\S+) µs: (.*?)(?:; tracing|$)", l)
+        if m:
+            causes = m.group(5)
+            un = re.search(r"(\d+) unexplained", causes)
+            rows.append([f"{m.group(1)} {m.group(2)}", m.group(3), m.group(4), ", ".join(causes.split(", ")[:3]), un.group(1) if un else "0"])
+    return ["run", "slow rounds", "threshold µs", "main causes", "unexplained"], rows
+
+
+def rate_sweep(name, only=None):
+    """One datapath at several rates: median, p99, p99.99, max, rounds lost."""
+    lines = (RESULTS / name).read_text().splitlines()
+    figs = []
+    for l in lines[3:]:
+        if not l.strip():
+            break
+        m = re.match(r"(.*?) (\d+ Mbit/s)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)", l)
+        figs.append([f"{m.group(1).strip()} {m.group(2)}", m.group(3), m.group(4), m.group(5), m.group(6)])
+    lost = [l.split()[3] for l in section(lines, "Loss, server")]
+    return ["datapath and rate", "median µs", "p99 µs", "p99.99 µs", "max µs", "rounds lost"], [f + [lo] for f, lo in zip(figs, lost)]
+
+
+def pubsub_samples(name, only=None):
+    """`pubsub bench --samples` table.txt: p50, p99, p99.99, max, PDV p99, lost (medians of repeats)."""
+    rows = []
+    for l in (RESULTS / name).read_text().splitlines()[1:]:
+        if "latency 32B" not in l:
+            continue
+        pre, post = l.split("latency 32B 1kHz")
+        v = re.findall(r"(\d+(?:\.\d+)?|n/a)(?: \[[^\]]*\])?", post)
+        rows.append([pre.split()[2], v[1], v[2], v[3], v[4], v[5], v[6]])
+    return ["datapath", "p50 µs", "p99 µs", "p99.99 µs", "max µs", "PDV p99 µs", "lost"], rows
+
+
+def wait_sweep(name, only=None):
+    rows = []
+    for l in (RESULTS / name).read_text().splitlines()[1:]:
+        if "latency 32B" not in l:
+            continue
+        pre, post = l.split("latency 32B 1kHz")
+        v = re.findall(r"(\d+(?:\.\d+)?|n/a)(?: \[[^\]]*\])?", post)
+        rows.append([pre.split()[-1], v[1], v[2], v[3], v[8]])
+    return ["wait", "p50 µs", "p99 µs", "p99.99 µs", "cpu % of a core"], rows
+
+
+def pubsub_matrix(name, only=None):
+    """D / D&S / T&S latency rows beside ddsperf. ddsperf's p99 is its worst one-second p99:
+    a column of its own, never set under detpath's exact p99."""
+    rows = []
+    for l in (RESULTS / name).read_text().splitlines()[1:]:
+        if "latency 32B" not in l:
+            continue
+        conf = l.split()[0]
+        system = l.split("latency 32B")[0][len(conf):].strip()
+        mean, p99, _, mx = l.split("latency 32B 1kHz")[1].split()[:4]
+        exact, worst = ("-", p99) if system == "ddsperf" else (p99, "-")
+        rows.append([f"{conf} {system}", mean, exact, worst, mx])
+    return ["config and system", "mean µs", "detpath p99 µs (exact)", "ddsperf worst 1 s p99 µs", "max µs"], rows
+
+
+def sched_iat(name, only=None):
+    rows = []
+    for l in (RESULTS / name).read_text().splitlines():
+        m = re.match(r"(afxdp|dpdk|udp)\s+(slots|sleep)\s+(\S+) / (\S+) / (\S+) / (\S+)\s+\S+ / \S+ / \S+ / \S+\s+\d+\s+\d+\s+(\d+)", l)
+        if m:
+            rows.append([f"{m.group(1)} {m.group(2)}", m.group(3), m.group(4), m.group(5), m.group(6), m.group(7)])
+    return ["path and method", "IAT error p50 µs", "p99 µs", "p99.99 µs", "max µs", "violations"], rows
+
+
+def classify_cells(name, only=None):
+    """One dropping rule against the dropping no-op, 132 B frames, per encapsulation and CPU count."""
+    cells = json.loads((RESULTS / name).read_text())
+    cells = cells["cells"] if isinstance(cells, dict) else cells
+    rows = []
+    for enc in ["udp", "vxlan", "gtpu"]:
+        for cpus in [1, 2]:
+            pick = lambda prog: [c for c in cells if c["program"] == prog and c["encap"] == enc and c["size"] == 132 and c["cpus"] == cpus and c["rules"] == (0 if prog == "noop" else 1)]
+            cls, noop = pick("classify"), pick("noop")
+            if cls and noop:
+                rows.append([f"{enc}, 132 B, {cpus} CPU, 1 rule", f"{noop[0]['pps'] / 1e6:.2f}", f"{cls[0]['pps'] / 1e6:.2f}", f"{cls[0]['ratio_to_noop']:.3f}"])
+    return ["cell", "no-op Mpps", "classifier Mpps", "ratio to the no-op"], rows
+
+
+TABLES = {
+    "per-run": per_run,
+    "per-run-short": per_run_short,
+    "tails": tails,
+    "rate-sweep": rate_sweep,
+    "pubsub-samples": pubsub_samples,
+    "pubsub-matrix": pubsub_matrix,
+    "wait-sweep": wait_sweep,
+    "sched-iat": sched_iat,
+    "classify-cells": classify_cells,
+}
+
+
+def table(spec):
+    words = spec.split()
+    kind, files = words[0], [w for w in words[1:] if not w.startswith("only=")]
+    only = next((w[5:].split(",") for w in words[1:] if w.startswith("only=")), None)
+    head, out = None, []
+    for f in files:
+        h, rows = TABLES[kind](f, only)
+        head = head or h
+        out += [f"| {' | '.join(r)} | {src(f)} |" for r in rows]
+    if not out:
+        sys.exit(f"results-table {spec}: no rows (the file's layout changed?)")
+    return [f"| {' | '.join(head)} | machine | source |", "|" + "---|" * (len(head) + 2)] + out
+
+
+MARK = re.compile(r"^<!-- results-table: (.*?) -->$")
+
+
+def render(text):
+    lines, out, i = text.splitlines(), [], 0
+    while i < len(lines):
+        out.append(lines[i])
+        m = MARK.match(lines[i])
+        if m:
+            end = next((k for k in range(i + 1, len(lines)) if lines[k] == "<!-- end results-table -->"), None)
+            if end is None:
+                sys.exit(f"`{lines[i]}` has no `<!-- end results-table -->`")
+            out += table(m.group(1))
+            i = end
+            out.append(lines[i])
+        i += 1
+    return "\n".join(out) + "\n"
+
+
+def main():
+    check = "--check" in sys.argv[1:]
+    stale = []
+    for p in PAGES:
+        old = p.read_text()
+        new = render(old)
+        if new != old:
+            stale.append(p.relative_to(ROOT))
+            if not check:
+                p.write_text(new)
+    if check and stale:
+        print(f"results tables differ from their files: {', '.join(map(str, stale))}; run python3 docs/gen_results.py", file=sys.stderr)
+        sys.exit(1)
+    print(f"{'checked' if check else 'written'}: {len(PAGES)} pages" + (f", {len(stale)} updated" if stale and not check else ""))
+
+
+if __name__ == "__main__":
+    main()
