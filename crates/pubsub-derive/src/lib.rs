@@ -258,7 +258,8 @@ fn topic_type(input: &DeriveInput) -> syn::Result<Tokens> {
                 #x::end_dheader(end, r)
             }
             fn size_hint(&self) -> usize {
-                4 #(#hint)*
+                // A DHEADER's room either way, and slack for padding.
+                8 #(#hint)*
             }
         }
 
@@ -276,7 +277,7 @@ fn topic_type(input: &DeriveInput) -> syn::Result<Tokens> {
                 <Self as #x::CdrEncode>::decode_into(self, r)
             }
             fn size_hint(&self) -> usize {
-                4 + <Self as #x::CdrEncode>::size_hint(self) + 3
+                4 + <Self as #x::CdrEncode>::size_hint(self)
             }
             fn serialize_key(&self, w: &mut #cw) -> ::core::result::Result<(), #err> {
                 <Self as #x::CdrEncode>::encode_key(self, w)

@@ -132,6 +132,10 @@ pub trait CdrEncode {
     /// An XCDR2 primitive (bool, integers, floats): sequences and arrays of
     /// it carry no DHEADER. Enums, strings and structs are not.
     const PRIMITIVE: bool = false;
+    /// A primitive or an array of them (of any dimensions): arrays of it
+    /// carry no DHEADER, as an IDL multi-dimensional array of primitives
+    /// has none (sequences of arrays do: an array is not a primitive).
+    const FLAT: bool = Self::PRIMITIVE;
     /// Fewest bytes one value takes (sequence lengths are checked against
     /// what is left with it, so a forged length allocates nothing).
     const MIN_SIZE: usize;
@@ -155,9 +159,10 @@ pub trait CdrEncode {
     fn copy_key_form(r: &mut CdrReader<'_>, w: &mut CdrWriter<'_, '_>) -> Result<(), WireError> {
         Self::copy_key(r, w)
     }
-    /// A guess at the encoded size (history slots are preallocated with it).
+    /// A guess at the encoded size, padding aside (history slots are
+    /// preallocated with it; a larger sample still fits, after a reallocation).
     fn size_hint(&self) -> usize {
-        Self::MIN_SIZE + 8
+        Self::MIN_SIZE
     }
     /// Writes a run of values (a sequence's or array's elements); octets go in one copy.
     fn encode_slice(items: &[Self], w: &mut CdrWriter<'_, '_>) -> Result<(), WireError>
@@ -292,7 +297,7 @@ macro_rules! primitive {
                 w.$w(r.$r()?)
             }
             fn size_hint(&self) -> usize {
-                2 * $size
+                $size
             }
             fn skip_n(r: &mut CdrReader<'_>, n: usize) -> Result<(), WireError> {
                 r.skip_prims($size, n)
@@ -377,7 +382,7 @@ impl CdrEncode for String {
         w.string(r.string()?)
     }
     fn size_hint(&self) -> usize {
-        8 + self.len()
+        5 + self.len()
     }
 }
 
@@ -432,7 +437,7 @@ impl<T: CdrEncode + Default> CdrEncode for Vec<T> {
         copy_seq(r, w, T::MIN_SIZE, !T::PRIMITIVE, T::copy_key_form)
     }
     fn size_hint(&self) -> usize {
-        8 + self.iter().map(|x| x.size_hint()).sum::<usize>()
+        4 + self.iter().map(|x| x.size_hint()).sum::<usize>()
     }
 }
 
@@ -465,16 +470,16 @@ fn copy_array(r: &mut CdrReader<'_>, w: &mut CdrWriter<'_, '_>, n: usize, dh: bo
 
 /// `[T; N]` is an IDL array (no length on the wire); in XCDR2 a DHEADER
 /// comes first unless `T` is primitive (arrays of arrays of primitives
-/// neither, as multi-dimensional arrays).
+/// neither: they are a multi-dimensional array).
 impl<T: CdrEncode, const N: usize> CdrEncode for [T; N] {
-    const PRIMITIVE: bool = T::PRIMITIVE;
+    const FLAT: bool = T::FLAT;
     const MIN_SIZE: usize = T::MIN_SIZE * N;
-    const KEY_SPAN: Span = span_dheader(!T::PRIMITIVE, span_repeat(T::KEY_SPAN, N));
+    const KEY_SPAN: Span = span_dheader(!T::FLAT, span_repeat(T::KEY_SPAN, N));
     fn encode(&self, w: &mut CdrWriter<'_, '_>) -> Result<(), WireError> {
-        with_dheader(!T::PRIMITIVE, w, |w| T::encode_slice(self, w))
+        with_dheader(!T::FLAT, w, |w| T::encode_slice(self, w))
     }
     fn decode_into(&mut self, r: &mut CdrReader<'_>) -> Result<(), WireError> {
-        let end = read_dheader(!T::PRIMITIVE, r)?;
+        let end = read_dheader(!T::FLAT, r)?;
         T::decode_slice(self, r)?;
         end_dheader(end, r)
     }
@@ -482,25 +487,25 @@ impl<T: CdrEncode, const N: usize> CdrEncode for [T; N] {
         self.iter_mut().for_each(|x| x.clear());
     }
     fn skip(r: &mut CdrReader<'_>) -> Result<(), WireError> {
-        match read_dheader(!T::PRIMITIVE, r)? {
+        match read_dheader(!T::FLAT, r)? {
             Some(end) => r.skip_to(end),
             None => T::skip_n(r, N),
         }
     }
     fn encode_key(&self, w: &mut CdrWriter<'_, '_>) -> Result<(), WireError> {
-        with_dheader(!T::PRIMITIVE, w, |w| self.iter().try_for_each(|x| x.encode_key(w)))
+        with_dheader(!T::FLAT, w, |w| self.iter().try_for_each(|x| x.encode_key(w)))
     }
     fn copy_key(r: &mut CdrReader<'_>, w: &mut CdrWriter<'_, '_>) -> Result<(), WireError> {
-        copy_array(r, w, N, !T::PRIMITIVE, T::copy_key)
+        copy_array(r, w, N, !T::FLAT, T::copy_key)
     }
     fn copy_key_form(r: &mut CdrReader<'_>, w: &mut CdrWriter<'_, '_>) -> Result<(), WireError> {
-        copy_array(r, w, N, !T::PRIMITIVE, T::copy_key_form)
+        copy_array(r, w, N, !T::FLAT, T::copy_key_form)
     }
     fn size_hint(&self) -> usize {
-        4 + self.iter().map(|x| x.size_hint()).sum::<usize>()
+        self.iter().map(|x| x.size_hint()).sum::<usize>()
     }
     fn skip_n(r: &mut CdrReader<'_>, n: usize) -> Result<(), WireError> {
-        if T::PRIMITIVE {
+        if T::FLAT {
             T::skip_n(r, N.checked_mul(n).ok_or(WireError::Truncated)?)
         } else {
             (0..n).try_for_each(|_| Self::skip(r))
@@ -555,5 +560,7 @@ mod tests {
         assert_eq!(span_max(span_dheader(true, prim_span(2))), Some(6));
         assert_eq!(span_max(<[u32; 3]>::KEY_SPAN), Some(12));
         assert_eq!(span_max(<[String; 2]>::KEY_SPAN), None);
+        assert_eq!(span_max(<[[u16; 3]; 2]>::KEY_SPAN), Some(12), "multi-dimensional: no DHEADER");
+        assert_eq!(span_max(bounded_span(<Vec<[u8; 3]>>::HEAD, <Vec<[u8; 3]>>::ELEM, EMPTY_SPAN, 2)), Some(14), "a sequence of arrays has one");
     }
 }

@@ -79,6 +79,9 @@ class Coll(IdlStruct, typename="T::Coll"):
     nesteds: sequence[Inner]
     app_inner: InnerApp
     arr_str: array[str, 2]
+    tri: sequence[array[uint8, 3]]
+    grid: array[array[int16, 2], 3]
+    arr_in: array[Inner, 2]
 
 @dataclass
 @appendable
@@ -135,7 +138,8 @@ samples = {
     "Prims": Prims(o=0xfe, ll=-2, b=True, d=1.5, c=-3, s=-4, us=0xfffe, l=-5, ul=0xfffffff0, ull=0x0102030405060708, f=0.25),
     "Coll": Coll(o=1, name="hello", bname="bounded", seq=[1, -2, 3], bseq=[7, 8], arr=[9, 10, 11], arr8=[2.0, -0.5],
                  strs=["a", "", "xyz"], color=Color.BLUE, colors=[Color.GREEN, Color.RED], nested=Inner(a=5, b=6.5),
-                 nesteds=[Inner(a=1, b=2.0), Inner(a=3, b=4.0)], app_inner=InnerApp(x=-7, s="in"), arr_str=["p", "qq"]),
+                 nesteds=[Inner(a=1, b=2.0), Inner(a=3, b=4.0)], app_inner=InnerApp(x=-7, s="in"), arr_str=["p", "qq"],
+                 tri=[[1, 2, 3], [4, 5, 6]], grid=[[1, -1], [2, -2], [3, -3]], arr_in=[Inner(a=1, b=0.5), Inner(a=2, b=0.25)]),
     "AppColl": AppColl(o=2, d=3.25, inner=InnerApp(x=12, s="deep"), nesteds=[Inner(a=9, b=-1.0)]),
     "KeySmall": KeySmall(id=0x01020304, sub=-2, v=9.75),
     "KeyBig": KeyBig(a=-1, x="not key", b=0x1122334455667788, c=0xab),
@@ -221,6 +225,9 @@ struct Coll {
     nesteds: Vec<Inner>,
     app_inner: InnerApp,
     arr_str: [String; 2],
+    tri: Vec<[u8; 3]>,
+    grid: [[i16; 2]; 3],
+    arr_in: [Inner; 2],
 }
 
 #[derive(TopicType, Clone, Debug, Default, PartialEq)]
@@ -386,6 +393,9 @@ fn derived_types_match_cyclonedds_python_byte_for_byte() {
             nesteds: vec![inner(1, 2.0), inner(3, 4.0)],
             app_inner: InnerApp { x: -7, s: "in".into() },
             arr_str: ["p".into(), "qq".into()],
+            tri: vec![[1, 2, 3], [4, 5, 6]],
+            grid: [[1, -1], [2, -2], [3, -3]],
+            arr_in: [inner(1, 0.5), inner(2, 0.25)],
         },
     );
     check(&refs, "AppColl", &AppColl { o: 2, d: 3.25, inner: InnerApp { x: 12, s: "deep".into() }, nesteds: vec![inner(9, -1.0)] });
