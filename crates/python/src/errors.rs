@@ -12,6 +12,9 @@ create_exception!(detpath, CapabilityError, Error, "A privilege or resource limi
 create_exception!(detpath, UnsupportedError, Error, "The datapath, driver or kernel does not support what was asked.");
 create_exception!(detpath, NetworkError, Error, "A send or receive failed (unresolved peer, payload too large, I/O error).");
 create_exception!(detpath, ClosedError, Error, "The endpoint or testbed was closed.");
+create_exception!(detpath, DdsError, Error, "The DDS API (detpath.dds) refused a call: the message says what was wrong.");
+create_exception!(detpath, QosError, DdsError, "A QoS policy detpath.dds does not know or cannot honour.");
+create_exception!(detpath, SampleError, DdsError, "A sample that cannot be written or read: too large, not serializable, or of another layout.");
 create_exception!(detpath, ResultsError, Error, "A bench result directory is missing or malformed.");
 
 /// The Python exception for a detpath error.
@@ -40,5 +43,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NetworkError", py.get_type::<NetworkError>())?;
     m.add("ClosedError", py.get_type::<ClosedError>())?;
     m.add("ResultsError", py.get_type::<ResultsError>())?;
+    m.add("DdsError", py.get_type::<DdsError>())?;
+    m.add("QosError", py.get_type::<QosError>())?;
+    m.add("SampleError", py.get_type::<SampleError>())?;
     Ok(())
 }

@@ -4,6 +4,7 @@
 
 #![warn(missing_docs)]
 
+mod dds;
 mod endpoint;
 mod errors;
 mod testbed;
@@ -35,6 +36,9 @@ fn _detpath(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_class::<endpoint::Endpoint>()?;
     m.add_class::<testbed::Testbed>()?;
+    m.add_class::<dds::Participant>()?;
+    m.add_class::<dds::Writer>()?;
+    m.add_class::<dds::Reader>()?;
     errors::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

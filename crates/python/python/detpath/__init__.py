@@ -10,18 +10,22 @@ poll and DPDK, from Python.
             ep.send_to(payload, peer)
 
 ``detpath.results.load(dir)`` reads a ``detpath bench`` result directory into
-pandas DataFrames. Errors are ``detpath.Error`` subclasses carrying
+pandas DataFrames. ``detpath.dds`` is DDS publish-subscribe spelled as the
+``cyclonedds`` package spells it. Errors are ``detpath.Error`` subclasses carrying
 detpath's own message; wrong argument types raise ``TypeError``.
 """
 
 from ._detpath import (
     CapabilityError,
     ClosedError,
+    DdsError,
     Endpoint,
     Error,
     InterfaceError,
     NetworkError,
+    QosError,
     ResultsError,
+    SampleError,
     SpecError,
     Testbed,
     UnsupportedError,
@@ -42,6 +46,9 @@ __all__ = [
     "NetworkError",
     "ClosedError",
     "ResultsError",
+    "DdsError",
+    "QosError",
+    "SampleError",
     "results",
     "__version__",
 ]

@@ -1,0 +1,345 @@
+"""detpath.dds: DDS publish-subscribe over detpath, spelled as the
+``cyclonedds`` Python package spells it, so a program written for it runs
+on detpath by changing its imports and naming the endpoint::
+
+    from dataclasses import dataclass
+    from pycdr2 import IdlStruct            # or: from cyclonedds.idl import IdlStruct
+    from pycdr2.types import int32
+    from detpath.dds import DomainParticipant, Topic, DataWriter, DataReader, Qos, Policy
+
+    @dataclass
+    class Hello(IdlStruct, typename="hello::Hello"):
+        id: int32
+        text: str
+
+    dp = DomainParticipant(0, endpoint="udp://10.0.0.1:7410", peers=["10.0.0.2"])
+    topic = Topic(dp, "HelloWorld", Hello)
+    DataWriter(dp, topic, qos=Qos(Policy.Reliability.Reliable(duration(seconds=1)))).write(Hello(1, "hi"))
+
+Samples are (de)serialized by the type's own ``serialize()`` /
+``deserialize()`` and keyed by its own key machinery (RTPS key hash): the
+same class serves CycloneDDS and detpath. Default QoS is DDS's (writers
+reliable, readers best effort, volatile, KEEP_LAST 1). Errors raise
+``detpath.Error`` subclasses (``QosError``, ``SampleError``, ``ClosedError``,
+...) whose message says what was wrong.
+"""
+
+import hashlib
+import time
+
+from . import _detpath
+from ._detpath import ClosedError, DdsError, Error, QosError, SampleError
+
+__all__ = [
+    "DomainParticipant",
+    "Topic",
+    "DataWriter",
+    "DataReader",
+    "Qos",
+    "Policy",
+    "duration",
+    "SampleInfo",
+    "Error",
+    "DdsError",
+    "QosError",
+    "SampleError",
+    "ClosedError",
+]
+
+
+def duration(*, weeks=0, days=0, hours=0, minutes=0, seconds=0, milliseconds=0, microseconds=0, nanoseconds=0, infinite=False):
+    """A duration in nanoseconds (as cyclonedds.util.duration); ``infinite=True``: None."""
+    if infinite:
+        return None
+    s = ((weeks * 7 + days) * 24 + hours) * 3600 + minutes * 60 + seconds
+    return int(s * 1e9 + milliseconds * 1e6 + microseconds * 1e3 + nanoseconds)
+
+
+def _dur(ns):
+    return "infinite" if ns is None or ns >= 2**63 - 1 else f"{int(ns)}ns"
+
+
+class _P:
+    """One policy: its text form for the native layer and a repr."""
+
+    def __init__(self, scope, text, shown):
+        self._scope, self._text, self._shown = scope, text, shown
+
+    def __repr__(self):
+        return f"Policy.{self._shown}"
+
+    def __eq__(self, other):
+        return isinstance(other, _P) and other._text == self._text
+
+    def __hash__(self):
+        return hash(self._text)
+
+
+class Policy:
+    """QoS policies, named as cyclonedds.core.Policy names them."""
+
+    class Reliability:
+        BestEffort = _P("reliability", "reliability=best_effort", "Reliability.BestEffort")
+
+        @staticmethod
+        def Reliable(max_blocking_time=None):
+            return _P("reliability", "reliability=reliable", f"Reliability.Reliable({max_blocking_time})")
+
+    class Durability:
+        Volatile = _P("durability", "durability=volatile", "Durability.Volatile")
+        TransientLocal = _P("durability", "durability=transient_local", "Durability.TransientLocal")
+        Transient = _P("durability", "durability=transient", "Durability.Transient")
+        Persistent = _P("durability", "durability=persistent", "Durability.Persistent")
+
+    class History:
+        KeepAll = _P("history", "history=keep_all", "History.KeepAll")
+
+        @staticmethod
+        def KeepLast(depth):
+            return _P("history", f"history=keep_last:{int(depth)}", f"History.KeepLast({depth})")
+
+    @staticmethod
+    def Deadline(deadline):
+        return _P("deadline", f"deadline={_dur(deadline)}", f"Deadline({deadline})")
+
+    class Liveliness:
+        @staticmethod
+        def Automatic(lease_duration=None):
+            return _P("liveliness", f"liveliness=automatic:{_dur(lease_duration)}", f"Liveliness.Automatic({lease_duration})")
+
+        @staticmethod
+        def ManualByParticipant(lease_duration=None):
+            return _P("liveliness", f"liveliness=manual_by_participant:{_dur(lease_duration)}", f"Liveliness.ManualByParticipant({lease_duration})")
+
+        @staticmethod
+        def ManualByTopic(lease_duration=None):
+            return _P("liveliness", f"liveliness=manual_by_topic:{_dur(lease_duration)}", f"Liveliness.ManualByTopic({lease_duration})")
+
+    @staticmethod
+    def Partition(partitions):
+        names = [partitions] if isinstance(partitions, str) else list(partitions)
+        for n in names:
+            if "," in n or ";" in n:
+                raise QosError(f"partition name {n!r}: ',' and ';' are not allowed in detpath partition names")
+        return _P("partition", "partition=" + ",".join(names), f"Partition({names!r})")
+
+    class Ownership:
+        Shared = _P("ownership", "ownership=shared", "Ownership.Shared")
+        Exclusive = _P("ownership", "ownership=exclusive", "Ownership.Exclusive")
+
+    @staticmethod
+    def ResourceLimits(max_samples=1024, max_instances=32, max_samples_per_instance=None):
+        return _P("limits", f"max_samples={int(max_samples)};max_instances={int(max_instances)}", f"ResourceLimits({max_samples}, {max_instances})")
+
+    @staticmethod
+    def MaxSampleSize(size):
+        """detpath's own: the largest serialized sample a writer sends (default 1 MiB)."""
+        return _P("max_sample_size", f"max_sample_size={int(size)}", f"MaxSampleSize({size})")
+
+
+class Qos:
+    """A set of policies (``Qos(Policy.Reliability.BestEffort, Policy.History.KeepLast(10))``);
+    what it does not name keeps DDS's default."""
+
+    def __init__(self, *policies):
+        for p in policies:
+            if not isinstance(p, _P):
+                raise QosError(f"{p!r} is not a detpath.dds.Policy (use Policy.Reliability.Reliable(...), Policy.History.KeepLast(n), ...)")
+        self.policies = list(policies)
+
+    def _text(self):
+        return ";".join(p._text for p in self.policies)
+
+    def __repr__(self):
+        return f"Qos({', '.join(map(repr, self.policies))})"
+
+
+class SampleInfo:
+    """What the reader knows of a sample (``sample.sample_info``, as cyclonedds attaches it)."""
+
+    __slots__ = ("publication_handle", "sequence_number", "source_timestamp", "reception_timestamp", "valid_data", "instance_state", "key_hash")
+
+    def __init__(self, d):
+        for k in self.__slots__:
+            setattr(self, k, d[k])
+
+    def __repr__(self):
+        return f"SampleInfo(seq={self.sequence_number}, state={self.instance_state}, valid={self.valid_data})"
+
+
+class DomainParticipant:
+    """A participant in ``domain_id`` on the detpath endpoint ``endpoint``
+    (``udp://...``, ``afxdp://...``, any spec), announcing itself to
+    ``peers`` (IPv4 addresses; none: the SPDP multicast group). ``netns``:
+    open it inside that network namespace. A context manager; ``close()``
+    says goodbye to the peers."""
+
+    def __init__(self, domain_id=0, endpoint=None, peers=(), netns=None, busy_poll=False):
+        if endpoint is None:
+            raise DdsError("DomainParticipant needs endpoint=SPEC (e.g. 'udp://10.0.0.1:7410'): detpath runs on a datapath you name")
+        self.domain_id = domain_id
+        self.endpoint = endpoint
+        self._native = _detpath._DdsParticipant(domain_id, endpoint, [str(p) for p in peers], netns, busy_poll)
+
+    def close(self):
+        self._native.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def counters(self):
+        """The engine's counters (rx_datagrams, rx_malformed, ...)."""
+        return self._native.counters()
+
+
+def _idl(data_type):
+    idl = getattr(data_type, "__idl__", None)
+    if idl is None or not hasattr(data_type, "__idl_typename__"):
+        raise DdsError(f"{data_type!r} is not an IdlStruct (pycdr2.IdlStruct or cyclonedds.idl.IdlStruct)")
+    if getattr(idl, "keyless", None) is None:
+        idl.populate()
+    return idl
+
+
+class Topic:
+    """The topic ``name`` of ``data_type``, an ``IdlStruct`` dataclass of
+    ``pycdr2`` or ``cyclonedds.idl`` (announced with its IDL type name)."""
+
+    def __init__(self, participant, name, data_type, qos=None):
+        self.participant = participant
+        self.name = name
+        self.data_type = data_type
+        self._idl = _idl(data_type)
+        self.typename = data_type.__idl_typename__.replace(".", "::")
+        self.keyed = not self._idl.keyless
+        self.qos = qos
+
+    def key_hash(self, sample):
+        """RTPS §9.6.3.8 from the type's own key serializer: big-endian XCDR2
+        key, zero-padded to 16 bytes when it can never exceed 16, else its MD5."""
+        if not self.keyed:
+            return None
+        idl = self._idl
+        if hasattr(idl, "keyhash"):  # pycdr2
+            return bytes(idl.keyhash(sample, use_version_2=True))
+        from cyclonedds.idl import Endianness  # cyclonedds.idl
+
+        key = sample.serialize_key(endianness=Endianness.Big, use_version_2=True)[4:]
+        return key.ljust(16, b"\0") if idl.v2_key_max_size <= 16 else hashlib.md5(key).digest()
+
+    def serialized_key(self, sample):
+        """The key alone with its encapsulation header (for dispose), b'' when the type cannot make it."""
+        if self.keyed and hasattr(sample, "serialize_key"):
+            return sample.serialize_key()
+        return b""
+
+
+def _qos_text(qos):
+    if qos is None:
+        return ""
+    if not isinstance(qos, Qos):
+        raise QosError(f"qos={qos!r}: expected a detpath.dds.Qos")
+    return qos._text()
+
+
+class DataWriter:
+    """A writer on ``topic``; ``qos`` names policies (default: DDS's, reliable)."""
+
+    def __init__(self, participant, topic, qos=None):
+        self.participant, self.topic = participant, topic
+        self._native = participant._native.create_writer(topic.name, topic.typename, topic.keyed, _qos_text(qos))
+
+    def write(self, sample, timestamp=None):
+        """Writes one sample (serialized by its own type)."""
+        if not isinstance(sample, self.topic.data_type):
+            raise SampleError(f"{type(sample).__name__} sample written on topic {self.topic.name!r} of type {self.topic.data_type.__name__}")
+        self._native.write(sample.serialize(), self.topic.key_hash(sample))
+
+    def dispose(self, sample):
+        """Disposes the instance of ``sample``'s key."""
+        self._native.write_status(self.topic.key_hash(sample) or bytes(16), 1, self.topic.serialized_key(sample))
+
+    def unregister_instance(self, sample):
+        """Unregisters the instance of ``sample``'s key."""
+        self._native.write_status(self.topic.key_hash(sample) or bytes(16), 2, self.topic.serialized_key(sample))
+
+    def get_matched_subscriptions(self):
+        """How many readers are matched (cyclonedds returns their handles; detpath a count as a list of that length)."""
+        return [None] * self._native.status()["matched_subscriptions"]
+
+    def status(self):
+        """matched_subscriptions, incompatible_qos, written, unacknowledged, ..."""
+        return self._native.status()
+
+    def wait_for_acks(self, timeout):
+        """Waits until every reliable reader acknowledged every sample; ``timeout`` in ns (``duration(...)``)."""
+        return self._native.wait_for_acks((timeout or 0) / 1e9)
+
+
+class DataReader:
+    """A reader on ``topic``; ``qos`` names policies (default: DDS's, best effort)."""
+
+    def __init__(self, participant, topic, qos=None):
+        self.participant, self.topic = participant, topic
+        self._native = participant._native.create_reader(topic.name, topic.typename, topic.keyed, _qos_text(qos))
+
+    def _decode(self, raw):
+        out, bad = [], 0
+        for payload, info in raw:
+            if not info["valid_data"]:
+                continue  # a dispose or unregister: the instance state, no sample
+            try:
+                s = self.topic.data_type.deserialize(payload)
+            except Exception:  # another layout under the same type name
+                bad += 1
+                continue
+            if info["key_hash"] is None and self.topic.keyed:
+                # The writer sent none inline (detpath's and CycloneDDS's writers by default): the type's own.
+                info["key_hash"] = self.topic.key_hash(s)
+            try:
+                s.sample_info = SampleInfo(info)
+            except AttributeError:  # a slotted dataclass
+                pass
+            out.append(s)
+        if bad:
+            self._native.count_undecodable(bad)
+        return out
+
+    def take(self, N=1):
+        """Up to N samples, removed from the reader, without waiting."""
+        return self._decode(self._native.take(N, False))
+
+    def read(self, N=1):
+        """Up to N samples, left in the reader, without waiting."""
+        return self._decode(self._native.take(N, True))
+
+    def take_iter(self, timeout=None):
+        """Yields samples as they arrive, until none came for ``timeout`` ns (``duration(...)``; None: forever)."""
+        wait_s = 1e9 if timeout is None else timeout / 1e9
+        while True:
+            raw = self._native.take_timeout(64, wait_s)
+            if not raw:
+                return
+            yield from self._decode(raw)
+
+    def take_one(self, timeout=None):
+        """One sample, waiting at most ``timeout`` ns; TimeoutError when none came."""
+        end = None if timeout is None else time.monotonic() + timeout / 1e9
+        while True:
+            left = 1e9 if end is None else max(0.0, end - time.monotonic())
+            got = self._decode(self._native.take_timeout(1, left))
+            if got:
+                return got[0]
+            if end is not None and time.monotonic() >= end:
+                raise TimeoutError(f"no sample on {self.topic.name!r} within {timeout / 1e9} s")
+
+    def get_matched_publications(self):
+        """Matched writers (a list of that length)."""
+        return [None] * self._native.status()["matched_publications"]
+
+    def status(self):
+        """matched_publications, lost, rejected, undecodable, ..."""
+        return self._native.status()
