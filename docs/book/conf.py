@@ -11,6 +11,8 @@ myst_enable_extensions = ["colon_fence"]
 # The staging copy holds generated pages and the included root files; nothing else.
 exclude_patterns = ["_build", "included/**"]
 html_theme = "alabaster"
+# Wide enough for the results tables (their last column is a file path).
+html_theme_options = {"page_width": "1280px", "body_max_width": "none"}
 html_static_path = []
 html_copy_source = False
 html_show_sourcelink = False

@@ -237,3 +237,50 @@ fn the_book_builds_offline_with_every_link_and_anchor_resolved() {
     assert!(html("reference/metrics.html").contains("detpath_endpoint_rx_packets"), "the metrics page lacks the endpoint counters");
     assert!(html("results/paper000.html").contains("2026-11-22-matrix-1M.txt"), "the results page lost its sources");
 }
+
+/// The keys a datapath takes, as the binary lists them when a spec names one it does not.
+fn binary_keys(datapath: &str) -> Vec<String> {
+    let out = Command::new(BIN).args(["echo", &format!("{datapath}://lo?port=9&detpath_docs_probe=1")]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let list = err.split("it takes: ").nth(1).unwrap_or_else(|| panic!("no key list for {datapath}: {err}"));
+    list.lines().next().unwrap().split(',').map(|k| k.trim().to_string()).collect()
+}
+
+#[test]
+fn the_datagram_chapter_names_exactly_the_keys_each_datapath_takes() {
+    // The chapter's table says what each key's values are; the binary is the truth of which keys exist.
+    let text = std::fs::read_to_string(repo().join("docs/book/jobs/datagrams.md")).unwrap();
+    let common = ["iface", "addr", "port"];
+    for dp in ["udp", "xdppoll", "afxdp", "dpdk"] {
+        let row = text.lines().find(|l| l.starts_with(&format!("| `{dp}` | `"))).unwrap_or_else(|| panic!("datagrams.md has no key row for {dp}"));
+        // `\|` is a pipe inside a cell (`mode=auto\|native`), not a column.
+        let row = row.replace("\\|", "/");
+        let cell = row.split('|').nth(2).unwrap();
+        // Parenthesised notes mention values (`shared`), not keys.
+        let mut depth = 0;
+        let cell: String = cell
+            .chars()
+            .filter(|c| {
+                match c {
+                    '(' => depth += 1,
+                    ')' => depth -= 1,
+                    _ => return depth == 0,
+                }
+                false
+            })
+            .collect();
+        // A key is a backticked word, or the word before `=` in a backticked `key=values`.
+        let mut named: Vec<String> = cell
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|t| t.split('=').next().unwrap().to_string())
+            .filter(|k| !k.is_empty() && k.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+            .collect();
+        named.sort();
+        named.dedup();
+        let mut takes: Vec<String> = binary_keys(dp).into_iter().filter(|k| !common.contains(&k.as_str())).collect();
+        takes.sort();
+        assert_eq!(named, takes, "docs/book/jobs/datagrams.md's row for {dp} against the keys the binary takes");
+    }
+}
