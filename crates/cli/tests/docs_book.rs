@@ -284,3 +284,15 @@ fn the_datagram_chapter_names_exactly_the_keys_each_datapath_takes() {
         assert_eq!(named, takes, "docs/book/jobs/datagrams.md's row for {dp} against the keys the binary takes");
     }
 }
+
+#[test]
+fn the_bindings_chapter_shows_the_readme_blocks_that_are_run() {
+    // Its C and Python blocks are marked illustrative because the README's copies are the ones
+    // run (readme_examples.rs, test_readme.py): they must stay the same text.
+    let book = std::fs::read_to_string(repo().join("docs/book/jobs/bindings.md")).unwrap();
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    for lang in ["c", "python"] {
+        let pick = |text: &str| blocks(text).into_iter().find(|b| b.lang == lang).map(|b| b.body).unwrap_or_else(|| panic!("no {lang} block"));
+        assert_eq!(pick(&book), pick(&readme), "docs/book/jobs/bindings.md's {lang} block differs from README.md's (the one a test runs)");
+    }
+}
