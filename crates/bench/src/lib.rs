@@ -15,10 +15,10 @@
 #![warn(missing_docs)]
 
 pub mod child_cpu;
+pub mod html;
 pub mod matrix;
 pub mod pubsub;
 pub mod ready;
-pub mod html;
 pub mod records;
 pub mod report;
 pub mod results;

@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 /// Arguments of `detpath report`: the result directories, where plots go,
 /// and whether to print JSON or skip the plots.
 #[derive(clap::Args)]
-#[command(after_help = "Exit codes: 0 tables printed and plots written (with --html: the pages written, their paths printed); 2 an error (no result directory, no runs, a plot or page that could not be written).")]
+#[command(
+    after_help = "Exit codes: 0 tables printed and plots written (with --html: the pages written, their paths printed); 2 an error (no result directory, no runs, a plot or page that could not be written)."
+)]
 pub struct Args {
     /// Result directories written by `detpath bench` (results/<timestamp>).
     /// A directory holding such directories (e.g. `results`) stands for the

@@ -81,7 +81,11 @@ pub fn render(dir: &Path) -> Result<String> {
         if rs.iter().any(|r| r.tail.is_some()) {
             page.section("tail", "Tail by cause");
             page.table(&tail_table(&doc, &rs));
-            page.figure_svg("fig-tail-causes", "The slow rounds of each run by cause (share of the rounds above the run's tail threshold).", &super::bars::tail_causes(&runs));
+            page.figure_svg(
+                "fig-tail-causes",
+                "The slow rounds of each run by cause (share of the rounds above the run's tail threshold).",
+                &super::bars::tail_causes(&runs),
+            );
         }
         let figs = report::svg_figures(&runs)?;
         if !figs.is_empty() {
@@ -115,7 +119,11 @@ fn caption(name: &str) -> &'static str {
 /// One record per distinct host (host, kernel, CPU), as the terminal's environment line.
 fn environments(page: &mut Page, doc: &Value) {
     let Some(runs) = doc.get("runs").and_then(Value::as_array).filter(|r| !r.is_empty()) else {
-        page.text_with("env-0", "missing", "No environment record: this directory has no summary.json (a pub-sub directory whose runs were throughput only keeps none).");
+        page.text_with(
+            "env-0",
+            "missing",
+            "No environment record: this directory has no summary.json (a pub-sub directory whose runs were throughput only keeps none).",
+        );
         return;
     };
     let key = |e: &Value| ["hostname", "kernel", "cpu_model"].map(|k| e.get(k).cloned().unwrap_or(Value::Null));

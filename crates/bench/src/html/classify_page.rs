@@ -44,14 +44,13 @@ pub fn section(page: &mut Page, n: usize, file: &str, doc: &Value) {
         "program", "rules", "encap", "size", "cpus", "verdict", "offered", "recv", "dropped", "passed", "fwd", "lost", "cpu%", "si%", "ns/frame", "anchor",
         "ratio", "q1-q3", "r_drop",
     ];
-    let mut t = Table::new(&format!("classify-table-{n}"), "Frames per second in Mpps; ratio = classifier / the no-op anchor of the same verdict, same cell", &head);
+    let mut t =
+        Table::new(&format!("classify-table-{n}"), "Frames per second in Mpps; ratio = classifier / the no-op anchor of the same verdict, same cell", &head);
     for (i, c) in cells.iter().enumerate() {
         let p = |f: &str| format!("{base}/{i}/{f}");
         let s = |f: &str| Cell::text(c.get(f).map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())).unwrap_or_default());
         let mut row = vec![s("program")];
-        for f in ["rules"] {
-            row.push(Cell::figure(file, doc, &p(f), |v| v.to_string(), "-"));
-        }
+        row.push(Cell::figure(file, doc, &p("rules"), |v| v.to_string(), "-"));
         row.push(s("encap"));
         for f in ["size", "cpus"] {
             row.push(Cell::figure(file, doc, &p(f), |v| v.to_string(), "-"));
@@ -65,9 +64,7 @@ pub fn section(page: &mut Page, n: usize, file: &str, doc: &Value) {
         row.push(Cell::figure(file, doc, &p("ns_per_frame"), |v| v.to_string(), "-"));
         row.push(Cell::text(c.get("anchor").and_then(Value::as_str).unwrap_or("").to_string()));
         row.push(Cell::figure(file, doc, &p("ratio_to_noop"), two, ""));
-        row.push(Cell::text(
-            c.get("ratio_quartiles").and_then(Value::as_array).map(|q| q.iter().map(|x| two(x)).collect::<Vec<_>>().join("-")).unwrap_or_default(),
-        ));
+        row.push(Cell::text(c.get("ratio_quartiles").and_then(Value::as_array).map(|q| q.iter().map(two).collect::<Vec<_>>().join("-")).unwrap_or_default()));
         row.push(Cell::figure(file, doc, &p("ratio_to_noop_drop"), two, ""));
         t.rows.push(row);
     }

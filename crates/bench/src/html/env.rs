@@ -68,7 +68,9 @@ pub fn command_of<'a>(objects: impl IntoIterator<Item = &'a Value>) -> Option<St
         for k in NOT_HERE {
             match o.get(k) {
                 Some(Value::String(s)) if !s.is_empty() => return Some(s.clone()),
-                Some(Value::Array(a)) if !a.is_empty() => return Some(a.iter().map(|x| x.as_str().map(quote).unwrap_or_else(|| x.to_string())).collect::<Vec<_>>().join(" ")),
+                Some(Value::Array(a)) if !a.is_empty() => {
+                    return Some(a.iter().map(|x| x.as_str().map(quote).unwrap_or_else(|| x.to_string())).collect::<Vec<_>>().join(" "))
+                }
                 _ => {}
             }
         }

@@ -153,7 +153,8 @@ dl.env{display:grid;grid-template-columns:max-content auto;gap:.15em 1em}dl.env 
 /// Catches every error (script, a resource refused by the policy, a broken
 /// image) into the document, and when the page has loaded, says so
 /// (`data-ok`) if nothing went wrong and every figure has a size.
-const SCRIPT_HEAD: &str = "(function(){var errs=[];function note(m){errs.push(String(m));document.documentElement.setAttribute('data-errors',errs.join('\\n'));}\
+const SCRIPT_HEAD: &str =
+    "(function(){var errs=[];function note(m){errs.push(String(m));document.documentElement.setAttribute('data-errors',errs.join('\\n'));}\
 window.addEventListener('error',function(e){note(e.message||('failed to load '+((e.target&&(e.target.src||e.target.href))||e.type)));},true);\
 document.addEventListener('securitypolicyviolation',function(e){note('blocked by the page policy: '+e.blockedURI);});\
 window.addEventListener('load',function(){var figs=document.querySelectorAll('figure svg, figure img'),empty=0;\

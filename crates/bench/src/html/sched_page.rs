@@ -58,9 +58,11 @@ pub fn render(dir: &Path) -> Result<String> {
     head.extend(["release error p50 µs", "p99", "p99.99", "max"]);
     head.extend(["IAT mean ns", "PDV mean ns", "violations", "rt sent", "rt received"]);
     let mut t = Table::new("sched-runs", "Inter-arrival (IAT) and release error per run, µs", &head);
-    let mut cost = Table::new("sched-cost", "Send call duration (µs), foreign frames at the receiver, frames with an implausible delay (left out)", &[
-        "path", "method", "send p50 µs", "p99", "p99.99", "max", "foreign", "implausible",
-    ]);
+    let mut cost = Table::new(
+        "sched-cost",
+        "Send call duration (µs), foreign frames at the receiver, frames with an implausible delay (left out)",
+        &["path", "method", "send p50 µs", "p99", "p99.99", "max", "foreign", "implausible"],
+    );
     let runs = doc.get("runs").and_then(Value::as_array).cloned().unwrap_or_default();
     for (i, r) in runs.iter().enumerate() {
         let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("?").to_string();
@@ -100,7 +102,8 @@ pub fn render(dir: &Path) -> Result<String> {
 
 /// Every SVG figure of the directory (PNG where no SVG of the same name).
 fn figures(page: &mut Page, dir: &Path) -> Result<()> {
-    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    let mut files: Vec<std::path::PathBuf> =
+        std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?.filter_map(|e| e.ok().map(|e| e.path())).collect();
     files.sort();
     let mut first = true;
     for f in &files {
