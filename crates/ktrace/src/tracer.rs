@@ -166,10 +166,13 @@ fn run(stop: Arc<AtomicBool>, alternate: Option<Duration>, ready: mpsc::Sender<R
             .find(|m| m.name() == "kt_events")
             .ok_or_else(|| Error::Bpf { what: "finding map kt_events".into(), source: libbpf_rs::Error::from_raw_os_error(libc::ENOENT) })
             .and_then(|m| libbpf_rs::MapHandle::try_from(&m).map_err(|e| Error::Bpf { what: "opening map kt_events".into(), source: e }))?;
+        // A window starts when its first program attaches, not when the
+        // last one has: the first records events while the others attach.
+        let attaching = now_ns();
         let links = attach_all(&obj.progs_mut().collect::<Vec<_>>())?;
-        Ok((obj, ring, links))
+        Ok((obj, ring, links, attaching))
     };
-    let (obj, ring, links) = match setup() {
+    let (obj, ring, links, attached) = match setup() {
         Ok(v) => v,
         Err(e) => {
             // The error goes to `start`, which returns it; this thread's result is not read.
@@ -177,7 +180,6 @@ fn run(stop: Arc<AtomicBool>, alternate: Option<Duration>, ready: mpsc::Sender<R
             return Ok(Trace::default());
         }
     };
-    let attached = now_ns();
     let meter = ThreadMeter::start(READER);
     let mut events: Vec<Event> = Vec::new();
     let mut undecodable = 0u64;
@@ -216,8 +218,8 @@ fn run(stop: Arc<AtomicBool>, alternate: Option<Duration>, ready: mpsc::Sender<R
                     windows.push((window_start, now_ns()));
                 }
                 None => {
-                    links = Some(attach_all(&progs)?);
                     window_start = now_ns();
+                    links = Some(attach_all(&progs)?);
                 }
             }
             next_toggle = Some(now + w.as_nanos() as u64);
