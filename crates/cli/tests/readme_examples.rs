@@ -104,3 +104,22 @@ fn readme_is_at_most_250_lines() {
     let n = readme().lines().count();
     assert!(n <= 250, "README.md has {n} lines: move the detail into the book (docs/book), keep the README a map");
 }
+
+/// Every relative link of the README names a file or directory of the repository.
+#[test]
+fn readme_links_resolve() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let text = readme();
+    let mut missing = Vec::new();
+    for part in text.split("](").skip(1) {
+        let target = part.split(')').next().unwrap_or_default();
+        if target.contains("://") || target.starts_with('#') {
+            continue;
+        }
+        if !root.join(target.split('#').next().unwrap_or_default()).exists() {
+            missing.push(target.to_string());
+        }
+    }
+    assert!(text.matches("](").count() >= 10, "the README's map lost its links");
+    assert!(missing.is_empty(), "README.md links to missing files: {missing:?}");
+}
