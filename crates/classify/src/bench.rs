@@ -266,8 +266,8 @@ pub struct Machine {
 }
 
 /// The host a run measured on, recorded with its figures so a published
-/// number can name its machine (the same field names as the ping-pong
-/// results' `environment`, plus whether it is a VM and how loaded it was).
+/// number can name its machine (the ping-pong results' `environment` field
+/// names, plus `vm` and `load`, the names `detpath report --html` shows).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Environment {
     /// `model name` of /proc/cpuinfo ("unknown" when unreadable).
@@ -276,12 +276,14 @@ pub struct Environment {
     pub cpus: usize,
     /// Kernel release (`/proc/sys/kernel/osrelease`).
     pub kernel: String,
+    /// The host's name (`/proc/sys/kernel/hostname`).
+    pub hostname: String,
     /// True when /proc/cpuinfo has the `hypervisor` flag: a guest, whose
     /// host may take its vCPUs (steal) and whose figures vary with the host.
-    pub virtualized: bool,
+    pub vm: bool,
     /// /proc/loadavg's 1, 5 and 15 minute load averages at the start: a
     /// loaded machine's ratios are not an idle one's.
-    pub load_average: [f64; 3],
+    pub load: [f64; 3],
     /// UTC, ISO 8601, when the run started.
     pub date: String,
     /// The detpath version that measured.
@@ -298,8 +300,9 @@ impl Environment {
             cpu_model: cpu_model_of(&cpuinfo).unwrap_or_else(|| "unknown".into()),
             cpus: online_cpus(),
             kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_else(|_| "unknown".into()),
-            virtualized: has_hypervisor_flag(&cpuinfo),
-            load_average: load_average_of(&loadavg),
+            hostname: std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "unknown".into()),
+            vm: has_hypervisor_flag(&cpuinfo),
+            load: load_average_of(&loadavg),
             date: utc_iso8601(secs),
             detpath_version: env!("CARGO_PKG_VERSION").to_string(),
         }
