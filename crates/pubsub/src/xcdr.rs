@@ -41,9 +41,12 @@
 //! let mut back = Shape::default();
 //! back.deserialize_into(&mut CdrReader::from_payload(&buf[..n]).unwrap()).unwrap();
 //! assert_eq!(back, s);
-//! // The key is 4 bytes at most: the key hash is the key itself, zero-padded.
-//! assert_eq!(Shape::KEY_MAX_SIZE, Some(4));
-//! assert_eq!(Shape::key_hash_of(&buf[..n]), Some([0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]));
+//! // The key form (appendable: a DHEADER, then `id`, big endian) is 8 bytes
+//! // at most, so the key hash is the key form itself, zero-padded to 16.
+//! assert_eq!(Shape::KEY_MAX_SIZE, Some(8));
+//! let hash = Some([0, 0, 0, 4, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0]);
+//! assert_eq!(s.key_hash(), hash);
+//! assert_eq!(Shape::key_hash_of(&buf[..n]), hash);
 //! ```
 
 use crate::wire::cdr::Xcdr;
