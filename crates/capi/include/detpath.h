@@ -42,6 +42,21 @@
 // How many endpoints one process may have open at once.
 #define DETPATH_MAX_ENDPOINTS 4096
 
+// How many DDS participants, writers and readers one process may have at once.
+#define DETPATH_DDS_MAX_ENTITIES 4096
+
+// Bytes of a key hash (RTPS §9.6.3.8).
+#define DETPATH_DDS_KEY_HASH_LEN 16
+
+// A DDS participant handle (opaque, checked).
+struct detpath_dds_participant;
+
+// A DDS reader handle (opaque, checked).
+struct detpath_dds_reader;
+
+// A DDS writer handle (opaque, checked).
+struct detpath_dds_writer;
+
 // An endpoint handle. Opaque: a checked value, never dereferenced, so a
 // closed or NULL handle is reported as an error instead of crashing.
 struct detpath_endpoint;
@@ -119,6 +134,59 @@ struct detpath_counters {
   uint64_t tx_no_route;
   // Datagrams not sent: destination MAC not resolved (no ARP reply).
   uint64_t tx_no_neigh;
+};
+
+// A writer's status.
+struct detpath_dds_writer_status {
+  // Readers matched now.
+  uint64_t matched_subscriptions;
+  // Remote readers of the topic and type not matched because their QoS does not fit.
+  uint64_t incompatible_qos;
+  // Samples written.
+  uint64_t written;
+  // Samples not yet acknowledged by every reliable reader.
+  int64_t unacknowledged;
+};
+
+// What a reader knows about a sample `detpath_dds_take()` returned.
+struct detpath_dds_sample_info {
+  // Bytes of the serialized sample (its encapsulation header included);
+  // with `-EMSGSIZE`, the room it needs.
+  size_t len;
+  // 1: a sample; 0: a dispose or unregister (`len` may be 0 or a serialized key).
+  uint8_t valid_data;
+  // The instance's state: 0 alive, 1 disposed, 2 no writers.
+  uint8_t instance_state;
+  // 1 when `key_hash` holds the instance's key hash (the writer sent it inline).
+  uint8_t has_key_hash;
+  // The key hash.
+  uint8_t key_hash[DETPATH_DDS_KEY_HASH_LEN];
+  // The writer's GUID (prefix and entity id).
+  uint8_t writer_guid[16];
+  // The writer's sequence number of the sample.
+  int64_t sequence_number;
+  // The writer's source timestamp, ns since the epoch; 0 without one.
+  int64_t source_timestamp_ns;
+  // CLOCK_MONOTONIC ns when the participant received it.
+  uint64_t reception_ns;
+};
+
+// A reader's status.
+struct detpath_dds_reader_status {
+  // Writers matched now.
+  uint64_t matched_publications;
+  // Samples lost.
+  uint64_t lost;
+  // Samples refused because a KEEP_ALL cache was full.
+  uint64_t rejected;
+  // Samples the application could not decode (`detpath_dds_reader_count_undecodable()`).
+  uint64_t undecodable;
+  // Remote writers of the topic and type not matched because their QoS does not fit.
+  uint64_t incompatible_qos;
+  // Samples received.
+  uint64_t received;
+  // Samples waiting to be taken.
+  uint64_t waiting;
 };
 
 #ifdef __cplusplus
@@ -265,6 +333,133 @@ const char *detpath_counter_help(size_t i);
 // # Safety
 // `out` is NULL or points to a writable `uint64_t`.
 int detpath_counter_value(struct detpath_endpoint *ep, size_t i, uint64_t *out);
+
+// A participant in `domain_id` on the endpoint `spec` (any detpath spec,
+// e.g. `"udp://10.0.0.1:7410"`), announcing itself to `peers` (IPv4
+// addresses separated by commas; NULL or "": the SPDP multicast group, which
+// needs the interface named in the spec). Its thread runs the protocol; a
+// reader waiting in `detpath_dds_take()` sleeps. NULL on failure.
+//
+// # Safety
+// `spec` and `peers` are NULL or NUL-terminated strings.
+struct detpath_dds_participant *detpath_dds_participant_new(uint32_t domain_id,
+                                                            const char *spec,
+                                                            const char *peers);
+
+// Deletes a participant: it says goodbye to its peers and its thread ends.
+// Its writers and readers fail with -EBADF from then on (delete them too).
+//
+// # Safety
+// Any value may be passed; it is checked, never dereferenced.
+int detpath_dds_participant_delete(struct detpath_dds_participant *p);
+
+// A writer of serialized samples on `topic` of type `type_name` (`keyed`:
+// the type has key fields) with `qos` in text form (NULL or "": DDS's
+// writer defaults, reliable; see `detpath_dds_reader_new` for the names).
+// NULL on failure.
+//
+// # Safety
+// `topic`, `type_name` are NUL-terminated strings; `qos` is NULL or one.
+struct detpath_dds_writer *detpath_dds_writer_new(struct detpath_dds_participant *p,
+                                                  const char *topic,
+                                                  const char *type_name,
+                                                  int keyed,
+                                                  const char *qos);
+
+// A reader of serialized samples on `topic` of type `type_name` with
+// `qos`, `;`-separated `name=value` policies (NULL or "": DDS's reader
+// defaults, best effort): `reliability=reliable|best_effort`,
+// `durability=volatile|transient_local|transient|persistent`,
+// `history=keep_last:N|keep_all`, `deadline=DUR`,
+// `liveliness=automatic|manual_by_participant|manual_by_topic[:DUR]`,
+// `partition=A,B`, `ownership=shared|exclusive`, `max_samples=N`,
+// `max_instances=N`, `max_sample_size=BYTES` (DUR: `100ms`, `2s`, `infinite`).
+// NULL on failure.
+//
+// # Safety
+// `topic`, `type_name` are NUL-terminated strings; `qos` is NULL or one.
+struct detpath_dds_reader *detpath_dds_reader_new(struct detpath_dds_participant *p,
+                                                  const char *topic,
+                                                  const char *type_name,
+                                                  int keyed,
+                                                  const char *qos);
+
+// Deletes a writer (its readers unmatch).
+//
+// # Safety
+// Any value may be passed; it is checked, never dereferenced.
+int detpath_dds_writer_delete(struct detpath_dds_writer *w);
+
+// Deletes a reader.
+//
+// # Safety
+// Any value may be passed; it is checked, never dereferenced.
+int detpath_dds_reader_delete(struct detpath_dds_reader *r);
+
+// Writes one serialized sample: `payload` (`len` bytes) starts with its
+// 4-byte encapsulation header (e.g. 00 01 00 00, XCDR1 little endian);
+// `key_hash` (16 bytes, or NULL for an unkeyed topic) names its instance.
+// 0, or -EMSGSIZE above the writer's `max_sample_size`, -EINVAL for a
+// payload without a header, -EAGAIN when a KEEP_ALL history is full.
+//
+// # Safety
+// `payload` points to `len` readable bytes; `key_hash` is NULL or points to 16.
+int detpath_dds_write(struct detpath_dds_writer *w,
+                      const void *payload,
+                      size_t len,
+                      const uint8_t *key_hash);
+
+// Disposes (`status` 1), unregisters (2) or both (3) the instance of
+// `key_hash`; `key` (`key_len` bytes: encapsulation header and the key
+// fields; NULL: none) lets peers that cannot invert a hashed key find it.
+//
+// # Safety
+// `key_hash` points to 16 bytes; `key` is NULL or points to `key_len` bytes.
+int detpath_dds_write_status(struct detpath_dds_writer *w,
+                             const uint8_t *key_hash,
+                             uint32_t status,
+                             const void *key,
+                             size_t key_len);
+
+// The writer's status into `out`.
+//
+// # Safety
+// `out` is NULL or points to a `struct detpath_dds_writer_status`.
+int detpath_dds_writer_status(struct detpath_dds_writer *w, struct detpath_dds_writer_status *out);
+
+// Waits until every matched reliable reader acknowledged every sample, at
+// most `timeout_ns`: 1 acknowledged, 0 the time ran out.
+//
+// # Safety
+// Any value may be passed as `w`; it is checked.
+int detpath_dds_writer_wait_acks(struct detpath_dds_writer *w, int64_t timeout_ns);
+
+// Takes the oldest sample into `buf` (`cap` bytes) and its info into
+// `info`, waiting at most `timeout_ns` for one (0: do not wait; negative:
+// wait until one comes). Returns its length (>= 0; `info->valid_data` 0
+// for a dispose/unregister), -EAGAIN when none came, -EMSGSIZE when it
+// does not fit (it stays; `info->len` says how much room it needs).
+//
+// # Safety
+// `buf` points to `cap` writable bytes (or is NULL with `cap` 0); `info` points to a `struct detpath_dds_sample_info`.
+long detpath_dds_take(struct detpath_dds_reader *r,
+                      void *buf,
+                      size_t cap,
+                      struct detpath_dds_sample_info *info,
+                      int64_t timeout_ns);
+
+// Counts `n` samples the application could not decode (shown in the
+// reader's status as `undecodable`).
+//
+// # Safety
+// Any value may be passed as `r`; it is checked.
+int detpath_dds_reader_count_undecodable(struct detpath_dds_reader *r, uint64_t n);
+
+// The reader's status into `out`.
+//
+// # Safety
+// `out` is NULL or points to a `struct detpath_dds_reader_status`.
+int detpath_dds_reader_status(struct detpath_dds_reader *r, struct detpath_dds_reader_status *out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -13,6 +13,7 @@
 // The C types keep C's names (`struct detpath_addr`, ...): cbindgen writes them as they are spelled here.
 #![allow(non_camel_case_types)]
 
+mod dds;
 mod error;
 mod handles;
 

@@ -6,6 +6,9 @@
 //! - `smoke.cpp`: the header as C++.
 //! - `sched.c`: a `sched=slots` spec (the slot scheduler's keys): a datagram
 //!   is held until its class's slot and leaves in it; bad keys are named (127.0.0.1).
+//! - `dds.c`: the DDS API's bad input and take corner cases (127.0.0.1).
+//! - `examples/dds/hello_pub.c`, `hello_sub.c`: the DDS hello world, one
+//!   per testbed namespace, on udp and afxdp (root).
 //! - `examples/c/echo.c`: the echo server in the testbed's namespace b, on
 //!   udp and afxdp, one datagram per call and in batches, answering a Rust
 //!   client in namespace a (root: namespaces and XDP).
@@ -247,4 +250,48 @@ fn pkg_config_file_links_shared_and_static() {
         assert_eq!(bad.status.code(), Some(1));
         assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown datapath `bogus`"), "{kind}: {}", String::from_utf8_lossy(&bad.stderr));
     }
+}
+
+#[test]
+fn dds_bad_input_from_c_is_an_error_never_a_crash() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/dds.c");
+    let stdout = run_to_end(&compile("cc", &src, &["-std=gnu11"]));
+    assert!(stdout.starts_with("ok: "), "{stdout}");
+}
+
+fn dds_hello_world(datapath: &str) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/dds");
+    let (publisher, subscriber) = (compile("cc", &dir.join("hello_pub.c"), &["-std=gnu11"]), compile("cc", &dir.join("hello_sub.c"), &["-std=gnu11"]));
+    for f in ["hello_pub.c", "hello_sub.c"] {
+        let lines = std::fs::read_to_string(dir.join(f)).unwrap().lines().count();
+        assert!(lines < 30, "{f}: {lines} lines (a hello world stays under 30)");
+    }
+    let tb = Testbed::up(TestbedConfig::unique("cd")).expect("testbed up (needs root)");
+    let (a, b) = (tb.a(), tb.b());
+    let run = |side: &dp::testbed::Side, prog: &Path, peer: std::net::Ipv4Addr| {
+        Command::new("ip").args(["netns", "exec", &side.netns]).arg(prog).arg(side.uri(datapath, 7410)).arg(peer.to_string()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+    };
+    let sub = Reaper(run(b, &subscriber, a.addr));
+    let publ = Reaper(run(a, &publisher, b.addr));
+    let (mut sub, mut publ) = (sub, publ);
+    let (mut out, mut err) = (String::new(), String::new());
+    sub.0.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    sub.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let sub_status = sub.0.wait().unwrap();
+    let mut perr = String::new();
+    publ.0.stderr.take().unwrap().read_to_string(&mut perr).unwrap();
+    let pub_status = publ.0.wait().unwrap();
+    assert!(sub_status.success() && pub_status.success(), "hello_sub: {err}; hello_pub: {perr}");
+    let want: Vec<String> = (0..10).map(|i| format!("4 {i}: hello from C {i}")).collect();
+    assert_eq!(out.lines().collect::<Vec<_>>(), want, "every greeting in order over {datapath}");
+}
+
+#[test]
+fn c_dds_hello_world_on_udp() {
+    dds_hello_world("udp");
+}
+
+#[test]
+fn c_dds_hello_world_on_afxdp() {
+    dds_hello_world("afxdp");
 }

@@ -315,6 +315,26 @@ impl ReaderCore {
         }
     }
 
+    /// Waits until a sample is waiting (taken or read later), at most `timeout`.
+    fn wait_for_data(&self, timeout: Duration) -> Result<bool> {
+        let end = Instant::now() + timeout;
+        let mut g: MutexGuard<'_, State> = self.shared.lock()?;
+        loop {
+            let buffered = g.read_buffers.get(&self.id).is_some_and(|b| !b.is_empty());
+            if buffered || g.p.reader_status(self.id).waiting > 0 {
+                return Ok(true);
+            }
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(false);
+            }
+            g = self.shared.arrived.wait_timeout(g, left).unwrap_or_else(|e| e.into_inner()).0;
+            if g.closed {
+                return Err(Error::Closed);
+            }
+        }
+    }
+
     fn count_undecodable(&self, n: u64) {
         if let Ok(mut g) = self.shared.lock() {
             *g.undecodable.entry(self.id).or_default() += n;
@@ -408,6 +428,10 @@ impl RawReader {
     /// Takes up to `n` samples, waiting at most `timeout` for the first.
     pub fn take_timeout(&self, n: usize, timeout: Duration) -> Result<Vec<RawSample>> {
         self.core.take_timeout(n, timeout)
+    }
+    /// Waits until a sample is there to take or read, at most `timeout`: false when none came.
+    pub fn wait_for_data(&self, timeout: Duration) -> Result<bool> {
+        self.core.wait_for_data(timeout)
     }
     /// Counts samples the application could not deserialize (shown in [`ReaderStatus::undecodable`]).
     pub fn count_undecodable(&self, n: u64) {

@@ -22,7 +22,7 @@ mod error;
 mod participant;
 pub mod qos;
 
-pub use detpath_pubsub::engine::{InstanceState, SampleInfo};
+pub use detpath_pubsub::engine::{InstanceState, SampleInfo, WriteError};
 pub use detpath_pubsub::types::TopicType;
 pub use detpath_pubsub::transport::Wait;
 pub use endpoint::{DataReader, DataWriter, RawReader, RawSample, RawWriter, ReaderStatus, Topic, WriterStatus};
