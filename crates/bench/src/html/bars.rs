@@ -27,7 +27,16 @@ pub fn tail_causes(runs: &[LoadedRun]) -> String {
     let with: Vec<(&LoadedRun, &TailReport)> = runs.iter().filter_map(|r| r.run.tail.as_ref().map(|t| (r, t))).collect();
     let (label_w, bar_w, row_h) = (260.0, 760.0, 34.0);
     let legend_y = 20.0 + row_h * with.len() as f64 + 16.0;
-    let (w, h) = (label_w + bar_w + 120.0, legend_y + 30.0 * 3.0);
+    let causes = {
+        let mut c: Vec<Cause> = Vec::new();
+        for (cause, _) in with.iter().flat_map(|(_, t)| parts(t)).filter(|p| p.1 > 0) {
+            if !c.contains(&cause) {
+                c.push(cause);
+            }
+        }
+        c.len().max(1)
+    };
+    let (w, h) = (label_w + bar_w + 120.0, legend_y + 26.0 * causes.div_ceil(3) as f64 + 8.0);
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"14\">\
 <rect width=\"{w}\" height=\"{h}\" fill=\"white\"/>"
