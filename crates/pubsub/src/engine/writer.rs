@@ -59,6 +59,13 @@ const HB_LEN: usize = 32;
 /// reader's reorder window holds at most 256).
 const MAX_IN_FLIGHT: i64 = 256;
 
+/// Bytes of unacknowledged samples a KEEP_ALL writer sends ahead: with
+/// large samples the sample count alone would let hundreds of MiB out at
+/// once (256 samples of 1 MiB), far more than a reader's socket buffer or a
+/// datapath's ring holds; what overflows them is lost and sent again. Small
+/// samples (up to 16 KiB) are not limited by it.
+const MAX_BYTES_IN_FLIGHT: usize = 4 << 20;
+
 /// A NACK for something retransmitted less than this long ago is not
 /// answered again: the retransmission is most likely still on its way, and
 /// answering every NACK of a slow reader multiplies the traffic.
@@ -96,6 +103,8 @@ pub(crate) struct WriterCore {
     /// ACKNACK or NACK_FRAG refused as implausible (acknowledging or naming
     /// samples this writer never wrote).
     pub implausible: u64,
+    /// Serialized size of the newest sample written (the in-flight bound for large samples).
+    last_len: usize,
     /// Deleted: what stays in its table slot until a new writer takes it
     /// ([`tombstone`](Self::tombstone)).
     pub deleted: bool,
@@ -142,6 +151,7 @@ impl WriterCore {
             slot_growths: 0,
             instances_refused: 0,
             implausible: 0,
+            last_len: 0,
             deleted: false,
         }
     }
@@ -206,7 +216,8 @@ impl WriterCore {
     /// history, but no more than a reader's reorder window holds (what goes
     /// past that window is dropped and has to be sent again).
     fn max_in_flight(&self) -> i64 {
-        (self.history.capacity() as i64).min(MAX_IN_FLIGHT)
+        let by_bytes = (MAX_BYTES_IN_FLIGHT / self.last_len.max(1)).max(2) as i64;
+        (self.history.capacity() as i64).min(MAX_IN_FLIGHT).min(by_bytes)
     }
 
     /// Samples not yet acknowledged by every reliable reader.
@@ -250,6 +261,7 @@ impl WriterCore {
         })();
         match built {
             Ok((len, range)) => {
+                self.last_len = range.len();
                 let meta = SampleMeta { key_hash: self.key_of(&ctx.tx[range.clone()]), ..meta };
                 if !self.keep(meta, &ctx.tx[range]) {
                     return Err(WriteError::TooManyInstances);
@@ -274,6 +286,7 @@ impl WriterCore {
                         Err(e) => return Err(WriteError::Serialize(e)),
                     }
                 };
+                self.last_len = n;
                 let meta = SampleMeta { key_hash: self.key_of(&self.scratch[..n]), ..meta };
                 let scratch = std::mem::take(&mut self.scratch);
                 let kept = self.keep(meta, &scratch[..n]);
@@ -375,6 +388,7 @@ impl WriterCore {
             match res {
                 Ok(range) if b.remaining() >= HB_LEN => {
                     let end = b.finish();
+                    self.last_len = range.len();
                     let key_hash = self.key_of(&self.batch[range.clone()]);
                     let meta = SampleMeta { sn, writer: self.guid, source_ts, reception_ns: now, valid_data: true, key_hash, ..Default::default() };
                     let batch = std::mem::take(&mut self.batch);
