@@ -75,8 +75,19 @@ pub const MAX_KEY_SIZE: usize = 512;
 /// [`TopicType::serialize_key`] does), for a type whose key serializes to at
 /// most `max_size` bytes (`None`: unbounded): the big-endian XCDR2 bytes
 /// zero-padded to 16 when `max_size` is at most 16, else their MD5 (RTPS
-/// §9.6.3.8). `None` when the key does not serialize or exceeds [`MAX_KEY_SIZE`].
+/// §9.6.3.8). `None` when the key does not serialize, exceeds [`MAX_KEY_SIZE`],
+/// or exceeds 16 bytes when `max_size` said at most 16.
 pub fn key_hash_with(max_size: Option<usize>, key: impl FnOnce(&mut CdrWriter<'_, '_>) -> Result<(), WireError>) -> Option<[u8; 16]> {
+    if let Some(1..=16) = max_size {
+        // A short key is its own hash: written straight into it, zero-padded
+        // (no 512-byte buffer to clear on every sample of a ddsperf-like
+        // type). A key longer than 16 bytes here broke its type's declared
+        // maximum: no hash, as for any key that does not serialize.
+        let mut k = [0u8; 16];
+        let mut bw = ByteWriter::new(&mut k, false);
+        key(&mut CdrWriter::new(&mut bw, Xcdr::V2)).ok()?;
+        return Some(k);
+    }
     let mut buf = [0u8; MAX_KEY_SIZE];
     let mut bw = ByteWriter::new(&mut buf, false);
     key(&mut CdrWriter::new(&mut bw, Xcdr::V2)).ok()?;
