@@ -148,7 +148,22 @@ def cyclone_peer(tb, side, peer_side, *args):
         f'<Peers><Peer Address="{p["addr"]}"/></Peers></Discovery></Domain></CycloneDDS>'
     )
     env = dict(os.environ, CYCLONEDDS_URI=f"file://{cfg}", PYTHONPATH=f"{HERE}:{os.environ.get('PYTHONPATH', '')}")
-    return subprocess.Popen(["ip", "netns", "exec", s["netns"], sys.executable, str(HERE / "dds_cyclone_peer.py"), *args], env=env, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(["ip", "netns", "exec", s["netns"], sys.executable, str(HERE / "dds_cyclone_peer.py"), *args], env=env, stdout=subprocess.PIPE, text=True)
+    # CycloneDDS has read its configuration once the participant exists; the file goes with the test.
+    request_cleanup.append(d)
+    return proc
+
+
+request_cleanup = []
+
+
+@pytest.fixture(autouse=True)
+def _remove_peer_configs():
+    yield
+    import shutil
+
+    while request_cleanup:
+        shutil.rmtree(request_cleanup.pop(), ignore_errors=True)
 
 
 def test_cyclonedds_and_detpath_share_one_idlstruct_both_ways(testbed):
