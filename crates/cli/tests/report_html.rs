@@ -155,7 +155,7 @@ fn divisor(file: &str, pointer: &str) -> f64 {
     match file {
         "summary.json" if (under("latency") || under("server_time") || under("send_lateness")) && pointer.ends_with("_ns") => 1_000.0,
         "report.json" if pointer.split('/').any(|s| s.ends_with("_ns")) && !pointer.ends_with("/mean") => 1_000.0,
-        f if f.ends_with(".json") && pointer.ends_with("_pps") => 1e6,
+        _ if pointer.rsplit('/').next().is_some_and(|last| last == "pps" || last.ends_with("_pps")) => 1e6,
         _ => 1.0,
     }
 }
@@ -331,5 +331,58 @@ fn a_figure_that_differs_from_its_file_is_caught() {
         let cells = figure_cells(&dom(value, text));
         let caught = std::panic::catch_unwind(|| check_against_files(&s.0, &cells)).is_err();
         assert!(caught, "value {value} shown as {text} was not caught");
+    }
+}
+
+/// The first JSON file under docs/results that `pick` accepts.
+fn recorded_result(pick: impl Fn(&Value) -> bool) -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results");
+    let mut stack = vec![root];
+    let mut files = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).ok()?.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "json") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    files.into_iter().find(|p| std::fs::read_to_string(p).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok()).is_some_and(|v| pick(&v)))
+}
+
+/// The pages of a recorded `detpath sched bench` report and a recorded
+/// `detpath classify bench --json` document (docs/results) render in the
+/// browser and show their files' numbers.
+#[test]
+fn sched_and_classify_result_pages_render_and_show_their_files_numbers() {
+    let test = "sched_and_classify_result_pages_render_and_show_their_files_numbers";
+    if !detpath_testkit::need_tool(test, "chromium", "chromium") {
+        return;
+    }
+    let s = Scratch::new("recorded");
+    let sched = recorded_result(|v| v.get("slot_ns").is_some() && v["runs"].as_array().is_some_and(|r| !r.is_empty()))
+        .expect("a sched bench report.json under docs/results");
+    let classify = recorded_result(|v| {
+        let cells = if v.is_array() { v } else { &v["cells"] };
+        cells.as_array().is_some_and(|c| !c.is_empty() && c.iter().all(|c| c.get("program").is_some() && c.get("pps").is_some()))
+    })
+    .expect("a classify bench document under docs/results");
+    let cases =
+        [("sched", sched, "report.json", "sched-runs", "/runs/0/iat_error_ns/p99"), ("classify", classify, "classify.json", "classify-table-0", "/pps")];
+    for (name, file, as_name, table, must) in cases {
+        let dir = s.0.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(&file, dir.join(as_name)).unwrap();
+        let page = write_page(&dir);
+        let r = open_in_browser(&page, &s.0);
+        assert!(r.console.is_empty(), "{name}: console messages: {:#?}", r.console);
+        assert_eq!(root_attr(&r.dom, "data-ok"), Some("1"), "{name}: the page's own check did not pass");
+        let checked = check_against_files(&dir, &figure_cells(&r.dom));
+        assert!(checked.iter().any(|c| c.starts_with(as_name) && c.ends_with(must)), "{name} ({}): no {must} on the page", file.display());
+        let (_, rows) = table_cells(&r.dom, table);
+        assert!(!rows.is_empty(), "{name}: empty table");
     }
 }

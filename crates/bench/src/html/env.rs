@@ -16,7 +16,7 @@ const KNOWN: [(&str, &str); 10] = [
     ("detpath_version", "detpath version"),
     ("date", "Date (UTC)"),
     ("vm", "Virtual machine"),
-    ("load", "Load"),
+    ("load", "Load average (1, 5, 15 min)"),
 ];
 
 /// Fields shown elsewhere (the command has its own block).
@@ -26,6 +26,8 @@ fn show(v: &Value) -> String {
     match v {
         Value::String(s) if s.is_empty() => "-".into(),
         Value::String(s) => s.clone(),
+        Value::Bool(b) => if *b { "yes" } else { "no" }.into(),
+        Value::Array(a) if a.is_empty() => "-".into(),
         Value::Array(a) => a.iter().map(show).collect::<Vec<_>>().join(", "),
         other => other.to_string(),
     }
