@@ -102,6 +102,12 @@ pub struct Environment {
     /// /proc/cmdline (shows isolcpus, nohz_full, ... of a tuned host).
     #[serde(default)]
     pub kernel_cmdline: String,
+    /// A virtual machine (the `hypervisor` CPU flag): its figures carry the host's preemptions.
+    #[serde(default)]
+    pub vm: bool,
+    /// The load average (1, 5, 15 min) when the run started: a loaded host's tail is the load's.
+    #[serde(default)]
+    pub load: [f64; 3],
 }
 
 impl Environment {
@@ -116,8 +122,17 @@ impl Environment {
             date: utc_iso8601(now_unix()),
             detpath_version: env!("CARGO_PKG_VERSION").to_string(),
             kernel_cmdline: std::fs::read_to_string("/proc/cmdline").map(|s| s.trim().to_string()).unwrap_or_default(),
+            vm: std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|t| t.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"))),
+            load: load_average().unwrap_or_default(),
         }
     }
+}
+
+/// /proc/loadavg's three averages.
+fn load_average() -> Option<[f64; 3]> {
+    let t = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let mut v = t.split_whitespace().map(|x| x.parse::<f64>().ok());
+    Some([v.next()??, v.next()??, v.next()??])
 }
 
 fn uname() -> Option<String> {

@@ -19,7 +19,7 @@ pub struct BenchArgs {
     /// 216 cells with the defaults: two no-op anchors and the classifier's 4 rule counts per encapsulation, size and CPU count).
     #[arg(long, value_name = "DURATION", value_parser = crate::vocab::secs, default_value = "1s")]
     duration: Duration,
-    /// Print the cells as one JSON document (a list, one object per cell) instead of a table.
+    /// Print the run as one JSON document (one object: environment, machine, cells) instead of a table.
     #[arg(long)]
     json: bool,
     /// Frame sizes in bytes (default: paper 004's Table 1).
@@ -89,7 +89,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         )
     })?;
     if json {
-        println!("{}", serde_json::to_string(&r.cells)?);
+        println!("{}", serde_json::to_string(&r.json())?);
     } else {
         print!("{}", bench::table(&r));
     }

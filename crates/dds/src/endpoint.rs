@@ -4,7 +4,7 @@
 //! them: the seam the C and Python bindings use).
 
 use crate::error::{Error, Result};
-use crate::participant::{DomainParticipant, Shared, State};
+use crate::participant::{DomainParticipant, RawSample, Shared, State};
 use crate::qos::Qos;
 use detpath_pubsub::discovery::status_info;
 use detpath_pubsub::driver::wall_ns;
@@ -253,10 +253,6 @@ impl RawWriter {
         self.core.wait_for_acknowledgments(timeout)
     }
 }
-
-/// One sample as a reader hands it out: serialized bytes (encapsulation
-/// header included; empty for a dispose/unregister) and what is known about it.
-pub type RawSample = (Vec<u8>, SampleInfo);
 
 /// The reading half shared by typed and raw readers. Samples `read` (and
 /// not yet taken) wait in `read_buffers` of the shared state, so `read`

@@ -25,9 +25,9 @@ pub mod qos;
 pub use detpath_pubsub::engine::{InstanceState, SampleInfo, WriteError};
 pub use detpath_pubsub::types::TopicType;
 pub use detpath_pubsub::transport::Wait;
-pub use endpoint::{DataReader, DataWriter, RawReader, RawSample, RawWriter, ReaderStatus, Topic, WriterStatus};
+pub use endpoint::{DataReader, DataWriter, RawReader, RawWriter, ReaderStatus, Topic, WriterStatus};
 pub use error::{Error, Result};
-pub use participant::{DomainParticipant, ParticipantOptions};
+pub use participant::{DomainParticipant, ParticipantOptions, RawSample};
 pub use qos::{Policy, Qos};
 
 /// What a hand-written [`TopicType`] needs: the CDR codec and key hash helpers.

@@ -9,7 +9,7 @@
 
 use crate::error::{Error, Result};
 use detpath_pubsub::driver::{Transport, TransportOutbox};
-use detpath_pubsub::engine::{make_guid_prefix, Config, Counters, Event, Participant, ReaderId, VecOutbox};
+use detpath_pubsub::engine::{make_guid_prefix, Config, Counters, Event, Participant, ReaderId, SampleInfo, VecOutbox};
 use detpath_pubsub::transport::{self, EndpointTransport, GroupReception, Link, Wait};
 use detpath_pubsub::wire::{Addr, Guid};
 use std::collections::HashMap;
@@ -70,6 +70,10 @@ pub(crate) struct Tally {
     pub unmatched: u64,
 }
 
+/// One sample as a reader hands it out: serialized bytes (encapsulation
+/// header included; empty for a dispose/unregister) and what is known about it.
+pub type RawSample = (Vec<u8>, SampleInfo);
+
 pub(crate) struct State {
     pub p: Participant,
     /// Datagrams application calls produced, sent by the engine thread.
@@ -79,7 +83,7 @@ pub(crate) struct State {
     /// Samples taken that did not deserialize, per reader.
     pub undecodable: HashMap<ReaderId, u64>,
     /// Samples `read` and not yet taken, per reader (oldest first).
-    pub read_buffers: HashMap<ReaderId, std::collections::VecDeque<crate::endpoint::RawSample>>,
+    pub read_buffers: HashMap<ReaderId, std::collections::VecDeque<RawSample>>,
     pub closed: bool,
 }
 
