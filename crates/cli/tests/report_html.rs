@@ -386,3 +386,36 @@ fn sched_and_classify_result_pages_render_and_show_their_files_numbers() {
         assert!(!rows.is_empty(), "{name}: empty table");
     }
 }
+
+/// A fresh `detpath sched bench` result's page: its figure (the inter-arrival
+/// CDF the bench drew) inline as an image, and report.json's numbers.
+#[test]
+fn a_sched_result_page_renders_with_its_figure() {
+    let test = "a_sched_result_page_renders_with_its_figure";
+    if !browser_ok(test) {
+        return;
+    }
+    let s = Scratch::new("sched");
+    let out = s.0.join("results");
+    let testbed = format!("rs{}", std::process::id() % 100_000);
+    let o = run_limited(
+        Command::new(BIN)
+            .args(["sched", "bench", "--datapath", "udp", "--method", "slots,sleep", "--duration", "1s", "--testbed", &testbed, "--out"])
+            .arg(&out),
+        Duration::from_secs(120),
+    );
+    assert!(o.status.success(), "sched bench: {}", String::from_utf8_lossy(&o.stderr));
+    let dir = only_dir(&out);
+    let page = write_page(&dir);
+    let r = open_in_browser(&page, &s.0);
+    assert!(r.console.is_empty(), "console messages: {:#?}", r.console);
+    assert_eq!(root_attr(&r.dom, "data-ok"), Some("1"), "the page's own check did not pass");
+    assert!(r.dom.contains("id=\"fig-iat_cdf\""), "the inter-arrival CDF is not on the page");
+    let checked = check_against_files(&dir, &figure_cells(&r.dom));
+    for m in 0..2 {
+        for f in ["iat_error_ns/p50", "iat_error_ns/p99", "release_error_ns/p99", "rt_sent"] {
+            let src = format!("report.json#/runs/{m}/{f}");
+            assert!(checked.contains(&src), "{src} is not on the page");
+        }
+    }
+}
