@@ -229,7 +229,7 @@ fn a_bench_result_page_renders_in_chromium_and_shows_the_summary_numbers() {
     }
     let s = Scratch::new("bench");
     let out = s.0.join("results");
-    let testbed = format!("rh{}", std::process::id() % 100_000);
+    let testbed = format!("detpath-rh{}", std::process::id());
     let o = run_limited(
         Command::new(BIN).args(["bench", "--datapath", "udp", "--rounds", "2000", "--warmup", "200", "--testbed", &testbed, "--out"]).arg(&out),
         Duration::from_secs(120),
@@ -397,11 +397,8 @@ fn a_sched_result_page_renders_with_its_figure() {
     }
     let s = Scratch::new("sched");
     let out = s.0.join("results");
-    let testbed = format!("rs{}", std::process::id() % 100_000);
     let o = run_limited(
-        Command::new(BIN)
-            .args(["sched", "bench", "--datapath", "udp", "--method", "slots,sleep", "--duration", "1s", "--testbed", &testbed, "--out"])
-            .arg(&out),
+        Command::new(BIN).args(["sched", "bench", "--datapath", "udp", "--method", "slots,sleep", "--duration", "1s", "--out"]).arg(&out),
         Duration::from_secs(120),
     );
     assert!(o.status.success(), "sched bench: {}", String::from_utf8_lossy(&o.stderr));
