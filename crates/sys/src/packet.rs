@@ -72,6 +72,16 @@ impl PacketSocket {
 
     /// Receives one frame (incoming only), waiting at most `timeout`.
     pub fn recv(&self, buf: &mut [u8], timeout: std::time::Duration) -> Result<Option<usize>> {
+        self.recv_where(buf, timeout, false)
+    }
+
+    /// Receives one frame this interface sent (a capture of what a program
+    /// on this side put on the wire), waiting at most `timeout`.
+    pub fn recv_sent(&self, buf: &mut [u8], timeout: std::time::Duration) -> Result<Option<usize>> {
+        self.recv_where(buf, timeout, true)
+    }
+
+    fn recv_where(&self, buf: &mut [u8], timeout: std::time::Duration, sent: bool) -> Result<Option<usize>> {
         let deadline = std::time::Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
@@ -91,7 +101,7 @@ impl PacketSocket {
             if r < 0 {
                 continue;
             }
-            if sll.sll_pkttype == libc::PACKET_OUTGOING {
+            if (sll.sll_pkttype == libc::PACKET_OUTGOING) != sent {
                 continue;
             }
             return Ok(Some(r as usize));

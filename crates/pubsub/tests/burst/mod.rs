@@ -26,59 +26,18 @@ pub fn capture(side: &Side, dst_ip: Ipv4Addr, dur: Duration) -> Vec<Datagram> {
     side.run(|| capture_here(&side.iface, dst_ip, dur)).expect("enter the namespace").expect("AF_PACKET capture (needs root)")
 }
 
-fn capture_here(iface: &str, dst_ip: Ipv4Addr, dur: Duration) -> std::io::Result<Vec<Datagram>> {
-    let name = std::ffi::CString::new(iface).unwrap();
-    // SAFETY: a NUL-terminated name; the call only reads it.
-    let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
-    if ifindex == 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let proto = (libc::ETH_P_ALL as u16).to_be();
-    // SAFETY: plain socket(2); the descriptor is closed below.
-    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, proto as i32) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let close = Fd(fd);
-    // SAFETY: sockaddr_ll is plain data; zeroed is a valid value.
-    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-    sll.sll_family = libc::AF_PACKET as u16;
-    sll.sll_protocol = proto;
-    sll.sll_ifindex = ifindex as i32;
-    // SAFETY: sll is a valid sockaddr_ll of the given length for this fd.
-    let rc = unsafe { libc::bind(fd, &sll as *const _ as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_ll>() as u32) };
-    if rc < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let tv = libc::timeval { tv_sec: 0, tv_usec: 100_000 };
-    // SAFETY: tv is a valid timeval for SO_RCVTIMEO.
-    unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, &tv as *const _ as *const libc::c_void, std::mem::size_of::<libc::timeval>() as u32) };
-    let mut out = Vec::new();
-    let mut buf = vec![0u8; 65536];
+fn capture_here(iface: &str, dst_ip: Ipv4Addr, dur: Duration) -> detpath::sys::Result<Vec<Datagram>> {
+    let sock = detpath::sys::packet::PacketSocket::open(iface)?;
+    let (mut out, mut buf) = (Vec::new(), vec![0u8; 65536]);
     let end = Instant::now() + dur;
     while Instant::now() < end {
-        // SAFETY: sockaddr_ll is plain data.
-        let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        let mut flen = std::mem::size_of::<libc::sockaddr_ll>() as u32;
-        // SAFETY: buf and from are valid for writes of the lengths given.
-        let n = unsafe { libc::recvfrom(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0, &mut from as *mut _ as *mut libc::sockaddr, &mut flen) };
-        if n <= 0 || from.sll_pkttype != libc::PACKET_OUTGOING {
-            continue;
-        }
-        if let Some(d) = udp_rtps(&buf[..n as usize], dst_ip) {
-            out.push(d);
+        if let Some(n) = sock.recv_sent(&mut buf, Duration::from_millis(100))? {
+            if let Some(d) = udp_rtps(&buf[..n], dst_ip) {
+                out.push(d);
+            }
         }
     }
-    drop(close);
     Ok(out)
-}
-
-struct Fd(i32);
-impl Drop for Fd {
-    fn drop(&mut self) {
-        // SAFETY: our own descriptor, closed once.
-        unsafe { libc::close(self.0) };
-    }
 }
 
 /// The UDP payload of an Ethernet/IPv4/UDP frame to `dst_ip` when it is RTPS (unfragmented).
