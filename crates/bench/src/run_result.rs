@@ -108,6 +108,9 @@ pub struct Environment {
     /// The load average (1, 5, 15 min) when the run started: a loaded host's tail is the load's.
     #[serde(default)]
     pub load: [f64; 3],
+    /// The command line that made the run (`detpath bench --datapath udp ...`), as the process got it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
 }
 
 impl Environment {
@@ -124,6 +127,7 @@ impl Environment {
             kernel_cmdline: std::fs::read_to_string("/proc/cmdline").map(|s| s.trim().to_string()).unwrap_or_default(),
             vm: std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|t| t.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"))),
             load: load_average().unwrap_or_default(),
+            command: std::env::args().collect(),
         }
     }
 }

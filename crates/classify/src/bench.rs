@@ -288,6 +288,9 @@ pub struct Environment {
     pub date: String,
     /// The detpath version that measured.
     pub detpath_version: String,
+    /// The command line that made the run, as the process got it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
 }
 
 impl Environment {
@@ -305,6 +308,7 @@ impl Environment {
             load: load_average_of(&loadavg),
             date: utc_iso8601(secs),
             detpath_version: env!("CARGO_PKG_VERSION").to_string(),
+            command: std::env::args().collect(),
         }
     }
 }

@@ -29,7 +29,6 @@
 //! ([`crate::child_cpu`]): `ddsperf-ping` and `ddsperf-pong`,
 //! `ddsperf-pub` and `ddsperf-sub`, each on its pinned core.
 
-pub mod report;
 pub mod table;
 
 use crate::records::{LossCounts, Record, Status};

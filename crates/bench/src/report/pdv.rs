@@ -1,10 +1,10 @@
 //! `detpath report`'s packet-delay-variation figure for pub-sub runs (their
 //! box plot, CCDF and timeline are the bench report's, drawn from the same
 //! records). `pdv`: the CCDF of each run's PDV, one-way latency minus the
-//! run's minimum (RFC 5481 §4.2, see [`super::PdvSummary`]), on log-log
+//! run's minimum (RFC 5481 §4.2, see [`crate::pubsub::PdvSummary`]), on log-log
 //! axes, one line per run: P(PDV > x).
 
-use crate::report::LoadedRun;
+use super::LoadedRun;
 use crate::stats;
 use anyhow::{anyhow, Context, Result};
 use plotters::coord::Shift;
@@ -12,7 +12,7 @@ use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
 /// Whether a run is a pub-sub latency run (`detpath pubsub bench`).
-pub fn is_pubsub(r: &LoadedRun) -> bool {
+fn is_pubsub(r: &LoadedRun) -> bool {
     r.run.config.datapath.starts_with("pubsub+")
 }
 

@@ -18,6 +18,9 @@
 //!   median (dot) and p99.9 (triangle) one-way latency joined by a line,
 //!   labelled by the run: what each configuration's tail costs in cores.
 
+
+mod pdv;
+
 use crate::records::Record;
 use crate::results::{LoadError, ResultDir, RunResult};
 use crate::stats::{self, BoxStats};
@@ -112,7 +115,7 @@ pub fn render(runs: &[LoadedRun], out: &Path) -> Result<Vec<PathBuf>> {
         files.push(svg);
     }
     files.extend(render_cpu(runs, out)?);
-    files.extend(crate::pubsub::report::render_pdv(&plotted, out)?);
+    files.extend(pdv::render_pdv(&plotted, out)?);
     Ok(files)
 }
 
@@ -154,7 +157,7 @@ pub fn svg_figures(runs: &[LoadedRun]) -> Result<Vec<SvgFigure>> {
     if !points.is_empty() {
         out.push(SvgFigure { name: "cpu_latency", svg: svg_text((1200, 760), |root| cpu_latency(root, &points))? });
     }
-    if let Some(svg) = crate::pubsub::report::pdv_svg(&plotted)? {
+    if let Some(svg) = pdv::pdv_svg(&plotted)? {
         out.push(SvgFigure { name: "pdv", svg });
     }
     Ok(out)
