@@ -39,8 +39,7 @@ fn namespaces() -> String {
 
 #[test]
 fn hello_world_block_runs() {
-    if !nix_root() {
-        println!("SKIP hello_world_block_runs: namespaces and XDP need root");
+    if !detpath_testkit::need_root("hello_world_block_runs", "namespaces and XDP") {
         return;
     }
     let script = block("hello");
@@ -85,10 +84,6 @@ fn c_block_compiles_against_the_header() {
         .expect("cc (gcc) is installed by the Makefile");
     let _ = std::fs::remove_dir_all(&dir);
     assert!(out.status.success(), "the README's C block does not compile against detpath.h:\n{}", String::from_utf8_lossy(&out.stderr));
-}
-
-fn nix_root() -> bool {
-    Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"))
 }
 
 /// A fresh private directory (`mktemp -d`: an unpredictable name, mode 0700).

@@ -210,8 +210,8 @@ fn cyclone_peer(side: &Side, peer: std::net::Ipv4Addr, args: &[&str]) -> (std::p
 
 #[test]
 fn cyclonedds_python_with_the_same_type_both_ways() {
-    if let Some(why) = cyclone_python_missing() {
-        println!("SKIP: {why}");
+    let missing = cyclone_python_missing();
+    if !detpath_testkit::need("cyclonedds_python_with_the_same_type_both_ways", "the cyclonedds Python package", missing.is_none(), &missing.unwrap_or_default()) {
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

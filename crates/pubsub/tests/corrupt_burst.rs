@@ -6,12 +6,12 @@
 //! and go on to the end, and the pong's `data_lost` stays within what the
 //! burst could really have taken (pings dropped while the link was flooded),
 //! never the billions a forged sequence number would count.
-//! Needs root (namespaces, XDP); without ddsperf its cases say SKIP.
+//! Needs root (namespaces, XDP); without ddsperf its cases fail in CI, are named skips elsewhere.
 #![cfg(feature = "endpoint")]
 
 mod burst;
 mod ddsperf;
-use ddsperf::{have_ddsperf, Ddsperf};
+use ddsperf::Ddsperf;
 use detpath::testbed::{Testbed, TestbedConfig};
 use detpath_pubsub::app::{run, NodeOptions, Outcome};
 use detpath_pubsub::ddsperf::Role;
@@ -35,8 +35,7 @@ enum Pinger {
 
 fn scenario(datapath: &str, ddsperf_ping: bool) {
     let who = if ddsperf_ping { "ddsperf ping" } else { "detpath ping" };
-    if ddsperf_ping && !have_ddsperf() {
-        println!("SKIP corrupt burst, {who} -> detpath pong over {datapath}: ddsperf not installed (apt-get install cyclonedds-tools)");
+    if ddsperf_ping && !detpath_testkit::need_tool(&format!("corrupt burst, {who} -> detpath pong over {datapath}"), "ddsperf", "cyclonedds-tools") {
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

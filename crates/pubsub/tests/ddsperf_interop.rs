@@ -6,7 +6,7 @@
 //! - ddsperf ping -> detpath pong: ddsperf's pings answered, ddsperf reports
 //!   round trips and exits 0 (all its endpoints matched ours, nothing lost).
 //!
-//! Discovery must complete within 2 s. Without ddsperf the tests say SKIP.
+//! Discovery must complete within 2 s. Without ddsperf the tests fail in CI and are named skips elsewhere.
 
 mod common;
 use common::udp::UdpTransport;
@@ -17,10 +17,6 @@ use std::io::Read;
 use std::net::Ipv4Addr;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn have_ddsperf() -> bool {
-    Command::new("ddsperf").arg("help").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
-}
 
 /// A CycloneDDS configuration for loopback unicast discovery, in a temp file.
 fn cyclone_config(tag: &str) -> std::path::PathBuf {
@@ -84,8 +80,7 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 #[test]
 fn detpath_ping_ddsperf_pong_10000_reliable_pings_none_lost() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    if !have_ddsperf() {
-        println!("SKIP detpath_ping_ddsperf_pong_10000_reliable_pings_none_lost: ddsperf not installed (apt-get install cyclonedds-tools)");
+    if !detpath_testkit::need_tool("detpath_ping_ddsperf_pong_10000_reliable_pings_none_lost", "ddsperf", "cyclonedds-tools") {
         return;
     }
     let domain = 11;
@@ -132,8 +127,7 @@ fn detpath_ping_ddsperf_pong_10000_reliable_pings_none_lost() {
 #[test]
 fn ddsperf_ping_detpath_pong_answers_every_ping() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    if !have_ddsperf() {
-        println!("SKIP ddsperf_ping_detpath_pong_answers_every_ping: ddsperf not installed (apt-get install cyclonedds-tools)");
+    if !detpath_testkit::need_tool("ddsperf_ping_detpath_pong_answers_every_ping", "ddsperf", "cyclonedds-tools") {
         return;
     }
     let domain = 12;

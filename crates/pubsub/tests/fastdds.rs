@@ -26,7 +26,7 @@
 
 use detpath::testbed::{Side, Testbed, TestbedConfig};
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc::{channel, Receiver};
@@ -42,22 +42,9 @@ const PORT: u16 = 7410;
 const MIB: usize = 1 << 20;
 
 /// Whether `test` may go on: in CI a missing requirement fails, naming the
-/// fix; elsewhere it is a skip, printed and logged by name (as
-/// `detpath-testkit` does for the other crates' tests).
+/// fix; elsewhere it is a named, logged skip (`detpath-testkit`).
 fn need(test: &str, what: &str, present: bool, fix: &str) -> bool {
-    if present {
-        return true;
-    }
-    let line = format!("{test}: needs {what} ({fix})");
-    if matches!(std::env::var("CI").as_deref(), Ok("true") | Ok("1") | Ok("TRUE") | Ok("True")) {
-        panic!("{line}: missing in CI, where the Makefile installs it; a missing requirement fails here instead of skipping");
-    }
-    println!("SKIP {line}");
-    let log = std::env::var_os("DETPATH_SKIP_LOG").map(PathBuf::from).or_else(|| Some(target_dir()?.join("skipped-tests.log")));
-    if let Some(Ok(mut f)) = log.map(|p| std::fs::OpenOptions::new().create(true).append(true).open(p)) {
-        let _ = writeln!(f, "{line}");
-    }
-    false
+    detpath_testkit::need(test, what, present, fix)
 }
 
 /// The cargo target directory this test binary was built in.

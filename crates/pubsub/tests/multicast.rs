@@ -6,14 +6,13 @@
 //! xdppoll hear the group on a kernel socket joined to it (the XDP programs
 //! pass the group's datagrams to the kernel); dpdk in its own receive path
 //! (`group=` key: net_af_xdp gives the kernel nothing). Needs root
-//! (namespaces, XDP, DPDK); without ddsperf the tests say SKIP.
+//! (namespaces, XDP, DPDK); without ddsperf the tests fail in CI, are named skips elsewhere.
 //!
 //! Also without root: our SPDP announces the group as its metatraffic
 //! multicast locator, and a datapath that cannot take part says why.
 #![cfg(feature = "endpoint")]
 
 mod ddsperf;
-use ddsperf::have_ddsperf;
 use detpath::testbed::{Testbed, TestbedConfig};
 use detpath_pubsub::app::{run, NodeOptions};
 use detpath_pubsub::ddsperf::Role;
@@ -30,8 +29,7 @@ use std::time::Duration;
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn testbed(name: &str) -> Option<Testbed> {
-    if !have_ddsperf() {
-        println!("SKIP {name}: ddsperf not installed (apt-get install cyclonedds-tools)");
+    if !detpath_testkit::need_tool(name, "ddsperf", "cyclonedds-tools") {
         return None;
     }
     Some(Testbed::up(TestbedConfig::unique("psmc")).expect("testbed up (needs root)"))

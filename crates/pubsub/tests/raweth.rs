@@ -9,7 +9,7 @@
 //!   injected meanwhile are counted as malformed and survived.
 //! - detpath ping (a) -> ddsperf pong (b) and ddsperf ping (b) -> detpath pong
 //!   (a), ddsperf configured `<Transport>raweth</Transport>` (Debian's 0.10.2
-//!   supports it; SKIP is printed when ddsperf is missing).
+//!   supports it; a missing ddsperf fails in CI and is a named skip elsewhere).
 //!
 //! Discovery goes to the broadcast MAC at the EtherType, as CycloneDDS's
 //! raweth does (no peer list needed). Needs root (namespaces, AF_PACKET, XDP).
@@ -18,7 +18,7 @@
 #![cfg(feature = "endpoint")]
 
 mod ddsperf;
-use ddsperf::{have_ddsperf, Ddsperf};
+use ddsperf::Ddsperf;
 use detpath::testbed::{Side, Testbed, TestbedConfig};
 use detpath_pubsub::app::{run, NodeOptions, Outcome};
 use detpath_pubsub::ddsperf::Role;
@@ -132,8 +132,7 @@ fn detpath_both_sides(datapath: &str) {
 
 fn detpath_ping_ddsperf_pong(datapath: &str) {
     const PINGS: u64 = 3000;
-    if !have_ddsperf() {
-        println!("SKIP detpath_ping_ddsperf_pong over raweth {datapath}: ddsperf not installed (apt-get install cyclonedds-tools)");
+    if !detpath_testkit::need_tool(&format!("detpath_ping_ddsperf_pong over raweth {datapath}"), "ddsperf", "cyclonedds-tools") {
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -147,8 +146,7 @@ fn detpath_ping_ddsperf_pong(datapath: &str) {
 }
 
 fn ddsperf_ping_detpath_pong(datapath: &str) {
-    if !have_ddsperf() {
-        println!("SKIP ddsperf_ping_detpath_pong over raweth {datapath}: ddsperf not installed (apt-get install cyclonedds-tools)");
+    if !detpath_testkit::need_tool(&format!("ddsperf_ping_detpath_pong over raweth {datapath}"), "ddsperf", "cyclonedds-tools") {
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

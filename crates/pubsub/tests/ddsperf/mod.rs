@@ -6,6 +6,7 @@
 use detpath::testbed::Side;
 use std::process::{Child, Command, Stdio};
 
+/// ddsperf runs here (the burst example asks; the tests go through detpath-testkit).
 pub fn have_ddsperf() -> bool {
     Command::new("ddsperf").arg("help").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
 }

@@ -10,6 +10,7 @@ import time
 import pytest
 
 import detpath
+from conftest import require
 
 
 def test_loopback_roundtrip_with_metadata(pair):
@@ -180,9 +181,7 @@ def test_afxdp_in_the_testbed(testbed):
 
 
 def test_testbed_close_removes_namespaces():
-    if os.geteuid() != 0:
-        print("SKIP test_testbed_close_removes_namespaces: namespaces need root")
-        pytest.skip("namespaces need root")
+    require("test_testbed_close_removes_namespaces", "root (namespaces)", os.geteuid() == 0, "run the tests as root, e.g. `sudo make test`")
     tb = detpath.Testbed()
     ns = tb.a["netns"], tb.b["netns"]
     assert all(os.path.exists(f"/run/netns/{n}") for n in ns)

@@ -11,6 +11,7 @@ import pytest
 
 import detpath
 from detpath import results
+from conftest import require
 
 HEADER = "seq,client_send_ns,server_recv_ns,server_send_ns,client_recv_ns,send_lateness_ns,status\n"
 
@@ -125,10 +126,8 @@ def detpath_binary():
 
 def test_a_real_bench_run(tmp_path):
     exe = detpath_binary()
-    if not exe or os.geteuid() != 0:
-        reason = "no detpath binary (set DETPATH_BIN or build the CLI)" if not exe else "the testbed needs root"
-        print(f"SKIP test_a_real_bench_run: {reason}")
-        pytest.skip(reason)
+    require("test_a_real_bench_run", "the detpath binary", bool(exe), "set DETPATH_BIN or build the CLI (make build)")
+    require("test_a_real_bench_run", "root (the testbed)", os.geteuid() == 0, "run the tests as root, e.g. `sudo make test`")
     out = tmp_path / "results"
     cmd = [exe, "bench", "--datapath", "udp", "--rounds", "400", "--warmup", "20", "--period", "200us",
            "--testbed", f"detpath-pyres{os.getpid()}", "--out", str(out), "--json"]
