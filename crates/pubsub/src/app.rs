@@ -259,6 +259,13 @@ pub struct CountersJson {
     pub implausible: u64,
     /// State a forged message had changed, won back from the real peer's traffic.
     pub resyncs: u64,
+    /// [`Counters::frags_received`]: DATA_FRAG submessages taken into reassembly.
+    pub frags_received: u64,
+    /// [`Counters::frag_rejected`]: DATA_FRAG refused (sample above `max_sample_size`, too
+    /// many fragments): a large sample that never arrives shows here.
+    pub frag_rejected: u64,
+    /// [`Counters::frag_abandoned`]: reassemblies given up unfinished.
+    pub frag_abandoned: u64,
 }
 
 impl From<Counters> for CountersJson {
@@ -281,6 +288,9 @@ impl From<Counters> for CountersJson {
             discovery_over_limit: c.discovery_over_limit,
             implausible: c.implausible,
             resyncs: c.resyncs,
+            frags_received: c.frags_received,
+            frag_rejected: c.frag_rejected,
+            frag_abandoned: c.frag_abandoned,
         }
     }
 }
