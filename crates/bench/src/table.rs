@@ -15,6 +15,24 @@ use crate::run_result::RunResult;
 use crate::stats::{Quantile, Summary};
 use std::fmt::Write as _;
 
+/// The columns of the loss, server time and send lateness table (terminal and HTML pages alike).
+pub const LOSS_COLUMNS: [&str; 14] = [
+    "Run",
+    "sent",
+    "lost",
+    "dup",
+    "reord",
+    "corrupt",
+    "late",
+    "server med",
+    "server p99.99",
+    "server max",
+    "lateness med",
+    "lateness p99.99",
+    "lateness max",
+    "complete",
+];
+
 /// A value in µs with 3-4 significant digits, as paper 000 prints them:
 /// `9.44`, `46.34`, `248.3`, `3051`.
 pub fn fmt_us(ns: u64) -> String {
@@ -255,22 +273,7 @@ pub fn detail_table(runs: &[RunResult]) -> String {
     out.push('\n');
     out.push_str("Loss, server processing time and send lateness per run (µs)\n");
     let mut g = Grid {
-        rows: vec![[
-            "Run",
-            "sent",
-            "lost",
-            "dup",
-            "reord",
-            "corrupt",
-            "late",
-            "server med",
-            "server p99.99",
-            "server max",
-            "lateness med",
-            "lateness p99.99",
-            "lateness max",
-            "complete",
-        ]
+        rows: vec![LOSS_COLUMNS
         .iter()
         .map(|s| s.to_string())
         .collect()],

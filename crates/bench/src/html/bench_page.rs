@@ -242,23 +242,7 @@ fn detail_table(doc: &Value, runs: &[RunResult]) -> Table {
 
 /// Loss, the server's processing time and the send lateness per run.
 fn loss_table(doc: &Value, runs: &[RunResult]) -> Table {
-    let head = [
-        "Run",
-        "sent",
-        "lost",
-        "dup",
-        "reord",
-        "corrupt",
-        "late",
-        "server med",
-        "server p99.99",
-        "server max",
-        "lateness med",
-        "lateness p99.99",
-        "lateness max",
-        "complete",
-    ];
-    let mut t = Table::new("loss-per-run", "Loss, server processing time and send lateness per run (µs)", &head);
+    let mut t = Table::new("loss-per-run", "Loss, server processing time and send lateness per run (µs)", &crate::table::LOSS_COLUMNS);
     for (i, r) in runs.iter().enumerate() {
         let mut row = vec![Cell::text(run_label(r))];
         for f in ["sent", "lost", "duplicates", "reordered", "corrupted", "late"] {
