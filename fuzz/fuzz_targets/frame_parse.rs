@@ -13,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
     for verify in [true, false] {
         if let Ok(f) = parse_udp_frame(data, verify) {
             assert!(f.payload_offset + f.payload_len <= data.len());
-            let h = UdpFrameHeader { src_mac: f.src_mac, dst_mac: f.dst_mac, src: f.src, dst: f.dst, ip_id: 0, ttl: 64 };
+            let h = UdpFrameHeader { src_mac: f.src_mac, dst_mac: f.dst_mac, src: f.src, dst: f.dst, ip_id: 0, ttl: 64, tos: 0 };
             let mut buf = vec![0u8; data.len() + 64];
             let n = build_udp_frame(&mut buf, &h, f.payload(data)).expect("a parsed payload fits again");
             let g = parse_udp_frame(&buf[..n], true).expect("a rebuilt frame parses");
