@@ -405,8 +405,8 @@ pub fn cpu_table(runs: &[RunResult]) -> String {
     out
 }
 
-/// A share (0..1) as a percentage: `99%`, `4.2%`, `0.05%`.
-fn fmt_pct(share: f64) -> String {
+/// A share (0..1) as a percentage: `99%`, `4.2%`, `0.05%` (terminal tables and HTML pages).
+pub fn fmt_pct(share: f64) -> String {
     let p = share * 100.0;
     if p >= 10.0 {
         format!("{p:.0}%")

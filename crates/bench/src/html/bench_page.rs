@@ -263,17 +263,6 @@ fn loss_table(doc: &Value, runs: &[RunResult]) -> Table {
     t
 }
 
-/// A share (0..1) as the terminal's percentage.
-fn pct(share: f64) -> String {
-    let p = share * 100.0;
-    if p >= 10.0 {
-        format!("{p:.0}%")
-    } else if p >= 1.0 {
-        format!("{p:.1}%")
-    } else {
-        format!("{p:.2}%")
-    }
-}
 
 /// CPU beside latency, for the runs that recorded it.
 fn cpu_table(doc: &Value, runs: &[RunResult]) -> Table {
@@ -282,8 +271,8 @@ fn cpu_table(doc: &Value, runs: &[RunResult]) -> Table {
     for (i, r) in runs.iter().enumerate() {
         let Some(cpu) = &r.cpu else { continue };
         let shares: Vec<String> =
-            cpu.threads.iter().map(|th| format!("{} {}", th.name, r.core_share(&th.name).map(pct).unwrap_or_else(|| "-".into()))).collect();
-        let cores: Vec<String> = cpu.cores.iter().map(|c| format!("cpu{} {}", c.core, pct(c.busy))).collect();
+            cpu.threads.iter().map(|th| format!("{} {}", th.name, r.core_share(&th.name).map(crate::table::fmt_pct).unwrap_or_else(|| "-".into()))).collect();
+        let cores: Vec<String> = cpu.cores.iter().map(|c| format!("cpu{} {}", c.core, crate::table::fmt_pct(c.busy))).collect();
         t.rows.push(vec![
             Cell::text(run_label(r)),
             Cell::figure(SUMMARY, doc, &format!("/runs/{i}/latency/median_ns"), ns, &missing(&r.latency, Some(Quantile::MEDIAN))),
