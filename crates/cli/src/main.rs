@@ -11,6 +11,7 @@ mod classify_cmd;
 mod echo_cmd;
 mod generate_cmd;
 mod metrics_args;
+mod pubsub_bench_cmd;
 mod pubsub_cmd;
 mod report_cmd;
 mod sched_cmd;

@@ -23,10 +23,12 @@ extern crate self as detpath_pubsub;
 
 #[cfg(feature = "endpoint")]
 pub mod app;
+pub mod budget;
 pub mod ddsperf;
 pub mod discovery;
 pub mod driver;
 pub mod engine;
+pub mod priority;
 pub mod qos;
 #[cfg(feature = "endpoint")]
 pub mod transport;

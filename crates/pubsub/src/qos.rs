@@ -89,6 +89,12 @@ pub struct Qos {
     pub partitions: Vec<String>,
     /// USER_DATA of the endpoint.
     pub user_data: Vec<u8>,
+    /// TRANSPORT_PRIORITY (PID 0x0049): 0 is best effort; a writer's value
+    /// picks its datagrams' traffic class and DSCP ([`crate::priority`]).
+    pub transport_priority: i32,
+    /// LATENCY_BUDGET duration, ns (0: none, DDS's default). A reader judges
+    /// every sample's one-way latency against it ([`crate::budget`]).
+    pub latency_budget_ns: i64,
 }
 
 impl Default for Qos {
@@ -106,6 +112,8 @@ impl Default for Qos {
             ownership: Ownership::Shared,
             partitions: Vec::new(),
             user_data: Vec::new(),
+            transport_priority: 0,
+            latency_budget_ns: 0,
         }
     }
 }
