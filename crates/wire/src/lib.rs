@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod checksum;
+pub mod dscp;
 pub mod ethernet;
 pub mod field;
 pub mod frame;
