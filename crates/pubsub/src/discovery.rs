@@ -311,6 +311,8 @@ impl EndpointData {
                     qos.max_samples = if max < 0 { u32::MAX } else { max as u32 };
                 }
                 pid::DEADLINE => qos.deadline_ns = duration(&mut r).map_err(bad)?,
+                pid::LATENCY_BUDGET => qos.latency_budget_ns = duration(&mut r).map_err(bad)?,
+                pid::TRANSPORT_PRIORITY => qos.transport_priority = r.i32().map_err(bad)?,
                 pid::LIVELINESS => {
                     qos.liveliness = match r.u32().map_err(bad)? {
                         0 => LivelinessKind::Automatic,
@@ -401,6 +403,12 @@ impl EndpointData {
         }
         if q.deadline_ns != INFINITE_NS {
             pw.param(pid::DEADLINE, |w| write_duration(w, q.deadline_ns))?;
+        }
+        if q.latency_budget_ns != 0 {
+            pw.param(pid::LATENCY_BUDGET, |w| write_duration(w, q.latency_budget_ns))?;
+        }
+        if q.transport_priority != 0 {
+            pw.param(pid::TRANSPORT_PRIORITY, |w| w.i32(q.transport_priority))?;
         }
         if q.liveliness != LivelinessKind::Automatic || q.liveliness_lease_ns != INFINITE_NS {
             pw.param(pid::LIVELINESS, |w| {

@@ -179,6 +179,11 @@ pub enum Incompatible {
     /// The writer's DEADLINE period is longer than the reader's.
     #[error("writer's deadline is longer than the reader's")]
     Deadline,
+    /// The writer's LATENCY_BUDGET is longer than the reader's (CycloneDDS's
+    /// rule: offered <= requested; both 0 by default). Give the reader a
+    /// budget at least the writer's.
+    #[error("writer's latency budget is longer than the reader's")]
+    LatencyBudget,
     /// The writer's LIVELINESS kind is weaker, or its lease longer, than the reader requests.
     #[error("writer's liveliness is weaker than the reader requests")]
     Liveliness,
@@ -204,6 +209,9 @@ pub fn check_compatible(writer: &Qos, reader: &Qos) -> Result<(), Incompatible> 
     }
     if writer.deadline_ns > reader.deadline_ns {
         return Err(Incompatible::Deadline);
+    }
+    if writer.latency_budget_ns > reader.latency_budget_ns {
+        return Err(Incompatible::LatencyBudget);
     }
     if writer.liveliness < reader.liveliness || writer.liveliness_lease_ns > reader.liveliness_lease_ns {
         return Err(Incompatible::Liveliness);
@@ -297,6 +305,10 @@ mod tests {
         let dl = Qos { deadline_ns: 1_000_000, ..Qos::default() };
         assert_eq!(check_compatible(&Qos::default(), &dl), Err(Incompatible::Deadline));
         assert_eq!(check_compatible(&dl, &Qos::default()), Ok(()));
+        let lb = Qos { latency_budget_ns: 100_000, ..Qos::default() };
+        assert_eq!(check_compatible(&lb, &Qos::default()), Err(Incompatible::LatencyBudget));
+        assert_eq!(check_compatible(&Qos::default(), &lb), Ok(()));
+        assert_eq!(check_compatible(&lb, &lb), Ok(()));
         assert_eq!(check_compatible(&Qos::default().with_partition("p"), &Qos::default()), Err(Incompatible::Partition));
     }
 }

@@ -44,7 +44,9 @@ pub mod pid {
     pub const DEADLINE: u16 = 0x0023;
     /// PID_DESTINATION_ORDER: kind (by reception or by source timestamp).
     pub const DESTINATION_ORDER: u16 = 0x0025;
-    /// PID_LATENCY_BUDGET: Duration_t; a hint, not enforced.
+    /// PID_LATENCY_BUDGET: Duration_t; request-offered (a writer offers at
+    /// most what a reader requests), and every sample is judged against it
+    /// ([`crate::budget`]).
     pub const LATENCY_BUDGET: u16 = 0x0027;
     /// PID_PARTITION: sequence of strings (partition names).
     pub const PARTITION: u16 = 0x0029;
@@ -79,6 +81,9 @@ pub mod pid {
     /// PID_DEFAULT_MULTICAST_LOCATOR: Locator_t; a multicast group a
     /// participant's endpoints receive user traffic on.
     pub const DEFAULT_MULTICAST_LOCATOR: u16 = 0x0048;
+    /// PID_TRANSPORT_PRIORITY: long; a writer's datagrams' traffic class and
+    /// DSCP ([`crate::priority`]).
+    pub const TRANSPORT_PRIORITY: u16 = 0x0049;
     /// PID_PARTICIPANT_GUID: GUID_t (16 octets) of the participant (SPDP).
     pub const PARTICIPANT_GUID: u16 = 0x0050;
     /// PID_BUILTIN_ENDPOINT_SET: unsigned long; bits of the built-in endpoints
