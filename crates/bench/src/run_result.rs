@@ -209,7 +209,7 @@ pub fn utc_compact(t: u64) -> String {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct RunResult {
     /// File stem in the result directory (`afxdp-default`); set by
-    /// [`ResultDir::save_run`].
+    /// [`ResultDir::save_run`](crate::ResultDir::save_run).
     #[serde(default)]
     pub name: String,
     /// What was measured: datapath, size, rate, rounds, cores, tuning.

@@ -33,7 +33,7 @@
 //! (`detpath-ktrace`: interrupts, softirqs, context switches and NAPI polls
 //! per core, by BPF): a round that no gap of either polling thread explains
 //! gets the kernel work that ran on a polling core inside the round and
-//! covered at least half of its excess ([`detpath_ktrace::attribute`] states
+//! covered at least half of its excess ([`detpath_ktrace::attribute()`] states
 //! the rule), counted by class under *kernel (traced)*.
 
 use crate::records::Record;

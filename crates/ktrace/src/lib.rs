@@ -7,7 +7,7 @@
 //! softirqs, context switches and NAPI polls on every core
 //! (`bpf/ktrace.bpf.c`, [`Tracer`]), a per-core timeline of it
 //! ([`Timeline`]), and the rule that names a slow round's kernel cause
-//! ([`attribute`]: only work on a core that held the packet, inside the
+//! ([`attribute()`]: only work on a core that held the packet, inside the
 //! round, covering at least half of its excess).
 //!
 //! ```no_run

@@ -37,7 +37,8 @@ static ALL: [&dyn Layer; OWN + 1] = {
     all
 };
 
-/// The one registry: every layer of the workspace (see [`ALL`]).
+/// The one registry: every layer of the workspace, innermost first: detpath's
+/// in detpath's order, then the slot scheduler's.
 pub static LAYERS: detpath::layer::Registry = &ALL;
 
 /// Parses a spec with every layer's keys.

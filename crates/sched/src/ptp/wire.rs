@@ -6,8 +6,8 @@
 //! Written from the standard's tables. Every field is big-endian. Parsing
 //! checks each length before it reads (a datagram from the network can be
 //! anything) and never panics; messages this node does not use (peer delay,
-//! signalling, management) parse as [`Body::Other`] so a caller can count
-//! them.
+//! signalling, management) parse as the error [`WireError::Other`] (with the message type) so a
+//! caller can count them.
 
 use thiserror::Error;
 
@@ -20,13 +20,13 @@ pub const DELAY_RESP_LEN: usize = 54;
 /// Announce (clause 13.5).
 pub const ANNOUNCE_LEN: usize = 64;
 
-/// flagField[0] bit: the sender is a two-step clock (a Follow_Up carries the Sync's time).
+/// `flagField[0]` bit: the sender is a two-step clock (a Follow_Up carries the Sync's time).
 pub const FLAG_TWO_STEP: u16 = 0x0200;
-/// flagField[0] bit: the message was sent unicast.
+/// `flagField[0]` bit: the message was sent unicast.
 pub const FLAG_UNICAST: u16 = 0x0400;
-/// flagField[1] bit: currentUtcOffset is valid.
+/// `flagField[1]` bit: currentUtcOffset is valid.
 pub const FLAG_UTC_OFFSET_VALID: u16 = 0x0004;
-/// flagField[1] bit: the grandmaster's timescale is PTP (TAI); clear: arbitrary.
+/// `flagField[1]` bit: the grandmaster's timescale is PTP (TAI); clear: arbitrary.
 pub const FLAG_PTP_TIMESCALE: u16 = 0x0008;
 
 /// messageType (clause 13.3.2.2).
