@@ -6,6 +6,7 @@
 
 use crate::ddsperf::PerfNode;
 use crate::engine::{Outbox, Participant};
+use crate::priority::TxMark;
 use crate::wire::Addr;
 
 /// What the driver needs from a transport. Implementations own their OS
@@ -13,6 +14,12 @@ use crate::wire::Addr;
 pub trait Transport {
     /// Sends one datagram; a failure is the transport's to count.
     fn send(&mut self, dst: Addr, bytes: &[u8]);
+    /// Sends one datagram with its DSCP and traffic class; a transport
+    /// that cannot mark sends it plainly (the default).
+    fn send_marked(&mut self, dst: Addr, bytes: &[u8], mark: TxMark) {
+        let _ = mark;
+        self.send(dst, bytes);
+    }
     /// Receives one datagram into `buf`, waiting at most `wait_ns` (0: do not
     /// wait): its length, sender and monotonic reception time.
     fn recv(&mut self, buf: &mut [u8], wait_ns: u64) -> Option<(usize, Addr, u64)>;
@@ -35,6 +42,9 @@ pub struct TransportOutbox<'a, T: Transport + ?Sized>(pub &'a mut T);
 impl<T: Transport + ?Sized> Outbox for TransportOutbox<'_, T> {
     fn send(&mut self, dst: Addr, datagram: &[u8]) {
         self.0.send(dst, datagram);
+    }
+    fn send_marked(&mut self, dst: Addr, datagram: &[u8], mark: TxMark) {
+        self.0.send_marked(dst, datagram, mark);
     }
 }
 

@@ -9,8 +9,9 @@
 //! and the EtherType defaults to 7400, CycloneDDS's for domain 0).
 
 use crate::driver::Transport;
+use crate::priority::{ClassKind, MarkTable, PriorityError, PriorityPolicy, TxMark};
 use crate::wire::{Addr, EthAddr};
-use detpath::{Endpoint, FrameEndpoint, MacAddr, RecvMode};
+use detpath::{Endpoint, FrameEndpoint, MacAddr, Mark, RecvMode};
 use std::time::Duration;
 
 /// The EtherType CycloneDDS's raweth transport uses in domain 0 (the
@@ -301,13 +302,44 @@ impl EndpointTransport {
             Link::Frames(ep) => ep.capabilities(),
         }
     }
+
+    /// The slot scheduler's classes on this endpoint (name and kind, by
+    /// class number); `None` without a scheduler.
+    pub fn scheduler_classes(&self) -> Option<Vec<(String, ClassKind)>> {
+        let classes = detpath_sched::spec::classes_of(self.capabilities())?;
+        Some(
+            classes
+                .into_iter()
+                .map(|(n, k)| (n, if k == detpath_sched::ClassKind::RealTime { ClassKind::RealTime } else { ClassKind::BestEffort }))
+                .collect(),
+        )
+    }
+
+    /// THE way to put priorities on the wire over this endpoint: resolves
+    /// the priority policy (DSCP map, optional `PRIORITY=CLASS` map)
+    /// against this endpoint's slot scheduler, for
+    /// [`engine::Config::priority`](crate::engine::Config::priority). A
+    /// class the scheduler does not have, or a class map without a
+    /// scheduler, is an error naming the scheduler's classes; a writer
+    /// whose priority no class covers is refused when it is created
+    /// ([`EngineError::Priority`](crate::engine::EngineError::Priority)).
+    pub fn priority_marks(&self, policy: &PriorityPolicy) -> Result<MarkTable, PriorityError> {
+        MarkTable::resolve(policy, self.scheduler_classes().as_deref())
+    }
 }
 
 impl Transport for EndpointTransport {
     fn send(&mut self, dst: Addr, bytes: &[u8]) {
+        self.send_marked(dst, bytes, TxMark::NONE);
+    }
+    /// The mark's DSCP goes into the IPv4 header and its class picks the
+    /// scheduler's slots (datagram endpoints; frames and the multicast
+    /// group's kernel socket go unmarked).
+    fn send_marked(&mut self, dst: Addr, bytes: &[u8], mark: TxMark) {
         let r = match (&mut self.link, dst) {
             (Link::Datagram(_), Addr::Udp(a)) if a.ip().is_multicast() && self.group.is_some() => self.group.as_mut().map_or(Ok(()), |g| g.send_to(bytes, a)),
-            (Link::Datagram(ep), Addr::Udp(a)) => ep.send_to(bytes, a),
+            (Link::Datagram(ep), Addr::Udp(a)) if mark == TxMark::NONE => ep.send_to(bytes, a),
+            (Link::Datagram(ep), Addr::Udp(a)) => ep.send_marked(bytes, a, Mark { dscp: mark.dscp, class: mark.class }),
             (Link::Frames(ep), Addr::Eth(e)) => ep.send_frame(bytes, MacAddr(e.mac), e.ethertype),
             _ => {
                 self.wrong_kind += 1;

@@ -118,6 +118,34 @@ pub fn open_slots(spec: &EndpointSpec) -> detpath::Result<SlotsEndpoint> {
     slots.endpoint(detpath::open_spec(&inner)?)
 }
 
+/// The traffic classes (name and kind, in class-number order: the index is
+/// what [`Mark::class`] takes) of the slot scheduler on an endpoint with
+/// these capabilities, read from the note [`SlotsEndpoint::wrap`] leaves
+/// in them (so it is found through any layer that keeps its inner
+/// endpoint's notes); `None` without a scheduler. For users above the
+/// endpoint trait (the pub-sub's priority map) that need the kinds, which
+/// `class_named` does not give.
+pub fn classes_of(caps: &Capabilities) -> Option<Vec<(String, ClassKind)>> {
+    let note = caps.notes.iter().find(|n| n.starts_with(NOTE_PREFIX))?;
+    let list = note.split_once(" classes ")?.1;
+    let list = list.split_once("; send_to -> ").map_or(list, |(l, _)| l);
+    let mut out = Vec::new();
+    for class in list.split(';').filter(|c| !c.is_empty()) {
+        let mut it = class.split(':');
+        let (name, kind) = (it.next()?, it.next()?);
+        let kind = match kind {
+            "rt" => ClassKind::RealTime,
+            "be" => ClassKind::BestEffort,
+            _ => return None,
+        };
+        out.push((name.to_string(), kind));
+    }
+    Some(out)
+}
+
+/// How the scheduler's note in an endpoint's capabilities starts.
+const NOTE_PREFIX: &str = "sched=slots: ";
+
 /// An endpoint whose sends go through the slot scheduler, as a `detpath::Endpoint`.
 ///
 /// - `send_to` queues in the send class (`send_class=NAME`; default the first
@@ -141,7 +169,7 @@ impl SlotsEndpoint {
         let mut caps = ep.capabilities().clone();
         let classes: Vec<String> = cfg.classes.iter().map(|c| c.to_text()).collect();
         caps.notes.push(format!(
-            "sched=slots: {} ns slots, ring {} slots, lead {} slots, classes {}; send_to -> {}",
+            "{NOTE_PREFIX}{} ns slots, ring {} slots, lead {} slots, classes {}; send_to -> {}",
             cfg.slot_ns,
             cfg.ring_slots,
             cfg.lead_slots,
@@ -396,6 +424,13 @@ mod tests {
         )
         .unwrap();
         assert!(tx.capabilities().notes.iter().any(|n| n.starts_with("sched=slots")), "{:?}", tx.capabilities().notes);
+        assert_eq!(classes_of(plain.capabilities()), None);
+        assert_eq!(
+            classes_of(tx.capabilities()),
+            Some(vec![("ctl".to_string(), ClassKind::RealTime), ("bulk".to_string(), ClassKind::BestEffort)]),
+            "{:?}",
+            tx.capabilities().notes
+        );
         let peer = rx.local_addr();
         for i in 0..5u8 {
             tx.send_to(&[i; 16], peer).unwrap();

@@ -5,6 +5,7 @@
 use super::tx::Ctx;
 use super::*;
 use crate::discovery::status_info;
+use crate::priority::TxMark;
 use crate::qos::check_compatible;
 use crate::wire::plist::{pid, ParamList, ParamWriter};
 use crate::wire::{Data, Encapsulation, MessageBuilder};
@@ -108,7 +109,7 @@ impl Participant {
             Ok(b.finish())
         })();
         if let Ok(len) = built {
-            let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+            let mut ctx = Ctx::new(self.cfg.guid_prefix, &mut self.tx, out, &mut self.counters);
             ctx.send(dst, len);
         }
     }
@@ -242,7 +243,7 @@ impl Participant {
 
     /// Matches our SEDP built-in endpoints with a new participant's.
     pub(super) fn match_builtin(&mut self, now: u64, out: &mut dyn Outbox, prefix: GuidPrefix, bes: u32, addr: Addr) {
-        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+        let mut ctx = Ctx::new(self.cfg.guid_prefix, &mut self.tx, out, &mut self.counters);
         if bes & builtin::PUBLICATIONS_DETECTOR != 0 {
             self.writers[SEDP_PUB].add_proxy(&mut ctx, Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_READER), addr, true);
         }
@@ -250,10 +251,10 @@ impl Participant {
             self.writers[SEDP_SUB].add_proxy(&mut ctx, Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_READER), addr, true);
         }
         if bes & builtin::PUBLICATIONS_ANNOUNCER != 0 {
-            self.readers[SEDP_PUB].add_proxy(&mut ctx, now, Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_WRITER), addr, true);
+            self.readers[SEDP_PUB].add_proxy(&mut ctx, now, Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_WRITER), addr, true, TxMark::NONE);
         }
         if bes & builtin::SUBSCRIPTIONS_ANNOUNCER != 0 {
-            self.readers[SEDP_SUB].add_proxy(&mut ctx, now, Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_WRITER), addr, true);
+            self.readers[SEDP_SUB].add_proxy(&mut ctx, now, Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_WRITER), addr, true, TxMark::NONE);
         }
     }
 
@@ -328,7 +329,7 @@ impl Participant {
 
     /// Writes an announcement; false when the SEDP history has no room yet.
     fn sedp_write(&mut self, now: u64, out: &mut dyn Outbox, which: usize, ed: &EndpointData) -> bool {
-        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+        let mut ctx = Ctx::new(self.cfg.guid_prefix, &mut self.tx, out, &mut self.counters);
         let ser = |w: &mut ByteWriter<'_>| -> Result<(), WireError> {
             w.bytes(&PL_CDR_LE)?;
             ed.write(w)
@@ -350,7 +351,7 @@ impl Participant {
             Ok(w.pos())
         })();
         let Ok(n) = n else { return true };
-        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+        let mut ctx = Ctx::new(self.cfg.guid_prefix, &mut self.tx, out, &mut self.counters);
         let status = status_info::DISPOSED | status_info::UNREGISTERED;
         let res = self.writers[which].write_status(&mut ctx, now, None, g.to_bytes(), status, &key[..n]);
         !matches!(res, Err(WriteError::HistoryFull | WriteError::TooManyInstances))
@@ -415,10 +416,11 @@ impl Participant {
         if self.matched_with(l, g).is_some() {
             return;
         }
-        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+        let mark = self.remote_writer_mark(g);
+        let mut ctx = Ctx::new(self.cfg.guid_prefix, &mut self.tx, out, &mut self.counters);
         let event = match l {
             Local::Reader(i) => {
-                self.readers[i].add_proxy(&mut ctx, now, g, addr, reliable);
+                self.readers[i].add_proxy(&mut ctx, now, g, addr, reliable, mark);
                 Event::ReaderMatched { reader: ReaderId(i), writer: g }
             }
             Local::Writer(i) => {
@@ -492,10 +494,22 @@ impl Participant {
         }
     }
 
-    /// Points local endpoint `l`'s proxy of remote endpoint `g` at `addr`.
+    /// What our readers send remote writer `g`: the mark of its announced
+    /// TRANSPORT_PRIORITY (its DSCP alone when no class covers it here).
+    fn remote_writer_mark(&self, g: Guid) -> TxMark {
+        let prio = self.remote_endpoints.iter().find(|e| e.data.guid == g).map_or(0, |e| e.data.qos.transport_priority);
+        self.cfg.priority.mark_or_dscp(prio)
+    }
+
+    /// Points local endpoint `l`'s proxy of remote endpoint `g` at `addr`
+    /// (and, for a remote writer, at its announced priority's mark).
     fn set_proxy_addr(&mut self, l: Local, g: Guid, addr: Addr) {
+        let mark = self.remote_writer_mark(g);
         match l {
-            Local::Reader(i) => self.readers[i].proxies.iter_mut().filter(|p| p.guid == g).for_each(|p| p.addr = addr),
+            Local::Reader(i) => self.readers[i].proxies.iter_mut().filter(|p| p.guid == g).for_each(|p| {
+                p.addr = addr;
+                p.mark = mark;
+            }),
             Local::Writer(i) => self.writers[i].proxies.iter_mut().filter(|p| p.guid == g).for_each(|p| p.addr = addr),
         }
     }

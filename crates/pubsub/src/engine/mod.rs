@@ -24,6 +24,7 @@ pub use reader::MAX_FRAGMENTS;
 pub use writer::WriteError;
 
 use crate::discovery::{builtin, EndpointData, ParticipantData};
+use crate::priority::{MarkTable, PriorityError, TxMark};
 use crate::qos::{Durability, History, Incompatible, Qos, Reliability};
 use crate::types::TopicType;
 use crate::wire::bytes::ByteWriter;
@@ -89,6 +90,11 @@ pub struct Config {
     /// counted in [`Counters::rx_not_from_peer`] and dropped before it is
     /// parsed, so a host that is not a peer cannot reach discovery at all.
     pub peers_only: bool,
+    /// From a writer's TRANSPORT_PRIORITY to the DSCP and traffic class of
+    /// its datagrams ([`crate::priority`]); default: the default DSCP map,
+    /// no scheduler classes. Over a detpath endpoint, resolve the
+    /// configured policy with `transport::EndpointTransport::priority_marks`.
+    pub priority: MarkTable,
 }
 
 impl Config {
@@ -114,6 +120,7 @@ impl Config {
             max_events: 4096,
             builtin_depth: 256,
             peers_only: false,
+            priority: MarkTable::default(),
         }
     }
     /// Adds a unicast peer: SPDP goes to its metatraffic ports for participant
@@ -439,6 +446,10 @@ pub enum EngineError {
     /// not plain CDR). The sample is consumed.
     #[error("sample does not deserialize: {0}")]
     Deserialize(WireError),
+    /// A writer's TRANSPORT_PRIORITY has no traffic class on this endpoint
+    /// ([`Config::priority`]): the message names the scheduler's classes.
+    #[error("{0}")]
+    Priority(PriorityError),
 }
 
 struct RemoteParticipant {
@@ -691,8 +702,10 @@ impl Participant {
     ) -> Result<WriterId, EngineError> {
         let entity_kind = if keying.0 { kind::USER_WRITER_WITH_KEY } else { kind::USER_WRITER_NO_KEY };
         let alive = self.writers.iter().filter(|w| !w.deleted).count();
+        let mark = self.cfg.priority.mark(qos.transport_priority).map_err(EngineError::Priority)?;
         let guid = self.new_user_guid(alive, &qos, entity_kind)?;
-        let w = WriterCore::new(guid, topic, type_name, keying, qos, slot_size.max(16), self.tx.len(), self.cfg.heartbeat_period_ns);
+        let mut w = WriterCore::new(guid, topic, type_name, keying, qos, slot_size.max(16), self.tx.len(), self.cfg.heartbeat_period_ns);
+        w.mark = mark;
         // A deleted writer's slot is taken first: the table grows only with the writers alive at once.
         let i = match self.writers.iter().position(|w| w.deleted) {
             Some(i) => {
@@ -774,6 +787,11 @@ impl Participant {
     pub fn reader_guid(&self, r: ReaderId) -> Guid {
         self.readers[r.0].guid
     }
+    /// The DSCP and traffic class every datagram of a local writer carries
+    /// (from its TRANSPORT_PRIORITY by [`Config::priority`]).
+    pub fn writer_mark(&self, w: WriterId) -> TxMark {
+        self.writers[w.0].mark
+    }
 
     /// Writes one sample, serialized by `T` straight into the transmit buffer.
     pub fn write<T: TopicType>(
@@ -809,7 +827,7 @@ impl Participant {
         if w.0 < FIRST_USER || w.0 >= self.writers.len() || self.writers[w.0].deleted {
             return Err(WriteError::NoSuchWriter);
         }
-        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+        let mut ctx = Ctx::new(self.cfg.guid_prefix, &mut self.tx, out, &mut self.counters);
         f(&mut self.writers[w.0], &mut ctx)
     }
 
@@ -925,7 +943,7 @@ impl Participant {
         if w.0 >= self.writers.len() {
             return;
         }
-        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+        let mut ctx = Ctx::new(self.cfg.guid_prefix, &mut self.tx, out, &mut self.counters);
         self.writers[w.0].flush(&mut ctx);
     }
 
@@ -1072,7 +1090,7 @@ impl Participant {
             self.next_spdp_ns = now + self.cfg.spdp_interval_ns;
         }
         self.expire_leases(now);
-        let mut ctx = Ctx { prefix: self.cfg.guid_prefix, tx: &mut self.tx, out, counters: &mut self.counters };
+        let mut ctx = Ctx::new(self.cfg.guid_prefix, &mut self.tx, out, &mut self.counters);
         if std::mem::take(&mut self.acks_due) {
             for r in &mut self.readers {
                 if std::mem::take(&mut r.ack_due) {
@@ -1161,7 +1179,7 @@ impl Participant {
                 self.counters.rx_not_for_us += 1;
                 continue;
             }
-            let mut ctx = Ctx { prefix: me, tx: &mut self.tx, out: &mut *out, counters: &mut self.counters };
+            let mut ctx = Ctx::new(me, &mut self.tx, &mut *out, &mut self.counters);
             match sub {
                 Submessage::Data(d) if d.writer_id == EntityId::SPDP_WRITER => {
                     self.on_spdp(now, src, src_prefix, &d);

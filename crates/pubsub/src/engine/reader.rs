@@ -8,6 +8,7 @@ use super::guard::{sn_plausible, CountGuard, CountVerdict, JumpGuard, SN_MAX, SN
 use super::instances::{Deliver, KeyOf, ReaderCache};
 use super::slots::{SampleMeta, SnRing};
 use super::tx::{Ctx, Sender};
+use crate::priority::TxMark;
 use crate::qos::{Durability, History, Qos, Reliability, INFINITE_NS};
 use crate::wire::plist::pid;
 use crate::wire::Addr;
@@ -77,6 +78,8 @@ pub(crate) struct WriterProxy {
     pub guid: Guid,
     pub addr: Addr,
     pub reliable: bool,
+    /// What our ACKNACKs and NACK_FRAGs to it carry: its announced priority's mark.
+    pub mark: TxMark,
     synced: bool,
     pub next_sn: i64,
     window: SnRing,
@@ -243,7 +246,7 @@ impl ReaderCore {
     }
 
     /// A new matched writer; a reliable one gets a pre-emptive ACKNACK asking for its HEARTBEAT.
-    pub fn add_proxy(&mut self, ctx: &mut Ctx<'_>, now: u64, guid: Guid, addr: Addr, reliable: bool) {
+    pub fn add_proxy(&mut self, ctx: &mut Ctx<'_>, now: u64, guid: Guid, addr: Addr, reliable: bool, mark: TxMark) {
         if self.proxies.iter().any(|p| p.guid == guid) {
             return;
         }
@@ -252,6 +255,7 @@ impl ReaderCore {
             guid,
             addr,
             reliable,
+            mark,
             synced: tl,
             next_sn: 1,
             window: SnRing::new(if reliable { self.window } else { 1 }, self.slot_size),
@@ -299,6 +303,7 @@ impl ReaderCore {
         let p = &mut self.proxies[i];
         p.acknack_count = p.acknack_count.wrapping_add(1).max(1);
         let (count, base, writer, reader) = (p.acknack_count, p.next_sn.max(1), p.guid.entity, self.guid.entity);
+        ctx.mark = p.mark;
         let mut s = Sender::new(ctx, p.addr, Some(p.guid.prefix));
         let _ = s.push(|b| b.acknack(reader, writer, SequenceNumber(base), missing, count, final_flag));
         s.ctx.counters.acknacks_sent += 1;
@@ -831,6 +836,7 @@ impl ReaderCore {
         }
         p.nackfrag_count = p.nackfrag_count.wrapping_add(1).max(1);
         let (count, writer, reader, sn) = (p.nackfrag_count, p.guid.entity, self.guid.entity, h.writer_sn);
+        ctx.mark = p.mark;
         let mut s = Sender::new(ctx, p.addr, Some(p.guid.prefix));
         let _ = s.push(|b| b.nack_frag(reader, writer, sn, base, &set, count));
         true

@@ -5,6 +5,7 @@
 
 use super::outbox::Outbox;
 use super::Counters;
+use crate::priority::TxMark;
 use crate::wire::Addr;
 use crate::wire::{GuidPrefix, MessageBuilder, VendorId, WireError};
 
@@ -14,14 +15,23 @@ pub(crate) struct Ctx<'a> {
     pub tx: &'a mut [u8],
     pub out: &'a mut dyn Outbox,
     pub counters: &'a mut Counters,
+    /// The mark of what is sent now: the writer's whose datagrams these
+    /// are (a reader's to a writer: that writer's announced priority's);
+    /// every protocol action that sends sets it first.
+    pub mark: TxMark,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// A context that sends unmarked (discovery) until an action sets its mark.
+    pub fn new(prefix: GuidPrefix, tx: &'a mut [u8], out: &'a mut dyn Outbox, counters: &'a mut Counters) -> Ctx<'a> {
+        Ctx { prefix, tx, out, counters, mark: TxMark::NONE }
+    }
+
     /// Sends the first `len` bytes of the transmit buffer.
     pub fn send(&mut self, dst: Addr, len: usize) {
         self.counters.tx_datagrams += 1;
         self.counters.tx_bytes += len as u64;
-        self.out.send(dst, &self.tx[..len]);
+        self.out.send_marked(dst, &self.tx[..len], self.mark);
     }
 }
 

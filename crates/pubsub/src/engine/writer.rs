@@ -7,6 +7,7 @@ use super::guard::{CountGuard, CountVerdict};
 use super::instances::{KeyOf, WriterHistory};
 use super::slots::SampleMeta;
 use super::tx::{Ctx, Sender};
+use crate::priority::TxMark;
 use crate::qos::{Durability, History, Qos, Reliability, INFINITE_NS};
 use crate::wire::bytes::ByteWriter;
 use crate::wire::plist::pid;
@@ -108,6 +109,9 @@ pub(crate) struct WriterCore {
     /// Deleted: what stays in its table slot until a new writer takes it
     /// ([`tombstone`](Self::tombstone)).
     pub deleted: bool,
+    /// The DSCP and class of every datagram of this writer (its
+    /// TRANSPORT_PRIORITY's, [`crate::priority`]).
+    pub mark: TxMark,
 }
 
 /// Room a DATA_FRAG message needs besides the fragment: header, INFO_DST,
@@ -153,6 +157,7 @@ impl WriterCore {
             implausible: 0,
             last_len: 0,
             deleted: false,
+            mark: TxMark::NONE,
         }
     }
 
@@ -236,6 +241,7 @@ impl WriterCore {
         source_ts: Option<Time>,
         serialize: &dyn Fn(&mut ByteWriter<'_>) -> Result<(), WireError>,
     ) -> Result<SequenceNumber, WriteError> {
+        ctx.mark = self.mark;
         // Batched samples go first: sequence numbers leave in order.
         self.flush(ctx);
         if self.qos.history == History::KeepAll && self.unacked() >= self.max_in_flight() {
@@ -327,6 +333,7 @@ impl WriterCore {
         status: u32,
         serialized_key: &[u8],
     ) -> Result<SequenceNumber, WriteError> {
+        ctx.mark = self.mark;
         self.flush(ctx);
         if self.qos.history == History::KeepAll && self.unacked() >= self.max_in_flight() {
             return Err(WriteError::HistoryFull);
@@ -368,6 +375,7 @@ impl WriterCore {
         source_ts: Option<Time>,
         serialize: &dyn Fn(&mut ByteWriter<'_>) -> Result<(), WireError>,
     ) -> Result<SequenceNumber, WriteError> {
+        ctx.mark = self.mark;
         if self.qos.history == History::KeepAll && self.unacked() >= self.max_in_flight() {
             self.flush(ctx);
             return Err(WriteError::HistoryFull);
@@ -426,6 +434,7 @@ impl WriterCore {
 
     /// Sends the batched datagram, closed by a heartbeat for reliable readers.
     pub fn flush(&mut self, ctx: &mut Ctx<'_>) {
+        ctx.mark = self.mark;
         if self.batch_len <= crate::wire::message::HEADER_LEN {
             self.batch_len = 0;
             return;
@@ -448,7 +457,7 @@ impl WriterCore {
             }
             ctx.counters.tx_datagrams += 1;
             ctx.counters.tx_bytes += len as u64;
-            ctx.out.send(p.addr, &self.batch[..len]);
+            ctx.out.send_marked(p.addr, &self.batch[..len], self.mark);
         }
         self.batch_len = 0;
     }
@@ -495,6 +504,7 @@ impl WriterCore {
 
     /// A heartbeat to every reliable reader (periodic, or `final_flag` false to ask for acknowledgements).
     pub fn heartbeat_all(&mut self, ctx: &mut Ctx<'_>, final_flag: bool) {
+        ctx.mark = self.mark;
         if self.reliable_proxies().next().is_none() {
             return;
         }
@@ -517,6 +527,7 @@ impl WriterCore {
 
     /// Periodic work: heartbeats while something is unacknowledged, deadline accounting.
     pub fn poll(&mut self, ctx: &mut Ctx<'_>, now: u64) {
+        ctx.mark = self.mark;
         self.flush(ctx);
         if now >= self.next_hb_ns {
             if self.reliable_proxies().any(|p| p.acked_below < self.next_sn) {
@@ -548,6 +559,7 @@ impl WriterCore {
 
     /// A new matched reader. Transient-local writers replay their history to it.
     pub fn add_proxy(&mut self, ctx: &mut Ctx<'_>, guid: Guid, addr: Addr, reliable: bool) {
+        ctx.mark = self.mark;
         if self.proxies.iter().any(|p| p.guid == guid) {
             return;
         }
@@ -658,6 +670,7 @@ impl WriterCore {
 
     /// ACKNACK from a reader: acknowledgements move the proxy's horizon, negative bits are retransmitted.
     pub fn on_acknack(&mut self, ctx: &mut Ctx<'_>, now: u64, src: GuidPrefix, a: &AckNack<'_>) -> bool {
+        ctx.mark = self.mark;
         let Some(i) = self.proxies.iter().position(|p| p.guid.prefix == src && p.guid.entity == a.reader_id) else {
             return false;
         };
@@ -722,6 +735,7 @@ impl WriterCore {
 
     /// NACK_FRAG: resend the named fragments.
     pub fn on_nack_frag(&mut self, ctx: &mut Ctx<'_>, src: GuidPrefix, n: &NackFrag<'_>) -> bool {
+        ctx.mark = self.mark;
         let Some(i) = self.proxies.iter().position(|p| p.guid.prefix == src && p.guid.entity == n.reader_id) else {
             return false;
         };
