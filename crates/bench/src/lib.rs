@@ -11,6 +11,15 @@
 //! `detpath-pubsub` protocol crate, with ddsperf as the reference.
 //! Every run carries what it cost in CPU (`detpath_sys::cputime`); the
 //! reference programs run as child processes are measured by [`child_cpu`].
+//!
+//! ```
+//! // 1,000 round trips of 1..=1000 ns: p99 by nearest rank; p99.99 needs 10,000 samples.
+//! let mut rtt_ns: Vec<u64> = (1..=1000).rev().collect();
+//! let s = detpath_bench::Summary::from_samples(&mut rtt_ns);
+//! assert_eq!((s.count, s.min_ns, s.max_ns), (1000, Some(1), Some(1000)));
+//! assert_eq!(s.p99_ns, Some(990));
+//! assert_eq!(s.p99_99_ns, None);
+//! ```
 
 #![warn(missing_docs)]
 

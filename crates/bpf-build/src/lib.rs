@@ -1,12 +1,16 @@
 //! Compiles the project's eBPF programs (C, in `bpf/`) from a crate's build
 //! script, so every crate that loads a BPF program builds it the same way.
 //!
-//! ```ignore
-//! // build.rs
-//! fn main() { detpath_bpf_build::compile("xsk_redirect"); }
-//! // lib code
-//! static OBJ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/xsk_redirect.bpf.o"));
+//! A crate's `build.rs` (compiled by the doc tests, not run: it works only
+//! inside a build script, where cargo sets `OUT_DIR` and `CARGO_MANIFEST_DIR`):
+//!
+//! ```no_run
+//! // in build.rs's main: bpf/xsk_redirect.bpf.c -> $OUT_DIR/xsk_redirect.bpf.o
+//! detpath_bpf_build::compile("xsk_redirect");
 //! ```
+//!
+//! and the crate embeds the object with
+//! `include_bytes!(concat!(env!("OUT_DIR"), "/xsk_redirect.bpf.o"))`.
 //!
 //! [`layout_checks`] makes the Rust mirrors of the headers' structs checked
 //! against the C: the build fails when a header changes and a mirror does not.

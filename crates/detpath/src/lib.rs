@@ -2,6 +2,23 @@
 //! (kernel UDP sockets, AF_XDP, XDP poll, DPDK), wire-compatible with each
 //! other, plus the two-namespace testbed that exercises them.
 //!
+//! Two kernel-UDP endpoints on the loopback interface (no root needed):
+//!
+//! ```
+//! use std::time::Duration;
+//! use detpath::{open, RecvMode};
+//! let mut a = open("udp://127.0.0.1:0")?;
+//! let mut b = open("udp://127.0.0.1:0")?;
+//! a.send_to(b"ping", b.local_addr())?;
+//! let mut buf = [0u8; 2048];
+//! let rx = b.recv(&mut buf, RecvMode::Blocking { timeout: Some(Duration::from_secs(5)) })?.expect("loopback delivers");
+//! assert_eq!((&buf[..rx.len], rx.peer), (&b"ping"[..], a.local_addr()));
+//! # Ok::<(), detpath::Error>(())
+//! ```
+//!
+//! The same over AF_XDP, an echo server on an interface (not run by the
+//! doc tests: it needs root and an interface that takes an XDP program):
+//!
 //! ```no_run
 //! use detpath::{open, RecvMode};
 //! let mut ep = open("afxdp://veth0?port=7000&mode=auto").unwrap();

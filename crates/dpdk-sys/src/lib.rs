@@ -12,6 +12,15 @@
 //!
 //! Nothing here is generated (no bindgen): every declaration is written by
 //! hand against the shim and documented.
+//!
+//! The one call that needs no EAL (no root, no hugepages, no NIC), so it shows
+//! that the shim and DPDK link; everything else starts with
+//! [`detpath_dpdk_eal_init`], as the `dpdk` datapath does:
+//!
+//! ```
+//! // DPDK's functions return -errno; 2 is ENOENT.
+//! assert_eq!(detpath_dpdk_sys::strerror(-2), "No such file or directory");
+//! ```
 
 #![warn(missing_docs)]
 

@@ -10,6 +10,8 @@
 //! ([`attribute()`]: only work on a core that held the packet, inside the
 //! round, covering at least half of its excess).
 //!
+//! Not run by the doc tests: loading the BPF programs needs root.
+//!
 //! ```no_run
 //! let tracer = detpath_ktrace::Tracer::start()?;
 //! // ... run the rounds ...

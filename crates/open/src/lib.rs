@@ -10,6 +10,9 @@
 //! bench, pub-sub) opens it here, so a spec opens the same everywhere and
 //! no binding depends on the scheduler crate itself.
 //!
+//! Not run by the doc tests: the peer 10.77.0.2 is the testbed's
+//! (`detpath testbed up`, as root); any spec `detpath::open` takes works here.
+//!
 //! ```no_run
 //! let mut ep = detpath_open::open("udp://10.77.0.2:7000?sched=slots&classes=bulk:be:0/2&pcap=/tmp/x.pcap").unwrap();
 //! # let _ = ep.capabilities();

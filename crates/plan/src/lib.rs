@@ -18,6 +18,19 @@
 //! How the solver works: [`app_solver`] (one application on a slot set: branch and bound over flow
 //! offsets with an EDF relaxation), [`need`] (how many slots an application needs at least) and
 //! [`search`] (which slots each application owns).
+//!
+//! ```
+//! use detpath_plan::spec::{Spec, Status};
+//! use detpath_plan::{plan, Options};
+//! // A ring of 4 slots of 10 µs: one flow every 40 µs, another every 20 µs, both without jitter.
+//! let spec = Spec::from_json(r#"{"ring_slots": 4, "slot_ns": 10000, "apps": [
+//!     {"name": "control", "flows": [{"name": "loop", "period_ns": 40000, "jitter_ns": 0}]},
+//!     {"name": "video", "flows": [{"name": "frame", "period_ns": 20000, "jitter_ns": 0}]}]}"#)?;
+//! let answer = plan(&spec, &Options::default())?;
+//! assert_eq!(answer.status, Status::Feasible);
+//! assert_eq!(answer.schedule.len(), 1 + 2); // every instance in one 40 µs hyperperiod
+//! # Ok::<(), detpath_plan::InputError>(())
+//! ```
 
 pub mod app_solver;
 pub mod clock;

@@ -21,6 +21,19 @@
 //!
 //! No policy lives here: which XDP mode to want, which keys a datapath takes,
 //! what to tune, is decided above. Errors ([`Error`]) name the object and the fix.
+//!
+//! Two of its pure parts, as the CLI uses them for `--cores` and durations:
+//!
+//! ```
+//! use std::time::Duration;
+//! use detpath_sys::cpu::CpuList;
+//! use detpath_sys::units::{format_ns, parse_duration, Unit};
+//! let cores = CpuList::parse("0-3,8")?;
+//! assert!(cores.contains(8) && !cores.contains(4));
+//! assert_eq!(parse_duration("1.5ms", Unit::Micros)?, Duration::from_micros(1500));
+//! assert_eq!(format_ns(1_500_000), "1500us");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 #![warn(missing_docs)]
 

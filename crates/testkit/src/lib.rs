@@ -16,6 +16,7 @@
 //!     }
 //!     // ... the test proper
 //! }
+//! assert!(detpath_testkit::have_tool("sh")); // on PATH everywhere
 //! ```
 
 use std::io::Write;

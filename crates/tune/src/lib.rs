@@ -23,6 +23,9 @@
 //! All file access goes through a [`Host`], whose root is `/` on the real
 //! machine and a temporary directory in tests.
 //!
+//! Not run by the doc tests: it reads the real host and `apply` changes it
+//! (root).
+//!
 //! ```no_run
 //! use detpath_tune::{apply, audit, audit_summary, ApplyRequest, AuditRequest, CpuList, Host};
 //! let host = Host::real();

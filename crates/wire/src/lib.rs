@@ -4,6 +4,26 @@
 //! has a `field` module of byte ranges and a view with accessors. Pure functions over byte slices:
 //! no allocation (the reassembler allocates its slots once, when created),
 //! no OS calls, no panics on any input (fuzzed in `fuzz/`).
+//!
+//! ```
+//! use std::net::SocketAddrV4;
+//! use detpath_wire::{build_udp_frame, parse_udp_frame, MacAddr, UdpFrameHeader};
+//! let header = UdpFrameHeader {
+//!     src_mac: MacAddr([2, 0, 0, 0, 0, 1]),
+//!     dst_mac: MacAddr([2, 0, 0, 0, 0, 2]),
+//!     src: "10.0.0.1:4000".parse::<SocketAddrV4>().unwrap(),
+//!     dst: "10.0.0.2:5000".parse().unwrap(),
+//!     ip_id: 1,
+//!     ttl: 64,
+//!     tos: 0,
+//! };
+//! let mut buf = [0u8; 128];
+//! let len = build_udp_frame(&mut buf, &header, b"hello").expect("fits in 128 bytes");
+//! let frame = parse_udp_frame(&buf[..len], true)?; // checksums verified
+//! assert_eq!((frame.src, frame.dst), (header.src, header.dst));
+//! assert_eq!(frame.payload(&buf[..len]), b"hello");
+//! # Ok::<(), detpath_wire::FrameError>(())
+//! ```
 
 #![warn(missing_docs)]
 
