@@ -48,6 +48,23 @@
 // Bytes of a key hash (RTPS §9.6.3.8).
 #define DETPATH_DDS_KEY_HASH_LEN 16
 
+// Buckets of a reader's latency histogram (the last one is `+Inf`).
+#define DETPATH_DDS_LATENCY_BUCKETS 17
+
+// Over-budget causes, in the order of `detpath_dds_budget_status.over_by_cause`:
+// sent late by the writer's side (0), waited for a retransmission (1),
+// taken late by a descheduled reader thread (2), the network (3).
+#define DETPATH_DDS_BUDGET_CAUSES 4
+
+// `clock` of `detpath_dds_budget_status`: the clocks are not known to agree; nothing is judged.
+#define DETPATH_DDS_CLOCK_UNSYNCHRONISED 0
+
+// `clock`: writer and reader share this host's clock.
+#define DETPATH_DDS_CLOCK_SAME_HOST 1
+
+// `clock`: this host's clock is synchronised to a common reference (PTP).
+#define DETPATH_DDS_CLOCK_SYNCHRONISED 2
+
 // A DDS participant handle (opaque, checked).
 struct detpath_dds_participant;
 
@@ -187,6 +204,37 @@ struct detpath_dds_reader_status {
   uint64_t received;
   // Samples waiting to be taken.
   uint64_t waiting;
+};
+
+// A reader's LATENCY_BUDGET status: every sample's one-way latency
+// (source timestamp to reception) judged against the budget.
+// `within + over + unjudged + implausible` is every sample received.
+struct detpath_dds_budget_status {
+  // The budget, ns (0: none).
+  int64_t budget_ns;
+  // `DETPATH_DDS_CLOCK_*`: whether latencies could be judged.
+  uint8_t clock;
+  // Samples within the budget.
+  uint64_t within;
+  // Samples over the budget.
+  uint64_t over;
+  // Samples over the budget since the status was last read (reading resets it).
+  uint64_t over_change;
+  // Over-budget samples per cause (`DETPATH_DDS_BUDGET_CAUSES`).
+  uint64_t over_by_cause[DETPATH_DDS_BUDGET_CAUSES];
+  // Samples not judged (no source timestamp, or the clocks are not known to agree).
+  uint64_t unjudged;
+  // Samples with an implausible source timestamp (kept out of the histogram).
+  uint64_t implausible;
+  // Judged samples per latency bucket (not cumulative); bucket i holds
+  // latencies up to `detpath_dds_latency_bucket_bound_ns(i)`.
+  uint64_t latency_buckets[DETPATH_DDS_LATENCY_BUCKETS];
+  // Judged samples.
+  uint64_t latency_count;
+  // Sum of their latencies, ns (saturating).
+  uint64_t latency_sum_ns;
+  // The largest latency, ns.
+  uint64_t latency_max_ns;
 };
 
 #ifdef __cplusplus
@@ -373,7 +421,10 @@ struct detpath_dds_writer *detpath_dds_writer_new(struct detpath_dds_participant
 // `history=keep_last:N|keep_all`, `deadline=DUR`,
 // `liveliness=automatic|manual_by_participant|manual_by_topic[:DUR]`,
 // `partition=A,B`, `ownership=shared|exclusive`, `max_samples=N`,
-// `max_instances=N`, `max_sample_size=BYTES` (DUR: `100ms`, `2s`, `infinite`).
+// `max_instances=N`, `max_sample_size=BYTES`, `transport_priority=N`
+// (0: best effort; above 0 marks a writer's datagrams with a DSCP),
+// `latency_budget=DUR` (above 0, at most 1h: every sample is judged
+// against it, `detpath_dds_reader_budget_status()`) (DUR: `100ms`, `2s`, `infinite`).
 // NULL on failure.
 //
 // # Safety
@@ -460,6 +511,28 @@ int detpath_dds_reader_count_undecodable(struct detpath_dds_reader *r, uint64_t 
 // # Safety
 // `out` is NULL or points to a `struct detpath_dds_reader_status`.
 int detpath_dds_reader_status(struct detpath_dds_reader *r, struct detpath_dds_reader_status *out);
+
+// The upper bound, ns, of latency bucket `i` of
+// `detpath_dds_budget_status.latency_buckets` (UINT64_MAX for the last,
+// `+Inf`, and for an index out of range).
+uint64_t detpath_dds_latency_bucket_bound_ns(size_t i);
+
+// The reader's LATENCY_BUDGET status into `out`; reading it resets `over_change`.
+//
+// # Safety
+// `out` is NULL or points to a `struct detpath_dds_budget_status`.
+int detpath_dds_reader_budget_status(struct detpath_dds_reader *r,
+                                     struct detpath_dds_budget_status *out);
+
+// Waits until a sample arrived over its budget since the reader's budget
+// status was last read, at most `timeout_ns` (negative: until one does):
+// 1 one did (read `detpath_dds_reader_budget_status()` for how many and
+// why), 0 the time ran out. A reader whose clock does not agree with its
+// writers' judges nothing and never wakes for this.
+//
+// # Safety
+// Any value may be passed as `r`; it is checked.
+int detpath_dds_reader_wait_over_budget(struct detpath_dds_reader *r, int64_t timeout_ns);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -10,7 +10,7 @@
 //! waiting take on one reader never holds up a write on another thread.
 
 use crate::error::{call, str_arg, Failure};
-use detpath_dds::{DomainParticipant, Error as DdsError, InstanceState, ParticipantOptions, Qos, RawReader, RawWriter, SampleInfo};
+use detpath_dds::{Cause, ClockSync, DomainParticipant, Error as DdsError, InstanceState, ParticipantOptions, Qos, RawReader, RawWriter, SampleInfo};
 use std::ffi::{c_char, c_int, c_long, c_void};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -90,6 +90,52 @@ pub struct detpath_dds_reader_status {
     pub received: u64,
     /// Samples waiting to be taken.
     pub waiting: u64,
+}
+
+/// Buckets of a reader's latency histogram (the last one is `+Inf`).
+pub const DETPATH_DDS_LATENCY_BUCKETS: usize = 17;
+/// Over-budget causes, in the order of `detpath_dds_budget_status.over_by_cause`:
+/// sent late by the writer's side (0), waited for a retransmission (1),
+/// taken late by a descheduled reader thread (2), the network (3).
+pub const DETPATH_DDS_BUDGET_CAUSES: usize = 4;
+/// `clock` of `detpath_dds_budget_status`: the clocks are not known to agree; nothing is judged.
+pub const DETPATH_DDS_CLOCK_UNSYNCHRONISED: u8 = 0;
+/// `clock`: writer and reader share this host's clock.
+pub const DETPATH_DDS_CLOCK_SAME_HOST: u8 = 1;
+/// `clock`: this host's clock is synchronised to a common reference (PTP).
+pub const DETPATH_DDS_CLOCK_SYNCHRONISED: u8 = 2;
+
+/// A reader's LATENCY_BUDGET status: every sample's one-way latency
+/// (source timestamp to reception) judged against the budget.
+/// `within + over + unjudged + implausible` is every sample received.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct detpath_dds_budget_status {
+    /// The budget, ns (0: none).
+    pub budget_ns: i64,
+    /// `DETPATH_DDS_CLOCK_*`: whether latencies could be judged.
+    pub clock: u8,
+    /// Samples within the budget.
+    pub within: u64,
+    /// Samples over the budget.
+    pub over: u64,
+    /// Samples over the budget since the status was last read (reading resets it).
+    pub over_change: u64,
+    /// Over-budget samples per cause (`DETPATH_DDS_BUDGET_CAUSES`).
+    pub over_by_cause: [u64; DETPATH_DDS_BUDGET_CAUSES],
+    /// Samples not judged (no source timestamp, or the clocks are not known to agree).
+    pub unjudged: u64,
+    /// Samples with an implausible source timestamp (kept out of the histogram).
+    pub implausible: u64,
+    /// Judged samples per latency bucket (not cumulative); bucket i holds
+    /// latencies up to `detpath_dds_latency_bucket_bound_ns(i)`.
+    pub latency_buckets: [u64; DETPATH_DDS_LATENCY_BUCKETS],
+    /// Judged samples.
+    pub latency_count: u64,
+    /// Sum of their latencies, ns (saturating).
+    pub latency_sum_ns: u64,
+    /// The largest latency, ns.
+    pub latency_max_ns: u64,
 }
 
 #[derive(Clone)]
@@ -230,7 +276,8 @@ pub unsafe extern "C" fn detpath_dds_participant_delete(p: *mut detpath_dds_part
 /// The text form of a QoS, `;`-separated `name=value`: `reliability=reliable|best_effort`,
 /// `durability=volatile|transient_local`, `history=keep_last:N|keep_all`, `deadline=100ms`,
 /// `liveliness=automatic|manual_by_participant|manual_by_topic[:DUR]`, `partition=A,B`,
-/// `ownership=shared|exclusive`, `max_samples=N`, `max_instances=N`, `max_sample_size=BYTES`.
+/// `ownership=shared|exclusive`, `max_samples=N`, `max_instances=N`, `max_sample_size=BYTES`,
+/// `transport_priority=N`, `latency_budget=DUR`.
 unsafe fn qos_arg(q: *const c_char) -> Result<Qos, Failure> {
     // SAFETY: forwarded caller contract.
     Ok(Qos::parse(unsafe { opt_str(q, "qos") }?)?)
@@ -270,7 +317,10 @@ pub unsafe extern "C" fn detpath_dds_writer_new(
 /// `history=keep_last:N|keep_all`, `deadline=DUR`,
 /// `liveliness=automatic|manual_by_participant|manual_by_topic[:DUR]`,
 /// `partition=A,B`, `ownership=shared|exclusive`, `max_samples=N`,
-/// `max_instances=N`, `max_sample_size=BYTES` (DUR: `100ms`, `2s`, `infinite`).
+/// `max_instances=N`, `max_sample_size=BYTES`, `transport_priority=N`
+/// (0: best effort; above 0 marks a writer's datagrams with a DSCP),
+/// `latency_budget=DUR` (above 0, at most 1h: every sample is judged
+/// against it, `detpath_dds_reader_budget_status()`) (DUR: `100ms`, `2s`, `infinite`).
 /// NULL on failure.
 ///
 /// # Safety
@@ -530,6 +580,93 @@ pub unsafe extern "C" fn detpath_dds_reader_status(r: *mut detpath_dds_reader, o
             // SAFETY: caller contract.
             unsafe { out.write_unaligned(v) };
             Ok(0)
+        },
+    )
+}
+
+/// The upper bound, ns, of latency bucket `i` of
+/// `detpath_dds_budget_status.latency_buckets` (UINT64_MAX for the last,
+/// `+Inf`, and for an index out of range).
+#[no_mangle]
+pub extern "C" fn detpath_dds_latency_bucket_bound_ns(i: usize) -> u64 {
+    detpath_dds::BUCKET_BOUNDS_NS.get(i).copied().unwrap_or(u64::MAX)
+}
+
+/// The reader's LATENCY_BUDGET status into `out`; reading it resets `over_change`.
+///
+/// # Safety
+/// `out` is NULL or points to a `struct detpath_dds_budget_status`.
+#[no_mangle]
+pub unsafe extern "C" fn detpath_dds_reader_budget_status(r: *mut detpath_dds_reader, out: *mut detpath_dds_budget_status) -> c_int {
+    call(
+        |e| -e,
+        || {
+            let (_, r) = reader(r)?;
+            if out.is_null() {
+                return Err(Failure::invalid("out is NULL"));
+            }
+            let s = r.latency_budget_status()?;
+            let mut by_cause = [0u64; DETPATH_DDS_BUDGET_CAUSES];
+            for (c, n) in &s.causes {
+                let i = match c {
+                    Cause::SentLate => 0,
+                    Cause::Retransmission => 1,
+                    Cause::ReaderLate => 2,
+                    Cause::Network => 3,
+                };
+                by_cause[i] = *n;
+            }
+            let mut buckets = [0u64; DETPATH_DDS_LATENCY_BUCKETS];
+            for (b, n) in buckets.iter_mut().zip(s.histogram.counts.iter()) {
+                *b = *n;
+            }
+            let v = detpath_dds_budget_status {
+                budget_ns: s.budget_ns,
+                clock: match s.clock {
+                    ClockSync::Unsynchronised => DETPATH_DDS_CLOCK_UNSYNCHRONISED,
+                    ClockSync::SameHost => DETPATH_DDS_CLOCK_SAME_HOST,
+                    ClockSync::Synchronised => DETPATH_DDS_CLOCK_SYNCHRONISED,
+                },
+                within: s.within,
+                over: s.over,
+                over_change: s.over_change,
+                over_by_cause: by_cause,
+                unjudged: s.unjudged,
+                implausible: s.implausible,
+                latency_buckets: buckets,
+                latency_count: s.histogram.count,
+                latency_sum_ns: u64::try_from(s.histogram.sum_ns).unwrap_or(u64::MAX),
+                latency_max_ns: s.histogram.max_ns,
+            };
+            // SAFETY: caller contract.
+            unsafe { out.write_unaligned(v) };
+            Ok(0)
+        },
+    )
+}
+
+/// Waits until a sample arrived over its budget since the reader's budget
+/// status was last read, at most `timeout_ns` (negative: until one does):
+/// 1 one did (read `detpath_dds_reader_budget_status()` for how many and
+/// why), 0 the time ran out. A reader whose clock does not agree with its
+/// writers' judges nothing and never wakes for this.
+///
+/// # Safety
+/// Any value may be passed as `r`; it is checked.
+#[no_mangle]
+pub unsafe extern "C" fn detpath_dds_reader_wait_over_budget(r: *mut detpath_dds_reader, timeout_ns: i64) -> c_int {
+    call(
+        |e| -e,
+        || {
+            let (_, r) = reader(r)?;
+            if timeout_ns < 0 {
+                loop {
+                    if r.wait_for_over_budget(Duration::from_secs(1))? {
+                        return Ok(1);
+                    }
+                }
+            }
+            Ok(r.wait_for_over_budget(Duration::from_nanos(timeout_ns as u64))? as c_int)
         },
     )
 }

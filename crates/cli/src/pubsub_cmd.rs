@@ -4,7 +4,9 @@
 //! line a second and a summary (or JSON with `--json`).
 
 use detpath::sys::cleanup::{self, OnSignal};
-use detpath_pubsub::app::{run as run_node, LatencySummaryJson, NodeOptions, Outcome, SecondReport};
+use detpath_pubsub::app::{run as run_node, BudgetJson, ClockMode, LatencySummaryJson, LiveBoard, NodeOptions, Outcome, SecondReport};
+use detpath_pubsub::budget::BUCKET_BOUNDS_NS;
+use detpath_wire::dscp::PriorityMap;
 use detpath_pubsub::ddsperf::{Role, TopicKind};
 use crate::vocab::WaitArg;
 use detpath_pubsub::transport::Wait;
@@ -111,6 +113,59 @@ struct NodeArgs {
     /// happens, then the summary object.
     #[arg(long)]
     json: bool,
+    /// DDS TRANSPORT_PRIORITY of the node's writers and readers: 0 is best
+    /// effort (DSCP 0); any priority above 0 marks its datagrams with a DSCP
+    /// (--priority-map) and, with a slot scheduler on the endpoint, picks its class.
+    #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true)]
+    transport_priority: i32,
+    /// DDS LATENCY_BUDGET of the node's writers and readers, e.g. `100us`
+    /// (a bare number is µs; more than 0, at most 1h). A reader judges every
+    /// sample's one-way latency against it (`latency_budget` in the summary);
+    /// a writer with a larger budget than the reader's does not match it.
+    #[arg(long, value_name = "DURATION", value_parser = latency_budget)]
+    latency_budget: Option<Duration>,
+    /// From TRANSPORT_PRIORITY to DSCP: `PRIORITY=DSCP` pairs, each DSCP a
+    /// name or 0..=63; a priority takes the DSCP of the highest pair at or
+    /// below it. Every priority above 0 must map to a DSCP other than 0.
+    #[arg(long, value_name = "MAP", value_parser = PriorityMap::parse, default_value = "0=CS0,1=AF11,10=AF21,20=AF31,30=AF41,40=EF")]
+    priority_map: PriorityMap,
+    /// What this host's wall clock (CLOCK_REALTIME, which writers stamp
+    /// samples with) agrees with: auto judges writers on this host only
+    /// (one clock; writers elsewhere are `unsynchronised`, nothing judged);
+    /// synced says CLOCK_REALTIME is disciplined to a common reference
+    /// (ptp4l + phc2sys), so every writer is judged; off judges nothing.
+    #[arg(long, value_enum, default_value_t = ClockArg::Auto)]
+    clock: ClockArg,
+    #[command(flatten)]
+    metrics: crate::metrics_args::MetricsArgs,
+}
+
+/// `--clock`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum ClockArg {
+    /// Writers on this host are judged, others not.
+    Auto,
+    /// CLOCK_REALTIME is synchronised (PTP): every writer is judged.
+    Synced,
+    /// Nothing is judged.
+    Off,
+}
+
+/// The longest latency budget taken: beyond it a "budget" says nothing
+/// about latency (and a typo of a unit is likelier).
+const MAX_BUDGET: Duration = Duration::from_secs(3600);
+
+/// Value parser of `--latency-budget`: a duration (bare number: µs), more
+/// than 0 and at most an hour.
+fn latency_budget(s: &str) -> Result<Duration, String> {
+    let d = crate::vocab::micros(s)?;
+    if d.is_zero() {
+        return Err("a latency budget of 0 cannot be met: give a duration above 0 (e.g. 100us), or leave the flag out for none".into());
+    }
+    if d > MAX_BUDGET {
+        return Err(format!("a latency budget of {d:?} is beyond an hour (the most taken): give at most 1h"));
+    }
+    Ok(d)
 }
 
 #[derive(clap::Args)]
@@ -168,7 +223,68 @@ fn options(a: &NodeArgs, role: Role) -> anyhow::Result<NodeOptions> {
     o.discovery_timeout = a.discovery_timeout;
     o.max_message = a.max_message as usize;
     o.fair_slice_ns = crate::vocab::ns(a.fair_slice);
+    o.transport_priority = a.transport_priority;
+    o.latency_budget_ns = a.latency_budget.map_or(0, |d| crate::vocab::ns(d) as i64);
+    o.priority_map = a.priority_map.clone();
+    o.clock = match a.clock {
+        ClockArg::Auto => ClockMode::Auto,
+        ClockArg::Synced => ClockMode::Synced,
+        ClockArg::Off => ClockMode::Off,
+    };
     Ok(o)
+}
+
+/// The node's readers as `/metrics` shows them.
+fn metrics_source(board: LiveBoard) -> detpath_metrics::pubsub::Source {
+    std::sync::Arc::new(move || {
+        let live = board.lock().map(|b| b.clone()).unwrap_or_default();
+        live.readers
+            .iter()
+            .map(|r| {
+                let b = &r.budget;
+                let h = &b.histogram;
+                let mut buckets: Vec<(f64, u64)> = BUCKET_BOUNDS_NS.iter().zip(h.counts.iter()).map(|(&ub, &n)| (ub as f64 / 1e9, n)).collect();
+                buckets.push((f64::MAX, h.counts[BUCKET_BOUNDS_NS.len()]));
+                detpath_metrics::pubsub::ReaderFigures {
+                    topic: r.topic.clone(),
+                    clock: b.clock.name().into(),
+                    budget_seconds: b.budget_ns as f64 / 1e9,
+                    matched: r.matched as u64,
+                    received: r.received,
+                    lost: r.lost,
+                    rejected: r.rejected,
+                    deadline_missed: r.deadline_missed,
+                    within: b.within,
+                    over_by_cause: detpath_pubsub::budget::Cause::ALL.iter().map(|c| (c.name().to_string(), b.cause(*c))).collect(),
+                    unjudged: b.unjudged,
+                    implausible: b.implausible,
+                    buckets,
+                    sum_seconds: h.sum_ns as f64 / 1e9,
+                    count: h.count,
+                }
+            })
+            .collect()
+    })
+}
+
+/// The text summary's budget line.
+fn budget_line(b: &BudgetJson) -> String {
+    let causes: Vec<String> = b.causes.iter().filter(|(_, n)| **n > 0).map(|(c, n)| format!("{c} {n}")).collect();
+    let l = &b.latency_us;
+    let opt = |x: Option<f64>| x.map_or_else(|| "n/a".to_string(), |v| format!("{v:.1}"));
+    format!(
+        "latency budget {} us (clock {}): within {} over {}{} unjudged {} implausible {}; latency p50 <= {} p99 <= {} max {} us",
+        b.budget_us,
+        b.clock,
+        b.within,
+        b.over,
+        if causes.is_empty() { String::new() } else { format!(" ({})", causes.join(", ")) },
+        b.unjudged,
+        b.implausible,
+        opt(l.p50),
+        opt(l.p99),
+        opt(l.max)
+    )
 }
 
 fn us(x: Option<f64>) -> String {
@@ -223,6 +339,9 @@ fn print_outcome(o: &Outcome, json: bool) {
         "pub" => println!("published {} samples", o.data_sent),
         _ => println!("received {} samples, lost {}, {:.0} samples/s, {:.2} Mb/s", o.received, o.lost, o.samples_per_s, o.mbit_per_s),
     }
+    if let Some(b) = &o.latency_budget {
+        println!("{}", budget_line(b));
+    }
     let e = &o.engine;
     println!(
         "engine: rx {} tx {} malformed {} retransmits {} heartbeats {} acknacks {} send errors {} core yields {}",
@@ -232,7 +351,14 @@ fn print_outcome(o: &Outcome, json: bool) {
 
 fn node(a: &NodeArgs, role: Role, name: &str) -> anyhow::Result<i32> {
     cleanup::install_signal_handler(OnSignal::SetFlag);
-    let o = options(a, role)?;
+    let mut o = options(a, role)?;
+    // Metrics first: the listener is made in the namespace the command starts in.
+    let metrics = a.metrics.start()?;
+    if metrics.addr().is_some() {
+        let board = LiveBoard::default();
+        metrics.add_pubsub_source(metrics_source(board.clone()));
+        o.live = Some(board);
+    }
     let json = a.json;
     let out = run_node(&o, &cleanup::interrupted, |r| print_second(name, json, r))?;
     print_outcome(&out, json);

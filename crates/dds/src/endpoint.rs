@@ -8,6 +8,7 @@ use crate::participant::{DomainParticipant, RawSample, Shared, State};
 use crate::qos::Qos;
 use detpath_pubsub::discovery::status_info;
 use detpath_pubsub::driver::wall_ns;
+use detpath_pubsub::budget::{BudgetStats, Cause, ClockSync, LatencyHistogram};
 use detpath_pubsub::engine::{self, ReaderId, SampleInfo, WriterId};
 use detpath_pubsub::types::TopicType;
 use detpath_pubsub::wire::bytes::ByteWriter;
@@ -83,6 +84,60 @@ pub struct ReaderStatus {
     pub unmatched: u64,
     /// The engine's figures.
     pub detail: engine::ReaderStatus,
+}
+
+/// LATENCY_BUDGET status of a reader: every sample's one-way latency
+/// (source timestamp to reception, on CLOCK_REALTIME) judged against the
+/// budget, as DDS statuses go: totals, and what changed since the status
+/// was last read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LatencyBudgetStatus {
+    /// The budget, ns (0: none; latencies are measured, nothing is over).
+    pub budget_ns: i64,
+    /// Whether the clocks agree: `SameHost` and `Synchronised` judge,
+    /// `Unsynchronised` judges nothing (every sample is `unjudged`).
+    pub clock: ClockSync,
+    /// Samples within the budget.
+    pub within: u64,
+    /// Samples over the budget.
+    pub over: u64,
+    /// Samples over the budget since the status was last read
+    /// ([`DataReader::latency_budget_status`] resets it).
+    pub over_change: u64,
+    /// Over-budget samples by cause.
+    pub causes: Vec<(Cause, u64)>,
+    /// Samples not judged (no source timestamp, or the clocks are not known to agree).
+    pub unjudged: u64,
+    /// Samples whose source timestamp was implausible (far future or past): not in the histogram.
+    pub implausible: u64,
+    /// The judged samples' latencies.
+    pub histogram: LatencyHistogram,
+}
+
+impl LatencyBudgetStatus {
+    fn from_stats(b: BudgetStats, seen_over: u64) -> LatencyBudgetStatus {
+        LatencyBudgetStatus {
+            budget_ns: b.budget_ns,
+            clock: b.clock,
+            within: b.within,
+            over: b.over,
+            over_change: b.over.saturating_sub(seen_over),
+            causes: Cause::ALL.iter().map(|c| (*c, b.cause(*c))).collect(),
+            unjudged: b.unjudged,
+            implausible: b.implausible,
+            histogram: b.histogram,
+        }
+    }
+}
+
+/// The reader's budget accounting, from the engine (which judges every
+/// sample as it arrives).
+fn reader_budget(st: &State, id: ReaderId) -> BudgetStats {
+    // Until the engine judges samples, every sample is unjudged: a reader
+    // never reports a violation it could not measure.
+    let r = st.p.reader_status(id);
+    let budget_ns = st.budgets.get(&id).copied().unwrap_or(0);
+    BudgetStats { budget_ns, clock: ClockSync::Unsynchronised, unjudged: r.received, ..BudgetStats::default() }
 }
 
 /// The writing half shared by typed and raw writers.
@@ -260,6 +315,8 @@ impl RawWriter {
 struct ReaderCore {
     shared: Arc<Shared>,
     id: ReaderId,
+    /// Over-budget samples the application has seen in a status read.
+    seen_over: std::sync::atomic::AtomicU64,
 }
 
 fn take_from(st: &mut State, id: ReaderId, n: usize, keep: bool) -> Vec<RawSample> {
@@ -284,9 +341,43 @@ fn take_from(st: &mut State, id: ReaderId, n: usize, keep: bool) -> Vec<RawSampl
 impl ReaderCore {
     fn new(dp: &DomainParticipant, topic: &str, type_name: &str, keying: (bool, Option<engine::KeyOf>), qos: &Qos) -> Result<ReaderCore> {
         let q = qos.for_reader()?;
+        let budget = q.latency_budget_ns;
         let mut g = dp.shared.lock()?;
         let id = g.p.create_reader_keyed(detpath::monotonic_ns(), topic, type_name, keying, q, 256)?;
-        Ok(ReaderCore { shared: dp.shared.clone(), id })
+        g.budgets.insert(id, budget);
+        Ok(ReaderCore { shared: dp.shared.clone(), id, seen_over: std::sync::atomic::AtomicU64::new(0) })
+    }
+
+    /// The budget status; `reset`: the change counts start again from now.
+    fn budget_status(&self, reset: bool) -> Result<LatencyBudgetStatus> {
+        let g = self.shared.lock()?;
+        let b = reader_budget(&g, self.id);
+        let seen = self.seen_over.load(std::sync::atomic::Ordering::Relaxed);
+        if reset {
+            self.seen_over.store(b.over, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(LatencyBudgetStatus::from_stats(b, seen))
+    }
+
+    /// Waits until a sample was over budget since the status was last read,
+    /// at most `timeout` (asleep: the engine thread wakes it after each
+    /// batch of datagrams). The status is not reset.
+    fn wait_over_budget(&self, timeout: Duration) -> Result<bool> {
+        let end = Instant::now() + timeout;
+        let mut g: MutexGuard<'_, State> = self.shared.lock()?;
+        loop {
+            if reader_budget(&g, self.id).over > self.seen_over.load(std::sync::atomic::Ordering::Relaxed) {
+                return Ok(true);
+            }
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(false);
+            }
+            g = self.shared.arrived.wait_timeout(g, left).unwrap_or_else(|e| e.into_inner()).0;
+            if g.closed {
+                return Err(Error::Closed);
+            }
+        }
     }
 
     fn get(&self, n: usize, keep: bool) -> Result<Vec<RawSample>> {
@@ -384,6 +475,18 @@ impl<T: TopicType + Default> DataReader<T> {
     pub fn status(&self) -> Result<ReaderStatus> {
         self.core.status()
     }
+    /// The LATENCY_BUDGET status: samples within and over the budget, the
+    /// causes, the latency histogram; reading it resets `over_change`.
+    pub fn latency_budget_status(&self) -> Result<LatencyBudgetStatus> {
+        self.core.budget_status(true)
+    }
+    /// Waits until a sample arrived over its budget since the status was
+    /// last read, at most `timeout`: true when one did (read the status to
+    /// see how many and why), false when the time ran out. A reader whose
+    /// clock does not agree with its writers' never wakes for this.
+    pub fn wait_for_over_budget(&self, timeout: Duration) -> Result<bool> {
+        self.core.wait_over_budget(timeout)
+    }
 
     fn decode(&self, raw: Vec<RawSample>) -> Vec<(T, SampleInfo)> {
         let mut bad = 0;
@@ -436,6 +539,14 @@ impl RawReader {
     /// Matched writers, lost, rejected and undecodable samples.
     pub fn status(&self) -> Result<ReaderStatus> {
         self.core.status()
+    }
+    /// See [`DataReader::latency_budget_status`].
+    pub fn latency_budget_status(&self) -> Result<LatencyBudgetStatus> {
+        self.core.budget_status(true)
+    }
+    /// See [`DataReader::wait_for_over_budget`].
+    pub fn wait_for_over_budget(&self, timeout: Duration) -> Result<bool> {
+        self.core.wait_over_budget(timeout)
     }
 }
 

@@ -84,6 +84,8 @@ pub(crate) struct State {
     pub undecodable: HashMap<ReaderId, u64>,
     /// Samples `read` and not yet taken, per reader (oldest first).
     pub read_buffers: HashMap<ReaderId, std::collections::VecDeque<RawSample>>,
+    /// Each reader's LATENCY_BUDGET, ns.
+    pub budgets: HashMap<ReaderId, i64>,
     pub closed: bool,
 }
 
@@ -156,6 +158,7 @@ impl DomainParticipant {
                 participants_lost: 0,
                 undecodable: HashMap::new(),
                 read_buffers: HashMap::new(),
+                budgets: HashMap::new(),
                 closed: false,
             }),
             arrived: Condvar::new(),

@@ -48,7 +48,19 @@ pub enum Policy {
     /// Largest serialized sample a writer sends (detpath's; default 1 MiB):
     /// a larger write is refused with [`Error::SampleTooLarge`].
     MaxSampleSize(usize),
+    /// TRANSPORT_PRIORITY: 0 (the default) is best effort; a writer's
+    /// priority picks its datagrams' DSCP (and, with a slot scheduler on
+    /// the endpoint, its traffic class).
+    TransportPriority(i32),
+    /// LATENCY_BUDGET: the longest a sample may take from write to
+    /// reception (more than 0, at most an hour). A reader judges every
+    /// sample against it ([`crate::LatencyBudgetStatus`]); a writer offering
+    /// a longer budget than a reader requests does not match it.
+    LatencyBudget(Duration),
 }
+
+/// The longest [`Policy::LatencyBudget`] taken.
+pub const MAX_LATENCY_BUDGET: Duration = Duration::from_secs(3600);
 
 /// Default [`Policy::MaxSampleSize`]: 1 MiB, what a reader accepts by default.
 pub const DEFAULT_MAX_SAMPLE_SIZE: usize = 1 << 20;
@@ -89,6 +101,14 @@ impl Qos {
     pub fn keep_all(self) -> Qos {
         self.with(Policy::History(History::KeepAll))
     }
+    /// TRANSPORT_PRIORITY `n`.
+    pub fn transport_priority(self, n: i32) -> Qos {
+        self.with(Policy::TransportPriority(n))
+    }
+    /// LATENCY_BUDGET `d`.
+    pub fn latency_budget(self, d: Duration) -> Qos {
+        self.with(Policy::LatencyBudget(d))
+    }
     /// The policies named, in order.
     pub fn policies(&self) -> &[Policy] {
         &self.policies
@@ -101,7 +121,8 @@ impl Qos {
     /// `history=keep_last:N|keep_all`, `deadline=DUR`,
     /// `liveliness=automatic|manual_by_participant|manual_by_topic[:DUR]`,
     /// `partition=NAME[,NAME...]`, `ownership=shared|exclusive`,
-    /// `max_samples=N`, `max_instances=N`, `max_sample_size=BYTES`. DUR is
+    /// `max_samples=N`, `max_instances=N`, `max_sample_size=BYTES`,
+    /// `transport_priority=N`, `latency_budget=DUR`. DUR is
     /// a number with a unit (`ns`, `us`, `ms`, `s`) or `infinite`.
     pub fn parse(text: &str) -> Result<Qos> {
         let mut q = Qos::new();
@@ -168,9 +189,11 @@ impl Qos {
                 Policy::ResourceLimits { max_samples: s, max_instances: i }
             }
             "max_sample_size" => Policy::MaxSampleSize(v.parse().ok().filter(|&n| n >= 4).ok_or_else(|| bad("a size in bytes >= 4"))?),
+            "transport_priority" => Policy::TransportPriority(v.parse().map_err(|_| bad("an integer (0: best effort)"))?),
+            "latency_budget" => Policy::LatencyBudget(parse_duration(&v).flatten().ok_or_else(|| bad("a duration above 0 and at most 1h (e.g. 100us)"))?),
             _ => {
                 return Err(Error::BadQos(format!(
-                    "unknown policy {name:?} (known: reliability, durability, history, deadline, liveliness, partition, ownership, max_samples, max_instances, max_sample_size)"
+                    "unknown policy {name:?} (known: reliability, durability, history, deadline, liveliness, partition, ownership, max_samples, max_instances, max_sample_size, transport_priority, latency_budget)"
                 )))
             }
         };
@@ -219,6 +242,15 @@ impl Qos {
                     q.max_instances = (*max_instances).max(1);
                 }
                 Policy::MaxSampleSize(_) => {}
+                Policy::TransportPriority(n) => q.transport_priority = *n,
+                Policy::LatencyBudget(d) => {
+                    if d.is_zero() || *d > MAX_LATENCY_BUDGET {
+                        return Err(Error::BadQos(format!(
+                            "latency_budget {d:?}: a budget must be above 0 and at most 1h (leave the policy out for none)"
+                        )));
+                    }
+                    q.latency_budget_ns = ns(*d);
+                }
             }
         }
         if let engine::History::KeepLast(n) = q.history {
@@ -286,6 +318,29 @@ mod tests {
         assert_eq!(r.ownership, Ownership::Exclusive);
         assert_eq!((r.max_samples, r.max_instances), (64, 4));
         assert_eq!(q.max_sample_size(), 100);
+    }
+
+    #[test]
+    fn priority_and_budget_reach_the_engine() {
+        let q = Qos::parse("transport_priority=42; latency_budget=100us").unwrap();
+        for e in [q.for_writer().unwrap(), q.for_reader().unwrap()] {
+            assert_eq!((e.transport_priority, e.latency_budget_ns), (42, 100_000));
+        }
+        let d = Qos::new().for_reader().unwrap();
+        assert_eq!((d.transport_priority, d.latency_budget_ns), (0, 0));
+        let q = Qos::new().transport_priority(-3).latency_budget(Duration::from_millis(2)).for_writer().unwrap();
+        assert_eq!((q.transport_priority, q.latency_budget_ns), (-3, 2_000_000));
+    }
+
+    #[test]
+    fn a_budget_of_zero_or_beyond_an_hour_is_refused() {
+        for bad in ["latency_budget=0us", "latency_budget=2h", "latency_budget=3601s", "latency_budget=infinite"] {
+            let e = Qos::parse(bad).and_then(|q| q.for_reader()).unwrap_err().to_string();
+            assert!(e.contains("latency_budget"), "{bad}: {e}");
+        }
+        let e = Qos::new().latency_budget(Duration::ZERO).for_writer().unwrap_err().to_string();
+        assert!(e.contains("above 0"), "{e}");
+        assert!(Qos::parse("transport_priority=high").is_err());
     }
 
     #[test]

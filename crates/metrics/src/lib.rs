@@ -27,6 +27,7 @@
 
 pub mod encode;
 pub mod http;
+pub mod pubsub;
 pub mod watch;
 
 use detpath::layer::{Layer, LayerKeys, LayerUse, Prepared};
@@ -65,6 +66,7 @@ pub enum Error {
 /// [`Metrics::layer`] in their spec (a layer of detpath's open pipeline).
 pub struct Metrics {
     watches: Arc<Mutex<Vec<Arc<Watch>>>>,
+    sources: Arc<Mutex<Vec<pubsub::Source>>>,
     listener: Option<http::Listener>,
 }
 
@@ -73,17 +75,30 @@ impl Metrics {
     /// [`Metrics`]); beyond loopback a token is required.
     pub fn start(addr: Option<SocketAddr>, token: Option<http::Token>) -> Result<Metrics, Error> {
         let Some(addr) = addr else {
-            return Ok(Metrics { watches: Arc::default(), listener: None });
+            return Ok(Metrics { watches: Arc::default(), sources: Arc::default(), listener: None });
         };
         let watches: Arc<Mutex<Vec<Arc<Watch>>>> = Arc::default();
-        let w = watches.clone();
+        let sources: Arc<Mutex<Vec<pubsub::Source>>> = Arc::default();
+        let (w, s) = (watches.clone(), sources.clone());
         let listener = http::Listener::start(addr, token, move |conns: &http::ConnCounts| {
             let list: Vec<Arc<Watch>> = w.lock().map(|l| l.clone()).unwrap_or_default();
             let readings: Vec<_> = list.iter().map(|w| (w.as_ref(), w.read(SCRAPE_WAIT))).collect();
-            encode::render(&readings, conns)
+            let sources: Vec<pubsub::Source> = s.lock().map(|l| l.clone()).unwrap_or_default();
+            let readers: Vec<pubsub::ReaderFigures> = sources.iter().flat_map(|f| f()).collect();
+            encode::render_with(&readings, conns, &readers)
         })?;
         eprintln!("metrics on http://{}/metrics", listener.addr());
-        Ok(Metrics { watches, listener: Some(listener) })
+        Ok(Metrics { watches, sources, listener: Some(listener) })
+    }
+
+    /// Adds a pub-sub node's readers to what a scrape shows
+    /// ([`pubsub::register`]); a no-op when metrics are not served.
+    pub fn add_pubsub_source(&self, source: pubsub::Source) {
+        if self.listener.is_some() {
+            if let Ok(mut l) = self.sources.lock() {
+                l.push(source);
+            }
+        }
     }
 
     /// The metrics layer: an endpoint opened with it in its spec

@@ -2,6 +2,7 @@
 //! node on a detpath endpoint, run on the calling thread, reporting once a
 //! second and summarising at the end.
 
+use crate::budget::{BudgetStats, Cause, ClockSync, BUCKET_BOUNDS_NS};
 use crate::ddsperf::{summarize, LatencySummary, PerfConfig, PerfNode, Role, TopicKind};
 use crate::driver::{Node, Transport};
 use crate::engine::{make_guid_prefix, Config, Counters, Participant};
@@ -9,6 +10,7 @@ use crate::transport::{EndpointTransport, GroupReception, Link, Wait};
 use crate::wire::{Addr, EthAddr};
 use serde::Serialize;
 use std::net::Ipv4Addr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// What to run.
@@ -70,7 +72,76 @@ pub struct NodeOptions {
     pub keep_rounds: bool,
     /// Ping and pong endpoints KEEP_ALL (paper 001's Table I) instead of ddsperf's KEEP_LAST 1.
     pub ping_keep_all: bool,
+    /// TRANSPORT_PRIORITY of every writer and reader the node creates (0:
+    /// best effort, DSCP 0; see [`detpath_wire::dscp`]).
+    pub transport_priority: i32,
+    /// LATENCY_BUDGET of every writer and reader, ns (0: none). A reader
+    /// requests it, so a writer with a larger budget does not match.
+    pub latency_budget_ns: i64,
+    /// From TRANSPORT_PRIORITY to DSCP (default: [`detpath_wire::dscp::PriorityMap::default`]).
+    pub priority_map: detpath_wire::dscp::PriorityMap,
+    /// What this host's clock is known to agree with ([`ClockMode`]).
+    pub clock: ClockMode,
+    /// Where the node publishes its readers' figures while it runs (a few
+    /// times a second), for `/metrics`; `None`: nowhere.
+    pub live: Option<LiveBoard>,
 }
+
+/// What the node may assume about its wall clock (CLOCK_REALTIME, what
+/// writers stamp INFO_TS from) against its writers' clocks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ClockMode {
+    /// Writers on this host (one clock) are judged; others are not
+    /// (`unsynchronised`): nothing says the two clocks agree.
+    #[default]
+    Auto,
+    /// The user says CLOCK_REALTIME is disciplined to a common reference
+    /// (ptp4l + phc2sys, or chrony on a PTP hardware clock): every writer's
+    /// samples are judged (`synchronised`).
+    Synced,
+    /// Nothing is judged, not even writers on this host.
+    Off,
+}
+
+impl ClockMode {
+    /// The mode's name on the command line (`auto`, `synced`, `off`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ClockMode::Auto => "auto",
+            ClockMode::Synced => "synced",
+            ClockMode::Off => "off",
+        }
+    }
+}
+
+/// A running node's readers, as `/metrics` shows them (see [`LiveBoard`]).
+#[derive(Clone, Debug, Default)]
+pub struct LiveFigures {
+    /// One entry per data reader (today: `sub`'s).
+    pub readers: Vec<LiveReader>,
+}
+
+/// One reader's figures while the node runs.
+#[derive(Clone, Debug, Default)]
+pub struct LiveReader {
+    /// The reader's topic.
+    pub topic: String,
+    /// Writers matched now.
+    pub matched: usize,
+    /// Samples taken by the application.
+    pub received: u64,
+    /// Samples lost (holes in the writers' sequence numbers, or given up by the engine).
+    pub lost: u64,
+    /// Samples refused while a KEEP_ALL cache was full.
+    pub rejected: u64,
+    /// Deadline periods that passed without a sample.
+    pub deadline_missed: u64,
+    /// Its budget accounting.
+    pub budget: BudgetStats,
+}
+
+/// Shared between the node's thread (writer) and a metrics listener (reader).
+pub type LiveBoard = Arc<Mutex<LiveFigures>>;
 
 impl NodeOptions {
     /// Defaults: domain 0, reliable 32-byte KeyedSeq, busy polling, peer indices 0..=9, 10 s discovery timeout.
@@ -98,6 +169,11 @@ impl NodeOptions {
             peers_only: false,
             keep_rounds: false,
             ping_keep_all: false,
+            transport_priority: 0,
+            latency_budget_ns: 0,
+            priority_map: detpath_wire::dscp::PriorityMap::default(),
+            clock: ClockMode::Auto,
+            live: None,
         }
     }
 }
@@ -216,10 +292,105 @@ pub struct Outcome {
     pub reader_matched: usize,
     /// Samples refused while its KEEP_ALL cache was full.
     pub reader_rejected: u64,
+    /// The TRANSPORT_PRIORITY the node's writers and readers were given.
+    pub transport_priority: i32,
+    /// The DSCP that priority maps to ([`NodeOptions::priority_map`]).
+    pub dscp: u8,
+    /// Sub: the data reader's samples held to the latency budget; `None`
+    /// for the other roles.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_budget: Option<BudgetJson>,
     /// Ping with [`NodeOptions::keep_rounds`]: each answered ping as (seq,
     /// monotonic send ns, monotonic pong reception ns), in arrival order.
     #[serde(skip)]
     pub rounds: Vec<(u32, u64, u64)>,
+}
+
+/// A reader's [`BudgetStats`] for JSON: `within + over + unjudged +
+/// implausible` is every sample the reader received.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct BudgetJson {
+    /// The budget samples were judged against, µs (0: none given; latencies
+    /// are measured, nothing is over).
+    pub budget_us: f64,
+    /// `same-host`, `synchronised` or `unsynchronised` (then nothing is judged).
+    pub clock: &'static str,
+    /// Samples judged within the budget.
+    pub within: u64,
+    /// Samples judged over the budget.
+    pub over: u64,
+    /// Over-budget samples by cause (`sent_late`, `retransmission`,
+    /// `reader_late`, `network`), every cause present.
+    pub causes: std::collections::BTreeMap<&'static str, u64>,
+    /// Samples not judged (no INFO_TS, or the clocks are not known to agree).
+    pub unjudged: u64,
+    /// Samples whose INFO_TS was implausible (far future or past): kept out of the latencies.
+    pub implausible: u64,
+    /// One-way latencies of the judged samples, µs, from the histogram.
+    pub latency_us: HistogramSummaryJson,
+}
+
+/// Percentiles read from a [`crate::budget::LatencyHistogram`]: each is the
+/// upper bound of the bucket the percentile falls in (an upper estimate;
+/// the largest latency where the bucket is `+Inf`); `null` without samples.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct HistogramSummaryJson {
+    /// Latencies in the histogram.
+    pub count: u64,
+    /// Mean, µs (exact: the histogram keeps the sum).
+    pub mean: Option<f64>,
+    /// Median (bucket upper bound), µs.
+    pub p50: Option<f64>,
+    /// 90th percentile (bucket upper bound), µs.
+    pub p90: Option<f64>,
+    /// 99th percentile (bucket upper bound), µs.
+    pub p99: Option<f64>,
+    /// 99.9th percentile (bucket upper bound), µs.
+    pub p99_9: Option<f64>,
+    /// The largest latency, µs (exact).
+    pub max: Option<f64>,
+}
+
+/// The upper bound (ns) of the bucket holding the `q`-quantile of `h`
+/// (the largest latency for the `+Inf` bucket); `None` when it is empty.
+pub fn histogram_quantile_ns(h: &crate::budget::LatencyHistogram, q: f64) -> Option<u64> {
+    if h.count == 0 {
+        return None;
+    }
+    let rank = ((q * h.count as f64).ceil() as u64).clamp(1, h.count);
+    let mut seen = 0u64;
+    for (i, &n) in h.counts.iter().enumerate() {
+        seen += n;
+        if seen >= rank {
+            return Some(BUCKET_BOUNDS_NS.get(i).map_or(h.max_ns, |&b| b.min(h.max_ns.max(1))));
+        }
+    }
+    Some(h.max_ns)
+}
+
+impl From<&BudgetStats> for BudgetJson {
+    fn from(b: &BudgetStats) -> Self {
+        let h = &b.histogram;
+        let us = |ns: Option<u64>| ns.map(|n| n as f64 / 1e3);
+        BudgetJson {
+            budget_us: b.budget_ns as f64 / 1e3,
+            clock: b.clock.name(),
+            within: b.within,
+            over: b.over,
+            causes: Cause::ALL.iter().map(|c| (c.name(), b.cause(*c))).collect(),
+            unjudged: b.unjudged,
+            implausible: b.implausible,
+            latency_us: HistogramSummaryJson {
+                count: h.count,
+                mean: (h.count > 0).then(|| h.sum_ns as f64 / h.count as f64 / 1e3),
+                p50: us(histogram_quantile_ns(h, 0.5)),
+                p90: us(histogram_quantile_ns(h, 0.9)),
+                p99: us(histogram_quantile_ns(h, 0.99)),
+                p99_9: us(histogram_quantile_ns(h, 0.999)),
+                max: (h.count > 0).then(|| h.max_ns as f64 / 1e3),
+            },
+        }
+    }
 }
 
 /// The engine counters that matter in a report.
@@ -441,6 +612,8 @@ pub fn open_node(opts: &NodeOptions) -> Result<(Node<EndpointTransport>, PerfNod
     pc.lockstep = opts.lockstep;
     pc.keep_rounds = opts.keep_rounds;
     pc.ping_keep_all = opts.ping_keep_all;
+    pc.transport_priority = opts.transport_priority;
+    pc.latency_budget_ns = opts.latency_budget_ns;
     if let (Role::Ping { rate_hz }, Some(d)) = (opts.role, opts.duration) {
         let expect = (rate_hz.max(1.0) * d.as_secs_f64() * 1.2) as usize + 1024;
         pc.max_latency_samples = expect.min(20_000_000);
@@ -502,9 +675,15 @@ pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl Fn
     let count = opts.count;
     let (mut last_rx, mut last_bytes, mut last_lost) = (0u64, 0u64, 0u64);
     let mut drain_until: Option<u64> = None;
+    let mut next_live = 0u64;
     node.run_perf(
         &mut perf,
         |p, pp, t| {
+            if let Some(board) = opts.live.as_ref().filter(|_| t >= next_live) {
+                // A few times a second: a scrape sees figures at most 250 ms old.
+                next_live = t + 250_000_000;
+                publish_live(board, p, pp, opts);
+            }
             if stop() {
                 return true;
             }
@@ -551,13 +730,20 @@ pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl Fn
     );
     let dur = (node.transport.now_ns() - t0) as f64 / 1e9;
     let (ws, rs) = perf.data_status(&node.participant);
+    if let Some(board) = &opts.live {
+        publish_live(board, &perf, &node.participant, opts);
+    }
+    let budget = perf.data_reader().map(|r| reader_budget(&node.participant, r, opts));
     // Tell peers we are gone, so they do not wait for our lease to expire.
     node.participant.shutdown(&mut crate::driver::TransportOutbox(&mut node.transport));
     let rounds = std::mem::take(&mut perf.stats.rounds);
     let st = &perf.stats;
     let (received, lost) = match opts.role {
         Role::Ping { .. } => (st.pongs_received, st.pings_sent - st.pongs_received),
-        Role::Sub => (st.data_received, st.data_lost),
+        // Holes the node saw in the writers' sequence numbers, or samples the
+        // engine gave up on (a reliable writer's GAP over them, or history
+        // gone): whichever is more, so lost reliable samples never exit 0.
+        Role::Sub => (st.data_received, st.data_lost.max(rs.map_or(0, |r| r.lost))),
         _ => (st.pings_answered, 0),
     };
     // raweth://dpa is the packet frame datapath: name it as raweth+packet.
@@ -591,6 +777,41 @@ pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl Fn
         writer_unacknowledged: ws.unacknowledged,
         reader_matched: rs.map_or(0, |r| r.matched),
         reader_rejected: rs.map_or(0, |r| r.rejected),
+        transport_priority: opts.transport_priority,
+        dscp: opts.priority_map.dscp(opts.transport_priority),
+        latency_budget: budget.as_ref().map(BudgetJson::from),
         rounds,
     })
+}
+
+/// A reader's budget accounting, from the engine (which judges every
+/// sample as it arrives).
+fn reader_budget(p: &Participant, r: crate::engine::ReaderId, opts: &NodeOptions) -> BudgetStats {
+    // Until the engine judges samples, nothing is judged: every sample is
+    // counted as unjudged, never as a violation it could not measure.
+    let st = p.reader_status(r);
+    BudgetStats { budget_ns: opts.latency_budget_ns, clock: ClockSync::Unsynchronised, unjudged: st.received, ..BudgetStats::default() }
+}
+
+/// Writes the node's reader figures to the live board.
+fn publish_live(board: &LiveBoard, perf: &PerfNode, p: &Participant, opts: &NodeOptions) {
+    let readers = perf
+        .data_reader()
+        .map(|r| {
+            let st = p.reader_status(r);
+            LiveReader {
+                topic: perf.cfg.topic_names().0,
+                matched: st.matched,
+                received: perf.stats.data_received,
+                lost: perf.stats.data_lost.max(st.lost),
+                rejected: st.rejected,
+                deadline_missed: st.requested_deadline_missed,
+                budget: reader_budget(p, r, opts),
+            }
+        })
+        .into_iter()
+        .collect();
+    if let Ok(mut b) = board.lock() {
+        b.readers = readers;
+    }
 }

@@ -103,6 +103,10 @@ pub struct PerfConfig {
     /// Ping and pong endpoints reliable KEEP_ALL (depth `data_depth`), as
     /// paper 001's Table I asks, instead of ddsperf's KEEP_LAST 1.
     pub ping_keep_all: bool,
+    /// TRANSPORT_PRIORITY of every writer and reader (0: ddsperf's, best effort).
+    pub transport_priority: i32,
+    /// LATENCY_BUDGET of every writer and reader, ns (0: ddsperf's, none).
+    pub latency_budget_ns: i64,
 }
 
 impl PerfConfig {
@@ -119,6 +123,8 @@ impl PerfConfig {
             lockstep: false,
             keep_rounds: false,
             ping_keep_all: false,
+            transport_priority: 0,
+            latency_budget_ns: 0,
         }
     }
     /// The topic names (data, ping, pong).
@@ -247,7 +253,8 @@ impl PerfNode {
     pub fn new(p: &mut Participant, now: u64, cfg: PerfConfig) -> Result<PerfNode, crate::engine::EngineError> {
         let (data_t, ping_t, pong_t) = cfg.topic_names();
         let rel = if cfg.reliable { Reliability::Reliable } else { Reliability::BestEffort };
-        let mk = |q: Qos| Qos { reliability: rel, max_blocking_ns: 10_000_000_000, ..q };
+        let (prio, budget) = (cfg.transport_priority, cfg.latency_budget_ns);
+        let mk = |q: Qos| Qos { reliability: rel, max_blocking_ns: 10_000_000_000, transport_priority: prio, latency_budget_ns: budget, ..q };
         let ping_qos = if cfg.ping_keep_all { mk(Qos::reliable_keep_all(cfg.data_depth)) } else { mk(Qos::reliable_keep_last(1)) };
         // ddsperf's `-n N` spreads data over N key values (1 by default): room for many instances.
         let data_qos = mk(Qos::reliable_keep_all(cfg.data_depth).with_max_instances(1024));
@@ -321,6 +328,11 @@ impl PerfNode {
     /// Our data writer has a matched reader.
     pub fn data_writer_matched(&self, p: &Participant) -> bool {
         p.writer_status(self.data_w).matched > 0
+    }
+
+    /// The data reader (sub only).
+    pub fn data_reader(&self) -> Option<ReaderId> {
+        self.data_r
     }
 
     /// Our data reader has a matched writer.

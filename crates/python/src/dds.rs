@@ -213,6 +213,51 @@ impl Reader {
         self.r.count_undecodable(n)
     }
 
+    /// The LATENCY_BUDGET status as a dict (reading it resets `over_change`):
+    /// budget_ns, clock, within, over, over_change, causes {name: n},
+    /// unjudged, implausible, latency {count, sum_ns, max_ns, buckets: [(bound_ns or None, n)]}.
+    fn budget_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.r.latency_budget_status().map_err(dds_to_py)?;
+        let d = PyDict::new(py);
+        d.set_item("budget_ns", s.budget_ns)?;
+        d.set_item("clock", s.clock.name())?;
+        d.set_item("within", s.within)?;
+        d.set_item("over", s.over)?;
+        d.set_item("over_change", s.over_change)?;
+        let causes = PyDict::new(py);
+        for (c, n) in &s.causes {
+            causes.set_item(c.name(), n)?;
+        }
+        d.set_item("causes", causes)?;
+        d.set_item("unjudged", s.unjudged)?;
+        d.set_item("implausible", s.implausible)?;
+        let h = &s.histogram;
+        let lat = PyDict::new(py);
+        lat.set_item("count", h.count)?;
+        lat.set_item("sum_ns", u64::try_from(h.sum_ns).unwrap_or(u64::MAX))?;
+        lat.set_item("max_ns", h.max_ns)?;
+        let buckets: Vec<(Option<u64>, u64)> = h.counts.iter().enumerate().map(|(i, n)| (detpath_dds::BUCKET_BOUNDS_NS.get(i).copied(), *n)).collect();
+        lat.set_item("buckets", buckets)?;
+        d.set_item("latency", lat)?;
+        Ok(d)
+    }
+
+    /// Waits until a sample arrived over budget since the status was last
+    /// read, at most `timeout` s (GIL released): True when one did.
+    fn wait_over_budget(&self, py: Python<'_>, timeout: f64) -> PyResult<bool> {
+        let end = Instant::now() + Duration::from_secs_f64(timeout.max(0.0));
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            if py.detach(|| self.r.wait_for_over_budget(left.min(SIGNAL_SLICE))).map_err(dds_to_py)? {
+                return Ok(true);
+            }
+            py.check_signals()?;
+            if left.is_zero() {
+                return Ok(false);
+            }
+        }
+    }
+
     /// matched_publications, lost, rejected, undecodable, ...
     fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.r.status().map_err(dds_to_py)?;

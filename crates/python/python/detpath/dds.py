@@ -132,6 +132,19 @@ class Policy:
         return _P("limits", f"max_samples={int(max_samples)};max_instances={int(max_instances)}", f"ResourceLimits({max_samples}, {max_instances})")
 
     @staticmethod
+    def TransportPriority(priority):
+        """TRANSPORT_PRIORITY: 0 is best effort; above 0 a writer's datagrams carry a DSCP."""
+        return _P("transport_priority", f"transport_priority={int(priority)}", f"TransportPriority({priority})")
+
+    @staticmethod
+    def LatencyBudget(budget):
+        """LATENCY_BUDGET, ns (``duration(microseconds=100)``): above 0, at most an hour.
+        A reader judges every sample against it (``DataReader.latency_budget_status()``)."""
+        if budget is None or int(budget) <= 0 or int(budget) > 3600 * 10**9:
+            raise QosError(f"LatencyBudget({budget}): a budget must be above 0 and at most 1 hour (leave the policy out for none)")
+        return _P("latency_budget", f"latency_budget={int(budget)}ns", f"LatencyBudget({budget})")
+
+    @staticmethod
     def MaxSampleSize(size):
         """detpath's own: the largest serialized sample a writer sends (default 1 MiB)."""
         return _P("max_sample_size", f"max_sample_size={int(size)}", f"MaxSampleSize({size})")
@@ -335,6 +348,23 @@ class DataReader:
                 return got[0]
             if end is not None and time.monotonic() >= end:
                 raise TimeoutError(f"no sample on {self.topic.name!r} within {timeout / 1e9} s")
+
+    def latency_budget_status(self):
+        """The LATENCY_BUDGET status (a dict; reading it resets ``over_change``):
+        ``budget_ns``, ``clock`` (``same-host``, ``synchronised``, or ``unsynchronised``:
+        then nothing is judged), ``within``, ``over``, ``over_change``, ``causes``
+        (cause name -> count), ``unjudged``, ``implausible``, and ``latency``
+        (``count``, ``sum_ns``, ``max_ns``, ``buckets``: [(upper bound ns or None, n)])."""
+        return self._native.budget_status()
+
+    def wait_for_over_budget(self, timeout=None):
+        """Waits until a sample arrived over its budget since the status was last
+        read, at most ``timeout`` ns (None: forever): True when one did, False when
+        the time ran out."""
+        while True:
+            got = self._native.wait_over_budget(1e9 if timeout is None else timeout / 1e9)
+            if got or timeout is not None:
+                return got
 
     def get_matched_publications(self):
         """Matched writers (a list of that length)."""
