@@ -4,6 +4,7 @@
 
 use crate::vocab::WaitArg;
 use detpath::sys::cleanup::{self, OnSignal};
+use detpath_bench::pubsub::mixed::{self, MixedRow};
 use detpath_bench::pubsub::{bench, BenchOptions, BenchRow, Pinning};
 use detpath_pubsub::transport::Wait;
 use std::time::Duration;
@@ -32,9 +33,18 @@ pub struct BenchArgs {
     repeat: u32,
     /// Workloads to run, comma separated: latency (32 B at 1 kHz ping/pong), rate (32 B
     /// unlimited), bandwidth (1 KiB unlimited); table1: paper 001's Table I (32 B at 1 kHz
-    /// ping/pong, unkeyed, partly random payload, reliable KEEP_ALL on both topics).
-    #[arg(long, default_value = "latency,rate,bandwidth", value_delimiter = ',', value_parser = ["latency", "rate", "bandwidth", "table1"])]
+    /// ping/pong, unkeyed, partly random payload, reliable KEEP_ALL on both topics); mixed: the
+    /// mixed-criticality experiment (a 64 B 1 kHz control ping/pong beside a 1 KiB bulk flood on
+    /// one endpoint, arms priority, fifo and ddsperf; its rows in mixed.json, one JSON line per
+    /// arm with --json).
+    #[arg(long, default_value = "latency,rate,bandwidth", value_delimiter = ',', value_parser = ["latency", "rate", "bandwidth", "table1", "mixed"])]
     workloads: Vec<String>,
+    /// Mixed workload: the control topic's latency budget (one-way), e.g. `100us` (a bare number is µs).
+    #[arg(long, value_name = "DURATION", value_parser = crate::vocab::micros, default_value = "100us")]
+    latency_budget: Duration,
+    /// Mixed workload: the slot scheduler keys of its priority arm (appended to each side's spec).
+    #[arg(long, value_name = "KEYS", default_value = detpath_bench::pubsub::mixed::PRIORITY_SCHED)]
+    mixed_sched: String,
     /// Run each configuration once per wait (busy, adaptive, block, spin 50 µs then sleep)
     /// instead of --wait only: latency beside CPU per wait (the sides are not real-time here).
     #[arg(long, conflicts_with_all = ["wait", "blocking"])]
@@ -100,7 +110,12 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     detpath::route_library_logs(&dir.path().join(LIBRARY_LOG), a.verbose)?;
     anyhow::ensure!(a.duration >= Duration::from_secs(1), "--duration: at least 1s per workload (whole seconds; ddsperf counts seconds)");
     let seconds = a.duration.as_secs() + u64::from(a.duration.subsec_nanos() > 0);
+    anyhow::ensure!(
+        a.latency_budget > Duration::ZERO && a.latency_budget <= Duration::from_secs(3600),
+        "--latency-budget: between 1us and 1h"
+    );
     let mut rows: Vec<BenchRow> = Vec::new();
+    let mut mixed_rows: Vec<MixedRow> = Vec::new();
     let json = a.json;
     for conf in configurations {
         if cleanup::interrupted() {
@@ -133,6 +148,8 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
                 workloads: a.workloads.clone(),
                 stress_percent: conf.stress,
                 tuned: conf.tuned,
+                latency_budget_ns: crate::vocab::ns(a.latency_budget),
+                mixed_sched: a.mixed_sched.clone(),
             };
             rows.extend(bench(&o, Some(&mut dir), |r| {
                 if json {
@@ -141,10 +158,30 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
                     eprintln!("done: {} {} {} (wait {}, repeat {})", r.configuration, r.system, r.workload, r.wait, r.repeat);
                 }
             })?);
-            detpath::sys::fsutil::write_atomic(&dir.path().join("rows.json"), &serde_json::to_vec_pretty(&rows)?)?;
+            if o.runs_paper_workloads() {
+                detpath::sys::fsutil::write_atomic(&dir.path().join("rows.json"), &serde_json::to_vec_pretty(&rows)?)?;
+            }
+            // The mixed workload once per configuration (not per wait of a sweep).
+            if i == 0 && a.workloads.iter().any(|w| w == mixed::WORKLOAD) && !cleanup::interrupted() {
+                mixed_rows.extend(mixed::bench(&o, Some(&mut dir), |r| {
+                    if json {
+                        println!("{}", serde_json::to_string(r).unwrap_or_default());
+                    } else {
+                        eprintln!("done: {} mixed {} arm {} (repeat {})", r.configuration, r.system, r.arm, r.repeat);
+                    }
+                })?);
+                detpath::sys::fsutil::write_atomic(&dir.path().join("mixed.json"), &serde_json::to_vec_pretty(&mixed_json(&mixed_rows))?)?;
+            }
         }
     }
-    let table = detpath_bench::pubsub::table::render(&rows);
+    let paper = a.workloads.iter().any(|w| w != mixed::WORKLOAD);
+    let mut table = if paper { detpath_bench::pubsub::table::render(&rows) } else { String::new() };
+    if !mixed_rows.is_empty() {
+        if paper {
+            table.push('\n');
+        }
+        table.push_str(&detpath_bench::pubsub::mixed_table::render(&mixed_rows, &detpath_bench::results::Environment::capture()));
+    }
     detpath::sys::fsutil::write_atomic(&dir.path().join("table.txt"), table.as_bytes())?;
     if !json {
         print!("{table}");
@@ -153,3 +190,8 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     Ok(if cleanup::interrupted() { 130 } else { 0 })
 }
 
+
+/// mixed.json: the machine's environment record and the arms' rows.
+fn mixed_json(rows: &[MixedRow]) -> serde_json::Value {
+    serde_json::json!({ "environment": detpath_bench::results::Environment::capture(), "rows": rows })
+}

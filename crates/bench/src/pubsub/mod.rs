@@ -29,6 +29,8 @@
 //! ([`crate::child_cpu`]): `ddsperf-ping` and `ddsperf-pong`,
 //! `ddsperf-pub` and `ddsperf-sub`, each on its pinned core.
 
+pub mod mixed;
+pub mod mixed_table;
 pub mod table;
 
 use crate::records::{LossCounts, Record, Status};
@@ -78,6 +80,10 @@ pub struct BenchOptions {
     pub stress_percent: u8,
     /// Whether the configuration is tuned (recorded in the runs' summary).
     pub tuned: bool,
+    /// The mixed workload's control budget, ns ([`mixed::DEFAULT_BUDGET_NS`]).
+    pub latency_budget_ns: u64,
+    /// The mixed workload's slot scheduler keys for its priority arm ([`mixed::PRIORITY_SCHED`]).
+    pub mixed_sched: String,
 }
 
 impl BenchOptions {
@@ -96,11 +102,19 @@ impl BenchOptions {
             workloads: WORKLOADS.iter().map(|w| w.to_string()).collect(),
             stress_percent: 0,
             tuned: false,
+            latency_budget_ns: mixed::DEFAULT_BUDGET_NS,
+            mixed_sched: mixed::PRIORITY_SCHED.into(),
         }
     }
 
     fn runs(&self, workload: &str) -> bool {
         self.workloads.iter().any(|w| w == workload)
+    }
+
+    /// Whether any of paper 001's workloads is asked for (the mixed one
+    /// aside): without one, [`bench`] measures nothing, not even the ddsperf reference rows.
+    pub fn runs_paper_workloads(&self) -> bool {
+        self.workloads.iter().any(|w| w != mixed::WORKLOAD)
     }
 }
 
@@ -221,6 +235,9 @@ pub enum BenchError {
     /// thread panicked, a run could not be saved).
     #[error("ddsperf: {0}")]
     Ddsperf(String),
+    /// The mixed workload could not set up or finish an arm.
+    #[error("mixed workload: {0}")]
+    Mixed(String),
 }
 
 const PORT: u16 = 7410;
@@ -655,6 +672,9 @@ fn ddsperf_rows(tb: &Testbed, o: &BenchOptions, repeat: u32) -> Result<Vec<Bench
 /// directory `detpath report` reads).
 pub fn bench(o: &BenchOptions, mut dir: Option<&mut ResultDir>, mut progress: impl FnMut(&BenchRow)) -> Result<Vec<BenchRow>, BenchError> {
     let mut rows = Vec::new();
+    if !o.runs_paper_workloads() {
+        return Ok(rows); // the mixed workload only: mixed::bench runs it
+    }
     for repeat in 1..=o.repeat.max(1) {
         for dp in &o.datapaths {
             if cleanup::interrupted() {

@@ -1,0 +1,893 @@
+//! The mixed-criticality experiment (issue 39, item 3; `--workloads mixed`):
+//! a control topic and a bulk topic on one endpoint and one link, one
+//! participant per side of the testbed, in three arms measured in the
+//! same run:
+//!
+//! - `priority`: the endpoint wrapped in the slot scheduler
+//!   ([`PRIORITY_SCHED`]); the control writers have TRANSPORT_PRIORITY
+//!   [`CONTROL_PRIORITY`], their datagrams carry its DSCP (EF by the
+//!   default map) and leave in the real-time class `ctl`; bulk, and every
+//!   datagram not of a control writer, goes best effort in `bulk`;
+//! - `fifo`: the same endpoint without a scheduler, every writer priority
+//!   0: one FIFO, DSCP 0;
+//! - `ddsperf`: CycloneDDS's ddsperf over kernel UDP in the same
+//!   namespaces: `ping 1000Hz size 64` against a `pong`, beside a
+//!   flooding `pub size 1024` and its `sub`.
+//!
+//! Control: 64-byte samples at 1 kHz, reliable (KEEP_LAST 1, as ddsperf's
+//! ping), ping/pong. Its latency is reported as RTT / 2, as the `latency`
+//! workload and ddsperf do (so the three arms compare); the budget
+//! (100 µs by default) is judged on the one-way latency of each ping,
+//! the pong side's reception time minus the ping side's send time: the
+//! testbed's two namespaces share one CLOCK_MONOTONIC, so this needs no
+//! clock synchronisation. Bulk: 1 KiB samples, reliable KEEP_ALL, written
+//! as fast as flow control allows (until the history is full of
+//! unacknowledged samples).
+//!
+//! Each detpath arm runs in three phases: the first quarter of the
+//! duration control only, the middle half control with bulk, the last
+//! quarter control only again. The headline control figures
+//! (`control.latency_us`, `control.budget_violations`) and the bulk
+//! figures are of the middle half; `control.latency_us_bulk_off` is of
+//! the two quarters without bulk. The per-sample records go to the result
+//! directory as a run (`detpath report` draws its timeline), with the
+//! phases in `mixed-<datapath>-<arm>-timeline.csv`. ddsperf's arm has its
+//! bulk on for the whole ping run and prints per-second figures only: its
+//! p99 is the worst second's, it has no p99.99 and no per-sample budget
+//! count (`budget_violations` null).
+//!
+//! Until the engine marks each writer's datagrams itself, the harness does
+//! it: the control writes go through a transport whose sends carry the
+//! control [`Mark`] (DSCP and slot class), everything else the
+//! endpoint's default (the scheduler's best-effort class, DSCP 0).
+
+use super::{cpu_of, metered, on_own_thread, side_uri, wait_name, BenchError, BenchOptions, TUNED_SENDER_SPIN_NS};
+use crate::records::{LossCounts, Record, Status};
+use crate::results::{Environment, ResultDir, RunConfig, RunResult};
+use crate::stats::{quantile_unchecked, Quantile};
+use detpath::sys::cleanup;
+use detpath::sys::cputime::{CoreTicks, CpuReport, ThreadCpu};
+use detpath::testbed::{Side, Testbed, TestbedConfig};
+use detpath::Mark;
+use detpath_pubsub::driver::{Transport, TransportOutbox};
+use detpath_pubsub::engine::{make_guid_prefix, Config, Participant, WriteError, WriterId};
+use detpath_pubsub::qos::Qos;
+use detpath_pubsub::transport::{EndpointTransport, Link, Wait};
+use detpath_pubsub::wire::bytes::ByteWriter;
+use detpath_pubsub::wire::{Addr, Time, WireError};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The workload's `--workloads` name.
+pub const WORKLOAD: &str = "mixed";
+/// The arms, in the order they run.
+pub const ARMS: [&str; 3] = ["priority", "fifo", "ddsperf"];
+/// Control sample payload, bytes.
+pub const CONTROL_SIZE: usize = 64;
+/// Control pings per second.
+pub const CONTROL_RATE_HZ: u64 = 1000;
+/// Bulk sample payload, bytes.
+pub const BULK_SIZE: usize = 1024;
+/// The control writers' TRANSPORT_PRIORITY in the priority arm (DSCP EF by
+/// the default map, `detpath_wire::dscp`).
+pub const CONTROL_PRIORITY: i32 = 50;
+/// The control topic's latency budget unless one is given, ns.
+pub const DEFAULT_BUDGET_NS: u64 = 100_000;
+/// The slot scheduler of the priority arm: 2 µs slots in a ring of 10;
+/// control owns every fifth slot (one each 10 µs) as a relaxed real-time
+/// class, bulk the other eight, best effort, with room for the bulk
+/// writer's window. A one-slot insertion lead keeps control's wait for its
+/// slot within 4-14 µs.
+pub const PRIORITY_SCHED: &str = "sched=slots&slot_ns=2000&ring_slots=10&lead_slots=1&sched_mode=relaxed&classes=ctl:rt:0/5;bulk:be:1-4,6-9@2048";
+/// The scheduler class of the control writers.
+pub const CONTROL_CLASS: &str = "ctl";
+
+const CONTROL_TOPIC_PING: &str = "DetpathMixedControlPing";
+const CONTROL_TOPIC_PONG: &str = "DetpathMixedControlPong";
+const BULK_TOPIC: &str = "DetpathMixedBulk";
+const TYPE_NAME: &str = "detpath::MixedSample";
+/// Samples the bulk writer may have unacknowledged (and its reader hold).
+const BULK_DEPTH: u32 = 1000;
+/// Largest RTPS datagram either side sends: one Ethernet frame, which a
+/// scheduler slot carries.
+const MAX_DATAGRAM: usize = 1472;
+const DOMAIN: u32 = 0;
+
+/// Latency percentiles of one set of samples, µs. `p9999` is null below
+/// 10,000 samples (ddsperf never has it), `p99` below 100.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Percentiles {
+    /// Samples summarised.
+    pub count: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile (ddsperf: the worst second's).
+    pub p99: Option<f64>,
+    /// 99.99th percentile.
+    pub p9999: Option<f64>,
+    /// Largest.
+    pub max: f64,
+}
+
+impl Percentiles {
+    /// Of latencies in ns (any order); None without any.
+    pub fn of_ns(ns: &[u64]) -> Option<Percentiles> {
+        if ns.is_empty() {
+            return None;
+        }
+        let mut v = ns.to_vec();
+        v.sort_unstable();
+        let us = |x: u64| x as f64 / 1e3;
+        let q = |q: Quantile| (v.len() as u64 >= q.needs()).then(|| quantile_unchecked(&v, q)).flatten().map(us);
+        Some(Percentiles {
+            count: v.len() as u64,
+            mean: v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64 / 1e3,
+            p50: quantile_unchecked(&v, Quantile::MEDIAN).map_or(0.0, us),
+            p99: q(Quantile::P99),
+            p9999: q(Quantile::P99_99),
+            max: us(*v.last().unwrap_or(&0)),
+        })
+    }
+}
+
+/// The control topic's figures of one arm.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ControlFigures {
+    /// Sample payload, bytes.
+    pub size: usize,
+    /// Pings per second.
+    pub rate_hz: u64,
+    /// TRANSPORT_PRIORITY of its writers (0 in the fifo arm).
+    pub transport_priority: i32,
+    /// DSCP its datagrams carried.
+    pub dscp: u8,
+    /// The latency budget, µs.
+    pub budget_us: f64,
+    /// RTT / 2 while bulk ran, µs.
+    pub latency_us: Option<Percentiles>,
+    /// RTT / 2 while bulk did not run (first and last quarter), µs.
+    pub latency_us_bulk_off: Option<Percentiles>,
+    /// One-way latency (same-host clock) while bulk ran, µs.
+    pub one_way_us: Option<Percentiles>,
+    /// Pings sent while bulk ran whose one-way latency exceeded the budget
+    /// (a ping never answered counts too); null where not measured per sample (ddsperf).
+    pub budget_violations: Option<u64>,
+    /// The same while bulk did not run.
+    pub budget_violations_bulk_off: Option<u64>,
+    /// Over-budget samples per cause, where the engine names them (null: not given).
+    pub causes: Option<BTreeMap<String, u64>>,
+    /// Pings sent over the whole run.
+    pub pings_sent: u64,
+    /// Pings never answered.
+    pub lost: u64,
+}
+
+/// The bulk topic's figures of one arm.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct BulkFigures {
+    /// Sample payload, bytes.
+    pub size: usize,
+    /// Samples received per second while bulk ran.
+    pub samples_per_s: f64,
+    /// Megabits of sample payload per second, the same seconds.
+    pub mbps: f64,
+    /// Samples received.
+    pub samples: u64,
+    /// Samples the subscriber counted lost.
+    pub lost: u64,
+    /// Times the writer found its history full (flow control held it).
+    pub writer_blocked: u64,
+}
+
+/// One arm of one configuration: a line of `--json` and of mixed.json.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct MixedRow {
+    /// `priority`, `fifo` or `ddsperf`.
+    pub arm: String,
+    /// "D", "D&S", "T&S".
+    pub configuration: String,
+    /// `detpath <datapath>` or `ddsperf`.
+    pub system: String,
+    /// The datapath (`udp` for ddsperf: CycloneDDS over kernel UDP).
+    pub datapath: String,
+    /// Which repeat (1-based).
+    pub repeat: u32,
+    /// How detpath's answering side waited; "" for ddsperf.
+    pub wait: String,
+    /// The control topic.
+    pub control: ControlFigures,
+    /// The bulk topic.
+    pub bulk: BulkFigures,
+    /// The two sides' CPU time over the wall time, percent of one core.
+    pub cpu_percent: Option<f64>,
+    /// The CPU record (threads, or ddsperf's processes).
+    pub cpu: Option<CpuReport>,
+    /// The pinging side's endpoint spec ("" for ddsperf).
+    pub spec: String,
+    /// The run's name in the result directory (records `<run>.csv`).
+    pub run: Option<String>,
+    /// The latency-over-time file in the result directory.
+    pub timeline: Option<String>,
+    /// How the figures were taken.
+    pub note: String,
+}
+
+/// The datagram transport of one side, marking the datagrams of the
+/// control writers (see the module's text).
+struct Marked {
+    inner: EndpointTransport,
+    /// The mark of the sends in progress; None: the endpoint's default.
+    mark: Option<Mark>,
+}
+
+impl Transport for Marked {
+    fn send(&mut self, dst: Addr, bytes: &[u8]) {
+        match (self.mark, &mut self.inner.link, dst) {
+            (Some(m), Link::Datagram(ep), Addr::Udp(a)) => {
+                if ep.send_marked(bytes, a, m).is_err() {
+                    self.inner.send_errors += 1;
+                }
+            }
+            _ => self.inner.send(dst, bytes),
+        }
+    }
+    fn recv(&mut self, buf: &mut [u8], wait_ns: u64) -> Option<(usize, Addr, u64)> {
+        self.inner.recv(buf, wait_ns)
+    }
+    fn now_ns(&self) -> u64 {
+        self.inner.now_ns()
+    }
+    fn local_addr(&self) -> Addr {
+        self.inner.local_addr()
+    }
+    fn max_datagram(&self) -> usize {
+        self.inner.max_datagram()
+    }
+}
+
+/// One side: its participant on its transport, driven datagram by datagram
+/// (so a control sample is answered the moment its datagram is in).
+struct Node {
+    p: Participant,
+    t: Marked,
+    buf: Vec<u8>,
+    control_mark: Mark,
+    /// The control topic's latency budget, ns.
+    budget_ns: u64,
+}
+
+impl Node {
+    /// Runs due timers, then takes at most one datagram (waiting up to
+    /// `wait_ns`); its reception time when one came.
+    fn pump(&mut self, wait_ns: u64) -> Option<u64> {
+        let now = self.t.now_ns();
+        if self.p.next_timeout() <= now {
+            self.p.handle_timeout(now, &mut TransportOutbox(&mut self.t));
+        }
+        while self.p.poll_event().is_some() {}
+        let wait = wait_ns.min(self.p.next_timeout().saturating_sub(now));
+        let (len, src, rx_ns) = self.t.recv(&mut self.buf, wait)?;
+        self.p.handle_datagram(rx_ns, src, &self.buf[..len], &mut TransportOutbox(&mut self.t));
+        Some(rx_ns)
+    }
+
+    /// Writes `payload` (after a CDR little-endian encapsulation header) on `w`, marked as control when `control`.
+    fn write(&mut self, w: WriterId, payload: &[u8], control: bool) -> Result<(), WriteError> {
+        let now = self.t.now_ns();
+        let ser = |bw: &mut ByteWriter<'_>| -> Result<(), WireError> {
+            bw.bytes(&[0, 1, 0, 0])?;
+            bw.bytes(payload)
+        };
+        self.t.mark = control.then_some(self.control_mark);
+        let ts = Some(Time::from_nanos(detpath_pubsub::driver::wall_ns()));
+        let r = self.p.write_with(now, &mut TransportOutbox(&mut self.t), w, ts, &ser).map(|_| ());
+        self.t.mark = None;
+        r
+    }
+}
+
+/// What one arm of detpath asks for.
+struct Arm {
+    name: &'static str,
+    priority: bool,
+}
+
+/// The spec of one side in an arm: the testbed's (pinned, real-time when
+/// asked), with the scheduler's keys in the priority arm.
+fn arm_spec(side: &Side, dp: &str, arm: &Arm, cpu: Option<u32>, rt: Option<u8>, sched: &str) -> String {
+    let base = side_uri(side, dp, cpu, rt);
+    if arm.priority {
+        format!("{base}&{sched}")
+    } else {
+        base
+    }
+}
+
+/// Opens a side's endpoint inside its namespace and makes its participant.
+fn open_side(side: &Side, peer: &Side, spec: &str, wait: Wait, arm: &Arm, fair_slice_ns: u64, budget_ns: u64) -> Result<Node, BenchError> {
+    let fail = |what: &str, e: String| BenchError::Mixed(format!("{what} {spec}: {e}"));
+    let link = detpath::sys::netns::run_in(&side.netns, || detpath_pubsub::transport::open(spec))
+        .map_err(|e| fail("entering the namespace for", e.to_string()))?
+        .map_err(|e| fail("opening", e.to_string()))?;
+    if fair_slice_ns > 0 && detpath::sys::thread::is_fair_policy() {
+        detpath::sys::thread::request_fair_slice(fair_slice_ns).map_err(|e| fail("asking for a short fair slice on", e.to_string()))?;
+    }
+    let control_mark = match (&link, arm.priority) {
+        (Link::Datagram(ep), true) => {
+            let class = ep.class_named(CONTROL_CLASS).map_err(|e| fail("the control class of", e.to_string()))?;
+            Mark { dscp: detpath_wire::dscp::default_for_priority(CONTROL_PRIORITY), class: Some(class) }
+        }
+        (Link::Datagram(_), false) => Mark::NONE,
+        (Link::Frames(_), _) => return Err(BenchError::Mixed(format!("{spec}: the mixed workload runs on UDP datapaths (udp, afxdp, xdppoll, dpdk)"))),
+    };
+    let t = EndpointTransport::on(link, wait);
+    let local = t.local_addr();
+    let host = match local {
+        Addr::Udp(a) => u32::from(*a.ip()),
+        Addr::Eth(_) => 0,
+    };
+    let mut cfg = Config::new(DOMAIN, make_guid_prefix(host, std::process::id(), t.now_ns() as u32), local);
+    cfg.add_peer(peer.addr, 9);
+    cfg.peers_only = true;
+    cfg.max_datagram = t.max_datagram().min(MAX_DATAGRAM);
+    let p = Participant::new(cfg, t.now_ns());
+    Ok(Node { p, t: Marked { inner: t, mark: None }, buf: vec![0; 65536], control_mark, budget_ns })
+}
+
+/// The control topics' QoS in an arm: reliable KEEP_LAST 1 with the budget, top priority in the priority arm.
+fn control_qos(arm: &Arm, budget_ns: u64) -> Qos {
+    Qos {
+        transport_priority: if arm.priority { CONTROL_PRIORITY } else { 0 },
+        latency_budget_ns: budget_ns as i64,
+        max_blocking_ns: 10_000_000_000,
+        ..Qos::reliable_keep_last(1)
+    }
+}
+
+fn bulk_qos() -> Qos {
+    Qos { max_blocking_ns: 10_000_000_000, ..Qos::reliable_keep_all(BULK_DEPTH) }
+}
+
+/// Runs `step` until `done` says so, or fails after `timeout` naming `what`.
+fn until(node: &mut Node, timeout: Duration, what: &str, mut done: impl FnMut(&Participant) -> bool) -> Result<(), BenchError> {
+    let end = node.t.now_ns() + timeout.as_nanos() as u64;
+    while !done(&node.p) {
+        if node.t.now_ns() > end || cleanup::interrupted() {
+            return Err(BenchError::Mixed(format!("{what} within {timeout:?}")));
+        }
+        node.pump(1_000_000);
+    }
+    Ok(())
+}
+
+/// The phases of a detpath arm, ns since the measured start: bulk runs in [on, off).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Phases {
+    /// When bulk starts.
+    pub on_ns: u64,
+    /// When bulk stops.
+    pub off_ns: u64,
+    /// When the pinging stops.
+    pub end_ns: u64,
+}
+
+impl Phases {
+    /// Quarter without bulk, half with, quarter without, of `seconds`.
+    pub fn of(seconds: u64) -> Phases {
+        let end_ns = seconds.max(1) * 1_000_000_000;
+        Phases { on_ns: end_ns / 4, off_ns: end_ns / 4 * 3, end_ns }
+    }
+    /// Whether bulk runs at `t_ns` since the start.
+    pub fn bulk_on(&self, t_ns: u64) -> bool {
+        (self.on_ns..self.off_ns).contains(&t_ns)
+    }
+}
+
+/// What the pinging and flooding side brings back.
+struct PingSide {
+    records: Vec<Record>,
+    pings_sent: u64,
+    bulk_written: u64,
+    bulk_blocked: u64,
+    send_errors: u64,
+}
+
+/// The answering and receiving side's outcome.
+#[derive(Default)]
+struct PongSide {
+    bulk_received: u64,
+    bulk_lost: u64,
+    /// Reception times of the first and last bulk sample.
+    bulk_first_ns: u64,
+    bulk_last_ns: u64,
+}
+
+/// Side a: pings at 1 kHz on the control topic, floods the bulk topic in
+/// the middle half, collects the pongs.
+fn ping_side(mut n: Node, phases: Phases, go: Arc<AtomicBool>) -> Result<PingSide, BenchError> {
+    let ping_w = n.p.create_writer(CONTROL_TOPIC_PING, TYPE_NAME, false, control_qos_of(&n), 16).map_err(engine)?;
+    let pong_r = n.p.create_reader(n.t.now_ns(), CONTROL_TOPIC_PONG, TYPE_NAME, false, control_qos_of(&n), 16).map_err(engine)?;
+    let bulk_w = n.p.create_writer(BULK_TOPIC, TYPE_NAME, false, bulk_qos(), BULK_SIZE + 16).map_err(engine)?;
+    let discovery = Duration::from_secs(10);
+    until(&mut n, discovery, "the ping side matched no pong side", |p| {
+        p.writer_status(ping_w).matched > 0 && p.reader_status(pong_r).matched > 0 && p.writer_status(bulk_w).matched > 0
+    })?;
+    // A volatile reliable writer reaches only readers that matched it before
+    // the write: ping until the first pong is back, then measure.
+    let mut ping = [0u8; CONTROL_SIZE];
+    let warm_end = n.t.now_ns() + 5_000_000_000;
+    let mut next = n.t.now_ns();
+    let mut answered = false;
+    while !answered {
+        let now = n.t.now_ns();
+        if now > warm_end || cleanup::interrupted() {
+            return Err(BenchError::Mixed("no pong came back within 5 s of matching".into()));
+        }
+        if now >= next {
+            ping[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+            let _ = n.write(ping_w, &ping, true);
+            next = now + 1_000_000;
+        }
+        n.pump(200_000);
+        while n.p.take_raw(pong_r, |_, _| ()).is_some() {
+            answered = true;
+        }
+    }
+    go.store(true, Ordering::Relaxed);
+    let start = n.t.now_ns();
+    let period = 1_000_000_000 / CONTROL_RATE_HZ;
+    let mut seq: u64 = 0;
+    let mut sent_at: Vec<u64> = Vec::with_capacity((phases.end_ns / period) as usize + 16);
+    let mut records: Vec<Record> = Vec::with_capacity(sent_at.capacity());
+    let (mut bulk_written, mut bulk_blocked) = (0u64, 0u64);
+    let mut bulk = vec![0u8; BULK_SIZE];
+    let drain_ns = 500_000_000;
+    loop {
+        let now = n.t.now_ns();
+        let t = now - start;
+        if t >= phases.end_ns + drain_ns || cleanup::interrupted() || (t >= phases.end_ns && records.len() as u64 == seq) {
+            break;
+        }
+        let due = start + seq * period;
+        if t < phases.end_ns && now >= due {
+            ping[..8].copy_from_slice(&seq.to_le_bytes());
+            let sent = n.t.now_ns();
+            ping[8..16].copy_from_slice(&sent.to_le_bytes());
+            ping[16..24].copy_from_slice(&(sent - due).to_le_bytes());
+            // KEEP_LAST 1: a write never blocks.
+            let _ = n.write(ping_w, &ping, true);
+            sent_at.push(sent);
+            seq += 1;
+        }
+        let flooding = phases.bulk_on(t);
+        if flooding {
+            for _ in 0..16 {
+                bulk[..8].copy_from_slice(&bulk_written.to_le_bytes());
+                match n.write(bulk_w, &bulk, false) {
+                    Ok(()) => bulk_written += 1,
+                    Err(WriteError::HistoryFull) => {
+                        bulk_blocked += 1;
+                        break;
+                    }
+                    Err(e) => return Err(BenchError::Mixed(format!("bulk write: {e}"))),
+                }
+            }
+        }
+        let wait = if flooding { 0 } else { (start + seq * period).saturating_sub(n.t.now_ns()).min(1_000_000) };
+        if let Some(rx_ns) = n.pump(wait) {
+            while let Some(r) = n.p.take_raw(pong_r, |_, b| pong_record(b, rx_ns)) {
+                records.extend(r);
+            }
+        }
+    }
+    let send_errors = n.t.inner.send_errors;
+    n.p.shutdown(&mut TransportOutbox(&mut n.t));
+    Ok(PingSide { records, pings_sent: seq, bulk_written, bulk_blocked, send_errors })
+}
+
+/// The control QoS of a node's arm (priority when its control mark has a class).
+fn control_qos_of(n: &Node) -> Qos {
+    let arm = Arm { name: "", priority: n.control_mark.class.is_some() };
+    control_qos(&arm, n.budget_ns)
+}
+
+fn engine(e: detpath_pubsub::engine::EngineError) -> BenchError {
+    BenchError::Mixed(format!("creating the endpoints: {e}"))
+}
+
+/// A pong's record: its payload is [seq, ping sent, pong side received, pong side sent] (u64 LE, after the 4-byte encapsulation).
+fn pong_record(b: &[u8], rx_ns: u64) -> Option<Record> {
+    let f = |i: usize| b.get(4 + 8 * i..12 + 8 * i).map(|x| u64::from_le_bytes(x.try_into().unwrap_or_default()));
+    let (seq, sent, srv_rx, srv_tx) = (f(0)?, f(1)?, f(2)?, f(3)?);
+    if seq == u64::MAX {
+        return None; // a warm-up ping's answer
+    }
+    Some(Record { seq, client_send_ns: sent, server_recv_ns: srv_rx, server_send_ns: srv_tx, client_recv_ns: rx_ns, status: Status::Ok, ..Record::default() })
+}
+
+/// Side b: answers every ping at once, takes the bulk samples, until `stop`.
+fn pong_side(mut n: Node, stop: Arc<AtomicBool>) -> Result<PongSide, BenchError> {
+    let ping_r = n.p.create_reader(n.t.now_ns(), CONTROL_TOPIC_PING, TYPE_NAME, false, control_qos_of(&n), 16).map_err(engine)?;
+    let pong_w = n.p.create_writer(CONTROL_TOPIC_PONG, TYPE_NAME, false, control_qos_of(&n), 16).map_err(engine)?;
+    let bulk_r = n.p.create_reader(n.t.now_ns(), BULK_TOPIC, TYPE_NAME, false, bulk_qos(), BULK_SIZE + 16).map_err(engine)?;
+    until(&mut n, Duration::from_secs(10), "the pong side matched no ping side", |p| {
+        p.reader_status(ping_r).matched > 0 && p.writer_status(pong_w).matched > 0 && p.reader_status(bulk_r).matched > 0
+    })?;
+    let mut out = PongSide::default();
+    let mut pong = [0u8; CONTROL_SIZE];
+    while !stop.load(Ordering::Relaxed) && !cleanup::interrupted() {
+        let Some(rx_ns) = n.pump(1_000_000) else { continue };
+        while let Some(ping) = n.p.take_raw(ping_r, |_, b| b.get(4..20).map(|x| x.to_vec())) {
+            let Some(ping) = ping else { continue };
+            pong[..16].copy_from_slice(&ping);
+            pong[16..24].copy_from_slice(&rx_ns.to_le_bytes());
+            pong[24..32].copy_from_slice(&n.t.now_ns().to_le_bytes());
+            let _ = n.write(pong_w, &pong, true);
+        }
+        while n.p.take_raw(bulk_r, |_, _| ()).is_some() {
+            if out.bulk_received == 0 {
+                out.bulk_first_ns = rx_ns;
+            }
+            out.bulk_received += 1;
+            out.bulk_last_ns = rx_ns;
+        }
+    }
+    out.bulk_lost = n.p.reader_status(bulk_r).lost;
+    n.p.shutdown(&mut TransportOutbox(&mut n.t));
+    Ok(out)
+}
+
+/// The records with the lost pings added (status lost), in send order.
+fn with_lost(mut records: Vec<Record>, pings_sent: u64) -> Vec<Record> {
+    records.retain(|r| r.seq < pings_sent);
+    records.sort_unstable_by_key(|r| r.seq);
+    records.dedup_by_key(|r| r.seq);
+    let answered: std::collections::HashSet<u64> = records.iter().map(|r| r.seq).collect();
+    for seq in (0..pings_sent).filter(|s| !answered.contains(s)) {
+        records.push(Record { seq, status: Status::Lost, ..Record::default() });
+    }
+    records.sort_unstable_by_key(|r| r.seq);
+    records
+}
+
+/// The control figures of a detpath arm's records (one per ping, in `phases`), judged against `budget_ns`.
+pub fn control_figures(records: &[Record], phases: Phases, budget_ns: u64) -> ControlFigures {
+    let period = 1_000_000_000 / CONTROL_RATE_HZ;
+    let on = |r: &Record| phases.bulk_on(r.seq * period);
+    let (mut rtt_on, mut rtt_off, mut ow_on) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut over_on, mut over_off) = (0u64, 0u64);
+    for r in records {
+        let one_way = (r.status == Status::Ok).then(|| r.server_recv_ns.checked_sub(r.client_send_ns)).flatten();
+        let over = one_way.is_none_or(|w| w > budget_ns);
+        if on(r) {
+            over_on += u64::from(over);
+            ow_on.extend(one_way);
+            rtt_on.extend(r.latency_ns());
+        } else {
+            over_off += u64::from(over);
+            rtt_off.extend(r.latency_ns());
+        }
+    }
+    ControlFigures {
+        size: CONTROL_SIZE,
+        rate_hz: CONTROL_RATE_HZ,
+        budget_us: budget_ns as f64 / 1e3,
+        latency_us: Percentiles::of_ns(&rtt_on),
+        latency_us_bulk_off: Percentiles::of_ns(&rtt_off),
+        one_way_us: Percentiles::of_ns(&ow_on),
+        budget_violations: Some(over_on),
+        budget_violations_bulk_off: Some(over_off),
+        pings_sent: records.len() as u64,
+        lost: records.iter().filter(|r| r.status == Status::Lost).count() as u64,
+        ..ControlFigures::default()
+    }
+}
+
+/// The latency-over-time file of a detpath arm: one line per ping.
+fn timeline_csv(records: &[Record], phases: Phases) -> String {
+    let period = 1_000_000_000 / CONTROL_RATE_HZ;
+    let mut s = String::from("seq,t_s,rtt_half_us,one_way_us,bulk_on\n");
+    for r in records {
+        let t = (r.seq * period) as f64 / 1e9;
+        let rtt = r.latency_ns().map(|x| format!("{:.3}", x as f64 / 1e3)).unwrap_or_default();
+        let ow = (r.status == Status::Ok)
+            .then(|| r.server_recv_ns.checked_sub(r.client_send_ns))
+            .flatten()
+            .map(|x| format!("{:.3}", x as f64 / 1e3))
+            .unwrap_or_default();
+        s.push_str(&format!("{},{t:.3},{rtt},{ow},{}\n", r.seq, u8::from(phases.bulk_on(r.seq * period))));
+    }
+    s
+}
+
+/// One detpath arm on one datapath, in a testbed of its own.
+fn detpath_arm(dp: &str, arm: &Arm, o: &BenchOptions, dir: Option<&mut ResultDir>, repeat: u32) -> Result<MixedRow, BenchError> {
+    let tb = Testbed::up(TestbedConfig::unique("psm")).map_err(Box::new)?;
+    let phases = Phases::of(o.seconds);
+    let (a_cpu, b_cpu) = (o.pinning.map(|p| p.sender_cpu), o.pinning.map(|p| p.receiver_cpu));
+    let rt = o.pinning.and_then(|p| p.rt_priority);
+    // The flooding side never sleeps while bulk runs: not real-time (it
+    // would starve its core), busy; the answering side real-time when tuned.
+    let a_spec = arm_spec(tb.a(), dp, arm, a_cpu, None, &o.mixed_sched);
+    let b_spec = arm_spec(tb.b(), dp, arm, b_cpu, rt, &o.mixed_sched);
+    let b_wait = if rt.is_some() { Wait::Busy } else { o.wait };
+    let a_wait = if rt.is_some() { Wait::Hybrid { spin_ns: TUNED_SENDER_SPIN_NS } } else { Wait::Busy };
+    let stop = Arc::new(AtomicBool::new(false));
+    let go = Arc::new(AtomicBool::new(false));
+    let before = CoreTicks::now();
+    let t0 = std::time::Instant::now();
+    let (tb_a, tb_b) = (tb.a().clone(), tb.b().clone());
+    let (s2, fs, budget) = (stop.clone(), o.fair_slice_ns, o.latency_budget_ns);
+    let arm_b = Arm { name: arm.name, priority: arm.priority };
+    let b_spec2 = b_spec.clone();
+    let pong = std::thread::spawn(move || metered("pong", || open_side(&tb_b, &tb_a, &b_spec2, b_wait, &arm_b, fs, budget).and_then(|n| pong_side(n, s2))));
+    let (tb_a, tb_b) = (tb.a().clone(), tb.b().clone());
+    let arm_a = Arm { name: arm.name, priority: arm.priority };
+    let a_spec2 = a_spec.clone();
+    let g2 = go.clone();
+    let ping = on_own_thread(move || metered("ping", || open_side(&tb_a, &tb_b, &a_spec2, a_wait, &arm_a, fs, budget).and_then(|n| ping_side(n, phases, g2))));
+    stop.store(true, Ordering::Relaxed);
+    let (pong, pong_cpu) = pong.join().map_err(|_| BenchError::Mixed("the pong thread panicked".into()))?;
+    let wall = t0.elapsed().as_secs_f64();
+    let (ping, ping_cpu) = ping?;
+    let ping = ping?;
+    let pong = pong?;
+    drop(tb);
+    let records = with_lost(ping.records, ping.pings_sent);
+    let mut control = control_figures(&records, phases, o.latency_budget_ns);
+    control.transport_priority = if arm.priority { CONTROL_PRIORITY } else { 0 };
+    control.dscp = detpath_wire::dscp::default_for_priority(control.transport_priority);
+    let bulk_s = pong.bulk_last_ns.saturating_sub(pong.bulk_first_ns) as f64 / 1e9;
+    let rate = if bulk_s > 0.0 { pong.bulk_received as f64 / bulk_s } else { 0.0 };
+    let bulk = BulkFigures {
+        size: BULK_SIZE,
+        samples_per_s: rate,
+        mbps: rate * (BULK_SIZE * 8) as f64 / 1e6,
+        samples: pong.bulk_received,
+        lost: pong.bulk_lost,
+        writer_blocked: ping.bulk_blocked,
+    };
+    let (cpu, cpu_percent) = cpu_of(vec![ping_cpu, pong_cpu], &before, o, records.len() as f64, wall);
+    let mut row = MixedRow {
+        arm: arm.name.into(),
+        configuration: o.configuration.clone(),
+        system: format!("detpath {dp}"),
+        datapath: dp.into(),
+        repeat,
+        wait: wait_name(b_wait),
+        control,
+        bulk,
+        cpu_percent,
+        cpu,
+        spec: a_spec,
+        run: None,
+        timeline: None,
+        note: format!(
+            "control RTT/2 (one-way judged against the budget, same-host clock); bulk written {}, {} send errors; phases {:.2}-{:.2} s bulk on",
+            ping.bulk_written,
+            ping.send_errors,
+            phases.on_ns as f64 / 1e9,
+            phases.off_ns as f64 / 1e9
+        ),
+    };
+    if let Some(dir) = dir {
+        let config = RunConfig {
+            datapath: format!("pubsub+{dp}"),
+            mode: format!("RTPS mixed control 64B 1kHz beside bulk 1KiB, arm {}", arm.name),
+            size: CONTROL_SIZE,
+            period_ns: 1_000_000_000 / CONTROL_RATE_HZ,
+            rounds: ping.pings_sent,
+            timeout_ns: 0,
+            stress_percent: o.stress_percent,
+            tuned: o.tuned,
+            tuning: if o.tuned { "tuned".into() } else { "default".into() },
+            cpu_client: a_cpu,
+            cpu_server: b_cpu,
+            peer: None,
+            extra: BTreeMap::from([
+                ("workload".into(), WORKLOAD.into()),
+                ("arm".into(), arm.name.into()),
+                ("repeat".into(), repeat.to_string()),
+                ("bulk_on_s".into(), format!("{:.3}-{:.3}", phases.on_ns as f64 / 1e9, phases.off_ns as f64 / 1e9)),
+            ]),
+        };
+        let loss = LossCounts { sent: ping.pings_sent, ok: records.len() as u64 - row.control.lost, lost: row.control.lost, ..LossCounts::default() };
+        let mut r = RunResult::from_records(config, Environment::capture(), &records, Some(loss));
+        r.cpu = row.cpu.clone();
+        r.notes.push(format!("arm {}: bulk on from {:.2} s to {:.2} s", arm.name, phases.on_ns as f64 / 1e9, phases.off_ns as f64 / 1e9));
+        let saved = dir.save_run(&r, &records).map_err(|e| BenchError::Mixed(format!("saving the run: {e}")))?;
+        row.run = Some(saved.name.clone());
+        let name = format!("mixed-{}-{}-{}-timeline.csv", slug(dp), slug(&o.configuration), arm.name);
+        detpath::sys::fsutil::write_atomic(&dir.path().join(&name), timeline_csv(&records, phases).as_bytes())
+            .map_err(|e| BenchError::Mixed(format!("saving the timeline: {e}")))?;
+        row.timeline = Some(name);
+    }
+    Ok(row)
+}
+
+/// A name for a file: letters and digits kept, the rest `-` ("D&S" -> "D-S").
+fn slug(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect()
+}
+
+/// ddsperf's arm (see the module's text).
+fn ddsperf_arm(o: &BenchOptions, dir: Option<&mut ResultDir>, repeat: u32) -> Result<MixedRow, BenchError> {
+    use super::{config_dir, ddsperf_in, finish, parse_ddsperf_ping, parse_ddsperf_sub};
+    let tb = Testbed::up(TestbedConfig::unique("psm")).map_err(Box::new)?;
+    let rt = o.pinning.and_then(|p| p.rt_priority);
+    let (tx_cpu, rx_cpu) = (o.pinning.map(|p| p.sender_cpu), o.pinning.map(|p| p.receiver_cpu));
+    let secs = o.seconds.to_string();
+    let long = (o.seconds + 6).to_string();
+    let cfg = config_dir()?;
+    let before = CoreTicks::now();
+    let t0 = std::time::Instant::now();
+    let size = CONTROL_SIZE.to_string();
+    let bulk = BULK_SIZE.to_string();
+    let sub = ddsperf_in(cfg.path(), tb.b(), tb.a(), &["-D", &long, "sub"], rx_cpu, rt)?;
+    let pong = ddsperf_in(cfg.path(), tb.b(), tb.a(), &["-D", &long, "pong"], rx_cpu, rt)?;
+    std::thread::sleep(Duration::from_millis(500));
+    // The flooding publisher is never real-time (it never sleeps).
+    let publ = ddsperf_in(cfg.path(), tb.a(), tb.b(), &["-D", &(o.seconds + 3).to_string(), "pub", "size", &bulk], tx_cpu, None)?;
+    std::thread::sleep(Duration::from_secs(1));
+    let ping = ddsperf_in(cfg.path(), tb.a(), tb.b(), &["-D", &secs, "ping", &format!("{CONTROL_RATE_HZ}Hz"), "size", &size], tx_cpu, rt)?;
+    let (ping_text, ping_cpu) = finish(ping, false, "ddsperf-ping", tx_cpu);
+    let (_, pub_cpu) = finish(publ, false, "ddsperf-pub", tx_cpu);
+    std::thread::sleep(Duration::from_millis(500));
+    let (sub_text, sub_cpu) = finish(sub, true, "ddsperf-sub", rx_cpu);
+    let (_, pong_cpu) = finish(pong, true, "ddsperf-pong", rx_cpu);
+    drop(tb);
+    let lat = parse_ddsperf_ping(&ping_text);
+    let sub = parse_ddsperf_sub(&sub_text);
+    let threads: Vec<ThreadCpu> = [ping_cpu, pong_cpu, pub_cpu, sub_cpu].into_iter().flatten().collect();
+    let work = lat.as_ref().map_or(0.0, |l| l.count as f64);
+    let (cpu, cpu_percent) = cpu_of(threads, &before, o, work, t0.elapsed().as_secs_f64());
+    let latency = lat.map(|l| Percentiles { count: l.count as u64, mean: l.mean, p50: l.p50, p99: Some(l.p99), p9999: None, max: l.max });
+    let mut row = MixedRow {
+        arm: "ddsperf".into(),
+        configuration: o.configuration.clone(),
+        system: "ddsperf".into(),
+        datapath: "udp".into(),
+        repeat,
+        wait: String::new(),
+        control: ControlFigures {
+            size: CONTROL_SIZE,
+            rate_hz: CONTROL_RATE_HZ,
+            budget_us: o.latency_budget_ns as f64 / 1e3,
+            latency_us: latency,
+            pings_sent: latency.map_or(0, |l| l.count),
+            ..ControlFigures::default()
+        },
+        bulk: BulkFigures {
+            size: BULK_SIZE,
+            samples_per_s: sub.map_or(0.0, |s| s.samples_per_s),
+            mbps: sub.map_or(0.0, |s| s.mbit_per_s),
+            samples: sub.map_or(0, |s| s.received),
+            lost: sub.map_or(0, |s| s.lost),
+            writer_blocked: 0,
+        },
+        cpu_percent,
+        cpu,
+        spec: String::new(),
+        run: None,
+        timeline: None,
+        note: "CycloneDDS ddsperf over kernel UDP: ping 1000Hz size 64 beside pub size 1024 (bulk on for the whole ping run); \
+               per-second figures combined: p99 the worst second's, no p99.99, no per-sample budget count"
+            .into(),
+    };
+    if let Some(dir) = dir {
+        let name = format!("mixed-ddsperf-{}-timeline.csv", slug(&o.configuration));
+        detpath::sys::fsutil::write_atomic(&dir.path().join(&name), ddsperf_timeline_csv(&ping_text).as_bytes())
+            .map_err(|e| BenchError::Mixed(format!("saving the timeline: {e}")))?;
+        row.timeline = Some(name);
+    }
+    Ok(row)
+}
+
+/// ddsperf ping's per-second lines as a timeline (second, p50, p99, max, count; bulk on throughout).
+pub fn ddsperf_timeline_csv(text: &str) -> String {
+    let mut s = String::from("second,p50_us,p99_us,max_us,count,bulk_on\n");
+    let mut i = 0;
+    for l in text.lines().filter(|l| l.contains(" mean ") && l.contains(" cnt ")) {
+        let f = |k: &str| super::field(l, k).unwrap_or(0.0);
+        i += 1;
+        s.push_str(&format!("{i},{:.3},{:.3},{:.3},{},1\n", f("50%"), f("99%"), f("max"), f("cnt")));
+    }
+    s
+}
+
+/// Runs the mixed workload: per datapath the priority and fifo arms, then
+/// (once per repeat) ddsperf's, each in a fresh testbed; `progress` gets
+/// each row as it is done.
+pub fn bench(o: &BenchOptions, mut dir: Option<&mut ResultDir>, mut progress: impl FnMut(&MixedRow)) -> Result<Vec<MixedRow>, BenchError> {
+    let mut rows = Vec::new();
+    let arms = [Arm { name: "priority", priority: true }, Arm { name: "fifo", priority: false }];
+    for repeat in 1..=o.repeat.max(1) {
+        for dp in &o.datapaths {
+            for arm in &arms {
+                if cleanup::interrupted() {
+                    return Ok(rows);
+                }
+                let r = detpath_arm(dp, arm, o, dir.as_deref_mut(), repeat)?;
+                progress(&r);
+                rows.push(r);
+            }
+        }
+        if o.with_ddsperf && !cleanup::interrupted() {
+            let r = ddsperf_arm(o, dir.as_deref_mut(), repeat)?;
+            progress(&r);
+            rows.push(r);
+        }
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(seq: u64, send: u64, srv_rx: u64, back: u64) -> Record {
+        Record { seq, client_send_ns: send, server_recv_ns: srv_rx, server_send_ns: srv_rx, client_recv_ns: back, status: Status::Ok, ..Record::default() }
+    }
+
+    #[test]
+    fn phases_are_a_quarter_off_a_half_on_a_quarter_off() {
+        let p = Phases::of(4);
+        assert_eq!((p.on_ns, p.off_ns, p.end_ns), (1_000_000_000, 3_000_000_000, 4_000_000_000));
+        assert!(!p.bulk_on(999_999_999) && p.bulk_on(1_000_000_000) && !p.bulk_on(3_000_000_000));
+    }
+
+    #[test]
+    fn violations_are_judged_one_way_and_lost_pings_count() {
+        let p = Phases::of(4);
+        // seq 1000..: bulk on. One within budget, one over one-way (but not in RTT/2), one lost.
+        let recs = vec![rec(1000, 1, 50_001, 100_001), rec(1001, 1, 150_001, 160_001), Record { seq: 1002, status: Status::Lost, ..Record::default() }, rec(0, 1, 500_001, 500_001)];
+        let c = control_figures(&recs, p, 100_000);
+        assert_eq!(c.budget_violations, Some(2));
+        assert_eq!(c.budget_violations_bulk_off, Some(1));
+        assert_eq!(c.latency_us.unwrap().count, 2);
+        assert_eq!(c.latency_us_bulk_off.unwrap().max, 250.0);
+        assert_eq!(c.lost, 1);
+    }
+
+    #[test]
+    fn lost_pings_are_filled_in_and_duplicates_dropped() {
+        let r = with_lost(vec![rec(2, 1, 2, 3), rec(0, 1, 2, 3), rec(2, 1, 2, 3)], 4);
+        let st: Vec<(u64, Status)> = r.iter().map(|x| (x.seq, x.status)).collect();
+        assert_eq!(st, vec![(0, Status::Ok), (1, Status::Lost), (2, Status::Ok), (3, Status::Lost)]);
+    }
+
+    #[test]
+    fn percentiles_need_their_sample_counts() {
+        let p = Percentiles::of_ns(&(1..=100u64).map(|x| x * 1000).collect::<Vec<_>>()).unwrap();
+        assert_eq!((p.p50, p.p99, p.p9999, p.max), (50.0, Some(99.0), None, 100.0));
+        assert!(Percentiles::of_ns(&[]).is_none());
+    }
+
+    #[test]
+    fn the_priority_spec_parses_with_its_control_class() {
+        let tb = TestbedConfig::with_prefix("psm-unit");
+        let arm = Arm { name: "priority", priority: true };
+        let s = arm_spec(&tb.a, "afxdp", &arm, None, None, PRIORITY_SCHED);
+        assert!(s.starts_with("afxdp://") && s.contains("sched=slots") && s.contains("ctl:rt"), "{s}");
+        let fifo = arm_spec(&tb.a, "afxdp", &Arm { name: "fifo", priority: false }, None, None, PRIORITY_SCHED);
+        assert!(!fifo.contains("sched"), "{fifo}");
+    }
+
+    #[test]
+    fn pong_payloads_become_records_and_warm_up_answers_do_not() {
+        let mut b = vec![0, 1, 0, 0];
+        for v in [7u64, 100, 150, 160] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        let r = pong_record(&b, 300).unwrap();
+        assert_eq!((r.seq, r.client_send_ns, r.server_recv_ns, r.client_recv_ns), (7, 100, 150, 300));
+        b[4..12].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(pong_record(&b, 300).is_none());
+        assert!(pong_record(&b[..20], 300).is_none());
+    }
+}

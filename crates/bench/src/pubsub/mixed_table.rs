@@ -1,0 +1,93 @@
+//! The table of the mixed workload ([`super::mixed`]): one line per arm,
+//! the arms of a datapath and configuration side by side (priority, fifo,
+//! then ddsperf), under a line naming the machine (the same environment
+//! line as the instrument's tables: host, kernel, CPU model, CPU count).
+//!
+//! Control latency is RTT / 2 while bulk ran (`p99.99` `-` below 10,000
+//! samples and for ddsperf, whose p99 is its worst second's); `over budget`
+//! counts pings whose one-way latency passed the budget (ddsperf: `n/a`);
+//! `off p50`/`off max` are the control figures while bulk did not run.
+
+use super::mixed::{MixedRow, Percentiles};
+use crate::results::Environment;
+use std::fmt::Write as _;
+
+fn f1(v: Option<f64>) -> String {
+    v.filter(|x| x.is_finite()).map_or_else(|| "-".into(), |x| format!("{x:.1}"))
+}
+
+/// The environment line (as the instrument's tables print it).
+pub fn environment_line(e: &Environment) -> String {
+    format!("Environment: host {}, {}, CPU {} ({} CPUs), detpath {}, {}", e.hostname, e.kernel, e.cpu_model, e.cpus, e.detpath_version, e.date)
+}
+
+/// The table of the rows, with the machine's line on top.
+pub fn render(rows: &[MixedRow], env: &Environment) -> String {
+    let mut t = String::new();
+    let _ = writeln!(t, "{}", environment_line(env));
+    let budget = rows.first().map_or(0.0, |r| r.control.budget_us);
+    let _ = writeln!(
+        t,
+        "mixed: control 64 B at 1 kHz (RTT/2, us, while bulk ran) beside bulk 1 KiB as fast as flow control allows; budget {budget:.0} us one-way"
+    );
+    let _ = writeln!(
+        t,
+        "{:<5} {:<8} {:<9} {:>7} {:>8} {:>8} {:>9} {:>9} {:>9} {:>7} {:>8} {:>8} {:>12} {:>9} {:>6}",
+        "conf", "datapath", "arm", "n", "p50", "p99", "p99.99", "max", "over bdgt", "lost", "off p50", "off max", "bulk samp/s", "bulk Mb/s", "cpu %"
+    );
+    for r in rows {
+        let l: Option<Percentiles> = r.control.latency_us;
+        let off = r.control.latency_us_bulk_off;
+        let _ = writeln!(
+            t,
+            "{:<5} {:<8} {:<9} {:>7} {:>8} {:>8} {:>9} {:>9} {:>9} {:>7} {:>8} {:>8} {:>12.0} {:>9.1} {:>6}",
+            r.configuration,
+            r.datapath,
+            r.arm,
+            l.map_or(0, |l| l.count),
+            f1(l.map(|l| l.p50)),
+            f1(l.and_then(|l| l.p99)),
+            f1(l.and_then(|l| l.p9999)),
+            f1(l.map(|l| l.max)),
+            r.control.budget_violations.map_or_else(|| "n/a".into(), |v| v.to_string()),
+            r.control.lost,
+            f1(off.map(|l| l.p50)),
+            f1(off.map(|l| l.max)),
+            r.bulk.samples_per_s,
+            r.bulk.mbps,
+            f1(r.cpu_percent),
+        );
+    }
+    if rows.iter().any(|r| r.arm == "ddsperf") {
+        let _ = writeln!(t, "ddsperf: per-second figures only; its p99 is the worst second's p99 (not an exact p99), its p50 the median of its per-second medians.");
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pubsub::mixed::{BulkFigures, ControlFigures};
+
+    #[test]
+    fn arms_are_lines_under_the_machine() {
+        let l = Percentiles { count: 1000, mean: 20.0, p50: 18.0, p99: Some(40.5), p9999: None, max: 90.0 };
+        let row = |arm: &str, v: Option<u64>| MixedRow {
+            arm: arm.into(),
+            configuration: "D".into(),
+            datapath: "afxdp".into(),
+            control: ControlFigures { budget_us: 100.0, latency_us: Some(l), budget_violations: v, ..ControlFigures::default() },
+            bulk: BulkFigures { samples_per_s: 12345.0, mbps: 101.1, ..BulkFigures::default() },
+            ..MixedRow::default()
+        };
+        let env = Environment { cpu_model: "Test CPU".into(), cpus: 2, ..Environment::capture() };
+        let t = render(&[row("priority", Some(0)), row("fifo", Some(7)), row("ddsperf", None)], &env);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].starts_with("Environment: ") && lines[0].contains("CPU Test CPU (2 CPUs)"), "{t}");
+        let fifo = lines.iter().find(|l| l.split_whitespace().nth(2) == Some("fifo")).unwrap();
+        assert!(fifo.contains(" 40.5 ") && fifo.contains(" 7 ") && fifo.contains("12345"), "{t}");
+        let dds = lines.iter().find(|l| l.split_whitespace().nth(2) == Some("ddsperf")).unwrap();
+        assert!(dds.contains("n/a"), "{t}");
+        assert!(t.contains("worst second"), "{t}");
+    }
+}
