@@ -3,7 +3,9 @@
  *
  * Parses Ethernet [802.1Q/802.1ad x2] / IPv4|IPv6 / UDP|TCP, then
  * VXLAN / Ethernet [VLAN] / IP / L4, then GTP-U [ext headers] / IP / L4,
- * builds the flow key from the innermost 5-tuple + VNI + TEID + outer VLAN,
+ * builds the flow key from the innermost 5-tuple and DSCP + VNI + TEID +
+ * outer VLAN (the DSCP is the innermost IP header's: the application's own
+ * marking, which a tunnel's outer header need not copy),
  * looks it up under each active mask (tuple-space search, highest priority
  * wins; a per-CPU flow cache in front) and applies the rule's action. The
  * three shapes nearly all traffic has (untagged IPv4/UDP, bare or in VXLAN
@@ -200,6 +202,7 @@ __noinline int parse_ip(struct xdp_md *ctx, __u32 ethertype, struct cls_flow_key
 		if (fo)
 			o->frag = 1;
 		proto = ip[9];
+		k->dscp = ip[1] >> 2; /* the TOS byte without its two ECN bits */
 		__builtin_memcpy(k->src, ip + 12, 4);
 		__builtin_memcpy(k->dst, ip + 16, 4);
 		o->v6 = 0;
@@ -215,6 +218,8 @@ __noinline int parse_ip(struct xdp_md *ctx, __u32 ethertype, struct cls_flow_key
 		if (plen == 0 || off + 40 + plen > limit)
 			return P_BAD;
 		proto = ip6[6];
+		/* The traffic class straddles the first two bytes; its top six bits are the DSCP. */
+		k->dscp = ((ip6[0] & 0x0f) << 2) | (ip6[1] >> 6);
 		__builtin_memcpy(k->src, ip6 + 8, 16);
 		__builtin_memcpy(k->dst, ip6 + 24, 16);
 		k->flags |= CLS_F_IPV6;
@@ -392,8 +397,10 @@ static __always_inline int ip4_udp_ok(const __u8 *ip, __u32 room, __u32 *ulen)
 }
 
 /* The fast lane's flow key: the checked innermost IPv4/UDP header pair at
- * `ip`, the tunnel word (the key's vni and teid) and the flags. Inlined
- * once per shape, so each reads its headers at fixed offsets. */
+ * `ip`, the tunnel word (the key's vni and teid; its dscp byte zero) and
+ * the flags. The DSCP is the innermost header's, as the general parser
+ * takes it: one byte load more per frame. Inlined once per shape, so each
+ * reads its headers at fixed offsets. */
 static __always_inline int fast_key(struct cls_flow_key *k, const __u8 *ip, __u64 tunnel, __u8 flags)
 {
 	__u64 *kw = (__u64 *)k;
@@ -401,7 +408,7 @@ static __always_inline int fast_key(struct cls_flow_key *k, const __u8 *ip, __u6
 	kw[1] = 0;
 	kw[2] = *(__u32 *)(ip + 16);
 	kw[3] = 0;
-	kw[4] = tunnel;
+	kw[4] = tunnel | (__u64)(ip[1] >> 2) << 24; /* the dscp byte of the word (little-endian) */
 	kw[5] = (__u64)*(__u32 *)(ip + 20) | (__u64)IPPROTO_UDP << 48 | (__u64)flags << 56; /* ports as on the wire */
 	return P_OK;
 }
@@ -441,7 +448,8 @@ static __always_inline int fast_parse(void *data, void *data_end, const struct c
 		__u8 *in = vx + 22;
 		if (!ip4_udp_ok(in, ulen - 8 - 22, &in_ulen) || bpf_ntohs(*(__u16 *)(in + 22)) == cfg->gtpu_port)
 			return -1;
-		return fast_key(k, in, bpf_ntohl(*(__u32 *)(vx + 4)) >> 8, CLS_F_L4 | CLS_F_VXLAN);
+		/* The VNI's three bytes as on the wire; the reserved byte after them masked off */
+		return fast_key(k, in, *(__u32 *)(vx + 4) & bpf_htonl(0xffffff00), CLS_F_L4 | CLS_F_VXLAN);
 	}
 	if (dport == cfg->gtpu_port) {
 		/* GTP-U G-PDU (8), bare or with one 4-byte extension (+ 8), + IPv4 (20) +
@@ -861,7 +869,9 @@ __noinline int parse_frame(struct xdp_md *ctx, __u32 vxlan_port, __u32 gtpu_port
 		__u8 *vx = hdr(data, data_end, voff, 8);
 		if (!vx || !(vx[0] & 0x08) || voff + 8 + 14 > cur.l4_end)
 			return P_BAD;
-		k->vni = ((__u32)vx[4] << 16) | ((__u32)vx[5] << 8) | vx[6];
+		k->vni[0] = vx[4];
+		k->vni[1] = vx[5];
+		k->vni[2] = vx[6];
 		k->flags |= CLS_F_VXLAN;
 		__u32 ioff = voff + 8 + 14;
 		__u8 *ieth = hdr(data, data_end, voff + 8, 14);

@@ -26,11 +26,16 @@
 #define CLS_F_GTP    0x08 /* a GTP-U G-PDU header was crossed; teid is valid */
 #define CLS_F_VLAN   0x10 /* the outer Ethernet frame had a VLAN tag; vlan is valid */
 
-/* The flow key: innermost 5-tuple + VNI + TEID + outer VLAN. 48 bytes. */
+/* The flow key: innermost 5-tuple + DSCP + VNI + TEID + outer VLAN. 48 bytes.
+ * The DSCP shares the VNI's word: a VNI is 24 bits, so the key keeps them
+ * as four bytes (the VNI as on the wire, then the DSCP) and stays six
+ * 64-bit words: no longer compare, hash or mask per frame. */
 struct cls_flow_key {
 	__u8  src[16];  /* IPv4 in the first 4 bytes, rest zero */
 	__u8  dst[16];
-	__u32 vni;
+	__u8  vni[3];   /* VXLAN network identifier, as on the wire (network byte order) */
+	__u8  dscp;     /* DSCP (6 bits) of the innermost IP header: IPv4 TOS >> 2,
+	                 * IPv6 traffic class >> 2 (set for every IP frame) */
 	__u32 teid;
 	__u16 sport;    /* the ports in network byte order, as on the wire: */
 	__u16 dport;    /* one 32-bit load fills both */

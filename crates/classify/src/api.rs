@@ -345,7 +345,8 @@ impl Service {
 
     /// `GET /v1/stats`: the per-action totals, the fraction of classified
     /// frames forwarded, and each intent's packets, bytes, forwarded and last
-    /// seen (CLOCK_MONOTONIC ns), summed over CPUs.
+    /// seen (CLOCK_MONOTONIC ns), summed over CPUs; a class intent's entry
+    /// also names its `dscp` set (and `topic`): the class's counters.
     pub fn stats(&self) -> Value {
         let slots: Vec<u32> = self.entries.iter().map(|e| e.installed.slot).collect();
         let (totals, rule_stats) = self.cls.counts(&slots);
@@ -359,7 +360,17 @@ impl Service {
             .entries
             .iter()
             .zip(rule_stats)
-            .map(|(e, s)| json!({"id": e.id, "action": e.rule.action, "packets": s.packets, "bytes": s.bytes, "forwarded": s.forwarded, "last_seen_ns": s.last_seen_ns}))
+            .map(|(e, s)| {
+                let mut r = json!({"id": e.id, "action": e.rule.action, "packets": s.packets, "bytes": s.bytes, "forwarded": s.forwarded, "last_seen_ns": s.last_seen_ns});
+                // A class intent's counters are its class's: say which DSCPs (and topic) they count.
+                if let Some(d) = &e.rule.matches.dscp {
+                    r["dscp"] = json!(d);
+                }
+                if let Some(t) = e.rule.matches.class.as_ref().and_then(|c| c.topic.as_ref()) {
+                    r["topic"] = json!(t);
+                }
+                r
+            })
             .collect();
         json!({
             "iface": self.iface,

@@ -174,8 +174,9 @@ pub struct Installed {
     pub slot: u32,
     /// The mask (match shape) it is filed under, index into `cls_masks`.
     pub mask_id: u32,
-    /// Its key in `cls_rules`, already masked.
-    pub key: FlowKey,
+    /// Its keys in `cls_rules`, already masked: one, or one per DSCP of a
+    /// rule matching a set of DSCPs (all pointing at the one slot).
+    pub keys: Vec<FlowKey>,
 }
 
 struct Maps {
@@ -409,8 +410,8 @@ impl Classifier {
     /// Installs a rule: all of it or nothing.
     pub fn install(&mut self, rule: &Rule, iface: Option<&str>) -> Result<Installed, RuleError> {
         self.check_action(&rule.action, iface)?;
-        let (key, mask) = rule.key_mask();
-        let key = key.and(&mask);
+        let (keys, mask) = rule.keys();
+        let keys: Vec<FlowKey> = keys.iter().map(|k| k.and(&mask)).collect();
         // The mask: an existing one of the same shape, or a free one.
         let (mask_id, new_mask) = match self.masks.iter().position(|m| m.is_some_and(|(mm, _)| mm == mask)) {
             Some(i) => (i as u32, false),
@@ -419,7 +420,7 @@ impl Classifier {
                 None => return Err(RuleError::MasksFull(maps::MAX_MASKS)),
             },
         };
-        if self.used.contains_key(&(mask_id, key)) {
+        if keys.iter().any(|key| self.used.contains_key(&(mask_id, *key))) {
             return Err(RuleError::Duplicate);
         }
         let slot = match self.slots.iter().position(|u| !u) {
@@ -465,7 +466,22 @@ impl Classifier {
                 .map_err(|e| RuleError::System(format!("writing mask {mask_id}: {e}")))?;
         }
         let val = RuleValue { slot, arg, priority: rule.effective_priority(), action, _pad: [0; 5] };
-        if let Err(e) = self.maps.rules.update(&maps::rule_key_bytes(&key, mask_id), &val.to_bytes(), MapFlags::NO_EXIST) {
+        let mut inserted = 0;
+        let mut failed = None;
+        for key in &keys {
+            match self.maps.rules.update(&maps::rule_key_bytes(key, mask_id), &val.to_bytes(), MapFlags::NO_EXIST) {
+                Ok(()) => inserted += 1,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some(e) = failed {
+            // All of it or nothing: the keys already in go out again.
+            for key in &keys[..inserted] {
+                let _ = self.maps.rules.delete(&maps::rule_key_bytes(key, mask_id));
+            }
             if new_mask {
                 let _ = self.maps.masks.update(&mask_id.to_ne_bytes(), &maps::mask_bytes(&FlowKey::default(), false), MapFlags::ANY);
             }
@@ -479,7 +495,9 @@ impl Classifier {
             });
         }
         self.slots[slot as usize] = true;
-        self.used.insert((mask_id, key), slot);
+        for key in &keys {
+            self.used.insert((mask_id, *key), slot);
+        }
         match &mut self.masks[mask_id as usize] {
             Some((_, n)) => *n += 1,
             m @ None => *m = Some((mask, 1)),
@@ -489,20 +507,22 @@ impl Classifier {
         // that sees the new generation sees the new mask set too).
         let written = if new_mask { self.write_config(&self.settings) } else { Ok(()) };
         if let Err(e) = written.and_then(|()| self.bump_gen()) {
-            let _ = self.remove(&Installed { slot, mask_id, key });
+            let _ = self.remove(&Installed { slot, mask_id, keys });
             return Err(e);
         }
-        Ok(Installed { slot, mask_id, key })
+        Ok(Installed { slot, mask_id, keys })
     }
 
     /// Removes an installed rule.
     pub fn remove(&mut self, ins: &Installed) -> Result<(), RuleError> {
-        match self.maps.rules.delete(&maps::rule_key_bytes(&ins.key, ins.mask_id)) {
-            Ok(()) => {}
-            Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => {}
-            Err(e) => return Err(RuleError::System(format!("deleting the rule: {e}"))),
+        for key in &ins.keys {
+            match self.maps.rules.delete(&maps::rule_key_bytes(key, ins.mask_id)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => {}
+                Err(e) => return Err(RuleError::System(format!("deleting the rule: {e}"))),
+            }
+            self.used.remove(&(ins.mask_id, *key));
         }
-        self.used.remove(&(ins.mask_id, ins.key));
         if let Some(s) = self.slots.get_mut(ins.slot as usize) {
             *s = false;
         }

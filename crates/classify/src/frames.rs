@@ -205,6 +205,15 @@ pub enum Layer {
         /// Destination address.
         dst: IpAddr,
     },
+    /// IPv4 or IPv6 marked with a DSCP (the IPv4 TOS / IPv6 traffic class, ECN bits 0).
+    IpDscp {
+        /// Source address (its family chooses the header).
+        src: IpAddr,
+        /// Destination address.
+        dst: IpAddr,
+        /// The DSCP (6 bits).
+        dscp: u8,
+    },
     /// IPv4 or IPv6 with explicit protocol and IPv4 fragment field / IPv6 fragment header.
     IpFrag {
         /// Source address (its family chooses the header).
@@ -270,7 +279,7 @@ fn ip_proto_of(next: Option<&Layer>) -> u8 {
     match next {
         Some(Layer::Udp { .. }) => ipv4::PROTO_UDP,
         Some(Layer::Tcp { .. }) => tcp::PROTO,
-        Some(Layer::Ip { src, .. }) | Some(Layer::IpFrag { src, .. }) => {
+        Some(Layer::Ip { src, .. }) | Some(Layer::IpDscp { src, .. }) | Some(Layer::IpFrag { src, .. }) => {
             if src.is_ipv4() {
                 PROTO_IPIP
             } else {
@@ -320,7 +329,7 @@ fn wrap(l: &Layer, next: Option<&Layer>, inner: Vec<u8>) -> Vec<u8> {
     match l {
         Layer::Eth { dst, src, vlans } => {
             let et: u16 = match next {
-                Some(Layer::Ip { src, .. }) | Some(Layer::IpFrag { src, .. }) => {
+                Some(Layer::Ip { src, .. }) | Some(Layer::IpDscp { src, .. }) | Some(Layer::IpFrag { src, .. }) => {
                     if src.is_ipv4() {
                         ETHERTYPE_IPV4
                     } else {
@@ -342,8 +351,9 @@ fn wrap(l: &Layer, next: Option<&Layer>, inner: Vec<u8>) -> Vec<u8> {
             }
             join(head, &inner)
         }
-        Layer::Ip { src, dst } => ip(src, dst, ip_proto_of(next), None, inner),
-        Layer::IpFrag { src, dst, more, offset8 } => ip(src, dst, ip_proto_of(next), Some((*more, *offset8)), inner),
+        Layer::Ip { src, dst } => ip(src, dst, ip_proto_of(next), None, 0, inner),
+        Layer::IpDscp { src, dst, dscp } => ip(src, dst, ip_proto_of(next), None, (dscp & 0x3f) << 2, inner),
+        Layer::IpFrag { src, dst, more, offset8 } => ip(src, dst, ip_proto_of(next), Some((*more, *offset8)), 0, inner),
         Layer::Udp { sport, dport } => {
             let mut head = vec![0u8; udp::field::PAYLOAD];
             UdpPacket::new_unchecked(&mut head[..]).write_header(*sport, *dport, (inner.len() + udp::field::PAYLOAD) as u16);
@@ -394,7 +404,8 @@ fn wrap(l: &Layer, next: Option<&Layer>, inner: Vec<u8>) -> Vec<u8> {
     }
 }
 
-fn ip(src: &IpAddr, dst: &IpAddr, proto: u8, frag: Option<(bool, u16)>, mut inner: Vec<u8>) -> Vec<u8> {
+/// An IP header (`tos`: the IPv4 TOS byte / IPv6 traffic class) over `inner`.
+fn ip(src: &IpAddr, dst: &IpAddr, proto: u8, frag: Option<(bool, u16)>, tos: u8, mut inner: Vec<u8>) -> Vec<u8> {
     let first = frag.is_none_or(|(_, off)| off == 0);
     let whole = frag.is_none();
     if whole || first {
@@ -407,7 +418,7 @@ fn ip(src: &IpAddr, dst: &IpAddr, proto: u8, frag: Option<(bool, u16)>, mut inne
                 None => ipv4::FLAG_DF,
                 Some((more, off)) => (if more { ipv4::FLAG_MF } else { 0 }) | (off & ipv4::OFFSET_MASK),
             };
-            Ipv4Packet::new_unchecked(&mut head[..]).write_header(0, (ipv4::HEADER_LEN + inner.len()) as u16, IP_IDENT, fo, IP_TTL, proto, *s, *d);
+            Ipv4Packet::new_unchecked(&mut head[..]).write_header(tos, (ipv4::HEADER_LEN + inner.len()) as u16, IP_IDENT, fo, IP_TTL, proto, *s, *d);
             join(head, &inner)
         }
         _ => {
@@ -427,7 +438,7 @@ fn ip(src: &IpAddr, dst: &IpAddr, proto: u8, frag: Option<(bool, u16)>, mut inne
                 next = ipv6::PROTO_FRAGMENT;
             }
             let mut head = vec![0u8; ipv6::HEADER_LEN];
-            head[ipv6::field::VER_TC_FLOW].copy_from_slice(&(6u32 << 28).to_be_bytes());
+            head[ipv6::field::VER_TC_FLOW].copy_from_slice(&(6u32 << 28 | (tos as u32) << 20).to_be_bytes());
             set_be16(&mut head, ipv6::field::PAYLOAD_LEN, (ext.len() + inner.len()) as u16);
             head[ipv6::field::NEXT_HEADER] = next;
             head[ipv6::field::HOP_LIMIT] = IP_TTL;

@@ -15,11 +15,28 @@
 //! its innermost 5-tuple) and are ANDed. Identifiers given as JSON strings are
 //! hexadecimal (as in the listing: `"00000445"` is VNI 0x445), as JSON numbers
 //! decimal. Ports may be strings or numbers, decimal either way.
+//!
+//! A resource may also name a traffic class ([`class`]): `"dscp"` (a name
+//! such as `"EF"`, a number, a range `"AF41..EF"` or a list), `"priority"`
+//! (a DDS TRANSPORT_PRIORITY, a range `"10..39"` or a list: the DSCPs its
+//! writers mark with, by the default map or a `"priority_map"`), and
+//! `"topic"` (a label, with the topic's `priority`). The DSCP is the
+//! innermost IP header's (inside VXLAN or GTP-U, the tunnelled packet's):
+//! the application's own marking, like every other match field. The
+//! receiving host then steers and protects a topic's traffic by its class:
+//!
+//! ```json
+//! { "Resources": [ { "topic": "Control", "priority": 40, "dstPort": 7410 } ],
+//!   "Action": { "actionType": "INSERT", "actionName": "STEER_CPU", "cpu": 1, "flow_hash": "control" } }
+//! ```
 
 use crate::maps::{self, FlowKey};
+pub use class::ClassOf;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::net::IpAddr;
+
+pub mod class;
 
 /// Largest intent document accepted.
 pub const MAX_INTENT_BYTES: usize = 64 * 1024;
@@ -131,6 +148,13 @@ pub struct FlowMatch {
     /// Innermost UDP/TCP destination port (never matches a later fragment).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dst_port: Option<u16>,
+    /// DSCPs of the innermost IP header, any of them (ascending, distinct):
+    /// from `dscp`, or from `priority`/`topic` through a priority map.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dscp: Option<Vec<u8>>,
+    /// How the DSCPs were asked for, when by TRANSPORT_PRIORITY or topic.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class: Option<ClassOf>,
 }
 
 /// What a rule does with the frames it matches.
@@ -196,7 +220,8 @@ pub struct Rule {
 }
 
 impl Rule {
-    /// Key and mask for the rule map.
+    /// Key and mask for the rule map (with a set of DSCPs, the key of the
+    /// first: [`Rule::keys`] gives one per DSCP).
     pub fn key_mask(&self) -> (FlowKey, FlowKey) {
         let m = &self.matches;
         let mut k = FlowKey::default();
@@ -212,8 +237,12 @@ impl Rule {
             mask.flags |= maps::F_VXLAN;
         }
         if let Some(v) = m.vni {
-            k.vni = v;
-            mask.vni = 0x00ff_ffff;
+            k.set_vni(v);
+            mask.set_vni(0x00ff_ffff);
+        }
+        if let Some(&d) = m.dscp.as_ref().and_then(|d| d.first()) {
+            k.dscp = d;
+            mask.dscp = 0x3f;
         }
         if m.gtp || m.teid.is_some() {
             k.flags |= maps::F_GTP;
@@ -260,6 +289,17 @@ impl Rule {
             mask.dport = 0xffff;
         }
         (k, mask)
+    }
+
+    /// The rule's keys under its mask: one per DSCP of a DSCP set (all
+    /// under one mask, one rule slot, one set of statistics), else one.
+    pub fn keys(&self) -> (Vec<FlowKey>, FlowKey) {
+        let (k, mask) = self.key_mask();
+        let keys = match &self.matches.dscp {
+            Some(set) if set.len() > 1 => set.iter().map(|&d| FlowKey { dscp: d, ..k }).collect(),
+            _ => vec![k],
+        };
+        (keys, mask)
     }
 
     /// `Some(true)` for IPv6 addresses, `Some(false)` for IPv4, `None` when no address is matched.
@@ -366,7 +406,8 @@ fn set_once<T: PartialEq + std::fmt::Debug + Copy>(slot: &mut Option<T>, val: T,
 }
 
 const TOP_FIELDS: &[&str] = &["Resources", "Action", "Params"];
-const RESOURCE_FIELDS: &[&str] = &["resourceId", "encapsulationID<n>", "encapsulationType<n>", "srcIP", "dstIP", "srcPort", "dstPort", "protocol"];
+const RESOURCE_FIELDS: &[&str] =
+    &["resourceId", "encapsulationID<n>", "encapsulationType<n>", "srcIP", "dstIP", "srcPort", "dstPort", "protocol", "dscp", "priority", "priority_map", "topic"];
 const ACTION_FIELDS: &[&str] = &["actionType", "actionName", "flow_hash", "priority", "rx_queue", "rx_queues", "cpu", "cpus", "queue", "alt_node"];
 const ACTION_NAMES: &[&str] = &["PRIO_QUEUE", "STEER_CPU", "XSK", "PASS", "DROP", "FORWARD_WHEN_OVERLOADED"];
 
@@ -410,12 +451,14 @@ pub fn parse_intent_value(v: &Value) -> Result<Rule, IntentError> {
     let mut m = FlowMatch::default();
     let mut encaps: Vec<(u64, Encap, Option<u64>)> = Vec::new();
     let mut resource_ids = Vec::new();
+    let mut class = class::ClassFields::default();
     for (i, r) in resources.iter().enumerate() {
         let place = format!("Resources[{i}]");
         let obj = r.as_object().ok_or_else(|| IntentError::BadValue { field: place.clone(), why: "expected an object".into() })?;
-        parse_resource(obj, &place, &mut m, &mut encaps, &mut resource_ids)?;
+        parse_resource(obj, &place, &mut m, &mut encaps, &mut resource_ids, &mut class)?;
     }
     apply_encaps(&mut encaps, &mut m)?;
+    (m.dscp, m.class) = class.resolve()?;
 
     let action_v = top.get("Action").ok_or_else(|| IntentError::Missing { field: "Action".into(), place: "the intent".into() })?;
     let action_o = action_v.as_object().ok_or_else(|| IntentError::BadValue { field: "Action".into(), why: "expected an object".into() })?;
@@ -467,7 +510,14 @@ fn set_once_string(slot: &mut Option<String>, val: String, what: &str) -> R<()> 
     }
 }
 
-fn parse_resource(obj: &Map<String, Value>, place: &str, m: &mut FlowMatch, encaps: &mut Vec<(u64, Encap, Option<u64>)>, ids: &mut Vec<String>) -> R<()> {
+fn parse_resource(
+    obj: &Map<String, Value>,
+    place: &str,
+    m: &mut FlowMatch,
+    encaps: &mut Vec<(u64, Encap, Option<u64>)>,
+    ids: &mut Vec<String>,
+    class: &mut class::ClassFields,
+) -> R<()> {
     // encapsulationID<n> / encapsulationType<n> pairs of this resource
     let mut layer_ids: Vec<(u64, &Value)> = Vec::new();
     let mut layer_types: Vec<(u64, &Value)> = Vec::new();
@@ -501,6 +551,7 @@ fn parse_resource(obj: &Map<String, Value>, place: &str, m: &mut FlowMatch, enca
             "srcPort" => set_once(&mut m.src_port, parse_dec(v, "srcPort", 65535)? as u16, "srcPort")?,
             "dstPort" => set_once(&mut m.dst_port, parse_dec(v, "dstPort", 65535)? as u16, "dstPort")?,
             "protocol" => set_once(&mut m.protocol, parse_protocol(v)?, "protocol")?,
+            _ if class.take(k, v)? => {}
             _ => return Err(IntentError::UnknownField { field: k.clone(), place: place.into(), known: known(RESOURCE_FIELDS) }),
         }
     }

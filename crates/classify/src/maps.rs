@@ -56,10 +56,11 @@ const _: () = {
 };
 
 /// `struct cls_flow_key` (48 bytes): what the program extracts from a frame
-/// (the innermost 5-tuple, VNI, TEID, outer VLAN ID), and, with set bits for
-/// the fields a rule names, a rule's mask. Numbers in host byte order,
-/// addresses as on the wire; [`FlowKey::to_bytes`] writes the ports in
-/// network byte order, as the program keeps them (one load fills both).
+/// (the innermost 5-tuple and DSCP, VNI, TEID, outer VLAN ID), and, with set
+/// bits for the fields a rule names, a rule's mask. Numbers in host byte
+/// order, addresses and the VNI's bytes as on the wire; [`FlowKey::to_bytes`]
+/// writes the ports in network byte order, as the program keeps them (one
+/// load fills both).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[repr(C)]
 pub struct FlowKey {
@@ -67,8 +68,12 @@ pub struct FlowKey {
     pub src: [u8; 16],
     /// Innermost destination address (same layout).
     pub dst: [u8; 16],
-    /// VXLAN network identifier (24 bits; valid with [`F_VXLAN`]).
-    pub vni: u32,
+    /// VXLAN network identifier (24 bits; valid with [`F_VXLAN`]), as on the
+    /// wire: [`FlowKey::vni`] and [`FlowKey::set_vni`] read and write it as a number.
+    pub vni: [u8; 3],
+    /// DSCP (6 bits) of the innermost IP header (IPv4 TOS or IPv6 traffic
+    /// class, without the ECN bits); every IP frame has one.
+    pub dscp: u8,
     /// GTP-U tunnel endpoint identifier (valid with [`F_GTP`]).
     pub teid: u32,
     /// Innermost source port (valid with [`F_L4`]).
@@ -95,7 +100,8 @@ impl FlowKey {
         let mut b = [0u8; FLOW_KEY_LEN];
         b[0..16].copy_from_slice(&self.src);
         b[16..32].copy_from_slice(&self.dst);
-        b[32..36].copy_from_slice(&self.vni.to_ne_bytes());
+        b[32..35].copy_from_slice(&self.vni);
+        b[35] = self.dscp;
         b[36..40].copy_from_slice(&self.teid.to_ne_bytes());
         b[40..42].copy_from_slice(&self.sport.to_be_bytes());
         b[42..44].copy_from_slice(&self.dport.to_be_bytes());
@@ -125,7 +131,29 @@ impl FlowKey {
         let mut dst = [0u8; 16];
         src.copy_from_slice(&b[0..16]);
         dst.copy_from_slice(&b[16..32]);
-        FlowKey { src, dst, vni: u32_at(32), teid: u32_at(36), sport: port_at(40), dport: port_at(42), vlan: u16_at(44), proto: b[46], flags: b[47] }
+        FlowKey {
+            src,
+            dst,
+            vni: [b[32], b[33], b[34]],
+            dscp: b[35],
+            teid: u32_at(36),
+            sport: port_at(40),
+            dport: port_at(42),
+            vlan: u16_at(44),
+            proto: b[46],
+            flags: b[47],
+        }
+    }
+
+    /// The VNI as a number.
+    pub fn vni(&self) -> u32 {
+        u32::from_be_bytes([0, self.vni[0], self.vni[1], self.vni[2]])
+    }
+
+    /// Sets the VNI from a number (its low 24 bits).
+    pub fn set_vni(&mut self, vni: u32) {
+        let b = vni.to_be_bytes();
+        self.vni = [b[1], b[2], b[3]];
     }
 
     /// Number of set bits (the default priority of a rule: more specific wins).
@@ -539,7 +567,7 @@ mod tests {
 
     #[test]
     fn key_roundtrip() {
-        let k = FlowKey { src: [1; 16], dst: [2; 16], vni: 3, teid: 4, sport: 5, dport: 6, vlan: 7, proto: 8, flags: 9 };
+        let k = FlowKey { src: [1; 16], dst: [2; 16], vni: [0, 0, 3], dscp: 46, teid: 4, sport: 5, dport: 6, vlan: 7, proto: 8, flags: 9 };
         assert_eq!(FlowKey::from_bytes(&k.to_bytes()), k);
     }
 }
