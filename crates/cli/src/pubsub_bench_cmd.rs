@@ -101,6 +101,10 @@ pub struct BenchArgs {
 pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     use detpath_bench::matrix::{apply_tuning, Configuration, LIBRARY_LOG};
     cleanup::install_signal_handler(OnSignal::SetFlag);
+    anyhow::ensure!(
+        a.latency_budget > Duration::ZERO && a.latency_budget <= Duration::from_secs(3600),
+        "--latency-budget: a budget above 0 and at most 1h"
+    );
     let configurations = if a.matrix { Configuration::paper_matrix(a.matrix_stress) } else { vec![Configuration { stress: a.stress, tuned: a.tuned }] };
     let (sender_cpu, receiver_cpu) = (a.cpu.first().copied().unwrap_or(0), a.cpu.get(1).copied().unwrap_or(1));
     let mut dir = detpath_bench::results::ResultDir::create_named(
@@ -110,10 +114,6 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     detpath::route_library_logs(&dir.path().join(LIBRARY_LOG), a.verbose)?;
     anyhow::ensure!(a.duration >= Duration::from_secs(1), "--duration: at least 1s per workload (whole seconds; ddsperf counts seconds)");
     let seconds = a.duration.as_secs() + u64::from(a.duration.subsec_nanos() > 0);
-    anyhow::ensure!(
-        a.latency_budget > Duration::ZERO && a.latency_budget <= Duration::from_secs(3600),
-        "--latency-budget: between 1us and 1h"
-    );
     let mut rows: Vec<BenchRow> = Vec::new();
     let mut mixed_rows: Vec<MixedRow> = Vec::new();
     let json = a.json;
