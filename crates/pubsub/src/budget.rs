@@ -10,6 +10,36 @@
 //! are counted as unjudged and no violation is ever reported. An INFO_TS
 //! far from the reader's clock (forged, or a clock gone wrong) is counted
 //! as implausible and kept out of the histogram.
+//!
+//! How the engine does it ([`judge`]):
+//! - The latency is taken when the reader delivers the sample into its
+//!   cache (what the application can take): the wall clock then
+//!   ([`Config::clock`](crate::engine::Config::clock), CLOCK_REALTIME by
+//!   default) minus the sample's INFO_TS. The sample's arrival (the
+//!   datapath's receive stamp the driver passes as `now`, CLOCK_MONOTONIC)
+//!   gives the part spent waiting in the reader.
+//! - The budget is the writer's offered LATENCY_BUDGET from its SEDP
+//!   announcement; when it offers none (0), the reader's own. With no
+//!   budget at all latencies go into the histogram and count neither
+//!   within nor over.
+//! - Causes, first that applies: [`Cause::Retransmission`] when the
+//!   sample was NACKed by this reader or waited in its reorder window for
+//!   an earlier one to be repaired; [`Cause::ReaderLate`] when it arrived
+//!   within the budget and was delivered over it; else [`Cause::Network`].
+//!   [`Cause::SentLate`] is not attributed yet: the writer would have to
+//!   say so in the sample (a second timestamp), which detpath does not
+//!   send; its late sends show as Network here and in the writer's
+//!   scheduler counters.
+//! - Implausible: an INFO_TS more than [`FUTURE_SLACK_NS`] ahead of the
+//!   reader's clock or more than [`MAX_AGE_NS`] behind it.
+//! - [`ClockSync::SameHost`]: the writer's participant announced, in a
+//!   detpath vendor parameter of its SPDP (PID 0x8d01), the same host id as
+//!   ours ([`this_host_id`]: the kernel's boot id, shared by every network
+//!   namespace of a host and different on every other host and after every
+//!   reboot). [`ClockSync::Synchronised`]:
+//!   [`Config::clock_synchronised`](crate::engine::Config::clock_synchronised),
+//!   which the application sets when PTP disciplines the clock. Else
+//!   [`ClockSync::Unsynchronised`]: every sample is unjudged.
 
 /// Whether a reader can judge one-way latencies against its writers' clocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -147,11 +177,167 @@ impl BudgetStats {
     pub fn cause(&self, c: Cause) -> u64 {
         self.causes[c.index()]
     }
+
+    /// Counts one sample's verdict.
+    pub fn count(&mut self, v: Verdict) {
+        match v {
+            Verdict::Unjudged => self.unjudged += 1,
+            Verdict::Implausible => self.implausible += 1,
+            Verdict::Measured { latency_ns } => self.histogram.record(latency_ns),
+            Verdict::Within { latency_ns } => {
+                self.within += 1;
+                self.histogram.record(latency_ns);
+            }
+            Verdict::Over { latency_ns, cause } => {
+                self.over += 1;
+                self.causes[cause.index()] += 1;
+                self.histogram.record(latency_ns);
+            }
+        }
+    }
+}
+
+/// An INFO_TS further ahead of the reader's clock than this is implausible, ns.
+pub const FUTURE_SLACK_NS: i64 = 1_000_000_000;
+/// An INFO_TS older than this (by the reader's clock) is implausible, ns.
+pub const MAX_AGE_NS: i64 = 3_600_000_000_000;
+
+/// The two clocks at one moment: the wall clock INFO_TS is on, and the
+/// monotonic clock reception stamps are on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Clocks {
+    /// CLOCK_REALTIME, ns since the epoch.
+    pub wall_ns: i64,
+    /// CLOCK_MONOTONIC, ns.
+    pub mono_ns: u64,
+}
+
+/// Reads both clocks (a function pointer, so tests inject their own).
+pub type ClockFn = fn() -> Clocks;
+
+/// The system's CLOCK_REALTIME and CLOCK_MONOTONIC.
+pub fn system_clocks() -> Clocks {
+    let read = |id| {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: a valid clock id and a valid, writable timespec.
+        unsafe { libc::clock_gettime(id, &mut ts) };
+        ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+    };
+    Clocks { wall_ns: read(libc::CLOCK_REALTIME), mono_ns: read(libc::CLOCK_MONOTONIC) as u64 }
+}
+
+/// This host's id for [`ClockSync::SameHost`]: the kernel's boot id
+/// (`/proc/sys/kernel/random/boot_id`, one per boot, the same in every
+/// network namespace), as 16 bytes; `None` when it cannot be read.
+pub fn this_host_id() -> Option<[u8; 16]> {
+    let text = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    parse_uuid(text.trim())
+}
+
+/// A UUID's 32 hex digits (dashes ignored) as 16 bytes.
+fn parse_uuid(s: &str) -> Option<[u8; 16]> {
+    let hex: Vec<u8> = s.bytes().filter(|&c| c != b'-').collect();
+    if hex.len() != 32 {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, pair) in hex.chunks(2).enumerate() {
+        out[i] = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// What one sample counts as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// No INFO_TS, or the clocks do not agree.
+    Unjudged,
+    /// An INFO_TS too far from the reader's clock.
+    Implausible,
+    /// Measured, no budget to judge against.
+    Measured {
+        /// One-way latency, ns.
+        latency_ns: u64,
+    },
+    /// Within the budget.
+    Within {
+        /// One-way latency, ns.
+        latency_ns: u64,
+    },
+    /// Over the budget.
+    Over {
+        /// One-way latency, ns.
+        latency_ns: u64,
+        /// Why.
+        cause: Cause,
+    },
+}
+
+/// One sample's verdict: `source_ns` its INFO_TS (wall ns; `None`: none
+/// sent), `clock` whether the writer's clock agrees with ours, `budget_ns`
+/// the budget (0: none), `at` the clocks at delivery, `arrival_mono_ns`
+/// when its datagram arrived (monotonic), `repaired` whether it was
+/// NACKed or waited for a repair.
+pub fn judge(source_ns: Option<i64>, clock: ClockSync, budget_ns: i64, at: Clocks, arrival_mono_ns: u64, repaired: bool) -> Verdict {
+    let Some(ts) = source_ns else { return Verdict::Unjudged };
+    if !clock.judges() {
+        return Verdict::Unjudged;
+    }
+    let latency = at.wall_ns.saturating_sub(ts);
+    if !(-FUTURE_SLACK_NS..=MAX_AGE_NS).contains(&latency) {
+        return Verdict::Implausible;
+    }
+    // A little ahead (clocks within the slack): no time at all.
+    let latency_ns = latency.max(0) as u64;
+    if budget_ns <= 0 {
+        return Verdict::Measured { latency_ns };
+    }
+    let budget = budget_ns as u64;
+    if latency_ns <= budget {
+        return Verdict::Within { latency_ns };
+    }
+    let waited_here = at.mono_ns.saturating_sub(arrival_mono_ns);
+    let cause = if repaired {
+        Cause::Retransmission
+    } else if latency_ns.saturating_sub(waited_here) <= budget {
+        Cause::ReaderLate
+    } else {
+        Cause::Network
+    };
+    Verdict::Over { latency_ns, cause }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verdicts() {
+        let at = Clocks { wall_ns: 10_000_000_000, mono_ns: 5_000_000 };
+        let j = |ts: i64, clock, budget, arrival, repaired| judge(Some(at.wall_ns - ts), clock, budget, at, arrival, repaired);
+        let s = ClockSync::SameHost;
+        assert_eq!(j(50_000, s, 100_000, at.mono_ns, false), Verdict::Within { latency_ns: 50_000 });
+        assert_eq!(j(150_000, s, 100_000, at.mono_ns, false), Verdict::Over { latency_ns: 150_000, cause: Cause::Network });
+        assert_eq!(j(150_000, s, 100_000, at.mono_ns, true), Verdict::Over { latency_ns: 150_000, cause: Cause::Retransmission });
+        // Arrived 60 µs after it was sent, delivered 90 µs later.
+        assert_eq!(j(150_000, s, 100_000, at.mono_ns - 90_000, false), Verdict::Over { latency_ns: 150_000, cause: Cause::ReaderLate });
+        assert_eq!(j(150_000, s, 0, at.mono_ns, false), Verdict::Measured { latency_ns: 150_000 });
+        assert_eq!(j(150_000, ClockSync::Unsynchronised, 100_000, at.mono_ns, false), Verdict::Unjudged);
+        assert_eq!(judge(None, s, 100_000, at, 0, false), Verdict::Unjudged);
+        assert_eq!(j(-2_000_000_000, s, 100_000, at.mono_ns, false), Verdict::Implausible);
+        assert_eq!(j(MAX_AGE_NS + 1, s, 100_000, at.mono_ns, false), Verdict::Implausible);
+        assert_eq!(j(-500_000, s, 100_000, at.mono_ns, false), Verdict::Within { latency_ns: 0 });
+        // A forged INFO_TS at the far ends of time never overflows.
+        assert_eq!(judge(Some(i64::MIN), s, 1, at, 0, false), Verdict::Implausible);
+        assert_eq!(judge(Some(i64::MAX), s, 1, at, 0, false), Verdict::Implausible);
+    }
+
+    #[test]
+    fn a_boot_id_reads_as_16_bytes() {
+        assert_eq!(parse_uuid("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0").unwrap()[..3], [0x0f, 0x1e, 0x2d]);
+        assert_eq!(parse_uuid("xyz"), None);
+        assert!(this_host_id().is_some(), "this Linux host has a boot id");
+    }
 
     #[test]
     fn histogram_buckets_by_upper_bound() {

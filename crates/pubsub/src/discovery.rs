@@ -129,6 +129,9 @@ pub struct ParticipantData {
     pub builtin_endpoints: u32,
     /// PID_USER_DATA (empty when absent).
     pub user_data: Vec<u8>,
+    /// A detpath participant's host id ([`pid::DETPATH_HOST_ID`]; `None`
+    /// when absent or from another vendor): equal to ours, it reads our clock.
+    pub host_id: Option<[u8; 16]>,
 }
 
 /// An SEDP announcement of a writer or reader.
@@ -197,8 +200,10 @@ impl ParticipantData {
             lease_ns: 100_000_000_000,
             builtin_endpoints: 0,
             user_data: Vec::new(),
+            host_id: None,
         };
         let (mut have_guid, mut have_bes) = (false, false);
+        let mut host_id = None;
         for p in pl.iter() {
             let p = p?;
             let mut r = pl.reader(p.value);
@@ -224,8 +229,13 @@ impl ParticipantData {
                     have_bes = true;
                 }
                 pid::USER_DATA => d.user_data = octet_seq(&mut r).map_err(bad)?,
+                // Another vendor's id of the same number means something else: read, applied below.
+                pid::DETPATH_HOST_ID => host_id = r.array::<16>().ok(),
                 id => check_unknown(id)?,
             }
+        }
+        if d.vendor == VendorId::DETPATH {
+            d.host_id = host_id;
         }
         if !have_guid {
             return Err(DiscoveryError::Missing(pid::PARTICIPANT_GUID));
@@ -261,6 +271,9 @@ impl ParticipantData {
                 w.u32(self.user_data.len() as u32)?;
                 w.bytes(&self.user_data)
             })?;
+        }
+        if let (Some(h), true) = (self.host_id, self.vendor == VendorId::DETPATH) {
+            pw.bytes(pid::DETPATH_HOST_ID, &h)?;
         }
         pw.sentinel()
     }

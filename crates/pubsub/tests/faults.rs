@@ -77,6 +77,7 @@ fn spdp_message(prefix: GuidPrefix, domain: u32, mutate: impl Fn(&mut Vec<u8>)) 
         lease_ns: 10_000_000_000,
         builtin_endpoints: builtin::DETPATH,
         user_data: b"flood".to_vec(),
+        host_id: None,
     };
     let mut payload = vec![0u8; 512];
     let n = {

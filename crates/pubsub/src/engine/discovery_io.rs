@@ -417,10 +417,12 @@ impl Participant {
             return;
         }
         let mark = self.remote_writer_mark(g);
+        let (clock, offered) = self.remote_writer_budget(g);
         let mut ctx = Ctx::new(self.cfg.guid_prefix, &mut self.tx, out, &mut self.counters);
         let event = match l {
             Local::Reader(i) => {
                 self.readers[i].add_proxy(&mut ctx, now, g, addr, reliable, mark);
+                self.readers[i].set_budget(g, clock, offered);
                 Event::ReaderMatched { reader: ReaderId(i), writer: g }
             }
             Local::Writer(i) => {
@@ -501,15 +503,33 @@ impl Participant {
         self.cfg.priority.mark_or_dscp(prio)
     }
 
+    /// Whether remote writer `g`'s clock agrees with ours (same host id
+    /// in its participant's SPDP, or ours is synchronised), and the
+    /// latency budget it offers.
+    fn remote_writer_budget(&self, g: Guid) -> (ClockSync, i64) {
+        let offered = self.remote_endpoints.iter().find(|e| e.data.guid == g).map_or(0, |e| e.data.qos.latency_budget_ns);
+        let theirs = self.remote_participants.iter().find(|r| r.data.guid_prefix == g.prefix).and_then(|r| r.data.host_id);
+        let clock = match (self.cfg.host_id, theirs) {
+            (Some(a), Some(b)) if a == b => ClockSync::SameHost,
+            _ if self.cfg.clock_synchronised => ClockSync::Synchronised,
+            _ => ClockSync::Unsynchronised,
+        };
+        (clock, offered)
+    }
+
     /// Points local endpoint `l`'s proxy of remote endpoint `g` at `addr`
-    /// (and, for a remote writer, at its announced priority's mark).
+    /// (and, for a remote writer, at its announced priority's mark and budget).
     fn set_proxy_addr(&mut self, l: Local, g: Guid, addr: Addr) {
         let mark = self.remote_writer_mark(g);
+        let (clock, offered) = self.remote_writer_budget(g);
         match l {
-            Local::Reader(i) => self.readers[i].proxies.iter_mut().filter(|p| p.guid == g).for_each(|p| {
-                p.addr = addr;
-                p.mark = mark;
-            }),
+            Local::Reader(i) => {
+                self.readers[i].proxies.iter_mut().filter(|p| p.guid == g).for_each(|p| {
+                    p.addr = addr;
+                    p.mark = mark;
+                });
+                self.readers[i].set_budget(g, clock, offered);
+            }
             Local::Writer(i) => self.writers[i].proxies.iter_mut().filter(|p| p.guid == g).for_each(|p| p.addr = addr),
         }
     }

@@ -23,6 +23,7 @@ pub use outbox::{NullOutbox, Outbox, VecOutbox};
 pub use reader::MAX_FRAGMENTS;
 pub use writer::WriteError;
 
+use crate::budget::{BudgetStats, Cause, ClockFn, ClockSync};
 use crate::discovery::{builtin, EndpointData, ParticipantData};
 use crate::priority::{MarkTable, PriorityError, TxMark};
 use crate::qos::{Durability, History, Incompatible, Qos, Reliability};
@@ -95,6 +96,23 @@ pub struct Config {
     /// no scheduler classes. Over a detpath endpoint, resolve the
     /// configured policy with `transport::EndpointTransport::priority_marks`.
     pub priority: MarkTable,
+    /// Reads the wall and monotonic clocks when a reader judges a sample
+    /// against its latency budget ([`crate::budget`]; default
+    /// [`system_clocks`](crate::budget::system_clocks)). Called only for
+    /// samples with an INFO_TS from writers whose clock agrees with ours.
+    pub clock: ClockFn,
+    /// This host's clock is disciplined to a common reference (PTP:
+    /// `detpath sched ptp`, ptp4l): readers judge the budgets of writers
+    /// on other hosts ([`ClockSync::Synchronised`]). Set by the application.
+    pub clock_synchronised: bool,
+    /// This host's id, announced in SPDP (detpath vendor parameter): peers
+    /// announcing the same one share our clock ([`ClockSync::SameHost`]).
+    /// Default [`this_host_id`](crate::budget::this_host_id) (the boot id).
+    pub host_id: Option<[u8; 16]>,
+    /// Shortest time between two [`Event::BudgetExceeded`] of one reader,
+    /// ns (the counts in [`Participant::reader_budget`] are exact; events
+    /// are a wake-up, not a log). Default 1 ms.
+    pub budget_event_interval_ns: u64,
 }
 
 impl Config {
@@ -121,6 +139,10 @@ impl Config {
             builtin_depth: 256,
             peers_only: false,
             priority: MarkTable::default(),
+            clock: crate::budget::system_clocks,
+            clock_synchronised: false,
+            host_id: crate::budget::this_host_id(),
+            budget_event_interval_ns: 1_000_000,
         }
     }
     /// Adds a unicast peer: SPDP goes to its metatraffic ports for participant
@@ -343,6 +365,22 @@ pub enum Event {
         remote: Guid,
         /// The first thing that does not fit.
         reason: Incompatible,
+    },
+    /// A reader delivered a sample over its latency budget (judged only
+    /// when the clocks agree; at most one per reader per
+    /// [`Config::budget_event_interval_ns`]: [`Participant::reader_budget`]
+    /// counts every one).
+    BudgetExceeded {
+        /// The local reader.
+        reader: ReaderId,
+        /// The writer of the sample.
+        writer: Guid,
+        /// Its sequence number.
+        sn: SequenceNumber,
+        /// Its one-way latency, ns.
+        latency_ns: u64,
+        /// Why it was late.
+        cause: Cause,
     },
 }
 
@@ -763,7 +801,11 @@ impl Participant {
     ) -> Result<ReaderId, EngineError> {
         let entity_kind = if keying.0 { kind::USER_READER_WITH_KEY } else { kind::USER_READER_NO_KEY };
         let guid = self.new_user_guid(self.readers.len(), &qos, entity_kind)?;
-        let r = ReaderCore::new(guid, topic, type_name, keying, qos, slot_size.max(16), self.cfg.reorder_window, self.cfg.max_sample_size, now);
+        let mut r = ReaderCore::new(guid, topic, type_name, keying, qos, slot_size.max(16), self.cfg.reorder_window, self.cfg.max_sample_size, now);
+        r.clock = self.cfg.clock;
+        r.budget_event_interval_ns = self.cfg.budget_event_interval_ns;
+        r.budget.clock = if self.cfg.clock_synchronised { ClockSync::Synchronised } else { ClockSync::Unsynchronised };
+        r.budget.budget_ns = r.qos.latency_budget_ns;
         self.readers.push(r);
         let i = self.readers.len() - 1;
         self.pending_readers.push(i);
@@ -1041,6 +1083,23 @@ impl Participant {
         }
     }
 
+    /// A reader's latency-budget accounting ([`crate::budget`]): samples
+    /// within and over budget (with causes), unjudged, implausible, the
+    /// latency histogram, the budget and whether the clocks agree (the
+    /// last sample's writer's).
+    pub fn reader_budget(&self, r: ReaderId) -> &BudgetStats {
+        &self.readers[r.0].budget
+    }
+
+    /// Moves the readers' pending over-budget reports into the event queue.
+    fn collect_budget_events(&mut self) {
+        for i in FIRST_USER..self.readers.len() {
+            if let Some((writer, sn, latency_ns, cause)) = self.readers[i].budget_event.take() {
+                self.push_event(Event::BudgetExceeded { reader: ReaderId(i), writer, sn: SequenceNumber(sn), latency_ns, cause });
+            }
+        }
+    }
+
     /// The earliest time [`handle_timeout`](Self::handle_timeout) has work to do.
     pub fn next_timeout(&self) -> u64 {
         if !self.pending_writers.is_empty()
@@ -1221,6 +1280,7 @@ impl Participant {
         if sedp_dirty {
             self.process_sedp(now, out);
         }
+        self.collect_budget_events();
     }
 
     fn expire_leases(&mut self, now: u64) {
@@ -1285,6 +1345,7 @@ impl Participant {
             lease_ns: self.cfg.lease_ns,
             builtin_endpoints: builtin::DETPATH,
             user_data: self.cfg.user_data.clone(),
+            host_id: self.cfg.host_id,
         }
     }
 }

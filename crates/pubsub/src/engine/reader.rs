@@ -8,6 +8,7 @@ use super::guard::{sn_plausible, CountGuard, CountVerdict, JumpGuard, SN_MAX, SN
 use super::instances::{Deliver, KeyOf, ReaderCache};
 use super::slots::{SampleMeta, SnRing};
 use super::tx::{Ctx, Sender};
+use crate::budget::{BudgetStats, ClockFn, ClockSync};
 use crate::priority::TxMark;
 use crate::qos::{Durability, History, Qos, Reliability, INFINITE_NS};
 use crate::wire::plist::pid;
@@ -80,6 +81,11 @@ pub(crate) struct WriterProxy {
     pub reliable: bool,
     /// What our ACKNACKs and NACK_FRAGs to it carry: its announced priority's mark.
     pub mark: TxMark,
+    /// Whether its clock agrees with ours (its samples' latencies are judged).
+    pub clock: ClockSync,
+    /// The budget its samples are judged against, ns (its offered
+    /// LATENCY_BUDGET, else the reader's; 0: none).
+    pub budget_ns: i64,
     synced: bool,
     pub next_sn: i64,
     window: SnRing,
@@ -203,6 +209,15 @@ pub(crate) struct ReaderCore {
     pub implausible: u64,
     /// Room came back: send ACKNACKs at the next timeout.
     pub ack_due: bool,
+    /// Latency-budget accounting ([`crate::budget`]).
+    pub budget: BudgetStats,
+    /// The clocks a sample's latency is read on.
+    pub clock: ClockFn,
+    /// An over-budget sample to report: writer, sn, latency, cause.
+    pub budget_event: Option<(Guid, i64, u64, crate::budget::Cause)>,
+    /// When the last over-budget event was reported (monotonic ns), and how far apart they are.
+    last_budget_event_ns: u64,
+    pub budget_event_interval_ns: u64,
 }
 
 impl ReaderCore {
@@ -238,6 +253,41 @@ impl ReaderCore {
             blocked: false,
             implausible: 0,
             ack_due: false,
+            budget: BudgetStats::default(),
+            clock: crate::budget::system_clocks,
+            budget_event: None,
+            last_budget_event_ns: 0,
+            budget_event_interval_ns: 0,
+        }
+    }
+
+    /// How proxy `g`'s samples are judged: whether its clock agrees with
+    /// ours and its offered budget (0: use the reader's own).
+    pub fn set_budget(&mut self, g: Guid, clock: ClockSync, offered_ns: i64) {
+        let own = self.qos.latency_budget_ns;
+        for p in self.proxies.iter_mut().filter(|p| p.guid == g) {
+            p.clock = clock;
+            p.budget_ns = if offered_ns > 0 { offered_ns } else { own };
+        }
+    }
+
+    /// Judges a sample proxy `i` delivered against its budget ([`crate::budget::judge`]);
+    /// `repaired`: it was NACKed or waited for a repair. Reads the clocks
+    /// only for samples that can be judged; allocates nothing.
+    fn account(&mut self, i: usize, meta: &SampleMeta, repaired: bool) {
+        let p = &self.proxies[i];
+        let (clock, budget_ns, writer) = (p.clock, p.budget_ns, p.guid);
+        let source = meta.source_ts.filter(|t| *t != Time::INVALID).map(Time::to_nanos);
+        let at = if source.is_some() && clock.judges() { (self.clock)() } else { crate::budget::Clocks::default() };
+        let v = crate::budget::judge(source, clock, budget_ns, at, meta.reception_ns, repaired);
+        self.budget.clock = clock;
+        self.budget.budget_ns = budget_ns;
+        self.budget.count(v);
+        if let crate::budget::Verdict::Over { latency_ns, cause } = v {
+            if self.budget_event.is_none() && (self.last_budget_event_ns == 0 || at.mono_ns >= self.last_budget_event_ns.saturating_add(self.budget_event_interval_ns)) {
+                self.budget_event = Some((writer, meta.sn, latency_ns, cause));
+                self.last_budget_event_ns = at.mono_ns.max(1);
+            }
         }
     }
 
@@ -256,6 +306,8 @@ impl ReaderCore {
             addr,
             reliable,
             mark,
+            clock: ClockSync::Unsynchronised,
+            budget_ns: self.qos.latency_budget_ns,
             synced: tl,
             next_sn: 1,
             window: SnRing::new(if reliable { self.window } else { 1 }, self.slot_size),
@@ -396,6 +448,7 @@ impl ReaderCore {
                 p.next_sn = sn + 1;
                 p.received += 1;
                 self.last_sample_ns = now;
+                self.account(i, &meta, false);
             } else {
                 self.rejected += 1;
             }
@@ -412,7 +465,10 @@ impl ReaderCore {
                     p.delivered_high = p.delivered_high.max(sn);
                     p.next_sn += 1;
                     p.received += 1;
+                    // Asked for again (NACKed): it came as a retransmission.
+                    let repaired = sn <= p.nacked_high;
                     self.last_sample_ns = now;
+                    self.account(i, &meta, repaired);
                     self.drain(i, now);
                 }
                 Deliver::Full => {
@@ -457,6 +513,8 @@ impl ReaderCore {
                     p.next_sn += 1;
                     p.received += 1;
                     self.last_sample_ns = now;
+                    // It waited in the window for an earlier sample's repair.
+                    self.account(i, &meta, true);
                 }
                 Deliver::Full => {
                     self.rejected += 1;

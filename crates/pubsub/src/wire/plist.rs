@@ -107,6 +107,11 @@ pub mod pid {
     pub const TYPE_CONSISTENCY: u16 = 0x0074;
     /// PID_TYPE_INFORMATION: XTypes TypeInformation (type identifiers); only its presence is noted.
     pub const TYPE_INFORMATION: u16 = 0x0075;
+    /// detpath's vendor-specific PID (meaningful only from vendor
+    /// [`VendorId::DETPATH`](crate::wire::VendorId::DETPATH)): 16 octets,
+    /// the host id of the participant's host ([`crate::budget::this_host_id`]),
+    /// in SPDP: peers with the same one share our clock.
+    pub const DETPATH_HOST_ID: u16 = 0x8d01;
     /// Set on vendor-specific ids: meaningful only with that vendor's id.
     pub const VENDOR_SPECIFIC_FLAG: u16 = 0x8000;
     /// Set on ids a receiver must understand or reject the whole list.

@@ -122,6 +122,7 @@ pub fn forged_spdp(rng: &mut Rng, to: Ipv4Addr) -> Vec<u8> {
         lease_ns: i64::MAX,
         builtin_endpoints: builtin::DETPATH,
         user_data: b"DDSPerf:0:1:forged".to_vec(),
+        host_id: None,
     };
     let mut payload = vec![0u8; 512];
     let n = {

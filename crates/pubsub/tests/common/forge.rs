@@ -34,6 +34,7 @@ pub fn spdp_announcement(prefix: GuidPrefix, lease_ns: i64, port: u16, user_data
         lease_ns,
         builtin_endpoints: builtin::DETPATH,
         user_data: user_data.to_vec(),
+        host_id: None,
     };
     let mut payload = vec![0u8; 512];
     let n = {
