@@ -257,6 +257,23 @@ fn call(c: &ClientOpts, method: &str, path: &str, body: Option<&[u8]>) -> anyhow
     Ok(client::request(&target, t.as_ref().map(Token::as_str), method, path, body)?)
 }
 
+/// A class intent's class for the statistics table: its topic and DSCPs by
+/// name (`Control EF`, `AF21,AF31`); `-` for an intent of no class.
+fn class_of(rule: &serde_json::Value) -> String {
+    let dscps: Vec<String> = rule["dscp"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|d| d.as_u64())
+        .map(|d| detpath_wire::dscp::name(d as u8).map_or_else(|| d.to_string(), str::to_string))
+        .collect();
+    match (rule["topic"].as_str(), dscps.is_empty()) {
+        (_, true) => "-".into(),
+        (Some(t), false) => format!("{t} {}", dscps.join(",")),
+        (None, false) => dscps.join(","),
+    }
+}
+
 /// Prints the answer; non-2xx becomes exit code 1 with the daemon's message.
 fn report(status: u16, v: &serde_json::Value, json: bool, table: impl FnOnce(&serde_json::Value)) -> i32 {
     if !(200..300).contains(&status) {
@@ -341,15 +358,16 @@ pub fn run(a: Args) -> anyhow::Result<i32> {
                 for (k, t) in v["totals"].as_object().into_iter().flatten() {
                     println!("{:<16} {:>14} {:>16}", k, t["packets"].to_string(), t["bytes"].to_string());
                 }
-                println!("{:<18} {:>14} {:>16} {:>12} {:>20}", "rule", "packets", "bytes", "forwarded", "last_seen_ns");
+                println!("{:<18} {:>14} {:>16} {:>12} {:>20}  class", "rule", "packets", "bytes", "forwarded", "last_seen_ns");
                 for r in v["rules"].as_array().into_iter().flatten() {
                     println!(
-                        "{:<18} {:>14} {:>16} {:>12} {:>20}",
+                        "{:<18} {:>14} {:>16} {:>12} {:>20}  {}",
                         r["id"].as_str().unwrap_or("?"),
                         r["packets"].to_string(),
                         r["bytes"].to_string(),
                         r["forwarded"].to_string(),
-                        r["last_seen_ns"].to_string()
+                        r["last_seen_ns"].to_string(),
+                        class_of(r)
                     );
                 }
             }))
