@@ -5,7 +5,8 @@
 //! (`"topic": "Control", "priority": 40`: EF by the default map) steered to
 //! a CPU, a mid class by a priority range with a map of its own, and best
 //! effort by `"dscp": "CS0"`. From namespace a, the control datagrams go
-//! through `detpath::open` + `Endpoint::send_marked` (EF), the mid class
+//! through `detpath::open` + `Endpoint::send_marked` (EF; on the udp and
+//! the afxdp datapath, one after the other), the mid class
 //! through a kernel socket with IP_TOS, best effort unmarked; each class's
 //! counter in `classify stats` counts exactly its own datagrams, and every
 //! datagram still reaches the socket on b. A bad class intent is refused
@@ -14,9 +15,11 @@
 //! Needs root (namespaces, XDP).
 
 use detpath::testbed::{Testbed, TestbedConfig};
-use detpath::Mark;
+use detpath::{Mark, RecvMode};
 use std::net::{SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -154,48 +157,78 @@ fn the_classifier_steers_each_topic_class_by_its_dscp() {
     assert_eq!(listed("control")["rule"]["matches"]["dscp"], serde_json::json!([46]), "Control's priority 40 is EF by the default map");
     assert_eq!(listed("mid")["rule"]["matches"]["dscp"], serde_json::json!([18]), "1..49 is AF21 by the given map");
 
-    // The receiver: a kernel socket on b takes every class.
+    // The receiver: a kernel socket on b takes every class, counted by the tag each datagram starts with.
     let sink = tb.b().run(|| UdpSocket::bind(SocketAddrV4::new(tb.b().addr, PORT))).unwrap().unwrap();
-    let peer = SocketAddrV4::new(tb.b().addr, PORT);
-    let a = tb.a().clone();
-    tb.a()
-        .run(|| {
-            let spec = a.uri("udp", PORT + 1);
-            let mut control = detpath::open(&spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
-            let mid = tos_socket(a.addr, 18 << 2);
-            let best_effort = UdpSocket::bind(SocketAddrV4::new(a.addr, 0)).unwrap();
-            for i in 0..N {
-                let msg = i.to_be_bytes();
-                control.send_marked(&[b"c".as_slice(), &msg].concat(), peer, Mark::dscp(46).unwrap()).unwrap();
-                mid.send_to(&[b"m".as_slice(), &msg].concat(), peer).unwrap();
-                best_effort.send_to(&[b"b".as_slice(), &msg].concat(), peer).unwrap();
+    sink.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    let got: Arc<[AtomicU64; 3]> = Arc::new(Default::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (got, stop) = (got.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 64];
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok(n) = sink.recv(&mut buf) {
+                    if let Some(i) = buf[..n].first().and_then(|t| b"cmb".iter().position(|c| c == t)) {
+                        got[i].fetch_add(1, Ordering::Relaxed);
+                    }
+                }
             }
         })
-        .unwrap();
-    let mut got = [0u64; 3];
-    let mut buf = [0u8; 64];
-    sink.set_read_timeout(Some(Duration::from_millis(700))).unwrap();
-    while let Ok(n) = sink.recv(&mut buf) {
-        match buf[..n].first() {
-            Some(b'c') => got[0] += 1,
-            Some(b'm') => got[1] += 1,
-            Some(b'b') => got[2] += 1,
-            _ => {}
-        }
+    };
+    let counts = |got: &[AtomicU64; 3]| got.each_ref().map(|c| c.load(Ordering::Relaxed));
+
+    // The control topic's datagrams from a detpath endpoint marking them EF:
+    // the kernel's (udp: IP_TOS) and detpath's own headers (afxdp); the other
+    // two classes from kernel sockets, one with IP_TOS, one unmarked.
+    let peer = SocketAddrV4::new(tb.b().addr, PORT);
+    let a = tb.a().clone();
+    for (round, dp) in ["udp", "afxdp"].into_iter().enumerate() {
+        let want = [N * (round as u64 + 1); 3];
+        let got = got.clone();
+        tb.a()
+            .run(|| {
+                let spec = a.uri(dp, PORT + 1 + round as u16);
+                let mut control = detpath::open(&spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+                let mid = tos_socket(a.addr, 18 << 2);
+                let best_effort = UdpSocket::bind(SocketAddrV4::new(a.addr, 0)).unwrap();
+                for i in 0..N {
+                    let msg = i.to_be_bytes();
+                    control.send_marked(&[b"c".as_slice(), &msg].concat(), peer, Mark::dscp(46).unwrap()).unwrap();
+                    mid.send_to(&[b"m".as_slice(), &msg].concat(), peer).unwrap();
+                    best_effort.send_to(&[b"b".as_slice(), &msg].concat(), peer).unwrap();
+                }
+                // Receiving drives what afxdp parked while the peer's MAC resolved.
+                let t = Instant::now();
+                let mut buf = [0u8; 2048];
+                while counts(&got) != want && t.elapsed() < Duration::from_secs(5) {
+                    let _ = control.recv(&mut buf, RecvMode::NonBlocking);
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            })
+            .unwrap();
+        assert_eq!(counts(&got), want, "{dp}: every class's datagrams reach the socket on b (control through the cpumap)");
     }
-    assert_eq!(got, [N; 3], "every class's datagrams reach the socket on b (control through the cpumap)");
+    stop.store(true, Ordering::Relaxed);
+    reader.join().unwrap();
 
     // Each class's counter counts exactly its own datagrams.
     let (ok, stats, err) = classify(&api, &["stats"]);
     assert!(ok, "{err}");
     let stats: serde_json::Value = serde_json::from_str(&stats).unwrap();
     let rule = |id: &str| stats["rules"].as_array().unwrap().iter().find(|r| r["id"] == id).cloned().unwrap_or_else(|| panic!("no {id}: {stats}"));
-    assert_eq!(rule("control")["packets"], N, "{stats}");
+    assert_eq!(rule("control")["packets"], 2 * N, "{stats}");
     assert_eq!(rule("control")["topic"], "Control");
     assert_eq!(rule("control")["dscp"], serde_json::json!([46]));
-    assert_eq!(rule("mid")["packets"], N, "{stats}");
-    assert_eq!(rule("best_effort")["packets"], N, "{stats}");
-    assert_eq!(stats["totals"]["steer"]["packets"], N, "the control class, and only it, was steered to CPU {cpu}: {stats}");
+    assert_eq!(rule("mid")["packets"], 2 * N, "{stats}");
+    assert_eq!(rule("best_effort")["packets"], 2 * N, "{stats}");
+    assert_eq!(stats["totals"]["steer"]["packets"], 2 * N, "the control class, and only it, was steered to CPU {cpu}: {stats}");
+    // The table names each intent's class.
+    let out = Command::new(BIN).args(["classify", "stats", "--socket", &api]).output().unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    let line = |id: &str| table.lines().find(|l| l.starts_with(id)).unwrap_or_else(|| panic!("no {id} in {table}")).to_string();
+    assert!(line("control").ends_with("Control EF"), "{table}");
+    assert!(line("mid").ends_with("Telemetry AF21"), "{table}");
+    assert!(line("best_effort").ends_with(" CS0"), "{table}");
 
     let st = daemon.stop();
     assert!(st.success(), "daemon exit {st}");
