@@ -36,10 +36,11 @@
 //! p99 is the worst second's, it has no p99.99 and no per-sample budget
 //! count (`budget_violations` null).
 //!
-//! Until the engine marks each writer's datagrams itself, the harness does
-//! it: the control writes go through a transport whose sends carry the
-//! control [`Mark`] (DSCP and slot class), everything else the
-//! endpoint's default (the scheduler's best-effort class, DSCP 0).
+//! The marks are the engine's (`engine::Config::priority`, resolved by
+//! `EndpointTransport::priority_marks` with the default policy): every
+//! datagram of a control writer (data, heartbeats, retransmissions) and the
+//! acknowledgements to it carry the control writer's DSCP and class;
+//! discovery and bulk go unmarked in the scheduler's best-effort class.
 
 use super::{cpu_of, metered, on_own_thread, side_uri, wait_name, BenchError, BenchOptions, TUNED_SENDER_SPIN_NS};
 use crate::records::{LossCounts, Record, Status};
@@ -48,8 +49,9 @@ use crate::stats::{quantile_unchecked, Quantile};
 use detpath::sys::cleanup;
 use detpath::sys::cputime::{CoreTicks, CpuReport, ThreadCpu};
 use detpath::testbed::{Side, Testbed, TestbedConfig};
-use detpath::Mark;
+use detpath_pubsub::budget::{BudgetStats, Cause};
 use detpath_pubsub::driver::{Transport, TransportOutbox};
+use detpath_pubsub::priority::{PriorityPolicy, TxMark};
 use detpath_pubsub::engine::{make_guid_prefix, Config, Participant, WriteError, WriterId};
 use detpath_pubsub::qos::Qos;
 use detpath_pubsub::transport::{EndpointTransport, Link, Wait};
@@ -146,6 +148,8 @@ pub struct ControlFigures {
     pub transport_priority: i32,
     /// DSCP its datagrams carried.
     pub dscp: u8,
+    /// The slot scheduler class they left in (null: no scheduler).
+    pub class: Option<String>,
     /// The latency budget, µs.
     pub budget_us: f64,
     /// RTT / 2 while bulk ran, µs.
@@ -159,12 +163,46 @@ pub struct ControlFigures {
     pub budget_violations: Option<u64>,
     /// The same while bulk did not run.
     pub budget_violations_bulk_off: Option<u64>,
-    /// Over-budget samples per cause, where the engine names them (null: not given).
-    pub causes: Option<BTreeMap<String, u64>>,
+    /// The engine's own judgement of the control samples over the whole
+    /// run (all phases, warm-up included): the pong side's control reader
+    /// against the ping writer's LATENCY_BUDGET, by INFO_TS on the shared
+    /// clock (`Participant::reader_budget`), with each over-budget
+    /// sample's cause. Null for ddsperf.
+    pub engine_budget: Option<EngineBudget>,
     /// Pings sent over the whole run.
     pub pings_sent: u64,
     /// Pings never answered.
     pub lost: u64,
+}
+
+/// A reader's budget accounting as the engine keeps it ([`BudgetStats`]).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct EngineBudget {
+    /// `same-host`, `synchronised` or `unsynchronised` (then nothing is judged).
+    pub clock: String,
+    /// Samples judged within the budget.
+    pub within: u64,
+    /// Samples judged over it.
+    pub over: u64,
+    /// Over-budget samples per cause (`sent_late`, `retransmission`, `reader_late`, `network`).
+    pub causes: BTreeMap<String, u64>,
+    /// Samples not judged (no INFO_TS, or clocks that do not agree).
+    pub unjudged: u64,
+    /// Samples with an implausible INFO_TS.
+    pub implausible: u64,
+}
+
+impl From<&BudgetStats> for EngineBudget {
+    fn from(b: &BudgetStats) -> EngineBudget {
+        EngineBudget {
+            clock: b.clock.name().into(),
+            within: b.within,
+            over: b.over,
+            causes: Cause::ALL.iter().map(|c| (c.name().to_string(), b.cause(*c))).collect(),
+            unjudged: b.unjudged,
+            implausible: b.implausible,
+        }
+    }
 }
 
 /// The bulk topic's figures of one arm.
@@ -217,46 +255,14 @@ pub struct MixedRow {
     pub note: String,
 }
 
-/// The datagram transport of one side, marking the datagrams of the
-/// control writers (see the module's text).
-struct Marked {
-    inner: EndpointTransport,
-    /// The mark of the sends in progress; None: the endpoint's default.
-    mark: Option<Mark>,
-}
-
-impl Transport for Marked {
-    fn send(&mut self, dst: Addr, bytes: &[u8]) {
-        match (self.mark, &mut self.inner.link, dst) {
-            (Some(m), Link::Datagram(ep), Addr::Udp(a)) => {
-                if ep.send_marked(bytes, a, m).is_err() {
-                    self.inner.send_errors += 1;
-                }
-            }
-            _ => self.inner.send(dst, bytes),
-        }
-    }
-    fn recv(&mut self, buf: &mut [u8], wait_ns: u64) -> Option<(usize, Addr, u64)> {
-        self.inner.recv(buf, wait_ns)
-    }
-    fn now_ns(&self) -> u64 {
-        self.inner.now_ns()
-    }
-    fn local_addr(&self) -> Addr {
-        self.inner.local_addr()
-    }
-    fn max_datagram(&self) -> usize {
-        self.inner.max_datagram()
-    }
-}
-
 /// One side: its participant on its transport, driven datagram by datagram
 /// (so a control sample is answered the moment its datagram is in).
 struct Node {
     p: Participant,
-    t: Marked,
+    t: EndpointTransport,
     buf: Vec<u8>,
-    control_mark: Mark,
+    /// The priority arm: control writers at [`CONTROL_PRIORITY`].
+    priority: bool,
     /// The control topic's latency budget, ns.
     budget_ns: u64,
 }
@@ -276,18 +282,17 @@ impl Node {
         Some(rx_ns)
     }
 
-    /// Writes `payload` (after a CDR little-endian encapsulation header) on `w`, marked as control when `control`.
-    fn write(&mut self, w: WriterId, payload: &[u8], control: bool) -> Result<(), WriteError> {
+    /// Writes `payload` (after a CDR little-endian encapsulation header) on
+    /// `w`; the engine marks its datagrams by the writer's priority.
+    fn write(&mut self, w: WriterId, payload: &[u8]) -> Result<(), WriteError> {
         let now = self.t.now_ns();
         let ser = |bw: &mut ByteWriter<'_>| -> Result<(), WireError> {
             bw.bytes(&[0, 1, 0, 0])?;
             bw.bytes(payload)
         };
-        self.t.mark = control.then_some(self.control_mark);
+        // INFO_TS from the wall clock, as readers judge budgets by it.
         let ts = Some(Time::from_nanos(detpath_pubsub::driver::wall_ns()));
-        let r = self.p.write_with(now, &mut TransportOutbox(&mut self.t), w, ts, &ser).map(|_| ());
-        self.t.mark = None;
-        r
+        self.p.write_with(now, &mut TransportOutbox(&mut self.t), w, ts, &ser).map(|_| ())
     }
 }
 
@@ -317,14 +322,9 @@ fn open_side(side: &Side, peer: &Side, spec: &str, wait: Wait, arm: &Arm, fair_s
     if fair_slice_ns > 0 && detpath::sys::thread::is_fair_policy() {
         detpath::sys::thread::request_fair_slice(fair_slice_ns).map_err(|e| fail("asking for a short fair slice on", e.to_string()))?;
     }
-    let control_mark = match (&link, arm.priority) {
-        (Link::Datagram(ep), true) => {
-            let class = ep.class_named(CONTROL_CLASS).map_err(|e| fail("the control class of", e.to_string()))?;
-            Mark { dscp: detpath_wire::dscp::default_for_priority(CONTROL_PRIORITY), class: Some(class) }
-        }
-        (Link::Datagram(_), false) => Mark::NONE,
-        (Link::Frames(_), _) => return Err(BenchError::Mixed(format!("{spec}: the mixed workload runs on UDP datapaths (udp, afxdp, xdppoll, dpdk)"))),
-    };
+    if matches!(link, Link::Frames(_)) {
+        return Err(BenchError::Mixed(format!("{spec}: the mixed workload runs on UDP datapaths (udp, afxdp, xdppoll, dpdk)")));
+    }
     let t = EndpointTransport::on(link, wait);
     let local = t.local_addr();
     let host = match local {
@@ -335,8 +335,12 @@ fn open_side(side: &Side, peer: &Side, spec: &str, wait: Wait, arm: &Arm, fair_s
     cfg.add_peer(peer.addr, 9);
     cfg.peers_only = true;
     cfg.max_datagram = t.max_datagram().min(MAX_DATAGRAM);
+    // The default policy: DSCP by the default map; on the scheduler, a
+    // priority above 0 in its first real-time class (`ctl`), 0 in its first
+    // best-effort one (`bulk`). The fifo arm has no scheduler and priority 0.
+    cfg.priority = t.priority_marks(&PriorityPolicy::default()).map_err(|e| fail("the priority marks of", e.to_string()))?;
     let p = Participant::new(cfg, t.now_ns());
-    Ok(Node { p, t: Marked { inner: t, mark: None }, buf: vec![0; 65536], control_mark, budget_ns })
+    Ok(Node { p, t, buf: vec![0; 65536], priority: arm.priority, budget_ns })
 }
 
 /// The control topics' QoS in an arm: reliable KEEP_LAST 1 with the budget, top priority in the priority arm.
@@ -391,6 +395,8 @@ impl Phases {
 /// What the pinging and flooding side brings back.
 struct PingSide {
     records: Vec<Record>,
+    /// The DSCP and class the engine gave the control writer.
+    control_mark: TxMark,
     pings_sent: u64,
     bulk_written: u64,
     bulk_blocked: u64,
@@ -400,6 +406,8 @@ struct PingSide {
 /// The answering and receiving side's outcome.
 #[derive(Default)]
 struct PongSide {
+    /// The control reader's budget accounting.
+    budget: EngineBudget,
     bulk_received: u64,
     bulk_lost: u64,
     /// Reception times of the first and last bulk sample.
@@ -430,7 +438,7 @@ fn ping_side(mut n: Node, phases: Phases, go: Arc<AtomicBool>) -> Result<PingSid
         }
         if now >= next {
             ping[..8].copy_from_slice(&u64::MAX.to_le_bytes());
-            let _ = n.write(ping_w, &ping, true);
+            let _ = n.write(ping_w, &ping);
             next = now + 1_000_000;
         }
         n.pump(200_000);
@@ -460,7 +468,7 @@ fn ping_side(mut n: Node, phases: Phases, go: Arc<AtomicBool>) -> Result<PingSid
             ping[8..16].copy_from_slice(&sent.to_le_bytes());
             ping[16..24].copy_from_slice(&(sent - due).to_le_bytes());
             // KEEP_LAST 1: a write never blocks.
-            let _ = n.write(ping_w, &ping, true);
+            let _ = n.write(ping_w, &ping);
             sent_at.push(sent);
             seq += 1;
         }
@@ -468,7 +476,7 @@ fn ping_side(mut n: Node, phases: Phases, go: Arc<AtomicBool>) -> Result<PingSid
         if flooding {
             for _ in 0..16 {
                 bulk[..8].copy_from_slice(&bulk_written.to_le_bytes());
-                match n.write(bulk_w, &bulk, false) {
+                match n.write(bulk_w, &bulk) {
                     Ok(()) => bulk_written += 1,
                     Err(WriteError::HistoryFull) => {
                         bulk_blocked += 1;
@@ -485,14 +493,15 @@ fn ping_side(mut n: Node, phases: Phases, go: Arc<AtomicBool>) -> Result<PingSid
             }
         }
     }
-    let send_errors = n.t.inner.send_errors;
+    let send_errors = n.t.send_errors;
+    let control_mark = n.p.writer_mark(ping_w);
     n.p.shutdown(&mut TransportOutbox(&mut n.t));
-    Ok(PingSide { records, pings_sent: seq, bulk_written, bulk_blocked, send_errors })
+    Ok(PingSide { records, control_mark, pings_sent: seq, bulk_written, bulk_blocked, send_errors })
 }
 
 /// The control QoS of a node's arm (priority when its control mark has a class).
 fn control_qos_of(n: &Node) -> Qos {
-    let arm = Arm { name: "", priority: n.control_mark.class.is_some() };
+    let arm = Arm { name: "", priority: n.priority };
     control_qos(&arm, n.budget_ns)
 }
 
@@ -527,7 +536,7 @@ fn pong_side(mut n: Node, stop: Arc<AtomicBool>) -> Result<PongSide, BenchError>
             pong[..16].copy_from_slice(&ping);
             pong[16..24].copy_from_slice(&rx_ns.to_le_bytes());
             pong[24..32].copy_from_slice(&n.t.now_ns().to_le_bytes());
-            let _ = n.write(pong_w, &pong, true);
+            let _ = n.write(pong_w, &pong);
         }
         while n.p.take_raw(bulk_r, |_, _| ()).is_some() {
             if out.bulk_received == 0 {
@@ -538,6 +547,7 @@ fn pong_side(mut n: Node, stop: Arc<AtomicBool>) -> Result<PongSide, BenchError>
         }
     }
     out.bulk_lost = n.p.reader_status(bulk_r).lost;
+    out.budget = n.p.reader_budget(ping_r).into();
     n.p.shutdown(&mut TransportOutbox(&mut n.t));
     Ok(out)
 }
@@ -641,7 +651,9 @@ fn detpath_arm(dp: &str, arm: &Arm, o: &BenchOptions, dir: Option<&mut ResultDir
     let records = with_lost(ping.records, ping.pings_sent);
     let mut control = control_figures(&records, phases, o.latency_budget_ns);
     control.transport_priority = if arm.priority { CONTROL_PRIORITY } else { 0 };
-    control.dscp = detpath_wire::dscp::default_for_priority(control.transport_priority);
+    control.dscp = ping.control_mark.dscp;
+    control.class = ping.control_mark.class.map(|_| CONTROL_CLASS.to_string());
+    control.engine_budget = Some(pong.budget.clone());
     let bulk_s = pong.bulk_last_ns.saturating_sub(pong.bulk_first_ns) as f64 / 1e9;
     let rate = if bulk_s > 0.0 { pong.bulk_received as f64 / bulk_s } else { 0.0 };
     let bulk = BulkFigures {

@@ -7,6 +7,8 @@
 //! samples and for ddsperf, whose p99 is its worst second's); `over budget`
 //! counts pings whose one-way latency passed the budget (ddsperf: `n/a`);
 //! `off p50`/`off max` are the control figures while bulk did not run.
+//! Under the table, the engine's own budget count per detpath arm (its
+//! control reader, whole run) with the causes it named.
 
 use super::mixed::{MixedRow, Percentiles};
 use crate::results::Environment;
@@ -57,6 +59,23 @@ pub fn render(rows: &[MixedRow], env: &Environment) -> String {
             r.bulk.mbps,
             f1(r.cpu_percent),
         );
+    }
+    for r in rows {
+        if let Some(b) = &r.control.engine_budget {
+            let causes: Vec<String> = b.causes.iter().filter(|(_, n)| **n > 0).map(|(c, n)| format!("{c} {n}")).collect();
+            let _ = writeln!(
+                t,
+                "{} {} {}: the engine's budget over the whole run ({} clock): {} within, {} over{}, {} unjudged",
+                r.configuration,
+                r.datapath,
+                r.arm,
+                b.clock,
+                b.within,
+                b.over,
+                if causes.is_empty() { String::new() } else { format!(" ({})", causes.join(", ")) },
+                b.unjudged
+            );
+        }
     }
     if rows.iter().any(|r| r.arm == "ddsperf") {
         let _ = writeln!(t, "ddsperf: per-second figures only; its p99 is the worst second's p99 (not an exact p99), its p50 the median of its per-second medians.");
