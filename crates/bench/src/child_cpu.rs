@@ -58,7 +58,7 @@ pub fn exited_times(pid: u32) -> io::Result<(f64, f64)> {
 /// named `name` (`sockperf-server`, `ddsperf-ping`), on the core it was
 /// pinned to. `None` when its times cannot be read (then the row lists
 /// the threads that could be, rather than failing a finished run).
-pub fn exited_thread(name: &str, core: Option<u32>, pid: u32) -> Option<ThreadCpu> {
+pub(crate) fn exited_thread(name: &str, core: Option<u32>, pid: u32) -> Option<ThreadCpu> {
     let (user_s, system_s) = exited_times(pid).ok()?;
     Some(ThreadCpu { name: name.into(), core, user_s, system_s })
 }

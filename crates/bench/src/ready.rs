@@ -9,7 +9,7 @@ use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 
 /// A side thread started by `detpath::testbed::Side::spawn` running a closure that returns `anyhow::Result<T>`.
-pub type SideThread<T> = JoinHandle<detpath::Result<anyhow::Result<T>>>;
+pub(crate) type SideThread<T> = JoinHandle<detpath::Result<anyhow::Result<T>>>;
 
 /// Waits for `thread`'s ready message on `ready`. `Ok`: the message and the
 /// still-running thread. `Err`: why the thread (named `who`) could not get

@@ -58,7 +58,7 @@ impl Status {
     }
 
     /// Whether the record's timestamps are a valid latency sample.
-    pub const fn is_sample(self) -> bool {
+    pub(crate) const fn is_sample(self) -> bool {
         matches!(self, Status::Ok | Status::Reordered)
     }
 }
@@ -228,7 +228,7 @@ pub fn read_csv<R: Read>(input: R) -> Result<Vec<Record>, ReadError> {
 }
 
 /// Reads a records file from a path.
-pub fn read_csv_file(path: &Path) -> Result<Vec<Record>, ReadError> {
+pub(crate) fn read_csv_file(path: &Path) -> Result<Vec<Record>, ReadError> {
     read_csv(std::fs::File::open(path)?)
 }
 

@@ -66,7 +66,7 @@ impl RunConfig {
     }
 
     /// The configuration as a file-name part.
-    pub fn configuration_slug(&self) -> &'static str {
+    pub(crate) fn configuration_slug(&self) -> &'static str {
         match (self.tuned, self.stress_percent > 0) {
             (false, false) => "default",
             (false, true) => "default-stress",
@@ -76,7 +76,7 @@ impl RunConfig {
     }
 
     /// Offered load in Mbit/s (UDP payload bits per period).
-    pub fn rate_mbps(&self) -> f64 {
+    pub(crate) fn rate_mbps(&self) -> f64 {
         if self.period_ns == 0 {
             return 0.0;
         }
@@ -303,12 +303,12 @@ impl RunResult {
 
     /// The threads' CPU seconds per 1,000 rounds (the inverse of
     /// `cpu.work_per_cpu_s`; `None` without a CPU record).
-    pub fn cpu_s_per_1k_rounds(&self) -> Option<f64> {
+    pub(crate) fn cpu_s_per_1k_rounds(&self) -> Option<f64> {
         self.cpu.as_ref()?.work_per_cpu_s.filter(|w| *w > 0.0).map(|w| 1000.0 / w)
     }
 
     /// One thread's CPU time as a share of the run's wall time (1.0 = a whole core).
-    pub fn core_share(&self, thread: &str) -> Option<f64> {
+    pub(crate) fn core_share(&self, thread: &str) -> Option<f64> {
         let t = self.cpu.as_ref()?.threads.iter().find(|t| t.name == thread)?;
         (self.duration_s > 0.0).then(|| t.total_s() / self.duration_s)
     }

@@ -114,7 +114,7 @@ const HEADER: &str = "packet, txTime(sec), rxTime(sec), latency(usec)";
 
 /// Parses a full log: everything before the header line is sockperf's
 /// summary; every line after it must be a row.
-pub fn parse_full_log(text: &str, path: &str) -> Result<SockperfOutcome, SockperfError> {
+pub(crate) fn parse_full_log(text: &str, path: &str) -> Result<SockperfOutcome, SockperfError> {
     let bad = |line: usize, why: String| SockperfError::BadLog { path: path.to_string(), line, why };
     let mut lines = text.lines().enumerate();
     let mut summary = Vec::new();

@@ -30,21 +30,21 @@ pub struct Quantile(pub u32);
 
 impl Quantile {
     /// p0.01: the box plot's lower whisker (needs 10,000 samples).
-    pub const P0_01: Quantile = Quantile(100);
+    pub(crate) const P0_01: Quantile = Quantile(100);
     /// p25: the lower edge of a box plot's box.
-    pub const P25: Quantile = Quantile(250_000);
+    pub(crate) const P25: Quantile = Quantile(250_000);
     /// p50, the median (reported from one sample on).
     pub const MEDIAN: Quantile = Quantile(500_000);
     /// p75: the upper edge of a box plot's box.
-    pub const P75: Quantile = Quantile(750_000);
+    pub(crate) const P75: Quantile = Quantile(750_000);
     /// p99 (needs 100 samples).
-    pub const P99: Quantile = Quantile(990_000);
+    pub(crate) const P99: Quantile = Quantile(990_000);
     /// p99.9 (needs 1,000 samples).
-    pub const P99_9: Quantile = Quantile(999_000);
+    pub(crate) const P99_9: Quantile = Quantile(999_000);
     /// p99.99 (needs 10,000 samples): the box plot's upper whisker.
-    pub const P99_99: Quantile = Quantile(999_900);
+    pub(crate) const P99_99: Quantile = Quantile(999_900);
     /// p99.999 (needs 100,000 samples).
-    pub const P99_999: Quantile = Quantile(999_990);
+    pub(crate) const P99_999: Quantile = Quantile(999_990);
     /// p99.9999, six nines (needs 1,000,000 samples).
     pub const P99_9999: Quantile = Quantile(999_999);
     /// The largest sample (p100).
@@ -90,7 +90,7 @@ impl Quantile {
 
 /// The nearest-rank quantile of sorted samples, or `Err(needs)` when the
 /// sample count cannot support it (also for an empty slice).
-pub fn quantile_sorted(sorted: &[u64], q: Quantile) -> Result<u64, u64> {
+pub(crate) fn quantile_sorted(sorted: &[u64], q: Quantile) -> Result<u64, u64> {
     let n = sorted.len() as u64;
     if n == 0 || n < q.needs() {
         return Err(q.needs().max(1));
@@ -100,7 +100,7 @@ pub fn quantile_sorted(sorted: &[u64], q: Quantile) -> Result<u64, u64> {
 
 /// The nearest-rank quantile of sorted samples without the support rule
 /// (for plot geometry such as box edges); `None` only if empty.
-pub fn quantile_unchecked(sorted: &[u64], q: Quantile) -> Option<u64> {
+pub(crate) fn quantile_unchecked(sorted: &[u64], q: Quantile) -> Option<u64> {
     if sorted.is_empty() {
         return None;
     }
@@ -147,7 +147,7 @@ impl Summary {
     }
 
     /// Summarises samples already sorted ascending.
-    pub fn from_sorted(sorted: &[u64]) -> Summary {
+    pub(crate) fn from_sorted(sorted: &[u64]) -> Summary {
         debug_assert!(sorted.windows(2).all(|w| w[0] <= w[1]), "samples not sorted");
         let n = sorted.len();
         if n == 0 {
@@ -201,7 +201,7 @@ impl Summary {
 /// p0.01 / p99.99 (fewer than 10,000 samples) the whiskers fall back to min
 /// and max and there are no outliers (`whiskers_are_extremes` is true).
 #[derive(Debug, Clone, PartialEq)]
-pub struct BoxStats {
+pub(crate) struct BoxStats {
     /// Lower edge of the box, in the samples' unit (ns for latencies).
     pub p25: u64,
     /// The line in the box, in the samples' unit.
@@ -221,7 +221,7 @@ pub struct BoxStats {
 impl BoxStats {
     /// From sorted samples; `None` if empty. `max_outliers` caps the dots
     /// drawn on each side (the most extreme ones are always kept).
-    pub fn from_sorted(sorted: &[u64], max_outliers: usize) -> Option<BoxStats> {
+    pub(crate) fn from_sorted(sorted: &[u64], max_outliers: usize) -> Option<BoxStats> {
         let p25 = quantile_unchecked(sorted, Quantile::P25)?;
         let lo = quantile_sorted(sorted, Quantile::P0_01);
         let hi = quantile_sorted(sorted, Quantile::P99_99);
@@ -270,7 +270,7 @@ fn thin(s: &[u64], cap: usize, low_end: bool) -> Vec<u64> {
 /// Each point is `(x_ns, p)` with `p = (n - i) / n` for the sample of
 /// 0-based index `i` (the fraction of samples at or above it), so the
 /// last point is the maximum at `p = 1/n`.
-pub fn ccdf_points(sorted: &[u64], max_points: usize) -> Vec<(u64, f64)> {
+pub(crate) fn ccdf_points(sorted: &[u64], max_points: usize) -> Vec<(u64, f64)> {
     let n = sorted.len();
     if n == 0 {
         return Vec::new();
@@ -294,7 +294,7 @@ pub fn ccdf_points(sorted: &[u64], max_points: usize) -> Vec<(u64, f64)> {
 
 /// One bucket of a downsampled time series.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Bucket {
+pub(crate) struct Bucket {
     /// Index of the first sample in the bucket.
     pub start: usize,
     /// Smallest sample of the bucket, in the series' unit (ns for latencies).
@@ -309,7 +309,7 @@ pub struct Bucket {
 /// buckets and gives min, median and max of each: enough to draw latency
 /// over time for a million rounds without hiding a single spike (the max
 /// of every bucket is kept).
-pub fn downsample(series: &[u64], buckets: usize) -> Vec<Bucket> {
+pub(crate) fn downsample(series: &[u64], buckets: usize) -> Vec<Bucket> {
     let n = series.len();
     if n == 0 || buckets == 0 {
         return Vec::new();

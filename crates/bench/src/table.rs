@@ -16,7 +16,7 @@ use crate::stats::{Quantile, Summary};
 use std::fmt::Write as _;
 
 /// The columns of the loss, server time and send lateness table (terminal and HTML pages alike).
-pub const LOSS_COLUMNS: [&str; 14] = [
+pub(crate) const LOSS_COLUMNS: [&str; 14] = [
     "Run",
     "sent",
     "lost",
@@ -40,7 +40,7 @@ pub fn fmt_us(ns: u64) -> String {
 }
 
 /// As [`fmt_us`] for a fractional ns value (mean, std dev).
-pub fn fmt_us_f(ns: f64) -> String {
+pub(crate) fn fmt_us_f(ns: f64) -> String {
     let v = ns / 1_000.0;
     if v < 100.0 {
         format!("{v:.2}")
@@ -108,7 +108,7 @@ pub fn configurations(runs: &[RunResult]) -> Vec<String> {
 
 /// Row label of a run: the datapath's name, plus size and rate when the
 /// runs differ in those.
-pub fn row_label(r: &RunResult, runs: &[RunResult]) -> String {
+pub(crate) fn row_label(r: &RunResult, runs: &[RunResult]) -> String {
     let mut l = display_name(&r.config.datapath);
     if runs.iter().any(|o| o.config.size != r.config.size) {
         let _ = write!(l, " {} B", r.config.size);
@@ -406,7 +406,7 @@ pub fn cpu_table(runs: &[RunResult]) -> String {
 }
 
 /// A share (0..1) as a percentage: `99%`, `4.2%`, `0.05%` (terminal tables and HTML pages).
-pub fn fmt_pct(share: f64) -> String {
+pub(crate) fn fmt_pct(share: f64) -> String {
     let p = share * 100.0;
     if p >= 10.0 {
         format!("{p:.0}%")
@@ -418,7 +418,7 @@ pub fn fmt_pct(share: f64) -> String {
 }
 
 /// One line per run that has a tail attribution: how many rounds were slow and why.
-pub fn tail_section(runs: &[RunResult]) -> String {
+pub(crate) fn tail_section(runs: &[RunResult]) -> String {
     let lines: Vec<String> =
         runs.iter().filter_map(|r| r.tail.as_ref().map(|t| format!("  {} ({}): {}\n", row_label(r, runs), r.configuration, t.line()))).collect();
     if lines.is_empty() {
@@ -428,7 +428,7 @@ pub fn tail_section(runs: &[RunResult]) -> String {
 }
 
 /// With several rates: the highest rate each datapath sustained without loss (paper 000, Figure 2).
-pub fn sustained_rates(runs: &[RunResult]) -> String {
+pub(crate) fn sustained_rates(runs: &[RunResult]) -> String {
     let mut periods: Vec<u64> = runs.iter().map(|r| r.config.period_ns).collect();
     periods.sort_unstable();
     periods.dedup();

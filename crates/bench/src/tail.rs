@@ -232,7 +232,7 @@ impl NoiseProbe {
     }
 
     /// The gaps seen, in time order, and how many more were seen but not kept (the buffer was full).
-    pub fn into_gaps(self) -> (Vec<Gap>, u64) {
+    pub(crate) fn into_gaps(self) -> (Vec<Gap>, u64) {
         (self.gaps, self.dropped)
     }
 }
@@ -254,7 +254,7 @@ pub struct CpuSample {
 }
 
 /// Steal ticks per CPU from `/proc/stat` text (`cpuN user nice system idle iowait irq softirq steal ...`).
-pub fn parse_steal(stat: &str) -> Vec<u64> {
+pub(crate) fn parse_steal(stat: &str) -> Vec<u64> {
     let mut out = Vec::new();
     for l in stat.lines() {
         let mut f = l.split_whitespace();
@@ -270,7 +270,7 @@ pub fn parse_steal(stat: &str) -> Vec<u64> {
 }
 
 /// Per-CPU column sums of `/proc/interrupts` or `/proc/softirqs` text, rows named in `skip` left out.
-pub fn parse_per_cpu_table(text: &str, skip: &[&str]) -> Vec<u64> {
+pub(crate) fn parse_per_cpu_table(text: &str, skip: &[&str]) -> Vec<u64> {
     let mut lines = text.lines();
     let ncpu = lines.next().map(|h| h.split_whitespace().filter(|c| c.starts_with("CPU")).count()).unwrap_or(0);
     let mut sums = vec![0u64; ncpu];
@@ -413,7 +413,7 @@ impl Sampler {
 
     /// As [`Sampler::finish`], with the sampler thread's own CPU time (named
     /// [`SAMPLER_THREAD`]; `None` if the thread could not start).
-    pub fn finish_with_cpu(mut self) -> (Vec<CpuSample>, Option<detpath::sys::cputime::ThreadCpu>) {
+    pub(crate) fn finish_with_cpu(mut self) -> (Vec<CpuSample>, Option<detpath::sys::cputime::ThreadCpu>) {
         self.stop.store(true, Ordering::Relaxed);
         let cpu = self.thread.take().and_then(|t| t.join().ok());
         (std::mem::take(&mut *self.samples.lock().unwrap_or_else(|p| p.into_inner())), cpu)
@@ -625,7 +625,7 @@ fn rate(samples: &[CpuSample], cpu: usize, f: fn(&CpuSample) -> &Vec<u64>) -> f6
 }
 
 /// The cause a gap's evidence supports (see the module docs).
-pub fn classify_gap(gap: &Gap, cpu: Option<u32>, samples: &[CpuSample], irq_rate: f64, softirq_rate: f64) -> Cause {
+pub(crate) fn classify_gap(gap: &Gap, cpu: Option<u32>, samples: &[CpuSample], irq_rate: f64, softirq_rate: f64) -> Cause {
     if gap.involuntary_switches > 0 {
         return Cause::Descheduled;
     }
@@ -763,7 +763,7 @@ pub fn attribute(records: &[Record], threshold_ns: u64, threads: &[ThreadGaps], 
 }
 
 /// [`attribute`], with the kernel tracer's record for the rounds no gap explains.
-pub fn attribute_traced(
+pub(crate) fn attribute_traced(
     records: &[Record],
     threshold_ns: u64,
     threads: &[ThreadGaps],

@@ -313,7 +313,7 @@ impl Mark {
     /// Unmarked: DSCP 0, the default class.
     pub const NONE: Mark = Mark { dscp: 0, class: None };
     /// The largest DSCP (six bits).
-    pub const MAX_DSCP: u8 = 63;
+    pub(crate) const MAX_DSCP: u8 = 63;
 
     /// A mark with this DSCP and the default class; an error above 63.
     pub fn dscp(dscp: u8) -> Result<Mark> {
@@ -425,7 +425,7 @@ pub trait FrameEndpoint: Send {
 }
 
 /// The error for a traffic class asked of an endpoint without a slot scheduler.
-pub fn no_scheduler(datapath: &'static str, class: &str) -> Error {
+pub(crate) fn no_scheduler(datapath: &'static str, class: &str) -> Error {
     Error::Unsupported {
         datapath,
         what: format!("traffic class `{class}` (no slot scheduler on this endpoint: add `sched=slots&classes=...` to its spec)"),
@@ -433,7 +433,7 @@ pub fn no_scheduler(datapath: &'static str, class: &str) -> Error {
 }
 
 /// A class in a mark refused by an endpoint without a scheduler ([`Endpoint::send_marked`]).
-pub fn check_no_class(datapath: &'static str, mark: Mark) -> Result<()> {
+pub(crate) fn check_no_class(datapath: &'static str, mark: Mark) -> Result<()> {
     match mark.class {
         None => Ok(()),
         Some(c) => Err(no_scheduler(datapath, &c.to_string())),

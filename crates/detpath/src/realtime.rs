@@ -82,7 +82,7 @@ impl RealtimeSpec {
     }
 
     /// The keys that say this (what [`from_keys`](Self::from_keys) reads back).
-    pub fn to_keys(&self) -> Vec<(&'static str, String)> {
+    pub(crate) fn to_keys(&self) -> Vec<(&'static str, String)> {
         let mut k = vec![("rt_core", self.core.to_string())];
         if let Some(p) = self.fifo_priority {
             k.push(("rt_priority", p.to_string()));

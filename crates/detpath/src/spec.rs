@@ -329,7 +329,7 @@ impl EndpointSpec {
     }
 
     /// The interface, or an error naming the key to add.
-    pub fn require_iface(&self) -> Result<&str> {
+    pub(crate) fn require_iface(&self) -> Result<&str> {
         self.iface
             .as_deref()
             .ok_or_else(|| self.bad(format!("the {} datapath needs an interface: `{}://<iface>?port=N` or `iface=<iface>`", self.datapath, self.datapath)))
@@ -350,7 +350,7 @@ impl EndpointSpec {
     }
 
     /// The port, or an error when it is 0 and the datapath cannot pick one.
-    pub fn require_port(&self) -> Result<u16> {
+    pub(crate) fn require_port(&self) -> Result<u16> {
         if self.port == 0 {
             Err(self.bad(format!("the {} datapath needs a UDP port: add `port=N`", self.datapath)))
         } else {

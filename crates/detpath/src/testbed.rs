@@ -123,7 +123,7 @@ impl Status {
 }
 
 /// The base of namespace names made by detpath.
-pub const NAME_PREFIX: &str = "detpath";
+pub(crate) const NAME_PREFIX: &str = "detpath";
 
 /// A testbed base no other testbed uses, owned by this process:
 /// `detpath-<tag>-<pid>-<n>` (the naming rule of [`TestbedName`]). `tag` is

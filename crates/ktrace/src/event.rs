@@ -58,7 +58,7 @@ pub struct Event {
 }
 
 /// The size of one record in the ring buffer.
-pub const RECORD_LEN: usize = 48;
+pub(crate) const RECORD_LEN: usize = 48;
 
 impl Event {
     /// Decodes one ring-buffer record; `None` for a short record or an unknown kind

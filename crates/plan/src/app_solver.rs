@@ -123,7 +123,7 @@ impl AppSolver {
     }
 
     /// Ring slots and hyperperiod (slots).
-    pub fn dims(&self) -> (usize, i64) {
+    pub(crate) fn dims(&self) -> (usize, i64) {
         (self.ring, self.hyper)
     }
 

@@ -27,7 +27,7 @@ pub struct Scratch {
 }
 
 /// Smallest allowed time point >= t, or None when no slot is allowed.
-pub fn next_allowed(t: i64, ring: usize, allowed: &SlotSet) -> Option<i64> {
+pub(crate) fn next_allowed(t: i64, ring: usize, allowed: &SlotSet) -> Option<i64> {
     let n = ring as i64;
     let r = t.rem_euclid(n);
     let base = t - r;

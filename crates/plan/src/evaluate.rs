@@ -243,7 +243,7 @@ fn summary<'a>(answers: impl Iterator<Item = &'a Answer>) -> Summary {
 }
 
 /// Per-utilisation summaries of set results.
-pub fn summarise(results: &[SetResult]) -> Vec<Point> {
+pub(crate) fn summarise(results: &[SetResult]) -> Vec<Point> {
     let mut utils: Vec<f64> = results.iter().map(|r| r.target_util).collect();
     utils.sort_by(f64::total_cmp);
     utils.dedup();

@@ -18,15 +18,15 @@ use crate::spec::{AppSpec, FlowSpec, Spec};
 /// Table 4's slot size.
 pub const SLOT_NS: i64 = 10_000;
 /// Table 4's ring size.
-pub const RING_SLOTS: i64 = 32;
+pub(crate) const RING_SLOTS: i64 = 32;
 /// Table 4's number of traffic classes.
-pub const CLASSES: usize = 8;
+pub(crate) const CLASSES: usize = 8;
 /// Table 4's flow counts.
-pub const FLOW_COUNTS: [usize; 5] = [2, 4, 8, 12, 16];
+pub(crate) const FLOW_COUNTS: [usize; 5] = [2, 4, 8, 12, 16];
 /// Periods are multiples of this, up to 20 of them (80..1600 µs).
-pub const PERIOD_UNIT_NS: i64 = 80_000;
+pub(crate) const PERIOD_UNIT_NS: i64 = 80_000;
 /// Generated utilisation is within this of the target (absolute).
-pub const UTIL_TOLERANCE: f64 = 0.005;
+pub(crate) const UTIL_TOLERANCE: f64 = 0.005;
 
 /// A generated flow set.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,7 +52,7 @@ impl Rng {
     }
 
     /// Next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

@@ -31,7 +31,7 @@ pub fn plan(spec: &Spec, options: &Options) -> Result<Plan, InputError> {
 }
 
 /// Plans an already checked problem (`problem` must come from `spec`).
-pub fn plan_problem(spec: &Spec, problem: &Problem, options: &Options) -> Plan {
+pub(crate) fn plan_problem(spec: &Spec, problem: &Problem, options: &Options) -> Plan {
     let mut clock = Clock::new(options.timeout);
     let outcome = search::solve(problem, options.quick_nodes, &mut clock);
     let mut plan = Plan {

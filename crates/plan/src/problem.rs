@@ -10,9 +10,9 @@ use crate::spec::Spec;
 use std::collections::HashSet;
 
 /// Largest hyperperiod, in slots, the planner enumerates.
-pub const MAX_HYPERPERIOD_SLOTS: u64 = 1 << 24;
+pub(crate) const MAX_HYPERPERIOD_SLOTS: u64 = 1 << 24;
 /// Largest number of flow instances in one hyperperiod.
-pub const MAX_INSTANCES: u64 = 1 << 16;
+pub(crate) const MAX_INSTANCES: u64 = 1 << 16;
 
 /// A flow in slot units.
 #[derive(Debug, Clone, PartialEq, Eq)]

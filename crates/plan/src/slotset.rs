@@ -95,12 +95,12 @@ impl SlotSet {
     }
 
     /// Every slot of self is in o.
-    pub fn is_subset(&self, o: &SlotSet) -> bool {
+    pub(crate) fn is_subset(&self, o: &SlotSet) -> bool {
         (0..WORDS).all(|w| self.0[w] & !o.0[w] == 0)
     }
 
     /// Smallest slot >= i in the set.
-    pub fn next_from(&self, i: usize) -> Option<usize> {
+    pub(crate) fn next_from(&self, i: usize) -> Option<usize> {
         if i >= MAX_RING_SLOTS {
             return None;
         }
@@ -142,7 +142,7 @@ impl SlotSet {
 /// A fast hasher for slot sets (the default SipHash costs more than the lookups it serves; keys are
 /// not attacker-controlled).
 #[derive(Default, Clone, Copy)]
-pub struct SlotHasher(u64);
+pub(crate) struct SlotHasher(u64);
 
 impl std::hash::Hasher for SlotHasher {
     fn finish(&self) -> u64 {
@@ -168,7 +168,7 @@ impl std::hash::Hasher for SlotHasher {
 }
 
 /// Build-hasher for maps keyed by [`SlotSet`].
-pub type SlotHash = std::hash::BuildHasherDefault<SlotHasher>;
+pub(crate) type SlotHash = std::hash::BuildHasherDefault<SlotHasher>;
 
 #[cfg(test)]
 mod tests {

@@ -147,7 +147,7 @@ pub fn run_z3(file: &Path, timeout: Duration) -> Result<Z3Run, Z3Error> {
 
 /// Integer constants of a model printed by `(get-model)`: `(define-fun name () Int value)` with value
 /// `7` or `(- 7)`.
-pub fn parse_model(text: &str) -> Result<HashMap<String, i64>, Z3Error> {
+pub(crate) fn parse_model(text: &str) -> Result<HashMap<String, i64>, Z3Error> {
     let mut tokens = Vec::new();
     let mut cur = String::new();
     for c in text.chars() {

@@ -167,7 +167,7 @@ impl SlotClock {
     }
 
     /// The smallest elapsed count at which the clock reads at least `time`.
-    pub fn elapsed_for_time(&self, time: u64) -> u64 {
+    pub(crate) fn elapsed_for_time(&self, time: u64) -> u64 {
         let dt = time as i128 - self.anchor_time;
         let scale = 1_000_000_000 + self.rate_ppb as i128;
         // Solve d + floor(d*ppb/1e9) >= dt; start from the real-valued root and correct.

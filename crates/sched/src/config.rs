@@ -20,7 +20,7 @@ use thiserror::Error;
 /// Default number of packets a class may hold waiting.
 pub const DEFAULT_CAPACITY: usize = 256;
 /// Most classes one scheduler has.
-pub const MAX_CLASSES: usize = 64;
+pub(crate) const MAX_CLASSES: usize = 64;
 /// Longest ring accepted (slots per cycle).
 pub const MAX_RING_SLOTS: u32 = 1 << 20;
 
@@ -298,7 +298,7 @@ impl SchedConfig {
     /// `sched_mode` (strict|relaxed, default strict: the classes' default),
     /// `max_payload` (1472), `classes` (required: class texts separated by `;`).
     /// Keys not in [`SPEC_KEYS`] are ignored (they belong to the datapath).
-    pub fn from_spec_keys(keys: &std::collections::BTreeMap<String, String>) -> Result<SchedConfig, ConfigError> {
+    pub(crate) fn from_spec_keys(keys: &std::collections::BTreeMap<String, String>) -> Result<SchedConfig, ConfigError> {
         let get = |k: &str| keys.get(k).map(String::as_str);
         match get("sched") {
             Some("slots") => {}

@@ -47,12 +47,12 @@ impl<S: TickSource> SchedEndpoint<S> {
     }
 
     /// [`send_at`](Self::send_at) for a packet marked with `dscp`.
-    pub fn send_at_marked(&mut self, time_ns: u64, class: usize, payload: &[u8], peer: SocketAddrV4, dscp: u8) -> Result<Scheduled, Refusal> {
+    pub(crate) fn send_at_marked(&mut self, time_ns: u64, class: usize, payload: &[u8], peer: SocketAddrV4, dscp: u8) -> Result<Scheduled, Refusal> {
         self.sched.send_at_marked(monotonic_ns(), time_ns, class, payload, peer, dscp)
     }
 
     /// [`send_be`](Self::send_be) for a packet marked with `dscp`.
-    pub fn send_be_marked(&mut self, class: usize, payload: &[u8], peer: SocketAddrV4, dscp: u8) -> Result<(), Refusal> {
+    pub(crate) fn send_be_marked(&mut self, class: usize, payload: &[u8], peer: SocketAddrV4, dscp: u8) -> Result<(), Refusal> {
         self.sched.send_be_marked(class, payload, peer, dscp)
     }
 
@@ -95,7 +95,7 @@ impl<S: TickSource> SchedEndpoint<S> {
         &self.sched
     }
     /// The scheduler, e.g. to steer its clock.
-    pub fn scheduler_mut(&mut self) -> &mut Scheduler<S> {
+    pub(crate) fn scheduler_mut(&mut self) -> &mut Scheduler<S> {
         &mut self.sched
     }
     /// The wrapped endpoint.
@@ -103,7 +103,7 @@ impl<S: TickSource> SchedEndpoint<S> {
         self.ep.as_ref()
     }
     /// The wrapped endpoint, for sends that bypass the schedule.
-    pub fn endpoint_mut(&mut self) -> &mut dyn Endpoint {
+    pub(crate) fn endpoint_mut(&mut self) -> &mut dyn Endpoint {
         self.ep.as_mut()
     }
     /// Unwraps the endpoint.

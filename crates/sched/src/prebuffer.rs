@@ -8,7 +8,7 @@ use std::net::SocketAddrV4;
 
 /// Fixed-size payload buffers, handed out by index.
 #[derive(Debug)]
-pub struct BufferPool {
+pub(crate) struct BufferPool {
     size: usize,
     data: Box<[u8]>,
     free: Vec<u32>,
@@ -108,7 +108,7 @@ impl EdfQueue {
         self.heap.is_empty()
     }
     /// Most packets ever held at once.
-    pub fn high_water(&self) -> usize {
+    pub(crate) fn high_water(&self) -> usize {
         self.high_water
     }
 
@@ -187,7 +187,7 @@ impl FifoQueue {
         self.len == 0
     }
     /// Most packets ever held at once.
-    pub fn high_water(&self) -> usize {
+    pub(crate) fn high_water(&self) -> usize {
         self.high_water
     }
     /// Appends `p`; gives it back when the queue is full.

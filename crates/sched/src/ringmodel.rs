@@ -57,7 +57,7 @@ pub struct RingModelConfig {
 impl RingModelConfig {
     /// A Raspberry-Pi-like poller on a 1 Gbps line (the paper's testbed):
     /// timer wake-ups cost about 4 µs, back-to-back polls 0.2 µs, jitter 1 µs mean.
-    pub fn gigabit(slot_bytes: u32, batch: u32, poll_period_ns: u64) -> RingModelConfig {
+    pub(crate) fn gigabit(slot_bytes: u32, batch: u32, poll_period_ns: u64) -> RingModelConfig {
         RingModelConfig {
             line_rate_bps: 1_000_000_000,
             slot_bytes,
@@ -74,7 +74,7 @@ impl RingModelConfig {
     }
 
     /// Slot length in picoseconds.
-    pub fn slot_ps(&self) -> u64 {
+    pub(crate) fn slot_ps(&self) -> u64 {
         (self.slot_bytes as u128 * 8 * 1_000_000_000_000 / self.line_rate_bps.max(1) as u128) as u64
     }
 }

@@ -287,7 +287,7 @@ impl<S: TickSource> Scheduler<S> {
         self.classes.iter().position(|c| c.name == name)
     }
     /// Name of class `i`.
-    pub fn class_name(&self, i: usize) -> Option<&str> {
+    pub(crate) fn class_name(&self, i: usize) -> Option<&str> {
         self.classes.get(i).map(|c| c.name.as_str())
     }
     /// Kind of class `i`.
@@ -364,11 +364,11 @@ impl<S: TickSource> Scheduler<S> {
     }
 
     /// Offset adjustment of the slot clock (the slot count is unchanged).
-    pub fn step_clock(&mut self, delta_ns: i64) {
+    pub(crate) fn step_clock(&mut self, delta_ns: i64) {
         self.clock.step(delta_ns);
     }
     /// Rate adjustment of the slot clock from `now` on (the slot count is unchanged).
-    pub fn set_clock_rate(&mut self, now: u64, rate_ppb: i64) {
+    pub(crate) fn set_clock_rate(&mut self, now: u64, rate_ppb: i64) {
         let e = self.source.elapsed_ns(now);
         self.clock.set_rate(e, rate_ppb);
     }
@@ -395,7 +395,7 @@ impl<S: TickSource> Scheduler<S> {
 
     /// [`send_at`](Self::send_at) for a packet marked with `dscp` (its
     /// release carries it to the datapath, which writes it into the header).
-    pub fn send_at_marked(&mut self, now: u64, time_ns: u64, class: usize, payload: &[u8], peer: SocketAddrV4, dscp: u8) -> Result<Scheduled, Refusal> {
+    pub(crate) fn send_at_marked(&mut self, now: u64, time_ns: u64, class: usize, payload: &[u8], peer: SocketAddrV4, dscp: u8) -> Result<Scheduled, Refusal> {
         let c = self.classes.get(class).ok_or(Refusal::UnknownClass { class })?;
         if c.kind != ClassKind::RealTime {
             return Err(Refusal::WrongKind { class, kind: c.kind });
@@ -459,7 +459,7 @@ impl<S: TickSource> Scheduler<S> {
     }
 
     /// [`send_be`](Self::send_be) for a packet marked with `dscp`.
-    pub fn send_be_marked(&mut self, class: usize, payload: &[u8], peer: SocketAddrV4, dscp: u8) -> Result<(), Refusal> {
+    pub(crate) fn send_be_marked(&mut self, class: usize, payload: &[u8], peer: SocketAddrV4, dscp: u8) -> Result<(), Refusal> {
         let c = self.classes.get_mut(class).ok_or(Refusal::UnknownClass { class })?;
         if c.kind != ClassKind::BestEffort {
             return Err(Refusal::WrongKind { class, kind: c.kind });

@@ -67,7 +67,7 @@ impl PiGains {
     /// linuxptp's defaults with hardware time stamps (kp scale 0.7, ki scale 0.3).
     /// KeepON time-stamps transmissions with the slot's scheduled time, which
     /// is exact by construction, so these are the defaults here.
-    pub fn linuxptp_hardware() -> PiGains {
+    pub(crate) fn linuxptp_hardware() -> PiGains {
         PiGains { kp_scale: 0.7, kp_exponent: -0.3, kp_norm_max: 0.7, ki_scale: 0.3, ki_exponent: 0.4, ki_norm_max: 0.3 }
     }
     /// linuxptp's defaults with software time stamps (kp scale 0.1, ki scale 0.001).
@@ -75,7 +75,7 @@ impl PiGains {
         PiGains { kp_scale: 0.1, ki_scale: 0.001, ..PiGains::linuxptp_hardware() }
     }
     /// (kp, ki) for a sync interval of `interval_s` seconds.
-    pub fn for_interval(&self, interval_s: f64) -> (f64, f64) {
+    pub(crate) fn for_interval(&self, interval_s: f64) -> (f64, f64) {
         let kp = (self.kp_scale * interval_s.powf(self.kp_exponent)).min(self.kp_norm_max / interval_s);
         let ki = (self.ki_scale * interval_s.powf(self.ki_exponent)).min(self.ki_norm_max / interval_s);
         (kp, ki)

@@ -48,7 +48,7 @@ impl Exchange {
         saturate((fwd - back) / 2)
     }
     /// One-way path delay, assuming a symmetric path (saturated, as the offset).
-    pub fn delay_ns(&self) -> i64 {
+    pub(crate) fn delay_ns(&self) -> i64 {
         saturate(path_delay_ns(self.t1 as i128, self.t2 as i128, self.t3 as i128, self.t4 as i128))
     }
 }
@@ -135,7 +135,7 @@ impl DelayFilter {
 }
 
 /// Exchanges before the servo gets its first sample (the delay filter fills first).
-pub const WARMUP_EXCHANGES: u32 = 4;
+pub(crate) const WARMUP_EXCHANGES: u32 = 4;
 
 /// The slave's side of the exchange: matches the three messages of each
 /// round, filters the path delay, and feeds the offset
@@ -172,11 +172,11 @@ impl Slave {
         self.servo.servo()
     }
     /// A Sync with `t1` arrived at slave time `t2`; starts a new round.
-    pub fn on_sync(&mut self, seq: u32, t1: u64, t2: u64) {
+    pub(crate) fn on_sync(&mut self, seq: u32, t1: u64, t2: u64) {
         self.current = Some((seq, Exchange { t1, t2, ..Exchange::default() }, false));
     }
     /// The Delay_Req of round `seq` left at slave time `t3`.
-    pub fn on_delay_req_sent(&mut self, seq: u32, t3: u64) {
+    pub(crate) fn on_delay_req_sent(&mut self, seq: u32, t3: u64) {
         if let Some((s, ex, sent)) = &mut self.current {
             if *s == seq {
                 ex.t3 = t3;
@@ -186,7 +186,7 @@ impl Slave {
     }
     /// The Delay_Resp of round `seq` carries `t4`: returns the exchange, the
     /// offset fed to the servo and the servo's output.
-    pub fn on_delay_resp(&mut self, seq: u32, t4: u64) -> Option<(Exchange, i64, ServoOutput)> {
+    pub(crate) fn on_delay_resp(&mut self, seq: u32, t4: u64) -> Option<(Exchange, i64, ServoOutput)> {
         match self.current.take() {
             Some((s, mut ex, true)) if s == seq => {
                 ex.t4 = t4;

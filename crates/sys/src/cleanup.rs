@@ -316,7 +316,7 @@ impl TiedChild {
         self.child.as_mut().expect("the child is present until wait_with_output consumes self")
     }
     /// Sends `sig` to the child's whole process group.
-    pub fn signal_group(&self, sig: i32) {
+    pub(crate) fn signal_group(&self, sig: i32) {
         // SAFETY: signals the process group our child leads.
         unsafe { libc::kill(-self.pgid, sig) };
     }

@@ -28,7 +28,7 @@ pub struct CpuList(BTreeSet<usize>);
 
 /// The largest CPU number accepted by the parser: anything above is surely a
 /// typo and would make masks absurdly long.
-pub const MAX_CPU: usize = 8191;
+pub(crate) const MAX_CPU: usize = 8191;
 
 impl CpuList {
     /// The empty set.
@@ -338,7 +338,7 @@ pub struct Irq {
 }
 
 /// `isolcpus=` accepts flags before the list (`isolcpus=nohz,domain,managed_irq,2-3`).
-pub fn parse_isolcpus(v: &str) -> CpuList {
+pub(crate) fn parse_isolcpus(v: &str) -> CpuList {
     let list: Vec<&str> = v.split(',').filter(|p| p.starts_with(|c: char| c.is_ascii_digit())).collect();
     CpuList::parse(&list.join(",")).unwrap_or_default()
 }

@@ -18,7 +18,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The user and system CPU time of the calling thread so far, in seconds.
-pub fn own_times() -> (f64, f64) {
+pub(crate) fn own_times() -> (f64, f64) {
     // SAFETY: an all-zero rusage is valid; getrusage fills it.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: RUSAGE_THREAD with a valid out-pointer.
@@ -30,7 +30,7 @@ pub fn own_times() -> (f64, f64) {
 }
 
 /// The core the calling thread runs on now (`None` if the kernel does not say).
-pub fn current_core() -> Option<u32> {
+pub(crate) fn current_core() -> Option<u32> {
     // SAFETY: sched_getcpu has no preconditions.
     let c = unsafe { libc::sched_getcpu() };
     (c >= 0).then_some(c as u32)

@@ -181,7 +181,7 @@ impl Error {
     }
 
     /// The last OS error (errno) with what was being done.
-    pub fn last_os(what: impl Into<String>) -> Error {
+    pub(crate) fn last_os(what: impl Into<String>) -> Error {
         Error::io(what, io::Error::last_os_error())
     }
 }

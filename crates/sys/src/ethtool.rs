@@ -86,7 +86,7 @@ struct TsInfo {
 /// `struct ethtool_channels` (`ethtool -l`).
 #[repr(C)]
 #[derive(Default, Clone, Copy)]
-pub struct Channels {
+pub(crate) struct Channels {
     /// `ETHTOOL_GCHANNELS`.
     pub cmd: u32,
     /// Most rx-only channels the NIC has.

@@ -46,7 +46,7 @@ impl Unit {
     }
 
     /// The unit a suffix names (`ns`, `us`, `µs`, `ms`, `s`, `m`, `min`).
-    pub fn from_suffix(suffix: &str) -> Option<Unit> {
+    pub(crate) fn from_suffix(suffix: &str) -> Option<Unit> {
         Some(match suffix {
             "ns" => Unit::Nanos,
             "us" | "µs" => Unit::Micros,

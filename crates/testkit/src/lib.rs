@@ -23,12 +23,12 @@ use std::io::Write;
 use std::path::PathBuf;
 
 /// The environment variable that says the tests run in CI (set by CI systems and by `.ci/run`'s caller).
-pub const CI_VAR: &str = "CI";
+pub(crate) const CI_VAR: &str = "CI";
 /// Where skips are logged, when set (else `target/skipped-tests.log` beside the test binary).
-pub const SKIP_LOG_VAR: &str = "DETPATH_SKIP_LOG";
+pub(crate) const SKIP_LOG_VAR: &str = "DETPATH_SKIP_LOG";
 
 /// True when the tests run in CI (`CI=true` or `CI=1`).
-pub fn in_ci() -> bool {
+pub(crate) fn in_ci() -> bool {
     matches!(std::env::var(CI_VAR).as_deref(), Ok("true") | Ok("1") | Ok("TRUE") | Ok("True"))
 }
 
@@ -65,7 +65,7 @@ pub fn need_tool(test: &str, tool: &str, package: &str) -> bool {
 }
 
 /// The effective user is root.
-pub fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
 }
@@ -87,7 +87,7 @@ pub fn online_cpus() -> usize {
 
 /// The skip log: `$DETPATH_SKIP_LOG`, else `skipped-tests.log` in the cargo
 /// target directory this test binary was built in (`target/<profile>/deps/<bin>`).
-pub fn skip_log() -> Option<PathBuf> {
+pub(crate) fn skip_log() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os(SKIP_LOG_VAR) {
         return Some(PathBuf::from(p));
     }

@@ -110,7 +110,7 @@ impl Host {
     }
 
     /// Reads a host file; `Ok(None)` when it does not exist (a knob this kernel lacks).
-    pub fn read_opt(&self, abs: &str) -> Result<Option<String>, TuneError> {
+    pub(crate) fn read_opt(&self, abs: &str) -> Result<Option<String>, TuneError> {
         let p = self.path(abs);
         match fs::read(&p) {
             Ok(b) => Ok(Some(String::from_utf8_lossy(&b).into_owned())),
@@ -172,12 +172,12 @@ impl Host {
     }
 
     /// Possible CPUs (`/sys/devices/system/cpu/possible`; the online ones when absent).
-    pub fn possible_cpus(&self) -> CpuList {
+    pub(crate) fn possible_cpus(&self) -> CpuList {
         self.cpus().possible()
     }
 
     /// Isolated CPUs (`/sys/devices/system/cpu/isolated`, else `isolcpus=` of the command line).
-    pub fn isolated_cpus(&self) -> CpuList {
+    pub(crate) fn isolated_cpus(&self) -> CpuList {
         self.cpus().isolated()
     }
 
@@ -196,7 +196,7 @@ impl Host {
     }
 
     /// Checks that every core is possible and online, and returns them.
-    pub fn validate_cores(&self, cores: &CpuList) -> Result<(), TuneError> {
+    pub(crate) fn validate_cores(&self, cores: &CpuList) -> Result<(), TuneError> {
         if cores.is_empty() {
             return Err(TuneError::NoCores);
         }
@@ -209,7 +209,7 @@ impl Host {
     }
 
     /// Checks that a network interface exists (`/sys/class/net/IF`).
-    pub fn validate_iface(&self, iface: &str) -> Result<(), TuneError> {
+    pub(crate) fn validate_iface(&self, iface: &str) -> Result<(), TuneError> {
         let abs = format!("/sys/class/net/{iface}");
         if iface.is_empty() || iface.contains('/') || iface == "." || iface == ".." || !self.exists(&abs) {
             return Err(TuneError::NoSuchInterface { iface: iface.to_string(), path: self.path(&abs) });

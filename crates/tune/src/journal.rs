@@ -100,7 +100,7 @@ impl JournalStore {
     }
 
     /// Reads the journal without checking boot or root (for status displays).
-    pub fn read_raw(&self) -> Result<Option<Journal>, TuneError> {
+    pub(crate) fn read_raw(&self) -> Result<Option<Journal>, TuneError> {
         let p = self.path();
         let bytes = match fs::read(&p) {
             Ok(b) => b,

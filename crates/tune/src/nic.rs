@@ -80,7 +80,7 @@ pub trait Nic: Send + Sync + fmt::Debug {
 }
 
 /// Whether an ethtool error means "the driver does not have this setting".
-pub fn is_unsupported(e: &io::Error) -> bool {
+pub(crate) fn is_unsupported(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::Unsupported || e.raw_os_error() == Some(libc::EOPNOTSUPP)
 }
 

@@ -24,7 +24,7 @@ pub fn hypervisor(host: &Host) -> Option<String> {
 }
 
 /// Steal time of `cores` so far, in USER_HZ ticks (`/proc/stat`, 8th value of each `cpuN` line).
-pub fn steal_ticks(host: &Host, cores: &CpuList) -> u64 {
+pub(crate) fn steal_ticks(host: &Host, cores: &CpuList) -> u64 {
     let stat = host.read_trim("/proc/stat").unwrap_or_default();
     stat.lines()
         .filter_map(|l| {

@@ -30,12 +30,12 @@ pub fn finish(mut acc: u64) -> u16 {
 }
 
 /// Internet checksum of `data`.
-pub fn internet(data: &[u8]) -> u16 {
+pub(crate) fn internet(data: &[u8]) -> u16 {
     finish(sum(data, 0))
 }
 
 /// Sum of the IPv4 pseudo-header that the UDP checksum covers.
-pub fn pseudo_header_sum(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, len: u16) -> u64 {
+pub(crate) fn pseudo_header_sum(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, len: u16) -> u64 {
     let s = src.octets();
     let d = dst.octets();
     u16::from_be_bytes([s[0], s[1]]) as u64

@@ -51,7 +51,7 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
 
 impl<'a> EthernetFrame<&'a [u8]> {
     /// Everything after the header, for as long as the buffer lives.
-    pub fn into_payload(self) -> &'a [u8] {
+    pub(crate) fn into_payload(self) -> &'a [u8] {
         &self.buffer[field::PAYLOAD..]
     }
 }
@@ -62,7 +62,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> EthernetFrame<T> {
         self.buffer.as_mut()[field::DESTINATION].copy_from_slice(&a.0);
     }
     /// Sets the source MAC address.
-    pub fn set_src_addr(&mut self, a: MacAddr) {
+    pub(crate) fn set_src_addr(&mut self, a: MacAddr) {
         self.buffer.as_mut()[field::SOURCE].copy_from_slice(&a.0);
     }
     /// Sets the EtherType.

@@ -8,7 +8,7 @@
 pub type Field = core::ops::Range<usize>;
 
 /// The big-endian `u16` in `b[f]` (a two-byte field).
-pub fn be16(b: &[u8], f: Field) -> u16 {
+pub(crate) fn be16(b: &[u8], f: Field) -> u16 {
     u16::from_be_bytes([b[f.start], b[f.start + 1]])
 }
 

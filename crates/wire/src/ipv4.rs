@@ -89,7 +89,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         ((be16(self.b(), field::FLG_OFF) & OFFSET_MASK) as usize) * 8
     }
     /// A fragment: MF set or a non-zero offset.
-    pub fn is_fragment(&self) -> bool {
+    pub(crate) fn is_fragment(&self) -> bool {
         self.more_frags() || self.frag_offset() != 0
     }
     /// Time to live.

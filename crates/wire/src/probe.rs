@@ -154,7 +154,7 @@ impl Probe {
     /// Writes only the header into `buf[..HEADER_LEN]` and leaves the padding
     /// as it is (for a buffer reused round after round, whose padding was
     /// written once by [`Probe::encode`]).
-    pub fn encode_header(&self, buf: &mut [u8]) -> Result<(), ProbeError> {
+    pub(crate) fn encode_header(&self, buf: &mut [u8]) -> Result<(), ProbeError> {
         if buf.len() < HEADER_LEN {
             return Err(ProbeError::TooShort { need: HEADER_LEN, got: buf.len() });
         }

@@ -64,7 +64,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
         set_be16(b, field::CHECKSUM, 0);
     }
     /// Sets the checksum field.
-    pub fn set_checksum(&mut self, c: u16) {
+    pub(crate) fn set_checksum(&mut self, c: u16) {
         set_be16(self.buffer.as_mut(), field::CHECKSUM, c);
     }
 }

@@ -23,7 +23,7 @@ fn parts(t: &TailReport) -> [(Cause, u64); 9] {
 }
 
 /// The figure: runs with a tail report, each bar the run's slow rounds (100%).
-pub fn tail_causes(runs: &[LoadedRun]) -> String {
+pub(crate) fn tail_causes(runs: &[LoadedRun]) -> String {
     let with: Vec<(&LoadedRun, &TailReport)> = runs.iter().filter_map(|r| r.run.tail.as_ref().map(|t| (r, t))).collect();
     let (label_w, bar_w, row_h) = (260.0, 760.0, 34.0);
     let legend_y = 20.0 + row_h * with.len() as f64 + 16.0;

@@ -65,7 +65,7 @@ pub fn environment(page: &mut Page, id: &str, file: &str, pointer: &str, env: &V
 /// The command that made the result, if the file recorded it (a string,
 /// or an argument list), from `command`, `command_line` or `argv` of any
 /// of the objects given.
-pub fn command_of<'a>(objects: impl IntoIterator<Item = &'a Value>) -> Option<String> {
+pub(crate) fn command_of<'a>(objects: impl IntoIterator<Item = &'a Value>) -> Option<String> {
     for o in objects {
         for k in NOT_HERE {
             match o.get(k) {

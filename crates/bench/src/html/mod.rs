@@ -47,7 +47,7 @@ pub enum Kind {
 }
 
 /// The page's file name in a result directory.
-pub const PAGE: &str = "report.html";
+pub(crate) const PAGE: &str = "report.html";
 
 fn is_sched(p: &Path) -> bool {
     let Ok(text) = std::fs::read_to_string(p) else { return false };
@@ -119,7 +119,7 @@ pub fn render(path: &Path) -> Result<String> {
 
 /// Where the page of `path` goes: `report.html` in a result directory,
 /// `<name>.html` beside a classify JSON file.
-pub fn page_path(path: &Path) -> PathBuf {
+pub(crate) fn page_path(path: &Path) -> PathBuf {
     if path.is_file() {
         path.with_extension("html")
     } else {

@@ -181,7 +181,7 @@ impl Page {
     }
 
     /// A paragraph of text with an id and a class.
-    pub fn text_with(&mut self, id: &str, class: &str, s: &str) {
+    pub(crate) fn text_with(&mut self, id: &str, class: &str, s: &str) {
         let _ = write!(self.body, "<p id=\"{}\" class=\"{}\">{}</p>", esc(id), esc(class), esc(s));
     }
 
@@ -191,7 +191,7 @@ impl Page {
     }
 
     /// Text in a collapsed block (the terminal's tables).
-    pub fn details(&mut self, id: &str, summary: &str, s: &str) {
+    pub(crate) fn details(&mut self, id: &str, summary: &str, s: &str) {
         let _ = write!(self.body, "<details><summary>{}</summary><pre id=\"{}\">{}</pre></details>", esc(summary), esc(id), esc(s));
     }
 
@@ -211,7 +211,7 @@ impl Page {
 
     /// An SVG drawn by detpath itself (plotters' output or the page's own
     /// bars), inline.
-    pub fn figure_svg(&mut self, id: &str, caption: &str, svg: &str) {
+    pub(crate) fn figure_svg(&mut self, id: &str, caption: &str, svg: &str) {
         let svg = svg.find("<svg").map_or(svg, |i| &svg[i..]);
         let _ = write!(self.body, "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>", esc(id), svg, esc(caption));
     }
@@ -219,7 +219,7 @@ impl Page {
     /// An image file of the result directory (`image/svg+xml`, `image/png`)
     /// as a data: URI: the page stays one file, and an SVG shown as an
     /// image runs no script whatever the file holds.
-    pub fn figure_file(&mut self, id: &str, caption: &str, mime: &str, bytes: &[u8]) {
+    pub(crate) fn figure_file(&mut self, id: &str, caption: &str, mime: &str, bytes: &[u8]) {
         let _ = write!(
             self.body,
             "<figure id=\"{}\"><img alt=\"{}\" src=\"data:{mime};base64,{}\"><figcaption>{}</figcaption></figure>",

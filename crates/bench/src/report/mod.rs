@@ -121,7 +121,7 @@ pub fn render(runs: &[LoadedRun], out: &Path) -> Result<Vec<PathBuf>> {
 
 /// A figure drawn into SVG text, for pages that hold their figures inline
 /// (`detpath report --html`).
-pub struct SvgFigure {
+pub(crate) struct SvgFigure {
     /// The file stem `render` uses for it (`ccdf`, `timeline`, ...).
     pub name: &'static str,
     /// The `<svg>` element (it has a viewBox, so it scales to its box).
@@ -143,7 +143,7 @@ pub(crate) fn svg_text(size: (u32, u32), draw: impl FnOnce(&DrawingArea<SVGBacke
 /// timeline (the tail's causes as bands), box plot, latency against CPU and
 /// the pub-sub runs' PDV, each when the runs have what it needs. Runs
 /// without samples are left out (no figure at all when none has any).
-pub fn svg_figures(runs: &[LoadedRun]) -> Result<Vec<SvgFigure>> {
+pub(crate) fn svg_figures(runs: &[LoadedRun]) -> Result<Vec<SvgFigure>> {
     let plotted: Vec<&LoadedRun> = runs.iter().filter(|r| !r.sorted.is_empty()).collect();
     let mut out = Vec::new();
     if !plotted.is_empty() {

@@ -18,7 +18,7 @@ fn is_pubsub(r: &LoadedRun) -> bool {
 
 /// Writes `pdv.png` and `pdv.svg` into `out` for the pub-sub runs among
 /// `runs`; nothing (and no files) when there are none.
-pub fn render_pdv(runs: &[&LoadedRun], out: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn render_pdv(runs: &[&LoadedRun], out: &Path) -> Result<Vec<PathBuf>> {
     let runs: Vec<&LoadedRun> = runs.iter().copied().filter(|r| is_pubsub(r) && !r.sorted.is_empty()).collect();
     if runs.is_empty() {
         return Ok(Vec::new());
@@ -40,7 +40,7 @@ pub fn render_pdv(runs: &[&LoadedRun], out: &Path) -> Result<Vec<PathBuf>> {
 
 /// The PDV figure of the pub-sub runs among `runs` as SVG text; `None`
 /// when there are none (for `detpath report --html`).
-pub fn pdv_svg(runs: &[&LoadedRun]) -> Result<Option<String>> {
+pub(crate) fn pdv_svg(runs: &[&LoadedRun]) -> Result<Option<String>> {
     let runs: Vec<&LoadedRun> = runs.iter().copied().filter(|r| is_pubsub(r) && !r.sorted.is_empty()).collect();
     if runs.is_empty() {
         return Ok(None);

@@ -129,7 +129,7 @@ impl FlowSpec {
     }
 
     /// Offset of instance `seq` from the run's start (a ring-cycle boundary), ns.
-    pub fn instance_offset_ns(&self, slot_ns: u64, seq: u64) -> u64 {
+    pub(crate) fn instance_offset_ns(&self, slot_ns: u64, seq: u64) -> u64 {
         let periodic = seq * self.period_ns;
         if self.offsets_ns.is_empty() {
             return self.phase_slot as u64 * slot_ns + periodic;
@@ -478,7 +478,7 @@ impl BenchConfig {
     }
 
     /// Fraction of slot capacity the best-effort class owns (k/N).
-    pub fn be_fraction(&self) -> f64 {
+    pub(crate) fn be_fraction(&self) -> f64 {
         self.be_class
             .as_ref()
             .and_then(|b| self.sched.classes.iter().find(|c| &c.name == b))

@@ -15,7 +15,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 /// Name of the best-effort class on the free slots.
-pub const FREE_SLOTS_CLASS: &str = "free";
+pub(crate) const FREE_SLOTS_CLASS: &str = "free";
 
 /// A plan that cannot be run, with the exit status the command gives for it.
 #[derive(Debug, Error)]

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 /// One real-time arrival.
 #[derive(Debug, Clone, Copy)]
-pub struct Arrival {
+pub(crate) struct Arrival {
     pub flow: u16,
     pub seq: u64,
     pub scheduled_ns: u64,
@@ -86,7 +86,7 @@ fn plausible_delay(scheduled_ns: u64, rx_ns: u64) -> bool {
 }
 
 /// Exact percentiles of a sorted slice.
-pub fn summary_sorted(v: &[u64]) -> ErrorSummary {
+pub(crate) fn summary_sorted(v: &[u64]) -> ErrorSummary {
     if v.is_empty() {
         return ErrorSummary::default();
     }
@@ -115,7 +115,7 @@ fn flow_figures(arr: &[Arrival], from: u64) -> (Vec<u64>, Vec<u64>) {
 }
 
 /// Puts sender and receiver figures together.
-pub fn analyse(cfg: &BenchConfig, tl: &Timeline, dp: &str, method: Method, endpoints: &str, sent: Sent, received: Received) -> RunReport {
+pub(crate) fn analyse(cfg: &BenchConfig, tl: &Timeline, dp: &str, method: Method, endpoints: &str, sent: Sent, received: Received) -> RunReport {
     let mut all_iat = Vec::new();
     let mut all_pdv = Vec::new();
     let mut flows = Vec::new();

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The flood stops this long before a pause, so its queue is empty when the pause starts.
-pub const FLOOD_MARGIN_NS: u64 = 2_000_000;
+pub(crate) const FLOOD_MARGIN_NS: u64 = 2_000_000;
 /// A sender wakes this long before a segment starts (the slots sender submits up to `lookahead` ahead).
 const WAKE_BEFORE_NS: u64 = 3_000_000;
 /// The slots sender spins on the clock when a busy slot starts within this time.
@@ -44,7 +44,7 @@ pub struct Sent {
 
 /// What the slots sender's best-effort flood did in the measured window.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct BeWindow {
+pub(crate) struct BeWindow {
     /// Best-effort packets released in flood-active slots.
     pub released: u64,
     /// Flood-active slots.
@@ -81,7 +81,7 @@ pub(super) fn hist() -> Histogram<u64> {
 }
 
 /// Upper bound of real-time packets one run sends (for the receiver's record buffer).
-pub fn expected_packets(cfg: &BenchConfig) -> usize {
+pub(crate) fn expected_packets(cfg: &BenchConfig) -> usize {
     let total = cfg.duration_ns + cfg.warmup_ns;
     cfg.flows.iter().map(|f| (total / f.period_ns) as usize + 2).sum::<usize>() + 1024
 }
@@ -133,7 +133,7 @@ fn flows(cfg: &BenchConfig, tl: &Timeline, class_of: impl Fn(&str) -> usize) -> 
 }
 
 /// Per-flow figures of the sender: release error and where each instance left.
-pub struct FlowSent {
+pub(crate) struct FlowSent {
     /// Instances due (submitted to the scheduler, or due to the sleeping sender).
     pub planned: u64,
     /// Instances handed to the datapath.

@@ -29,7 +29,7 @@ impl Timeline {
     }
 
     /// The start of the next "on" part at or after `t` (`end` when none is left).
-    pub fn next_on(&self, t: u64) -> u64 {
+    pub(crate) fn next_on(&self, t: u64) -> u64 {
         if t < self.start {
             return self.start;
         }
@@ -41,7 +41,7 @@ impl Timeline {
     }
 
     /// Whether the flood runs at `t`: on, and still on `margin_ns` later (so its queue drains before a pause).
-    pub fn flood_active(&self, t: u64, margin_ns: u64) -> bool {
+    pub(crate) fn flood_active(&self, t: u64, margin_ns: u64) -> bool {
         self.active(t) && self.active(t + margin_ns)
     }
 }

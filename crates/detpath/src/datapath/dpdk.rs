@@ -91,7 +91,7 @@ pub(crate) fn route_library_logs(_file: &std::fs::File, _tee: bool) -> std::io::
 
 /// The `dpdk` datapath's registry entry: its keys, its datagram opener,
 /// and its frame side ([`FRAME_DATAPATH`]).
-pub static DATAPATH: Datapath = Datapath {
+pub(crate) static DATAPATH: Datapath = Datapath {
     name: "dpdk",
     summary: "DPDK poll-mode driver (real port by PCI address, or net_af_xdp over an interface)",
     keys: &["queue", "ring", "batch", "vdev", "neigh", "mbufs", "mem", "huge", "arp_timeout", "log", "rx_stamp", "group"],
@@ -171,7 +171,7 @@ pub struct Config {
 }
 
 /// True for `0000:03:00.0` or `03:00.0`.
-pub fn is_pci_address(s: &str) -> bool {
+pub(crate) fn is_pci_address(s: &str) -> bool {
     let (dom, rest) = match s.matches(':').count() {
         2 => s.split_once(':').unwrap_or(("", s)),
         1 => ("0000", s),
@@ -185,7 +185,7 @@ pub fn is_pci_address(s: &str) -> bool {
 
 impl Config {
     /// Reads and checks the DPDK keys of `spec`.
-    pub fn from_spec(spec: &EndpointSpec) -> Result<Config> {
+    pub(crate) fn from_spec(spec: &EndpointSpec) -> Result<Config> {
         let bad = |why: String| Error::BadSpec { spec: spec.to_string(), why };
         let num = |k: &str, d: u64, lo: u64, hi: u64| -> Result<u64> {
             match spec.extra.get(k) {

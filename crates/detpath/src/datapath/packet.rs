@@ -19,7 +19,7 @@ use detpath_sys::packet::EtherSocket;
 use detpath_sys::NetDev;
 
 /// Frames only: `packet` has no datagram opener.
-pub static DATAPATH: crate::datapath::entry::Datapath = crate::datapath::entry::Datapath {
+pub(crate) static DATAPATH: crate::datapath::entry::Datapath = crate::datapath::entry::Datapath {
     name: "packet",
     summary: "AF_PACKET socket bound to one EtherType (frames only)",
     keys: &[],
@@ -39,7 +39,7 @@ pub static FRAME_DATAPATH: FrameDatapath = FrameDatapath {
 const DEFAULT_RCVBUF: i32 = 4 << 20;
 
 /// An open `packet` frame endpoint.
-pub struct PacketEndpoint {
+pub(crate) struct PacketEndpoint {
     sock: EtherSocket,
     mac: MacAddr,
     caps: Capabilities,

@@ -23,7 +23,7 @@ use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
 
 /// The `udp` datapath's registry entry: its keys and opener (no frame side).
-pub static DATAPATH: Datapath = Datapath {
+pub(crate) static DATAPATH: Datapath = Datapath {
     name: "udp",
     summary: "kernel UDP socket (baseline)",
     keys: &["busy_poll", "batch", "rcvbuf", "sndbuf", "rx_stamp"],
@@ -43,7 +43,7 @@ const SK_MEMINFO_DROPS: usize = 8;
 /// An open `udp` endpoint: one kernel UDP socket, bound to the spec's
 /// address and port (and to its interface with SO_BINDTODEVICE when named),
 /// or joined to the multicast group `addr` names.
-pub struct UdpEndpoint {
+pub(crate) struct UdpEndpoint {
     sock: UdpSocket,
     local: SocketAddrV4,
     caps: Capabilities,

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// The `xdppoll` datapath's registry entry: its keys, its datagram opener,
 /// and its frame side ([`FRAME_DATAPATH`]).
-pub static DATAPATH: Datapath = Datapath {
+pub(crate) static DATAPATH: Datapath = Datapath {
     name: "xdppoll",
     summary: "XDP program → BPF ring buffer, busy-polled; TX via UDP socket",
     keys: &["mode", "checksum", "rx_stamp"],
@@ -215,7 +215,7 @@ fn count<T>(counters: &mut Counters, got: Option<Record<T>>) -> Option<Option<T>
 /// An open `xdppoll` endpoint: receives what its XDP program copies into a
 /// BPF ring buffer (busy-polled), sends on a kernel UDP socket bound to the
 /// same address and port.
-pub struct XdpPollEndpoint {
+pub(crate) struct XdpPollEndpoint {
     feed: PollFeed,
     tx: UdpSocket,
     local: SocketAddrV4,
@@ -296,7 +296,7 @@ pub static FRAME_DATAPATH: FrameDatapath = FrameDatapath {
 };
 
 /// An xdppoll frame endpoint.
-pub struct XdpPollFrames {
+pub(crate) struct XdpPollFrames {
     feed: PollFeed,
     tx: crate::datapath::packet::PacketEndpoint,
     mac: MacAddr,

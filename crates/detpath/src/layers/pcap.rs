@@ -67,7 +67,7 @@ impl Layer for PcapLayer {
 }
 
 /// A pcap file being written: the file header, then one record per frame.
-pub struct PcapWriter<W: Write> {
+pub(crate) struct PcapWriter<W: Write> {
     out: W,
     /// CLOCK_REALTIME minus CLOCK_MONOTONIC, in ns, when the capture opened.
     wall_offset: i128,

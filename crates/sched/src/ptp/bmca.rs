@@ -14,11 +14,11 @@ use std::cmp::Ordering;
 use std::net::Ipv4Addr;
 
 /// Announces a foreign master must send within [`FOREIGN_MASTER_WINDOW`] intervals to qualify.
-pub const FOREIGN_MASTER_THRESHOLD: usize = 2;
+pub(crate) const FOREIGN_MASTER_THRESHOLD: usize = 2;
 /// The qualification window, in announce intervals.
 pub const FOREIGN_MASTER_WINDOW: u64 = 4;
 /// Announce intervals without an Announce after which a master is gone (the default announceReceiptTimeout).
-pub const ANNOUNCE_RECEIPT_TIMEOUT: u64 = 3;
+pub(crate) const ANNOUNCE_RECEIPT_TIMEOUT: u64 = 3;
 
 /// The logMessageInterval a received message may claim, 2^-7 s to 2^6 s: a
 /// forged Announce claiming 2^127 s must not keep a master that went silent
@@ -27,10 +27,10 @@ pub const RECEIVED_LOG_INTERVALS: std::ops::RangeInclusive<i8> = -7..=6;
 
 /// logMessageInterval 0x7F: no interval given (a unicast Sync, Follow_Up or
 /// Delay_Resp; a Delay_Req always).
-pub const LOG_INTERVAL_UNSPECIFIED: i8 = 0x7f;
+pub(crate) const LOG_INTERVAL_UNSPECIFIED: i8 = 0x7f;
 
 /// A received logMessageInterval clamped to [`RECEIVED_LOG_INTERVALS`]; `true` when it had to be.
-pub fn received_log_interval(log: i8) -> (i8, bool) {
+pub(crate) fn received_log_interval(log: i8) -> (i8, bool) {
     let clamped = log.clamp(*RECEIVED_LOG_INTERVALS.start(), *RECEIVED_LOG_INTERVALS.end());
     (clamped, clamped != log)
 }
@@ -83,7 +83,7 @@ impl ForeignMaster {
         self.heard.iter().filter(|&&t| now.saturating_sub(t) <= window).count() >= FOREIGN_MASTER_THRESHOLD
     }
     /// Silent for longer than the receipt timeout at `now`.
-    pub fn timed_out(&self, now: u64) -> bool {
+    pub(crate) fn timed_out(&self, now: u64) -> bool {
         let last = self.heard.last().copied().unwrap_or(0);
         now.saturating_sub(last) > self.interval_ns.saturating_mul(ANNOUNCE_RECEIPT_TIMEOUT)
     }
@@ -97,7 +97,7 @@ pub struct ForeignMasters {
 
 /// At most this many foreign masters are tracked: a flood of forged
 /// identities cannot grow the table without bound.
-pub const MAX_FOREIGN_MASTERS: usize = 16;
+pub(crate) const MAX_FOREIGN_MASTERS: usize = 16;
 
 impl ForeignMasters {
     /// Records an Announce from `sender` at `addr`, received at `now` (CLOCK_MONOTONIC ns),

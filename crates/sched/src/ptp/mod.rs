@@ -144,7 +144,7 @@ impl PtpClock {
 
     /// The clock's reading minus CLOCK_REALTIME at `mono`: its true error when the
     /// master runs on this host's CLOCK_REALTIME (ptp4l with software stamps in the testbed).
-    pub fn error_ns(&self, mono: u64) -> i64 {
+    pub(crate) fn error_ns(&self, mono: u64) -> i64 {
         saturate(self.time_at(mono) - (mono as i128 + net::real_minus_mono()))
     }
 

@@ -40,7 +40,7 @@ pub fn real_minus_mono() -> i128 {
 }
 
 /// CLOCK_REALTIME, ns.
-pub fn realtime_ns() -> i128 {
+pub(crate) fn realtime_ns() -> i128 {
     // SAFETY: ts is a valid timespec to fill.
     let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
     // SAFETY: as above; CLOCK_REALTIME always exists.
@@ -165,7 +165,7 @@ impl PtpSocket {
     /// Sends `payload` to `to` and returns its transmit time (CLOCK_MONOTONIC
     /// ns): the kernel's software transmit stamp when it comes back within
     /// 2 ms, else the time read just before the send.
-    pub fn send_stamped(&mut self, payload: &[u8], to: SocketAddrV4) -> io::Result<(u64, bool)> {
+    pub(crate) fn send_stamped(&mut self, payload: &[u8], to: SocketAddrV4) -> io::Result<(u64, bool)> {
         // Stamps of earlier sends that came back late would be taken for this one.
         self.drain_errqueue();
         let before = detpath::monotonic_ns();

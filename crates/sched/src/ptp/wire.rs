@@ -14,20 +14,20 @@ use thiserror::Error;
 /// Length of the common header (clause 13.3).
 pub const HEADER_LEN: usize = 34;
 /// Sync, Delay_Req and Follow_Up: header + one timestamp.
-pub const SYNC_LEN: usize = 44;
+pub(crate) const SYNC_LEN: usize = 44;
 /// Delay_Resp: header + timestamp + requesting port identity.
-pub const DELAY_RESP_LEN: usize = 54;
+pub(crate) const DELAY_RESP_LEN: usize = 54;
 /// Announce (clause 13.5).
 pub const ANNOUNCE_LEN: usize = 64;
 
 /// `flagField[0]` bit: the sender is a two-step clock (a Follow_Up carries the Sync's time).
 pub const FLAG_TWO_STEP: u16 = 0x0200;
 /// `flagField[0]` bit: the message was sent unicast.
-pub const FLAG_UNICAST: u16 = 0x0400;
+pub(crate) const FLAG_UNICAST: u16 = 0x0400;
 /// `flagField[1]` bit: currentUtcOffset is valid.
-pub const FLAG_UTC_OFFSET_VALID: u16 = 0x0004;
+pub(crate) const FLAG_UTC_OFFSET_VALID: u16 = 0x0004;
 /// `flagField[1]` bit: the grandmaster's timescale is PTP (TAI); clear: arbitrary.
-pub const FLAG_PTP_TIMESCALE: u16 = 0x0008;
+pub(crate) const FLAG_PTP_TIMESCALE: u16 = 0x0008;
 
 /// messageType (clause 13.3.2.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,7 +110,7 @@ pub struct Timestamp {
 
 impl Timestamp {
     /// The timestamp of `ns` nanoseconds since the epoch (seconds above 2^48 wrap, as on the wire).
-    pub fn from_ns(ns: u64) -> Timestamp {
+    pub(crate) fn from_ns(ns: u64) -> Timestamp {
         Timestamp { seconds: (ns / 1_000_000_000) & 0xffff_ffff_ffff, nanos: (ns % 1_000_000_000) as u32 }
     }
     /// Nanoseconds since the epoch.
@@ -157,7 +157,7 @@ impl Header {
         Header { msg_type, transport_specific: 0, length: 0, domain: 0, flags: 0, correction: 0, source, sequence, log_interval }
     }
     /// correctionField in whole nanoseconds (rounded toward minus infinity).
-    pub fn correction_ns(&self) -> i64 {
+    pub(crate) fn correction_ns(&self) -> i64 {
         self.correction >> 16
     }
 }
@@ -240,7 +240,7 @@ pub enum WireError {
 
 impl Message {
     /// The message's wire length.
-    pub fn wire_len(&self) -> usize {
+    pub(crate) fn wire_len(&self) -> usize {
         match self.body {
             Body::Sync(_) | Body::DelayReq(_) | Body::FollowUp(_) => SYNC_LEN,
             Body::DelayResp(..) => DELAY_RESP_LEN,

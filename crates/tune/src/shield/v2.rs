@@ -146,7 +146,7 @@ pub fn problems(host: &Host, root: &str, housekeeping: &CpuList, datapath: &CpuL
 }
 
 /// The journal value of the shield target: the [`State`] as JSON.
-pub fn read_state(host: &Host, root: &str) -> String {
+pub(crate) fn read_state(host: &Host, root: &str) -> String {
     serde_json::to_string(&snapshot(host, root)).unwrap_or_default()
 }
 

@@ -92,7 +92,7 @@ pub static FRAME_DATAPATH: FrameDatapath = FrameDatapath {
 
 /// The `afxdp` datapath's registry entry: its keys, its datagram opener,
 /// and its frame side ([`FRAME_DATAPATH`]).
-pub static DATAPATH: Datapath = Datapath {
+pub(crate) static DATAPATH: Datapath = Datapath {
     name: "afxdp",
     summary: "AF_XDP socket (UMEM + 4 rings) behind an XDP redirect of this address:port; native/skb, copy/zero-copy",
     keys: &["queue", "mode", "zerocopy", "busy_poll", "ring", "frame", "batch", "checksum", "xdp", "rx_stamp"],
