@@ -33,8 +33,9 @@ pub struct ClassOf {
     /// The topic's name, a label (`topic`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub topic: Option<String>,
-    /// The TRANSPORT_PRIORITY ranges asked for, inclusive (`priority`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// The TRANSPORT_PRIORITY ranges asked for, inclusive (`priority`);
+    /// listed as the intent gives them: `40`, `"10..39"`.
+    #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "ranges_as_given")]
     pub priority: Vec<(i32, i32)>,
     /// The map that turned them into DSCPs (the default one when not given).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -121,6 +122,10 @@ impl ClassFields {
         });
         Ok((set, class))
     }
+}
+
+fn ranges_as_given<S: serde::Serializer>(r: &[(i32, i32)], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(r.iter().map(|&(a, b)| if a == b { serde_json::json!(a) } else { serde_json::json!(format!("{a}..{b}")) }))
 }
 
 fn bad(field: &str, why: &str) -> IntentError {
@@ -291,6 +296,9 @@ mod tests {
         let v = serde_json::to_value(&r.matches).unwrap();
         assert_eq!(v["dscp"], serde_json::json!([46]));
         assert_eq!(v["class"]["topic"], "Control");
+        assert_eq!(v["class"]["priority"], serde_json::json!([40]));
+        let v = serde_json::to_value(rule(r#"{"priority": ["10..39", 50]}"#).unwrap().matches).unwrap();
+        assert_eq!(v["class"]["priority"], serde_json::json!(["10..39", 50]), "listed as given");
         assert_eq!(dscps(r#"{"topic": "Bulk", "dscp": "CS1"}"#), vec![8]);
         // Without a priority the topic cannot be matched, and the error says why.
         let e = rule(r#"{"topic": "Control"}"#).unwrap_err();
