@@ -394,6 +394,21 @@ struct detpath_dds_participant *detpath_dds_participant_new(uint32_t domain_id,
                                                             const char *spec,
                                                             const char *peers);
 
+// `detpath_dds_participant_new()` with options, `;`-separated
+// `name=value` (NULL or "": the defaults): `clock=auto|synced` (synced:
+// this host's CLOCK_REALTIME is disciplined by PTP, so readers judge the
+// latency budgets of writers on other hosts too; auto: writers on this
+// host only), `priority_map=PRIORITY=DSCP,...` (e.g. `0=CS0,1=AF21,40=EF`),
+// `priority_classes=PRIORITY=CLASS,...` (e.g. `0=bulk,1=ctl`, with a slot
+// scheduler on the endpoint), `netns=NAME`, `wait=block|busy`. NULL on failure.
+//
+// # Safety
+// `spec` is a NUL-terminated string; `peers` and `options` are NULL or one.
+struct detpath_dds_participant *detpath_dds_participant_new_opts(uint32_t domain_id,
+                                                                 const char *spec,
+                                                                 const char *peers,
+                                                                 const char *options);
+
 // Deletes a participant: it says goodbye to its peers and its thread ends.
 // Its writers and readers fail with -EBADF from then on (delete them too).
 //

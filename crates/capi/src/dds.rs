@@ -256,6 +256,34 @@ pub unsafe extern "C" fn detpath_dds_participant_new(domain_id: u32, spec: *cons
     )
 }
 
+/// `detpath_dds_participant_new()` with options, `;`-separated
+/// `name=value` (NULL or "": the defaults): `clock=auto|synced` (synced:
+/// this host's CLOCK_REALTIME is disciplined by PTP, so readers judge the
+/// latency budgets of writers on other hosts too; auto: writers on this
+/// host only), `priority_map=PRIORITY=DSCP,...` (e.g. `0=CS0,1=AF21,40=EF`),
+/// `priority_classes=PRIORITY=CLASS,...` (e.g. `0=bulk,1=ctl`, with a slot
+/// scheduler on the endpoint), `netns=NAME`, `wait=block|busy`. NULL on failure.
+///
+/// # Safety
+/// `spec` is a NUL-terminated string; `peers` and `options` are NULL or one.
+#[no_mangle]
+pub unsafe extern "C" fn detpath_dds_participant_new_opts(domain_id: u32, spec: *const c_char, peers: *const c_char, options: *const c_char) -> *mut detpath_dds_participant {
+    call(
+        |_| std::ptr::null_mut(),
+        || {
+            // SAFETY: forwarded caller contract.
+            let spec = unsafe { str_arg(spec, "spec") }?;
+            // SAFETY: forwarded caller contract.
+            let peers = unsafe { opt_str(peers, "peers") }?;
+            // SAFETY: forwarded caller contract.
+            let options = unsafe { opt_str(options, "options") }?;
+            let list: Vec<&str> = peers.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+            let dp = DomainParticipant::with_options(domain_id, spec, &list, ParticipantOptions::parse(options)?)?;
+            Ok(insert(Entity::Participant(Arc::new(dp)))? as *mut detpath_dds_participant)
+        },
+    )
+}
+
 /// Deletes a participant: it says goodbye to its peers and its thread ends.
 /// Its writers and readers fail with -EBADF from then on (delete them too).
 ///

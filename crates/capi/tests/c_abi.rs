@@ -7,6 +7,8 @@
 //! - `sched.c`: a `sched=slots` spec (the slot scheduler's keys): a datagram
 //!   is held until its class's slot and leaves in it; bad keys are named (127.0.0.1).
 //! - `dds.c`: the DDS API's bad input and take corner cases (127.0.0.1).
+//! - `dds_budget.c`: TRANSPORT_PRIORITY and LATENCY_BUDGET, the budget
+//!   status and the over-budget wait (127.0.0.1).
 //! - `examples/dds/hello_pub.c`, `hello_sub.c`: the DDS hello world, one
 //!   per testbed namespace, on udp and afxdp (root).
 //! - `examples/c/echo.c`: the echo server in the testbed's namespace b, on
@@ -255,6 +257,15 @@ fn pkg_config_file_links_shared_and_static() {
 #[test]
 fn dds_bad_input_from_c_is_an_error_never_a_crash() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/dds.c");
+    let stdout = run_to_end(&compile("cc", &src, &["-std=gnu11"]));
+    assert!(stdout.starts_with("ok: "), "{stdout}");
+}
+
+/// TRANSPORT_PRIORITY and LATENCY_BUDGET from C: the QoS text, the budget
+/// status and the over-budget wait (tests/c/dds_budget.c, on 127.0.0.1).
+#[test]
+fn dds_budget_status_and_over_budget_wait_from_c() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/dds_budget.c");
     let stdout = run_to_end(&compile("cc", &src, &["-std=gnu11"]));
     assert!(stdout.starts_with("ok: "), "{stdout}");
 }

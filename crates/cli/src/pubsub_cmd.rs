@@ -129,11 +129,18 @@ struct NodeArgs {
     /// below it. Every priority above 0 must map to a DSCP other than 0.
     #[arg(long, value_name = "MAP", value_parser = PriorityMap::parse, default_value = "0=CS0,1=AF11,10=AF21,20=AF31,30=AF41,40=EF")]
     priority_map: PriorityMap,
+    /// From TRANSPORT_PRIORITY to the slot scheduler's traffic class, with
+    /// `sched=slots&classes=...` on the endpoint: `PRIORITY=CLASS` pairs,
+    /// e.g. `0=bulk,1=ctl` (default: priority above 0 the first real-time
+    /// class, else the first best-effort one). A class the scheduler does
+    /// not have is refused, naming its classes.
+    #[arg(long, value_name = "MAP", value_parser = detpath_pubsub::priority::ClassMap::parse)]
+    priority_classes: Option<detpath_pubsub::priority::ClassMap>,
     /// What this host's wall clock (CLOCK_REALTIME, which writers stamp
     /// samples with) agrees with: auto judges writers on this host only
     /// (one clock; writers elsewhere are `unsynchronised`, nothing judged);
     /// synced says CLOCK_REALTIME is disciplined to a common reference
-    /// (ptp4l + phc2sys), so every writer is judged; off judges nothing.
+    /// (ptp4l + phc2sys on both hosts), so every writer is judged.
     #[arg(long, value_enum, default_value_t = ClockArg::Auto)]
     clock: ClockArg,
     #[command(flatten)]
@@ -147,8 +154,6 @@ enum ClockArg {
     Auto,
     /// CLOCK_REALTIME is synchronised (PTP): every writer is judged.
     Synced,
-    /// Nothing is judged.
-    Off,
 }
 
 /// The longest latency budget taken: beyond it a "budget" says nothing
@@ -226,10 +231,10 @@ fn options(a: &NodeArgs, role: Role) -> anyhow::Result<NodeOptions> {
     o.transport_priority = a.transport_priority;
     o.latency_budget_ns = a.latency_budget.map_or(0, |d| crate::vocab::ns(d) as i64);
     o.priority_map = a.priority_map.clone();
+    o.priority_classes = a.priority_classes.clone();
     o.clock = match a.clock {
         ClockArg::Auto => ClockMode::Auto,
         ClockArg::Synced => ClockMode::Synced,
-        ClockArg::Off => ClockMode::Off,
     };
     Ok(o)
 }

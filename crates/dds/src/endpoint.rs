@@ -131,13 +131,10 @@ impl LatencyBudgetStatus {
 }
 
 /// The reader's budget accounting, from the engine (which judges every
-/// sample as it arrives).
+/// sample as it is delivered, against the writer's offered budget or else
+/// the reader's).
 fn reader_budget(st: &State, id: ReaderId) -> BudgetStats {
-    // Until the engine judges samples, every sample is unjudged: a reader
-    // never reports a violation it could not measure.
-    let r = st.p.reader_status(id);
-    let budget_ns = st.budgets.get(&id).copied().unwrap_or(0);
-    BudgetStats { budget_ns, clock: ClockSync::Unsynchronised, unjudged: r.received, ..BudgetStats::default() }
+    st.p.reader_budget(id).clone()
 }
 
 /// The writing half shared by typed and raw writers.
@@ -341,10 +338,8 @@ fn take_from(st: &mut State, id: ReaderId, n: usize, keep: bool) -> Vec<RawSampl
 impl ReaderCore {
     fn new(dp: &DomainParticipant, topic: &str, type_name: &str, keying: (bool, Option<engine::KeyOf>), qos: &Qos) -> Result<ReaderCore> {
         let q = qos.for_reader()?;
-        let budget = q.latency_budget_ns;
         let mut g = dp.shared.lock()?;
         let id = g.p.create_reader_keyed(detpath::monotonic_ns(), topic, type_name, keying, q, 256)?;
-        g.budgets.insert(id, budget);
         Ok(ReaderCore { shared: dp.shared.clone(), id, seen_over: std::sync::atomic::AtomicU64::new(0) })
     }
 

@@ -39,6 +39,15 @@ pub struct ParticipantOptions {
     pub max_sample_size: usize,
     /// Announced as the participant's USER_DATA.
     pub user_data: Vec<u8>,
+    /// From a writer's TRANSPORT_PRIORITY to the DSCP (and, with a slot
+    /// scheduler on the endpoint, the traffic class) of its datagrams.
+    /// Default: the documented DSCP map, the scheduler's default classes.
+    pub priority: detpath_pubsub::priority::PriorityPolicy,
+    /// This host's CLOCK_REALTIME is disciplined to a common reference
+    /// (ptp4l + phc2sys): readers judge the latency budgets of writers on
+    /// other hosts too. Off, only writers on this host (one clock) are
+    /// judged; the others' samples are unjudged, never wrongly late.
+    pub clock_synchronised: bool,
 }
 
 impl Default for ParticipantOptions {
@@ -51,7 +60,48 @@ impl Default for ParticipantOptions {
             max_message: 14_720,
             max_sample_size: crate::qos::DEFAULT_MAX_SAMPLE_SIZE,
             user_data: Vec::new(),
+            priority: detpath_pubsub::priority::PriorityPolicy::default(),
+            clock_synchronised: false,
         }
+    }
+}
+
+impl ParticipantOptions {
+    /// Options from their text form (the C and Python bindings'), `;`-separated
+    /// `name=value`: `clock=auto|synced` (synced: CLOCK_REALTIME is
+    /// disciplined by PTP, writers on other hosts are judged),
+    /// `priority_map=PRIORITY=DSCP,...` (e.g. `0=CS0,1=AF21,40=EF`),
+    /// `priority_classes=PRIORITY=CLASS,...` (e.g. `0=bulk,1=ctl`, with a
+    /// slot scheduler on the endpoint), `netns=NAME`, `wait=block|busy`.
+    /// What is not named keeps its default.
+    pub fn parse(text: &str) -> Result<ParticipantOptions> {
+        let mut o = ParticipantOptions::default();
+        for item in text.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+            let bad = |why: String| Error::BadQos(format!("participant option {item:?}: {why}"));
+            let (name, value) = item.split_once('=').ok_or_else(|| bad("expected name=value".into()))?;
+            let value = value.trim();
+            match name.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+                "clock" => {
+                    o.clock_synchronised = match value {
+                        "auto" => false,
+                        "synced" | "synchronised" | "synchronized" => true,
+                        _ => return Err(bad("expected auto or synced".into())),
+                    }
+                }
+                "priority_map" => o.priority.dscp = detpath_wire::dscp::PriorityMap::parse(value).map_err(bad)?,
+                "priority_classes" => o.priority.classes = Some(detpath_pubsub::priority::ClassMap::parse(value).map_err(bad)?),
+                "netns" => o.netns = Some(value.to_string()),
+                "wait" => {
+                    o.wait = match value {
+                        "block" => Wait::Block,
+                        "busy" => Wait::Busy,
+                        _ => return Err(bad("expected block or busy".into())),
+                    }
+                }
+                _ => return Err(bad("unknown option (known: clock, priority_map, priority_classes, netns, wait)".into())),
+            }
+        }
+        Ok(o)
     }
 }
 
@@ -84,8 +134,6 @@ pub(crate) struct State {
     pub undecodable: HashMap<ReaderId, u64>,
     /// Samples `read` and not yet taken, per reader (oldest first).
     pub read_buffers: HashMap<ReaderId, std::collections::VecDeque<RawSample>>,
-    /// Each reader's LATENCY_BUDGET, ns.
-    pub budgets: HashMap<ReaderId, i64>,
     pub closed: bool,
 }
 
@@ -149,6 +197,8 @@ impl DomainParticipant {
         cfg.max_datagram = t.max_datagram().min(opts.max_message);
         cfg.max_sample_size = opts.max_sample_size;
         cfg.user_data = opts.user_data.clone();
+        cfg.priority = t.priority_marks(&opts.priority).map_err(|e| Error::BadQos(e.to_string()))?;
+        cfg.clock_synchronised = opts.clock_synchronised;
         let p = Participant::new(cfg, t.now_ns());
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -158,7 +208,6 @@ impl DomainParticipant {
                 participants_lost: 0,
                 undecodable: HashMap::new(),
                 read_buffers: HashMap::new(),
-                budgets: HashMap::new(),
                 closed: false,
             }),
             arrived: Condvar::new(),
@@ -307,6 +356,25 @@ fn tally_events(st: &mut State) {
             }
             Event::IncompatibleQos { local, .. } => st.tallies.entry(local).or_default().incompatible_qos += 1,
             _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_in_text_form() {
+        let o = ParticipantOptions::parse("clock=synced; priority_map=0=CS0,1=EF; priority_classes=0=bulk,1=ctl; wait=busy").unwrap();
+        assert!(o.clock_synchronised);
+        assert_eq!(o.priority.dscp.dscp(5), 46);
+        assert_eq!(o.priority.classes.unwrap().to_string(), "0=bulk,1=ctl");
+        assert_eq!(o.wait, Wait::Busy);
+        assert!(!ParticipantOptions::parse("").unwrap().clock_synchronised);
+        for (bad, says) in [("clock=ptp", "auto or synced"), ("priority_map=0=CS0,5=0", "above 0"), ("colour=red", "unknown option"), ("clock", "name=value")] {
+            let e = ParticipantOptions::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(says), "{bad}: {e}");
         }
     }
 }

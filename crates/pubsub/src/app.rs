@@ -2,7 +2,7 @@
 //! node on a detpath endpoint, run on the calling thread, reporting once a
 //! second and summarising at the end.
 
-use crate::budget::{BudgetStats, Cause, ClockSync, BUCKET_BOUNDS_NS};
+use crate::budget::{BudgetStats, Cause, BUCKET_BOUNDS_NS};
 use crate::ddsperf::{summarize, LatencySummary, PerfConfig, PerfNode, Role, TopicKind};
 use crate::driver::{Node, Transport};
 use crate::engine::{make_guid_prefix, Config, Counters, Participant};
@@ -80,6 +80,9 @@ pub struct NodeOptions {
     pub latency_budget_ns: i64,
     /// From TRANSPORT_PRIORITY to DSCP (default: [`detpath_wire::dscp::PriorityMap::default`]).
     pub priority_map: detpath_wire::dscp::PriorityMap,
+    /// From TRANSPORT_PRIORITY to the slot scheduler's class (`None`: the
+    /// default rule of [`crate::priority`]); needs `sched=slots` on the endpoint.
+    pub priority_classes: Option<crate::priority::ClassMap>,
     /// What this host's clock is known to agree with ([`ClockMode`]).
     pub clock: ClockMode,
     /// Where the node publishes its readers' figures while it runs (a few
@@ -99,17 +102,14 @@ pub enum ClockMode {
     /// (ptp4l + phc2sys, or chrony on a PTP hardware clock): every writer's
     /// samples are judged (`synchronised`).
     Synced,
-    /// Nothing is judged, not even writers on this host.
-    Off,
 }
 
 impl ClockMode {
-    /// The mode's name on the command line (`auto`, `synced`, `off`).
+    /// The mode's name on the command line (`auto`, `synced`).
     pub fn name(self) -> &'static str {
         match self {
             ClockMode::Auto => "auto",
             ClockMode::Synced => "synced",
-            ClockMode::Off => "off",
         }
     }
 }
@@ -172,6 +172,7 @@ impl NodeOptions {
             transport_priority: 0,
             latency_budget_ns: 0,
             priority_map: detpath_wire::dscp::PriorityMap::default(),
+            priority_classes: None,
             clock: ClockMode::Auto,
             live: None,
         }
@@ -294,8 +295,12 @@ pub struct Outcome {
     pub reader_rejected: u64,
     /// The TRANSPORT_PRIORITY the node's writers and readers were given.
     pub transport_priority: i32,
-    /// The DSCP that priority maps to ([`NodeOptions::priority_map`]).
+    /// The DSCP the data writer's datagrams carry (from the priority by
+    /// [`NodeOptions::priority_map`]).
     pub dscp: u8,
+    /// The slot scheduler's class number the data writer's datagrams leave
+    /// in; `null` without a scheduler (or its default class).
+    pub traffic_class: Option<u16>,
     /// Sub: the data reader's samples held to the latency budget; `None`
     /// for the other roles.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -493,6 +498,11 @@ pub enum AppError {
         /// Why it could not be entered.
         source: detpath::Error,
     },
+    /// The priority mapping does not fit the endpoint: a class the slot
+    /// scheduler does not have, or a class map without a scheduler (the
+    /// message names the scheduler's classes).
+    #[error("{0}")]
+    Priority(#[from] crate::priority::PriorityError),
     /// The engine refused the ddsperf endpoints (see the
     /// [`EngineError`](crate::engine::EngineError)).
     #[error("creating the DDS endpoints: {0}")]
@@ -602,6 +612,11 @@ pub fn open_node(opts: &NodeOptions) -> Result<(Node<EndpointTransport>, PerfNod
     }
     cfg.max_datagram = t.max_datagram().min(opts.max_message);
     cfg.user_data = PerfNode::user_data_for(opts.role, pid, &opts.hostname);
+    // Writers on this host share our clock (the engine tells them by the
+    // host id in their SPDP); others only when the user says ours is synchronised.
+    cfg.clock_synchronised = opts.clock == ClockMode::Synced;
+    let policy = crate::priority::PriorityPolicy { dscp: opts.priority_map.clone(), classes: opts.priority_classes.clone() };
+    cfg.priority = t.priority_marks(&policy)?;
     let now = t.now_ns();
     let mut p = Participant::new(cfg, now);
     let mut pc = PerfConfig::new(opts.role);
@@ -682,7 +697,7 @@ pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl Fn
             if let Some(board) = opts.live.as_ref().filter(|_| t >= next_live) {
                 // A few times a second: a scrape sees figures at most 250 ms old.
                 next_live = t + 250_000_000;
-                publish_live(board, p, pp, opts);
+                publish_live(board, p, pp);
             }
             if stop() {
                 return true;
@@ -731,9 +746,10 @@ pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl Fn
     let dur = (node.transport.now_ns() - t0) as f64 / 1e9;
     let (ws, rs) = perf.data_status(&node.participant);
     if let Some(board) = &opts.live {
-        publish_live(board, &perf, &node.participant, opts);
+        publish_live(board, &perf, &node.participant);
     }
-    let budget = perf.data_reader().map(|r| reader_budget(&node.participant, r, opts));
+    let budget = perf.data_reader().map(|r| reader_budget(&node.participant, r));
+    let mark = node.participant.writer_mark(perf.data_writer());
     // Tell peers we are gone, so they do not wait for our lease to expire.
     node.participant.shutdown(&mut crate::driver::TransportOutbox(&mut node.transport));
     let rounds = std::mem::take(&mut perf.stats.rounds);
@@ -778,23 +794,23 @@ pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl Fn
         reader_matched: rs.map_or(0, |r| r.matched),
         reader_rejected: rs.map_or(0, |r| r.rejected),
         transport_priority: opts.transport_priority,
-        dscp: opts.priority_map.dscp(opts.transport_priority),
+        dscp: mark.dscp,
+        traffic_class: mark.class,
         latency_budget: budget.as_ref().map(BudgetJson::from),
         rounds,
     })
 }
 
 /// A reader's budget accounting, from the engine (which judges every
-/// sample as it arrives).
-fn reader_budget(p: &Participant, r: crate::engine::ReaderId, opts: &NodeOptions) -> BudgetStats {
-    // Until the engine judges samples, nothing is judged: every sample is
-    // counted as unjudged, never as a violation it could not measure.
-    let st = p.reader_status(r);
-    BudgetStats { budget_ns: opts.latency_budget_ns, clock: ClockSync::Unsynchronised, unjudged: st.received, ..BudgetStats::default() }
+/// sample as it is delivered: against the writer's offered budget, else
+/// the reader's). With no budget at all latencies are measured and nothing
+/// is within or over.
+fn reader_budget(p: &Participant, r: crate::engine::ReaderId) -> BudgetStats {
+    p.reader_budget(r).clone()
 }
 
 /// Writes the node's reader figures to the live board.
-fn publish_live(board: &LiveBoard, perf: &PerfNode, p: &Participant, opts: &NodeOptions) {
+fn publish_live(board: &LiveBoard, perf: &PerfNode, p: &Participant) {
     let readers = perf
         .data_reader()
         .map(|r| {
@@ -806,7 +822,7 @@ fn publish_live(board: &LiveBoard, perf: &PerfNode, p: &Participant, opts: &Node
                 lost: perf.stats.data_lost.max(st.lost),
                 rejected: st.rejected,
                 deadline_missed: st.requested_deadline_missed,
-                budget: reader_budget(p, r, opts),
+                budget: reader_budget(p, r),
             }
         })
         .into_iter()

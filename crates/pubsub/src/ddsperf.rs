@@ -330,6 +330,11 @@ impl PerfNode {
         p.writer_status(self.data_w).matched > 0
     }
 
+    /// The data writer.
+    pub fn data_writer(&self) -> WriterId {
+        self.data_w
+    }
+
     /// The data reader (sub only).
     pub fn data_reader(&self) -> Option<ReaderId> {
         self.data_r

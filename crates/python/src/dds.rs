@@ -50,9 +50,10 @@ impl Participant {
 #[pymethods]
 impl Participant {
     #[new]
-    #[pyo3(signature = (domain_id, endpoint, peers, netns=None, busy=false))]
-    fn new(py: Python<'_>, domain_id: u32, endpoint: &str, peers: Vec<String>, netns: Option<String>, busy: bool) -> PyResult<Participant> {
-        let opts = ParticipantOptions { netns, wait: if busy { detpath_dds::Wait::Busy } else { detpath_dds::Wait::Block }, ..Default::default() };
+    #[pyo3(signature = (domain_id, endpoint, peers, netns=None, busy=false, options=""))]
+    fn new(py: Python<'_>, domain_id: u32, endpoint: &str, peers: Vec<String>, netns: Option<String>, busy: bool, options: &str) -> PyResult<Participant> {
+        let parsed = ParticipantOptions::parse(options).map_err(dds_to_py)?;
+        let opts = ParticipantOptions { netns, wait: if busy { detpath_dds::Wait::Busy } else { detpath_dds::Wait::Block }, ..parsed };
         let peers: Vec<&str> = peers.iter().map(String::as_str).collect();
         let dp = py.detach(|| DomainParticipant::with_options(domain_id, endpoint, &peers, opts)).map_err(dds_to_py)?;
         Ok(Participant { inner: Mutex::new(Some(Arc::new(dp))) })

@@ -184,15 +184,25 @@ class DomainParticipant:
     """A participant in ``domain_id`` on the detpath endpoint ``endpoint``
     (``udp://...``, ``afxdp://...``, any spec), announcing itself to
     ``peers`` (IPv4 addresses; none: the SPDP multicast group). ``netns``:
-    open it inside that network namespace. A context manager; ``close()``
-    says goodbye to the peers."""
+    open it inside that network namespace. ``clock="synced"``: this host's
+    CLOCK_REALTIME is disciplined by PTP, so readers judge the latency budgets
+    of writers on other hosts too (default ``"auto"``: writers on this host
+    only). ``priority_map`` (``"0=CS0,1=AF21,40=EF"``) and ``priority_classes``
+    (``"0=bulk,1=ctl"``, with a slot scheduler on the endpoint) map a writer's
+    TransportPriority to its DSCP and traffic class. A context manager;
+    ``close()`` says goodbye to the peers."""
 
-    def __init__(self, domain_id=0, endpoint=None, peers=(), netns=None, busy_poll=False):
+    def __init__(self, domain_id=0, endpoint=None, peers=(), netns=None, busy_poll=False, clock="auto", priority_map=None, priority_classes=None):
         if endpoint is None:
             raise DdsError("DomainParticipant needs endpoint=SPEC (e.g. 'udp://10.0.0.1:7410'): detpath runs on a datapath you name")
         self.domain_id = domain_id
         self.endpoint = endpoint
-        self._native = _detpath._DdsParticipant(domain_id, endpoint, [str(p) for p in peers], netns, busy_poll)
+        options = [f"clock={clock}"]
+        if priority_map is not None:
+            options.append(f"priority_map={priority_map}")
+        if priority_classes is not None:
+            options.append(f"priority_classes={priority_classes}")
+        self._native = _detpath._DdsParticipant(domain_id, endpoint, [str(p) for p in peers], netns, busy_poll, ";".join(options))
 
     def close(self):
         self._native.close()
