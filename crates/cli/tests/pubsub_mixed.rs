@@ -47,10 +47,14 @@ fn the_mixed_workload_gives_three_arms_of_the_documented_shape() {
             // Every ping of the bulk-on half is judged: within or over.
             assert!(r["control"]["budget_violations"].as_u64().is_some(), "{r}");
             assert!(f(r, "/control/latency_us_bulk_off/p50") > 0.0, "the control-only quarters are measured: {r}");
+            // The engine judged the control samples itself, on the testbed's shared clock.
+            assert_eq!(r["control"]["engine_budget"]["clock"], "same-host", "{r}");
+            assert!(r["control"]["engine_budget"]["within"].as_u64().unwrap() + r["control"]["engine_budget"]["over"].as_u64().unwrap() > 0, "{r}");
         }
     }
     // The priority arm marks control with a DSCP; the fifo arm does not.
     assert!(rows[0]["control"]["dscp"].as_u64().unwrap() > 0 && rows[1]["control"]["dscp"] == 0, "{}", rows[0]);
+    assert!(rows[0]["control"]["class"] == "ctl" && rows[1]["control"]["class"].is_null(), "{}", rows[0]);
     let dirs: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).collect();
     assert_eq!(dirs.len(), 1, "{dirs:?}");
     let saved: Value = serde_json::from_str(&std::fs::read_to_string(dirs[0].join("mixed.json")).unwrap()).unwrap();

@@ -689,7 +689,8 @@ fn detpath_arm(dp: &str, arm: &Arm, o: &BenchOptions, dir: Option<&mut ResultDir
     };
     if let Some(dir) = dir {
         let config = RunConfig {
-            datapath: format!("pubsub+{dp}"),
+            // The arm in the name, so `detpath report` tells the panels apart.
+            datapath: format!("pubsub+{dp}-mixed-{}", arm.name),
             mode: format!("RTPS mixed control 64B 1kHz beside bulk 1KiB, arm {}", arm.name),
             size: CONTROL_SIZE,
             period_ns: 1_000_000_000 / CONTROL_RATE_HZ,
