@@ -55,7 +55,14 @@ pub fn render(svc: &Service, conns: &ConnCounts) -> String {
     let slots: Vec<u32> = svc.entries.iter().map(|e| e.installed.slot).collect();
     let (totals, rule_stats) = svc.cls.counts(&slots);
     for (e, s) in svc.entries.iter().zip(rule_stats) {
-        let l = vec![("id".to_string(), e.id.clone()), ("action".to_string(), action_name(&e.rule.action).to_string())];
+        // A class intent's series name its class (empty for other intents: one label set for all).
+        let m = &e.rule.matches;
+        let l = vec![
+            ("id".to_string(), e.id.clone()),
+            ("action".to_string(), action_name(&e.rule.action).to_string()),
+            ("dscp".to_string(), m.dscp.as_deref().map(crate::intent::class::dscp_names).unwrap_or_default()),
+            ("topic".to_string(), m.class.as_ref().and_then(|c| c.topic.clone()).unwrap_or_default()),
+        ];
         packets.get_or_create(&l).inc_by(s.packets);
         bytes.get_or_create(&l).inc_by(s.bytes);
         forwarded.get_or_create(&l).inc_by(s.forwarded);

@@ -110,6 +110,21 @@ fn metrics_follow_rules_actions_and_overload() {
     let body = scrape(addr, Some("tok")).2;
     assert_eq!(value(&body, "detpath_classify_action_packets_total", Some(("action", "overloaded"))), 1.0, "{body}");
     assert_eq!(value(&body, "detpath_classify_rule_packets_total", Some(("id", "D1"))), 5.0);
+
+    // A class intent's series name its class: the topic and its DSCPs (the frames are unmarked: CS0).
+    let class = r#"{"Resources": [{"encapsulationID1": "00000203", "encapsulationType1": "gtp"}, {"topic": "Bulk", "priority": 0}], "Action": {"actionType": "INSERT", "actionName": "PASS", "flow_hash": "C1"}}"#;
+    assert_eq!(post(class.to_string()), 201);
+    in_ns(&g, || {
+        let p = PacketSocket::open(&ge).unwrap();
+        for _ in 0..3 {
+            p.send(&gtp_frame(0x203)).unwrap();
+        }
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let body = scrape(addr, Some("tok")).2;
+    assert_eq!(value(&body, "detpath_classify_rule_packets_total", Some(("topic", "Bulk"))), 3.0, "{body}");
+    assert_eq!(value(&body, "detpath_classify_rule_packets_total", Some(("dscp", "CS0"))), 3.0, "{body}");
+    assert_eq!(value(&body, "detpath_classify_rule_packets_total", Some(("id", "D1"))), 5.0, "other intents keep their series");
     d.stop();
     remove_and_check(ns);
 }

@@ -224,9 +224,14 @@ pub fn dscps_of_range(map: &PriorityMap, lo: i32, hi: i32) -> Vec<u8> {
     v
 }
 
-fn show(set: &[u8]) -> String {
+/// A DSCP set by name where a DSCP has one, comma separated (`AF21,EF,5`).
+pub fn dscp_names(set: &[u8]) -> String {
     let names: Vec<String> = set.iter().map(|&d| dscp::name(d).map_or_else(|| d.to_string(), str::to_string)).collect();
     names.join(",")
+}
+
+fn show(set: &[u8]) -> String {
+    dscp_names(set)
 }
 
 fn show_ranges(r: &[(i32, i32)]) -> String {
