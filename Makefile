@@ -13,7 +13,7 @@ PYTHON ?= /usr/bin/python3
 MATURIN ?= $(shell command -v maturin 2>/dev/null || echo "$(PYTHON) -m maturin")
 DETPATH_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 
-.PHONY: all deps build wheel install uninstall docs deb run test fuzz-smoke clean testbed-down
+.PHONY: all deps build wheel install uninstall docs deb run test doc-check api api-check fuzz-smoke clean testbed-down
 
 all: build
 
@@ -73,12 +73,15 @@ deb:
 run: build
 	./target/release/detpath bench $(RUN_ARGS)
 
-# Lints (clippy, warnings are errors), every test, then the leftover check (no
+# Lints (clippy, warnings are errors), the crate docs and the public-API
+# snapshots (api-check), every test, then the leftover check (no
 # namespace, veth or XDP program of ours may survive the suite), then a short
 # run of every fuzz target.
 test: build
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 	python3 tools/import_cycles.py
+	$(MAKE) api-check
+	python3 -m pytest -q -p no:cacheprovider tools/test_api_snapshot.py
 	rm -f target/skipped-tests.log
 	$(CARGO) test --release --workspace --no-fail-fast 2>&1 | tee target/test.log; test $${PIPESTATUS[0]} -eq 0
 	crates/python/run-tests.sh 2>&1 | tee -a target/test.log; test $${PIPESTATUS[0]} -eq 0
@@ -86,6 +89,24 @@ test: build
 	@# Tests that could not run here (no root, a tool missing) said so by name (detpath-testkit); in CI each is a failure instead.
 	@n=$$(cat target/skipped-tests.log 2>/dev/null | wc -l); echo "skipped tests: $$n"; sed 's/^/  SKIPPED /' target/skipped-tests.log 2>/dev/null || true
 	$(MAKE) fuzz-smoke
+
+# The crate docs with rustdoc's warnings as errors (a broken intra-doc link, a
+# `<word>` read as an unclosed HTML tag). --release reuses what `cargo build
+# --release` and clippy compiled; a debug profile would build every
+# dependency's build script and proc macro again.
+DOC_CMD := RUSTDOCFLAGS="-D warnings" $(CARGO) doc --release --workspace --no-deps --keep-going
+doc-check:
+	@$(DOC_CMD) || { echo; echo "doc-check: cargo doc failed: fix what the errors above point at (rustdoc warnings are errors here), then run: make doc-check"; exit 1; }
+
+# The public API of each library crate as text in api/<crate>.txt, read from
+# the docs cargo doc wrote (tools/api_snapshot.py says what a line holds).
+# `make api` rewrites the snapshots after a change that is meant (commit api/
+# with a CHANGELOG.md line); `make api-check` fails with the diff when the API
+# and api/ differ.
+api: doc-check
+	python3 tools/api_snapshot.py write
+api-check: doc-check
+	python3 tools/api_snapshot.py check
 
 # A short run of every fuzz target (the long runs are done by hand: see README).
 # cargo-fuzz is installed from crates.io when missing. It needs nightly

@@ -221,7 +221,7 @@ def main(argv):
         )
         return 1
     if mode == "check":
-        print(f"api snapshot: {len(wanted or crates)} crates match api/")
+        print(f"api snapshot: the public API of {len(wanted or crates)} crate(s) matches api/")
     return 0
 
 
