@@ -25,7 +25,8 @@ holds:
                                  trait (its methods), fn, const, static,
                                  type alias, macro, derive
     path: impl ...               an inherent impl, a trait impl, Send/Sync
-    path: pub fn ...             a method or associated const/type
+    path: pub fn ...             a method or associated const/type (a trait's
+                                 items too, and `variant V(..)` per variant)
     path: mod                    a public module
     path: pub use ...            a re-export not inlined by rustdoc
 
@@ -33,7 +34,9 @@ so an added or removed item, a changed signature, a new pub field or
 variant, a trait impl that appears or goes, a type that stops being Send
 all change a line. Types in signatures are the names rustdoc prints (not
 full paths); blanket impls (`impl<T> From<T> for T`) and the other auto
-traits are left out as noise.
+traits are left out as noise. rustdoc's layout can change with a Rust
+release: after a toolchain upgrade `make api` may rewrite lines whose API
+did not change (review the diff before committing it).
 """
 import difflib
 import html
@@ -49,6 +52,11 @@ REGEN = "make api"
 
 # Sections of a type's page whose impl headers are part of the contract.
 IMPL_SECTIONS = ("implementations-list", "trait-implementations-list", "synthetic-implementations-list")
+# A trait page's sections of associated items.
+TRAIT_SECTIONS = (
+    "required-associated-types", "provided-associated-types", "required-associated-consts",
+    "provided-associated-consts", "required-methods", "provided-methods",
+)
 # Of the auto traits, the ones whose loss breaks callers in practice.
 AUTO_TRAITS_KEPT = ("Send", "Sync")
 
@@ -91,6 +99,16 @@ def item_lines(path, page):
             # Inherent items only: a trait impl's methods are the trait's.
             for item in re.findall(r'<h4 class="code-header">(.*?)</h4>', body, re.S):
                 lines.append(f"{path}: {text(item)}")
+    # A trait's items and an enum's variants, one line each, so a diff names the one that changed.
+    for h2 in TRAIT_SECTIONS:
+        start = page.find(f'<h2 id="{h2}"')
+        if start >= 0:
+            end = page.find("<h2 ", start + 1)
+            body = page[start:] if end < 0 else page[start:end]
+            for item in re.findall(r'<h4 class="code-header">(.*?)</h4>', body, re.S):
+                lines.append(f"{path}: {text(item)}")
+    for variant in re.findall(r'<section id="variant\.[^"]+" class="variant">.*?<h3 class="code-header">(.*?)</h3>', page, re.S):
+        lines.append(f"{path}: variant {text(variant)}")
     # A trait's implementations on types of other crates are listed on the trait's page only.
     for header in re.findall(r'<h3 class="code-header">(.*?)</h3>', section(page, "foreign-impls"), re.S):
         lines.append(f"{path}: {text(header)}")

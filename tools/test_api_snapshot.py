@@ -26,6 +26,18 @@ pub mod shapes {
     pub fn unit(scale: u32) -> Circle { Circle { radius: scale as f64, hidden: 0 } }
 }
 pub use shapes::unit;
+/// Something with a name.
+pub trait Named {
+    /// The name.
+    fn name(&self) -> String;
+}
+/// A colour.
+pub enum Colour {
+    /// Red.
+    Red,
+    /// Any other, by RGB.
+    Rgb(u8, u8, u8),
+}
 """
 
 
@@ -49,6 +61,8 @@ def test_snapshot_lists_public_items_with_signatures(tmp_path):
     assert "toy: pub use shapes::unit;" in lines
     assert any(line.startswith("toy::shapes::Circle: pub struct Circle { pub radius: f64,") for line in lines)
     assert "toy::shapes::Circle: impl Send for Circle" in lines
+    assert "toy::Named: fn name(&self) -> String" in lines
+    assert "toy::Colour: variant Rgb(u8, u8, u8)" in lines
     assert not any("internal" in line or "hidden" in line for line in lines)
 
 
@@ -64,6 +78,13 @@ def test_a_changed_signature_changes_the_snapshot(tmp_path):
     after = document(tmp_path, BASE.replace("pub fn unit(scale: u32)", "pub fn unit(scale: u64)"))
     assert set(before) - set(after) == {"toy::shapes::unit: pub fn unit(scale: u32) -> Circle"}
     assert set(after) - set(before) == {"toy::shapes::unit: pub fn unit(scale: u64) -> Circle"}
+
+
+def test_a_changed_trait_method_is_its_own_line(tmp_path):
+    before = document(tmp_path, BASE)
+    after = document(tmp_path, BASE.replace("fn name(&self) -> String;", "fn name(&self) -> &str;"))
+    assert "toy::Named: fn name(&self) -> &str" in set(after) - set(before)
+    assert "toy::Named: fn name(&self) -> String" in set(before) - set(after)
 
 
 def test_a_removed_item_is_gone_though_its_old_page_stays(tmp_path):
