@@ -57,18 +57,23 @@ pub enum Encap {
     Vxlan,
     /// Ethernet / IPv4 / UDP:2152 / GTP-U + PDU session container / IPv4 / UDP.
     Gtpu,
+    /// Ethernet / IPv4 marked EF / UDP, with rules by class (DSCP and port):
+    /// the receiver's class intents. Not in [`Encap::ALL`]: asked for by name.
+    #[serde(rename = "udp_dscp")]
+    UdpDscp,
 }
 
 impl Encap {
     /// Every encapsulation, in the order the bench runs them.
     pub const ALL: [Encap; 3] = [Encap::Udp, Encap::Vxlan, Encap::Gtpu];
 
-    /// The name in `--encap`, the table and the JSON (`udp`, `vxlan`, `gtpu`).
+    /// The name in `--encap`, the table and the JSON (`udp`, `vxlan`, `gtpu`, `udp_dscp`).
     pub fn name(self) -> &'static str {
         match self {
             Encap::Udp => "udp",
             Encap::Vxlan => "vxlan",
             Encap::Gtpu => "gtpu",
+            Encap::UdpDscp => "udp_dscp",
         }
     }
 }
@@ -449,6 +454,8 @@ const RECV_MAC: [u8; 6] = [0x02, 0x64, 0x63, 0, 2, 0x0e];
 const FLOW_TEID: u32 = 0x1000;
 const FLOW_VNI: u32 = 100;
 const FLOW_DPORT: u16 = 5000;
+/// The `udp_dscp` cell flow's DSCP (EF, a control topic's by the default priority map).
+const FLOW_DSCP: u8 = 46;
 
 /// The cell's frame: `encap`, padded with payload to `size` bytes.
 pub fn frame(encap: Encap, size: usize) -> Vec<u8> {
@@ -462,6 +469,11 @@ pub fn frame_with(encap: Encap, size: usize, sport: u16) -> Vec<u8> {
     let inner_udp = Layer::Udp { sport, dport: FLOW_DPORT };
     let layers: Vec<Layer> = match encap {
         Encap::Udp => [&outer[..], &[Layer::Udp { sport, dport: FLOW_DPORT }]].concat(),
+        Encap::UdpDscp => vec![
+            outer[0].clone(),
+            Layer::IpDscp { src: "10.97.0.1".parse().expect("literal"), dst: "10.97.0.2".parse().expect("literal"), dscp: FLOW_DSCP },
+            Layer::Udp { sport, dport: FLOW_DPORT },
+        ],
         Encap::Vxlan => [
             &outer[..],
             &[
@@ -503,6 +515,11 @@ pub fn rules_for(encap: Encap, n: u32) -> Vec<String> {
                 // A: TEID; B: TEID and inner port (other TEIDs).
                 (Encap::Gtpu, true) => format!(r#"{{"encapsulationType1": "gtp", "encapsulationID1": {}}}"#, FLOW_TEID + i),
                 (Encap::Gtpu, false) => format!(r#"{{"encapsulationType1": "gtp", "encapsulationID1": {}}}, {{"dstPort": {FLOW_DPORT}}}"#, FLOW_TEID + i),
+                // A: the class (EF) and a port; B: another class (AF41) to another address and the port.
+                (Encap::UdpDscp, true) => format!(r#"{{"dscp": {FLOW_DSCP}, "dstPort": {}, "protocol": "udp"}}"#, FLOW_DPORT as u32 + i),
+                (Encap::UdpDscp, false) => {
+                    format!(r#"{{"dscp": "AF41", "dstIP": "10.99.{}.{}", "dstPort": {}, "protocol": "udp"}}"#, i / 256, i % 256, FLOW_DPORT)
+                }
             };
             format!(r#"{{"Resources": [{res}], "Action": {{"actionType": "INSERT", "actionName": "{action}"}}}}"#)
         })

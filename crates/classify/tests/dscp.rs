@@ -217,3 +217,32 @@ fn pin_cpu0() {
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
     }
 }
+
+/// `classify bench --encap udp_dscp`: the EF-marked frame against rules by
+/// class; with rules its rule drops it, without it passes, like every cell.
+#[test]
+fn the_bench_has_a_class_cell() {
+    use detpath_classify::bench::{self, BenchOptions, Encap};
+    if !detpath_testkit::need_root("the_bench_has_a_class_cell", "namespaces and XDP") {
+        return;
+    }
+    let o = BenchOptions {
+        duration: std::time::Duration::from_millis(50),
+        sizes: vec![132],
+        rules: vec![0, 1, 16],
+        encaps: vec![Encap::UdpDscp],
+        cpus: vec![1],
+        test_run_repeat: 1000,
+        ..BenchOptions::default()
+    };
+    let r = bench::run(&o, &mut |_| {}).expect("bench runs");
+    assert_eq!(r.cells.len(), 2 + 3, "two anchors and three classifier cells");
+    for c in &r.cells {
+        assert_eq!(serde_json::to_value(c).unwrap()["encap"], "udp_dscp");
+        assert!(c.frames_seen > 0, "{c:?}");
+        if c.program == "classify" {
+            assert_eq!(c.verdict, if c.rules == 0 { "pass" } else { "drop" }, "{c:?}");
+            assert_eq!(c.frames_dropped, if c.rules == 0 { 0 } else { c.frames_seen }, "the class rule drops the frame: {c:?}");
+        }
+    }
+}

@@ -28,7 +28,8 @@ pub struct BenchArgs {
     /// Rule counts of the classifier's cells.
     #[arg(long, value_delimiter = ',', default_values_t = bench::RULE_COUNTS)]
     rules: Vec<u32>,
-    /// Encapsulations: udp, vxlan, gtpu.
+    /// Encapsulations: udp, vxlan, gtpu; and, on request, udp_dscp (IPv4/UDP
+    /// marked EF against rules by class: DSCP and port, as class intents are).
     #[arg(long, value_delimiter = ',', default_value = "udp,vxlan,gtpu")]
     encap: Vec<String>,
     /// Receive CPU counts (more than the machine has are skipped, and said so).
@@ -57,7 +58,8 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
             "udp" => Ok(Encap::Udp),
             "vxlan" => Ok(Encap::Vxlan),
             "gtpu" | "gtp" => Ok(Encap::Gtpu),
-            other => bail!("--encap `{other}`: udp, vxlan or gtpu"),
+            "udp_dscp" | "udp-dscp" => Ok(Encap::UdpDscp),
+            other => bail!("--encap `{other}`: udp, vxlan, gtpu or udp_dscp"),
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let o = BenchOptions {
