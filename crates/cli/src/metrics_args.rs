@@ -1,6 +1,6 @@
-//! `--metrics ADDR [--metrics-token-file FILE]` of `detpath echo` and
-//! `detpath bench server` (the flags live here so the metrics crate needs
-//! no command-line parser).
+//! `--metrics ADDR [--metrics-token-file FILE]` of `detpath echo`,
+//! `detpath bench server` and `detpath pubsub pub|sub|ping|pong` (the flags
+//! live here so the metrics crate needs no command-line parser).
 
 use detpath_metrics::http::Token;
 use detpath_metrics::Metrics;
@@ -10,9 +10,11 @@ use std::path::PathBuf;
 /// The command-line options (flatten into a command's arguments).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct MetricsArgs {
-    /// Serve Prometheus metrics (endpoint counters and capability labels) at
-    /// http://ADDR/metrics, e.g. 127.0.0.1:9460. The listener is made in the
-    /// namespace the command starts in (before --netns).
+    /// Serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9460
+    /// (echo, bench server: endpoint counters and capability labels; pubsub:
+    /// each reader's samples, lost, budget within/over by cause and the
+    /// latency histogram). The listener is made in the namespace the command
+    /// starts in (before --netns).
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<SocketAddr>,
     /// Bearer token scrapers must send (`Authorization: Bearer TOKEN`);
