@@ -181,6 +181,12 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
             table.push('\n');
         }
         table.push_str(&detpath_bench::pubsub::mixed_table::render(&mixed_rows, &detpath_bench::results::Environment::capture()));
+        // The figure is a view of the saved timelines: a failure to draw it loses no figure.
+        match detpath_bench::pubsub::mixed_plot::render(dir.path(), &mixed_rows) {
+            Ok(Some(png)) => eprintln!("control latency over time: {}", png.display()),
+            Ok(None) => {}
+            Err(e) => eprintln!("pubsub bench: the mixed figure was not drawn: {e:#}"),
+        }
     }
     detpath::sys::fsutil::write_atomic(&dir.path().join("table.txt"), table.as_bytes())?;
     if !json {

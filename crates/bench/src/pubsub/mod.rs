@@ -30,6 +30,7 @@
 //! `ddsperf-pub` and `ddsperf-sub`, each on its pinned core.
 
 pub mod mixed;
+pub mod mixed_plot;
 pub mod mixed_table;
 pub mod table;
 
