@@ -943,9 +943,11 @@ pub fn table(r: &Report) -> String {
     if !m.skipped_cpus.is_empty() {
         let _ = writeln!(s, "receive CPU counts skipped (more than this machine has): {:?}", m.skipped_cpus);
     }
+    // The encap column as wide as its longest name (5 for the default grid, 8 with udp_dscp).
+    let ew = r.cells.iter().map(|c| c.encap.name().len()).max().unwrap_or(0).max(5);
     let _ = writeln!(
         s,
-        "{:<9} {:>5} {:<5} {:>5} {:>4} {:<4} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5} {:>8} {:<6} {:>6} {:>9} {:>6}",
+        "{:<9} {:>5} {:<ew$} {:>5} {:>4} {:<4} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5} {:>8} {:<6} {:>6} {:>9} {:>6}",
         "program",
         "rules",
         "encap",
@@ -970,7 +972,7 @@ pub fn table(r: &Report) -> String {
     for c in &r.cells {
         let _ = writeln!(
             s,
-            "{:<9} {:>5} {:<5} {:>5} {:>4} {:<4} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5.0} {:>5.0} {:>8} {:<6} {:>6} {:>9} {:>6}",
+            "{:<9} {:>5} {:<ew$} {:>5} {:>4} {:<4} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5.0} {:>5.0} {:>8} {:<6} {:>6} {:>9} {:>6}",
             c.program,
             c.rules,
             c.encap.name(),
