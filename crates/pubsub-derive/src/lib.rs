@@ -3,7 +3,8 @@
 //! extensibility, `@key` fields, bounds), encoded in XCDR1 and XCDR2 by
 //! `detpath_pubsub::xcdr` (which also says why this is a derive of our own
 //! and not serde with a CDR crate). Use them through `detpath_pubsub`,
-//! which re-exports both; its `xcdr` module has the example.
+//! which re-exports both; its `xcdr` module has a longer example
+//! (XCDR2, appendable, an enum, encode and decode).
 //!
 //! Attributes:
 //! - on the struct, `#[dds(type_name = "Mod::Name")]` (default: the Rust
@@ -12,6 +13,21 @@
 //! - on a field, `#[key]` (or `#[dds(key)]`), `#[dds(bound = N)]` for a
 //!   bounded `String` or `Vec`, `#[dds(skip)]` for a field that is not on
 //!   the wire (left as it is by reads).
+//!
+//! ```
+//! use detpath_pubsub::TopicType;
+//! #[derive(TopicType, Clone, Debug, Default, PartialEq)]
+//! #[dds(type_name = "demo::Reading")]
+//! struct Reading {
+//!     #[key]
+//!     sensor: u32,
+//!     celsius: f64,
+//! }
+//! assert_eq!((Reading::TYPE_NAME, Reading::KEYED), ("demo::Reading", true));
+//! // The key hash: the key field alone, big endian, zero-padded to 16 bytes.
+//! let r = Reading { sensor: 7, celsius: 21.5 };
+//! assert_eq!(r.key_hash(), Some([0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]));
+//! ```
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as Tokens;
