@@ -12,8 +12,18 @@ use std::path::{Path, PathBuf};
 /// Pings per plotted bucket (20 ms at 1 kHz).
 const BUCKET: usize = 20;
 
+/// One answered ping: (seconds since the first, RTT/2 µs, bulk on).
+type Point = (f64, f64, bool);
+
+/// One arm's panel.
+struct Panel {
+    label: String,
+    budget_us: f64,
+    points: Vec<Point>,
+}
+
 /// One arm's timeline: (t_s, RTT/2 µs, bulk on) per answered ping.
-fn read_timeline(path: &Path) -> Result<Vec<(f64, f64, bool)>> {
+fn read_timeline(path: &Path) -> Result<Vec<Point>> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     Ok(text
         .lines()
@@ -26,7 +36,7 @@ fn read_timeline(path: &Path) -> Result<Vec<(f64, f64, bool)>> {
 }
 
 /// Per bucket of pings: (start time, median, max).
-fn buckets(points: &[(f64, f64, bool)]) -> Vec<(f64, f64, f64)> {
+fn buckets(points: &[Point]) -> Vec<(f64, f64, f64)> {
     points
         .chunks(BUCKET)
         .map(|c| {
@@ -45,7 +55,8 @@ pub fn render(dir: &Path, rows: &[MixedRow]) -> Result<Option<PathBuf>> {
         let Some(name) = &r.timeline else { continue };
         let pts = read_timeline(&dir.join(name))?;
         if !pts.is_empty() {
-            panels.push((format!("{} {} {} (budget {:.0} us one-way)", r.configuration, r.datapath, r.arm, r.control.budget_us), r.control.budget_us, pts));
+            let label = format!("{} {} {} (budget {:.0} us one-way)", r.configuration, r.datapath, r.arm, r.control.budget_us);
+            panels.push(Panel { label, budget_us: r.control.budget_us, points: pts });
         }
     }
     if panels.is_empty() {
@@ -56,8 +67,8 @@ pub fn render(dir: &Path, rows: &[MixedRow]) -> Result<Option<PathBuf>> {
     Ok(Some(png))
 }
 
-/// Draws the panels (label, budget µs, points) into `png`.
-fn draw(png: &Path, panels: &[(String, f64, Vec<(f64, f64, bool)>)]) -> Result<()> {
+/// Draws the panels into `png`.
+fn draw(png: &Path, panels: &[Panel]) -> Result<()> {
     let rows_n = panels.len().div_ceil(2) as u32;
     let root = BitMapBackend::new(png, (1400, 280 * rows_n + 60)).into_drawing_area();
     let err = |e: &dyn std::fmt::Debug| anyhow!("drawing {}: {e:?}", png.display());
@@ -65,10 +76,10 @@ fn draw(png: &Path, panels: &[(String, f64, Vec<(f64, f64, bool)>)]) -> Result<(
     let root = root
         .titled("Control latency over time, RTT/2 (median per 20 ms as line, max as dots; bulk on shaded)", ("sans-serif", 22))
         .map_err(|e| err(&e))?;
-    let hi = panels.iter().flat_map(|p| p.2.iter().map(|x| x.1)).fold(10.0f64, f64::max) * 1.5;
-    let lo = panels.iter().flat_map(|p| p.2.iter().map(|x| x.1)).fold(f64::INFINITY, f64::min).clamp(0.5, 10.0) * 0.8;
+    let hi = panels.iter().flat_map(|p| p.points.iter().map(|x| x.1)).fold(10.0f64, f64::max) * 1.5;
+    let lo = panels.iter().flat_map(|p| p.points.iter().map(|x| x.1)).fold(f64::INFINITY, f64::min).clamp(0.5, 10.0) * 0.8;
     let areas = root.split_evenly((rows_n as usize, if panels.len() > 1 { 2 } else { 1 }));
-    for ((label, budget, pts), area) in panels.iter().zip(areas.iter()) {
+    for (Panel { label, budget_us: budget, points: pts }, area) in panels.iter().zip(areas.iter()) {
         let tmax = pts.last().map_or(1.0, |p| p.0).max(0.001);
         let mut chart = ChartBuilder::on(area)
             .caption(label, ("sans-serif", 16))
@@ -98,7 +109,7 @@ mod tests {
 
     #[test]
     fn buckets_hold_median_and_max() {
-        let pts: Vec<(f64, f64, bool)> = (0..40).map(|i| (i as f64 / 1000.0, (i % 20) as f64, i >= 20)).collect();
+        let pts: Vec<Point> = (0..40).map(|i| (i as f64 / 1000.0, (i % 20) as f64, i >= 20)).collect();
         let b = buckets(&pts);
         assert_eq!(b.len(), 2);
         assert_eq!((b[0].0, b[0].1, b[0].2), (0.0, 10.0, 19.0));
