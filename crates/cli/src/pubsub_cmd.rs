@@ -239,11 +239,24 @@ fn options(a: &NodeArgs, role: Role) -> anyhow::Result<NodeOptions> {
     Ok(o)
 }
 
-/// The node's readers as `/metrics` shows them.
+/// The node's readers and writers as `/metrics` shows them.
 fn metrics_source(board: LiveBoard) -> detpath_metrics::pubsub::Source {
     std::sync::Arc::new(move || {
         let live = board.lock().map(|b| b.clone()).unwrap_or_default();
-        live.readers
+        let writers = live
+            .writers
+            .iter()
+            .map(|w| detpath_metrics::pubsub::WriterFigures {
+                topic: w.topic.clone(),
+                priority: w.priority,
+                dscp: w.dscp,
+                class: w.class,
+                matched: w.matched as u64,
+                written: w.written,
+                unacknowledged: w.unacknowledged,
+            })
+            .collect();
+        let readers = live.readers
             .iter()
             .map(|r| {
                 let b = &r.budget;
@@ -268,7 +281,8 @@ fn metrics_source(board: LiveBoard) -> detpath_metrics::pubsub::Source {
                     count: h.count,
                 }
             })
-            .collect()
+            .collect();
+        detpath_metrics::pubsub::NodeFigures { readers, writers }
     })
 }
 

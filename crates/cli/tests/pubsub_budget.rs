@@ -171,7 +171,13 @@ fn metrics_show_the_readers_budget_while_it_runs() {
     }
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tb = Testbed::up(TestbedConfig::unique("psmet")).expect("testbed up");
-    let _pub = publisher(&tb, "5ms", 30);
+    // The publisher serves its writer's figures: priority 20 is AF31 (26) by the default map.
+    let pub_args: Vec<String> = ["pubsub", "pub", "--endpoint", &tb.a().uri("udp", PORT), "--netns", &tb.a().netns, "--peer", &tb.b().addr.to_string()]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(["--rate", "1000", "--duration", "30s", "--blocking", "--latency-budget", "5ms", "--transport-priority", "20", "--metrics", "127.0.0.1:0"].map(String::from))
+        .collect();
+    let (_pub, pub_addr) = start_with_metrics(&pub_args);
     let mut args = sub_args(&tb, "5ms");
     args.extend(["--duration", "25s", "--metrics", "127.0.0.1:0"].map(String::from));
     let (_sub, addr) = start_with_metrics(&args);
@@ -212,4 +218,9 @@ fn metrics_show_the_readers_budget_while_it_runs() {
     }
     assert_eq!(value(&second, "detpath_pubsub_sample_latency_seconds_bucket", &[topic, "le=\"+Inf\""]), Some(count), "{second}");
     assert_eq!(value(&second, "detpath_pubsub_latency_budget_seconds", &[topic]), Some(0.005), "{second}");
+
+    let w = detpath_metrics::http::get(pub_addr, "/metrics", None).expect("scrape the publisher").body;
+    let written = value(&w, "detpath_pubsub_writer_samples_total", &[topic, "priority=\"20\"", "dscp=\"26\""]).unwrap_or_else(|| panic!("the writer's series:\n{w}"));
+    assert!(written > 0.0, "{w}");
+    assert_eq!(value(&w, "detpath_pubsub_writer_matched_readers", &[topic, "dscp=\"26\""]), Some(1.0), "{w}");
 }

@@ -58,14 +58,17 @@ pub fn register_conn_counts(reg: &mut Registry, prefix: &str, c: &ConnCounts) {
 /// The text of one scrape over every watched endpoint, with the listener's
 /// connection counts.
 pub fn render(readings: &[(&Watch, Reading)], conns: &ConnCounts) -> String {
-    render_with(readings, conns, &[])
+    render_with(readings, conns, &crate::pubsub::NodeFigures::default())
 }
 
-/// [`render`] with a pub-sub node's readers ([`crate::pubsub`]).
-pub fn render_with(readings: &[(&Watch, Reading)], conns: &ConnCounts, readers: &[crate::pubsub::ReaderFigures]) -> String {
+/// [`render`] with a pub-sub node's readers and writers ([`crate::pubsub`]).
+pub fn render_with(readings: &[(&Watch, Reading)], conns: &ConnCounts, node: &crate::pubsub::NodeFigures) -> String {
     let mut reg = Registry::default();
-    if !readers.is_empty() {
-        crate::pubsub::register(&mut reg, readers);
+    if !node.readers.is_empty() {
+        crate::pubsub::register(&mut reg, &node.readers);
+    }
+    if !node.writers.is_empty() {
+        crate::pubsub::register_writers(&mut reg, &node.writers);
     }
     register_conn_counts(&mut reg, "detpath_metrics", conns);
     // An info metric as a gauge family at 1 (one series per endpoint; an

@@ -84,15 +84,21 @@ impl Metrics {
             let list: Vec<Arc<Watch>> = w.lock().map(|l| l.clone()).unwrap_or_default();
             let readings: Vec<_> = list.iter().map(|w| (w.as_ref(), w.read(SCRAPE_WAIT))).collect();
             let sources: Vec<pubsub::Source> = s.lock().map(|l| l.clone()).unwrap_or_default();
-            let readers: Vec<pubsub::ReaderFigures> = sources.iter().flat_map(|f| f()).collect();
-            encode::render_with(&readings, conns, &readers)
+            let mut node = pubsub::NodeFigures::default();
+            for f in &sources {
+                let n = f();
+                node.readers.extend(n.readers);
+                node.writers.extend(n.writers);
+            }
+            encode::render_with(&readings, conns, &node)
         })?;
         eprintln!("metrics on http://{}/metrics", listener.addr());
         Ok(Metrics { watches, sources, listener: Some(listener) })
     }
 
-    /// Adds a pub-sub node's readers to what a scrape shows
-    /// ([`pubsub::register`]); a no-op when metrics are not served.
+    /// Adds a pub-sub node's readers and writers to what a scrape shows
+    /// ([`pubsub::register`], [`pubsub::register_writers`]); a no-op when
+    /// metrics are not served.
     pub fn add_pubsub_source(&self, source: pubsub::Source) {
         if self.listener.is_some() {
             if let Ok(mut l) = self.sources.lock() {

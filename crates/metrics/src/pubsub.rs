@@ -60,9 +60,37 @@ pub struct ReaderFigures {
     pub count: u64,
 }
 
-/// Where a scrape gets readers' figures from (called on the listener's
+/// One writer's figures at a scrape.
+#[derive(Clone, Debug, Default)]
+pub struct WriterFigures {
+    /// The writer's topic.
+    pub topic: String,
+    /// Its TRANSPORT_PRIORITY.
+    pub priority: i32,
+    /// The DSCP its datagrams carry.
+    pub dscp: u8,
+    /// The slot scheduler's class number (`None`: the endpoint's default).
+    pub class: Option<u16>,
+    /// Readers matched now.
+    pub matched: u64,
+    /// Samples written.
+    pub written: u64,
+    /// Samples not yet acknowledged by every reliable reader.
+    pub unacknowledged: i64,
+}
+
+/// What a pub-sub node shows at a scrape.
+#[derive(Clone, Debug, Default)]
+pub struct NodeFigures {
+    /// Its readers.
+    pub readers: Vec<ReaderFigures>,
+    /// Its writers.
+    pub writers: Vec<WriterFigures>,
+}
+
+/// Where a scrape gets a node's figures from (called on the listener's
 /// thread: it must only read what the node published).
-pub type Source = Arc<dyn Fn() -> Vec<ReaderFigures> + Send + Sync>;
+pub type Source = Arc<dyn Fn() -> NodeFigures + Send + Sync>;
 
 /// A histogram whose buckets are given, not observed (the node keeps the
 /// counts; a scrape copies them).
@@ -106,6 +134,31 @@ fn counter_family(reg: &mut Registry, name: &str, help: &str, readers: &[ReaderF
         fam.get_or_create(&labels(r)).inc_by(value(r));
     }
     reg.register(name, help, fam);
+}
+
+fn writer_labels(w: &WriterFigures) -> Labels {
+    vec![
+        ("topic".into(), w.topic.clone()),
+        ("priority".into(), w.priority.to_string()),
+        ("dscp".into(), w.dscp.to_string()),
+        ("class".into(), w.class.map(|c| c.to_string()).unwrap_or_default()),
+    ]
+}
+
+/// Registers every writer's metrics (`detpath_pubsub_writer_*`, labelled
+/// with the priority and the DSCP and class it maps to).
+pub fn register_writers(reg: &mut Registry, writers: &[WriterFigures]) {
+    let written = Family::<Labels, Counter>::default();
+    let matched = Family::<Labels, Gauge>::default();
+    let unacked = Family::<Labels, Gauge>::default();
+    for w in writers {
+        written.get_or_create(&writer_labels(w)).inc_by(w.written);
+        matched.get_or_create(&writer_labels(w)).set(w.matched as i64);
+        unacked.get_or_create(&writer_labels(w)).set(w.unacknowledged);
+    }
+    reg.register("detpath_pubsub_writer_samples", "Samples the writer wrote", written);
+    reg.register("detpath_pubsub_writer_matched_readers", "Readers the writer matched now", matched);
+    reg.register("detpath_pubsub_writer_unacknowledged", "Samples not yet acknowledged by every reliable reader", unacked);
 }
 
 /// Registers every reader's metrics (`detpath_pubsub_*`).
@@ -168,5 +221,16 @@ mod tests {
         // Buckets are cumulative on the wire.
         assert!(out.contains("detpath_pubsub_sample_latency_seconds_bucket{le=\"0.001\",topic=\"T\",clock=\"same-host\"} 4") || out.contains("detpath_pubsub_sample_latency_seconds_bucket{topic=\"T\",clock=\"same-host\",le=\"0.001\"} 4"), "{out}");
         assert!(out.contains("detpath_pubsub_sample_latency_seconds_count{topic=\"T\",clock=\"same-host\"} 4"), "{out}");
+    }
+
+    #[test]
+    fn a_writer_is_labelled_with_its_priority_dscp_and_class() {
+        let w = WriterFigures { topic: "C".into(), priority: 40, dscp: 46, class: Some(1), matched: 2, written: 7, unacknowledged: 3 };
+        let mut reg = Registry::default();
+        register_writers(&mut reg, &[w]);
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &reg).unwrap();
+        assert!(out.contains("detpath_pubsub_writer_samples_total{topic=\"C\",priority=\"40\",dscp=\"46\",class=\"1\"} 7"), "{out}");
+        assert!(out.contains("detpath_pubsub_writer_unacknowledged{topic=\"C\",priority=\"40\",dscp=\"46\",class=\"1\"} 3"), "{out}");
     }
 }

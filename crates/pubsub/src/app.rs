@@ -119,6 +119,27 @@ impl ClockMode {
 pub struct LiveFigures {
     /// One entry per data reader (today: `sub`'s).
     pub readers: Vec<LiveReader>,
+    /// The data writer (`pub`'s writes; every node has one).
+    pub writers: Vec<LiveWriter>,
+}
+
+/// One writer's figures while the node runs.
+#[derive(Clone, Debug, Default)]
+pub struct LiveWriter {
+    /// The writer's topic.
+    pub topic: String,
+    /// Its TRANSPORT_PRIORITY.
+    pub priority: i32,
+    /// The DSCP its datagrams carry.
+    pub dscp: u8,
+    /// The slot scheduler's class number its datagrams leave in (`None`: the default).
+    pub class: Option<u16>,
+    /// Readers matched now.
+    pub matched: usize,
+    /// Samples written.
+    pub written: u64,
+    /// Samples not yet acknowledged by every reliable reader.
+    pub unacknowledged: i64,
 }
 
 /// One reader's figures while the node runs.
@@ -827,7 +848,19 @@ fn publish_live(board: &LiveBoard, perf: &PerfNode, p: &Participant) {
         })
         .into_iter()
         .collect();
+    let w = perf.data_writer();
+    let (ws, mark) = (p.writer_status(w), p.writer_mark(w));
+    let writers = vec![LiveWriter {
+        topic: perf.cfg.topic_names().0,
+        priority: perf.cfg.transport_priority,
+        dscp: mark.dscp,
+        class: mark.class,
+        matched: ws.matched,
+        written: ws.written,
+        unacknowledged: ws.unacknowledged,
+    }];
     if let Ok(mut b) = board.lock() {
         b.readers = readers;
+        b.writers = writers;
     }
 }
