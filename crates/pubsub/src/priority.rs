@@ -7,7 +7,8 @@
 //! with every datagram of that writer: DATA, DATA_FRAG, HEARTBEAT, GAP and
 //! retransmissions; a reader's ACKNACK and NACK_FRAG to a writer travel in
 //! that writer's announced priority (its SEDP PID_TRANSPORT_PRIORITY).
-//! Discovery (SPDP, SEDP) is unmarked.
+//! Discovery (SPDP, SEDP) has DSCP 0 and, under a scheduler, the class
+//! of the highest priority ([`MarkTable::discovery`]).
 //!
 //! The mapping ([`PriorityPolicy`]) is configurable:
 //! - DSCP: [`detpath_wire::dscp::PriorityMap`] (default: 0 → CS0,
@@ -227,6 +228,16 @@ impl MarkTable {
         self.mark(priority).unwrap_or(TxMark { dscp: self.dscp.dscp(priority), class: None })
     }
 
+    /// The mark of discovery (SPDP, SEDP): DSCP 0 and, with a scheduler,
+    /// the class of the highest priority any class covers (the default
+    /// rule: the first real-time class), so that a flooding best-effort
+    /// writer cannot starve discovery (a refused SPDP announcement for a
+    /// lease's length would lose the peer); without one, unmarked.
+    pub fn discovery(&self) -> TxMark {
+        let class = self.sched.as_ref().and_then(|s| s.steps.iter().rev().find_map(|&(_, c)| c));
+        TxMark { dscp: 0, class }
+    }
+
     /// Whether the endpoint has a slot scheduler.
     pub fn has_scheduler(&self) -> bool {
         self.sched.is_some()
@@ -258,6 +269,8 @@ mod tests {
         assert_eq!(t.mark(-4).unwrap(), TxMark { dscp: 0, class: Some(1) });
         assert_eq!(t.mark(40).unwrap(), TxMark { dscp: 46, class: Some(0) });
         assert_eq!(t.mark(1).unwrap(), TxMark { dscp: 10, class: Some(0) });
+        assert_eq!(t.discovery(), TxMark { dscp: 0, class: Some(0) });
+        assert_eq!(MarkTable::default().discovery(), TxMark::NONE);
         // Only real-time classes: priority 0 is uncovered, named with the classes.
         let rt_only = vec![("ctl".to_string(), ClassKind::RealTime)];
         let t = MarkTable::resolve(&PriorityPolicy::default(), Some(&rt_only)).unwrap();

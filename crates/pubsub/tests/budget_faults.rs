@@ -119,6 +119,16 @@ fn samples_the_fault_layer_holds_past_the_budget_are_exactly_the_ones_counted_ov
     let qos = Qos { latency_budget_ns: BUDGET_NS, ..Qos::best_effort(1) };
     let wr = w.participant.create_writer_for("Budget", qos, &KeyedSeq::with_size(32)).unwrap();
     w.transport.writer = w.participant.writer_guid(wr).entity.0;
+    // Matched here once the reader's announcement came; the reader matches
+    // once ours reaches it: a best-effort sample before that is not for it.
+    let start = Instant::now();
+    while w.participant.writer_status(wr).matched == 0 && start.elapsed() < Duration::from_secs(10) {
+        w.turn(200_000, |_, _, _| {});
+    }
+    let settle = Instant::now() + Duration::from_millis(300);
+    while Instant::now() < settle {
+        w.turn(200_000, |_, _, _| {});
+    }
     let start = Instant::now();
     let (mut next, mut seq) = (Instant::now(), 0u32);
     let last = *HELD.last().unwrap();

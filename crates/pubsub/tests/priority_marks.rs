@@ -159,3 +159,27 @@ fn with_scheduler_classes_a_writers_priority_picks_its_class_or_is_refused_namin
     let y = net.nodes[0].create_writer_for("Y", Qos { transport_priority: 60, ..Qos::default() }, &proto).unwrap();
     assert_eq!(net.nodes[0].writer_mark(y), TxMark { dscp: 46, class: Some(1) });
 }
+
+#[test]
+fn under_a_scheduler_discovery_leaves_in_the_highest_class_so_a_bulk_flood_cannot_starve_it() {
+    let classes = vec![("ctl".to_string(), ClassKind::RealTime), ("bulk".to_string(), ClassKind::BestEffort)];
+    let table = MarkTable::resolve(&PriorityPolicy::default(), Some(&classes)).unwrap();
+    let mut net = Net::with_config(2, |_, cfg| cfg.priority = table.clone());
+    let proto = KeyedSeq::with_size(32);
+    let w = net.nodes[0].create_writer_for("Bulk", Qos::default(), &proto).unwrap();
+    let r = net.nodes[1].create_reader_for(0, "Bulk", Qos::default(), &proto).unwrap();
+    let mut log = Vec::new();
+    for _ in 0..200 {
+        step_logged(&mut net, 1_000_000, &mut log, |_, _| false);
+        if matched(&net, &[w], &[r]) {
+            break;
+        }
+    }
+    assert!(matched(&net, &[w], &[r]));
+    let user = net.nodes[0].writer_guid(w).entity;
+    let sedp: Vec<_> = log.iter().filter(|(_, wid, _, _)| *wid != user).collect();
+    assert!(sedp.iter().any(|(_, w, _, _)| *w == EntityId::SPDP_WRITER) && sedp.iter().any(|(_, w, _, _)| *w == EntityId::SEDP_PUBLICATIONS_WRITER), "{sedp:?}");
+    for (from, _, kinds, mark) in sedp {
+        assert_eq!(*mark, TxMark { dscp: 0, class: Some(0) }, "node {from}'s discovery {kinds:?}");
+    }
+}

@@ -110,6 +110,7 @@ impl Participant {
         })();
         if let Ok(len) = built {
             let mut ctx = Ctx::new(self.cfg.guid_prefix, &mut self.tx, out, &mut self.counters);
+            ctx.mark = self.cfg.priority.discovery();
             ctx.send(dst, len);
         }
     }
@@ -244,6 +245,7 @@ impl Participant {
     /// Matches our SEDP built-in endpoints with a new participant's.
     pub(super) fn match_builtin(&mut self, now: u64, out: &mut dyn Outbox, prefix: GuidPrefix, bes: u32, addr: Addr) {
         let mut ctx = Ctx::new(self.cfg.guid_prefix, &mut self.tx, out, &mut self.counters);
+        let mark = self.cfg.priority.discovery();
         if bes & builtin::PUBLICATIONS_DETECTOR != 0 {
             self.writers[SEDP_PUB].add_proxy(&mut ctx, Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_READER), addr, true);
         }
@@ -251,10 +253,10 @@ impl Participant {
             self.writers[SEDP_SUB].add_proxy(&mut ctx, Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_READER), addr, true);
         }
         if bes & builtin::PUBLICATIONS_ANNOUNCER != 0 {
-            self.readers[SEDP_PUB].add_proxy(&mut ctx, now, Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_WRITER), addr, true, TxMark::NONE);
+            self.readers[SEDP_PUB].add_proxy(&mut ctx, now, Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_WRITER), addr, true, mark);
         }
         if bes & builtin::SUBSCRIPTIONS_ANNOUNCER != 0 {
-            self.readers[SEDP_SUB].add_proxy(&mut ctx, now, Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_WRITER), addr, true, TxMark::NONE);
+            self.readers[SEDP_SUB].add_proxy(&mut ctx, now, Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_WRITER), addr, true, mark);
         }
     }
 

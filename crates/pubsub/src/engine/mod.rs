@@ -614,6 +614,10 @@ impl Participant {
                 hb,
             ),
         ];
+        let mut writers = writers;
+        for w in &mut writers {
+            w.mark = cfg.priority.discovery();
+        }
         let (w, m) = (cfg.reorder_window, cfg.max_sample_size);
         let readers = vec![
             ReaderCore::new(
