@@ -14,6 +14,24 @@
 //! w.write(&OneULong { seq: 1 })?;
 //! # Ok::<(), detpath_dds::Error>(())
 //! ```
+//!
+//! A control topic with a priority (its datagrams' DSCP, and with a slot
+//! scheduler on the endpoint its traffic class) and a latency budget every
+//! sample is held to; the application sleeps until one arrives late:
+//!
+//! ```no_run
+//! use detpath_dds::{DataReader, DomainParticipant, Qos, Topic};
+//! use detpath_pubsub::types::OneULong;
+//! use std::time::Duration;
+//! let dp = DomainParticipant::new(0, "udp://10.0.0.2:7410", &["10.0.0.1"])?;
+//! let qos = Qos::new().reliable().transport_priority(40).latency_budget(Duration::from_micros(100));
+//! let r = DataReader::new(&dp, &Topic::<OneULong>::new(&dp, "Control"), &qos)?;
+//! while r.wait_for_over_budget(Duration::from_secs(1))? {
+//!     let s = r.latency_budget_status()?; // resets over_change
+//!     eprintln!("{} late ({:?}), {} within, clock {}", s.over_change, s.causes, s.within, s.clock.name());
+//! }
+//! # Ok::<(), detpath_dds::Error>(())
+//! ```
 
 #![warn(missing_docs)]
 
