@@ -355,7 +355,13 @@ fn print_outcome(o: &Outcome, json: bool) {
             println!("latency_us (RTT/2) {}", latency_line(&o.latency_us));
         }
         "pong" => println!("answered {} pings from {} peer(s)", o.pings_answered, o.peers),
-        "pub" => println!("published {} samples", o.data_sent),
+        "pub" => println!(
+            "published {} samples (transport priority {}: DSCP {}{})",
+            o.data_sent,
+            o.transport_priority,
+            detpath_wire::dscp::name(o.dscp).map_or_else(|| o.dscp.to_string(), |n| format!("{n} ({})", o.dscp)),
+            o.traffic_class.map_or_else(String::new, |c| format!(", scheduler class {c}"))
+        ),
         _ => println!("received {} samples, lost {}, {:.0} samples/s, {:.2} Mb/s", o.received, o.lost, o.samples_per_s, o.mbit_per_s),
     }
     if let Some(b) = &o.latency_budget {
