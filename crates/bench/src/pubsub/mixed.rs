@@ -834,13 +834,20 @@ pub fn bench(o: &BenchOptions, mut dir: Option<&mut ResultDir>, mut progress: im
                 if cleanup::interrupted() {
                     return Ok(rows);
                 }
-                let r = detpath_arm(dp, arm, o, dir.as_deref_mut(), repeat)?;
+                let r = match detpath_arm(dp, arm, o, dir.as_deref_mut(), repeat) {
+                    // Ctrl-C cut the arm short (in discovery, say): the rows so far.
+                    Err(_) if cleanup::interrupted() => return Ok(rows),
+                    r => r?,
+                };
                 progress(&r);
                 rows.push(r);
             }
         }
         if o.with_ddsperf && !cleanup::interrupted() {
-            let r = ddsperf_arm(o, dir.as_deref_mut(), repeat)?;
+            let r = match ddsperf_arm(o, dir.as_deref_mut(), repeat) {
+                Err(_) if cleanup::interrupted() => return Ok(rows),
+                r => r?,
+            };
             progress(&r);
             rows.push(r);
         }
