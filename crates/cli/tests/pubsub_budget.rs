@@ -71,6 +71,30 @@ fn bad_budgets_and_maps_exit_2_saying_why() {
     assert!(!stderr.contains("latency budget"), "a budget of an hour is taken: {stderr}");
 }
 
+/// A priority no class of the endpoint's slot scheduler covers, or a class
+/// map naming a class it does not have: exit 2 naming its classes (once).
+#[test]
+fn a_priority_without_a_scheduler_class_is_refused_naming_the_classes() {
+    let sched = "udp://127.0.0.1:7410?sched=slots&slot_ns=10000&ring_slots=100&classes=bulk:be:0-1";
+    let run = |extra: &[&str]| {
+        let out = Command::new(BIN).args(["pubsub", "pub", "--endpoint", sched, "--peer", "127.0.0.1", "--count", "1", "--discovery-timeout", "1s"]).args(extra).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let e = run(&["--transport-priority", "5"]);
+    assert!(e.contains("no traffic class covers transport priority 5") && e.contains("classes: bulk (be)"), "{e}");
+    assert_eq!(e.matches("no traffic class covers").count(), 1, "said once: {e}");
+    let e = run(&["--priority-classes", "0=bulk,1=ctl"]);
+    assert!(e.contains("traffic class `ctl`, which the slot scheduler does not have; its classes: bulk (be)"), "{e}");
+    let out = Command::new(BIN)
+        .args(["pubsub", "pub", "--endpoint", "udp://127.0.0.1:7410", "--peer", "127.0.0.1", "--count", "1", "--priority-classes", "0=bulk"])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("needs a slot scheduler on the endpoint"), "{e}");
+}
+
 fn json_lines(out: &Output) -> Vec<serde_json::Value> {
     String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
 }

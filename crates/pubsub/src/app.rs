@@ -523,11 +523,11 @@ pub enum AppError {
     /// scheduler does not have, or a class map without a scheduler (the
     /// message names the scheduler's classes).
     #[error("{0}")]
-    Priority(#[from] crate::priority::PriorityError),
+    Priority(crate::priority::PriorityError),
     /// The engine refused the ddsperf endpoints (see the
     /// [`EngineError`](crate::engine::EngineError)).
     #[error("creating the DDS endpoints: {0}")]
-    Engine(#[from] crate::engine::EngineError),
+    Engine(crate::engine::EngineError),
     /// Nothing matched within [`NodeOptions::discovery_timeout`] (carried):
     /// no peer runs, it is in another domain, or discovery traffic does not
     /// reach it (peers, multicast, firewall).
@@ -546,6 +546,20 @@ pub enum AppError {
         /// What is missing (e.g. an interface to join the group on).
         why: String,
     },
+}
+
+// Not `#[from]`: the message already says the inner error, and a source
+// would make a printed chain (`{:#}`) say it twice.
+impl From<crate::engine::EngineError> for AppError {
+    fn from(e: crate::engine::EngineError) -> AppError {
+        AppError::Engine(e)
+    }
+}
+
+impl From<crate::priority::PriorityError> for AppError {
+    fn from(e: crate::priority::PriorityError) -> AppError {
+        AppError::Priority(e)
+    }
 }
 
 fn role_name(r: Role) -> &'static str {
