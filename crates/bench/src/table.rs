@@ -76,15 +76,14 @@ pub fn cell(s: &Summary, q: Quantile) -> String {
     }
 }
 
-/// The name paper 000 uses for a datapath (`afxdp` -> `AF_XDP`).
+/// The name paper 000 uses for a datapath (`afxdp` -> `AF_XDP`): its
+/// registry entry's display name; the sockperf reference row's own; any
+/// other name as it is.
 pub fn display_name(datapath: &str) -> String {
-    match datapath {
-        "udp" => "UDP socket".into(),
-        "afxdp" => "AF_XDP".into(),
-        "xdppoll" => "XDP poll".into(),
-        "dpdk" => "DPDK".into(),
-        "sockperf" => "sockperf (UDP)".into(),
-        other => other.into(),
+    match detpath::datapath::find(datapath) {
+        Some(d) => d.display.into(),
+        None if datapath == "sockperf" => "sockperf (UDP)".into(),
+        None => datapath.into(),
     }
 }
 

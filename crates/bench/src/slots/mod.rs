@@ -722,27 +722,29 @@ fn set_nice(nice: Option<i32>) {
     }
 }
 
-/// The spec key that time-stamps a datapath's frames on arrival (the XDP
-/// program, or the kernel for udp), or "" when it has none.
-pub(crate) fn arrival_stamp_key(datapath: &str) -> &'static str {
-    match datapath {
-        "afxdp" | "xdppoll" | "dpdk" => "&rx_stamp=xdp",
-        "udp" => "&rx_stamp=kernel",
-        _ => "",
-    }
+/// The spec key that time-stamps a datapath's datagrams on arrival (the
+/// XDP program, or the kernel for udp), as `&key=value` to append to a
+/// spec, or "" when its registry entry names none (or it is no datapath).
+pub(crate) fn arrival_stamp_key(datapath: &str) -> String {
+    detpath::datapath::find(datapath).and_then(|d| d.arrival_stamp).map(|kv| format!("&{kv}")).unwrap_or_default()
+}
+
+/// Whether the datapath's endpoints take a socket buffer size (`rcvbuf`).
+fn takes_rcvbuf(datapath: &str) -> bool {
+    detpath::datapath::find(datapath).is_some_and(|d| d.keys.contains(&"rcvbuf"))
 }
 
 fn endpoint_uri(base: &str, datapath: &str, core: u32, rt: Option<u8>, receiver: bool, arrival_stamps: bool) -> String {
     let mut uri = format!("{base}&rt_core={core}");
     if receiver && arrival_stamps {
-        uri += arrival_stamp_key(datapath);
+        uri += &arrival_stamp_key(datapath);
     }
     match rt {
         Some(p) => uri += &format!("&rt_priority={p}"),
         None => uri += "&rt_mlock=false",
     }
-    if receiver && datapath == "udp" {
-        // A stall of this VM must not overflow the socket buffer.
+    if receiver && takes_rcvbuf(datapath) {
+        // A stall of this VM must not overflow the socket buffer (udp's).
         uri += "&rcvbuf=8388608";
     }
     uri

@@ -66,7 +66,7 @@
 //! Built only with the `dpdk` cargo feature (default); without it, opening
 //! says the build lacks DPDK and how to rebuild.
 
-use crate::datapath::entry::{Datapath, FrameDatapath};
+use crate::datapath::entry::{Datapath, FrameDatapath, GroupReception};
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
 use crate::frame::FrameEndpoint;
@@ -93,7 +93,10 @@ pub(crate) fn route_library_logs(_file: &std::fs::File, _tee: bool) -> std::io::
 /// and its frame side ([`FRAME_DATAPATH`]).
 pub(crate) static DATAPATH: Datapath = Datapath {
     name: "dpdk",
+    display: "DPDK",
     summary: "DPDK poll-mode driver (real port by PCI address, or net_af_xdp over an interface)",
+    arrival_stamp: Some("rx_stamp=xdp"),
+    group_reception: GroupReception::Endpoint,
     keys: &["queue", "ring", "batch", "vdev", "neigh", "mbufs", "mem", "huge", "arp_timeout", "log", "rx_stamp", "group"],
     open: Some(open),
     frames: Some(&FRAME_DATAPATH),

@@ -9,7 +9,7 @@
 //! default (rmem_default, 208 KiB here) a reliable 1 KiB stream over veth
 //! overran it and ran at a fifth of the rate (retransmissions). Needs CAP_NET_RAW.
 
-use crate::datapath::entry::FrameDatapath;
+use crate::datapath::entry::{FrameDatapath, GroupReception};
 use crate::datapath::wait::{wait_readable, Step, Wait};
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, RecvMode};
 use crate::error::Result;
@@ -21,7 +21,10 @@ use detpath_sys::NetDev;
 /// Frames only: `packet` has no datagram opener.
 pub(crate) static DATAPATH: crate::datapath::entry::Datapath = crate::datapath::entry::Datapath {
     name: "packet",
+    display: "AF_PACKET",
     summary: "AF_PACKET socket bound to one EtherType (frames only)",
+    arrival_stamp: None,
+    group_reception: GroupReception::Unsupported,
     keys: &[],
     open: None,
     frames: Some(&FRAME_DATAPATH),

@@ -13,7 +13,7 @@
 //! [&rcvbuf=BYTES][&sndbuf=BYTES]` (socket buffer sizes; the kernel doubles
 //! them and caps them at net.core.rmem_max / wmem_max unless root).
 
-use crate::datapath::entry::Datapath;
+use crate::datapath::entry::{Datapath, GroupReception};
 use crate::datapath::wait::{wait_readable, Step, Wait};
 use crate::endpoint::{check_no_class, monotonic_ns, Capabilities, Counters, Endpoint, Mark, RecvMode, RxBatch, RxMeta, RxStamp, TxDatagram};
 use crate::error::{last_os_error, Error, Result};
@@ -25,7 +25,10 @@ use std::os::fd::AsRawFd;
 /// The `udp` datapath's registry entry: its keys and opener (no frame side).
 pub(crate) static DATAPATH: Datapath = Datapath {
     name: "udp",
+    display: "UDP socket",
     summary: "kernel UDP socket (baseline)",
+    arrival_stamp: Some("rx_stamp=kernel"),
+    group_reception: GroupReception::KernelSocket,
     keys: &["busy_poll", "batch", "rcvbuf", "sndbuf", "rx_stamp"],
     open: Some(open),
     frames: None,

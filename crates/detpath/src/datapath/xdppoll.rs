@@ -6,7 +6,7 @@
 //! Spec: `xdppoll://<iface>?port=N[&addr=A][&mode=auto|native|skb][&rx_stamp=user|xdp]`.
 
 use crate::datapath::defrag::Defrag;
-use crate::datapath::entry::{Datapath, FrameDatapath};
+use crate::datapath::entry::{Datapath, FrameDatapath, GroupReception};
 use crate::datapath::filter::{FilterConfig, FilterProgram};
 use crate::datapath::rx_rule::{self, UdpRule, Verdict};
 use crate::datapath::wait::{wait_readable, Step, Wait};
@@ -23,7 +23,10 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 /// and its frame side ([`FRAME_DATAPATH`]).
 pub(crate) static DATAPATH: Datapath = Datapath {
     name: "xdppoll",
+    display: "XDP poll",
     summary: "XDP program → BPF ring buffer, busy-polled; TX via UDP socket",
+    arrival_stamp: Some("rx_stamp=xdp"),
+    group_reception: GroupReception::KernelSocket,
     keys: &["mode", "checksum", "rx_stamp"],
     open: Some(open),
     frames: Some(&FRAME_DATAPATH),

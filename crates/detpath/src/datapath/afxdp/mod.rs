@@ -62,7 +62,7 @@ mod umem;
 pub use setup::open_afxdp;
 
 use crate::datapath::defrag::Defrag;
-use crate::datapath::entry::{Datapath, FrameDatapath};
+use crate::datapath::entry::{Datapath, FrameDatapath, GroupReception};
 use crate::datapath::filter::{self, FilterStats};
 use crate::datapath::rx_rule::{self, UdpRule, Verdict};
 use crate::datapath::wait::{wait_readable, Step, Wait};
@@ -94,7 +94,10 @@ pub static FRAME_DATAPATH: FrameDatapath = FrameDatapath {
 /// and its frame side ([`FRAME_DATAPATH`]).
 pub(crate) static DATAPATH: Datapath = Datapath {
     name: "afxdp",
+    display: "AF_XDP",
     summary: "AF_XDP socket (UMEM + 4 rings) behind an XDP redirect of this address:port; native/skb, copy/zero-copy",
+    arrival_stamp: Some("rx_stamp=xdp"),
+    group_reception: GroupReception::KernelSocket,
     keys: &["queue", "mode", "zerocopy", "busy_poll", "ring", "frame", "batch", "checksum", "xdp", "rx_stamp"],
     open: Some(open),
     frames: Some(&FRAME_DATAPATH),
