@@ -78,3 +78,29 @@ pub fn transports() -> impl Iterator<Item = &'static Datapath> {
 pub fn names() -> Vec<&'static str> {
     all().into_iter().map(|d| d.name).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::EndpointSpec;
+
+    /// An entry's facts agree with its keys: the arrival-stamp `key=value`
+    /// names a key the datapath takes, and a datapath that hears a group by
+    /// itself takes the `group` key the caller opens it with.
+    #[test]
+    fn every_entrys_facts_are_keys_it_takes() {
+        for d in DATAPATHS {
+            assert!(!d.display.is_empty(), "{}", d.name);
+            if let Some(kv) = d.arrival_stamp {
+                let spec: EndpointSpec = format!("{}://lo?port=9&{kv}", d.name).parse().unwrap_or_else(|e| panic!("{}: {e}", d.name));
+                d.check_keys(&spec).unwrap_or_else(|e| panic!("{}: {kv}: {e}", d.name));
+            }
+            let wants_group_key = d.group_reception == GroupReception::Endpoint;
+            assert_eq!(d.keys.contains(&"group"), wants_group_key, "{}", d.name);
+            if d.open.is_none() {
+                assert_eq!(d.group_reception, GroupReception::Unsupported, "{}: no datagrams, no group", d.name);
+                assert_eq!(d.arrival_stamp, None, "{}", d.name);
+            }
+        }
+    }
+}
