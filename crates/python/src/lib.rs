@@ -1,5 +1,5 @@
 //! The native part of the `detpath` Python package (`detpath._detpath`):
-//! [`open`], [`endpoint::Endpoint`], [`testbed::Testbed`] and the exceptions.
+//! `open`, `Endpoint`, `Testbed` and the exceptions, as Python sees them.
 //! The pure-Python parts (`detpath.results`) live in `python/detpath/`.
 
 #![warn(missing_docs)]

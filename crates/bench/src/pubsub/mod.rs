@@ -113,7 +113,7 @@ impl BenchOptions {
     }
 
     /// Whether any of paper 001's workloads is asked for (the mixed one
-    /// aside): without one, [`bench`] measures nothing, not even the ddsperf reference rows.
+    /// aside): without one, [`bench()`] measures nothing, not even the ddsperf reference rows.
     pub fn runs_paper_workloads(&self) -> bool {
         self.workloads.iter().any(|w| w != mixed::WORKLOAD)
     }

@@ -154,12 +154,12 @@ impl Group<'_> {
         self.rows.iter().map(|(_, r)| r.lost).sum()
     }
 
-    /// Samples per second (median [range]).
+    /// Samples per second (median, then \[min-max\]).
     pub fn samples_per_s(&self) -> String {
         spread(&self.rows.iter().filter_map(|(_, r)| r.samples_per_s).collect::<Vec<_>>())
     }
 
-    /// CPU, percent of one core (median [range]).
+    /// CPU, percent of one core (median, then \[min-max\]).
     pub fn cpu_percent(&self) -> String {
         spread(&self.rows.iter().filter_map(|(_, r)| r.cpu_percent).collect::<Vec<_>>())
     }
