@@ -20,6 +20,7 @@ mod sched_ptp_cmd;
 mod testbed_cmd;
 mod tune_cmd;
 mod vocab;
+mod wait_arg;
 #[cfg(test)]
 mod vocab_help_tests;
 

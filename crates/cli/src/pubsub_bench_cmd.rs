@@ -2,7 +2,7 @@
 //! experiment) per datapath in the testbed, with ddsperf as the reference
 //! row; stress and tuning set up around each configuration.
 
-use crate::vocab::WaitArg;
+use crate::wait_arg::WaitArg;
 use detpath::sys::cleanup::{self, OnSignal};
 use detpath_bench::pubsub::mixed::{self, MixedRow};
 use detpath_bench::pubsub::{bench, BenchOptions, BenchRow, Pinning};

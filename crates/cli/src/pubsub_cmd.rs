@@ -8,7 +8,7 @@ use detpath_pubsub::app::{run as run_node, BudgetJson, ClockMode, LatencySummary
 use detpath_pubsub::budget::BUCKET_BOUNDS_NS;
 use detpath_wire::dscp::PriorityMap;
 use detpath_pubsub::ddsperf::{Role, TopicKind};
-use crate::vocab::WaitArg;
+use crate::wait_arg::WaitArg;
 use detpath_pubsub::transport::Wait;
 use std::net::Ipv4Addr;
 use std::time::Duration;
@@ -87,7 +87,7 @@ struct NodeArgs {
     /// How the polling thread waits for datagrams: adaptive (busy-poll while
     /// it has its core to itself, sleep between datagrams while another task
     /// wants the core), busy, or block.
-    #[arg(long, value_enum, default_value_t = crate::vocab::WaitArg::Adaptive)]
+    #[arg(long, value_enum, default_value_t = crate::wait_arg::WaitArg::Adaptive)]
     wait: WaitArg,
     /// The same as --wait block.
     #[arg(long)]

@@ -186,29 +186,6 @@ pub fn rt_priority_or_off(s: &str) -> Result<u8, String> {
 /// Exit codes shared by most commands: a line for `after_help`.
 pub const EXIT_0_2: &str = "Exit codes: 0 done; 2 an error (bad arguments, permissions, a missing package); 101 a crash (what it changed is undone first).";
 
-/// `--wait`'s values (`detpath pubsub` nodes and bench).
-#[derive(Clone, Copy, clap::ValueEnum)]
-pub enum WaitArg {
-    /// Spin while the core is free, sleep between datagrams when it is shared.
-    Adaptive,
-    /// Spin on the ring or socket.
-    Busy,
-    /// Sleep in the kernel until something arrives.
-    Block,
-}
-
-impl WaitArg {
-    /// The wait, or blocking when `--blocking` says so.
-    pub fn or_block(self, blocking: bool) -> detpath_pubsub::transport::Wait {
-        match (blocking, self) {
-            (true, _) | (_, WaitArg::Block) => detpath_pubsub::transport::Wait::Block,
-            (_, WaitArg::Busy) => detpath_pubsub::transport::Wait::Busy,
-            (_, WaitArg::Adaptive) => detpath_pubsub::transport::Wait::ADAPTIVE,
-        }
-    }
-}
-
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -94,7 +94,7 @@ pub fn open_with<E: ?Sized>(
 ) -> Result<Box<E>> {
     let found = datapath::find(&spec.datapath).and_then(|d| side(d).map(|s| (d, s)));
     let Some((dp, (keys, opener))) = found else {
-        let names: Vec<_> = datapath::DATAPATHS.iter().filter(|d| side(d).is_some()).map(|d| d.name).collect();
+        let names: Vec<_> = datapath::names().into_iter().filter_map(datapath::find).filter(|d| side(d).is_some()).map(|d| d.name).collect();
         let name = match datapath::find(&spec.datapath) {
             Some(d) if d.open.is_none() => format!("{} (it carries Ethernet frames only: open it with open_frames)", spec.datapath),
             Some(_) => format!("{} (for Ethernet frames)", spec.datapath),

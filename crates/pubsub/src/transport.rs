@@ -161,13 +161,16 @@ pub enum GroupReception {
 }
 
 /// How a node on the datagram datapath `scheme` (the spec's `udp`, `afxdp`,
-/// ...) hears the SPDP multicast group; `Err` names why it cannot and the fix.
+/// ...) hears the SPDP multicast group, as its registry entry says
+/// ([`detpath::datapath::Datapath::group_reception`]); `Err` names why it
+/// cannot and the fix.
 pub fn spdp_group_reception(scheme: &str) -> Result<GroupReception, String> {
-    match scheme {
-        "udp" | "afxdp" | "xdppoll" => Ok(GroupReception::KernelSocket),
-        "dpdk" => Ok(GroupReception::Endpoint),
-        "fault" => Err("the fault datapath wraps another (inner=) and does not open the group beside it: give --peer".into()),
-        dp => Err(format!("the {dp} datapath cannot receive the SPDP multicast group: give --peer")),
+    use detpath::datapath::GroupReception as Registered;
+    match detpath::datapath::find(scheme).map(|d| d.group_reception) {
+        Some(Registered::KernelSocket) => Ok(GroupReception::KernelSocket),
+        Some(Registered::Endpoint) => Ok(GroupReception::Endpoint),
+        None if scheme == "fault" => Err("the fault datapath wraps another (inner=) and does not open the group beside it: give --peer".into()),
+        _ => Err(format!("the {scheme} datapath cannot receive the SPDP multicast group: give --peer")),
     }
 }
 
