@@ -168,6 +168,24 @@ def classify_cells(name, only=None):
     return ["cell", "no-op Mpps", "classifier Mpps", "ratio to the no-op"], rows
 
 
+def pubsub_mixed(name, only=None):
+    """`pubsub bench --workloads mixed` mixed.json: control RTT/2 while bulk ran, its one-way
+    budget violations, bulk throughput, per arm (ddsperf's p99 is its worst one-second p99)."""
+    doc = json.loads((RESULTS / name).read_text())
+    load = doc.get("environment", {}).get("load") or ["?"]
+    rows = []
+    for r in doc["rows"]:
+        c, b = r["control"], r["bulk"]
+        lat = c["latency_us"]
+        f = lambda v: "-" if v is None else f"{v:.1f}"
+        exact, worst = ("-", f(lat["p99"])) if r["arm"] == "ddsperf" else (f(lat["p99"]), "-")
+        over = "-" if c.get("budget_violations") is None else f"{c['budget_violations']} of {lat['count']}"
+        rows.append([f"{r['datapath']} {r['arm']}", r["configuration"], f(lat["p50"]), exact, worst, f(lat["max"]), over,
+                     f"{b['samples_per_s']:.0f}", f"{b['mbps']:.0f}", str(load[0])])
+    return ["datapath and arm", "config", "control p50 µs", "detpath p99 µs (exact)", "ddsperf worst 1 s p99 µs", "max µs", "over 100 µs budget",
+            "bulk samples/s", "bulk Mb/s", "load (1 min)"], rows
+
+
 TABLES = {
     "per-run": per_run,
     "per-run-short": per_run_short,
@@ -178,6 +196,7 @@ TABLES = {
     "wait-sweep": wait_sweep,
     "sched-iat": sched_iat,
     "classify-cells": classify_cells,
+    "pubsub-mixed": pubsub_mixed,
 }
 
 
