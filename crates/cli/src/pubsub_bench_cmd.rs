@@ -25,7 +25,9 @@ pub struct BenchArgs {
     /// Latency workload: stop when this many samples (answered pings) are in, e.g. 1000000
     /// (paper 001: a million per profile), instead of after --duration; capped at 1.5 times
     /// the time they take at 1 kHz plus 10 s. Each run's per-sample records go to the result
-    /// directory (`detpath report` draws them).
+    /// directory (`detpath report` draws them). Mixed workload: the bulk-on phase lasts until
+    /// this many control samples sent beside bulk are answered (the same cap; ddsperf pings
+    /// for N ms), so p99.99 exists from 10000.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     samples: Option<u64>,
     /// Run every workload N times; the table shows the median and [min-max] of the repeats.
@@ -35,8 +37,9 @@ pub struct BenchArgs {
     /// unlimited), bandwidth (1 KiB unlimited); table1: paper 001's Table I (32 B at 1 kHz
     /// ping/pong, unkeyed, partly random payload, reliable KEEP_ALL on both topics); mixed: the
     /// mixed-criticality experiment (a 64 B 1 kHz control ping/pong beside a 1 KiB bulk flood on
-    /// one endpoint, arms priority, fifo and ddsperf; its rows in mixed.json, one JSON line per
-    /// arm with --json).
+    /// one endpoint, arms priority, fifo and ddsperf, bulk alone after each detpath arm as its
+    /// baseline; its rows and issue 39's goals (met, not met, not measured) in mixed.json; with
+    /// --json one line per arm, then one line {"goals": [...]}).
     #[arg(long, default_value = "latency,rate,bandwidth", value_delimiter = ',', value_parser = ["latency", "rate", "bandwidth", "table1", "mixed"])]
     workloads: Vec<String>,
     /// Mixed workload: the control topic's latency budget (one-way), e.g. `100us` (a bare number is µs).
@@ -189,6 +192,10 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         }
     }
     detpath::sys::fsutil::write_atomic(&dir.path().join("table.txt"), table.as_bytes())?;
+    if json && !mixed_rows.is_empty() {
+        // After the arms' lines: the goals judged on them (scripts keyed on `arm` skip it).
+        println!("{}", serde_json::json!({ "goals": mixed::goals(&mixed_rows) }));
+    }
     if !json {
         print!("{table}");
     }
@@ -197,7 +204,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
 }
 
 
-/// mixed.json: the machine's environment record and the arms' rows.
+/// mixed.json: the machine's environment record, the arms' rows and issue 39's goals judged on them.
 fn mixed_json(rows: &[MixedRow]) -> serde_json::Value {
-    serde_json::json!({ "environment": detpath_bench::results::Environment::capture(), "rows": rows })
+    serde_json::json!({ "environment": detpath_bench::results::Environment::capture(), "rows": rows, "goals": mixed::goals(rows) })
 }

@@ -31,7 +31,27 @@
 //! figures are of the middle half; `control.latency_us_bulk_off` is of
 //! the two quarters without bulk. The per-sample records go to the result
 //! directory as a run (`detpath report` draws its timeline), with the
-//! phases in `mixed-<datapath>-<arm>-timeline.csv`. ddsperf's arm has its
+//! phases in `mixed-<datapath>-<arm>-timeline.csv`.
+//!
+//! With `--samples N` the bulk-on phase is not half the duration: it lasts
+//! until N pings sent in it are answered (capped, as the `latency`
+//! workload caps it, at 1.5 times their time at 1 kHz plus 10 s); the two
+//! control-only phases stay a quarter of `--duration` each.
+//!
+//! After the pinging, each detpath arm runs a fourth phase, bulk alone:
+//! the same writer on the same endpoint (scheduler and all) floods with no
+//! control traffic, as long as the bulk-on phase (at most 10 s). Its rate
+//! is `bulk.alone_samples_per_s`, and `bulk.kept_fraction` is
+//! `bulk.samples_per_s` (with control) over it. Both rates count the
+//! samples the reader received in their phase's window (1 ms buckets of
+//! the shared clock) over the window's length.
+//!
+//! [`goals`] judges issue 39's goals from the rows, per configuration,
+//! datapath and repeat ([`MixedGoals`]): zero budget violations in the
+//! priority arm, bulk kept >= 80 % there, the priority arm's control p99.99
+//! at most 0.1x the fifo arm's, ddsperf's figures beside. Each goal is
+//! `met`, `not_met` or `not_measured` with the figures that decided it;
+//! these are printed figures, never test assertions. ddsperf's arm has its
 //! bulk on for the whole ping run and prints per-second figures only: its
 //! p99 is the worst second's, it has no p99.99 and no per-sample budget
 //! count (`budget_violations` null).
@@ -96,6 +116,10 @@ const CONTROL_TOPIC_PING: &str = "DetpathMixedControlPing";
 const CONTROL_TOPIC_PONG: &str = "DetpathMixedControlPong";
 const BULK_TOPIC: &str = "DetpathMixedBulk";
 const TYPE_NAME: &str = "detpath::MixedSample";
+/// Longest bulk-alone phase, ns: its rate is a steady state, not a long run.
+const ALONE_MAX_NS: u64 = 10_000_000_000;
+/// How long the pinging waits for the last pongs after it stopped, ns.
+const DRAIN_NS: u64 = 500_000_000;
 /// Samples the bulk writer may have unacknowledged (and its reader hold).
 const BULK_DEPTH: u32 = 1000;
 /// Largest RTPS datagram either side sends: one Ethernet frame, which a
@@ -215,10 +239,19 @@ impl From<&BudgetStats> for EngineBudget {
 pub struct BulkFigures {
     /// Sample payload, bytes.
     pub size: usize,
-    /// Samples received per second while bulk ran.
+    /// Samples received per second while bulk ran beside control (ddsperf:
+    /// its subscriber's rate).
     pub samples_per_s: f64,
     /// Megabits of sample payload per second, the same seconds.
     pub mbps: f64,
+    /// Samples per second received in the bulk-alone phase (no control, the
+    /// same endpoint); null where not measured (ddsperf, a run cut short).
+    pub alone_samples_per_s: Option<f64>,
+    /// Megabits of sample payload per second in the bulk-alone phase.
+    pub alone_mbps: Option<f64>,
+    /// `samples_per_s` over `alone_samples_per_s`: the share of its
+    /// throughput bulk kept beside control; null without a baseline.
+    pub kept_fraction: Option<f64>,
     /// Samples received.
     pub samples: u64,
     /// Samples the subscriber counted lost.
@@ -374,23 +407,55 @@ fn until(node: &mut Node, timeout: Duration, what: &str, mut done: impl FnMut(&P
     Ok(())
 }
 
-/// The phases of a detpath arm, ns since the measured start: bulk runs in [on, off).
+/// The phases of a detpath arm, ns since the measured start: bulk runs in
+/// [on, off) beside control, and alone in [alone_on, alone_off) after the
+/// pinging.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Phases {
     /// When bulk starts.
     pub on_ns: u64,
-    /// When bulk stops.
+    /// When bulk stops (with `samples`: the cap, until [`Phases::cut`]).
     pub off_ns: u64,
     /// When the pinging stops.
     pub end_ns: u64,
+    /// `--samples`: the bulk-on phase ends once this many of its pings are answered.
+    pub samples: Option<u64>,
+    /// When the bulk-alone phase started (0 until [`Phases::start_alone`]).
+    pub alone_on_ns: u64,
+    /// When it ended (0 until it started).
+    pub alone_off_ns: u64,
 }
 
 impl Phases {
     /// Quarter without bulk, half with, quarter without, of `seconds`.
     pub fn of(seconds: u64) -> Phases {
         let end_ns = seconds.max(1) * 1_000_000_000;
-        Phases { on_ns: end_ns / 4, off_ns: end_ns / 4 * 3, end_ns }
+        Phases { on_ns: end_ns / 4, off_ns: end_ns / 4 * 3, end_ns, samples: None, alone_on_ns: 0, alone_off_ns: 0 }
     }
+
+    /// A quarter of `seconds` without bulk, then bulk until `samples` pings
+    /// sent beside it are answered (at most 1.5 times their time at 1 kHz
+    /// plus 10 s, as the latency workload's cap), then a quarter without.
+    pub fn for_samples(seconds: u64, samples: u64) -> Phases {
+        let q = Phases::of(seconds).on_ns;
+        let period = 1_000_000_000 / CONTROL_RATE_HZ;
+        let cap_ns = samples.saturating_mul(period).saturating_mul(3) / 2 + 10_000_000_000;
+        Phases { on_ns: q, off_ns: q + cap_ns, end_ns: q + cap_ns + q, samples: Some(samples), alone_on_ns: 0, alone_off_ns: 0 }
+    }
+
+    /// Ends the bulk-on phase at `t_ns` (its samples are in): the last
+    /// control-only phase (as long as the first) follows.
+    pub fn cut(&mut self, t_ns: u64) {
+        self.off_ns = t_ns.clamp(self.on_ns, self.off_ns);
+        self.end_ns = self.off_ns + self.on_ns;
+    }
+
+    /// Starts the bulk-alone phase at `t_ns`: as long as the bulk-on phase, at most 10 s.
+    pub fn start_alone(&mut self, t_ns: u64) {
+        self.alone_on_ns = t_ns;
+        self.alone_off_ns = t_ns + (self.off_ns - self.on_ns).min(ALONE_MAX_NS);
+    }
+
     /// Whether bulk runs at `t_ns` since the start.
     pub fn bulk_on(&self, t_ns: u64) -> bool {
         (self.on_ns..self.off_ns).contains(&t_ns)
@@ -400,6 +465,10 @@ impl Phases {
 /// What the pinging and flooding side brings back.
 struct PingSide {
     records: Vec<Record>,
+    /// The measured start on the shared clock, ns.
+    start_ns: u64,
+    /// The phases as they ran (the bulk-on phase cut by `--samples`, the bulk-alone one set).
+    phases: Phases,
     /// The DSCP and class the engine gave the control writer.
     control_mark: TxMark,
     pings_sent: u64,
@@ -417,14 +486,54 @@ struct PongSide {
     budget: EngineBudget,
     bulk_received: u64,
     bulk_lost: u64,
-    /// Reception times of the first and last bulk sample.
-    bulk_first_ns: u64,
-    bulk_last_ns: u64,
+    /// The millisecond (shared clock) of `bulk_per_ms[0]`.
+    bulk_ms_base: u64,
+    /// Bulk samples received per millisecond, from `bulk_ms_base` on.
+    bulk_per_ms: Vec<u32>,
+}
+
+impl PongSide {
+    /// Counts a bulk sample received at `rx_ns`.
+    fn count_bulk(&mut self, rx_ns: u64) {
+        let ms = rx_ns / 1_000_000;
+        if self.bulk_received == 0 {
+            self.bulk_ms_base = ms;
+        }
+        self.bulk_received += 1;
+        let i = ms.saturating_sub(self.bulk_ms_base) as usize;
+        if i >= self.bulk_per_ms.len() {
+            self.bulk_per_ms.resize(i + 1, 0);
+        }
+        self.bulk_per_ms[i] += 1;
+    }
+
+    /// Bulk samples received in [from_ns, to_ns) of the shared clock (to the millisecond).
+    fn bulk_between(&self, from_ns: u64, to_ns: u64) -> u64 {
+        let idx = |ns: u64| ((ns / 1_000_000).saturating_sub(self.bulk_ms_base) as usize).min(self.bulk_per_ms.len());
+        let (a, b) = (idx(from_ns), idx(to_ns));
+        self.bulk_per_ms[a..b.max(a)].iter().map(|&c| u64::from(c)).sum()
+    }
+}
+
+/// Writes up to 16 bulk samples (fewer when flow control holds the writer).
+fn flood(n: &mut Node, w: WriterId, bulk: &mut [u8], written: &mut u64, blocked: &mut u64) -> Result<(), BenchError> {
+    for _ in 0..16 {
+        bulk[..8].copy_from_slice(&written.to_le_bytes());
+        match n.write(w, bulk) {
+            Ok(()) => *written += 1,
+            Err(WriteError::HistoryFull) => {
+                *blocked += 1;
+                break;
+            }
+            Err(e) => return Err(BenchError::Mixed(format!("bulk write: {e}"))),
+        }
+    }
+    Ok(())
 }
 
 /// Side a: pings at 1 kHz on the control topic, floods the bulk topic in
-/// the middle half, collects the pongs.
-fn ping_side(mut n: Node, phases: Phases, go: Arc<AtomicBool>) -> Result<PingSide, BenchError> {
+/// the bulk-on phase, collects the pongs; then floods alone.
+fn ping_side(mut n: Node, mut phases: Phases, go: Arc<AtomicBool>) -> Result<PingSide, BenchError> {
     let ping_w = n.p.create_writer(CONTROL_TOPIC_PING, TYPE_NAME, false, control_qos_of(&n), 16).map_err(engine)?;
     let pong_r = n.p.create_reader(n.t.now_ns(), CONTROL_TOPIC_PONG, TYPE_NAME, false, control_qos_of(&n), 16).map_err(engine)?;
     let bulk_w = n.p.create_writer(BULK_TOPIC, TYPE_NAME, false, bulk_qos(), BULK_SIZE + 16).map_err(engine)?;
@@ -461,12 +570,18 @@ fn ping_side(mut n: Node, phases: Phases, go: Arc<AtomicBool>) -> Result<PingSid
     let mut records: Vec<Record> = Vec::with_capacity(sent_at.capacity());
     let (mut bulk_written, mut bulk_blocked) = (0u64, 0u64);
     let mut bulk = vec![0u8; BULK_SIZE];
-    let drain_ns = 500_000_000;
+    // Answered pings sent in the bulk-on phase, and whether `--samples` ended it.
+    let (mut on_answered, mut cut) = (0u64, false);
     loop {
         let now = n.t.now_ns();
         let t = now - start;
-        if t >= phases.end_ns + drain_ns || cleanup::interrupted() || (t >= phases.end_ns && records.len() as u64 == seq) {
+        if t >= phases.end_ns + DRAIN_NS || cleanup::interrupted() || (t >= phases.end_ns && records.len() as u64 == seq) {
             break;
+        }
+        if !cut && phases.samples.is_some_and(|want| on_answered >= want) {
+            // The next ping is the first of the last control-only phase.
+            phases.cut((seq * period).max(t));
+            cut = true;
         }
         let due = start + seq * period;
         if t < phases.end_ns && now >= due {
@@ -481,29 +596,37 @@ fn ping_side(mut n: Node, phases: Phases, go: Arc<AtomicBool>) -> Result<PingSid
         }
         let flooding = phases.bulk_on(t);
         if flooding {
-            for _ in 0..16 {
-                bulk[..8].copy_from_slice(&bulk_written.to_le_bytes());
-                match n.write(bulk_w, &bulk) {
-                    Ok(()) => bulk_written += 1,
-                    Err(WriteError::HistoryFull) => {
-                        bulk_blocked += 1;
-                        break;
-                    }
-                    Err(e) => return Err(BenchError::Mixed(format!("bulk write: {e}"))),
-                }
-            }
+            flood(&mut n, bulk_w, &mut bulk, &mut bulk_written, &mut bulk_blocked)?;
         }
         let wait = if flooding { 0 } else { (start + seq * period).saturating_sub(n.t.now_ns()).min(1_000_000) };
         if let Some(rx_ns) = n.pump(wait) {
             while let Some(r) = n.p.take_raw(pong_r, |_, b| pong_record(b, rx_ns)) {
-                records.extend(r);
+                if let Some(r) = r {
+                    on_answered += u64::from(phases.bulk_on(r.seq * period));
+                    records.push(r);
+                }
+            }
+        }
+    }
+    // Bulk alone: the baseline of its throughput on this endpoint.
+    if !cleanup::interrupted() {
+        phases.start_alone(n.t.now_ns() - start);
+        loop {
+            let t = n.t.now_ns() - start;
+            if t >= phases.alone_off_ns || cleanup::interrupted() {
+                phases.alone_off_ns = t.min(phases.alone_off_ns);
+                break;
+            }
+            flood(&mut n, bulk_w, &mut bulk, &mut bulk_written, &mut bulk_blocked)?;
+            while n.pump(0).is_some() {
+                while n.p.take_raw(pong_r, |_, _| ()).is_some() {}
             }
         }
     }
     let send_errors = n.t.send_errors;
     let control_mark = n.p.writer_mark(ping_w);
     n.p.shutdown(&mut TransportOutbox(&mut n.t));
-    Ok(PingSide { records, control_mark, pings_sent: seq, bulk_written, bulk_blocked, send_errors })
+    Ok(PingSide { records, start_ns: start, phases, control_mark, pings_sent: seq, bulk_written, bulk_blocked, send_errors })
 }
 
 /// The control QoS of a node's arm (priority when its control mark has a class).
@@ -546,11 +669,7 @@ fn pong_side(mut n: Node, stop: Arc<AtomicBool>) -> Result<PongSide, BenchError>
             let _ = n.write(pong_w, &pong);
         }
         while n.p.take_raw(bulk_r, |_, _| ()).is_some() {
-            if out.bulk_received == 0 {
-                out.bulk_first_ns = rx_ns;
-            }
-            out.bulk_received += 1;
-            out.bulk_last_ns = rx_ns;
+            out.count_bulk(rx_ns);
         }
     }
     out.bulk_lost = n.p.reader_status(bulk_r).lost;
@@ -626,7 +745,10 @@ fn timeline_csv(records: &[Record], phases: Phases) -> String {
 /// One detpath arm on one datapath, in a testbed of its own.
 fn detpath_arm(dp: &str, arm: &Arm, o: &BenchOptions, dir: Option<&mut ResultDir>, repeat: u32) -> Result<MixedRow, BenchError> {
     let tb = Testbed::up(TestbedConfig::unique("psm")).map_err(Box::new)?;
-    let phases = Phases::of(o.seconds);
+    let phases = match o.samples {
+        Some(n) => Phases::for_samples(o.seconds, n),
+        None => Phases::of(o.seconds),
+    };
     let (a_cpu, b_cpu) = (o.pinning.map(|p| p.sender_cpu), o.pinning.map(|p| p.receiver_cpu));
     let rt = o.pinning.and_then(|p| p.rt_priority);
     // The flooding side never sleeps while bulk runs: not real-time (it
@@ -656,18 +778,28 @@ fn detpath_arm(dp: &str, arm: &Arm, o: &BenchOptions, dir: Option<&mut ResultDir
     let ping = ping?;
     let pong = pong?;
     drop(tb);
+    let phases = ping.phases;
     let records = with_lost(ping.records, ping.pings_sent);
     let mut control = control_figures(&records, phases, o.latency_budget_ns);
     control.transport_priority = if arm.priority { CONTROL_PRIORITY } else { 0 };
     control.dscp = ping.control_mark.dscp;
     control.class = ping.control_mark.class.map(|_| CONTROL_CLASS.to_string());
     control.engine_budget = Some(pong.budget.clone());
-    let bulk_s = pong.bulk_last_ns.saturating_sub(pong.bulk_first_ns) as f64 / 1e9;
-    let rate = if bulk_s > 0.0 { pong.bulk_received as f64 / bulk_s } else { 0.0 };
+    // Samples received per second in a phase's window (ns since the start).
+    let rate_in = |from: u64, to: u64| {
+        let s = to.saturating_sub(from) as f64 / 1e9;
+        (s > 0.0).then(|| pong.bulk_between(ping.start_ns + from, ping.start_ns + to) as f64 / s)
+    };
+    let rate = rate_in(phases.on_ns, phases.off_ns).unwrap_or(0.0);
+    let alone = rate_in(phases.alone_on_ns, phases.alone_off_ns);
+    let mbps = |r: f64| r * (BULK_SIZE * 8) as f64 / 1e6;
     let bulk = BulkFigures {
         size: BULK_SIZE,
         samples_per_s: rate,
-        mbps: rate * (BULK_SIZE * 8) as f64 / 1e6,
+        mbps: mbps(rate),
+        alone_samples_per_s: alone,
+        alone_mbps: alone.map(mbps),
+        kept_fraction: alone.filter(|a| *a > 0.0).map(|a| rate / a),
         samples: pong.bulk_received,
         lost: pong.bulk_lost,
         writer_blocked: ping.bulk_blocked,
@@ -688,12 +820,14 @@ fn detpath_arm(dp: &str, arm: &Arm, o: &BenchOptions, dir: Option<&mut ResultDir
         run: None,
         timeline: None,
         note: format!(
-            "control RTT/2 (one-way judged against the budget, same-host clock); bulk written {}; send errors: ping side {}, pong side {}; phases {:.2}-{:.2} s bulk on",
+            "control RTT/2 (one-way judged against the budget, same-host clock); bulk written {}; send errors: ping side {}, pong side {}; phases {:.2}-{:.2} s bulk on, {:.2}-{:.2} s bulk alone",
             ping.bulk_written,
             ping.send_errors,
             pong.send_errors,
             phases.on_ns as f64 / 1e9,
-            phases.off_ns as f64 / 1e9
+            phases.off_ns as f64 / 1e9,
+            phases.alone_on_ns as f64 / 1e9,
+            phases.alone_off_ns as f64 / 1e9
         ),
     };
     if let Some(dir) = dir {
@@ -716,6 +850,7 @@ fn detpath_arm(dp: &str, arm: &Arm, o: &BenchOptions, dir: Option<&mut ResultDir
                 ("arm".into(), arm.name.into()),
                 ("repeat".into(), repeat.to_string()),
                 ("bulk_on_s".into(), format!("{:.3}-{:.3}", phases.on_ns as f64 / 1e9, phases.off_ns as f64 / 1e9)),
+                ("bulk_alone_s".into(), format!("{:.3}-{:.3}", phases.alone_on_ns as f64 / 1e9, phases.alone_off_ns as f64 / 1e9)),
             ]),
         };
         let loss = LossCounts { sent: ping.pings_sent, ok: records.len() as u64 - row.control.lost, lost: row.control.lost, ..LossCounts::default() };
@@ -743,8 +878,10 @@ fn ddsperf_arm(o: &BenchOptions, dir: Option<&mut ResultDir>, repeat: u32) -> Re
     let tb = Testbed::up(TestbedConfig::unique("psm")).map_err(Box::new)?;
     let rt = o.pinning.and_then(|p| p.rt_priority);
     let (tx_cpu, rx_cpu) = (o.pinning.map(|p| p.sender_cpu), o.pinning.map(|p| p.receiver_cpu));
-    let secs = o.seconds.to_string();
-    let long = (o.seconds + 6).to_string();
+    // With --samples: ping for as many seconds as they take at 1 kHz.
+    let ping_secs = o.samples.map_or(o.seconds, |n| n.div_ceil(CONTROL_RATE_HZ).max(1));
+    let secs = ping_secs.to_string();
+    let long = (ping_secs + 6).to_string();
     let cfg = config_dir()?;
     let before = CoreTicks::now();
     let t0 = std::time::Instant::now();
@@ -754,7 +891,7 @@ fn ddsperf_arm(o: &BenchOptions, dir: Option<&mut ResultDir>, repeat: u32) -> Re
     let pong = ddsperf_in(cfg.path(), tb.b(), tb.a(), &["-D", &long, "pong"], rx_cpu, rt)?;
     std::thread::sleep(Duration::from_millis(500));
     // The flooding publisher is never real-time (it never sleeps).
-    let publ = ddsperf_in(cfg.path(), tb.a(), tb.b(), &["-D", &(o.seconds + 3).to_string(), "pub", "size", &bulk], tx_cpu, None)?;
+    let publ = ddsperf_in(cfg.path(), tb.a(), tb.b(), &["-D", &(ping_secs + 3).to_string(), "pub", "size", &bulk], tx_cpu, None)?;
     std::thread::sleep(Duration::from_secs(1));
     let ping = ddsperf_in(cfg.path(), tb.a(), tb.b(), &["-D", &secs, "ping", &format!("{CONTROL_RATE_HZ}Hz"), "size", &size], tx_cpu, rt)?;
     let (ping_text, ping_cpu) = finish(ping, false, "ddsperf-ping", tx_cpu);
@@ -791,6 +928,9 @@ fn ddsperf_arm(o: &BenchOptions, dir: Option<&mut ResultDir>, repeat: u32) -> Re
             samples: sub.map_or(0, |s| s.received),
             lost: sub.map_or(0, |s| s.lost),
             writer_blocked: 0,
+            alone_samples_per_s: None,
+            alone_mbps: None,
+            kept_fraction: None,
         },
         cpu_percent,
         cpu,
@@ -808,6 +948,201 @@ fn ddsperf_arm(o: &BenchOptions, dir: Option<&mut ResultDir>, repeat: u32) -> Re
         row.timeline = Some(name);
     }
     Ok(row)
+}
+
+/// A goal's verdict: `met`, `not_met` or `not_measured` in JSON.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GoalStatus {
+    /// The figure reached the goal.
+    Met,
+    /// The figure was measured and missed it.
+    NotMet,
+    /// The figure does not exist in this run (the reason is in the goal's detail).
+    NotMeasured,
+}
+
+impl GoalStatus {
+    /// Its JSON name.
+    pub fn name(self) -> &'static str {
+        match self {
+            GoalStatus::Met => "met",
+            GoalStatus::NotMet => "not_met",
+            GoalStatus::NotMeasured => "not_measured",
+        }
+    }
+
+    /// How the table prints it (a miss in capitals, so it is not read past).
+    pub fn label(self) -> &'static str {
+        match self {
+            GoalStatus::Met => "met",
+            GoalStatus::NotMet => "NOT MET",
+            GoalStatus::NotMeasured => "not measured",
+        }
+    }
+}
+
+/// One goal of issue 39 judged on one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Goal {
+    /// The verdict.
+    pub status: GoalStatus,
+    /// The figure judged (violations, kept fraction, p99.99 ratio); null when not measured.
+    pub value: Option<f64>,
+    /// What the figure must reach (at most, or at least: see `detail`).
+    pub target: f64,
+    /// The goal and the figures behind the verdict, in words.
+    pub detail: String,
+}
+
+impl Goal {
+    fn not_measured(target: f64, why: String) -> Goal {
+        Goal { status: GoalStatus::NotMeasured, value: None, target, detail: why }
+    }
+    fn judged(met: bool, value: f64, target: f64, detail: String) -> Goal {
+        Goal { status: if met { GoalStatus::Met } else { GoalStatus::NotMet }, value: Some(value), target, detail }
+    }
+}
+
+/// ddsperf's figures beside the goals (ddsperf is the reference, not judged).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DdsperfBeside {
+    /// Control median, µs (RTT/2, the median of its per-second medians).
+    pub p50_us: Option<f64>,
+    /// Control p99, µs: its worst second's.
+    pub p99_us: Option<f64>,
+    /// Control max, µs.
+    pub max_us: Option<f64>,
+    /// Bulk samples per second beside control.
+    pub bulk_samples_per_s: f64,
+    /// Bulk Mb/s beside control.
+    pub bulk_mbps: f64,
+}
+
+/// Issue 39's goals judged on one configuration, datapath and repeat:
+/// an entry of `goals` in mixed.json (and of the `--json` goals line).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MixedGoals {
+    /// "D", "D&S", "T&S".
+    pub configuration: String,
+    /// The datapath of the two detpath arms judged.
+    pub datapath: String,
+    /// Which repeat.
+    pub repeat: u32,
+    /// The control budget, µs (one-way).
+    pub budget_us: f64,
+    /// Control samples of the priority arm while bulk ran.
+    pub control_samples: u64,
+    /// The conditions the goals are stated for, beside this run's.
+    pub conditions: String,
+    /// Zero budget violations in the priority arm while bulk ran.
+    pub zero_budget_violations: Goal,
+    /// The engine's causes of the priority arm's over-budget samples (whole run).
+    pub violation_causes: BTreeMap<String, u64>,
+    /// The priority arm's bulk keeps at least 80 % of its throughput alone.
+    pub bulk_kept: Goal,
+    /// The priority arm's control p99.99 at most 0.1x the fifo arm's.
+    pub p9999_vs_fifo: Goal,
+    /// ddsperf's figures of the same configuration and repeat (null: not run).
+    pub ddsperf: Option<DdsperfBeside>,
+}
+
+/// The goals' targets.
+pub const GOAL_MIN_KEPT: f64 = 0.8;
+/// The priority arm's p99.99 over the fifo arm's, at most.
+pub const GOAL_MAX_P9999_RATIO: f64 = 0.1;
+/// The control samples the goals are stated for.
+pub const GOAL_SAMPLES: u64 = 1_000_000;
+
+/// Judges the goals on the rows: one entry per priority-arm row (with the
+/// fifo row of its configuration, datapath and repeat, and the ddsperf row
+/// of its configuration and repeat).
+pub fn goals(rows: &[MixedRow]) -> Vec<MixedGoals> {
+    let find = |arm: &str, p: &MixedRow, same_dp: bool| {
+        rows.iter().find(|r| r.arm == arm && r.configuration == p.configuration && r.repeat == p.repeat && (!same_dp || r.datapath == p.datapath))
+    };
+    rows.iter().filter(|r| r.arm == "priority").map(|p| goals_of(p, find("fifo", p, true), find("ddsperf", p, false))).collect()
+}
+
+fn goals_of(p: &MixedRow, fifo: Option<&MixedRow>, dds: Option<&MixedRow>) -> MixedGoals {
+    let n = p.control.latency_us.map_or(0, |l| l.count);
+    let budget = p.control.budget_us;
+    let causes: BTreeMap<String, u64> =
+        p.control.engine_budget.as_ref().map(|b| b.causes.iter().filter(|(_, n)| **n > 0).map(|(c, n)| (c.clone(), *n)).collect()).unwrap_or_default();
+    let zero = match p.control.budget_violations {
+        None => Goal::not_measured(0.0, "no per-sample budget count".into()),
+        Some(_) if p.control.pings_sent == 0 => Goal::not_measured(0.0, "no control samples while bulk ran".into()),
+        Some(0) => Goal::judged(true, 0.0, 0.0, format!("0 of {n} control samples over {budget:.0} us one-way while bulk ran")),
+        Some(v) => {
+            let named: Vec<String> = causes.iter().map(|(c, k)| format!("{c} {k}")).collect();
+            let engine = p.control.engine_budget.as_ref().map_or(String::new(), |b| format!("; the engine judged {} over in the whole run", b.over));
+            Goal::judged(
+                false,
+                v as f64,
+                0.0,
+                format!(
+                    "{v} over {budget:.0} us one-way while bulk ran ({} pings lost){engine}; causes named: {}",
+                    p.control.lost,
+                    if named.is_empty() { "none".into() } else { named.join(", ") }
+                ),
+            )
+        }
+    };
+    let bulk_kept = match (p.bulk.kept_fraction, p.bulk.alone_samples_per_s) {
+        (Some(k), Some(alone)) => Goal::judged(
+            k >= GOAL_MIN_KEPT,
+            k,
+            GOAL_MIN_KEPT,
+            format!("at least {:.0} %: {:.1} % ({:.0} samples/s beside control, {alone:.0} alone)", GOAL_MIN_KEPT * 100.0, k * 100.0, p.bulk.samples_per_s),
+        ),
+        _ => Goal::not_measured(GOAL_MIN_KEPT, "no bulk-alone baseline (the run was cut short, or bulk never arrived alone)".into()),
+    };
+    let p9999 = match fifo {
+        None => Goal::not_measured(GOAL_MAX_P9999_RATIO, "no fifo arm on this datapath".into()),
+        Some(f) => {
+            let (a, b) = (p.control.latency_us.and_then(|l| l.p9999), f.control.latency_us.and_then(|l| l.p9999));
+            match (a, b) {
+                (Some(a), Some(b)) if b > 0.0 => Goal::judged(
+                    a / b <= GOAL_MAX_P9999_RATIO,
+                    a / b,
+                    GOAL_MAX_P9999_RATIO,
+                    format!("at most {GOAL_MAX_P9999_RATIO}x: priority {a:.1} us, fifo {b:.1} us, {:.2}x", a / b),
+                ),
+                _ => Goal::not_measured(
+                    GOAL_MAX_P9999_RATIO,
+                    format!(
+                        "fewer than 10,000 samples (priority {n}, fifo {})",
+                        f.control.latency_us.map_or(0, |l| l.count)
+                    ),
+                ),
+            }
+        }
+    };
+    let tuned = p.configuration.starts_with('T');
+    MixedGoals {
+        configuration: p.configuration.clone(),
+        datapath: p.datapath.clone(),
+        repeat: p.repeat,
+        budget_us: budget,
+        control_samples: n,
+        conditions: format!(
+            "stated for a tuned run of {GOAL_SAMPLES} control samples; this run: {} ({}), {n} samples{}",
+            p.configuration,
+            if tuned { "tuned" } else { "not tuned" },
+            if tuned && n >= GOAL_SAMPLES { "" } else { " (short of the stated conditions)" }
+        ),
+        zero_budget_violations: zero,
+        violation_causes: causes,
+        bulk_kept,
+        p9999_vs_fifo: p9999,
+        ddsperf: dds.map(|d| DdsperfBeside {
+            p50_us: d.control.latency_us.map(|l| l.p50),
+            p99_us: d.control.latency_us.and_then(|l| l.p99),
+            max_us: d.control.latency_us.map(|l| l.max),
+            bulk_samples_per_s: d.bulk.samples_per_s,
+            bulk_mbps: d.bulk.mbps,
+        }),
+    }
 }
 
 /// ddsperf ping's per-second lines as a timeline (second, p50, p99, max, count; bulk on throughout).
@@ -881,6 +1216,83 @@ mod tests {
         assert_eq!(c.latency_us.unwrap().count, 2);
         assert_eq!(c.latency_us_bulk_off.unwrap().max, 250.0);
         assert_eq!(c.lost, 1);
+    }
+
+    #[test]
+    fn samples_stretch_the_bulk_phase_and_a_cut_ends_it() {
+        let mut p = Phases::for_samples(4, 10_000);
+        // A quarter of 4 s, then at most 1.5 x 10 s + 10 s of bulk.
+        assert_eq!((p.on_ns, p.off_ns), (1_000_000_000, 26_000_000_000));
+        p.cut(11_000_000_000);
+        assert_eq!((p.off_ns, p.end_ns), (11_000_000_000, 12_000_000_000));
+        // Bulk alone as long as bulk beside control, at most 10 s.
+        p.start_alone(12_500_000_000);
+        assert_eq!((p.alone_on_ns, p.alone_off_ns), (12_500_000_000, 22_500_000_000));
+        let mut q = Phases::of(4);
+        q.start_alone(4_100_000_000);
+        assert_eq!(q.alone_off_ns - q.alone_on_ns, 2_000_000_000);
+    }
+
+    #[test]
+    fn bulk_is_counted_per_millisecond_window() {
+        let mut s = PongSide::default();
+        for ns in [5_000_000_100, 5_000_900_000, 5_001_000_000, 5_003_500_000] {
+            s.count_bulk(ns);
+        }
+        assert_eq!(s.bulk_between(5_000_000_000, 5_001_000_000), 2);
+        assert_eq!(s.bulk_between(5_000_000_000, 6_000_000_000), 4);
+        assert_eq!(s.bulk_between(5_002_000_000, 5_003_000_000), 0);
+        assert_eq!(s.bulk_between(1_000_000_000, 2_000_000_000), 0);
+        assert_eq!(s.bulk_between(7_000_000_000, 6_000_000_000), 0);
+    }
+
+    fn goal_row(arm: &str, n: u64, p9999: Option<f64>, over: Option<u64>, kept: Option<f64>) -> MixedRow {
+        let l = Percentiles { count: n, mean: 20.0, p50: 18.0, p99: Some(40.0), p9999, max: 90.0 };
+        MixedRow {
+            arm: arm.into(),
+            configuration: "T&S".into(),
+            datapath: if arm == "ddsperf" { "udp" } else { "afxdp" }.into(),
+            repeat: 1,
+            control: ControlFigures { budget_us: 100.0, latency_us: Some(l), budget_violations: over, pings_sent: n, ..ControlFigures::default() },
+            bulk: BulkFigures { samples_per_s: 900.0, alone_samples_per_s: kept.map(|_| 1000.0), kept_fraction: kept, ..BulkFigures::default() },
+            ..MixedRow::default()
+        }
+    }
+
+    #[test]
+    fn goals_say_met_not_met_or_not_measured_with_their_figures() {
+        let rows = [
+            goal_row("priority", 20_000, Some(10.0), Some(0), Some(0.9)),
+            goal_row("fifo", 20_000, Some(200.0), Some(3), Some(0.5)),
+            goal_row("ddsperf", 20, None, None, None),
+        ];
+        let g = goals(&rows);
+        assert_eq!(g.len(), 1);
+        let g = &g[0];
+        assert_eq!((g.zero_budget_violations.status, g.bulk_kept.status, g.p9999_vs_fifo.status), (GoalStatus::Met, GoalStatus::Met, GoalStatus::Met));
+        assert_eq!(g.p9999_vs_fifo.value, Some(0.05));
+        assert!(g.conditions.contains("short of"), "{}", g.conditions);
+        assert_eq!(g.ddsperf.as_ref().map(|d| d.p99_us), Some(Some(40.0)));
+
+        let mut bad = rows.clone();
+        bad[0].control.budget_violations = Some(4);
+        bad[0].control.engine_budget = Some(EngineBudget { over: 4, causes: BTreeMap::from([("sent_late".into(), 3), ("network".into(), 1), ("retransmission".into(), 0)]), ..EngineBudget::default() });
+        bad[0].bulk.kept_fraction = Some(0.5);
+        bad[0].control.latency_us = Some(Percentiles { p9999: Some(30.0), ..rows[0].control.latency_us.unwrap() });
+        let g = &goals(&bad)[0];
+        assert_eq!((g.zero_budget_violations.status, g.bulk_kept.status, g.p9999_vs_fifo.status), (GoalStatus::NotMet, GoalStatus::NotMet, GoalStatus::NotMet));
+        assert!(g.zero_budget_violations.detail.contains("sent_late 3") && !g.zero_budget_violations.detail.contains("retransmission"), "{}", g.zero_budget_violations.detail);
+        assert_eq!(g.violation_causes.len(), 2);
+
+        // Short runs: no p99.99, no baseline, no fifo arm, no ddsperf.
+        let short = [goal_row("priority", 5000, None, Some(0), None)];
+        let g = &goals(&short)[0];
+        assert_eq!((g.bulk_kept.status, g.p9999_vs_fifo.status), (GoalStatus::NotMeasured, GoalStatus::NotMeasured));
+        assert!(g.ddsperf.is_none());
+        let g = &goals(&[short[0].clone(), goal_row("fifo", 5000, None, Some(1), None)])[0];
+        assert!(g.p9999_vs_fifo.detail.contains("fewer than 10,000 samples"), "{}", g.p9999_vs_fifo.detail);
+        let json = serde_json::to_value(g).unwrap();
+        assert_eq!(json["p9999_vs_fifo"]["status"], "not_measured");
     }
 
     #[test]

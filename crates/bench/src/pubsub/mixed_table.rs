@@ -7,10 +7,13 @@
 //! samples and for ddsperf, whose p99 is its worst second's); `over budget`
 //! counts pings whose one-way latency passed the budget (ddsperf: `n/a`);
 //! `off p50`/`off max` are the control figures while bulk did not run.
-//! Under the table, the engine's own budget count per detpath arm (its
-//! control reader, whole run) with the causes it named.
+//! `kept %` is the bulk rate beside control over its rate alone on the same
+//! endpoint (`bulk.kept_fraction`). Under the table, the engine's own
+//! budget count per detpath arm (its control reader, whole run) with the
+//! causes it named, then issue 39's goals per datapath ([`super::mixed::goals`]):
+//! each `met`, `NOT MET` or `not measured`, with its figures.
 
-use super::mixed::{MixedRow, Percentiles};
+use super::mixed::{goals, MixedGoals, MixedRow, Percentiles};
 use crate::results::Environment;
 use std::fmt::Write as _;
 
@@ -34,15 +37,15 @@ pub fn render(rows: &[MixedRow], env: &Environment) -> String {
     );
     let _ = writeln!(
         t,
-        "{:<5} {:<8} {:<9} {:>7} {:>8} {:>8} {:>9} {:>9} {:>9} {:>7} {:>8} {:>8} {:>12} {:>9} {:>6}",
-        "conf", "datapath", "arm", "n", "p50", "p99", "p99.99", "max", "over bdgt", "lost", "off p50", "off max", "bulk samp/s", "bulk Mb/s", "cpu %"
+        "{:<5} {:<8} {:<9} {:>7} {:>8} {:>8} {:>9} {:>9} {:>9} {:>7} {:>8} {:>8} {:>12} {:>9} {:>6} {:>6}",
+        "conf", "datapath", "arm", "n", "p50", "p99", "p99.99", "max", "over bdgt", "lost", "off p50", "off max", "bulk samp/s", "bulk Mb/s", "kept %", "cpu %"
     );
     for r in rows {
         let l: Option<Percentiles> = r.control.latency_us;
         let off = r.control.latency_us_bulk_off;
         let _ = writeln!(
             t,
-            "{:<5} {:<8} {:<9} {:>7} {:>8} {:>8} {:>9} {:>9} {:>9} {:>7} {:>8} {:>8} {:>12.0} {:>9.1} {:>6}",
+            "{:<5} {:<8} {:<9} {:>7} {:>8} {:>8} {:>9} {:>9} {:>9} {:>7} {:>8} {:>8} {:>12.0} {:>9.1} {:>6} {:>6}",
             r.configuration,
             r.datapath,
             r.arm,
@@ -57,6 +60,7 @@ pub fn render(rows: &[MixedRow], env: &Environment) -> String {
             f1(off.map(|l| l.max)),
             r.bulk.samples_per_s,
             r.bulk.mbps,
+            f1(r.bulk.kept_fraction.map(|k| k * 100.0)),
             f1(r.cpu_percent),
         );
     }
@@ -80,7 +84,37 @@ pub fn render(rows: &[MixedRow], env: &Environment) -> String {
     if rows.iter().any(|r| r.arm == "ddsperf") {
         let _ = writeln!(t, "ddsperf: per-second figures only; its p99 is the worst second's p99 (not an exact p99), its p50 the median of its per-second medians.");
     }
+    for g in goals(rows) {
+        goal_lines(&mut t, &g);
+    }
     t
+}
+
+/// The lines of one datapath's goals: each goal's verdict and figures, ddsperf beside.
+pub fn goal_lines(t: &mut String, g: &MixedGoals) {
+    let _ = writeln!(t, "goals, {} {} (repeat {}): {}", g.configuration, g.datapath, g.repeat, g.conditions);
+    let line = |t: &mut String, what: &str, goal: &super::mixed::Goal| {
+        let _ = writeln!(t, "  {what}: {}: {}", goal.status.label(), goal.detail);
+    };
+    line(t, &format!("zero budget violations at {:.0} us (priority arm)", g.budget_us), &g.zero_budget_violations);
+    line(t, "bulk kept >= 80 % of its rate alone (priority arm)", &g.bulk_kept);
+    line(t, "control p99.99 <= 0.1x the fifo arm's", &g.p9999_vs_fifo);
+    match &g.ddsperf {
+        Some(d) => {
+            let _ = writeln!(
+                t,
+                "  ddsperf beside it (reference, not judged): control p50 {} us, p99 {} us (worst second), max {} us; bulk {:.0} samples/s ({:.1} Mb/s)",
+                f1(d.p50_us),
+                f1(d.p99_us),
+                f1(d.max_us),
+                d.bulk_samples_per_s,
+                d.bulk_mbps
+            );
+        }
+        None => {
+            let _ = writeln!(t, "  ddsperf beside it: not run (--no-ddsperf, or it failed)");
+        }
+    }
 }
 
 #[cfg(test)]
@@ -95,7 +129,7 @@ mod tests {
             arm: arm.into(),
             configuration: "D".into(),
             datapath: "afxdp".into(),
-            control: ControlFigures { budget_us: 100.0, latency_us: Some(l), budget_violations: v, ..ControlFigures::default() },
+            control: ControlFigures { budget_us: 100.0, latency_us: Some(l), budget_violations: v, pings_sent: 1000, ..ControlFigures::default() },
             bulk: BulkFigures { samples_per_s: 12345.0, mbps: 101.1, ..BulkFigures::default() },
             ..MixedRow::default()
         };
@@ -108,5 +142,11 @@ mod tests {
         let dds = lines.iter().find(|l| l.split_whitespace().nth(2) == Some("ddsperf")).unwrap();
         assert!(dds.contains("n/a"), "{t}");
         assert!(t.contains("worst second"), "{t}");
+        // The goals under the table, one verdict per goal, ddsperf beside.
+        assert!(t.contains("goals, D afxdp (repeat 0)"), "{t}");
+        assert!(t.contains("zero budget violations at 100 us (priority arm): met"), "{t}");
+        assert!(t.contains("bulk kept >= 80 % of its rate alone (priority arm): not measured"), "{t}");
+        assert!(t.contains("control p99.99 <= 0.1x the fifo arm's: not measured: fewer than 10,000 samples"), "{t}");
+        assert!(t.contains("ddsperf beside it (reference, not judged): control p50 18.0 us, p99 40.5 us"), "{t}");
     }
 }
