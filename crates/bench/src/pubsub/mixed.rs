@@ -566,7 +566,9 @@ fn ping_side(mut n: Node, mut phases: Phases, go: Arc<AtomicBool>) -> Result<Pin
     let start = n.t.now_ns();
     let period = 1_000_000_000 / CONTROL_RATE_HZ;
     let mut seq: u64 = 0;
-    let mut sent_at: Vec<u64> = Vec::with_capacity((phases.end_ns / period) as usize + 16);
+    // With --samples the plan's end is a cap: room for the samples and the two quarters.
+    let planned = phases.samples.map_or(phases.end_ns / period, |n| (n + 2 * phases.on_ns / period).min(phases.end_ns / period));
+    let mut sent_at: Vec<u64> = Vec::with_capacity(planned as usize + 16);
     let mut records: Vec<Record> = Vec::with_capacity(sent_at.capacity());
     let (mut bulk_written, mut bulk_blocked) = (0u64, 0u64);
     let mut bulk = vec![0u8; BULK_SIZE];
@@ -617,8 +619,9 @@ fn ping_side(mut n: Node, mut phases: Phases, go: Arc<AtomicBool>) -> Result<Pin
                 phases.alone_off_ns = t.min(phases.alone_off_ns);
                 break;
             }
+            // As in the bulk-on phase: a burst, then one datagram in, so the two rates compare.
             flood(&mut n, bulk_w, &mut bulk, &mut bulk_written, &mut bulk_blocked)?;
-            while n.pump(0).is_some() {
+            if n.pump(0).is_some() {
                 while n.p.take_raw(pong_r, |_, _| ()).is_some() {}
             }
         }
