@@ -25,7 +25,7 @@ deps: .deps-stamp
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
 	fi
 	@if [ -n "$(strip $(PIP_PACKAGES))" ]; then \
-		python3 -m pip install -q --break-system-packages $(PIP_PACKAGES) 2>/dev/null || python3 -m pip install -q $(PIP_PACKAGES); \
+		$(PYTHON) -m pip install -q --break-system-packages $(PIP_PACKAGES) 2>/dev/null || $(PYTHON) -m pip install -q $(PIP_PACKAGES); \
 	fi
 	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust (rustup) first"; exit 1; }
 	@touch $@
