@@ -358,15 +358,23 @@ impl ReaderCore {
     /// at most `timeout` (asleep: the engine thread wakes it after each
     /// batch of datagrams). The status is not reset.
     fn wait_over_budget(&self, timeout: Duration) -> Result<bool> {
+        let over = |g: &mut State| (reader_budget(g, self.id).over > self.seen_over.load(std::sync::atomic::Ordering::Relaxed)).then_some(());
+        Ok(self.wait_until(timeout, over)?.is_some())
+    }
+
+    /// Waits on the engine thread's wake-ups until `ready` gives a value
+    /// (checked first, then after each wake-up), at most `timeout`: `None`
+    /// when the time is up; an error when the participant closed meanwhile.
+    fn wait_until<T>(&self, timeout: Duration, mut ready: impl FnMut(&mut State) -> Option<T>) -> Result<Option<T>> {
         let end = Instant::now() + timeout;
         let mut g: MutexGuard<'_, State> = self.shared.lock()?;
         loop {
-            if reader_budget(&g, self.id).over > self.seen_over.load(std::sync::atomic::Ordering::Relaxed) {
-                return Ok(true);
+            if let Some(v) = ready(&mut g) {
+                return Ok(Some(v));
             }
             let left = end.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Ok(false);
+                return Ok(None);
             }
             g = self.shared.arrived.wait_timeout(g, left).unwrap_or_else(|e| e.into_inner()).0;
             if g.closed {
@@ -382,39 +390,20 @@ impl ReaderCore {
 
     /// Takes up to `n`, waiting at most `timeout` for the first.
     fn take_timeout(&self, n: usize, timeout: Duration) -> Result<Vec<RawSample>> {
-        let end = Instant::now() + timeout;
-        let mut g: MutexGuard<'_, State> = self.shared.lock()?;
-        loop {
-            let got = take_from(&mut g, self.id, n, false);
-            let left = end.saturating_duration_since(Instant::now());
-            if !got.is_empty() || left.is_zero() {
-                return Ok(got);
-            }
-            g = self.shared.arrived.wait_timeout(g, left).unwrap_or_else(|e| e.into_inner()).0;
-            if g.closed {
-                return Err(Error::Closed);
-            }
-        }
+        let got = self.wait_until(timeout, |g| {
+            let got = take_from(g, self.id, n, false);
+            (!got.is_empty()).then_some(got)
+        })?;
+        Ok(got.unwrap_or_default())
     }
 
     /// Waits until a sample is waiting (taken or read later), at most `timeout`.
     fn wait_for_data(&self, timeout: Duration) -> Result<bool> {
-        let end = Instant::now() + timeout;
-        let mut g: MutexGuard<'_, State> = self.shared.lock()?;
-        loop {
+        let ready = self.wait_until(timeout, |g| {
             let buffered = g.read_buffers.get(&self.id).is_some_and(|b| !b.is_empty());
-            if buffered || g.p.reader_status(self.id).waiting > 0 {
-                return Ok(true);
-            }
-            let left = end.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(false);
-            }
-            g = self.shared.arrived.wait_timeout(g, left).unwrap_or_else(|e| e.into_inner()).0;
-            if g.closed {
-                return Err(Error::Closed);
-            }
-        }
+            (buffered || g.p.reader_status(self.id).waiting > 0).then_some(())
+        })?;
+        Ok(ready.is_some())
     }
 
     fn count_undecodable(&self, n: u64) {
