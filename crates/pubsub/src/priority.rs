@@ -72,23 +72,12 @@ impl ClassMap {
     /// A map from `PRIORITY=CLASS` pairs, comma separated (`0=bulk,1=ctl`).
     /// Refused: an empty list, a repeated priority, an empty class name.
     pub fn parse(s: &str) -> Result<ClassMap, String> {
-        let mut steps: Vec<(i32, String)> = Vec::new();
-        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (p, c) = part.split_once('=').ok_or_else(|| format!("`{part}`: expected PRIORITY=CLASS, e.g. 1=ctl"))?;
-            let p: i32 = p.trim().parse().map_err(|_| format!("`{part}`: the priority `{}` is not an integer", p.trim()))?;
-            let c = c.trim();
+        let steps = detpath_wire::dscp::parse_steps(s, "class map", "CLASS", ("1=ctl", "0=bulk,1=ctl"), |part, c| {
             if c.is_empty() {
                 return Err(format!("`{part}`: no class name"));
             }
-            if steps.iter().any(|(q, _)| *q == p) {
-                return Err(format!("priority {p} is given twice"));
-            }
-            steps.push((p, c.to_string()));
-        }
-        if steps.is_empty() {
-            return Err("an empty class map: give PRIORITY=CLASS pairs, e.g. 0=bulk,1=ctl".into());
-        }
-        steps.sort();
+            Ok(c.to_string())
+        })?;
         Ok(ClassMap { steps })
     }
     /// The steps, ascending.

@@ -100,20 +100,7 @@ impl PriorityMap {
     /// priority, a DSCP above 63, and a map that gives a priority above 0
     /// DSCP 0 (the contract: any priority above 0 is marked).
     pub fn parse(s: &str) -> Result<PriorityMap, String> {
-        let mut steps: Vec<(i32, u8)> = Vec::new();
-        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (p, d) = part.split_once('=').ok_or_else(|| format!("`{part}`: expected PRIORITY=DSCP, e.g. 10=AF41"))?;
-            let p: i32 = p.trim().parse().map_err(|_| format!("`{part}`: the priority `{}` is not an integer", p.trim()))?;
-            let d = parse(d)?;
-            if steps.iter().any(|(q, _)| *q == p) {
-                return Err(format!("priority {p} is given twice"));
-            }
-            steps.push((p, d));
-        }
-        if steps.is_empty() {
-            return Err("an empty priority map: give PRIORITY=DSCP pairs, e.g. 0=CS0,1=AF21,40=EF".into());
-        }
-        steps.sort_unstable();
+        let steps = parse_steps(s, "priority map", "DSCP", ("10=AF41", "0=CS0,1=AF21,40=EF"), |_, d| parse(d))?;
         let map = PriorityMap { steps };
         // Every step at or above priority 1 (and priority 1 itself) must mark.
         let first_positive = map.dscp(1);
@@ -122,6 +109,36 @@ impl PriorityMap {
         }
         Ok(map)
     }
+}
+
+/// `PRIORITY=VALUE` pairs, comma separated, ascending by priority: the shape
+/// of [`PriorityMap::parse`] and of the pub-sub's priority-to-class map.
+/// `what` names the map and `value` the right-hand side in messages
+/// (`priority map`, `DSCP`); `examples` are one pair and one whole list;
+/// `parse_value` gets the pair and its value. Refused: a pair without `=`, a
+/// priority that is not an integer, a repeated priority, an empty list.
+pub fn parse_steps<T>(
+    s: &str,
+    what: &str,
+    value: &str,
+    examples: (&str, &str),
+    parse_value: impl Fn(&str, &str) -> Result<T, String>,
+) -> Result<Vec<(i32, T)>, String> {
+    let mut steps: Vec<(i32, T)> = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (p, v) = part.split_once('=').ok_or_else(|| format!("`{part}`: expected PRIORITY={value}, e.g. {}", examples.0))?;
+        let p: i32 = p.trim().parse().map_err(|_| format!("`{part}`: the priority `{}` is not an integer", p.trim()))?;
+        let v = parse_value(part, v.trim())?;
+        if steps.iter().any(|(q, _)| *q == p) {
+            return Err(format!("priority {p} is given twice"));
+        }
+        steps.push((p, v));
+    }
+    if steps.is_empty() {
+        return Err(format!("an empty {what}: give PRIORITY={value} pairs, e.g. {}", examples.1));
+    }
+    steps.sort_by_key(|(p, _)| *p);
+    Ok(steps)
 }
 
 impl fmt::Display for PriorityMap {
