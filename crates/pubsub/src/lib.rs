@@ -89,6 +89,7 @@ pub mod driver;
 pub mod engine;
 pub mod priority;
 pub mod qos;
+pub mod ros2;
 #[cfg(feature = "endpoint")]
 pub mod transport;
 pub mod types;
