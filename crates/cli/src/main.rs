@@ -13,6 +13,8 @@ mod generate_cmd;
 mod metrics_args;
 mod pubsub_bench_cmd;
 mod pubsub_cmd;
+mod pubsub_ptp;
+mod pubsub_user;
 mod report_cmd;
 mod sched_cmd;
 mod sched_plan_cmd;
