@@ -19,6 +19,9 @@
 //! assert!(detpath_testkit::have_tool("sh")); // on PATH everywhere
 //! ```
 
+mod child;
+pub use child::ChildProcess;
+
 use std::io::Write;
 use std::path::PathBuf;
 
