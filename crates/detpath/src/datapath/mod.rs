@@ -13,6 +13,7 @@ pub mod entry;
 pub mod filter;
 pub mod packet;
 pub(crate) mod rx_rule;
+pub(crate) mod tx;
 pub mod udp;
 pub(crate) mod wait;
 pub mod xdppoll;

@@ -34,11 +34,12 @@
 //! on afxdp, xdppoll and dpdk): delivered, held for reassembly, not for us
 //! (`rx_not_for_me`) or malformed (`rx_malformed`); every frame is recycled.
 //!
-//! Neighbours: the destination MAC comes from the kernel's table through
-//! [`Neighbours::try_resolve`], which never waits. A datagram to an address
-//! still being resolved is built into its TX frame and parked (up to
-//! `PARK_SLOTS` frames; a fragmented datagram parks all its fragments
-//! together, or none); every later call on the endpoint (send or receive) looks
+//! Transmit: the shared sender (`datapath/tx.rs`, the same on dpdk) builds,
+//! parks and fragments datagrams and counts them; this endpoint is its port
+//! (`tx_port.rs`: UMEM chunks, the TX ring and its kick). The destination
+//! MAC comes from the kernel's table through [`Neighbours::try_resolve`],
+//! which never waits: a datagram to an address still being resolved is
+//! parked, and every later call on the endpoint (send or receive) looks
 //! again, within the resolver's back-off, and sends it once the MAC is
 //! known, as the kernel does with its ARP queue. An off-link destination
 //! fails at once (`tx_no_route`); one that stays unresolved for a second is
@@ -57,6 +58,7 @@
 mod feed;
 mod ring;
 mod setup;
+mod tx_port;
 mod umem;
 
 pub use setup::open_afxdp;
@@ -65,17 +67,18 @@ use crate::datapath::defrag::Defrag;
 use crate::datapath::entry::{Datapath, FrameDatapath, GroupReception};
 use crate::datapath::filter::{self, FilterStats};
 use crate::datapath::rx_rule::{self, UdpRule, Verdict};
+use crate::datapath::tx::Sender;
 use crate::datapath::wait::{wait_readable, Step, Wait};
 use crate::endpoint::{check_no_class, monotonic_ns, Capabilities, Counters, Endpoint, Mark, RecvMode, RxBatch, RxMeta, TxDatagram};
 use crate::error::{last_os_error, Error, Result};
 use crate::frame::{FrameEndpoint, FrameMeta};
 use crate::spec::EndpointSpec;
-use detpath_sys::neigh::{Lookup, Neighbours};
+use detpath_sys::neigh::Neighbours;
 use detpath_wire::frame::ETHERTYPE_IPV4;
-use detpath_wire::{build_udp_frame, ethernet, MacAddr, UdpFrameHeader, ETH_HLEN};
+use detpath_wire::{ethernet, MacAddr, ETH_HLEN};
 use feed::XdpFeed;
 use ring::Ring;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::SocketAddrV4;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -107,32 +110,6 @@ pub(crate) static DATAPATH: Datapath = Datapath {
 const XDP_PACKET_HEADROOM: u32 = 256;
 /// How long a send waits for a free TX frame before giving up.
 const TX_STALL: Duration = Duration::from_secs(1);
-
-/// Datagrams built and waiting for their destination's MAC (fixed; a
-/// datagram that finds them all taken is dropped and counted in `tx_no_neigh`).
-pub(crate) const PARK_SLOTS: usize = 64;
-
-/// A built frame waiting for its destination's MAC (its Ethernet
-/// destination). The fragments of one datagram are parked together, in
-/// order; only the last one (`last`) counts the datagram when it goes out
-/// (`tx_packets`, `payload_len` bytes) or is dropped (`tx_no_neigh`).
-#[derive(Debug, Clone, Copy)]
-struct Parked {
-    addr: u64,
-    len: u32,
-    payload_len: u32,
-    ip: Ipv4Addr,
-    last: bool,
-}
-
-/// What building a datagram did with it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Built {
-    /// Its descriptor is at the asked ring position.
-    OnRing,
-    /// Parked until its destination resolves (no ring position used).
-    Parked,
-}
 
 /// The socket's XDP_STATISTICS (`struct xdp_statistics`): what the kernel
 /// counted on it since it was bound, each a count of frames or events.
@@ -170,12 +147,13 @@ pub struct AfxdpEndpoint {
     /// The interface name, shared into errors (built without allocating).
     iface: Arc<str>,
     neigh: Neighbours,
-    /// Datagrams waiting for a MAC (capacity [`PARK_SLOTS`], fixed at open).
-    parked: Vec<Parked>,
+    /// The shared transmit side: neighbour parking, fragments, counting.
+    sender: Sender<u64>,
+    /// TX descriptors written since the last submit (the next ring position).
+    staged: u32,
     framing: Framing,
     local: SocketAddrV4,
     src_mac: MacAddr,
-    ip_id: u16,
     verify_checksum: bool,
     /// Take `rx_ns` from the XDP program's metadata (`rx_stamp=xdp`).
     xdp_stamp: bool,
@@ -354,158 +332,23 @@ impl AfxdpEndpoint {
         }
     }
 
-    /// The destination MAC of `ip` without waiting: `Ok(None)` while it is
-    /// being resolved; off-link and unresolved destinations are counted and
-    /// refused with an error built without allocating.
-    fn dst_mac(&mut self, ip: Ipv4Addr) -> Result<Option<MacAddr>> {
-        match self.neigh.try_resolve(ip, monotonic_ns()) {
-            Lookup::Ready(mac) => Ok(Some(mac)),
-            Lookup::Resolving => Ok(None),
-            Lookup::OffLink => {
-                self.counters.tx_no_route += 1;
-                Err(Error::NoRoute { peer: ip, iface: self.iface.clone() })
-            }
-            Lookup::Unresolved => {
-                self.counters.tx_no_neigh += 1;
-                Err(Error::NoNeighbour { peer: ip, iface: self.iface.clone(), why: "no ARP reply within 1 s; remembered for 1 s" })
-            }
-        }
-    }
-
-    /// Builds one UDP frame into a free TX frame and writes its descriptor at
-    /// ring position `i`, or parks it while its destination resolves.
-    /// `tos`: the IPv4 type of service byte ([`crate::Mark::tos`]).
-    fn build(&mut self, i: u32, payload: &[u8], peer: SocketAddrV4, tos: u8) -> Result<Built> {
-        if payload.len() > self.caps.max_payload {
-            self.counters.tx_errors += 1;
-            return Err(Error::PayloadTooLarge { iface: self.feed.iface().to_string(), len: payload.len(), max: self.caps.max_payload });
-        }
-        let dst_mac = self.dst_mac(*peer.ip())?;
-        if dst_mac.is_none() && self.parked.len() == self.parked.capacity() {
-            self.counters.tx_no_neigh += 1;
-            return Err(Error::NoNeighbour { peer: *peer.ip(), iface: self.iface.clone(), why: "still resolving, and every parking slot is taken" });
-        }
-        let addr = self.take_tx_frame()?;
-        self.ip_id = self.ip_id.wrapping_add(1);
-        let h = UdpFrameHeader { src_mac: self.src_mac, dst_mac: dst_mac.unwrap_or_default(), src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64, tos };
-        let Some(len) = build_udp_frame(self.umem.frame_mut(addr), &h, payload) else {
-            self.tx_free.push(addr);
-            self.counters.tx_errors += 1;
-            return Err(Error::PayloadTooLarge { iface: self.feed.iface().to_string(), len: payload.len(), max: self.caps.max_payload });
-        };
-        if dst_mac.is_none() {
-            self.parked.push(Parked { addr, len: len as u32, payload_len: payload.len() as u32, ip: *peer.ip(), last: true });
-            return Ok(Built::Parked);
-        }
-        self.tx.write(i, libc::xdp_desc { addr, len: len as u32, options: 0 });
-        self.counters.tx_packets += 1;
-        self.counters.tx_bytes += payload.len() as u64;
-        Ok(Built::OnRing)
-    }
-
-    /// Sends the parked datagrams whose destination resolved, and drops
-    /// (counting `tx_no_neigh`) those whose destination did not. Costs one
-    /// branch when nothing is parked; never waits.
+    /// Sends the parked datagrams whose destination resolved and drops those
+    /// whose destination did not ([`Sender::service_parked`]). One branch
+    /// when nothing is parked; never waits.
     fn service_parked(&mut self) {
-        if self.parked.is_empty() {
+        if !self.sender.has_parked() {
             return;
         }
-        let now = monotonic_ns();
-        let mut i = 0;
-        let mut submitted = 0;
-        while i < self.parked.len() {
-            let p = self.parked[i];
-            match self.neigh.try_resolve(p.ip, now) {
-                Lookup::Resolving => i += 1,
-                Lookup::Ready(mac) => {
-                    self.reap_completions();
-                    if self.tx.free(1) == 0 {
-                        break; // the ring is full: next call
-                    }
-                    ethernet::set_dst_addr(self.umem.frame_mut(p.addr), mac);
-                    self.tx.write(0, libc::xdp_desc { addr: p.addr, len: p.len, options: 0 });
-                    self.tx.submit(1);
-                    submitted += 1;
-                    if p.last {
-                        self.counters.tx_packets += 1;
-                        self.counters.tx_bytes += u64::from(p.payload_len);
-                    }
-                    self.parked.remove(i);
-                }
-                Lookup::OffLink | Lookup::Unresolved => {
-                    self.tx_free.push(p.addr);
-                    self.counters.tx_no_neigh += u64::from(p.last);
-                    self.parked.remove(i);
-                }
-            }
-        }
-        if submitted > 0 {
-            self.kick_tx();
-        }
+        self.with_sender(|tx, port| tx.service_parked(port));
     }
 
-    /// Sends a datagram above one frame as IPv4 fragments (all with one IP
-    /// id, submitted as TX slots come free).
-    fn send_fragmented(&mut self, payload: &[u8], peer: SocketAddrV4, tos: u8) -> Result<()> {
-        if payload.len() > self.caps.max_datagram {
-            return Err(Error::PayloadTooLarge { iface: self.feed.iface().to_string(), len: payload.len(), max: self.caps.max_datagram });
-        }
-        let mtu = self.caps.max_payload + detpath_wire::IPV4_HLEN + detpath_wire::UDP_HLEN;
-        let frags = detpath_wire::udp_fragment_count(payload.len(), mtu);
-        let dst_mac = self.dst_mac(*peer.ip())?;
-        self.ip_id = self.ip_id.wrapping_add(1);
-        let h = UdpFrameHeader { src_mac: self.src_mac, dst_mac: dst_mac.unwrap_or_default(), src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64, tos };
-        if dst_mac.is_none() {
-            return self.park_fragments(&h, payload, mtu, frags);
-        }
-        let mut k = 0;
-        while k < frags {
-            let n = self.tx_reserve((frags - k) as u32)?;
-            for i in 0..n {
-                let addr = self.take_tx_frame()?;
-                let Some(len) = detpath_wire::build_udp_fragment(self.umem.frame_mut(addr), &h, payload, mtu, k) else {
-                    self.tx_free.push(addr);
-                    return Err(Error::PayloadTooLarge { iface: self.feed.iface().to_string(), len: payload.len(), max: self.caps.max_datagram });
-                };
-                self.tx.write(i, libc::xdp_desc { addr, len: len as u32, options: 0 });
-                k += 1;
-            }
-            self.tx.submit(n);
-            self.kick_tx();
-        }
-        self.counters.tx_packets += 1;
-        self.counters.tx_bytes += payload.len() as u64;
-        Ok(())
-    }
-
-    /// Builds every fragment of a datagram whose destination is still
-    /// resolving and parks them together, in order; or none, counted in
-    /// `tx_no_neigh`, when the parking slots or free TX frames are too few.
-    fn park_fragments(&mut self, h: &UdpFrameHeader, payload: &[u8], mtu: usize, frags: usize) -> Result<()> {
-        self.reap_completions();
-        if self.parked.len() + frags > self.parked.capacity() || self.tx_free.len() < frags {
-            self.counters.tx_no_neigh += 1;
-            return Err(Error::NoNeighbour {
-                peer: *h.dst.ip(),
-                iface: self.iface.clone(),
-                why: "still resolving, and too few parking slots for its fragments",
-            });
-        }
-        for k in 0..frags {
-            let addr = self.take_tx_frame()?;
-            let Some(len) = detpath_wire::build_udp_fragment(self.umem.frame_mut(addr), h, payload, mtu, k) else {
-                self.tx_free.push(addr);
-                // Unpark what was parked of this datagram (the last ones).
-                for _ in 0..k {
-                    if let Some(p) = self.parked.pop() {
-                        self.tx_free.push(p.addr);
-                    }
-                }
-                return Err(Error::PayloadTooLarge { iface: self.feed.iface().to_string(), len: payload.len(), max: self.caps.max_datagram });
-            };
-            self.parked.push(Parked { addr, len: len as u32, payload_len: payload.len() as u32, ip: *h.dst.ip(), last: k + 1 == frags });
-        }
-        Ok(())
+    /// Runs `f` with the shared sender lent out of the endpoint, which is
+    /// its port (moving a `Vec` out and back: no allocation).
+    fn with_sender<T>(&mut self, f: impl FnOnce(&mut Sender<u64>, &mut Self) -> T) -> T {
+        let mut tx = std::mem::take(&mut self.sender);
+        let r = f(&mut tx, self);
+        self.sender = tx;
+        r
     }
 
     /// Builds one Ethernet frame (header + payload) and writes its descriptor at ring position `i`.
@@ -639,7 +482,7 @@ impl AfxdpEndpoint {
             match wait.after_empty() {
                 // While datagrams are parked, sleep 1 ms at a time to send them when their MAC comes.
                 Step::Sleep(ms) => {
-                    let ms = if self.parked.is_empty() || (0..=1).contains(&ms) { ms } else { 1 };
+                    let ms = if !self.sender.has_parked() || (0..=1).contains(&ms) { ms } else { 1 };
                     wait_readable(self.fd.as_raw_fd(), ms, "the AF_XDP socket")?
                 }
                 step => {
@@ -682,61 +525,14 @@ impl Endpoint for AfxdpEndpoint {
 
     fn send_marked(&mut self, payload: &[u8], peer: SocketAddrV4, mark: Mark) -> Result<()> {
         check_no_class(self.caps.datapath, mark)?;
-        if payload.len() > self.caps.max_payload {
-            return self.send_fragmented(payload, peer, mark.tos());
-        }
         self.service_parked();
-        self.tx_reserve(1)?;
-        if self.build(0, payload, peer, mark.tos())? == Built::OnRing {
-            self.tx.submit(1);
-            self.kick_tx();
-        }
-        Ok(())
+        self.with_sender(|tx, port| tx.send(port, payload, peer, mark.tos()))
     }
 
     fn send_batch(&mut self, batch: &[TxDatagram<'_>]) -> Result<usize> {
         self.service_parked();
-        let mut sent = 0usize;
-        while sent < batch.len() {
-            let want = (batch.len() - sent).min(self.batch as usize) as u32;
-            let n = match self.tx_reserve(want) {
-                Ok(n) => n,
-                Err(e) if sent == 0 => return Err(e),
-                Err(_) => return Ok(sent),
-            };
-            let mut built = 0u32;
-            let mut parked = 0usize;
-            let mut err = None;
-            let mut large = None;
-            for d in &batch[sent..sent + n as usize] {
-                if d.payload.len() > self.caps.max_payload {
-                    large = Some(d);
-                    break;
-                }
-                match self.build(built, d.payload, d.peer, 0) {
-                    Ok(Built::OnRing) => built += 1,
-                    Ok(Built::Parked) => parked += 1,
-                    Err(e) => {
-                        err = Some(e);
-                        break;
-                    }
-                }
-            }
-            self.tx.submit(built);
-            self.kick_tx();
-            sent += built as usize + parked;
-            if let Some(d) = large.filter(|_| err.is_none()) {
-                // A datagram above one frame, after those before it.
-                match self.send_fragmented(d.payload, d.peer, 0) {
-                    Ok(()) => sent += 1,
-                    Err(e) => err = Some(e),
-                }
-            }
-            if let Some(e) = err {
-                return if sent == 0 { Err(e) } else { Ok(sent) };
-            }
-        }
-        Ok(sent)
+        let chunk = self.batch as usize;
+        self.with_sender(|tx, port| tx.send_batch(port, batch, chunk))
     }
 
     fn recv(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<RxMeta>> {

@@ -8,6 +8,7 @@ use super::ring::{Ring, RingKind};
 use super::umem::Umem;
 use super::{AfxdpEndpoint, Framing, XDP_PACKET_HEADROOM};
 use crate::datapath::filter::FilterConfig;
+use crate::datapath::tx::Sender;
 use crate::endpoint::{Capabilities, Counters, RxStamp};
 use crate::error::{last_os_error, Error, Result};
 use crate::spec::EndpointSpec;
@@ -313,11 +314,11 @@ pub(crate) fn open_afxdp_framing(spec: &EndpointSpec, framing: Framing) -> Resul
         fill_pending: Vec::with_capacity(ring_size as usize),
         iface: dev.name.as_str().into(),
         neigh,
-        parked: Vec::with_capacity(super::PARK_SLOTS),
+        sender: Sender::new(dev.mac, SocketAddrV4::new(addr, port), caps.max_payload, caps.max_datagram),
+        staged: 0,
         framing,
         local: SocketAddrV4::new(addr, port),
         src_mac: dev.mac,
-        ip_id: 0,
         verify_checksum: spec.verify_checksum,
         xdp_stamp: settings.xdp_stamp,
         defrag: Default::default(),

@@ -1,11 +1,13 @@
 //! The DPDK endpoint: one port, one RX and one TX queue, one mbuf pool.
 //! By job: `setup.rs` opens it, `owner.rs` owns and undoes what opening did
 //! (port, device, pool, the Linux interface), `neigh_cache.rs` keeps the
-//! ARP-learnt neighbours, and this file is the hot path.
+//! ARP-learnt neighbours, `tx_port.rs` lends mbufs and the TX queue to the
+//! shared sender (`datapath/tx.rs`: parking, fragments, counting, the same
+//! on afxdp), and this file is the hot path.
 //!
 //! Neighbours: nothing waits for ARP. A datagram to a peer not in the
 //! cache sends an ARP request (repeated every 200 ms) and is built and
-//! parked (up to [`PARK_SLOTS`] frames; a fragmented datagram parks all its
+//! parked (up to [`PARK_SLOTS`](crate::datapath::tx::PARK_SLOTS) frames; a fragmented datagram parks all its
 //! fragments together, or none); the send returns at once, and every later
 //! call (send or receive) polls, learns the reply and sends what was parked. A peer silent for `arp_timeout` is remembered as
 //! unresolved for [`NEGATIVE_TTL`]: its datagrams are dropped and counted
@@ -25,6 +27,7 @@ use super::host::HostState;
 use super::{Config, DpdkError, Vdev};
 use crate::datapath::defrag::Defrag;
 use crate::datapath::rx_rule::{self, UdpRule, Verdict};
+use crate::datapath::tx::Sender;
 use crate::datapath::wait::{Step, Wait};
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, Endpoint, Mark, RecvMode, RxBatch, RxMeta, RxStamp, TxDatagram};
 use crate::error::{Error, Result};
@@ -32,13 +35,14 @@ use crate::frame::{FrameEndpoint, FrameMeta};
 use crate::spec::EndpointSpec;
 use detpath_dpdk_sys as sys;
 use detpath_sys::cleanup::{self, CleanupHandle};
+use detpath_sys::neigh::Lookup;
 use detpath_sys::netns;
 use detpath_sys::xdp;
 use detpath_sys::NetDev;
 use detpath_sys::XdpMode;
 use detpath_wire::arp::{self, ArpOp, ArpPacket};
 use detpath_wire::frame::ETHERTYPE_IPV4;
-use detpath_wire::{build_udp_frame, ethernet, MacAddr, UdpFrameHeader, ETH_HLEN, HEADERS_LEN};
+use detpath_wire::{ethernet, MacAddr, ETH_HLEN, HEADERS_LEN};
 use std::collections::VecDeque;
 use std::ffi::{CStr, CString};
 use std::fs::File;
@@ -50,6 +54,7 @@ use std::time::{Duration, Instant};
 mod neigh_cache;
 mod owner;
 mod setup;
+mod tx_port;
 
 use neigh_cache::*;
 use owner::*;
@@ -61,8 +66,6 @@ const MIN_FRAME: usize = 60;
 const PENDING: usize = 1024;
 /// Neighbour cache slots (static entries may add more).
 const NEIGH_SLOTS: usize = 64;
-/// Datagrams built and waiting for their peer's ARP reply.
-const PARK_SLOTS: usize = 64;
 /// How long a peer that did not answer ARP is remembered as such.
 const NEGATIVE_TTL: Duration = Duration::from_secs(1);
 /// ARP requests are repeated this often while resolving.
@@ -139,28 +142,6 @@ struct ArpPending {
     failed_until_ns: u64,
 }
 
-/// A built frame waiting for its peer's MAC (the frame's Ethernet
-/// destination). The fragments of one datagram are parked together, in
-/// order; only the last one (`last`) counts the datagram when it goes out
-/// (`tx_packets`, `payload_len` bytes) or is dropped (`tx_no_neigh`).
-#[derive(Clone, Copy)]
-struct ParkedMbuf {
-    m: *mut sys::rte_mbuf,
-    ip: Ipv4Addr,
-    payload_len: u32,
-    last: bool,
-}
-
-/// Where resolving a peer stands (nothing counted yet: see [`DpdkEndpoint::lookup`]).
-enum Resolve {
-    Ready(MacAddr),
-    /// An ARP request is out; ask again later.
-    Pending,
-    OffLink,
-    /// No reply within `arp_timeout`; remembered for [`NEGATIVE_TTL`].
-    Unresolved,
-}
-
 pub(crate) struct DpdkEndpoint {
     port: u16,
     /// `Some`: a frame endpoint of this EtherType (no IP, no ARP); `None`: UDP.
@@ -182,8 +163,9 @@ pub(crate) struct DpdkEndpoint {
     mbufs: u32,
     max_payload: usize,
     rx_buf: Vec<*mut sys::rte_mbuf>,
+    /// Staged frames for the next burst (`tx_buf[..staged]`).
     tx_buf: Vec<*mut sys::rte_mbuf>,
-    tx_macs: Vec<MacAddr>,
+    staged: usize,
     pending: VecDeque<Pending>,
     pending_dropped: u64,
     /// Datagrams that arrived as IPv4 fragments: being put back together, and done ones waiting.
@@ -192,12 +174,11 @@ pub(crate) struct DpdkEndpoint {
     neigh: NeighCache,
     /// Peers being resolved (or remembered as unresolved); fixed capacity.
     arp_pending: Vec<ArpPending>,
-    /// Built datagrams waiting for their peer's MAC; fixed capacity.
-    parked: Vec<ParkedMbuf>,
+    /// The shared transmit side: neighbour parking, fragments, counting.
+    sender: Sender<*mut sys::rte_mbuf>,
     /// Subnets of the interface, for the on-link check (empty: no check).
     subnets: Vec<(Ipv4Addr, u8)>,
     arp_timeout: Duration,
-    ip_id: u16,
     stats_base: [u64; 8],
     _owner: PortOwner,
 }
@@ -373,38 +354,22 @@ impl DpdkEndpoint {
         }
     }
 
-    /// The MAC for `ip` without waiting: cached or static; `Ok(None)`
-    /// while an ARP request is out (sent now for a new peer, repeated every
-    /// [`ARP_RETRY`]). Off-link and unresolved peers are counted and refused
-    /// with errors built without allocating.
-    fn lookup(&mut self, ip: Ipv4Addr) -> Result<Option<MacAddr>> {
-        match self.resolve(ip) {
-            Resolve::Ready(m) => Ok(Some(m)),
-            Resolve::Pending => Ok(None),
-            Resolve::OffLink => {
-                self.counters.tx_no_route += 1;
-                Err(Error::NoRoute { peer: ip, iface: self.device_name.clone() })
-            }
-            Resolve::Unresolved => {
-                self.counters.tx_no_neigh += 1;
-                Err(DpdkError::Unresolved { peer: ip, device: self.device_name.clone(), ms: self.arp_timeout.as_millis() as u64 }.into())
-            }
-        }
-    }
-
-    /// Where resolving `ip` stands; sends the ARP requests. Never waits.
-    fn resolve(&mut self, ip: Ipv4Addr) -> Resolve {
+    /// Where resolving `ip` stands, without waiting: cached or static;
+    /// `Resolving` while an ARP request is out (sent now for a new peer,
+    /// repeated every [`ARP_RETRY`]); a peer silent for `arp_timeout` is
+    /// `Unresolved` for [`NEGATIVE_TTL`].
+    fn arp_resolve(&mut self, ip: Ipv4Addr) -> Lookup {
         if let Some(m) = self.neigh.get(ip) {
-            return Resolve::Ready(m);
+            return Lookup::Ready(m);
         }
         if ip.is_broadcast() {
-            return Resolve::Ready(MacAddr::BROADCAST);
+            return Lookup::Ready(MacAddr::BROADCAST);
         }
         if let Some(group) = MacAddr::ipv4_multicast(ip) {
-            return Resolve::Ready(group);
+            return Lookup::Ready(group);
         }
         if !self.subnets.is_empty() && !detpath_sys::neigh::on_link(&self.subnets, ip) {
-            return Resolve::OffLink;
+            return Lookup::OffLink;
         }
         let now = monotonic_ns();
         let timeout_ns = self.arp_timeout.as_nanos() as u64;
@@ -412,19 +377,19 @@ impl DpdkEndpoint {
             let p = self.arp_pending[i];
             if p.failed_until_ns != 0 {
                 if now < p.failed_until_ns {
-                    return Resolve::Unresolved;
+                    return Lookup::Unresolved;
                 }
                 self.arp_pending.swap_remove(i);
             } else {
                 if now.saturating_sub(p.since_ns) >= timeout_ns {
                     self.arp_pending[i].failed_until_ns = now + NEGATIVE_TTL.as_nanos() as u64;
-                    return Resolve::Unresolved;
+                    return Lookup::Unresolved;
                 }
                 if now >= p.next_arp_ns {
                     self.send_arp(&ArpPacket::request(self.mac, *self.local.ip(), ip));
                     self.arp_pending[i].next_arp_ns = now + ARP_RETRY.as_nanos() as u64;
                 }
-                return Resolve::Pending;
+                return Lookup::Resolving;
             }
         }
         self.send_arp(&ArpPacket::request(self.mac, *self.local.ip(), ip));
@@ -434,7 +399,7 @@ impl DpdkEndpoint {
         } else if let Some(oldest) = self.arp_pending.iter_mut().min_by_key(|p| p.since_ns) {
             *oldest = p;
         }
-        Resolve::Pending
+        Lookup::Resolving
     }
 
     /// Before a send, while a peer is being resolved: one RX burst (never a
@@ -443,7 +408,7 @@ impl DpdkEndpoint {
     /// too. The datagrams the burst finds wait in `pending` for the next
     /// receive. One branch when nothing is being resolved.
     fn poll_before_send(&mut self) {
-        if self.parked.is_empty() && !self.arp_pending.iter().any(|p| p.failed_until_ns == 0) {
+        if !self.sender.has_parked() && !self.arp_pending.iter().any(|p| p.failed_until_ns == 0) {
             return;
         }
         self.poll_rx();
@@ -451,52 +416,22 @@ impl DpdkEndpoint {
     }
 
     /// Sends the parked frames whose peer answered ARP; drops those whose
-    /// peer did not (a datagram counted once in `tx_no_neigh`).
-    /// One branch when nothing is parked; never waits.
+    /// peer did not ([`Sender::service_parked`]). One branch when nothing
+    /// is parked; never waits.
     fn service_parked(&mut self) {
-        let mut i = 0;
-        while i < self.parked.len() {
-            let p = self.parked[i];
-            match self.resolve(p.ip) {
-                Resolve::Pending => i += 1,
-                Resolve::Ready(mac) => {
-                    let (mut len, mut segs) = (0u32, 0u16);
-                    // SAFETY: p.m is a built mbuf we own.
-                    let data = unsafe { sys::detpath_dpdk_mbuf_data(p.m, &mut len, &mut segs) };
-                    if !data.is_null() && len as usize >= ETH_HLEN {
-                        // SAFETY: the frame's Ethernet header is in the mbuf's data.
-                        ethernet::set_dst_addr(unsafe { std::slice::from_raw_parts_mut(data, ETH_HLEN) }, mac);
-                    }
-                    let mut one = [p.m];
-                    // SAFETY: one holds one built mbuf we own; the port is started.
-                    if unsafe { sys::detpath_dpdk_tx_burst(self.port, 0, one.as_mut_ptr(), 1) } != 1 {
-                        self.counters.tx_ring_full += 1;
-                        return; // the queue is full: next call
-                    }
-                    if p.last {
-                        self.counters.tx_packets += 1;
-                        self.counters.tx_bytes += u64::from(p.payload_len);
-                    }
-                    self.parked.remove(i);
-                }
-                Resolve::OffLink | Resolve::Unresolved => {
-                    self.counters.tx_no_neigh += u64::from(p.last);
-                    self.free(p.m);
-                    self.parked.remove(i);
-                }
-            }
+        if !self.sender.has_parked() {
+            return;
         }
+        self.with_sender(|tx, port| tx.service_parked(port));
     }
 
-    /// Parks tx_buf[0], built for `ip` without a MAC; refuses when every slot is taken.
-    fn park(&mut self, ip: Ipv4Addr, payload_len: usize) -> Result<()> {
-        if self.parked.len() == self.parked.capacity() {
-            self.free(self.tx_buf[0]);
-            self.counters.tx_no_neigh += 1;
-            return Err(Error::NoNeighbour { peer: ip, iface: self.device_name.clone(), why: "still resolving, and every parking slot is taken" });
-        }
-        self.parked.push(ParkedMbuf { m: self.tx_buf[0], ip, payload_len: payload_len as u32, last: true });
-        Ok(())
+    /// Runs `f` with the shared sender lent out of the endpoint, which is
+    /// its port (moving a `Vec` out and back: no allocation).
+    fn with_sender<T>(&mut self, f: impl FnOnce(&mut Sender<*mut sys::rte_mbuf>, &mut Self) -> T) -> T {
+        let mut tx = std::mem::take(&mut self.sender);
+        let r = f(&mut tx, self);
+        self.sender = tx;
+        r
     }
 
     /// Transmits tx_buf[..n], retrying while the queue is full.
@@ -536,97 +471,6 @@ impl DpdkEndpoint {
             // SAFETY: pool is ours.
             let avail = unsafe { sys::detpath_dpdk_pool_avail(self.pool) };
             return Err(DpdkError::PoolExhausted { what: format!("no {n} free mbufs to send on `{}` ({avail} free)", self.device), mbufs: self.mbufs }.into());
-        }
-        Ok(())
-    }
-
-    /// Builds a datagram into tx_buf[i] (already allocated), with the IPv4
-    /// type of service byte `tos` ([`crate::Mark::tos`]).
-    fn build(&mut self, i: usize, payload: &[u8], peer: SocketAddrV4, dst_mac: MacAddr, tos: u8) -> bool {
-        let len = (HEADERS_LEN + payload.len()).max(MIN_FRAME);
-        // SAFETY: tx_buf[i] is a fresh mbuf; set_len checks the room.
-        let data = unsafe { sys::detpath_dpdk_mbuf_set_len(self.tx_buf[i], len as u16) };
-        if data.is_null() {
-            return false;
-        }
-        // SAFETY: data points to `len` writable bytes of the mbuf.
-        let buf = unsafe { std::slice::from_raw_parts_mut(data, len) };
-        self.ip_id = self.ip_id.wrapping_add(1);
-        let h = UdpFrameHeader { src_mac: self.mac, dst_mac, src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64, tos };
-        match build_udp_frame(buf, &h, payload) {
-            Some(n) => {
-                buf[n..].fill(0);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Sends a datagram above one frame as IPv4 fragments (one IP id), a
-    /// burst of mbufs at a time.
-    fn send_fragmented(&mut self, payload: &[u8], peer: SocketAddrV4, tos: u8) -> Result<()> {
-        self.poll_before_send();
-        if payload.len() > self.caps.max_datagram {
-            return Err(Error::PayloadTooLarge { iface: self.device.clone(), len: payload.len(), max: self.caps.max_datagram });
-        }
-        // A peer still resolving: every fragment is built and parked, in
-        // order, or (too few parking slots) none.
-        let dst_mac = self.lookup(*peer.ip())?;
-        let mtu = self.max_payload + detpath_wire::IPV4_HLEN + detpath_wire::UDP_HLEN;
-        let frags = detpath_wire::udp_fragment_count(payload.len(), mtu);
-        let park = dst_mac.is_none();
-        if park && self.parked.len() + frags > self.parked.capacity() {
-            self.counters.tx_no_neigh += 1;
-            return Err(Error::NoNeighbour {
-                peer: *peer.ip(),
-                iface: self.device_name.clone(),
-                why: "still resolving, and too few parking slots for its fragments",
-            });
-        }
-        self.ip_id = self.ip_id.wrapping_add(1);
-        let h = UdpFrameHeader { src_mac: self.mac, dst_mac: dst_mac.unwrap_or_default(), src: self.local, dst: peer, ip_id: self.ip_id, ttl: 64, tos };
-        let mut k = 0;
-        while k < frags {
-            let n = (frags - k).min(self.tx_buf.len());
-            self.alloc(n)?;
-            for i in 0..n {
-                // SAFETY: tx_buf[i] is a fresh mbuf; set_len checks the room (an MTU frame fits: max_payload).
-                let data = unsafe { sys::detpath_dpdk_mbuf_set_len(self.tx_buf[i], (mtu + ETH_HLEN) as u16) };
-                // SAFETY: data points to mtu + ETH_HLEN writable bytes of the mbuf.
-                let built = (!data.is_null())
-                    .then(|| detpath_wire::build_udp_fragment(unsafe { std::slice::from_raw_parts_mut(data, mtu + ETH_HLEN) }, &h, payload, mtu, k + i));
-                let Some(Some(len)) = built else {
-                    // SAFETY: the n mbufs allocated above are still ours.
-                    unsafe { sys::detpath_dpdk_mbuf_free_bulk(self.tx_buf.as_mut_ptr(), n as u32) };
-                    // And the fragments of this datagram parked before (none or all go).
-                    for _ in 0..if park { k } else { 0 } {
-                        if let Some(p) = self.parked.pop() {
-                            self.free(p.m);
-                        }
-                    }
-                    self.counters.tx_errors += 1;
-                    return Err(Error::PayloadTooLarge { iface: self.device.clone(), len: payload.len(), max: self.max_payload });
-                };
-                if len < MIN_FRAME {
-                    // SAFETY: as above; zero the padding up to the Ethernet minimum.
-                    unsafe { std::slice::from_raw_parts_mut(data, MIN_FRAME)[len..].fill(0) };
-                }
-                // SAFETY: shrinking to the fragment's length (at least the Ethernet minimum).
-                unsafe { sys::detpath_dpdk_mbuf_set_len(self.tx_buf[i], len.max(MIN_FRAME) as u16) };
-            }
-            if park {
-                for i in 0..n {
-                    let last = k + i + 1 == frags;
-                    self.parked.push(ParkedMbuf { m: self.tx_buf[i], ip: *peer.ip(), payload_len: payload.len() as u32, last });
-                }
-            } else {
-                self.tx_all(n)?;
-            }
-            k += n;
-        }
-        if !park {
-            self.counters.tx_packets += 1;
-            self.counters.tx_bytes += payload.len() as u64;
         }
         Ok(())
     }
@@ -742,25 +586,8 @@ impl Endpoint for DpdkEndpoint {
 
     fn send_marked(&mut self, payload: &[u8], peer: SocketAddrV4, mark: Mark) -> Result<()> {
         crate::endpoint::check_no_class(self.caps.datapath, mark)?;
-        if payload.len() > self.max_payload && self.caps.max_datagram > self.max_payload {
-            return self.send_fragmented(payload, peer, mark.tos());
-        }
         self.poll_before_send();
-        self.check_len(payload.len())?;
-        let mac = self.lookup(*peer.ip())?;
-        self.alloc(1)?;
-        if !self.build(0, payload, peer, mac.unwrap_or_default(), mark.tos()) {
-            self.free(self.tx_buf[0]);
-            self.counters.tx_errors += 1;
-            return Err(Error::PayloadTooLarge { iface: self.device.clone(), len: payload.len(), max: self.max_payload });
-        }
-        if mac.is_none() {
-            return self.park(*peer.ip(), payload.len());
-        }
-        self.tx_all(1)?;
-        self.counters.tx_packets += 1;
-        self.counters.tx_bytes += payload.len() as u64;
-        Ok(())
+        self.with_sender(|tx, port| tx.send(port, payload, peer, mark.tos()))
     }
 
     fn recv(&mut self, buf: &mut [u8], mode: RecvMode) -> Result<Option<RxMeta>> {
@@ -771,74 +598,9 @@ impl Endpoint for DpdkEndpoint {
     }
 
     fn send_batch(&mut self, batch: &[TxDatagram<'_>]) -> Result<usize> {
-        // A batch with a datagram above one frame goes one by one (fragments).
-        if self.caps.max_datagram > self.max_payload && batch.iter().any(|d| d.payload.len() > self.max_payload) {
-            for (i, d) in batch.iter().enumerate() {
-                if let Err(e) = self.send_to(d.payload, d.peer) {
-                    return if i == 0 { Err(e) } else { Ok(i) };
-                }
-            }
-            return Ok(batch.len());
-        }
         self.poll_before_send();
-        let mut done = 0usize;
-        while done < batch.len() {
-            let chunk = &batch[done..batch.len().min(done + self.burst as usize)];
-            // Resolve first: a failure sends what was resolved before it; a
-            // peer still resolving goes alone through send_to (parked).
-            let mut n = 0;
-            let mut failure = None;
-            let mut resolving = false;
-            for d in chunk {
-                let r = self.check_len(d.payload.len()).and_then(|_| self.lookup(*d.peer.ip()));
-                match r {
-                    Ok(Some(mac)) => {
-                        self.tx_macs[n] = mac;
-                        n += 1;
-                    }
-                    Ok(None) => {
-                        resolving = true;
-                        break;
-                    }
-                    Err(e) => {
-                        failure = Some(e);
-                        break;
-                    }
-                }
-            }
-            if n > 0 {
-                if let Err(e) = self.alloc(n) {
-                    return if done == 0 { Err(e) } else { Ok(done) };
-                }
-                for (i, d) in chunk[..n].iter().enumerate() {
-                    if !self.build(i, d.payload, d.peer, self.tx_macs[i], 0) {
-                        // Cannot happen after check_len; keep the mbufs consistent anyway.
-                        // SAFETY: tx_buf[..n] are ours and unsent.
-                        unsafe { sys::detpath_dpdk_mbuf_free_bulk(self.tx_buf.as_mut_ptr(), n as u32) };
-                        self.counters.tx_errors += n as u64;
-                        let e = Error::PayloadTooLarge { iface: self.device.clone(), len: d.payload.len(), max: self.max_payload };
-                        return if done == 0 { Err(e) } else { Ok(done) };
-                    }
-                }
-                if let Err(e) = self.tx_all(n) {
-                    return if done == 0 { Err(e) } else { Ok(done) };
-                }
-                self.counters.tx_packets += n as u64;
-                self.counters.tx_bytes += chunk[..n].iter().map(|d| d.payload.len() as u64).sum::<u64>();
-                done += n;
-            }
-            if let Some(e) = failure {
-                return if done == 0 { Err(e) } else { Ok(done) };
-            }
-            if resolving {
-                let d = batch[done];
-                match self.send_to(d.payload, d.peer) {
-                    Ok(()) => done += 1,
-                    Err(e) => return if done == 0 { Err(e) } else { Ok(done) },
-                }
-            }
-        }
-        Ok(done)
+        let chunk = self.burst as usize;
+        self.with_sender(|tx, port| tx.send_batch(port, batch, chunk))
     }
 
     fn recv_batch(&mut self, batch: &mut RxBatch, mode: RecvMode) -> Result<usize> {
@@ -864,8 +626,9 @@ impl Drop for DpdkEndpoint {
         while let Some(p) = self.pending.pop_front() {
             self.free(p.m);
         }
-        while let Some(p) = self.parked.pop() {
-            self.free(p.m);
+        let mut tx = std::mem::take(&mut self.sender);
+        for m in tx.drain_parked() {
+            self.free(m);
         }
         // `_owner` (a field) drops next: port, device, pool, host state.
     }

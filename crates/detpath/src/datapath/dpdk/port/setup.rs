@@ -459,6 +459,8 @@ pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: 
     // SAFETY: port valid; stats_base has 8 slots.
     unsafe { sys::detpath_dpdk_port_stats(port, stats_base.as_mut_ptr()) };
     let burst = cfg.burst.max(1);
+    // UDP datagrams above one frame go as fragments; a frame endpoint's sender says max_payload.
+    let sender = Sender::new(s.mac, s.local, max_payload, caps.max_datagram.max(max_payload));
     Ok(DpdkEndpoint {
         port,
         ethertype: cfg.ethertype,
@@ -477,17 +479,16 @@ pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: 
         max_payload,
         rx_buf: vec![std::ptr::null_mut(); burst as usize],
         tx_buf: vec![std::ptr::null_mut(); burst as usize],
-        tx_macs: vec![MacAddr::default(); burst as usize],
+        staged: 0,
         pending: VecDeque::with_capacity(PENDING),
         pending_dropped: 0,
         defrag: Default::default(),
         assembled: Default::default(),
         neigh: NeighCache::new(&cfg.neigh),
         arp_pending: Vec::with_capacity(NEIGH_SLOTS),
-        parked: Vec::with_capacity(PARK_SLOTS),
+        sender,
         subnets: s.subnets,
         arp_timeout: Duration::from_millis(cfg.arp_timeout_ms),
-        ip_id: 0,
         stats_base,
         _owner: owner,
     })
