@@ -1,16 +1,12 @@
-//! The detpath ping-pong instrument (paper 000, "Methodology" and "Metrics"):
-//! exact statistics to six nines ([`stats`]), per-round raw records and loss
-//! accounting ([`records`]), result directories ([`results`]), the human
-//! tables ([`table`]), the plots of `detpath report` ([`report`]) and its
-//! self-contained HTML page ([`html`]). The
-//! runner that drives the datapaths is [`run`]; the main job over the
-//! testbed (configurations, tuning, stress, sockperf) is [`matrix`].
-//! [`slots`] is `detpath sched bench`, the slot scheduler against
-//! clock_nanosleep, on the same result directories and environment record.
+//! The detpath ping-pong harness (paper 000): the runner that drives the
+//! datapaths ([`run`]), the main job over the testbed (configurations,
+//! tuning, stress, sockperf: [`matrix`]), sockperf as the reference
+//! ([`sockperf`]), and the HTML page of `detpath report --html` ([`bench_page`]).
+//! The instrument it measures with (statistics, records, result
+//! directories, tables, tail attribution, report drawing) is
+//! `detpath-instrument`.
 //! [`pubsub`] is `detpath pubsub bench`: paper 001's DDS workloads over the
 //! `detpath-pubsub` protocol crate, with ddsperf as the reference.
-//! Every run carries what it cost in CPU (`detpath_sys::cputime`); the
-//! reference programs run as child processes are measured by [`child_cpu`].
 //!
 //! ```
 //! // 1,000 round trips of 1..=1000 ns: p99 by nearest rank; p99.99 needs 10,000 samples.
@@ -18,28 +14,17 @@
 //! let s = detpath_bench::Summary::from_samples(&mut rtt_ns);
 //! assert_eq!((s.count, s.min_ns, s.max_ns), (1000, Some(1), Some(1000)));
 //! assert_eq!(s.p99_ns, Some(990));
-//! assert_eq!(s.p99_99_ns, None);
 //! ```
 
 #![warn(missing_docs)]
 
-pub mod child_cpu;
-pub mod html;
+pub mod bench_page;
 pub mod matrix;
 pub mod pubsub;
-pub mod ready;
-pub mod records;
-pub mod report;
-pub mod results;
 pub mod run;
-pub mod run_result;
-pub mod slots;
 pub mod sockperf;
-pub mod stats;
-pub mod stress;
-pub mod table;
-pub mod tail;
 
-pub use records::{LossCounts, Record, RecordWriter, Status};
-pub use results::{Environment, ResultDir, RunConfig, RunResult};
-pub use stats::{Quantile, Summary};
+// The instrument's modules, re-exported while the harnesses still in this
+// crate name them as their own (`crate::records`, ...).
+pub use detpath_instrument::{child_cpu, ready, records, report, results, run_result, stats, stress, table, tail};
+pub use detpath_instrument::{Environment, LossCounts, Quantile, Record, RecordWriter, ResultDir, RunConfig, RunResult, Status, Summary};

@@ -8,6 +8,8 @@
 //! compared with the wall time it was not waiting for a CPU (its run-queue
 //! wait from /proc/thread-self/schedstat taken out), not with the bare wall
 //! time.
+// The instrument's synthetic runs (deterministic, no datapath).
+#[path = "../../instrument/tests/common/mod.rs"]
 mod common;
 
 use detpath::sys::cputime::{CoreUse, CpuReport, ThreadCpu};

@@ -13,7 +13,7 @@ use detpath::testbed::{Testbed, TestbedConfig};
 use detpath::Endpoint;
 use detpath_bench::matrix::{run_matrix, Configuration, Event, MatrixConfig, Observer};
 use detpath_bench::run::PingPongConfig;
-use detpath_bench::slots::{self as slots_bench, BenchConfig, Method};
+use detpath_sched_bench::{self as slots_bench, BenchConfig, Method};
 use detpath_bench::tail::TailThreshold;
 use std::sync::{Arc, Mutex, Once};
 

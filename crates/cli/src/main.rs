@@ -15,7 +15,7 @@ mod pubsub_bench_cmd;
 mod pubsub_cmd;
 mod pubsub_ptp;
 mod pubsub_user;
-mod report_cmd;
+mod report;
 mod sched_cmd;
 mod sched_plan_cmd;
 mod sched_ptp_cmd;
@@ -42,7 +42,7 @@ enum Command {
     /// Echo server on any datapath (every datagram back to its sender).
     Echo(echo_cmd::Args),
     /// Tables and plots (PNG, SVG) from saved benchmark results.
-    Report(report_cmd::Args),
+    Report(report::Args),
     /// Audit, apply and revert the low-latency OS tuning.
     Tune(tune_cmd::Args),
     /// XDP classifier for encapsulated traffic, driven by intents.
@@ -83,7 +83,7 @@ fn dispatch(cli: Cli) -> i32 {
         Command::Testbed(args) => testbed_cmd::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Echo(args) => echo_cmd::run(args),
-        Command::Report(args) => report_cmd::run(args),
+        Command::Report(args) => report::run(args),
         Command::Tune(args) => tune_cmd::run(args),
         Command::Classify(args) => classify_cmd::run(args),
         Command::Sched(args) => sched_cmd::run(args),

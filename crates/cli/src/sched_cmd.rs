@@ -13,7 +13,7 @@
 
 use crate::vocab::ns;
 use anyhow::Context;
-use detpath_bench::slots::{self as bench, BenchConfig, FlowSpec, Method};
+use detpath_sched_bench::{self as bench, BenchConfig, FlowSpec, Method};
 use detpath_sched::{ClassConfig, Mode};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -401,7 +401,7 @@ fn run_bench(a: BenchArgs) -> anyhow::Result<i32> {
 }
 
 fn run_sync(a: SyncArgs) -> anyhow::Result<i32> {
-    use detpath_bench::slots::sync_run::{self, SyncRunConfig};
+    use detpath_sched_bench::sync_run::{self, SyncRunConfig};
     detpath::sys::cleanup::install_signal_handler(detpath::sys::cleanup::OnSignal::SetFlag);
     let offset_ns = u64::try_from(a.offset.ns()).map_err(|_| anyhow::anyhow!("--offset: the slave's injected offset is not negative here"))?;
     let prefix = a.testbed.clone().unwrap_or_else(|| detpath::testbed::process_prefix("sch"));
