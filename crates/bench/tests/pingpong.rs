@@ -95,20 +95,32 @@ fn faulty_server_is_accounted_exactly(tag: &str, datapath: &str, port: u16) {
     // 1 ms period, 50 ms loss timeout; sequence ids count the warm-up too.
     let cfg = config(1000, 1_000_000, 50_000_000);
     // Send index n of the server is its reply to probe n (it echoes each once, in order).
-    // 5 ms delay: pongs of 1..4 later rounds overtake it (reordered, not lost);
+    // 20 ms delay: within the loss timeout, so reordered or ok, never lost;
     // 200 ms: beyond the loss timeout (lost, and counted late if it comes).
     // Corrupting the nonce byte makes the client see a wrong nonce.
-    let faults = format!("drop=210,220&dup=230&delay=240:5ms,260:200ms&corrupt=280&corrupt_byte={}", detpath_wire::probe::NONCE_OFFSET);
+    let faults = format!("drop=210,220&dup=230&delay=240:20ms,260:200ms&corrupt=280&corrupt_byte={}", detpath_wire::probe::NONCE_OFFSET);
     let outcome = ping_pong(tag, datapath, port, &cfg, &faults);
     assert_eq!(outcome.sent, cfg.total_rounds());
     let records = outcome.records(WARMUP);
     let by_seq = status_by_seq(&records);
     assert_eq!(by_seq.len() as u64, cfg.rounds, "one row per measured round");
+    // Round 240's pong is reordered when a later round's pong reached the
+    // client first, as the client's receive stamps show. With 19 later
+    // rounds due during its 20 ms that is nearly every run; but on a loaded
+    // 2-vCPU VM the client or the server can be descheduled for the whole
+    // delay (an 8 ms stall beat the former 5 ms delay under a parallel
+    // benchmark), no later pong is sent meanwhile, and 240 rightly comes back
+    // in order. So the order on the wire decides the expected class, and the
+    // accounting below must follow it exactly.
+    let received_at = |seq: u64| records.iter().find(|r| r.seq == seq && r.status.is_sample()).map(|r| r.client_recv_ns);
+    let delayed_at = received_at(240).expect("round 240's pong came within the loss timeout");
+    let overtaken = records.iter().any(|r| r.seq > 240 && r.status.is_sample() && r.client_recv_ns < delayed_at);
+    let delayed_status = if overtaken { Status::Reordered } else { Status::Ok };
     let expect: BTreeMap<u64, Vec<Status>> = [
         (210, vec![Status::Lost]),
         (220, vec![Status::Lost]),
         (230, vec![Status::Ok, Status::Duplicate]),
-        (240, vec![Status::Reordered]),
+        (240, vec![delayed_status]),
         (260, vec![Status::Lost]),
         (280, vec![Status::Corrupted]),
     ]
@@ -123,9 +135,9 @@ fn faulty_server_is_accounted_exactly(tag: &str, datapath: &str, port: u16) {
     assert_eq!(loss.sent, 1000);
     assert_eq!(loss.lost, 3, "{loss:?}");
     assert_eq!(loss.duplicates, 1, "{loss:?}");
-    assert_eq!(loss.reordered, 1, "{loss:?}");
+    assert_eq!(loss.reordered, overtaken as u64, "{loss:?}");
     assert_eq!(loss.corrupted, 1, "{loss:?}");
-    assert_eq!(loss.ok, 1000 - 3 - 1 - 1, "{loss:?}");
+    assert_eq!(loss.ok, 1000 - 3 - 1 - overtaken as u64, "{loss:?}");
 }
 
 #[test]
