@@ -7,10 +7,10 @@
 use detpath_instrument::html::{bars, env};
 use detpath_instrument::html::page::{read_json, Cell, Page, Table};
 use crate::pubsub::table as ps;
-use crate::report::{self, LoadedRun};
-use crate::results::RunResult;
-use crate::stats::Quantile;
-use crate::table::{self, fmt_us, fmt_us_f, thousands};
+use detpath_instrument::report::{self, LoadedRun};
+use detpath_instrument::results::RunResult;
+use detpath_instrument::stats::Quantile;
+use detpath_instrument::table::{self, fmt_us, fmt_us_f, thousands};
 use anyhow::{Context, Result};
 use serde_json::Value;
 use std::path::Path;
@@ -31,7 +31,7 @@ fn count(v: &Value) -> String {
 }
 
 /// The text of a statistic the sample count cannot support, as the terminal's.
-fn missing(s: &crate::Summary, q: Option<Quantile>) -> String {
+fn missing(s: &detpath_instrument::Summary, q: Option<Quantile>) -> String {
     match q {
         Some(q) => table::cell(s, q),
         None => "-".into(),
@@ -234,7 +234,7 @@ fn detail_table(doc: &Value, runs: &[RunResult]) -> Table {
 
 /// Loss, the server's processing time and the send lateness per run.
 fn loss_table(doc: &Value, runs: &[RunResult]) -> Table {
-    let mut t = Table::new("loss-per-run", "Loss, server processing time and send lateness per run (µs)", &crate::table::LOSS_COLUMNS);
+    let mut t = Table::new("loss-per-run", "Loss, server processing time and send lateness per run (µs)", &detpath_instrument::table::LOSS_COLUMNS);
     for (i, r) in runs.iter().enumerate() {
         let mut row = vec![Cell::text(run_label(r))];
         for f in ["sent", "lost", "duplicates", "reordered", "corrupted", "late"] {
@@ -263,8 +263,8 @@ fn cpu_table(doc: &Value, runs: &[RunResult]) -> Table {
     for (i, r) in runs.iter().enumerate() {
         let Some(cpu) = &r.cpu else { continue };
         let shares: Vec<String> =
-            cpu.threads.iter().map(|th| format!("{} {}", th.name, r.core_share(&th.name).map(crate::table::fmt_pct).unwrap_or_else(|| "-".into()))).collect();
-        let cores: Vec<String> = cpu.cores.iter().map(|c| format!("cpu{} {}", c.core, crate::table::fmt_pct(c.busy))).collect();
+            cpu.threads.iter().map(|th| format!("{} {}", th.name, r.core_share(&th.name).map(detpath_instrument::table::fmt_pct).unwrap_or_else(|| "-".into()))).collect();
+        let cores: Vec<String> = cpu.cores.iter().map(|c| format!("cpu{} {}", c.core, detpath_instrument::table::fmt_pct(c.busy))).collect();
         t.rows.push(vec![
             Cell::text(run_label(r)),
             Cell::figure(SUMMARY, doc, &format!("/runs/{i}/latency/median_ns"), ns, &missing(&r.latency, Some(Quantile::MEDIAN))),

@@ -6,9 +6,9 @@
 //! calls [`run_matrix`] and prints; a program can do the same.
 
 use crate::run::{run_client, run_server, ClientOutcome, PingPongConfig, ServerReport};
-use crate::stats::Quantile;
-use crate::tail::{self, CpuSample, ProcReader, Sampler, TailThreshold, ThreadGaps};
-use crate::{Environment, ResultDir, RunConfig, RunResult};
+use detpath_instrument::stats::Quantile;
+use detpath_instrument::tail::{self, CpuSample, ProcReader, Sampler, TailThreshold, ThreadGaps};
+use detpath_instrument::{Environment, ResultDir, RunConfig, RunResult};
 use anyhow::Context;
 use detpath::sys::cleanup;
 use detpath::sys::cputime::{CoreTicks, CpuReport};
@@ -41,7 +41,7 @@ impl Configuration {
 
     /// `D`, `D&S`, `T` or `T&S`.
     pub fn label(&self) -> &'static str {
-        crate::results::configuration_label(self.tuned, self.stress > 0)
+        detpath_instrument::results::configuration_label(self.tuned, self.stress > 0)
     }
 }
 
@@ -195,7 +195,7 @@ pub fn run_matrix(cfg: &MatrixConfig, observe: Observer) -> anyhow::Result<Matri
             observe(Event::RunStarting { label, total_rounds: pp.total_rounds() });
             // stress-ng runs for exactly this run; a missing stress-ng fails before the run.
             let stress = if conf.stress > 0 {
-                match crate::stress::Stress::start(conf.stress, &[cfg.cpus.0 as usize, cfg.cpus.1 as usize]) {
+                match detpath_instrument::stress::Stress::start(conf.stress, &[cfg.cpus.0 as usize, cfg.cpus.1 as usize]) {
                     Ok(s) => Some(s),
                     Err(e) => {
                         note(format!("bench: {dp}: {e}"));
@@ -438,7 +438,7 @@ fn bench_one(
         let _ = ready_tx.send(Ok((ep.local_addr(), ep.capabilities().summary(), detpath::sys::thread::tid())));
         Ok(run_server(ep.as_mut(), &stop_s, gaps)?)
     });
-    let ((server_addr, server_mode, server_tid), server) = crate::ready::wait_ready("server", &ready_rx, server)?;
+    let ((server_addr, server_mode, server_tid), server) = detpath_instrument::ready::wait_ready("server", &ready_rx, server)?;
     // Attached before the client starts and detached after it ends: the whole run is traced.
     let tracer = match tracing {
         Tracing::Off => None,

@@ -24,14 +24,14 @@
 //! a predictable name under /tmp.
 //!
 //! What the run cost in CPU is each sockperf process's user and system time,
-//! read when it has exited ([`crate::child_cpu`]): `sockperf-client` (the
+//! read when it has exited ([`detpath_instrument::child_cpu`]): `sockperf-client` (the
 //! ping-pong side, from its start to its end) and `sockperf-server` (from
 //! its start until it is stopped after the client), each on the core it was
 //! pinned to, with messages in the full log per CPU-second.
 
-use crate::records::{Record, Status};
-use crate::results::{Environment, RunConfig, RunResult};
-use crate::stats::Summary;
+use detpath_instrument::records::{Record, Status};
+use detpath_instrument::results::{Environment, RunConfig, RunResult};
+use detpath_instrument::stats::Summary;
 use detpath::sys::cleanup::{self, TiedChild};
 use detpath::sys::cputime::{CoreTicks, CpuReport};
 use std::io::Read;
@@ -258,12 +258,12 @@ pub fn run(tb: &detpath::testbed::Testbed, cfg: &SockperfConfig) -> Result<Sockp
     if let Some(mut e) = client.child().stderr.take() {
         let _ = e.read_to_string(&mut stderr);
     }
-    let client_cpu = crate::child_cpu::exited_thread("sockperf-client", Some(cfg.cpu_client), client.id());
+    let client_cpu = detpath_instrument::child_cpu::exited_thread("sockperf-client", Some(cfg.cpu_client), client.id());
     let status = client.child().wait().map_err(|e| SockperfError::Failed { what: "ping-pong", why: e.to_string() })?;
     let ticks_after = CoreTicks::now();
     // Stopped, measured, then reaped (and its group killed) by drop.
     let _ = server.child().kill();
-    let server_cpu = crate::child_cpu::exited_thread("sockperf-server", Some(cfg.cpu_server), server.id());
+    let server_cpu = detpath_instrument::child_cpu::exited_thread("sockperf-server", Some(cfg.cpu_server), server.id());
     drop(server);
     if !status.success() {
         return Err(SockperfError::Failed { what: "ping-pong", why: format!("{status}: {}", stderr.trim()) });

@@ -16,8 +16,8 @@ use detpath::sys::cputime::{CoreUse, CpuReport, ThreadCpu};
 use detpath::testbed::{Testbed, TestbedConfig};
 use detpath_bench::matrix::{realtime, run_matrix, Configuration, MatrixConfig, Observer};
 use detpath_bench::run::{run_client, run_server, ClientOutcome, PingPongConfig, ServerReport};
-use detpath_bench::tail::TailThreshold;
-use detpath_bench::{report, table, ResultDir};
+use detpath_instrument::tail::TailThreshold;
+use detpath_instrument::{report, table, ResultDir};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,7 +26,7 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// One `detpath bench` run of `datapath` in a fresh testbed (client core 0,
 /// server core 1), as `run_matrix` saves it.
-fn bench_run(tag: &str, datapath: &str, rounds: u64) -> (detpath_bench::RunResult, String) {
+fn bench_run(tag: &str, datapath: &str, rounds: u64) -> (detpath_instrument::RunResult, String) {
     let (mut runs, json) = bench_runs(tag, &[datapath], rounds, |_| {});
     (runs.remove(0), json)
 }
@@ -34,7 +34,7 @@ fn bench_run(tag: &str, datapath: &str, rounds: u64) -> (detpath_bench::RunResul
 /// `detpath bench` of `datapaths` (with the matrix configuration changed by
 /// `with`: sockperf, the kernel tracer) in a fresh testbed, client core 0,
 /// server core 1: every run as summary.json saved it, and its text.
-fn bench_runs(tag: &str, datapaths: &[&str], rounds: u64, with: impl FnOnce(&mut MatrixConfig)) -> (Vec<detpath_bench::RunResult>, String) {
+fn bench_runs(tag: &str, datapaths: &[&str], rounds: u64, with: impl FnOnce(&mut MatrixConfig)) -> (Vec<detpath_instrument::RunResult>, String) {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let datapath = datapaths[0];
     let out = std::env::temp_dir().join(format!("detpath-cpu-{tag}-{}", std::process::id()));
@@ -220,7 +220,7 @@ fn ping_pong(tag: &str, datapath: &str, port: u16, cfg: &PingPongConfig) -> Meas
     let server = tb.b().spawn(move || {
         let mut ep = detpath::open_spec(&uri).unwrap_or_else(|e| panic!("{uri}: {e}"));
         ready_tx.send(ep.local_addr()).unwrap();
-        run_server(ep.as_mut(), &stop_s, detpath_bench::tail::GAP_CAPACITY).unwrap()
+        run_server(ep.as_mut(), &stop_s, detpath_instrument::tail::GAP_CAPACITY).unwrap()
     });
     let server_addr = ready_rx.recv().expect("server opened");
     let client_uri = detpath::EndpointSpec::from_str(&tb.a().uri(datapath, port + 1)).unwrap().with_realtime(&realtime(Some(0), Some(50), false).unwrap());
@@ -289,7 +289,7 @@ fn busy_poll_costs_a_core_and_sleeping_does_not_over_afxdp() {
     busy_poll_costs_a_core_and_sleeping_does_not("cpux", "afxdp", 7510);
 }
 
-fn with_cpu(mut run: detpath_bench::RunResult, client_s: f64, server_s: f64) -> detpath_bench::RunResult {
+fn with_cpu(mut run: detpath_instrument::RunResult, client_s: f64, server_s: f64) -> detpath_instrument::RunResult {
     let t = |name: &str, core, s: f64| ThreadCpu { name: name.into(), core: Some(core), user_s: s * 0.8, system_s: s * 0.2 };
     let threads = vec![t("client", 2, client_s), t("server", 3, server_s)];
     let total = client_s + server_s;

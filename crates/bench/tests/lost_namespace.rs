@@ -5,7 +5,7 @@
 //! the testbed's namespaces.
 use detpath_bench::matrix::{run_matrix, Configuration, Event, MatrixConfig, Observer};
 use detpath_bench::run::PingPongConfig;
-use detpath_bench::tail::TailThreshold;
+use detpath_instrument::tail::TailThreshold;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

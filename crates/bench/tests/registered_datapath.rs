@@ -14,7 +14,7 @@ use detpath::Endpoint;
 use detpath_bench::matrix::{run_matrix, Configuration, Event, MatrixConfig, Observer};
 use detpath_bench::run::PingPongConfig;
 use detpath_sched_bench::{self as slots_bench, BenchConfig, Method};
-use detpath_bench::tail::TailThreshold;
+use detpath_instrument::tail::TailThreshold;
 use std::sync::{Arc, Mutex, Once};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -54,7 +54,7 @@ fn a_registered_datapath_is_listed_and_refused_twice() {
     assert_eq!(found.display, DISPLAY);
     assert!(detpath::datapath::transports().any(|d| d.name == NAME));
     assert!(detpath::datapath::names().contains(&NAME));
-    assert_eq!(detpath_bench::table::display_name(NAME), DISPLAY);
+    assert_eq!(detpath_instrument::table::display_name(NAME), DISPLAY);
     // A second datapath of a taken name, built in or registered, or a layer's name, is refused.
     assert!(detpath::datapath::register(&UDP2).is_err());
     static FAULT: Datapath = Datapath { name: "fault", ..ENTRY };
@@ -100,7 +100,7 @@ fn the_ping_pong_bench_runs_over_a_registered_datapath() {
     });
     let outcome = run_matrix(&cfg, observe).expect("the matrix runs");
     let runs = outcome.dir.runs().to_vec();
-    let table = detpath_bench::table::render(&runs);
+    let table = detpath_instrument::table::render(&runs);
     let _ = std::fs::remove_dir_all(&out);
     let notes = notes.lock().unwrap().clone();
     assert!(!outcome.failed, "{notes:?}");

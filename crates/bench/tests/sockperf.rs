@@ -6,7 +6,7 @@
 
 use detpath::testbed::{Testbed, TestbedConfig};
 use detpath_bench::sockperf::{run, SockperfConfig, SockperfError};
-use detpath_bench::{Environment, RunConfig, Status};
+use detpath_instrument::{Environment, RunConfig, Status};
 
 fn config(binary: &str) -> SockperfConfig {
     SockperfConfig { binary: binary.into(), size: 1024, period_ns: 100_000, seconds: 1, cpu_client: 0, cpu_server: 1, port: 11211 }
@@ -44,7 +44,7 @@ fn sockperf_ping_pong_gives_a_table_row() {
     assert_eq!(result.latency.count, answered);
     assert_eq!(result.server_time.count, 0, "no server timestamps: absent, not zero");
     assert_eq!(result.send_lateness.count, 0);
-    let table = detpath_bench::table::render(&[result]);
+    let table = detpath_instrument::table::render(&[result]);
     assert!(table.contains("sockperf (UDP)"), "{table}");
 }
 

@@ -8,7 +8,7 @@
 
 use detpath_bench::matrix::{run_matrix, Configuration, MatrixConfig, Observer};
 use detpath_bench::run::PingPongConfig;
-use detpath_bench::tail::{TailReport, TailThreshold};
+use detpath_instrument::tail::{TailReport, TailThreshold};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

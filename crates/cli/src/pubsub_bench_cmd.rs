@@ -110,9 +110,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     );
     let configurations = if a.matrix { Configuration::paper_matrix(a.matrix_stress) } else { vec![Configuration { stress: a.stress, tuned: a.tuned }] };
     let (sender_cpu, receiver_cpu) = (a.cpu.first().copied().unwrap_or(0), a.cpu.get(1).copied().unwrap_or(1));
-    let mut dir = detpath_bench::results::ResultDir::create_named(
+    let mut dir = detpath_instrument::results::ResultDir::create_named(
         &a.out,
-        &format!("pubsub-{}", detpath_bench::results::utc_compact(detpath_bench::results::now_unix())),
+        &format!("pubsub-{}", detpath_instrument::results::utc_compact(detpath_instrument::results::now_unix())),
     )?;
     detpath::route_library_logs(&dir.path().join(LIBRARY_LOG), a.verbose)?;
     anyhow::ensure!(a.duration >= Duration::from_secs(1), "--duration: at least 1s per workload (whole seconds; ddsperf counts seconds)");
@@ -133,7 +133,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
             None
         };
         let _stress =
-            if conf.stress > 0 { Some(detpath_bench::stress::Stress::start(conf.stress, &[sender_cpu as usize, receiver_cpu as usize])?) } else { None };
+            if conf.stress > 0 { Some(detpath_instrument::stress::Stress::start(conf.stress, &[sender_cpu as usize, receiver_cpu as usize])?) } else { None };
         let waits =
             if a.wait_sweep { vec![Wait::Busy, Wait::ADAPTIVE, Wait::Block, Wait::Hybrid { spin_ns: 50_000 }] } else { vec![a.wait.or_block(a.blocking)] };
         for (i, wait) in waits.into_iter().enumerate() {
@@ -183,7 +183,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         if paper {
             table.push('\n');
         }
-        table.push_str(&detpath_bench::pubsub::mixed_table::render(&mixed_rows, &detpath_bench::results::Environment::capture()));
+        table.push_str(&detpath_bench::pubsub::mixed_table::render(&mixed_rows, &detpath_instrument::results::Environment::capture()));
         // The figure is a view of the saved timelines: a failure to draw it loses no figure.
         match detpath_bench::pubsub::mixed_plot::render(dir.path(), &mixed_rows) {
             Ok(Some(png)) => eprintln!("control latency over time: {}", png.display()),
@@ -206,5 +206,5 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
 
 /// mixed.json: the machine's environment record, the arms' rows and issue 39's goals judged on them.
 fn mixed_json(rows: &[MixedRow]) -> serde_json::Value {
-    serde_json::json!({ "environment": detpath_bench::results::Environment::capture(), "rows": rows, "goals": mixed::goals(rows) })
+    serde_json::json!({ "environment": detpath_instrument::results::Environment::capture(), "rows": rows, "goals": mixed::goals(rows) })
 }

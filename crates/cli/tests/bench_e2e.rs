@@ -117,7 +117,7 @@ fn bench_and_report(datapath: &str, testbed: &str) {
     }
     // The box plot labels boxes with the datapath's display name, the CCDF and
     // timeline label series with the run's name ("<datapath> D" for Default).
-    for (plot, label) in [("boxplot", detpath_bench::table::display_name(datapath)), ("ccdf", format!("{datapath} D")), ("timeline", format!("{datapath} D"))] {
+    for (plot, label) in [("boxplot", detpath_instrument::table::display_name(datapath)), ("ccdf", format!("{datapath} D")), ("timeline", format!("{datapath} D"))] {
         let p = plots.join(format!("{plot}.svg"));
         let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         assert!(text.contains("<svg") && text.trim_end().ends_with("</svg>"), "{}: not an SVG", p.display());

@@ -4,7 +4,7 @@
 
 use crate::vocab::Warmup;
 use detpath_bench::run::PingPongConfig;
-use detpath_bench::ResultDir;
+use detpath_instrument::ResultDir;
 use std::time::Duration;
 
 /// What every probe stream is made of: size, rate, length.
@@ -121,7 +121,7 @@ pub fn finish(dir: &ResultDir, json: bool, failed: bool, gate: LossGate) -> anyh
     if json {
         println!("{}", serde_json::to_string_pretty(dir.runs())?);
     } else {
-        print!("{}", detpath_bench::table::render(dir.runs()));
+        print!("{}", detpath_instrument::table::render(dir.runs()));
     }
     eprintln!("results saved in {}", dir.path().display());
     let lib_log = dir.path().join(detpath_bench::matrix::LIBRARY_LOG);

@@ -14,7 +14,7 @@ use detpath::sys::cleanup::{self, OnSignal};
 use detpath::sys::cputime::{CoreTicks, CpuReport};
 use detpath_bench::matrix::{realtime, run_cpu, save_outcome};
 use detpath_bench::run::{run_client, run_server};
-use detpath_bench::{Environment, ResultDir, RunConfig};
+use detpath_instrument::{Environment, ResultDir, RunConfig};
 use std::net::SocketAddrV4;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -134,7 +134,7 @@ pub fn server(args: ServerArgs) -> anyhow::Result<i32> {
     }
     let ticks_before = CoreTicks::now();
     // The client's run length is not known here: the probe keeps the default number of gaps.
-    let report = run_server(ep.as_mut(), &stop, detpath_bench::tail::GAP_CAPACITY);
+    let report = run_server(ep.as_mut(), &stop, detpath_instrument::tail::GAP_CAPACITY);
     let ticks_after = CoreTicks::now();
     stop.store(true, Ordering::Relaxed);
     let _ = watcher.join();

@@ -62,7 +62,7 @@ pub struct Args {
     /// Rounds slower than this are the tail, each attributed to a cause:
     /// `10x` (times the run's median, the default) or a latency (`50us`).
     #[arg(long, default_value = "10x")]
-    tail_threshold: detpath_bench::tail::TailThreshold,
+    tail_threshold: detpath_instrument::tail::TailThreshold,
     #[command(flatten)]
     gate: super::common::LossGate,
     /// Extra spec keys for every endpoint, e.g. `mode=skb`, `rcvbuf=8388608`,
