@@ -7,7 +7,9 @@
 
 use crate::run::{run_client, run_server, ClientOutcome, PingPongConfig, ServerReport};
 use detpath_instrument::stats::Quantile;
-use detpath_instrument::tail::{self, CpuSample, ProcReader, Sampler, TailThreshold, ThreadGaps};
+use detpath_instrument::noise::{self, Gap};
+use detpath_instrument::sampler::{CpuSample, ProcReader, Sampler, SAMPLE_PERIOD};
+use detpath_instrument::tail::{self, TailThreshold, ThreadGaps};
 use detpath_instrument::{Environment, ResultDir, RunConfig, RunResult};
 use anyhow::Context;
 use detpath::sys::cleanup;
@@ -388,7 +390,7 @@ pub fn apply_tuning(cores: &str, rt_priority: u8) -> anyhow::Result<(HeldTuning,
 struct OneRun {
     mode: String,
     outcome: ClientOutcome,
-    server_gaps: Vec<tail::Gap>,
+    server_gaps: Vec<Gap>,
     /// Gaps the server's probe could not keep.
     server_gaps_not_kept: u64,
     samples: Vec<CpuSample>,
@@ -426,7 +428,7 @@ fn bench_one(
     let (ready_tx, ready_rx) = mpsc::channel();
     let server_uri = server_spec.with_realtime(&realtime(Some(cpu_server), rt, true).expect("a core"));
     let stop_s = stop.clone();
-    let gaps = tail::gap_capacity(pp.total_rounds(), pp.period_ns);
+    let gaps = noise::gap_capacity(pp.total_rounds(), pp.period_ns);
     let server = tb.b().spawn(move || -> anyhow::Result<ServerReport> {
         let mut ep = match detpath::open_spec(&server_uri) {
             Ok(ep) => ep,
@@ -467,7 +469,7 @@ fn bench_one(
     });
     // Traced, the tracer sees interrupts and softirqs: the sampler reads only steal.
     let reader = if tracing != Tracing::Off { ProcReader::host().traced() } else { ProcReader::host() };
-    let sampler = Sampler::start(reader, tail::SAMPLE_PERIOD);
+    let sampler = Sampler::start(reader, SAMPLE_PERIOD);
     let result = client.join().map_err(|_| anyhow::anyhow!("client thread panicked"))?;
     let ticks_after = CoreTicks::now();
     stop.store(true, Ordering::Relaxed);

@@ -18,7 +18,7 @@
 //! misbehaves at chosen sends, which is how the loss accounting is tested.
 
 use detpath_instrument::records::{Record, Status};
-use detpath_instrument::tail::{gap_capacity, Gap, NoiseProbe, DEFAULT_GAP_BOUND_NS};
+use detpath_instrument::noise::{gap_capacity, Gap, NoiseProbe, DEFAULT_GAP_BOUND_NS};
 use detpath::sys::cputime::{ThreadCpu, ThreadMeter};
 use detpath::{monotonic_ns, Endpoint, RecvMode};
 use detpath_wire::probe::{self, Probe};
@@ -153,7 +153,7 @@ pub struct ClientOutcome {
     /// What the client's noise probe saw (iterations of its loop longer than
     /// [`DEFAULT_GAP_BOUND_NS`]), for tail attribution.
     pub gaps: Vec<Gap>,
-    /// Gaps the probe saw but could not keep (see [`detpath_instrument::tail::gap_capacity`]).
+    /// Gaps the probe saw but could not keep (see [`detpath_instrument::noise::gap_capacity`]).
     pub gaps_not_kept: u64,
     /// The client thread's CPU time over the run (named `client`; measured
     /// by the thread itself from its first to its last round, warm-up included).
@@ -338,7 +338,7 @@ pub struct ServerReport {
 /// kick the driver), and the loop itself is the server's noise probe.
 ///
 /// `gaps` is how many noise gaps its probe keeps (the client's run:
-/// [`gap_capacity`]; not known: [`detpath_instrument::tail::GAP_CAPACITY`]).
+/// [`gap_capacity`]; not known: [`detpath_instrument::noise::GAP_CAPACITY`]).
 pub fn run_server(ep: &mut dyn Endpoint, stop: &AtomicBool, gaps: usize) -> detpath::Result<ServerReport> {
     let mut buf = vec![0u8; 4096];
     let mut report = ServerReport::default();

@@ -220,7 +220,7 @@ fn ping_pong(tag: &str, datapath: &str, port: u16, cfg: &PingPongConfig) -> Meas
     let server = tb.b().spawn(move || {
         let mut ep = detpath::open_spec(&uri).unwrap_or_else(|e| panic!("{uri}: {e}"));
         ready_tx.send(ep.local_addr()).unwrap();
-        run_server(ep.as_mut(), &stop_s, detpath_instrument::tail::GAP_CAPACITY).unwrap()
+        run_server(ep.as_mut(), &stop_s, detpath_instrument::noise::GAP_CAPACITY).unwrap()
     });
     let server_addr = ready_rx.recv().expect("server opened");
     let client_uri = detpath::EndpointSpec::from_str(&tb.a().uri(datapath, port + 1)).unwrap().with_realtime(&realtime(Some(0), Some(50), false).unwrap());

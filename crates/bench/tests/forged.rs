@@ -65,7 +65,7 @@ fn server_on(side: &Side, uri: String, stop: &Arc<AtomicBool>) -> (SocketAddrV4,
     let server = side.spawn(move || -> ServerEnd {
         let mut ep = detpath::open(&uri).unwrap_or_else(|e| panic!("{uri}: {e}"));
         ready_tx.send(ep.local_addr()).unwrap();
-        let report = run_server(ep.as_mut(), &stop, detpath_instrument::tail::GAP_CAPACITY)?;
+        let report = run_server(ep.as_mut(), &stop, detpath_instrument::noise::GAP_CAPACITY)?;
         Ok((report, ep.counters()))
     });
     (ready_rx.recv().expect("server opened"), server)
@@ -196,7 +196,7 @@ fn the_server_meter_starts_at_the_first_ping() {
     let server = std::thread::spawn(move || {
         let mut ep = detpath::open("udp://127.0.0.1:0").unwrap();
         ready_tx.send(ep.local_addr()).unwrap();
-        run_server(ep.as_mut(), &stop_s, detpath_instrument::tail::GAP_CAPACITY).unwrap()
+        run_server(ep.as_mut(), &stop_s, detpath_instrument::noise::GAP_CAPACITY).unwrap()
     });
     let at = ready_rx.recv().unwrap();
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();

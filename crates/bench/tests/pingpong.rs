@@ -44,7 +44,7 @@ fn ping_pong_faulty_client(tag: &str, datapath: &str, port: u16, cfg: &PingPongC
     let server = tb.b().spawn(move || {
         let mut ep = detpath::open(&uri).unwrap_or_else(|e| panic!("{uri}: {e}"));
         ready_tx.send(ep.local_addr()).unwrap();
-        run_server(ep.as_mut(), &stop_s, detpath_instrument::tail::GAP_CAPACITY).unwrap()
+        run_server(ep.as_mut(), &stop_s, detpath_instrument::noise::GAP_CAPACITY).unwrap()
     });
     let server_addr = ready_rx.recv().expect("server opened");
     let client_uri = match client_faults {

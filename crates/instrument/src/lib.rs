@@ -4,7 +4,8 @@
 //! loss accounting ([`records`]), what one run produced and where it ran
 //! ([`run_result`]: the run and the environment record), the result
 //! directories they are saved in ([`results`]), the human tables
-//! ([`table`]), the hot-loop noise probe and the attribution of the tail
+//! ([`table`]), the hot-loop noise probe ([`noise`]), the per-CPU counters
+//! sampled beside it ([`sampler`]) and the attribution of the tail
 //! ([`tail`]), background load ([`stress`]), the CPU of reference programs
 //! run as children ([`child_cpu`]), the ready hand-shake of a harness's
 //! threads ([`ready`]), the plots of `detpath report` ([`report`]) and the
@@ -28,11 +29,13 @@
 
 pub mod child_cpu;
 pub mod html;
+pub mod noise;
 pub mod ready;
 pub mod records;
 pub mod report;
 pub mod results;
 pub mod run_result;
+pub mod sampler;
 pub mod stats;
 pub mod stress;
 pub mod table;

@@ -2,12 +2,13 @@
 //!
 //! This kernel has no osnoise/timerlat tracer (where one exists, it sees the
 //! same thing from inside the kernel); detpath measures noise from user
-//! space the way osnoise does: each polling loop is a [`NoiseProbe`] that
+//! space the way osnoise does: each polling loop is a
+//! [`NoiseProbe`](crate::noise::NoiseProbe) ([`crate::noise`]) that
 //! records every iteration longer than a small bound (a *gap*: the thread
 //! did not run its loop for that long), with the thread's involuntary
 //! context switches across it (`getrusage(RUSAGE_THREAD)`, read only when a
 //! gap is seen, so the hot path pays one clock read per iteration). A
-//! [`Sampler`] thread reads the per-CPU counters of `/proc/stat` (steal),
+//! [`Sampler`](crate::sampler::Sampler) thread ([`crate::sampler`]) reads the per-CPU counters of `/proc/stat` (steal),
 //! `/proc/interrupts` and `/proc/softirqs` every few milliseconds.
 //!
 //! Each gap gets the first cause its evidence supports, in this order:
@@ -36,50 +37,16 @@
 //! covered at least half of its excess ([`detpath_ktrace::attribute()`] states
 //! the rule), counted by class under *kernel (traced)*.
 
+use crate::noise::{Gap, DEFAULT_GAP_BOUND_NS};
 use crate::records::Record;
+use crate::sampler::{CpuSample, SAMPLE_PERIOD};
 use crate::stats::{quantile_unchecked, Quantile};
-use detpath::sys::thread::{cpu_ns as thread_cpu_ns, involuntary_switches as thread_involuntary_switches};
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 /// The share of a slow round's excess (its round trip above the median's)
 /// that one gap must cover inside the round to be its cause: the kernel
 /// tracer's rule, one rule for both ([`detpath_ktrace::needed_ns`]).
 pub const GAP_SHARE: f64 = detpath_ktrace::SHARE;
-
-/// An iteration longer than this is a gap (ns). The paper's jitter budget is
-/// microseconds; a poll loop iteration here takes ~50-200 ns.
-pub const DEFAULT_GAP_BOUND_NS: u64 = 2_000;
-/// How often the sampler reads /proc (it shares the cores it watches: a
-/// read costs tens of µs, so not more often).
-pub const SAMPLE_PERIOD: Duration = Duration::from_millis(10);
-/// Gaps kept per thread when the run's length is not known; more are counted, not kept.
-pub const GAP_CAPACITY: usize = 1 << 16;
-
-/// Gaps a loop sees per second of a run besides its rounds' own (the tick,
-/// the sampler, other short interruptions): about 3,000 measured on this VM
-/// at 1,000 rounds/s, with room.
-pub const GAPS_PER_SECOND: u64 = 4_000;
-
-/// The most gaps a probe keeps (40 bytes each: 640 MiB).
-pub const GAP_CAPACITY_MAX: usize = 1 << 24;
-
-/// Gaps to keep for a run of `rounds` rounds every `period_ns`. A round's
-/// own send (and, on the server, its receive and echo) usually takes longer
-/// than the gap bound: about 1.5 gaps per round at 10,000 rounds/s; the rest
-/// come with time ([`GAPS_PER_SECOND`]). So two per round, plus the time's,
-/// plus the default, up to [`GAP_CAPACITY_MAX`]. A run that kept only
-/// [`GAP_CAPACITY`] filled it within its first ~45,000 rounds, and every
-/// later slow round then had "no gap in either polling thread" for want of a
-/// record, not of a gap.
-pub fn gap_capacity(rounds: u64, period_ns: u64) -> usize {
-    let seconds = (rounds as u128 * period_ns as u128 / 1_000_000_000) as u64;
-    let gaps = rounds.saturating_mul(2).saturating_add(seconds.saturating_mul(GAPS_PER_SECOND)).saturating_add(GAP_CAPACITY as u64);
-    gaps.min(GAP_CAPACITY_MAX as u64) as usize
-}
 
 /// Which rounds count as the tail: above a multiple of the run's median, or above a fixed latency.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -121,302 +88,6 @@ impl TailThreshold {
             TailThreshold::TimesMedian(k) => (median_ns as f64 * k).round() as u64,
             TailThreshold::Micros(us) => (us * 1e3).round() as u64,
         }
-    }
-}
-
-/// A stretch when a polling thread did not run its loop.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Gap {
-    /// The last loop iteration before the gap, CLOCK_MONOTONIC ns.
-    pub start_ns: u64,
-    /// The first iteration after it, CLOCK_MONOTONIC ns.
-    pub end_ns: u64,
-    /// Involuntary context switches of the thread across the gap.
-    pub involuntary_switches: u32,
-    /// CPU time the guest kernel charged to the thread during the gap, when
-    /// known (see [`NoiseProbe`]): about the whole gap when the core ran
-    /// kernel code in or for the thread, about none when the time was stolen
-    /// by the hypervisor (steal is not charged to tasks).
-    pub charged_ns: Option<u64>,
-}
-
-impl Gap {
-    /// How long the thread did not run its loop, ns.
-    pub fn len_ns(&self) -> u64 {
-        self.end_ns - self.start_ns
-    }
-}
-
-/// The user-space noise probe of one polling loop: call [`tick`](Self::tick)
-/// once per iteration with the time just read. Allocation-free after `new`.
-#[derive(Debug)]
-pub struct NoiseProbe {
-    bound_ns: u64,
-    last_ns: u64,
-    switches_seen: u64,
-    /// The thread's CPU time and the wall time when it was last read (at the
-    /// end of the previous gap); None after a deliberate sleep.
-    cpu_seen: Option<(u64, u64)>,
-    gaps: Vec<Gap>,
-    /// Gaps not kept because the buffer was full.
-    pub dropped: u64,
-}
-
-impl NoiseProbe {
-    /// A probe of the calling thread (the one that will tick it), keeping up to [`GAP_CAPACITY`] gaps.
-    pub fn new(bound_ns: u64) -> NoiseProbe {
-        NoiseProbe::with_capacity(bound_ns, GAP_CAPACITY)
-    }
-
-    /// A probe keeping up to `capacity` gaps (see [`gap_capacity`]). The
-    /// buffer is written once here, so that recording a gap in the loop
-    /// never takes a page fault.
-    pub fn with_capacity(bound_ns: u64, capacity: usize) -> NoiseProbe {
-        let mut gaps = Vec::with_capacity(capacity);
-        gaps.resize(capacity, Gap { start_ns: 1, ..Gap::default() });
-        gaps.clear();
-        NoiseProbe {
-            bound_ns,
-            last_ns: 0,
-            switches_seen: thread_involuntary_switches(),
-            cpu_seen: Some((thread_cpu_ns(), detpath::monotonic_ns())),
-            gaps,
-            dropped: 0,
-        }
-    }
-
-    /// One loop iteration at `now_ns`.
-    #[inline]
-    pub fn tick(&mut self, now_ns: u64) {
-        if self.last_ns != 0 && now_ns.saturating_sub(self.last_ns) > self.bound_ns {
-            self.record(self.last_ns, now_ns);
-        } else if self.cpu_seen.is_none() {
-            self.resume(now_ns);
-        }
-        self.last_ns = now_ns;
-    }
-
-    /// Before a deliberate sleep: the time until the next tick is not a gap.
-    pub fn pause(&mut self) {
-        self.last_ns = 0;
-        self.cpu_seen = None;
-    }
-
-    /// The first tick after a sleep: the thread's CPU time now, so that the
-    /// next gap knows how much of it the thread was given (without it, every
-    /// first gap after a wake-up, where a sleeping client's rounds begin,
-    /// could only be "unexplained"). One system call per wake-up, in the
-    /// slack before the send the client woke for.
-    #[cold]
-    fn resume(&mut self, now_ns: u64) {
-        self.cpu_seen = Some((thread_cpu_ns(), now_ns));
-    }
-
-    /// Two system calls, only when a gap was seen: the switch count and the
-    /// thread's CPU time. Between the previous reading and this gap's start
-    /// the loop ran without a gap, so the thread was on its CPU all along and
-    /// the CPU time it got during the gap is the rest.
-    #[cold]
-    fn record(&mut self, start_ns: u64, end_ns: u64) {
-        let now = thread_involuntary_switches();
-        let involuntary_switches = now.saturating_sub(self.switches_seen).min(u32::MAX as u64) as u32;
-        self.switches_seen = now;
-        let cpu = thread_cpu_ns();
-        let charged_ns = self.cpu_seen.map(|(cpu0, wall0)| cpu.saturating_sub(cpu0).saturating_sub(start_ns.saturating_sub(wall0)).min(end_ns - start_ns));
-        self.cpu_seen = Some((cpu, detpath::monotonic_ns()));
-        if self.gaps.len() < self.gaps.capacity() {
-            self.gaps.push(Gap { start_ns, end_ns, involuntary_switches, charged_ns });
-        } else {
-            self.dropped += 1;
-        }
-    }
-
-    /// The gaps seen, in time order, and how many more were seen but not kept (the buffer was full).
-    pub fn into_gaps(self) -> (Vec<Gap>, u64) {
-        (self.gaps, self.dropped)
-    }
-}
-
-/// Per-CPU counters at one instant.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CpuSample {
-    /// When the counters were read, CLOCK_MONOTONIC ns.
-    pub t_ns: u64,
-    /// Steal time per CPU (USER_HZ ticks, `/proc/stat`).
-    pub steal: Vec<u64>,
-    /// Interrupts per CPU, the local timer left out (`/proc/interrupts`).
-    pub irqs: Vec<u64>,
-    /// Softirqs per CPU, the periodic TIMER, HRTIMER, SCHED and RCU left out (`/proc/softirqs`).
-    pub softirqs: Vec<u64>,
-    /// Per CPU, ns its ksoftirqd thread has run plus waited to run
-    /// (`/proc/<pid>/schedstat`): grows while softirq work was deferred to it.
-    pub ksoftirqd_ns: Vec<u64>,
-}
-
-/// Steal ticks per CPU from `/proc/stat` text (`cpuN user nice system idle iowait irq softirq steal ...`).
-pub fn parse_steal(stat: &str) -> Vec<u64> {
-    let mut out = Vec::new();
-    for l in stat.lines() {
-        let mut f = l.split_whitespace();
-        let Some(name) = f.next() else { continue };
-        let Some(n) = name.strip_prefix("cpu").and_then(|n| n.parse::<usize>().ok()) else { continue };
-        let steal = f.nth(7).and_then(|v| v.parse().ok()).unwrap_or(0);
-        if out.len() <= n {
-            out.resize(n + 1, 0);
-        }
-        out[n] = steal;
-    }
-    out
-}
-
-/// Per-CPU column sums of `/proc/interrupts` or `/proc/softirqs` text, rows named in `skip` left out.
-pub fn parse_per_cpu_table(text: &str, skip: &[&str]) -> Vec<u64> {
-    let mut lines = text.lines();
-    let ncpu = lines.next().map(|h| h.split_whitespace().filter(|c| c.starts_with("CPU")).count()).unwrap_or(0);
-    let mut sums = vec![0u64; ncpu];
-    for l in lines {
-        let Some((name, rest)) = l.split_once(':') else { continue };
-        if skip.contains(&name.trim()) {
-            continue;
-        }
-        for (i, v) in rest.split_whitespace().take(ncpu).enumerate() {
-            match v.parse::<u64>() {
-                Ok(v) => sums[i] += v,
-                Err(_) => break,
-            }
-        }
-    }
-    sums
-}
-
-/// Run time plus run-queue wait (ns) from `/proc/<pid>/schedstat` text ("run wait slices").
-pub fn parse_schedstat(text: &str) -> u64 {
-    detpath::sys::thread::parse_schedstat(text).map_or(0, |(run, wait)| run + wait)
-}
-
-/// The schedstat file of `ksoftirqd/N` for each CPU N under `root`.
-fn find_ksoftirqd(root: &Path) -> Vec<Option<PathBuf>> {
-    let mut out: Vec<Option<PathBuf>> = Vec::new();
-    let Ok(dir) = std::fs::read_dir(root.join("proc")) else { return out };
-    for e in dir.flatten() {
-        let pid = e.file_name();
-        if !pid.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
-        if let Some(cpu) = comm.trim().strip_prefix("ksoftirqd/").and_then(|n| n.parse::<usize>().ok()) {
-            if out.len() <= cpu {
-                out.resize(cpu + 1, None);
-            }
-            out[cpu] = Some(e.path().join("schedstat"));
-        }
-    }
-    out
-}
-
-/// Reads the counters under a root (`/` on the host, a fake tree in tests).
-#[derive(Debug, Clone)]
-pub struct ProcReader {
-    root: PathBuf,
-    /// `proc/<pid>/schedstat` of each CPU's ksoftirqd, found once.
-    ksoftirqd: Vec<Option<PathBuf>>,
-    /// Skip `/proc/interrupts` and `/proc/softirqs` (see [`ProcReader::traced`]).
-    steal_only: bool,
-}
-
-impl ProcReader {
-    /// Reads `proc/...` under `root` (a fake tree in tests); each CPU's
-    /// ksoftirqd is looked up there once, now.
-    pub fn new(root: impl Into<PathBuf>) -> ProcReader {
-        let root = root.into();
-        let ksoftirqd = find_ksoftirqd(&root);
-        ProcReader { root, ksoftirqd, steal_only: false }
-    }
-
-    /// For a run the kernel tracer watches: reads only `/proc/stat` (steal)
-    /// and the ksoftirqd counters. The tracer records every interrupt and
-    /// softirq on the polling cores itself, and the two tables cost about
-    /// 90 µs to generate every sample on this VM: on 2 vCPUs, with no
-    /// housekeeping core, the sampler was itself the most frequent cause of
-    /// slow rounds in the traced D runs (1,026-6,595 of them per 1M).
-    pub fn traced(self) -> ProcReader {
-        ProcReader { steal_only: true, ..self }
-    }
-
-    /// Reads the host's own /proc.
-    pub fn host() -> ProcReader {
-        ProcReader::new("/")
-    }
-
-    fn read(&self, rel: &str) -> String {
-        std::fs::read_to_string(self.root.join(rel)).unwrap_or_default()
-    }
-
-    /// The counters now, stamped `t_ns`.
-    pub fn sample(&self, t_ns: u64) -> CpuSample {
-        CpuSample {
-            t_ns,
-            steal: parse_steal(&self.read("proc/stat")),
-            irqs: if self.steal_only { Vec::new() } else { parse_per_cpu_table(&self.read("proc/interrupts"), &["LOC"]) },
-            softirqs: if self.steal_only { Vec::new() } else { parse_per_cpu_table(&self.read("proc/softirqs"), &["TIMER", "HRTIMER", "SCHED", "RCU"]) },
-            ksoftirqd_ns: self.ksoftirqd.iter().map(|p| p.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).map_or(0, |t| parse_schedstat(&t))).collect(),
-        }
-    }
-
-    /// Total steal ticks of `cpus` now (for the tuning audit's VM note).
-    pub fn steal_of(&self, cpus: &[usize]) -> u64 {
-        let s = parse_steal(&self.read("proc/stat"));
-        cpus.iter().filter_map(|&c| s.get(c)).sum()
-    }
-}
-
-/// The noise sampler's name in a run's `cpu.threads`.
-pub const SAMPLER_THREAD: &str = "noise-sampler";
-
-/// A thread sampling [`ProcReader`] every [`SAMPLE_PERIOD`] until stopped.
-pub struct Sampler {
-    stop: Arc<AtomicBool>,
-    samples: Arc<Mutex<Vec<CpuSample>>>,
-    /// Returns the thread's own CPU time, as it measured it when it stopped.
-    thread: Option<std::thread::JoinHandle<detpath::sys::cputime::ThreadCpu>>,
-}
-
-impl Sampler {
-    /// Starts the sampling thread: a sample at once, then every `period`,
-    /// the thread metering its own CPU time (as [`SAMPLER_THREAD`]).
-    pub fn start(reader: ProcReader, period: Duration) -> Sampler {
-        let stop = Arc::new(AtomicBool::new(false));
-        let samples = Arc::new(Mutex::new(Vec::new()));
-        let (s, v) = (stop.clone(), samples.clone());
-        let thread = std::thread::Builder::new()
-            .name("detpath-noise-sampler".into())
-            .spawn(move || {
-                let meter = detpath::sys::cputime::ThreadMeter::start(SAMPLER_THREAD);
-                loop {
-                    let sample = reader.sample(detpath::monotonic_ns());
-                    v.lock().unwrap_or_else(|p| p.into_inner()).push(sample);
-                    if s.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    std::thread::sleep(period);
-                }
-                meter.stop()
-            })
-            .ok();
-        Sampler { stop, samples, thread }
-    }
-
-    /// Stops the thread (after one last sample) and returns the samples in time order.
-    pub fn finish(self) -> Vec<CpuSample> {
-        self.finish_with_cpu().0
-    }
-
-    /// As [`Sampler::finish`], with the sampler thread's own CPU time (named
-    /// [`SAMPLER_THREAD`]; `None` if the thread could not start).
-    pub fn finish_with_cpu(mut self) -> (Vec<CpuSample>, Option<detpath::sys::cputime::ThreadCpu>) {
-        self.stop.store(true, Ordering::Relaxed);
-        let cpu = self.thread.take().and_then(|t| t.join().ok());
-        (std::mem::take(&mut *self.samples.lock().unwrap_or_else(|p| p.into_inner())), cpu)
     }
 }
 
@@ -914,32 +585,11 @@ pub fn attribute_traced(
     report
 }
 
-/// A fake ksoftirqd for tests: `proc/<pid>/comm` and its schedstat (run, wait ns).
-pub fn write_fake_ksoftirqd(root: &Path, cpu: usize, pid: u32, run_ns: u64, wait_ns: u64) -> std::io::Result<()> {
-    let dir = root.join(format!("proc/{pid}"));
-    std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join("comm"), format!("ksoftirqd/{cpu}\n"))?;
-    std::fs::write(dir.join("schedstat"), format!("{run_ns} {wait_ns} 7\n"))
-}
-
-/// A fake /proc tree for tests: writes stat, interrupts and softirqs under `root`.
-pub fn write_fake_proc(root: &Path, steal: &[u64], irqs: &[u64], softirqs: &[u64]) -> std::io::Result<()> {
-    std::fs::create_dir_all(root.join("proc"))?;
-    let mut stat = String::from("cpu  0 0 0 0 0 0 0 0 0 0\n");
-    for (i, s) in steal.iter().enumerate() {
-        stat += &format!("cpu{i} 1 0 1 100 0 0 0 {s} 0 0\n");
-    }
-    std::fs::write(root.join("proc/stat"), stat)?;
-    let header = (0..irqs.len()).map(|i| format!("CPU{i}")).collect::<Vec<_>>().join(" ");
-    let row = |name: &str, v: &[u64]| format!("{name}: {} desc\n", v.iter().map(u64::to_string).collect::<Vec<_>>().join(" "));
-    std::fs::write(root.join("proc/interrupts"), format!("   {header}\n{}{}", row(" 24", irqs), row("LOC", &vec![999_999; irqs.len()])))?;
-    std::fs::write(root.join("proc/softirqs"), format!("   {header}\n{}{}", row("NET_RX", softirqs), row("TIMER", &vec![777_777; softirqs.len()])))?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::noise::*;
+    use crate::sampler::*;
     use crate::records::Status;
 
     fn rec(seq: u64, t0: u64, lat_ns: u64, lateness: u64, server: u64) -> Record {
@@ -1064,49 +714,6 @@ mod tests {
         assert!("-3x".parse::<TailThreshold>().is_err());
     }
 
-    #[test]
-    fn the_probe_records_only_long_iterations() {
-        let mut p = NoiseProbe::new(2_000);
-        for t in [1_000, 1_500, 2_000, 9_000, 9_100, 20_000] {
-            p.tick(t);
-        }
-        p.pause();
-        assert!(p.cpu_seen.is_none());
-        p.tick(1_000_000); // after a deliberate sleep: not a gap
-        assert!(p.cpu_seen.is_some(), "the first tick after a sleep reads the thread's CPU time again");
-        p.tick(1_000_100);
-        let gaps = p.into_gaps().0;
-        assert_eq!(gaps.iter().map(|g| (g.start_ns, g.end_ns)).collect::<Vec<_>>(), [(2_000, 9_000), (9_100, 20_000)]);
-    }
-
-    #[test]
-    fn a_full_probe_counts_the_gaps_it_cannot_keep() {
-        let mut p = NoiseProbe::with_capacity(2_000, 3);
-        for i in 1..=6u64 {
-            p.tick(i * 10_000);
-        }
-        let (gaps, not_kept) = p.into_gaps();
-        assert_eq!((gaps.len(), not_kept), (3, 2));
-        // A run's probe keeps two gaps per round besides the default.
-        // A run's probe keeps two gaps per round and 4,000 per second besides the default:
-        // 1M rounds every 100 us (100 s), every 1 ms (1,000 s), and a week's worth, capped.
-        assert_eq!(gap_capacity(1_000_000, 100_000), 2_000_000 + 400_000 + GAP_CAPACITY);
-        assert_eq!(gap_capacity(1_000_000, 1_000_000), 2_000_000 + 4_000_000 + GAP_CAPACITY);
-        assert_eq!(gap_capacity(0, 100_000), GAP_CAPACITY);
-        assert_eq!(gap_capacity(u64::MAX, u64::MAX), GAP_CAPACITY_MAX);
-    }
-
-    #[test]
-    fn a_real_sleep_of_this_thread_is_a_gap() {
-        let mut p = NoiseProbe::new(DEFAULT_GAP_BOUND_NS);
-        p.tick(detpath::monotonic_ns());
-        std::thread::sleep(Duration::from_millis(3));
-        p.tick(detpath::monotonic_ns());
-        let g = p.into_gaps().0;
-        assert_eq!(g.len(), 1);
-        assert!(g[0].len_ns() >= 3_000_000);
-    }
-
     /// Steal and interrupt attribution against a fake /proc tree, sampled for real.
     #[test]
     fn gaps_are_classified_from_fake_proc_counters() {
@@ -1139,34 +746,6 @@ mod tests {
         assert_eq!(classify_gap(&charged(g(12, 14, 0), 20), Some(1), &samples, ir1, sr1), Cause::KernelTime);
         assert_eq!(classify_gap(&charged(g(2, 4, 0), 10), Some(1), &samples, ir1, sr1), Cause::Unexplained, "half charged: neither");
         assert_eq!(classify_gap(&charged(g(22, 24, 1), 0), Some(0), &samples, ir0, sr0), Cause::Descheduled, "switches still come first");
-    }
-
-    #[test]
-    fn a_probe_measures_the_cpu_time_its_thread_got_during_a_gap() {
-        // A sleep is a gap the thread is not charged for; a busy spin is one it
-        // is charged for in full (both without a deliberate `pause`). A spin
-        // the scheduler preempted (another job on a loaded machine) is retried.
-        for attempt in 0..20 {
-            let mut p = NoiseProbe::new(DEFAULT_GAP_BOUND_NS);
-            p.tick(detpath::monotonic_ns());
-            std::thread::sleep(Duration::from_millis(5));
-            p.tick(detpath::monotonic_ns());
-            let t0 = detpath::monotonic_ns();
-            while detpath::monotonic_ns() < t0 + 5_000_000 {
-                std::hint::spin_loop();
-            }
-            p.tick(detpath::monotonic_ns());
-            let gaps = p.into_gaps().0;
-            assert_eq!(gaps.len(), 2, "{gaps:?}");
-            let (slept, spun) = (gaps[0], gaps[1]);
-            assert!(slept.charged_ns.unwrap() < slept.len_ns() / 4, "{slept:?}");
-            // (A spin the hypervisor preempted is charged less, rightly: retried too.)
-            if spun.involuntary_switches == 0 && spun.charged_ns.unwrap() > spun.len_ns() * 3 / 4 {
-                return;
-            }
-            eprintln!("attempt {attempt}: spin preempted: {spun:?}");
-        }
-        panic!("no spin of 20 was charged to its thread: the charge is not measured");
     }
 
     #[test]

@@ -134,7 +134,7 @@ pub fn server(args: ServerArgs) -> anyhow::Result<i32> {
     }
     let ticks_before = CoreTicks::now();
     // The client's run length is not known here: the probe keeps the default number of gaps.
-    let report = run_server(ep.as_mut(), &stop, detpath_instrument::tail::GAP_CAPACITY);
+    let report = run_server(ep.as_mut(), &stop, detpath_instrument::noise::GAP_CAPACITY);
     let ticks_after = CoreTicks::now();
     stop.store(true, Ordering::Relaxed);
     let _ = watcher.join();
