@@ -9,7 +9,7 @@
 //! - `probe`: what an interface offers (line rate, PTP clock, launch time).
 //! - `ptp`: the slot clock over IEEE 1588 with ptp4l (`sched_ptp_cmd`).
 //!
-//! Argument parsing and printing only; the work is in `detpath_sched` and `detpath_bench::slots` (the bench).
+//! Argument parsing and printing only; the work is in `detpath_sched` and `detpath_sched_bench` (the bench).
 
 use crate::vocab::ns;
 use anyhow::Context;
