@@ -39,13 +39,23 @@ fn missing(s: &detpath_instrument::Summary, q: Option<Quantile>) -> String {
 }
 
 
-/// The page of a bench or pub-sub bench result directory.
+/// The page of a `detpath bench` result directory; a pub-sub one is
+/// composed with [`render_with`] (the CLI adds the pub-sub sections).
 pub fn render(dir: &Path) -> Result<String> {
+    if read_json(dir, ROWS)?.is_some() {
+        let rows = PubsubRows::read(dir)?;
+        return render_with(dir, "detpath pubsub bench", |p| rows.table_section(p), |p| rows.terminal_section(p));
+    }
+    render_with(dir, "detpath bench", |_| Ok(()), |_| Ok(()))
+}
+
+/// The page of a result directory of runs (summary.json and their records)
+/// made by the command `what`, with a harness's own sections: `before` the
+/// latency tables (after the environment and command), `after` the runs.
+pub fn render_with(dir: &Path, what: &str, before: impl FnOnce(&mut Page) -> Result<()>, after: impl FnOnce(&mut Page) -> Result<()>) -> Result<String> {
     let summary = read_json(dir, SUMMARY)?;
-    let rows = read_json(dir, ROWS)?;
     let runs: Vec<LoadedRun> = if summary.is_some() { report::load_dirs(&[dir.to_path_buf()])? } else { Vec::new() };
     let name = dir.canonicalize().unwrap_or(dir.to_path_buf()).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let what = if rows.is_some() { "detpath pubsub bench" } else { "detpath bench" };
     let mut page = Page::new(&format!("{what}: {name}"));
     let doc = summary.unwrap_or(Value::Null);
     let rs: Vec<RunResult> = runs.iter().map(|r| r.run.clone()).collect();
@@ -56,10 +66,7 @@ pub fn render(dir: &Path) -> Result<String> {
     let first = doc.pointer("/runs/0");
     env::command(&mut page, env::command_of([Some(&doc), first, first.and_then(|r| r.get("environment"))].into_iter().flatten()), what);
 
-    if let Some(rows) = &rows {
-        page.section("pubsub", "Pub-sub workloads");
-        page.table(&pubsub_table(rows)?);
-    }
+    before(&mut page)?;
     if !rs.is_empty() {
         page.section("latency", "Latency");
         page.table(&paper_table(&doc, &rs));
@@ -90,10 +97,7 @@ pub fn render(dir: &Path) -> Result<String> {
         page.pre("run-notes", &runs_note(&rs));
         page.details("terminal-tables", "The tables as `detpath report` prints them", &table::render(&rs));
     }
-    if let Some(rows) = &rows {
-        let fig: Vec<ps::RowFigures> = serde_json::from_value(rows.clone()).context("rows.json: not a list of pub-sub rows")?;
-        page.details("terminal-pubsub-table", "The pub-sub table as `detpath pubsub bench` prints it", &ps::render_figures(&fig));
-    }
+    after(&mut page)?;
     Ok(page.finish())
 }
 
@@ -317,14 +321,42 @@ fn runs_note(runs: &[RunResult]) -> String {
     table::environment_note(runs).lines().filter(|l| !l.starts_with("Environment:")).map(|l| format!("{}\n", l.trim_start())).collect()
 }
 
+/// The rows.json of a `detpath pubsub bench` result directory, as read
+/// back for its page: the document (what figure cells point into) and its rows.
+pub struct PubsubRows {
+    doc: Value,
+    fig: Vec<ps::RowFigures>,
+}
+
+impl PubsubRows {
+    /// Reads `dir/rows.json`.
+    pub fn read(dir: &Path) -> Result<PubsubRows> {
+        let doc = read_json(dir, ROWS)?.with_context(|| format!("{}: no {ROWS}", dir.display()))?;
+        let fig = serde_json::from_value(doc.clone()).context("rows.json: not a list of pub-sub rows")?;
+        Ok(PubsubRows { doc, fig })
+    }
+
+    /// The pub-sub workloads' section: their table, each figure cell naming its row.
+    pub fn table_section(&self, page: &mut Page) -> Result<()> {
+        page.section("pubsub", "Pub-sub workloads");
+        page.table(&pubsub_table(&self.doc, &self.fig));
+        Ok(())
+    }
+
+    /// The pub-sub table as the terminal prints it.
+    pub fn terminal_section(&self, page: &mut Page) -> Result<()> {
+        page.details("terminal-pubsub-table", "The pub-sub table as `detpath pubsub bench` prints it", &ps::render_figures(&self.fig));
+        Ok(())
+    }
+}
+
 /// The pub-sub table of rows.json, its figure cells naming their row.
-fn pubsub_table(rows: &Value) -> Result<Table> {
-    let fig: Vec<ps::RowFigures> = serde_json::from_value(rows.clone()).context("rows.json: not a list of pub-sub rows")?;
+fn pubsub_table(rows: &Value, fig: &[ps::RowFigures]) -> Table {
     let mut head = vec!["conf", "system", "wait", "workload", "n"];
     head.extend(ps::COLUMNS.iter().map(|c| c.title));
     head.extend(["lost", "samples/s", "cpu % of a core", "samples/cpu-s"]);
     let mut t = Table::new("pubsub-table", "Pub-sub workloads: one-way latency (RTT/2) in µs, throughput, CPU; median [min-max] over repeats", &head);
-    let gs = ps::groups(&fig);
+    let gs = ps::groups(fig);
     for g in &gs {
         let r0 = g.first();
         let mut row = vec![
@@ -356,5 +388,5 @@ fn pubsub_table(rows: &Value) -> Result<Table> {
     if gs.iter().any(|g| g.first().p99_is_worst_second() && g.first().latency_us.is_some()) {
         t.notes.push(ps::DDSPERF_NOTE.into());
     }
-    Ok(t)
+    t
 }
