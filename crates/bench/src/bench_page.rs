@@ -5,7 +5,7 @@
 //! environment and the command.
 
 use detpath_instrument::html::{bars, env};
-use detpath_instrument::html::page::{read_json, Cell, Page, Table};
+use detpath_instrument::html::page::{count, read_json, Cell, Page, Table};
 use crate::pubsub::table as ps;
 use detpath_instrument::report::{self, LoadedRun};
 use detpath_instrument::results::RunResult;
@@ -24,10 +24,6 @@ fn ns(v: &Value) -> String {
         Some(n) => fmt_us(n),
         None => fmt_us_f(v.as_f64().unwrap_or(f64::NAN)),
     }
-}
-
-fn count(v: &Value) -> String {
-    v.as_u64().map(thousands).unwrap_or_else(|| v.to_string())
 }
 
 /// The text of a statistic the sample count cannot support, as the terminal's.

@@ -263,6 +263,11 @@ pub fn base64(b: &[u8]) -> String {
     o
 }
 
+/// A count as the terminal's tables print it (`1,234,567`); any other value as its JSON.
+pub fn count(v: &Value) -> String {
+    v.as_u64().map(crate::table::thousands).unwrap_or_else(|| v.to_string())
+}
+
 /// The JSON document `name` of the result directory `dir`, if it has one.
 pub fn read_json(dir: &Path, name: &str) -> Result<Option<Value>> {
     let p = dir.join(name);
