@@ -4,29 +4,11 @@
  * 127.0.0.1, so it runs anywhere. Run by tests/c_abi.rs; prints
  * "ok: N checks" and exits 0, or names the failed check and exits 1.
  */
-#include <detpath.h>
+#include "check.h"
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
-
-static int checks;
-
-#define CHECK(cond, ...)                                                                   \
-	do {                                                                               \
-		checks++;                                                                  \
-		if (!(cond)) {                                                             \
-			fprintf(stderr, "FAIL line %d: %s: ", __LINE__, #cond);            \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fprintf(stderr, " (last error: %s)\n", detpath_last_error());      \
-			exit(1);                                                           \
-		}                                                                          \
-	} while (0)
-
-#define CHECK_MSG(needle) CHECK(strstr(detpath_last_error(), needle) != NULL, "message lacks \"%s\"", needle)
 
 static struct detpath_endpoint *must_open(const char *spec)
 {
@@ -208,6 +190,6 @@ int main(void)
 	detpath_close(again);
 	detpath_close(b);
 
-	printf("ok: %d checks\n", checks);
+	CHECKS_DONE();
 	return 0;
 }

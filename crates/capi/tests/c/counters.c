@@ -6,26 +6,10 @@
  * tests/c_abi.rs; prints "ok: N checks" and exits 0, or names the failed
  * check and exits 1.
  */
-#include <detpath.h>
+#include "check.h"
 
 #include <errno.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-static int checks;
-
-#define CHECK(cond, ...)                                                                   \
-	do {                                                                               \
-		checks++;                                                                  \
-		if (!(cond)) {                                                             \
-			fprintf(stderr, "FAIL line %d: %s: ", __LINE__, #cond);            \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fprintf(stderr, " (last error: %s)\n", detpath_last_error());      \
-			exit(1);                                                           \
-		}                                                                          \
-	} while (0)
 
 int main(void)
 {
@@ -77,6 +61,6 @@ int main(void)
 	CHECK(detpath_counter_value(NULL, 0, &v) == -EBADF, "NULL handle");
 	detpath_close(a);
 	detpath_close(b);
-	printf("ok: %d checks\n", checks);
+	CHECKS_DONE();
 	return 0;
 }

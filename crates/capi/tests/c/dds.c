@@ -5,28 +5,10 @@
  * Run by tests/c_abi.rs; prints "ok: N checks" and exits 0, or names the
  * failed check and exits 1.
  */
-#include <detpath.h>
+#include "check.h"
 
 #include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
-
-static int checks;
-
-#define CHECK(cond, ...)                                                              \
-	do {                                                                          \
-		checks++;                                                             \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "FAIL line %d: %s: ", __LINE__, #cond);       \
-			fprintf(stderr, __VA_ARGS__);                                 \
-			fprintf(stderr, " (last error: %s)\n", detpath_last_error()); \
-			exit(1);                                                      \
-		}                                                                     \
-	} while (0)
-
-#define CHECK_MSG(needle) CHECK(strstr(detpath_last_error(), needle) != NULL, "message lacks \"%s\"", needle)
 
 #define QOS "reliability=reliable;history=keep_all"
 
@@ -98,6 +80,6 @@ int main(void)
 	CHECK(detpath_dds_writer_delete(w) == -EBADF, "delete twice");
 	CHECK(detpath_dds_reader_delete(r) == 0 && detpath_dds_participant_delete(a) == 0 && detpath_dds_participant_delete(b) == 0, "delete all");
 	CHECK(detpath_dds_participant_delete(a) == -EBADF, "participant twice");
-	printf("ok: %d checks\n", checks);
+	CHECKS_DONE();
 	return 0;
 }

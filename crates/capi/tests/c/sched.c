@@ -5,28 +5,10 @@
  * scheduler keys are errors naming the key. Run by tests/c_abi.rs; prints
  * "ok: N checks" and exits 0, or names the failed check and exits 1.
  */
-#include <detpath.h>
+#include "check.h"
 
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
-
-static int checks;
-
-#define CHECK(cond, ...)                                                                   \
-	do {                                                                               \
-		checks++;                                                                  \
-		if (!(cond)) {                                                             \
-			fprintf(stderr, "FAIL line %d: %s: ", __LINE__, #cond);            \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fprintf(stderr, " (last error: %s)\n", detpath_last_error());      \
-			exit(1);                                                           \
-		}                                                                          \
-	} while (0)
-
-#define CHECK_MSG(needle) CHECK(strstr(detpath_last_error(), needle) != NULL, "message lacks \"%s\"", needle)
 
 /* 20 ms slots, a ring of 5 (100 ms): `bulk` owns position 3 only, 60..80 ms into each ring cycle. */
 #define SLOT_NS 20000000ULL
@@ -98,6 +80,6 @@ int main(void)
 	CHECK(detpath_counters(tx, &c) == 0 && c.tx_packets == 3, "the inner endpoint sent 3, counted %llu", (unsigned long long)c.tx_packets);
 	detpath_close(tx);
 	detpath_close(rx);
-	printf("ok: %d checks\n", checks);
+	CHECKS_DONE();
 	return 0;
 }
