@@ -382,6 +382,33 @@ const char *detpath_counter_help(size_t i);
 // `out` is NULL or points to a writable `uint64_t`.
 int detpath_counter_value(struct detpath_endpoint *ep, size_t i, uint64_t *out);
 
+// A writer on the ROS 2 topic `ros_topic` (`/cmd_vel` or `cmd_vel`) of the
+// message type `ros_type` (`geometry_msgs/msg/Twist`), under the names ROS 2
+// nodes use on DDS (`rt/cmd_vel`, `geometry_msgs::msg::dds_::Twist_`;
+// unkeyed, as ROS messages are), so they see it; the payload is the
+// message's CDR as ROS (rosidl, `idlc`) serializes it. `qos` as for
+// `detpath_dds_writer_new` (ROS 2's default is
+// `reliability=reliable;history=keep_last:10`). NULL on failure, also when
+// ROS would refuse a name (the message says why).
+//
+// # Safety
+// `ros_topic`, `ros_type` are NUL-terminated strings; `qos` is NULL or one.
+struct detpath_dds_writer *detpath_dds_ros2_writer_new(struct detpath_dds_participant *p,
+                                                       const char *ros_topic,
+                                                       const char *ros_type,
+                                                       const char *qos);
+
+// A reader on the ROS 2 topic `ros_topic` of the message type `ros_type`
+// under ROS 2's DDS names (see `detpath_dds_ros2_writer_new`); `qos` as for
+// `detpath_dds_reader_new`. NULL on failure.
+//
+// # Safety
+// `ros_topic`, `ros_type` are NUL-terminated strings; `qos` is NULL or one.
+struct detpath_dds_reader *detpath_dds_ros2_reader_new(struct detpath_dds_participant *p,
+                                                       const char *ros_topic,
+                                                       const char *ros_type,
+                                                       const char *qos);
+
 // A participant in `domain_id` on the endpoint `spec` (any detpath spec,
 // e.g. `"udp://10.0.0.1:7410"`), announcing itself to `peers` (IPv4
 // addresses separated by commas; NULL or "": the SPDP multicast group, which

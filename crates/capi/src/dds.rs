@@ -197,6 +197,69 @@ fn participant(h: *mut detpath_dds_participant) -> Result<(usize, Arc<DomainPart
         _ => Err(Failure::new(libc::EBADF, "the handle is not a participant's (a writer or reader handle was passed)".into())),
     }
 }
+/// The DDS names of the ROS 2 topic `ros_topic` (`/cmd_vel`) and message
+/// type `ros_type` (`geometry_msgs/msg/Twist`, or `geometry_msgs::msg::Twist`).
+unsafe fn ros2_names(ros_topic: *const c_char, ros_type: *const c_char) -> Result<(String, String), Failure> {
+    // SAFETY: forwarded caller contract.
+    let (topic, ty) = unsafe { (str_arg(ros_topic, "ros_topic")?, str_arg(ros_type, "ros_type")?) };
+    Ok((detpath_dds::ros2::topic_name(topic)?, detpath_dds::ros2::type_name(ty)?))
+}
+
+/// A writer on the ROS 2 topic `ros_topic` (`/cmd_vel` or `cmd_vel`) of the
+/// message type `ros_type` (`geometry_msgs/msg/Twist`), under the names ROS 2
+/// nodes use on DDS (`rt/cmd_vel`, `geometry_msgs::msg::dds_::Twist_`;
+/// unkeyed, as ROS messages are), so they see it; the payload is the
+/// message's CDR as ROS (rosidl, `idlc`) serializes it. `qos` as for
+/// `detpath_dds_writer_new` (ROS 2's default is
+/// `reliability=reliable;history=keep_last:10`). NULL on failure, also when
+/// ROS would refuse a name (the message says why).
+///
+/// # Safety
+/// `ros_topic`, `ros_type` are NUL-terminated strings; `qos` is NULL or one.
+#[no_mangle]
+pub unsafe extern "C" fn detpath_dds_ros2_writer_new(
+    p: *mut detpath_dds_participant,
+    ros_topic: *const c_char,
+    ros_type: *const c_char,
+    qos: *const c_char,
+) -> *mut detpath_dds_writer {
+    call(
+        |_| std::ptr::null_mut(),
+        || {
+            let (_, dp) = participant(p)?;
+            // SAFETY: forwarded caller contract.
+            let ((topic, type_name), qos) = unsafe { (ros2_names(ros_topic, ros_type)?, qos_arg(qos)?) };
+            let w = dp.create_raw_writer(&topic, &type_name, false, &qos)?;
+            Ok(insert(Entity::Writer(Arc::new(w)))? as *mut detpath_dds_writer)
+        },
+    )
+}
+
+/// A reader on the ROS 2 topic `ros_topic` of the message type `ros_type`
+/// under ROS 2's DDS names (see `detpath_dds_ros2_writer_new`); `qos` as for
+/// `detpath_dds_reader_new`. NULL on failure.
+///
+/// # Safety
+/// `ros_topic`, `ros_type` are NUL-terminated strings; `qos` is NULL or one.
+#[no_mangle]
+pub unsafe extern "C" fn detpath_dds_ros2_reader_new(
+    p: *mut detpath_dds_participant,
+    ros_topic: *const c_char,
+    ros_type: *const c_char,
+    qos: *const c_char,
+) -> *mut detpath_dds_reader {
+    call(
+        |_| std::ptr::null_mut(),
+        || {
+            let (_, dp) = participant(p)?;
+            // SAFETY: forwarded caller contract.
+            let ((topic, type_name), qos) = unsafe { (ros2_names(ros_topic, ros_type)?, qos_arg(qos)?) };
+            let r = dp.create_raw_reader(&topic, &type_name, false, &qos)?;
+            Ok(insert(Entity::Reader(Arc::new(r)))? as *mut detpath_dds_reader)
+        },
+    )
+}
+
 fn writer(h: *mut detpath_dds_writer) -> Result<(usize, Arc<RawWriter>), Failure> {
     match lookup(h as usize, "writer")? {
         (i, Entity::Writer(w)) => Ok((i, w)),

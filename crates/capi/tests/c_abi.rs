@@ -9,6 +9,8 @@
 //! - `dds.c`: the DDS API's bad input and take corner cases (127.0.0.1).
 //! - `dds_budget.c`: TRANSPORT_PRIORITY and LATENCY_BUDGET, the budget
 //!   status and the over-budget wait (127.0.0.1).
+//! - `ros2.c`: writers and readers under ROS 2's DDS names (127.0.0.1).
+//! - `check.h`: the CHECK macros every C test shares.
 //! - `examples/dds/hello_pub.c`, `hello_sub.c`: the DDS hello world, one
 //!   per testbed namespace, on udp and afxdp (root).
 //! - `examples/c/echo.c`: the echo server in the testbed's namespace b, on
@@ -266,6 +268,16 @@ fn dds_bad_input_from_c_is_an_error_never_a_crash() {
 #[test]
 fn dds_budget_status_and_over_budget_wait_from_c() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/dds_budget.c");
+    let stdout = run_to_end(&compile("cc", &src, &["-std=gnu11"]));
+    assert!(stdout.starts_with("ok: "), "{stdout}");
+}
+
+/// ROS 2 names from C: a writer on `/chatter` of `std_msgs/msg/String` is
+/// matched under `rt/chatter` and `std_msgs::msg::dds_::String_`; names ROS
+/// refuses are errors (tests/c/ros2.c, on 127.0.0.1).
+#[test]
+fn dds_ros2_names_from_c() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/ros2.c");
     let stdout = run_to_end(&compile("cc", &src, &["-std=gnu11"]));
     assert!(stdout.starts_with("ok: "), "{stdout}");
 }

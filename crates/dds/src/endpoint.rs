@@ -35,21 +35,30 @@ fn writing_key(_payload: &[u8], _key_only: bool) -> Option<[u8; 16]> {
 #[derive(Clone, Debug)]
 pub struct Topic<T> {
     name: String,
+    type_name: String,
     _type: PhantomData<fn() -> T>,
 }
 
 impl<T: TopicType> Topic<T> {
     /// The topic `name` of type `T` (announced as `T::TYPE_NAME`).
     pub fn new(_participant: &DomainParticipant, name: &str) -> Topic<T> {
-        Topic { name: name.to_string(), _type: PhantomData }
+        Topic { name: name.to_string(), type_name: T::TYPE_NAME.to_string(), _type: PhantomData }
     }
-    /// Its name.
+    /// The ROS 2 topic `ros_topic` (`/cmd_vel` or `cmd_vel`) of type `T`,
+    /// under the names ROS 2 nodes use on DDS: `rt/cmd_vel` and, from
+    /// `T::TYPE_NAME` (`geometry_msgs::msg::Twist` or `geometry_msgs/msg/Twist`),
+    /// `geometry_msgs::msg::dds_::Twist_`. A name ROS would refuse is an
+    /// error ([`Error::Ros2Name`]) saying why.
+    pub fn ros2(_participant: &DomainParticipant, ros_topic: &str) -> Result<Topic<T>> {
+        Ok(Topic { name: crate::ros2::topic_name(ros_topic)?, type_name: crate::ros2::type_name(T::TYPE_NAME)?, _type: PhantomData })
+    }
+    /// Its name on the wire.
     pub fn name(&self) -> &str {
         &self.name
     }
-    /// Its type's name.
-    pub fn type_name(&self) -> &'static str {
-        T::TYPE_NAME
+    /// Its type's name on the wire.
+    pub fn type_name(&self) -> &str {
+        &self.type_name
     }
 }
 
@@ -228,7 +237,7 @@ pub struct DataWriter<T: TopicType> {
 impl<T: TopicType> DataWriter<T> {
     /// A writer on `topic` with `qos` (unnamed policies: DDS's writer defaults, reliable).
     pub fn new(dp: &DomainParticipant, topic: &Topic<T>, qos: &Qos) -> Result<DataWriter<T>> {
-        Ok(DataWriter { core: WriterCore::new(dp, topic.name(), T::TYPE_NAME, T::KEYED, qos)?, _type: PhantomData })
+        Ok(DataWriter { core: WriterCore::new(dp, topic.name(), topic.type_name(), T::KEYED, qos)?, _type: PhantomData })
     }
     /// Writes one sample (XCDR1, this host's byte order). A sample larger
     /// than the writer's `max_sample_size` is refused ([`Error::SampleTooLarge`]).
@@ -285,7 +294,19 @@ impl RawWriter {
         if payload.len() > self.core.limit {
             return Err(Error::SampleTooLarge { size: payload.len(), limit: self.core.limit });
         }
-        self.core.write(key_hash, &|bw| bw.bytes(payload))
+        // The sample goes out padded to 4 bytes; the options' low two bits
+        // say how many are padding (XTypes 7.6.3.1.2), as typed writers do.
+        // A payload that already counts padding of its own goes as it is.
+        let pad = if payload[3] & 3 == 0 { (4 - payload.len() % 4) % 4 } else { 0 };
+        self.core.write(key_hash, &|bw| {
+            if pad == 0 {
+                return bw.bytes(payload);
+            }
+            bw.bytes(&payload[..3])?;
+            bw.bytes(&[payload[3] | pad as u8])?;
+            bw.bytes(&payload[4..])?;
+            bw.bytes(&[0u8; 3][..pad])
+        })
     }
     /// Disposes (`status` 1), unregisters (2) or both (3) the instance of
     /// `key_hash`; `serialized_key` (encapsulation header and the key fields;
@@ -437,7 +458,7 @@ pub struct DataReader<T: TopicType> {
 impl<T: TopicType + Default> DataReader<T> {
     /// A reader on `topic` with `qos` (unnamed policies: DDS's reader defaults, best effort).
     pub fn new(dp: &DomainParticipant, topic: &Topic<T>, qos: &Qos) -> Result<DataReader<T>> {
-        let core = ReaderCore::new(dp, topic.name(), T::TYPE_NAME, (T::KEYED, Some(detpath_pubsub::types::key_hash_from::<T>)), qos)?;
+        let core = ReaderCore::new(dp, topic.name(), topic.type_name(), (T::KEYED, Some(detpath_pubsub::types::key_hash_from::<T>)), qos)?;
         Ok(DataReader { core, _type: PhantomData })
     }
     /// Takes up to `n` samples without waiting (oldest first). A dispose or

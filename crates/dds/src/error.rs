@@ -35,6 +35,9 @@ pub enum Error {
     /// A QoS policy name or value that is not known.
     #[error("QoS: {0}")]
     BadQos(String),
+    /// A ROS 2 topic or message type name ROS itself would refuse.
+    #[error("{0}")]
+    Ros2Name(#[from] detpath_pubsub::ros2::Ros2NameError),
     /// The engine refused to create an endpoint.
     #[error("creating the endpoint: {0}")]
     Create(#[from] EngineError),
@@ -52,15 +55,6 @@ pub enum Error {
     /// The engine refused the write.
     #[error("write: {0}")]
     Write(#[from] WriteError),
-    /// A sample that does not deserialize as the reader's type (counted in
-    /// the reader's status as `undecodable`).
-    #[error("sample does not deserialize as {type_name}: {why}")]
-    Undecodable {
-        /// The reader's type.
-        type_name: String,
-        /// The codec's reason.
-        why: String,
-    },
     /// The engine thread could not be started.
     #[error("starting the participant's thread: {0}")]
     Thread(std::io::Error),

@@ -33,12 +33,31 @@
 //! # Ok::<(), detpath_dds::Error>(())
 //! ```
 
+//!
+//! ROS 2 nodes see a topic made with [`Topic::ros2`]: the ROS topic and the
+//! type's ROS name become the DDS names ROS 2 uses ([`ros2`]):
+//!
+//! ```no_run
+//! use detpath_dds::{DataWriter, DomainParticipant, Qos, Topic};
+//! #[derive(Clone, Debug, Default, detpath_pubsub::TopicType)]
+//! #[dds(type_name = "std_msgs::msg::String")]
+//! struct RosString {
+//!     data: String,
+//! }
+//! let dp = DomainParticipant::new(0, "udp://10.0.0.1:7410", &["10.0.0.2"])?;
+//! let chatter = Topic::<RosString>::ros2(&dp, "/chatter")?; // rt/chatter, std_msgs::msg::dds_::String_
+//! let w = DataWriter::new(&dp, &chatter, &Qos::new().reliable().keep_last(10))?;
+//! w.write(&RosString { data: "hello".into() })?;
+//! # Ok::<(), detpath_dds::Error>(())
+//! ```
+
 #![warn(missing_docs)]
 
 mod endpoint;
 mod error;
 mod participant;
 pub mod qos;
+pub mod ros2;
 
 pub use detpath_pubsub::engine::{InstanceState, SampleInfo, WriteError};
 pub use detpath_pubsub::types::TopicType;

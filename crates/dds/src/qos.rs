@@ -209,16 +209,16 @@ impl Qos {
     }
 
     /// The writer's largest sample ([`Policy::MaxSampleSize`]).
-    pub fn max_sample_size(&self) -> usize {
+    pub(crate) fn max_sample_size(&self) -> usize {
         self.policies.iter().fold(DEFAULT_MAX_SAMPLE_SIZE, |acc, p| if let Policy::MaxSampleSize(n) = p { *n } else { acc })
     }
 
     /// The engine's QoS for a writer (reliable unless named otherwise).
-    pub fn for_writer(&self) -> Result<engine::Qos> {
+    pub(crate) fn for_writer(&self) -> Result<engine::Qos> {
         self.to_engine(Reliability::Reliable)
     }
     /// The engine's QoS for a reader (best effort unless named otherwise).
-    pub fn for_reader(&self) -> Result<engine::Qos> {
+    pub(crate) fn for_reader(&self) -> Result<engine::Qos> {
         self.to_engine(Reliability::BestEffort)
     }
 

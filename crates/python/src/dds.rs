@@ -28,11 +28,22 @@ pub fn dds_to_py(e: DdsErr) -> PyErr {
             Python::attach(|py| PyErr::from_type(class.get_type(py), msg))
         }
         DdsErr::BadQos(_) => QosError::new_err(msg),
-        DdsErr::SampleTooLarge { .. } | DdsErr::BadPayload(_) | DdsErr::Undecodable { .. } => SampleError::new_err(msg),
+        DdsErr::SampleTooLarge { .. } | DdsErr::BadPayload(_) => SampleError::new_err(msg),
         DdsErr::BadPeer(_) | DdsErr::NoDiscovery { .. } => crate::errors::SpecError::new_err(msg),
         DdsErr::Closed => ClosedError::new_err(msg),
         _ => DdsError::new_err(msg),
     }
+}
+
+/// The DDS names of a ROS 2 topic and message type (`("/cmd_vel",
+/// "geometry_msgs.msg.Twist")` gives `("rt/cmd_vel",
+/// "geometry_msgs::msg::dds_::Twist_")`); a name ROS refuses raises
+/// `DdsError` saying why.
+#[pyfunction]
+#[pyo3(name = "_ros2_names")]
+pub fn ros2_names(ros_topic: &str, ros_type: &str) -> PyResult<(String, String)> {
+    let topic = detpath_dds::ros2::topic_name(ros_topic).map_err(dds_to_py)?;
+    Ok((topic, detpath_dds::ros2::type_name(ros_type).map_err(dds_to_py)?))
 }
 
 /// A participant (`detpath.dds.DomainParticipant` wraps it).

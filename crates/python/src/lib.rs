@@ -34,6 +34,7 @@ fn open(py: Python<'_>, spec: &str, netns: Option<&str>) -> PyResult<endpoint::E
 #[pymodule]
 fn _detpath(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open, m)?)?;
+    m.add_function(wrap_pyfunction!(dds::ros2_names, m)?)?;
     m.add_class::<endpoint::Endpoint>()?;
     m.add_class::<testbed::Testbed>()?;
     m.add_class::<dds::Participant>()?;

@@ -26,6 +26,7 @@ reliable, readers best effort, volatile, KEEP_LAST 1). Errors raise
 
 import hashlib
 import time
+from collections import namedtuple
 
 from . import _detpath
 from ._detpath import ClosedError, DdsError, Error, QosError, SampleError
@@ -180,6 +181,32 @@ class SampleInfo:
         return f"SampleInfo(seq={self.sequence_number}, state={self.instance_state}, valid={self.valid_data})"
 
 
+PublicationMatchedStatus = namedtuple("PublicationMatchedStatus", "total_count total_count_change current_count current_count_change last_subscription_handle")
+SubscriptionMatchedStatus = namedtuple("SubscriptionMatchedStatus", "total_count total_count_change current_count current_count_change last_publication_handle")
+SampleLostStatus = namedtuple("SampleLostStatus", "total_count total_count_change")
+SampleRejectedStatus = namedtuple("SampleRejectedStatus", "total_count total_count_change last_reason last_instance_handle")
+DeadlineMissedStatus = namedtuple("DeadlineMissedStatus", "total_count total_count_change last_instance_handle")
+IncompatibleQosStatus = namedtuple("IncompatibleQosStatus", "total_count total_count_change last_policy_id policies")
+
+
+class _Changes:
+    """The ``*_change`` fields of DDS statuses: each total against the value
+    the application last read (as a DDS status read resets its changes)."""
+
+    def __init__(self):
+        self._seen = {}
+
+    def __call__(self, name, total):
+        change = total - self._seen.get(name, 0)
+        self._seen[name] = total
+        return change
+
+
+def _no_condition(condition, instance_handle=None):
+    if condition is not None or instance_handle is not None:
+        raise DdsError("read conditions and instance handles are not supported by detpath.dds (take or read everything, then filter)")
+
+
 class DomainParticipant:
     """A participant in ``domain_id`` on the detpath endpoint ``endpoint``
     (``udp://...``, ``afxdp://...``, any spec), announcing itself to
@@ -229,16 +256,36 @@ def _idl(data_type):
 
 class Topic:
     """The topic ``name`` of ``data_type``, an ``IdlStruct`` dataclass of
-    ``pycdr2`` or ``cyclonedds.idl`` (announced with its IDL type name)."""
+    ``pycdr2`` or ``cyclonedds.idl`` (announced with its IDL type name).
 
-    def __init__(self, participant, name, data_type, qos=None):
+    ``ros2=True``: ``name`` is a ROS 2 topic (``"/cmd_vel"`` or ``"cmd_vel"``)
+    and the type a ROS 2 message declared with ROS's IDL name
+    (``typename="geometry_msgs.msg.Twist"``); both go on the wire under the
+    names ROS 2 nodes use (``rt/cmd_vel``, ``geometry_msgs::msg::dds_::Twist_``),
+    so nodes on rmw_cyclonedds or rmw_fastrtps see the topic. ``name`` and
+    ``typename`` are then the DDS names, ``ros_name`` the ROS one. A name ROS
+    would refuse raises ``DdsError`` saying why."""
+
+    def __init__(self, participant, name, data_type, qos=None, ros2=False):
         self.participant = participant
         self.name = name
+        self.ros_name = None
         self.data_type = data_type
         self._idl = _idl(data_type)
         self.typename = data_type.__idl_typename__.replace(".", "::")
+        if ros2:
+            self.ros_name = name
+            self.name, self.typename = _detpath._ros2_names(name, self.typename)
         self.keyed = not self._idl.keyless
         self.qos = qos
+
+    def get_name(self):
+        """Its name on the wire (as cyclonedds's ``Topic.get_name()``)."""
+        return self.name
+
+    def get_type_name(self):
+        """Its type's name on the wire (as cyclonedds's ``Topic.get_type_name()``)."""
+        return self.typename
 
     def key_hash(self, sample):
         """RTPS §9.6.3.8 from the type's own key serializer: big-endian XCDR2
@@ -274,19 +321,33 @@ class DataWriter:
     def __init__(self, participant, topic, qos=None):
         self.participant, self.topic = participant, topic
         self._native = participant._native.create_writer(topic.name, topic.typename, topic.keyed, _qos_text(qos))
+        self._changes = _Changes()
 
     def write(self, sample, timestamp=None):
-        """Writes one sample (serialized by its own type)."""
+        """Writes one sample (serialized by its own type). ``timestamp``
+        (cyclonedds's source timestamp) is not supported: detpath stamps the
+        sample with this host's clock when it is written."""
+        if timestamp is not None:
+            raise DdsError("write(timestamp=...): detpath stamps samples with this host's clock; leave timestamp out")
         if not isinstance(sample, self.topic.data_type):
             raise SampleError(f"{type(sample).__name__} sample written on topic {self.topic.name!r} of type {self.topic.data_type.__name__}")
         self._native.write(sample.serialize(), self.topic.key_hash(sample))
 
-    def dispose(self, sample):
+    def dispose(self, sample, timestamp=None):
         """Disposes the instance of ``sample``'s key."""
+        if timestamp is not None:
+            raise DdsError("dispose(timestamp=...): detpath stamps with this host's clock; leave timestamp out")
         self._native.write_status(self.topic.key_hash(sample) or bytes(16), 1, self.topic.serialized_key(sample))
 
-    def unregister_instance(self, sample):
+    def write_dispose(self, sample, timestamp=None):
+        """Writes ``sample``, then disposes its instance."""
+        self.write(sample, timestamp)
+        self.dispose(sample)
+
+    def unregister_instance(self, sample, timestamp=None):
         """Unregisters the instance of ``sample``'s key."""
+        if timestamp is not None:
+            raise DdsError("unregister_instance(timestamp=...): detpath stamps with this host's clock; leave timestamp out")
         self._native.write_status(self.topic.key_hash(sample) or bytes(16), 2, self.topic.serialized_key(sample))
 
     def get_matched_subscriptions(self):
@@ -296,6 +357,22 @@ class DataWriter:
     def status(self):
         """matched_subscriptions, incompatible_qos, written, unacknowledged, ..."""
         return self._native.status()
+
+    def get_publication_matched_status(self):
+        """PUBLICATION_MATCHED (handles are None: detpath has no instance handles)."""
+        st, ch = self._native.status(), self._changes
+        total = st["matched_subscriptions"] + st["unmatched"]
+        return PublicationMatchedStatus(total, ch("total", total), st["matched_subscriptions"], ch("current", st["matched_subscriptions"]), None)
+
+    def get_offered_deadline_missed_status(self):
+        """OFFERED_DEADLINE_MISSED (no instance handles: None)."""
+        n = self._native.status()["offered_deadline_missed"]
+        return DeadlineMissedStatus(n, self._changes("deadline", n), None)
+
+    def get_offered_incompatible_qos_status(self):
+        """OFFERED_INCOMPATIBLE_QOS (the policy is not named: None, [])."""
+        n = self._native.status()["incompatible_qos"]
+        return IncompatibleQosStatus(n, self._changes("incompatible", n), None, [])
 
     def wait_for_acks(self, timeout):
         """Waits until every reliable reader acknowledged every sample; ``timeout`` in ns (``duration(...)``)."""
@@ -308,6 +385,7 @@ class DataReader:
     def __init__(self, participant, topic, qos=None):
         self.participant, self.topic = participant, topic
         self._native = participant._native.create_reader(topic.name, topic.typename, topic.keyed, _qos_text(qos))
+        self._changes = _Changes()
 
     def _decode(self, raw):
         out, bad = [], 0
@@ -331,16 +409,24 @@ class DataReader:
             self._native.count_undecodable(bad)
         return out
 
-    def take(self, N=1):
+    def take(self, N=1, condition=None, instance_handle=None):
         """Up to N samples, removed from the reader, without waiting."""
+        _no_condition(condition, instance_handle)
         return self._decode(self._native.take(N, False))
 
-    def read(self, N=1):
+    def read(self, N=1, condition=None, instance_handle=None):
         """Up to N samples, left in the reader, without waiting."""
+        _no_condition(condition, instance_handle)
         return self._decode(self._native.take(N, True))
 
-    def take_iter(self, timeout=None):
+    def take_next(self):
+        """The oldest sample, removed, or None when there is none."""
+        got = self.take(1)
+        return got[0] if got else None
+
+    def take_iter(self, condition=None, timeout=None):
         """Yields samples as they arrive, until none came for ``timeout`` ns (``duration(...)``; None: forever)."""
+        _no_condition(condition)
         wait_s = 1e9 if timeout is None else timeout / 1e9
         while True:
             raw = self._native.take_timeout(64, wait_s)
@@ -348,8 +434,9 @@ class DataReader:
                 return
             yield from self._decode(raw)
 
-    def take_one(self, timeout=None):
+    def take_one(self, condition=None, timeout=None):
         """One sample, waiting at most ``timeout`` ns; TimeoutError when none came."""
+        _no_condition(condition)
         end = None if timeout is None else time.monotonic() + timeout / 1e9
         while True:
             left = 1e9 if end is None else max(0.0, end - time.monotonic())
@@ -383,3 +470,29 @@ class DataReader:
     def status(self):
         """matched_publications, lost, rejected, undecodable, ..."""
         return self._native.status()
+
+    def get_subscription_matched_status(self):
+        """SUBSCRIPTION_MATCHED (handles are None: detpath has no instance handles)."""
+        st, ch = self._native.status(), self._changes
+        total = st["matched_publications"] + st["unmatched"]
+        return SubscriptionMatchedStatus(total, ch("total", total), st["matched_publications"], ch("current", st["matched_publications"]), None)
+
+    def get_sample_lost_status(self):
+        """SAMPLE_LOST."""
+        n = self._native.status()["lost"]
+        return SampleLostStatus(n, self._changes("lost", n))
+
+    def get_sample_rejected_status(self):
+        """SAMPLE_REJECTED (a KEEP_ALL cache was full; the reason and instance are not kept: None)."""
+        n = self._native.status()["rejected"]
+        return SampleRejectedStatus(n, self._changes("rejected", n), None, None)
+
+    def get_requested_deadline_missed_status(self):
+        """REQUESTED_DEADLINE_MISSED (no instance handles: None)."""
+        n = self._native.status()["requested_deadline_missed"]
+        return DeadlineMissedStatus(n, self._changes("deadline", n), None)
+
+    def get_requested_incompatible_qos_status(self):
+        """REQUESTED_INCOMPATIBLE_QOS (the policy is not named: None, [])."""
+        n = self._native.status()["incompatible_qos"]
+        return IncompatibleQosStatus(n, self._changes("incompatible", n), None, [])
