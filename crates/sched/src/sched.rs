@@ -17,7 +17,7 @@ use crate::mask::{Ownership, SlotMask};
 use crate::prebuffer::{BufferPool, EdfQueue, FifoQueue, Pending};
 use crate::slot::{Placement, Ring, Slot, Window};
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::net::SocketAddrV4;
 use thiserror::Error;
 
@@ -137,7 +137,7 @@ pub struct ClassCounters {
 }
 
 /// Release error (release − scheduled) percentiles of one class, ns.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct ErrorSummary {
     /// Samples.
     pub count: u64,
@@ -287,7 +287,7 @@ impl<S: TickSource> Scheduler<S> {
         self.classes.iter().position(|c| c.name == name)
     }
     /// Name of class `i`.
-    pub(crate) fn class_name(&self, i: usize) -> Option<&str> {
+    pub fn class_name(&self, i: usize) -> Option<&str> {
         self.classes.get(i).map(|c| c.name.as_str())
     }
     /// Kind of class `i`.
@@ -528,7 +528,11 @@ impl<S: TickSource> Scheduler<S> {
         }
     }
 
-    /// Releases every slot whose time has come by `now`, in slot order.
+    /// Releases every slot whose time has come by `now`, in slot order,
+    /// except that before each best-effort hand-off the real-time packets
+    /// of every slot begun by then leave first: a poll that runs behind
+    /// (hand-offs slower than slots, a descheduled thread) never makes a
+    /// real-time packet wait behind the best-effort packets of earlier slots.
     ///
     /// For each due slot, `read_clock` is read right before the hand-off; a
     /// real-time packet whose slot started more than the late tolerance
@@ -548,6 +552,8 @@ impl<S: TickSource> Scheduler<S> {
         let mut start = self.ring.start_ns(self.next_release);
         let mut pos = self.ring.position(self.next_release);
         let mut summary = PollSummary::default();
+        // Slots before this one have had their real-time packet looked up early.
+        let mut rt_ahead = self.next_release;
         while start <= elapsed {
             let s = self.next_release;
             if s >= self.filled_to {
@@ -559,9 +565,21 @@ impl<S: TickSource> Scheduler<S> {
                 _ => None,
             };
             summary.slots += 1;
-            if entry.is_some() || self.best_effort_waiting(pos) {
+            if entry.is_some() {
                 let t = read_clock();
                 self.release_slot(s, pos, scheduled_ns, entry, t, &mut sink, &mut summary);
+            } else if self.best_effort_waiting(pos) {
+                let mut t = read_clock();
+                if t.saturating_sub(scheduled_ns) <= self.tolerance_ns {
+                    // Real-time packets of every slot begun by now leave
+                    // before this best-effort one (see `release_rt_due`).
+                    let (to, released) = self.release_rt_due(s + 1, rt_ahead, t, &mut read_clock, &mut sink, &mut summary);
+                    rt_ahead = to;
+                    if released {
+                        t = read_clock();
+                    }
+                }
+                self.release_slot(s, pos, scheduled_ns, None, t, &mut sink, &mut summary);
             }
             self.next_release += 1;
             start += self.ring.slot_ns;
@@ -574,6 +592,38 @@ impl<S: TickSource> Scheduler<S> {
             self.insert_due();
         }
         summary
+    }
+
+    /// Hands off the real-time packets of the slots from `from.max(ahead)`
+    /// up to the one current at `t` (within the ring window), each at its
+    /// own clock reading. Called by `poll` before each best-effort hand-off:
+    /// when the poll runs behind the slots (its hand-offs take longer than
+    /// a slot, or its thread was descheduled), it releases the due slots in
+    /// a burst, and in slot order a real-time packet would wait behind
+    /// every best-effort packet of the slots before its own; with this, it
+    /// waits behind at most the one hand-off in progress. Returns the first
+    /// slot not looked at, and whether anything was handed off.
+    fn release_rt_due<C, K>(&mut self, from: Slot, ahead: Slot, t: u64, read_clock: &mut C, sink: &mut K, summary: &mut PollSummary) -> (Slot, bool)
+    where
+        C: FnMut() -> u64,
+        K: FnMut(&Release<'_>) -> bool,
+    {
+        // Slots past `filled_to` may still have their packets in the pre-buffer: `poll` inserts them.
+        let end = (self.current_slot(t) + 1).min(self.filled_to).min(self.next_release + self.ring.slots as u64);
+        let mut released = false;
+        let mut x = from.max(ahead);
+        while x < end {
+            let pos = self.ring.position(x);
+            if let Some(p) = self.slots[pos as usize].filter(|p| p.slot == x) {
+                self.slots[pos as usize] = None;
+                let scheduled_ns = self.source.mono_at(self.ring.start_ns(x));
+                let now = read_clock();
+                self.release_slot(x, pos, scheduled_ns, Some(p), now, sink, summary);
+                released = true;
+            }
+            x += 1;
+        }
+        (x.max(ahead), released)
     }
 
     /// Whether ring position `pos` belongs to a best-effort class with packets queued.
@@ -714,5 +764,87 @@ impl<S: TickSource> Scheduler<S> {
             c.counters.dropped += 1;
             c.pool.release(p.buf);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::MonotonicSource;
+    use crate::config::ClassConfig;
+    use std::cell::Cell;
+
+    /// 1 µs slots in a ring of 10; `ctl` real-time owns position 5, `bulk` the rest.
+    fn scheduler() -> Scheduler<MonotonicSource> {
+        let mut cfg = SchedConfig::new(1_000, 10, 1);
+        cfg.max_payload = 64;
+        cfg.late_tolerance_ns = 1_000_000;
+        cfg.classes.push(ClassConfig::parse("ctl:rt:relaxed:5@16", 10, Mode::Relaxed).unwrap());
+        cfg.classes.push(ClassConfig::parse("bulk:be:0-4,6-9@64", 10, Mode::Relaxed).unwrap());
+        Scheduler::new(&cfg, MonotonicSource { epoch_mono: 0 }, 0, 0).unwrap()
+    }
+
+    fn peer() -> SocketAddrV4 {
+        "10.77.0.2:7000".parse().unwrap()
+    }
+
+    #[test]
+    fn a_poll_behind_the_slots_hands_off_real_time_before_earlier_best_effort() {
+        let mut s = scheduler();
+        for i in 0..12u8 {
+            s.send_be(1, &[i; 32], peer()).unwrap();
+        }
+        assert_eq!(s.send_at(0, 5_000, 0, b"control", peer()).unwrap().slot, 5);
+        // The poll comes when slots 1..=9 have all begun; each hand-off takes 3 µs.
+        let clock = Cell::new(9_500u64);
+        let mut order = Vec::new();
+        let sum = s.poll(
+            9_500,
+            || clock.get(),
+            |r| {
+                order.push((r.class, r.slot, r.release_ns));
+                clock.set(clock.get() + 3_000);
+                true
+            },
+        );
+        assert_eq!(order[0].0, 0, "the control packet leaves first: {order:?}");
+        assert_eq!(order[0].1, 5);
+        // Every best-effort slot due at the poll still carries its packet, in slot order.
+        let be: Vec<Slot> = order[1..].iter().map(|o| o.1).collect();
+        assert_eq!(be, vec![1, 2, 3, 4, 6, 7, 8, 9], "{order:?}");
+        assert_eq!((sum.slots, sum.released), (9, 9));
+        let (ctl, bulk) = (s.counters(0).unwrap(), s.counters(1).unwrap());
+        assert_eq!((ctl.sent, ctl.late, bulk.sent, bulk.missed_slots), (1, 0, 8, 0));
+    }
+
+    #[test]
+    fn a_real_time_slot_that_begins_during_best_effort_hand_offs_goes_next() {
+        let mut s = scheduler();
+        for i in 0..12u8 {
+            s.send_be(1, &[i; 32], peer()).unwrap();
+        }
+        s.send_at(0, 5_000, 0, b"control", peer()).unwrap();
+        // The poll comes at 4.5 µs (slots 1-4 due, slot 5 not yet); the
+        // hand-offs take 1 µs each, so slot 5 begins during slot 4's.
+        let clock = Cell::new(4_500u64);
+        let mut order = Vec::new();
+        s.poll(
+            4_500,
+            || clock.get(),
+            |r| {
+                order.push((r.class, r.slot));
+                clock.set(clock.get() + 1_000);
+                true
+            },
+        );
+        assert_eq!(order, vec![(1, 1), (0, 5), (1, 2), (1, 3), (1, 4)]);
+        // Its slot passes later without sending anything twice.
+        let mut more = Vec::new();
+        s.poll(20_000, || clock.get(), |r| {
+            more.push((r.class, r.slot));
+            true
+        });
+        assert!(more.iter().all(|m| m.0 == 1), "{more:?}");
+        assert_eq!(s.counters(0).unwrap().sent, 1);
     }
 }

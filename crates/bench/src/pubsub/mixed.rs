@@ -62,6 +62,8 @@
 //! acknowledgements to it carry the control writer's DSCP and class;
 //! discovery and bulk go unmarked in the scheduler's best-effort class.
 
+pub mod sched_probe;
+
 use super::{cpu_of, metered, on_own_thread, side_uri, wait_name, BenchError, BenchOptions, TUNED_SENDER_SPIN_NS};
 use crate::records::{LossCounts, Record, Status};
 use crate::results::{Environment, ResultDir, RunConfig, RunResult};
@@ -81,6 +83,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use sched_probe::{ClassFigures, Probed, SchedProbe};
 use std::time::Duration;
 
 /// The workload's `--workloads` name.
@@ -291,6 +294,21 @@ pub struct MixedRow {
     pub timeline: Option<String>,
     /// How the figures were taken.
     pub note: String,
+    /// The slot scheduler's own counters per class (priority arm; null
+    /// without a scheduler): why control waited or bulk slowed.
+    #[serde(default)]
+    pub sched: Option<SchedFigures>,
+}
+
+/// The slot scheduler's counters of a priority arm, per class ([`sched_probe`]).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SchedFigures {
+    /// The pinging and flooding side's scheduler while bulk ran beside control.
+    pub ping_bulk_on: Vec<ClassFigures>,
+    /// The same scheduler in the bulk-alone phase.
+    pub ping_bulk_alone: Vec<ClassFigures>,
+    /// The answering side's scheduler over its whole run (pongs, acknowledgements).
+    pub pong_run: Vec<ClassFigures>,
 }
 
 /// One side: its participant on its transport, driven datagram by datagram
@@ -303,6 +321,8 @@ struct Node {
     priority: bool,
     /// The control topic's latency budget, ns.
     budget_ns: u64,
+    /// The scheduler's counters (priority arm).
+    probe: Option<Arc<SchedProbe>>,
 }
 
 impl Node {
@@ -354,7 +374,19 @@ fn arm_spec(side: &Side, dp: &str, arm: &Arm, cpu: Option<u32>, rt: Option<u8>, 
 /// Opens a side's endpoint inside its namespace and makes its participant.
 fn open_side(side: &Side, peer: &Side, spec: &str, wait: Wait, arm: &Arm, fair_slice_ns: u64, budget_ns: u64) -> Result<Node, BenchError> {
     let fail = |what: &str, e: String| BenchError::Mixed(format!("{what} {spec}: {e}"));
-    let link = detpath::sys::netns::run_in(&side.netns, || detpath_pubsub::transport::open(spec))
+    // The priority arm's endpoint is opened as the scheduler's concrete
+    // type, so its counters can be read (sched_probe); the same layers.
+    let probe = arm.priority.then(|| Arc::new(SchedProbe::default()));
+    let open = || -> detpath::Result<Link> {
+        match &probe {
+            Some(p) => {
+                let slots = detpath_sched::open_slots(&detpath_open::parse(spec)?)?;
+                Ok(Link::Datagram(Box::new(Probed::new(slots, p.clone()))))
+            }
+            None => detpath_pubsub::transport::open(spec),
+        }
+    };
+    let link = detpath::sys::netns::run_in(&side.netns, open)
         .map_err(|e| fail("entering the namespace for", e.to_string()))?
         .map_err(|e| fail("opening", e.to_string()))?;
     if fair_slice_ns > 0 && detpath::sys::thread::is_fair_policy() {
@@ -378,7 +410,7 @@ fn open_side(side: &Side, peer: &Side, spec: &str, wait: Wait, arm: &Arm, fair_s
     // best-effort one (`bulk`). The fifo arm has no scheduler and priority 0.
     cfg.priority = t.priority_marks(&PriorityPolicy::default()).map_err(|e| fail("the priority marks of", e.to_string()))?;
     let p = Participant::new(cfg, t.now_ns());
-    Ok(Node { p, t, buf: vec![0; 65536], priority: arm.priority, budget_ns })
+    Ok(Node { p, t, buf: vec![0; 65536], priority: arm.priority, budget_ns, probe })
 }
 
 /// The control topics' QoS in an arm: reliable KEEP_LAST 1 with the budget, top priority in the priority arm.
@@ -475,6 +507,8 @@ struct PingSide {
     bulk_written: u64,
     bulk_blocked: u64,
     send_errors: u64,
+    /// The scheduler's counters, marked at bulk on, bulk off, alone on, alone off.
+    probe: Option<Arc<SchedProbe>>,
 }
 
 /// The answering and receiving side's outcome.
@@ -486,6 +520,8 @@ struct PongSide {
     budget: EngineBudget,
     bulk_received: u64,
     bulk_lost: u64,
+    /// The scheduler's counters over the run.
+    probe: Option<Arc<SchedProbe>>,
     /// The millisecond (shared clock) of `bulk_per_ms[0]`.
     bulk_ms_base: u64,
     /// Bulk samples received per millisecond, from `bulk_ms_base` on.
@@ -574,6 +610,9 @@ fn ping_side(mut n: Node, mut phases: Phases, go: Arc<AtomicBool>) -> Result<Pin
     let mut bulk = vec![0u8; BULK_SIZE];
     // Answered pings sent in the bulk-on phase, and whether `--samples` ended it.
     let (mut on_answered, mut cut) = (0u64, false);
+    // The scheduler's snapshots: bulk on, bulk off (then alone on, alone off).
+    let mark = |n: &Node| n.probe.as_ref().map(|p| p.mark());
+    let (mut marked_on, mut marked_off) = (false, false);
     loop {
         let now = n.t.now_ns();
         let t = now - start;
@@ -597,6 +636,14 @@ fn ping_side(mut n: Node, mut phases: Phases, go: Arc<AtomicBool>) -> Result<Pin
             seq += 1;
         }
         let flooding = phases.bulk_on(t);
+        if flooding && !marked_on {
+            marked_on = true;
+            mark(&n);
+        }
+        if !flooding && marked_on && !marked_off {
+            marked_off = true;
+            mark(&n);
+        }
         if flooding {
             flood(&mut n, bulk_w, &mut bulk, &mut bulk_written, &mut bulk_blocked)?;
         }
@@ -613,10 +660,18 @@ fn ping_side(mut n: Node, mut phases: Phases, go: Arc<AtomicBool>) -> Result<Pin
     // Bulk alone: the baseline of its throughput on this endpoint.
     if !cleanup::interrupted() {
         phases.start_alone(n.t.now_ns() - start);
+        if marked_off {
+            mark(&n);
+        }
         loop {
             let t = n.t.now_ns() - start;
             if t >= phases.alone_off_ns || cleanup::interrupted() {
                 phases.alone_off_ns = t.min(phases.alone_off_ns);
+                if marked_off {
+                    mark(&n);
+                    // The snapshot is taken at the endpoint's next call.
+                    let _ = n.pump(0);
+                }
                 break;
             }
             // As in the bulk-on phase: a burst, then one datagram in, so the two rates compare.
@@ -628,8 +683,9 @@ fn ping_side(mut n: Node, mut phases: Phases, go: Arc<AtomicBool>) -> Result<Pin
     }
     let send_errors = n.t.send_errors;
     let control_mark = n.p.writer_mark(ping_w);
+    let probe = n.probe.clone();
     n.p.shutdown(&mut TransportOutbox(&mut n.t));
-    Ok(PingSide { records, start_ns: start, phases, control_mark, pings_sent: seq, bulk_written, bulk_blocked, send_errors })
+    Ok(PingSide { records, start_ns: start, phases, control_mark, pings_sent: seq, bulk_written, bulk_blocked, send_errors, probe })
 }
 
 /// The control QoS of a node's arm (priority when its control mark has a class).
@@ -660,7 +716,7 @@ fn pong_side(mut n: Node, stop: Arc<AtomicBool>) -> Result<PongSide, BenchError>
     until(&mut n, Duration::from_secs(10), "the pong side matched no ping side", |p| {
         p.reader_status(ping_r).matched > 0 && p.writer_status(pong_w).matched > 0 && p.reader_status(bulk_r).matched > 0
     })?;
-    let mut out = PongSide::default();
+    let mut out = PongSide { probe: n.probe.clone(), ..PongSide::default() };
     let mut pong = [0u8; CONTROL_SIZE];
     while !stop.load(Ordering::Relaxed) && !cleanup::interrupted() {
         let Some(rx_ns) = n.pump(1_000_000) else { continue };
@@ -822,6 +878,7 @@ fn detpath_arm(dp: &str, arm: &Arm, o: &BenchOptions, dir: Option<&mut ResultDir
         spec: a_spec,
         run: None,
         timeline: None,
+        sched: None,
         note: format!(
             "control RTT/2 (one-way judged against the budget, same-host clock); bulk written {}; send errors: ping side {}, pong side {}; phases {:.2}-{:.2} s bulk on, {:.2}-{:.2} s bulk alone",
             ping.bulk_written,
@@ -833,6 +890,7 @@ fn detpath_arm(dp: &str, arm: &Arm, o: &BenchOptions, dir: Option<&mut ResultDir
             phases.alone_off_ns as f64 / 1e9
         ),
     };
+    row.sched = sched_figures(ping.probe.as_deref(), pong.probe.as_deref());
     if let Some(dir) = dir {
         let config = RunConfig {
             // The arm in the name, so `detpath report` tells the panels apart.
@@ -868,6 +926,17 @@ fn detpath_arm(dp: &str, arm: &Arm, o: &BenchOptions, dir: Option<&mut ResultDir
         row.timeline = Some(name);
     }
     Ok(row)
+}
+
+/// The scheduler's figures of the two sides (`None` without a scheduler).
+fn sched_figures(ping: Option<&SchedProbe>, pong: Option<&SchedProbe>) -> Option<SchedFigures> {
+    let ping = ping?;
+    let marked = ping.marks() >= 4;
+    Some(SchedFigures {
+        ping_bulk_on: if marked { ping.between(Some(0), Some(1)) } else { Vec::new() },
+        ping_bulk_alone: if marked { ping.between(Some(2), Some(3)) } else { Vec::new() },
+        pong_run: pong.map(|p| p.between(None, None)).unwrap_or_default(),
+    })
 }
 
 /// A name for a file: letters and digits kept, the rest `-` ("D&S" -> "D-S").
@@ -940,6 +1009,7 @@ fn ddsperf_arm(o: &BenchOptions, dir: Option<&mut ResultDir>, repeat: u32) -> Re
         spec: String::new(),
         run: None,
         timeline: None,
+        sched: None,
         note: "CycloneDDS ddsperf over kernel UDP: ping 1000Hz size 64 beside pub size 1024 (bulk on for the whole ping run); \
                per-second figures combined: p99 the worst second's, no p99.99, no per-sample budget count"
             .into(),

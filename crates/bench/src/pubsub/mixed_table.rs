@@ -13,6 +13,7 @@
 //! causes it named, then issue 39's goals per datapath ([`super::mixed::goals`]):
 //! each `met`, `NOT MET` or `not measured`, with its figures.
 
+use super::mixed::sched_probe::ClassFigures;
 use super::mixed::{goals, MixedGoals, MixedRow, Percentiles};
 use crate::results::Environment;
 use std::fmt::Write as _;
@@ -81,6 +82,15 @@ pub fn render(rows: &[MixedRow], env: &Environment) -> String {
             );
         }
     }
+    for r in rows {
+        if let Some(sc) = &r.sched {
+            for (phase, classes) in [("bulk on, ping side", &sc.ping_bulk_on), ("bulk alone, ping side", &sc.ping_bulk_alone), ("whole run, pong side", &sc.pong_run)] {
+                for c in classes {
+                    let _ = writeln!(t, "{} {} {} scheduler, {phase}: {}", r.configuration, r.datapath, r.arm, class_line(c));
+                }
+            }
+        }
+    }
     if rows.iter().any(|r| r.arm == "ddsperf") {
         let _ = writeln!(t, "ddsperf: per-second figures only; its p99 is the worst second's p99 (not an exact p99), its p50 the median of its per-second medians.");
     }
@@ -88,6 +98,27 @@ pub fn render(rows: &[MixedRow], env: &Environment) -> String {
         goal_lines(&mut t, &g);
     }
     t
+}
+
+/// One scheduler class's counters in a line: what it sent, what was late,
+/// moved, missed or refused, and how late its slots were released.
+pub fn class_line(c: &ClassFigures) -> String {
+    let e = &c.release_error_ns;
+    format!(
+        "{} sent {} of {} accepted, refused {}, late {}, moved {}, dropped {}, missed slots {}, queue high {}; release error us p50 {:.1} p99 {:.1} max {:.1}",
+        c.class,
+        c.sent,
+        c.accepted,
+        c.refused,
+        c.late,
+        c.moved,
+        c.dropped,
+        c.missed_slots,
+        c.prebuffer_high_water,
+        e.p50 as f64 / 1e3,
+        e.p99 as f64 / 1e3,
+        e.max as f64 / 1e3
+    )
 }
 
 /// The lines of one datapath's goals: each goal's verdict and figures, ddsperf beside.
