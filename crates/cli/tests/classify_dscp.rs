@@ -20,7 +20,7 @@ use std::net::{SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_detpath");
@@ -28,33 +28,8 @@ const PORT: u16 = 7410;
 /// Datagrams per class.
 const N: u64 = 40;
 
-/// A child process we started: SIGTERM, then SIGKILL if it lingers.
-struct Proc(Child);
-
-impl Proc {
-    fn stop(&mut self) -> std::process::ExitStatus {
-        let _ = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status();
-        let t = Instant::now();
-        loop {
-            if let Some(s) = self.0.try_wait().unwrap() {
-                return s;
-            }
-            if t.elapsed() > Duration::from_secs(10) {
-                let _ = self.0.kill();
-                return self.0.wait().unwrap();
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if self.0.try_wait().ok().flatten().is_none() {
-            self.stop();
-        }
-    }
-}
+/// A child process we started, stopped by its PID at the end of the test.
+use detpath_testkit::ChildProcess as Proc;
 
 /// Files of this test, removed on drop.
 struct Scratch(Vec<std::path::PathBuf>);

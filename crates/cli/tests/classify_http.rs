@@ -14,23 +14,14 @@ use std::net::{SocketAddr, TcpStream};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_detpath");
 
-/// A daemon we started: killed (by its PID) if the test ends early.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if self.0.try_wait().ok().flatten().is_none() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
+/// A child process we started, stopped by its PID at the end of the test.
+use detpath_testkit::ChildProcess as Proc;
 
 /// A directory removed on drop.
 struct Dir(PathBuf);

@@ -10,38 +10,13 @@
 
 use detpath::testbed::{Testbed, TestbedConfig};
 use std::net::{SocketAddrV4, UdpSocket};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_detpath");
 
-/// A child process we started: SIGTERM, then SIGKILL if it lingers.
-struct Proc(Child);
-
-impl Proc {
-    fn stop(&mut self) -> std::process::ExitStatus {
-        let _ = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status();
-        let t = Instant::now();
-        loop {
-            if let Some(s) = self.0.try_wait().unwrap() {
-                return s;
-            }
-            if t.elapsed() > Duration::from_secs(10) {
-                let _ = self.0.kill();
-                return self.0.wait().unwrap();
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if self.0.try_wait().ok().flatten().is_none() {
-            self.stop();
-        }
-    }
-}
+/// A child process we started, stopped by its PID at the end of the test.
+use detpath_testkit::ChildProcess as Proc;
 
 fn classify(api: &str, args: &[&str]) -> (bool, String) {
     let out = Command::new(BIN).arg("classify").args(args).args(["--socket", api, "--json"]).output().unwrap();
