@@ -39,15 +39,15 @@ impl ApiError {
         ApiError { status: 400, code, message }
     }
     /// 409: a well-formed request the current state refuses (a duplicate, a node in use).
-    pub fn conflict(code: &'static str, message: String) -> ApiError {
+    pub(crate) fn conflict(code: &'static str, message: String) -> ApiError {
         ApiError { status: 409, code, message }
     }
     /// 404 `not_found`: no such intent or endpoint.
-    pub fn not_found(message: String) -> ApiError {
+    pub(crate) fn not_found(message: String) -> ApiError {
         ApiError { status: 404, code: "not_found", message }
     }
     /// 500 `internal`: the daemon or the host failed (the state file could not be written, ...).
-    pub fn internal(message: String) -> ApiError {
+    pub(crate) fn internal(message: String) -> ApiError {
         ApiError { status: 500, code: "internal", message }
     }
     /// The JSON body of the answer: `{"error": {"code", "message"}}`.
@@ -94,7 +94,7 @@ pub struct Entry {
 /// What the state file holds.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct StateFile {
+pub(crate) struct StateFile {
     /// Format version ([`STATE_VERSION`]); another version is refused on load.
     pub version: u32,
     /// The interface the daemon classified: a file of another interface is refused.
@@ -108,7 +108,7 @@ pub struct StateFile {
 /// One intent in the state file, reinstalled under its id at start.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct StoredIntent {
+pub(crate) struct StoredIntent {
     /// The intent's id as the API handed it out ([`valid_id`]).
     pub id: String,
     /// The document as posted.
@@ -116,14 +116,14 @@ pub struct StoredIntent {
 }
 
 /// The state file format written by this version.
-pub const STATE_VERSION: u32 = 1;
+pub(crate) const STATE_VERSION: u32 = 1;
 
 /// Largest state file read: `MAX_RULES` intents of `MAX_INTENT_BYTES` each, pretty-printed.
-pub const MAX_STATE_BYTES: u64 = 2 * (maps::MAX_RULES as u64) * (MAX_INTENT_BYTES as u64);
+pub(crate) const MAX_STATE_BYTES: u64 = 2 * (maps::MAX_RULES as u64) * (MAX_INTENT_BYTES as u64);
 
 /// Whether an intent id is one the API hands out (`flow_hash`: 1 to 32 of
 /// A-Z, a-z, 0-9, - and _; generated ids are 8 hex digits).
-pub fn valid_id(id: &str) -> bool {
+pub(crate) fn valid_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= 32 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
@@ -131,7 +131,7 @@ pub fn valid_id(id: &str) -> bool {
 /// format version, interface, the number of intents against `max_rules`,
 /// each id (valid, unique) and each intent's size. Every error names the
 /// file and says to remove or repair it.
-pub fn load_state(path: &std::path::Path, iface: &str, max_rules: u32) -> crate::Result<Option<StateFile>> {
+pub(crate) fn load_state(path: &std::path::Path, iface: &str, max_rules: u32) -> crate::Result<Option<StateFile>> {
     let shown = path.display().to_string();
     let bad = |why: String| crate::Error::State {
         path: shown.clone(),
@@ -181,7 +181,7 @@ pub fn load_state(path: &std::path::Path, iface: &str, max_rules: u32) -> crate:
 /// `base` with the fields of `patch` in place of its own (what `PUT
 /// /v1/config` and the daemon's command line do): a field settings do not
 /// have, or a value of the wrong kind, is refused by name.
-pub fn merge_settings(base: &Settings, patch: &serde_json::Map<String, Value>) -> Result<Settings, ApiError> {
+pub(crate) fn merge_settings(base: &Settings, patch: &serde_json::Map<String, Value>) -> Result<Settings, ApiError> {
     let mut cur = serde_json::to_value(base).map_err(|e| ApiError::internal(e.to_string()))?;
     let cur_obj = cur.as_object_mut().ok_or_else(|| ApiError::internal("settings are not an object".into()))?;
     for (k, v) in patch {
@@ -405,7 +405,7 @@ impl Service {
     }
 
     /// Handles one request. `body` is the raw request body.
-    pub fn handle(&mut self, method: &str, path: &str, body: &[u8]) -> (u16, Value) {
+    pub(crate) fn handle(&mut self, method: &str, path: &str, body: &[u8]) -> (u16, Value) {
         match self.route(method, path, body) {
             Ok(r) => r,
             Err(e) => (e.status, e.body()),

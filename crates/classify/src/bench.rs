@@ -105,7 +105,7 @@ impl Anchor {
     }
 
     /// The anchor's cell `program` (`noop`, `noop_pass`).
-    pub fn cell_program(self) -> &'static str {
+    pub(crate) fn cell_program(self) -> &'static str {
         match self {
             Anchor::Drop => "noop",
             Anchor::Pass => "noop_pass",
@@ -129,7 +129,7 @@ impl Anchor {
     }
 
     /// The anchor of an XDP return code: XDP_DROP (1) or XDP_PASS (2); none for the others.
-    pub fn of_xdp_verdict(v: u32) -> Option<Anchor> {
+    pub(crate) fn of_xdp_verdict(v: u32) -> Option<Anchor> {
         match v {
             1 => Some(Anchor::Drop),
             2 => Some(Anchor::Pass),
@@ -300,7 +300,7 @@ pub struct Environment {
 
 impl Environment {
     /// Reads this host now; never fails (what cannot be read is "unknown" or 0).
-    pub fn capture() -> Environment {
+    pub(crate) fn capture() -> Environment {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
         let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);

@@ -114,14 +114,14 @@ impl Default for Settings {
 /// beyond any link, and small enough that a threshold per window (up to
 /// 10 s) is exact in 64 bits: a larger one would wrap to a tiny threshold
 /// and mark every CPU overloaded.
-pub const MAX_RATE_PPS: u64 = 1_000_000_000_000;
+pub(crate) const MAX_RATE_PPS: u64 = 1_000_000_000_000;
 
 impl Settings {
     /// Checks the settings before any is written: alternative nodes within
     /// the table, a window of 1 us to 10 s, rates up to [`MAX_RATE_PPS`],
     /// saturation at or above the overload threshold, two distinct non-zero
     /// ports.
-    pub fn validate(&self) -> Result<(), RuleError> {
+    pub(crate) fn validate(&self) -> Result<(), RuleError> {
         if self.alt_nodes.len() > maps::MAX_ALT {
             return Err(RuleError::TooManyAltNodes { n: self.alt_nodes.len(), max: maps::MAX_ALT });
         }
@@ -373,7 +373,7 @@ impl Classifier {
 
     /// Checks what the rule's action needs from the host: the CPU is online,
     /// the queue exists on the interface, the alt node is configured.
-    pub fn check_action(&self, a: &Action, iface: Option<&str>) -> Result<(), RuleError> {
+    pub(crate) fn check_action(&self, a: &Action, iface: Option<&str>) -> Result<(), RuleError> {
         match *a {
             Action::SteerCpu { cpu, spread } => {
                 let want = if spread == 0 { vec![cpu] } else { crate::intent::cpus_of(spread) };
@@ -639,7 +639,7 @@ impl Classifier {
     /// Frames the benchmark's no-op anchor in slot `slot` counted, summed
     /// over CPUs: [`maps::NOOP_DROP`] for `cls_noop` (counts, drops),
     /// [`maps::NOOP_PASS`] for `cls_noop_pass` (counts, passes to the stack).
-    pub fn noop_count(&self, slot: u32) -> u64 {
+    pub(crate) fn noop_count(&self, slot: u32) -> u64 {
         percpu_sum(&self.maps.noop_count, slot)
     }
 
@@ -682,7 +682,7 @@ impl Classifier {
     }
 
     /// The fd of one of the object's programs (for BPF_PROG_RUN live frames).
-    pub fn program_fd(&self, name: &str) -> Result<i32> {
+    pub(crate) fn program_fd(&self, name: &str) -> Result<i32> {
         self.prog_fd(name)
     }
 
@@ -697,7 +697,7 @@ impl Classifier {
 
 /// [`Classifier::live_frames`] on a program fd (from [`Classifier::program_fd`]),
 /// for generator threads: the fd is shared, the loaded object stays on one thread.
-pub fn live_frames_fd(fd: i32, frame: &[u8], ifindex: u32, repeat: u32) -> Result<()> {
+pub(crate) fn live_frames_fd(fd: i32, frame: &[u8], ifindex: u32, repeat: u32) -> Result<()> {
     use libbpf_rs::libbpf_sys as sys;
     let ctx = sys::xdp_md { data: 0, data_end: frame.len() as u32, data_meta: 0, ingress_ifindex: ifindex, rx_queue_index: 0, egress_ifindex: 0 };
     let mut opts = sys::bpf_test_run_opts {

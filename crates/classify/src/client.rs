@@ -25,7 +25,7 @@ pub fn request(target: &Target, token: Option<&str>, method: &str, path: &str, b
 }
 
 /// The daemons' sockets in `dir` (`classify-*.sock`), sorted.
-pub fn sockets_in(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn sockets_in(dir: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()

@@ -16,7 +16,7 @@
 //! hexadecimal (as in the listing: `"00000445"` is VNI 0x445), as JSON numbers
 //! decimal. Ports may be strings or numbers, decimal either way.
 //!
-//! A resource may also name a traffic class ([`class`]): `"dscp"` (a name
+//! A resource may also name a traffic class ([`ClassOf`]): `"dscp"` (a name
 //! such as `"EF"`, a number, a range `"AF41..EF"` or a list), `"priority"`
 //! (a DDS TRANSPORT_PRIORITY, a range `"10..39"` or a list: the DSCPs its
 //! writers mark with, by the default map or a `"priority_map"`), and
@@ -36,7 +36,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use std::net::IpAddr;
 
-pub mod class;
+pub(crate) mod class;
 
 /// Largest intent document accepted.
 pub const MAX_INTENT_BYTES: usize = 64 * 1024;
@@ -194,7 +194,7 @@ fn is_zero(v: &u64) -> bool {
 }
 
 /// The CPUs of a bit set, in order.
-pub fn cpus_of(set: u64) -> Vec<u32> {
+pub(crate) fn cpus_of(set: u64) -> Vec<u32> {
     (0..64).filter(|c| set & (1u64 << c) != 0).collect()
 }
 
@@ -303,12 +303,12 @@ impl Rule {
     }
 
     /// `Some(true)` for IPv6 addresses, `Some(false)` for IPv4, `None` when no address is matched.
-    pub fn family_v6(&self) -> Option<bool> {
+    pub(crate) fn family_v6(&self) -> Option<bool> {
         self.matches.src.or(self.matches.dst).map(|p| p.addr.is_ipv6())
     }
 
     /// The priority used: the given one, or the number of bits the rule matches.
-    pub fn effective_priority(&self) -> u16 {
+    pub(crate) fn effective_priority(&self) -> u16 {
         self.priority.unwrap_or_else(|| self.key_mask().1.popcount().min(u16::MAX as u32) as u16)
     }
 }
@@ -429,7 +429,7 @@ pub fn parse_intent(bytes: &[u8]) -> Result<Rule, IntentError> {
 }
 
 /// [`parse_intent`] over an already parsed JSON value.
-pub fn parse_intent_value(v: &Value) -> Result<Rule, IntentError> {
+pub(crate) fn parse_intent_value(v: &Value) -> Result<Rule, IntentError> {
     let top = v.as_object().ok_or_else(|| IntentError::Json("an intent is a JSON object".into()))?;
     for k in top.keys() {
         if !TOP_FIELDS.contains(&k.as_str()) {

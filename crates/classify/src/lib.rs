@@ -44,7 +44,7 @@ pub mod error;
 pub mod frames;
 pub mod intent;
 pub mod maps;
-pub mod metrics;
+pub(crate) mod metrics;
 pub mod server;
 
 pub use classifier::{AltNode, Classifier, DefaultAction, Settings};

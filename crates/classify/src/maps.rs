@@ -11,23 +11,23 @@ mod layout {
 }
 
 /// Distinct match shapes (masks) the program searches.
-pub const MAX_MASKS: usize = 8;
+pub(crate) const MAX_MASKS: usize = 8;
 /// CPUs in one spread rule's set.
-pub const MAX_SPREAD: usize = 16;
+pub(crate) const MAX_SPREAD: usize = 16;
 /// Alternative nodes for forward-when-overloaded.
-pub const MAX_ALT: usize = 16;
+pub(crate) const MAX_ALT: usize = 16;
 /// AF_XDP socket slots.
-pub const MAX_XSK: u32 = 64;
+pub(crate) const MAX_XSK: u32 = 64;
 /// cpumap entries.
-pub const MAX_CPUS: u32 = 64;
+pub(crate) const MAX_CPUS: u32 = 64;
 /// Rule hash map capacity (and rule statistics slots).
 pub const MAX_RULES: u32 = 1024;
 /// `arg` of a forward rule that picks the alt node by flow hash.
-pub const ALT_BY_HASH: u32 = u32::MAX;
+pub(crate) const ALT_BY_HASH: u32 = u32::MAX;
 /// Slot of `cls_noop_count` that the benchmark's dropping anchor (`cls_noop`) counts in.
-pub const NOOP_DROP: u32 = 0;
+pub(crate) const NOOP_DROP: u32 = 0;
 /// Slot of `cls_noop_count` that the benchmark's passing anchor (`cls_noop_pass`) counts in.
-pub const NOOP_PASS: u32 = 1;
+pub(crate) const NOOP_PASS: u32 = 1;
 
 /// [`FlowKey::flags`]: the innermost IP is IPv6.
 pub const F_IPV6: u8 = 0x01;
@@ -165,7 +165,7 @@ impl FlowKey {
 /// `struct cls_rule_key`: the key of the rule hash map (mirrored for the
 /// layout check; written by [`rule_key_bytes`]).
 #[repr(C)]
-pub struct RuleKey {
+pub(crate) struct RuleKey {
     /// The rule's flow key under its mask.
     pub k: FlowKey,
     /// The mask's index in `cls_masks`.
@@ -176,7 +176,7 @@ pub struct RuleKey {
 check_cls_rule_key!(RuleKey);
 
 /// `struct cls_rule_key` (56 bytes).
-pub fn rule_key_bytes(k: &FlowKey, mask_id: u32) -> Vec<u8> {
+pub(crate) fn rule_key_bytes(k: &FlowKey, mask_id: u32) -> Vec<u8> {
     let mut v = k.to_bytes().to_vec();
     v.extend_from_slice(&mask_id.to_ne_bytes());
     v.extend_from_slice(&[0u8; 4]);
@@ -184,23 +184,23 @@ pub fn rule_key_bytes(k: &FlowKey, mask_id: u32) -> Vec<u8> {
 }
 
 /// `enum cls_action` CLS_ACT_PASS: XDP_PASS (also the config's default action "pass").
-pub const ACT_PASS: u8 = 0;
+pub(crate) const ACT_PASS: u8 = 0;
 /// CLS_ACT_STEER: cpumap redirect to the CPU in the rule's `arg`.
-pub const ACT_STEER: u8 = 1;
+pub(crate) const ACT_STEER: u8 = 1;
 /// CLS_ACT_XSK: xskmap redirect to the slot in `arg`.
-pub const ACT_XSK: u8 = 2;
+pub(crate) const ACT_XSK: u8 = 2;
 /// CLS_ACT_DROP: XDP_DROP.
-pub const ACT_DROP: u8 = 3;
+pub(crate) const ACT_DROP: u8 = 3;
 /// CLS_ACT_FORWARD: while overloaded, rewrite to the alternative node in
 /// `arg` ([`ALT_BY_HASH`]: by flow hash) and XDP_TX; otherwise pass.
-pub const ACT_FORWARD: u8 = 4;
+pub(crate) const ACT_FORWARD: u8 = 4;
 /// CLS_ACT_SPREAD: cpumap redirect to one CPU of the rule's `cls_cpu_sets`
 /// entry, picked by a hash of the innermost 5-tuple.
-pub const ACT_SPREAD: u8 = 5;
+pub(crate) const ACT_SPREAD: u8 = 5;
 
 /// `struct cls_cpu_set`: the CPUs of a spread rule.
 #[repr(C)]
-pub struct CpuSet {
+pub(crate) struct CpuSet {
     /// CPUs in use, 1..=[`MAX_SPREAD`].
     pub n: u32,
     /// The cpumap keys (CPU numbers); those past `n` are 0.
@@ -231,7 +231,7 @@ impl CpuSet {
 /// `struct cls_rule` (16 bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(C)]
-pub struct RuleValue {
+pub(crate) struct RuleValue {
     /// The rule's index in `cls_rule_stats` (and `cls_cpu_sets`).
     pub slot: u32,
     /// The action's argument: CPU, XSK slot or alternative node index ([`ALT_BY_HASH`]).
@@ -247,7 +247,7 @@ check_cls_rule!(RuleValue);
 
 impl RuleValue {
     /// The map value (C layout, native byte order).
-    pub fn to_bytes(&self) -> Vec<u8> {
+    pub fn to_bytes(self) -> Vec<u8> {
         let mut v = Vec::with_capacity(16);
         v.extend_from_slice(&self.slot.to_ne_bytes());
         v.extend_from_slice(&self.arg.to_ne_bytes());
@@ -261,7 +261,7 @@ impl RuleValue {
 /// `struct cls_mask`: one match shape of the tuple-space search (mirrored
 /// for the layout check; written by [`mask_bytes`]).
 #[repr(C)]
-pub struct MaskValue {
+pub(crate) struct MaskValue {
     /// The bits a frame's key keeps before the rule lookup under this mask.
     pub m: FlowKey,
     /// 1: in use.
@@ -272,7 +272,7 @@ pub struct MaskValue {
 check_cls_mask!(MaskValue);
 
 /// `struct cls_mask` (56 bytes).
-pub fn mask_bytes(m: &FlowKey, active: bool) -> Vec<u8> {
+pub(crate) fn mask_bytes(m: &FlowKey, active: bool) -> Vec<u8> {
     let mut v = m.to_bytes().to_vec();
     v.extend_from_slice(&u32::from(active).to_ne_bytes());
     v.extend_from_slice(&[0u8; 4]);
@@ -282,7 +282,7 @@ pub fn mask_bytes(m: &FlowKey, active: bool) -> Vec<u8> {
 /// `struct cls_alt`: an alternative node (mirrored for the layout check;
 /// written by [`alt_bytes`]).
 #[repr(C)]
-pub struct AltValue {
+pub(crate) struct AltValue {
     /// Destination MAC written into a forwarded frame.
     pub mac: [u8; 6],
     /// 4 or 6 (0: empty).
@@ -295,7 +295,7 @@ pub struct AltValue {
 check_cls_alt!(AltValue);
 
 /// `struct cls_alt` (24 bytes).
-pub fn alt_bytes(mac: [u8; 6], ip: std::net::IpAddr) -> Vec<u8> {
+pub(crate) fn alt_bytes(mac: [u8; 6], ip: std::net::IpAddr) -> Vec<u8> {
     let mut v = mac.to_vec();
     let mut addr = [0u8; 16];
     match ip {
@@ -316,7 +316,7 @@ pub fn alt_bytes(mac: [u8; 6], ip: std::net::IpAddr) -> Vec<u8> {
 /// `struct cls_config` (56 bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(C)]
-pub struct ConfigValue {
+pub(crate) struct ConfigValue {
     /// 1: the host is overloaded (the user-space load flag).
     pub load_flag: u32,
     /// Alternative nodes in use (0..=[`MAX_ALT`]).
@@ -348,7 +348,7 @@ check_cls_config!(ConfigValue);
 
 impl ConfigValue {
     /// The map value (C layout, native byte order).
-    pub fn to_bytes(&self) -> Vec<u8> {
+    pub fn to_bytes(self) -> Vec<u8> {
         let mut v = Vec::with_capacity(56);
         v.extend_from_slice(&self.load_flag.to_ne_bytes());
         v.extend_from_slice(&self.alt_count.to_ne_bytes());
@@ -383,11 +383,11 @@ fn u64_at(b: &[u8], i: usize) -> u64 {
 }
 
 /// Slots of the per-CPU flow cache.
-pub const CACHE_SLOTS: u32 = 512;
+pub(crate) const CACHE_SLOTS: u32 = 512;
 
 /// `struct cls_cache_ent` (the program's own; mirrored for the layout check).
 #[repr(C)]
-pub struct CacheEntry {
+pub(crate) struct CacheEntry {
     /// The whole flow key the entry answers for.
     pub k: FlowKey,
     /// The rule generation (`cls_config.gen`) it was computed in (0: empty).
@@ -410,7 +410,7 @@ check_cls_cache_ent!(CacheEntry);
 /// What user space reads of one CPU's flow cache entry (C layout): the
 /// generation, whether and which rule it found, and the frames it answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EntryCounts {
+pub(crate) struct EntryCounts {
     /// `cls_config.gen` the entry was filled in (0: empty).
     pub gen: u32,
     /// The rule's slot, when the entry found one.
@@ -440,7 +440,7 @@ impl EntryCounts {
 
 /// `struct cls_rate` (per-CPU rate window; the program's own).
 #[repr(C)]
-pub struct RateValue {
+pub(crate) struct RateValue {
     /// CLOCK_MONOTONIC ns when the current window began.
     pub window_start: u64,
     /// Frames counted in the current window.
@@ -467,7 +467,7 @@ pub struct RuleStat {
 
 /// `struct cls_stat` (40 bytes), one CPU's value (mirrored for the layout check).
 #[repr(C)]
-pub struct StatValue {
+pub(crate) struct StatValue {
     /// Frames that matched the rule.
     pub packets: u64,
     /// Their bytes.
@@ -488,19 +488,19 @@ pub struct StatValue {
 check_cls_stat!(StatValue);
 
 /// The installation generation in one CPU's `cls_stat` value.
-pub fn stat_gen(b: &[u8]) -> u32 {
+pub(crate) fn stat_gen(b: &[u8]) -> u32 {
     u32_at(b, std::mem::offset_of!(StatValue, gen))
 }
 
 impl RuleStat {
     /// Adds the frames a flow cache entry answered (counted there, not in the map).
-    pub fn add_entry(&mut self, e: &EntryCounts) {
+    pub(crate) fn add_entry(&mut self, e: &EntryCounts) {
         self.packets += e.hits;
         self.bytes += e.bytes;
     }
 
     /// Adds one CPU's value of the per-CPU map (C layout): counts summed, the latest last-seen kept.
-    pub fn add_bytes(&mut self, b: &[u8]) {
+    pub(crate) fn add_bytes(&mut self, b: &[u8]) {
         self.packets += u64_at(b, 0);
         self.bytes += u64_at(b, 8);
         self.forwarded += u64_at(b, 16);
@@ -521,7 +521,7 @@ check_cls_total_ctr!(Counter);
 
 impl Counter {
     /// Adds one CPU's value of the per-CPU map (C layout).
-    pub fn add_bytes(&mut self, b: &[u8]) {
+    pub(crate) fn add_bytes(&mut self, b: &[u8]) {
         self.packets += u64_at(b, 0);
         self.bytes += u64_at(b, 8);
     }
@@ -532,7 +532,7 @@ pub const TOTAL_NAMES: [&str; 12] =
     ["pass_unmatched", "pass_rule", "steer", "steer_miss", "xsk", "xsk_miss", "drop", "forward", "forward_no_alt", "malformed", "not_ip", "overloaded"];
 
 /// Index of a total by name.
-pub fn total_index(name: &str) -> Option<usize> {
+pub(crate) fn total_index(name: &str) -> Option<usize> {
     TOTAL_NAMES.iter().position(|n| *n == name)
 }
 

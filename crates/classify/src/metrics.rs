@@ -25,9 +25,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 
-/// The content type of OpenMetrics text.
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-
 type Labels = Vec<(String, String)>;
 
 fn action_name(a: &Action) -> &'static str {

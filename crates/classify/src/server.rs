@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Where the daemons' sockets live.
-pub const SOCKET_DIR: &str = "/run/detpath";
+pub(crate) const SOCKET_DIR: &str = "/run/detpath";
 
 /// How the daemon runs.
 #[derive(Debug, Clone)]
@@ -141,7 +141,7 @@ pub fn policy(token: Option<Token>) -> Policy {
 pub fn handler(svc: Rc<RefCell<Service>>, conns: ConnCounts) -> impl Fn(Req) -> Reply {
     move |req: Req| {
         if req.method == "GET" && req.path.split('?').next() == Some("/metrics") {
-            return Reply::new(200, crate::metrics::CONTENT_TYPE, crate::metrics::render(&svc.borrow(), &conns));
+            return Reply::new(200, detpath_metrics::http::CONTENT_TYPE, crate::metrics::render(&svc.borrow(), &conns));
         }
         let (status, v) = svc.borrow_mut().handle(&req.method, &req.path, &req.body);
         let mut body = serde_json::to_vec_pretty(&v).unwrap_or_default();

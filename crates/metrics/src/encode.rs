@@ -56,13 +56,9 @@ pub fn register_conn_counts(reg: &mut Registry, prefix: &str, c: &ConnCounts) {
 }
 
 /// The text of one scrape over every watched endpoint, with the listener's
-/// connection counts.
-pub fn render(readings: &[(&Watch, Reading)], conns: &ConnCounts) -> String {
-    render_with(readings, conns, &crate::pubsub::NodeFigures::default())
-}
-
-/// [`render`] with a pub-sub node's readers and writers ([`crate::pubsub`]).
-pub fn render_with(readings: &[(&Watch, Reading)], conns: &ConnCounts, node: &crate::pubsub::NodeFigures) -> String {
+/// connection counts and a pub-sub node's readers and writers (none when
+/// the command is no pub-sub node).
+pub(crate) fn render_with(readings: &[(&Watch, Reading)], conns: &ConnCounts, node: &crate::pubsub::NodeFigures) -> String {
     let mut reg = Registry::default();
     if !node.readers.is_empty() {
         crate::pubsub::register(&mut reg, &node.readers);

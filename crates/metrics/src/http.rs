@@ -143,7 +143,7 @@ impl Token {
 
     /// Whether an `Authorization` header value is `Bearer <this token>`,
     /// compared in constant time (only the length can be learnt).
-    pub fn verify(&self, authorization: Option<&[u8]>) -> bool {
+    pub(crate) fn verify(&self, authorization: Option<&[u8]>) -> bool {
         let Some(v) = authorization else { return false };
         let Some(got) = v.strip_prefix(b"Bearer ") else { return false };
         bool::from(got.ct_eq(self.0.as_bytes()))
@@ -242,7 +242,7 @@ fn split_host(h: &str) -> Option<(&str, Option<u16>)> {
 
 /// Whether `host` (a `Host` header) names this server for a client that
 /// connected to `local`: the address itself or a loopback name, and its port.
-pub fn host_allowed(host: &str, local: SocketAddr) -> bool {
+pub(crate) fn host_allowed(host: &str, local: SocketAddr) -> bool {
     let Some((name, port)) = split_host(host) else { return false };
     if port.unwrap_or(80) != local.port() {
         return false;

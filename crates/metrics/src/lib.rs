@@ -14,8 +14,8 @@
 //! ```
 //!
 //! The endpoint keeps its one polling thread: the metrics thread asks for a
-//! snapshot and the polling thread answers between calls ([`watch`]), so
-//! serving metrics adds one relaxed atomic load per call.
+//! snapshot and the polling thread answers between calls (the crate's
+//! `watch` module), so serving metrics adds one relaxed atomic load per call.
 //!
 //! The listener ([`http`]) is hyper with limits (header timeout, no request
 //! body, bounded connections, cross-origin requests refused): no scraper or
@@ -28,7 +28,7 @@
 pub mod encode;
 pub mod http;
 pub mod pubsub;
-pub mod watch;
+pub(crate) mod watch;
 
 use detpath::layer::{Layer, LayerKeys, LayerUse, Prepared};
 use detpath::{Endpoint, FrameEndpoint};
@@ -39,7 +39,7 @@ use watch::Watch;
 
 /// How long a scrape waits for the polling thread to answer (its receive
 /// timeouts are shorter: 100 ms in `detpath echo`, 10 ms in `bench server`).
-pub const SCRAPE_WAIT: Duration = Duration::from_millis(250);
+pub(crate) const SCRAPE_WAIT: Duration = Duration::from_millis(250);
 
 /// Why metrics could not be served.
 #[derive(Debug, thiserror::Error)]
@@ -97,7 +97,7 @@ impl Metrics {
     }
 
     /// Adds a pub-sub node's readers and writers to what a scrape shows
-    /// ([`pubsub::register`], [`pubsub::register_writers`]); a no-op when
+    /// ([`pubsub::ReaderFigures`], [`pubsub::WriterFigures`]); a no-op when
     /// metrics are not served.
     pub fn add_pubsub_source(&self, source: pubsub::Source) {
         if self.listener.is_some() {

@@ -147,7 +147,7 @@ fn writer_labels(w: &WriterFigures) -> Labels {
 
 /// Registers every writer's metrics (`detpath_pubsub_writer_*`, labelled
 /// with the priority and the DSCP and class it maps to).
-pub fn register_writers(reg: &mut Registry, writers: &[WriterFigures]) {
+pub(crate) fn register_writers(reg: &mut Registry, writers: &[WriterFigures]) {
     let written = Family::<Labels, Counter>::default();
     let matched = Family::<Labels, Gauge>::default();
     let unacked = Family::<Labels, Gauge>::default();
@@ -162,7 +162,7 @@ pub fn register_writers(reg: &mut Registry, writers: &[WriterFigures]) {
 }
 
 /// Registers every reader's metrics (`detpath_pubsub_*`).
-pub fn register(reg: &mut Registry, readers: &[ReaderFigures]) {
+pub(crate) fn register(reg: &mut Registry, readers: &[ReaderFigures]) {
     let matched = Family::<Labels, Gauge>::default();
     let budget = Family::<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
     for r in readers {

@@ -24,7 +24,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// Most entries in one `dscp` or `priority` list.
-pub const MAX_LIST: usize = 64;
+pub(crate) const MAX_LIST: usize = 64;
 
 /// How a rule's DSCPs were asked for, when by priority or topic (kept for
 /// the listing: what the user wrote, next to the DSCPs it became).
@@ -153,7 +153,7 @@ fn items<'a>(v: &'a Value, field: &str) -> R<Vec<&'a Value>> {
 }
 
 /// The DSCPs of a `dscp` value: ascending, distinct.
-pub fn parse_dscps(v: &Value) -> R<Vec<u8>> {
+pub(crate) fn parse_dscps(v: &Value) -> R<Vec<u8>> {
     let mut set = 0u64;
     for it in items(v, "dscp")? {
         let (lo, hi) = match it {
@@ -184,7 +184,7 @@ pub fn parse_dscps(v: &Value) -> R<Vec<u8>> {
 }
 
 /// The TRANSPORT_PRIORITY ranges of a `priority` value (each inclusive).
-pub fn parse_priorities(v: &Value) -> R<Vec<(i32, i32)>> {
+pub(crate) fn parse_priorities(v: &Value) -> R<Vec<(i32, i32)>> {
     let one = |t: &str| -> R<i32> {
         t.trim().parse::<i32>().map_err(|_| bad("priority", &format!("`{}` is not a TRANSPORT_PRIORITY (an integer, 32 bits)", t.trim())))
     };
@@ -218,14 +218,14 @@ pub fn parse_priorities(v: &Value) -> R<Vec<(i32, i32)>> {
 /// The DSCPs `map` gives the priorities `lo..=hi`: the one of `lo` and
 /// those of the map's steps that start inside the range (bounded by the
 /// steps, however wide the range).
-pub fn dscps_of_range(map: &PriorityMap, lo: i32, hi: i32) -> Vec<u8> {
+pub(crate) fn dscps_of_range(map: &PriorityMap, lo: i32, hi: i32) -> Vec<u8> {
     let mut v = vec![map.dscp(lo)];
     v.extend(map.steps().iter().filter(|(from, _)| *from > lo && *from <= hi).map(|&(_, d)| d));
     v
 }
 
 /// A DSCP set by name where a DSCP has one, comma separated (`AF21,EF,5`).
-pub fn dscp_names(set: &[u8]) -> String {
+pub(crate) fn dscp_names(set: &[u8]) -> String {
     let names: Vec<String> = set.iter().map(|&d| dscp::name(d).map_or_else(|| d.to_string(), str::to_string)).collect();
     names.join(",")
 }
