@@ -314,6 +314,9 @@ pub struct Outcome {
     pub reader_matched: usize,
     /// Samples refused while its KEEP_ALL cache was full.
     pub reader_rejected: u64,
+    /// Data reader (sub): samples that did not deserialize as the ddsperf
+    /// type (a writer of another layout under its name), dropped.
+    pub reader_undecodable: u64,
     /// The TRANSPORT_PRIORITY the node's writers and readers were given.
     pub transport_priority: i32,
     /// The DSCP the data writer's datagrams carry (from the priority by
@@ -828,6 +831,7 @@ pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl Fn
         writer_unacknowledged: ws.unacknowledged,
         reader_matched: rs.map_or(0, |r| r.matched),
         reader_rejected: rs.map_or(0, |r| r.rejected),
+        reader_undecodable: rs.map_or(0, |r| r.undecodable),
         transport_priority: opts.transport_priority,
         dscp: mark.dscp,
         traffic_class: mark.class,

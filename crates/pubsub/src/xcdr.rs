@@ -223,10 +223,11 @@ pub const fn bounded_span(head: Span, elem: Span, tail: Span, bound: usize) -> S
 }
 
 /// Checks a bounded field's length (on write and after a read): above the
-/// bound is refused as a malformed value, never truncated.
+/// bound is refused ([`WireError::BoundExceeded`]), never truncated.
 pub fn check_bound<T: Bounded>(v: &T, bound: usize) -> Result<(), WireError> {
-    if v.bounded_len() > bound {
-        Err(WireError::BadParameter)
+    let len = v.bounded_len();
+    if len > bound {
+        Err(WireError::BoundExceeded { len, bound })
     } else {
         Ok(())
     }
@@ -541,9 +542,11 @@ pub trait EnumValue: Sized + Copy {
     const FIRST: Self;
 }
 
-/// An enum value out of the stream; unknown values are malformed samples.
+/// An enum value out of the stream; a value `E` does not declare is
+/// refused ([`WireError::UnknownEnum`], naming `E`).
 pub fn read_enum<E: EnumValue>(r: &mut CdrReader<'_>) -> Result<E, WireError> {
-    E::from_i32(r.i32()?).ok_or(WireError::BadParameter)
+    let value = r.i32()?;
+    E::from_i32(value).ok_or(WireError::UnknownEnum { value, type_name: std::any::type_name::<E>() })
 }
 
 #[cfg(test)]

@@ -25,8 +25,8 @@
 mod ddsperf;
 use detpath::testbed::{Side, Testbed, TestbedConfig};
 use detpath_pubsub::driver::{Node, Transport, TransportOutbox};
-use detpath_pubsub::engine::{make_guid_prefix, Config, InstanceState, Participant, ReaderId, WriterId};
-use detpath_pubsub::qos::Qos;
+use detpath_pubsub::engine::{make_guid_prefix, Config, EngineError, Event, InstanceState, Participant, ReaderId, Undecodable, WriterId};
+use detpath_pubsub::qos::{Durability, Qos};
 use detpath_pubsub::transport::{EndpointTransport, Wait};
 use detpath_pubsub::types::{key_hash_from_payload, TopicType};
 use detpath_pubsub::wire::{CdrReader, CdrWriter, WireError};
@@ -425,6 +425,180 @@ fn cyclonedds_writer_to_detpath_reader<T: PeerType>(datapath: &str) {
     assert_eq!(node.participant.instance_state(r, k0.as_ref().unwrap()), Some(InstanceState::Disposed));
     assert_eq!(node.participant.instance_state(r, k1.as_ref().unwrap()), Some(InstanceState::NoWriters));
     assert_eq!(node.participant.instance_state(r, T::make(2, 0).key_hash().as_ref().unwrap()), Some(InstanceState::Alive));
+}
+
+/// `detpath::KeyedLong` as a reader that expects another layout of it (a
+/// third member the peer's type does not have).
+#[derive(detpath_pubsub::TopicType, Clone, Debug, Default, PartialEq)]
+#[dds(type_name = "detpath::KeyedLong")]
+struct KeyedLongPlus {
+    #[key]
+    id: i32,
+    seq: i32,
+    stamp: i64,
+}
+
+/// The undecodable-type events so far: (writer, type name, why).
+fn undecodable_events(p: &mut Participant) -> Vec<(detpath_pubsub::wire::Guid, String, Undecodable)> {
+    std::iter::from_fn(|| p.poll_event())
+        .filter_map(|e| match e {
+            Event::UndecodableType { writer, type_name, why, .. } => Some((writer, type_name, why)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// CycloneDDS 11 writes `detpath::KeyedLong` (two longs); detpath's reader
+/// of that name expects a third member: every sample is counted
+/// undecodable and dropped, the writer is reported once by its type name,
+/// nothing crashes, and the reader keeps taking later samples.
+#[test]
+fn cyclonedds_writer_of_another_layout_is_counted_and_reported_once_udp() {
+    require_cyclonedds_python();
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tb = Testbed::up(TestbedConfig::unique("cddspy")).expect("testbed up (needs root)");
+    let topic = "DetpathCddsLayout";
+    let args = ["pub", "--type", "long", "--topic", topic, "--depth", "3", "--keys", "2", "--rounds", "2", "--duration", "40"];
+    let mut peer = Peer::spawn(tb.b(), tb.a().addr, &args);
+    let mut node = participant(tb.a(), "udp", tb.b().addr);
+    assert!(run_until(&mut node, &mut peer, Duration::from_secs(15), |_, s| s.iter().any(|v| v["ev"] == "ready")), "peer never ready: {:?}", peer.seen);
+    let now = node.transport.now_ns();
+    let r = node.participant.create_reader_for(now, topic, Qos::reliable_keep_last(3), &KeyedLongPlus::default()).unwrap();
+    let wrote = run_until(&mut node, &mut peer, Duration::from_secs(15), |n, s| {
+        s.iter().any(|v| v["ev"] == "wrote") && n.participant.reader_status(r).waiting >= 4
+    });
+    assert!(wrote, "the peer's 4 samples did not arrive: {:?} {:?}", node.participant.reader_status(r), peer.seen);
+    let writer = node.participant.remote_endpoints().find(|e| e.topic_name == topic && e.is_writer()).expect("the peer's writer").guid;
+    let mut rx = KeyedLongPlus::default();
+    let mut take_all = |node: &mut Node<EndpointTransport>| {
+        let mut errors = 0;
+        loop {
+            match node.participant.take(r, &mut rx) {
+                Ok(Some(_)) => panic!("a sample of another layout decoded: {rx:?}"),
+                Ok(None) => return errors,
+                Err(e) => {
+                    assert_eq!(e, EngineError::Deserialize(WireError::Truncated));
+                    errors += 1;
+                }
+            }
+        }
+    };
+    assert_eq!(take_all(&mut node), 4);
+    assert_eq!(node.participant.reader_status(r).undecodable, 4);
+    let evs = undecodable_events(&mut node.participant);
+    assert_eq!(evs, [(writer, "detpath::KeyedLong".to_string(), Undecodable::Layout(WireError::Truncated))], "reported once, by name");
+    // Later samples: counted, not reported again.
+    for k in 0..3 {
+        peer.command(&format!("write 1 {}", 1000 + k));
+        let arrived = run_until(&mut node, &mut peer, Duration::from_secs(5), |n, _| n.participant.reader_status(r).waiting > 0);
+        assert!(arrived, "sample {k} not received: {:?}", node.participant.reader_status(r));
+        assert_eq!(take_all(&mut node), 1);
+    }
+    assert_eq!(node.participant.reader_status(r).undecodable, 7);
+    assert_eq!(undecodable_events(&mut node.participant), []);
+}
+
+/// CycloneDDS 11 writes `detpath::KeyedName` on the topic of a detpath
+/// reader of `detpath::KeyedLong`: not matched, and reported once by the
+/// name it announced.
+#[test]
+fn cyclonedds_writer_of_another_type_name_is_reported_once_udp() {
+    require_cyclonedds_python();
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tb = Testbed::up(TestbedConfig::unique("cddspy")).expect("testbed up (needs root)");
+    let topic = "DetpathCddsOtherName";
+    let mut peer = Peer::spawn(tb.b(), tb.a().addr, &["pub", "--type", "name", "--topic", topic, "--duration", "30"]);
+    let mut node = participant(tb.a(), "udp", tb.b().addr);
+    assert!(run_until(&mut node, &mut peer, Duration::from_secs(15), |_, s| s.iter().any(|v| v["ev"] == "ready")), "peer never ready: {:?}", peer.seen);
+    let now = node.transport.now_ns();
+    let r = node.participant.create_reader_for(now, topic, Qos::reliable_keep_last(3), &KeyedLong::default()).unwrap();
+    let mut evs = Vec::new();
+    let seen = run_until(&mut node, &mut peer, Duration::from_secs(10), |n, _| {
+        evs.extend(undecodable_events(&mut n.participant));
+        !evs.is_empty()
+    });
+    assert!(seen, "no report of the peer's writer: {:?}", node.participant.counters());
+    let writer = node.participant.remote_endpoints().find(|e| e.topic_name == topic && e.is_writer()).expect("the peer's writer").guid;
+    // A while longer (CycloneDDS announces again): still reported once.
+    run_until(&mut node, &mut peer, Duration::from_secs(3), |n, _| {
+        evs.extend(undecodable_events(&mut n.participant));
+        false
+    });
+    assert_eq!(evs, [(writer, "detpath::KeyedName".to_string(), Undecodable::OtherTypeName)]);
+    assert_eq!(node.participant.reader_status(r).matched, 0);
+}
+
+/// The `seq`s of the samples the peer printed, in order.
+fn peer_seqs(seen: &[Value]) -> Vec<i64> {
+    samples(seen).iter().filter_map(|v| v["seq"].as_i64()).collect()
+}
+
+/// A transient-local detpath writer writes 5 samples before CycloneDDS 11
+/// runs at all; CycloneDDS's transient-local reader, a late joiner, gets
+/// them (the history replayed, in order), then a new one.
+#[test]
+fn transient_local_detpath_writer_serves_a_late_cyclonedds_reader_udp() {
+    require_cyclonedds_python();
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tb = Testbed::up(TestbedConfig::unique("cddspy")).expect("testbed up (needs root)");
+    let topic = "DetpathCddsLateW";
+    let mut node = participant(tb.a(), "udp", tb.b().addr);
+    let tl = Qos { durability: Durability::TransientLocal, ..Qos::reliable_keep_last(8) };
+    let w = node.participant.create_writer_for(topic, tl, &KeyedLong::default()).unwrap();
+    let write = |node: &mut Node<EndpointTransport>, seq: i32| {
+        let now = node.transport.now_ns();
+        let (p, t) = (&mut node.participant, &mut node.transport);
+        p.write(now, &mut TransportOutbox(t), w, None, &KeyedLong::make(0, seq)).unwrap();
+    };
+    for seq in 0..5 {
+        write(&mut node, seq);
+    }
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_millis(300) {
+        node.turn(2_000_000, |_, _, _| {});
+    }
+    assert_eq!(node.participant.writer_status(w).matched, 0, "nobody to match yet");
+    let args = ["sub", "--type", "long", "--topic", topic, "--depth", "8", "--durability", "transient-local", "--duration", "30"];
+    let mut peer = Peer::spawn(tb.b(), tb.a().addr, &args);
+    let got = run_until(&mut node, &mut peer, Duration::from_secs(15), |_, s| peer_seqs(s).len() >= 5);
+    assert!(got, "the late reader did not get the history: {:?} {:?}", node.participant.writer_status(w), peer.seen);
+    assert_eq!(peer_seqs(&peer.seen), [0, 1, 2, 3, 4], "the history, in order");
+    write(&mut node, 5);
+    let got = run_until(&mut node, &mut peer, Duration::from_secs(5), |_, s| peer_seqs(s).len() >= 6);
+    assert!(got, "a sample after the history: {:?}", peer.seen);
+    assert_eq!(peer_seqs(&peer.seen), [0, 1, 2, 3, 4, 5]);
+}
+
+/// CycloneDDS 11's transient-local writer writes 5 samples before any
+/// reader exists; detpath's transient-local reader, created afterwards,
+/// gets them in order (and a volatile reader created with it does not).
+#[test]
+fn transient_local_cyclonedds_writer_serves_a_late_detpath_reader_udp() {
+    require_cyclonedds_python();
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tb = Testbed::up(TestbedConfig::unique("cddspy")).expect("testbed up (needs root)");
+    let topic = "DetpathCddsLateR";
+    let args = ["pub", "--type", "long", "--topic", topic, "--depth", "8", "--keys", "1", "--rounds", "5"];
+    let args = [&args[..], &["--durability", "transient-local", "--write-first", "--duration", "30"]].concat();
+    let mut peer = Peer::spawn(tb.b(), tb.a().addr, &args);
+    let mut node = participant(tb.a(), "udp", tb.b().addr);
+    let written = run_until(&mut node, &mut peer, Duration::from_secs(15), |_, s| s.iter().any(|v| v["ev"] == "written"));
+    assert!(written, "the peer did not write: {:?}", peer.seen);
+    let now = node.transport.now_ns();
+    let tl = Qos { durability: Durability::TransientLocal, ..Qos::reliable_keep_last(8) };
+    let r = node.participant.create_reader_for(now, topic, tl, &KeyedLong::default()).unwrap();
+    let v = node.participant.create_reader_for(now, topic, Qos::reliable_keep_last(8), &KeyedLong::default()).unwrap();
+    let got = run_until(&mut node, &mut peer, Duration::from_secs(10), |n, _| n.participant.reader_status(r).waiting >= 5);
+    assert!(got, "the late reader did not get the history: {:?} {:?}", node.participant.reader_status(r), peer.seen);
+    let mut rx = KeyedLong::default();
+    let mut seqs = Vec::new();
+    while let Some(info) = node.participant.take(r, &mut rx).unwrap() {
+        assert!(info.valid_data);
+        seqs.push(rx.seq);
+    }
+    assert_eq!(seqs, [0, 100, 200, 300, 400], "the history, in order");
+    assert!(node.participant.reader_status(v).matched > 0, "the volatile reader matched too");
+    assert_eq!(node.participant.take(v, &mut rx).unwrap(), None, "a volatile reader gets no history");
 }
 
 #[test]

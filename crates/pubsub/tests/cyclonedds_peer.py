@@ -4,6 +4,7 @@ types of our choosing, for the keyed-topic interop tests (tests/cyclonedds.rs).
 
     cyclonedds_peer.py sub|pub --type long|name --topic T [--domain D] [--depth N]
                                [--hold S] [--keys K] [--rounds R] [--duration S]
+                               [--durability volatile|transient-local] [--write-first]
 
 Unicast discovery comes from CYCLONEDDS_URI (the test writes it). Everything
 the peer sees or does is one JSON object per line on stdout, flushed at once:
@@ -23,7 +24,10 @@ after matching or until `take` comes on stdin (so KEEP_LAST per instance
 shows), then takes all and keeps taking. pub: a reliable KEEP_LAST --depth writer; after matching, --rounds
 rounds over --keys instances (seq = round * 100 + key index), then reads
 commands from stdin, one a line: `dispose I`, `unregister I`, `write I SEQ`.
-Either ends after --duration seconds.
+Either ends after --duration seconds. --durability: both endpoints' (default
+volatile); pub --write-first: the rounds are written before any reader
+matched (a transient-local writer keeps them for late joiners), then the
+writer waits for a match and its acknowledgements.
 """
 
 import argparse
@@ -118,10 +122,13 @@ def main():
     ap.add_argument("--keys", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--duration", type=float, default=20.0)
+    ap.add_argument("--durability", choices=["volatile", "transient-local"], default="volatile")
+    ap.add_argument("--write-first", action="store_true")
     a = ap.parse_args()
     t0 = time.monotonic()
     ty = KeyedLong if a.type == "long" else KeyedName
-    qos = Qos(Policy.Reliability.Reliable(duration(seconds=1)), Policy.History.KeepLast(a.depth))
+    dur = Policy.Durability.TransientLocal if a.durability == "transient-local" else Policy.Durability.Volatile
+    qos = Qos(Policy.Reliability.Reliable(duration(seconds=1)), Policy.History.KeepLast(a.depth), dur)
     dp = DomainParticipant(a.domain)
     topic = Topic(dp, a.topic, ty, qos=qos)
     out(ev="ready")
@@ -152,13 +159,20 @@ def main():
             time.sleep(0.01)
     else:
         # unregister_instance then says "no writers" (CycloneDDS's default also disposes).
-        wqos = Qos(Policy.Reliability.Reliable(duration(seconds=1)), Policy.History.KeepLast(a.depth), Policy.WriterDataLifecycle(autodispose=False))
+        # CycloneDDS keeps for late joiners what DURABILITY_SERVICE's history
+        # says (default KEEP_LAST 1), not the writer's HISTORY: the same depth.
+        keep = Policy.DurabilityService(0, Policy.History.KeepLast(a.depth), -1, -1, -1)
+        wqos = Qos(Policy.Reliability.Reliable(duration(seconds=1)), Policy.History.KeepLast(a.depth), Policy.WriterDataLifecycle(autodispose=False), dur, keep)
         wr = DataWriter(dp, topic, qos=wqos)
-        if not wait_matched(lambda: wr.get_publication_matched_status().current_count, t0, end):
+        if not a.write_first and not wait_matched(lambda: wr.get_publication_matched_status().current_count, t0, end):
             return
         for r in range(a.rounds):
             for i in range(a.keys):
                 wr.write(make(a.type, i, r * 100 + i))
+        if a.write_first:
+            out(ev="written", n=a.rounds * a.keys)
+            if not wait_matched(lambda: wr.get_publication_matched_status().current_count, t0, end):
+                return
         acked = wr.wait_for_acks(duration(seconds=10))
         out(ev="wrote", n=a.rounds * a.keys, acked=acked, kh=[key_hash(a.type, make(a.type, i, 0)) for i in range(a.keys)])
         while time.monotonic() < end:

@@ -183,10 +183,12 @@ fn bounds_unknown_enums_and_wrong_encapsulations_are_refused() {
     let mut buf = vec![0u8; 4096];
     let long = Everything { short: "seventeen bytes!!".into(), ..Default::default() };
     let mut w = ByteWriter::new(&mut buf, true);
-    assert_eq!(write_sample(&mut w, Xcdr::V2, &long), Err(WireError::BadParameter), "string over its bound");
+    let over = write_sample(&mut w, Xcdr::V2, &long);
+    assert_eq!(over, Err(WireError::BoundExceeded { len: 17, bound: 16 }), "string over its bound");
+    assert_eq!(over.unwrap_err().to_string(), "a bounded string or sequence of length 17 exceeds its bound 16");
     let many = Everything { few: vec![0; 4], ..Default::default() };
     let mut w = ByteWriter::new(&mut buf, true);
-    assert_eq!(write_sample(&mut w, Xcdr::V1, &many), Err(WireError::BadParameter), "sequence over its bound");
+    assert_eq!(write_sample(&mut w, Xcdr::V1, &many), Err(WireError::BoundExceeded { len: 4, bound: 3 }), "sequence over its bound");
 
     // A reader's bound holds against a writer without one (same layout, no bound).
     #[derive(TopicType, Default)]
@@ -201,7 +203,7 @@ fn bounds_unknown_enums_and_wrong_encapsulations_are_refused() {
         s: String,
     }
     let p = payload(&Unbounded { s: "abc".into() }, Xcdr::V1, true);
-    assert_eq!(read::<Bounded>(&p).unwrap_err(), WireError::BadParameter);
+    assert_eq!(read::<Bounded>(&p).unwrap_err(), WireError::BoundExceeded { len: 3, bound: 2 });
 
     // Values follow the declaration (Auto after On = 5 is 6); 4 is not a Mode.
     #[derive(TopicType, Default)]
@@ -216,7 +218,9 @@ fn bounds_unknown_enums_and_wrong_encapsulations_are_refused() {
     }
     assert_eq!(read::<WithMode>(&payload(&Raw { v: 5 }, Xcdr::V2, true)).unwrap().v, Mode::On);
     assert_eq!(read::<WithMode>(&payload(&Raw { v: 6 }, Xcdr::V2, true)).unwrap().v, Mode::Auto);
-    assert_eq!(read::<WithMode>(&payload(&Raw { v: 4 }, Xcdr::V2, true)).unwrap_err(), WireError::BadParameter);
+    let unknown = read::<WithMode>(&payload(&Raw { v: 4 }, Xcdr::V2, true)).unwrap_err();
+    assert!(matches!(unknown, WireError::UnknownEnum { value: 4, type_name } if type_name.ends_with("Mode")), "{unknown:?}");
+    assert!(unknown.to_string().starts_with("enum value 4 is not a value of ") && unknown.to_string().ends_with("Mode"), "{unknown}");
 
     // A final type given D_CDR2, an appendable one given PLAIN_CDR2.
     let tag = payload(&Tag { code: 1, label: "x".into() }, Xcdr::V2, true);

@@ -394,7 +394,7 @@ impl Participant {
         let re = &self.remote_endpoints[k];
         let (remote, addr) = (re.data.guid, re.addr);
         match self.verdict(l, &re.data) {
-            None => {}
+            None => self.report_other_type(l, k),
             Some(Ok(reliable)) => self.add_match(now, out, l, remote, addr, reliable),
             Some(Err(reason)) => self.report_incompatible(l, remote, reason),
         }
@@ -447,6 +447,23 @@ impl Participant {
         self.push_event(event);
     }
 
+    /// Reports ([`Event::UndecodableType`] with
+    /// [`Undecodable::OtherTypeName`]) remote writer `k` when it writes
+    /// local reader `l`'s topic under another type name: it is not matched,
+    /// and the application learns why its reader hears nothing. Once per
+    /// remote writer and announced type.
+    fn report_other_type(&mut self, l: Local, k: usize) {
+        let Local::Reader(i) = l else { return };
+        let re = &self.remote_endpoints[k];
+        let r = &self.readers[i];
+        if i < FIRST_USER || re.undecodable_reported || !re.data.is_writer() || r.topic != re.data.topic_name || r.type_name == re.data.type_name {
+            return;
+        }
+        let (writer, type_name) = (re.data.guid, re.data.type_name.clone());
+        self.remote_endpoints[k].undecodable_reported = true;
+        self.push_event(Event::UndecodableType { reader: ReaderId(i), writer, type_name, why: Undecodable::OtherTypeName });
+    }
+
     /// Counts and reports ([`Event::IncompatibleQos`]) that local endpoint
     /// `l` and remote endpoint `g`, of one topic and type, do not match.
     fn report_incompatible(&mut self, l: Local, g: Guid, reason: Incompatible) {
@@ -487,6 +504,9 @@ impl Participant {
                 (matched, verdict) => {
                     if matched.is_some() {
                         self.unmatch(l, g);
+                    }
+                    if verdict.is_none() {
+                        self.report_other_type(l, k);
                     }
                     if let Some(Err(reason)) = verdict {
                         if self.verdict(l, old) != verdict {
@@ -620,7 +640,8 @@ impl Participant {
             if re.data == ed && re.addr == addr {
                 return;
             }
-            let old = std::mem::replace(re, RemoteEndpoint { data: ed, addr });
+            let reported = re.undecodable_reported && re.data.type_name == ed.type_name;
+            let old = std::mem::replace(re, RemoteEndpoint { data: ed, addr, undecodable_reported: reported });
             self.rematch(now, out, k, &old.data);
             return;
         }
@@ -630,7 +651,7 @@ impl Participant {
             return;
         }
         let is_writer = ed.is_writer();
-        self.remote_endpoints.push(RemoteEndpoint { data: ed, addr });
+        self.remote_endpoints.push(RemoteEndpoint { data: ed, addr, undecodable_reported: false });
         let k = self.remote_endpoints.len() - 1;
         if is_writer {
             for ri in FIRST_USER..self.readers.len() {

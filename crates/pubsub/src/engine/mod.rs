@@ -382,6 +382,34 @@ pub enum Event {
         /// Why it was late.
         cause: Cause,
     },
+    /// A remote writer on a local reader's topic whose samples the reader
+    /// cannot decode. Reported once per remote writer and the type it
+    /// announced (again only if it announces another type), whichever
+    /// local reader met it first.
+    UndecodableType {
+        /// The local reader.
+        reader: ReaderId,
+        /// The remote writer.
+        writer: Guid,
+        /// The type name the remote writer announced.
+        type_name: String,
+        /// Why its samples cannot be decoded here.
+        why: Undecodable,
+    },
+}
+
+/// Why a remote writer's samples cannot be decoded by a local reader
+/// ([`Event::UndecodableType`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Undecodable {
+    /// It announced another type name on the reader's topic: it is not
+    /// matched, none of its samples reaches the reader.
+    OtherTypeName,
+    /// It announced the reader's type name, but a sample did not
+    /// deserialize as the reader's type (another layout under the same
+    /// name): carried is the first sample's error. Every such sample is
+    /// counted in [`ReaderStatus::undecodable`] and dropped.
+    Layout(WireError),
 }
 
 /// What a reader knows about a sample it hands out.
@@ -466,6 +494,11 @@ pub struct ReaderStatus {
     pub key_hashes_inline: u64,
     /// DATA/HEARTBEAT/GAP from its writers refused as implausible.
     pub implausible: u64,
+    /// Samples taken that did not deserialize as the reader's type (a
+    /// writer of another layout under the same type name), dropped: by
+    /// [`Participant::take`], or reported by an application that decodes
+    /// itself ([`Participant::report_undecodable`]).
+    pub undecodable: u64,
 }
 
 /// Why a call into the engine failed.
@@ -537,6 +570,8 @@ pub const ENDPOINT_SHARE: usize = 4;
 struct RemoteEndpoint {
     data: EndpointData,
     addr: Addr,
+    /// An [`Event::UndecodableType`] was reported for it (and its announced type).
+    undecodable_reported: bool,
 }
 
 /// Indices of the SEDP built-in writers and readers in the entity tables.
@@ -1015,8 +1050,32 @@ impl Participant {
         let res = if m.valid_data { CdrReader::from_payload(slot.payload()).and_then(|mut c| sample.deserialize_into(&mut c)) } else { Ok(()) };
         cache.pop();
         self.after_take(r.0);
-        res.map_err(EngineError::Deserialize)?;
+        if let Err(e) = res {
+            self.report_undecodable(r, m.writer, e);
+            return Err(EngineError::Deserialize(e));
+        }
         Ok(Some(info))
+    }
+
+    /// Counts a sample of reader `r` from `writer` that did not deserialize
+    /// as the reader's type ([`ReaderStatus::undecodable`]) and, the first
+    /// time for that writer and its announced type, reports it
+    /// ([`Event::UndecodableType`] with [`Undecodable::Layout`]).
+    /// [`take`](Self::take) calls it; an application that takes raw bytes
+    /// ([`take_raw`](Self::take_raw)) and decodes them itself calls it for
+    /// each sample it could not decode.
+    pub fn report_undecodable(&mut self, r: ReaderId, writer: Guid, error: WireError) {
+        let Some(x) = self.readers.get_mut(r.0) else { return };
+        x.undecodable += 1;
+        if r.0 < FIRST_USER {
+            return;
+        }
+        if let Some(re) = self.remote_endpoints.iter_mut().find(|e| e.data.guid == writer) {
+            if !std::mem::replace(&mut re.undecodable_reported, true) {
+                let type_name = re.data.type_name.clone();
+                self.push_event(Event::UndecodableType { reader: r, writer, type_name, why: Undecodable::Layout(error) });
+            }
+        }
     }
 
     /// Takes the oldest sample as raw serialized bytes, handed to `f`.
@@ -1084,6 +1143,7 @@ impl Participant {
             instances_refused: x.cache.instances_refused,
             key_hashes_inline: x.key_hashes_inline,
             implausible: x.implausible,
+            undecodable: x.undecodable,
         }
     }
 

@@ -209,6 +209,8 @@ pub(crate) struct ReaderCore {
     pub implausible: u64,
     /// Room came back: send ACKNACKs at the next timeout.
     pub ack_due: bool,
+    /// Samples taken that did not deserialize as the reader's type.
+    pub undecodable: u64,
     /// Latency-budget accounting ([`crate::budget`]).
     pub budget: BudgetStats,
     /// The clocks a sample's latency is read on.
@@ -253,6 +255,7 @@ impl ReaderCore {
             blocked: false,
             implausible: 0,
             ack_due: false,
+            undecodable: 0,
             budget: BudgetStats::default(),
             clock: crate::budget::system_clocks,
             budget_event: None,

@@ -75,4 +75,24 @@ pub enum WireError {
     /// passes a larger buffer.
     #[error("output buffer too small")]
     BufferFull,
+    /// A bounded string or sequence (`#[dds(bound = N)]`, IDL's
+    /// `string<N>`, `sequence<T, N>`) longer than its bound: refused on
+    /// write, and on read (a writer of another layout, or without the
+    /// bound), never truncated.
+    #[error("a bounded string or sequence of length {len} exceeds its bound {bound}")]
+    BoundExceeded {
+        /// Its length (string bytes without the NUL, or sequence elements).
+        len: usize,
+        /// The bound the type declares.
+        bound: usize,
+    },
+    /// An enum value the enum type (named) does not declare: the writer's
+    /// type has another enum (another layout under the same name).
+    #[error("enum value {value} is not a value of {type_name}")]
+    UnknownEnum {
+        /// The value read.
+        value: i32,
+        /// The Rust type it was read as.
+        type_name: &'static str,
+    },
 }
