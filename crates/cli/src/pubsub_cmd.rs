@@ -3,13 +3,14 @@
 //! conventions so `ddsperf` can be the partner on the other side. Prints a
 //! line a second and a summary (or JSON with `--json`).
 
+use crate::pubsub_user::{ClockChoice, TypeArgs, UserNode};
+use crate::wait_arg::WaitArg;
 use detpath::sys::cleanup::{self, OnSignal};
 use detpath_pubsub::app::{run as run_node, BudgetJson, ClockMode, LatencySummaryJson, LiveBoard, NodeOptions, Outcome, SecondReport};
 use detpath_pubsub::budget::BUCKET_BOUNDS_NS;
-use detpath_wire::dscp::PriorityMap;
 use detpath_pubsub::ddsperf::{Role, TopicKind};
-use crate::wait_arg::WaitArg;
 use detpath_pubsub::transport::Wait;
+use detpath_wire::dscp::PriorityMap;
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
@@ -29,12 +30,14 @@ enum Cmd {
     /// Answer pings (from detpath or `ddsperf ping`) until stopped.
     #[command(after_help = NODE_EXIT_CODES)]
     Pong(NodeArgs),
-    /// Publish data (to detpath or `ddsperf sub`) at a rate or as fast as flow control allows.
+    /// Publish data (to detpath or `ddsperf sub`) at a rate or as fast as flow control allows;
+    /// with --type-name, a serialized sample of the user's type.
     #[command(after_help = NODE_EXIT_CODES)]
     Pub(PubArgs),
-    /// Subscribe to data (from detpath or `ddsperf pub`): samples/s, Mb/s and losses once a second.
+    /// Subscribe to data (from detpath or `ddsperf pub`): samples/s, Mb/s and losses once a second;
+    /// with --type-name, every sample's bytes.
     #[command(after_help = NODE_EXIT_CODES)]
-    Sub(NodeArgs),
+    Sub(SubArgs),
     /// The paper's three workloads per datapath in the testbed, with ddsperf as the reference row.
     #[command(after_help = crate::pubsub_bench_cmd::BENCH_EXIT_CODES)]
     Bench(crate::pubsub_bench_cmd::BenchArgs),
@@ -81,9 +84,11 @@ struct NodeArgs {
     /// Best effort (ddsperf -u).
     #[arg(long)]
     best_effort: bool,
-    /// Topic type: ks (KeyedSeq, ddsperf's default) or ou (OneULong, ddsperf -TOU).
-    #[arg(long, default_value = "ks")]
-    topic: String,
+    /// ddsperf's topic type: ks (KeyedSeq, ddsperf's default) or ou
+    /// (OneULong, ddsperf -TOU). With --type-name (pub, sub): the topic's
+    /// name, e.g. `HelloWorldData_Msg` (with --ros2 a ROS 2 topic, `chatter`).
+    #[arg(long, value_name = "TOPIC")]
+    topic: Option<String>,
     /// How the polling thread waits for datagrams: adaptive (busy-poll while
     /// it has its core to itself, sleep between datagrams while another task
     /// wants the core), busy, or block.
@@ -140,20 +145,30 @@ struct NodeArgs {
     /// samples with) agrees with: auto judges writers on this host only
     /// (one clock; writers elsewhere are `unsynchronised`, nothing judged);
     /// synced says CLOCK_REALTIME is disciplined to a common reference
-    /// (ptp4l + phc2sys on both hosts), so every writer is judged.
-    #[arg(long, value_enum, default_value_t = ClockArg::Auto)]
-    clock: ClockArg,
+    /// (ptp4l + phc2sys on both hosts), so every writer is judged;
+    /// `ptp:SPEC` (pub/sub with --type-name) runs a PTP slave in the node on
+    /// SPEC, the event port's endpoint (e.g. `ptp:udp://dpb?port=319`),
+    /// until it locks to the master (ptp4l -4, `detpath sched ptp master`),
+    /// then stamps INFO_TS and judges budgets on that steered clock (no host
+    /// clock is touched; during the run it holds the rate the servo found).
+    #[arg(long, value_name = "CLOCK", value_parser = crate::pubsub_user::clock, default_value = "auto")]
+    clock: crate::pubsub_user::ClockChoice,
+    /// An error injected into the node's clock, e.g. `50ms` or `-37us` (a
+    /// bare number is ns), to see a budget judged on a wrong clock (auto,
+    /// synced) or corrected by PTP (ptp:SPEC). pub/sub with --type-name.
+    #[arg(long, value_name = "OFFSET", value_parser = crate::vocab::offset, allow_hyphen_values = true)]
+    clock_offset: Option<crate::vocab::Offset>,
+    /// With --clock ptp:SPEC: how long the PTP slave steers the clock
+    /// before the node starts, e.g. `8s` (a bare number is seconds); it must
+    /// be locked by then, or the node exits 2 saying what the slave saw.
+    #[arg(long, value_name = "DURATION", value_parser = crate::vocab::secs, default_value = "8s")]
+    ptp_settle: Duration,
+    /// With --clock ptp:SPEC: locked means the servo's last 4 measured
+    /// offsets within this, e.g. `100us` (a bare number is ns).
+    #[arg(long, value_name = "DURATION", value_parser = crate::vocab::nanos, default_value = "100us")]
+    ptp_lock_threshold: Duration,
     #[command(flatten)]
     metrics: crate::metrics_args::MetricsArgs,
-}
-
-/// `--clock`.
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-enum ClockArg {
-    /// Writers on this host are judged, others not.
-    Auto,
-    /// CLOCK_REALTIME is synchronised (PTP): every writer is judged.
-    Synced,
 }
 
 /// The longest latency budget taken: beyond it a "budget" says nothing
@@ -187,10 +202,26 @@ struct PingArgs {
 struct PubArgs {
     #[command(flatten)]
     node: NodeArgs,
+    #[command(flatten)]
+    types: crate::pubsub_user::TypeArgs,
+    #[command(flatten)]
+    payload: crate::pubsub_user::PayloadArgs,
     /// Sample rate: samples per second, e.g. `1000` or `1000/s` (0: as fast
     /// as reliable flow control allows).
     #[arg(long, value_name = "PER_SECOND", value_parser = crate::vocab::per_second, default_value = "0")]
     rate: f64,
+}
+
+#[derive(clap::Args)]
+struct SubArgs {
+    #[command(flatten)]
+    node: NodeArgs,
+    #[command(flatten)]
+    types: crate::pubsub_user::TypeArgs,
+    /// With --type-name: how each sample's bytes are printed (`payload_hex`
+    /// or `payload_base64` in its --json line `{"sample": {...}}`).
+    #[arg(long, value_enum, default_value_t = crate::pubsub_user::PayloadFormat::Hex)]
+    payload_format: crate::pubsub_user::PayloadFormat,
 }
 
 fn options(a: &NodeArgs, role: Role) -> anyhow::Result<NodeOptions> {
@@ -213,10 +244,10 @@ fn options(a: &NodeArgs, role: Role) -> anyhow::Result<NodeOptions> {
     o.count = a.count.unwrap_or(0);
     o.duration = a.duration;
     o.reliable = !a.best_effort;
-    o.topic = match a.topic.as_str() {
+    o.topic = match a.topic.as_deref().unwrap_or("ks") {
         "ks" | "KS" => TopicKind::Ks,
         "ou" | "OU" => TopicKind::Ou,
-        t => anyhow::bail!("--topic {t}: use ks or ou"),
+        t => anyhow::bail!("--topic {t}: use ks or ou (ddsperf's types), or give --type-name (pub, sub) for a topic of that name"),
     };
     if o.size < 12 && o.topic == TopicKind::Ks {
         anyhow::bail!("--size {}: KeyedSeq samples are at least 12 bytes", o.size);
@@ -233,9 +264,15 @@ fn options(a: &NodeArgs, role: Role) -> anyhow::Result<NodeOptions> {
     o.priority_map = a.priority_map.clone();
     o.priority_classes = a.priority_classes.clone();
     o.clock = match a.clock {
-        ClockArg::Auto => ClockMode::Auto,
-        ClockArg::Synced => ClockMode::Synced,
+        ClockChoice::Auto => ClockMode::Auto,
+        ClockChoice::Synced => ClockMode::Synced,
+        ClockChoice::Ptp(_) => {
+            anyhow::bail!("--clock ptp:SPEC: a node of ddsperf's types stamps CLOCK_REALTIME; give --type-name (pub, sub) for a PTP-steered clock")
+        }
     };
+    if a.clock_offset.is_some() {
+        anyhow::bail!("--clock-offset: a node of ddsperf's types reads CLOCK_REALTIME as it is; give --type-name (pub, sub)");
+    }
     Ok(o)
 }
 
@@ -256,7 +293,8 @@ fn metrics_source(board: LiveBoard) -> detpath_metrics::pubsub::Source {
                 unacknowledged: w.unacknowledged,
             })
             .collect();
-        let readers = live.readers
+        let readers = live
+            .readers
             .iter()
             .map(|r| {
                 let b = &r.budget;
@@ -391,14 +429,72 @@ fn node(a: &NodeArgs, role: Role, name: &str) -> anyhow::Result<i32> {
     Ok(if o.reliable && out.lost > 0 { 1 } else { 0 })
 }
 
+/// A pub or sub of the user's type (`--type-name`): its options, the
+/// node's clock installed (PTP: locked first), then the run.
+fn user_node(
+    a: &NodeArgs,
+    types: &TypeArgs,
+    publisher: bool,
+    extra: (Option<crate::pubsub_user::PayloadArgs>, f64, crate::pubsub_user::PayloadFormat),
+) -> anyhow::Result<i32> {
+    cleanup::install_signal_handler(OnSignal::SetFlag);
+    let topic = a.topic.clone().ok_or_else(|| anyhow::anyhow!("--type-name needs --topic NAME (the topic's name)"))?;
+    // The ddsperf options, with --topic taken as a name here.
+    let opts = options(
+        &NodeArgs { topic: None, clock: ClockChoice::Auto, clock_offset: None, ..a.clone() },
+        if publisher { Role::Pub { rate_hz: extra.1 } } else { Role::Sub },
+    )?;
+    anyhow::ensure!(a.metrics.metrics.is_none(), "--metrics: not served by a node of the user's type yet (ddsperf's types only)");
+    let offset = a.clock_offset.map_or(0, |o| o.ns());
+    let ptp = match &a.clock {
+        ClockChoice::Ptp(spec) => {
+            let (clock, summary) = crate::pubsub_ptp::lock(spec, a.netns.as_deref(), offset, a.ptp_settle, a.ptp_lock_threshold)?;
+            crate::pubsub_ptp::install(crate::pubsub_ptp::NodeClock::Ptp(clock));
+            Some(summary)
+        }
+        _ => {
+            crate::pubsub_ptp::install(crate::pubsub_ptp::NodeClock::System(offset));
+            None
+        }
+    };
+    let clock_name = match &a.clock {
+        ClockChoice::Auto => "auto".to_string(),
+        ClockChoice::Synced => "synced".to_string(),
+        ClockChoice::Ptp(spec) => format!("ptp:{spec}"),
+    };
+    let (payload, rate_hz, format) = extra;
+    let n = UserNode { opts, publisher, topic, types: types.clone(), payload, rate_hz, format, json: a.json, ptp, clock_name };
+    crate::pubsub_user::run(n, &cleanup::interrupted)
+}
+
+/// A ddsperf node refuses the flags of a node of the user's type.
+fn ddsperf_only(types: &TypeArgs) -> anyhow::Result<()> {
+    match types.user_only_flag() {
+        Some(f) => anyhow::bail!("{f}: give --type-name (and --topic NAME) for a topic of the user's type; ddsperf's topics (--topic ks|ou) are keyed, volatile and as ddsperf sets them"),
+        None => Ok(()),
+    }
+}
+
 /// Runs the `detpath pubsub` subcommand; returns its exit code
 /// ([`NODE_EXIT_CODES`] for the nodes, [`crate::pubsub_bench_cmd::BENCH_EXIT_CODES`] for bench).
 pub fn run(args: Args) -> anyhow::Result<i32> {
     match args.cmd {
         Cmd::Ping(a) => node(&a.node, Role::Ping { rate_hz: a.rate }, "ping"),
         Cmd::Pong(a) => node(&a, Role::Pong, "pong"),
-        Cmd::Pub(a) => node(&a.node, Role::Pub { rate_hz: a.rate }, "pub"),
-        Cmd::Sub(a) => node(&a, Role::Sub, "sub"),
+        Cmd::Pub(a) if a.types.user_type() => user_node(&a.node, &a.types, true, (Some(a.payload), a.rate, crate::pubsub_user::PayloadFormat::Hex)),
+        Cmd::Pub(a) => {
+            ddsperf_only(&a.types)?;
+            anyhow::ensure!(
+                a.payload.payload_hex.is_none() && a.payload.payload_file.is_none(),
+                "--payload-hex/--payload-file: give --type-name NAME and --topic NAME too"
+            );
+            node(&a.node, Role::Pub { rate_hz: a.rate }, "pub")
+        }
+        Cmd::Sub(a) if a.types.user_type() => user_node(&a.node, &a.types, false, (None, 0.0, a.payload_format)),
+        Cmd::Sub(a) => {
+            ddsperf_only(&a.types)?;
+            node(&a.node, Role::Sub, "sub")
+        }
         Cmd::Bench(a) => crate::pubsub_bench_cmd::run(a),
     }
 }
