@@ -228,6 +228,9 @@ pub struct SchedConfig {
     pub max_payload: usize,
     /// A slot released later than this after its start is late: in strict
     /// mode its packet is dropped rather than let out in someone else's time.
+    /// A best-effort slot is used up to this late, but never later than the
+    /// ring's length less the lead (so a poll running behind never pushes a
+    /// new real-time packet out of the ring into the pre-buffer).
     pub late_tolerance_ns: u64,
     /// The traffic classes (disjoint masks).
     pub classes: Vec<ClassConfig>,

@@ -199,6 +199,9 @@ pub struct Scheduler<S: TickSource> {
     ring: Ring,
     lead: u32,
     tolerance_ns: u64,
+    /// How late a best-effort slot may still be used: the late tolerance,
+    /// but at most the ring's length less the lead (see `release_slot`).
+    be_horizon_ns: u64,
     max_payload: usize,
     source: S,
     clock: SlotClock,
@@ -246,6 +249,7 @@ impl<S: TickSource> Scheduler<S> {
             ring,
             lead: cfg.lead_slots,
             tolerance_ns: cfg.late_tolerance_ns,
+            be_horizon_ns: cfg.late_tolerance_ns.min(ring.slot_ns * u64::from(ring.slots.saturating_sub(cfg.lead_slots + 1).max(1))),
             max_payload: cfg.max_payload,
             source,
             clock,
@@ -570,7 +574,7 @@ impl<S: TickSource> Scheduler<S> {
                 self.release_slot(s, pos, scheduled_ns, entry, t, &mut sink, &mut summary);
             } else if self.best_effort_waiting(pos) {
                 let mut t = read_clock();
-                if t.saturating_sub(scheduled_ns) <= self.tolerance_ns {
+                if t.saturating_sub(scheduled_ns) <= self.be_horizon_ns {
                     // Real-time packets of every slot begun by now leave
                     // before this best-effort one (see `release_rt_due`).
                     let (to, released) = self.release_rt_due(s + 1, rt_ahead, t, &mut read_clock, &mut sink, &mut summary);
@@ -665,7 +669,19 @@ impl<S: TickSource> Scheduler<S> {
             if c.kind != ClassKind::BestEffort {
                 return;
             }
-            if t.saturating_sub(scheduled_ns) > self.tolerance_ns {
+            // A best-effort slot later than the horizon passes unused (its
+            // packet stays queued for the next one). Not the late tolerance
+            // alone: a poll whose hand-offs take longer than their slots
+            // falls behind, and if best-effort slots up to a tolerance
+            // longer than the ring still went out, the released slot would
+            // lag the clock by more than the ring: a real-time packet for
+            // the slot after the lead lies past the ring window, waits in
+            // the pre-buffer, and leaves only when the best-effort backlog
+            // before it has been worked off (a 2 µs-slot, 50-slot ring with
+            // a 1 ms tolerance held control ~0.5 ms). Kept within the ring,
+            // a new real-time packet is always in the ring, where
+            // `release_rt_due` finds it once its slot begins.
+            if t.saturating_sub(scheduled_ns) > self.be_horizon_ns {
                 c.counters.missed_slots += 1;
             } else if let Some(p) = c.fifo.pop() {
                 let r = Release {
@@ -774,13 +790,13 @@ mod tests {
     use crate::config::ClassConfig;
     use std::cell::Cell;
 
-    /// 1 µs slots in a ring of 10; `ctl` real-time owns position 5, `bulk` the rest.
+    /// 1 µs slots in a ring of 20; `ctl` real-time owns position 5, `bulk` the rest.
     fn scheduler() -> Scheduler<MonotonicSource> {
-        let mut cfg = SchedConfig::new(1_000, 10, 1);
+        let mut cfg = SchedConfig::new(1_000, 20, 1);
         cfg.max_payload = 64;
         cfg.late_tolerance_ns = 1_000_000;
-        cfg.classes.push(ClassConfig::parse("ctl:rt:relaxed:5@16", 10, Mode::Relaxed).unwrap());
-        cfg.classes.push(ClassConfig::parse("bulk:be:0-4,6-9@64", 10, Mode::Relaxed).unwrap());
+        cfg.classes.push(ClassConfig::parse("ctl:rt:relaxed:5@16", 20, Mode::Relaxed).unwrap());
+        cfg.classes.push(ClassConfig::parse("bulk:be:0-4,6-19@64", 20, Mode::Relaxed).unwrap());
         Scheduler::new(&cfg, MonotonicSource { epoch_mono: 0 }, 0, 0).unwrap()
     }
 
@@ -795,7 +811,7 @@ mod tests {
             s.send_be(1, &[i; 32], peer()).unwrap();
         }
         assert_eq!(s.send_at(0, 5_000, 0, b"control", peer()).unwrap().slot, 5);
-        // The poll comes when slots 1..=9 have all begun; each hand-off takes 3 µs.
+        // The poll comes when slots 1..=9 have all begun; each hand-off takes 1 µs.
         let clock = Cell::new(9_500u64);
         let mut order = Vec::new();
         let sum = s.poll(
@@ -803,7 +819,7 @@ mod tests {
             || clock.get(),
             |r| {
                 order.push((r.class, r.slot, r.release_ns));
-                clock.set(clock.get() + 3_000);
+                clock.set(clock.get() + 1_000);
                 true
             },
         );
@@ -846,5 +862,51 @@ mod tests {
         });
         assert!(more.iter().all(|m| m.0 == 1), "{more:?}");
         assert_eq!(s.counters(0).unwrap().sent, 1);
+    }
+}
+
+#[cfg(test)]
+mod horizon_tests {
+    use super::*;
+    use crate::clock::MonotonicSource;
+    use crate::config::ClassConfig;
+    use std::cell::Cell;
+
+    #[test]
+    fn a_poll_far_behind_skips_old_best_effort_slots_so_new_control_stays_in_the_ring() {
+        // 1 µs slots, ring of 10, lead 1, tolerance 1 ms (a hundred rings).
+        let mut cfg = SchedConfig::new(1_000, 10, 1);
+        cfg.max_payload = 64;
+        cfg.late_tolerance_ns = 1_000_000;
+        cfg.classes.push(ClassConfig::parse("ctl:rt:relaxed:5@16", 10, Mode::Relaxed).unwrap());
+        cfg.classes.push(ClassConfig::parse("bulk:be:0-4,6-9@512", 10, Mode::Relaxed).unwrap());
+        let mut s = Scheduler::new(&cfg, MonotonicSource { epoch_mono: 0 }, 0, 0).unwrap();
+        for i in 0..400u16 {
+            s.send_be(1, &i.to_le_bytes(), peer()).unwrap();
+        }
+        // The poll comes 500 µs late; a hand-off takes 1 µs.
+        let clock = Cell::new(500_000u64);
+        let mut sent = 0u64;
+        let sum = s.poll(500_000, || clock.get(), |_| {
+            sent += 1;
+            clock.set(clock.get() + 1_000);
+            true
+        });
+        // Only the slots within the horizon (ring 10 less lead 1 less 1: 8 µs) went out;
+        // the older ones passed unused, their packets still queued.
+        let bulk = s.counters(1).unwrap();
+        assert!(bulk.missed_slots > 300, "{bulk:?}");
+        assert_eq!(bulk.sent, sent);
+        assert!(sent <= 8, "{sent} {sum:?}");
+        assert_eq!(s.held(1), Some(400 - sent as usize));
+        // The released slot lags the clock by less than the ring less the
+        // lead: control for the slot after the lead falls in the ring window
+        // (with the whole tolerance used, 400 hand-offs would have left it 400 slots behind).
+        let lag = s.current_slot(clock.get()) - s.next_release();
+        assert!(lag < 10 - 1, "{lag}");
+    }
+
+    fn peer() -> SocketAddrV4 {
+        "10.77.0.2:7000".parse().unwrap()
     }
 }

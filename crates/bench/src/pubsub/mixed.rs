@@ -110,6 +110,26 @@ pub const DEFAULT_BUDGET_NS: u64 = 100_000;
 /// default tolerance of one slot, a polling thread descheduled for a few
 /// µs (any VM) had its control packets moved from slot to slot until the
 /// class's queue refused them, and pings were lost.
+///
+/// Why this arm once hurt control and bulk (2026-11-28, afxdp, tuned, the
+/// scheduler's counters now in the table): a slot carries one packet and a
+/// hand-off (an AF_XDP kick, a sendto) costs 2-3 µs on this VM, longer than
+/// a 2 µs slot, so a poll never caught up: it kept releasing best-effort
+/// slots up to the 1 ms tolerance late (bulk release error p99 997 µs,
+/// 311,165 bulk slots missed beside 350,019 sent in 2 s). The released
+/// slot then lagged the clock by up to 1 ms, ten times the ring, so a new
+/// control packet (for the slot after the lead) fell past the ring window
+/// into the pre-buffer and left only when the bulk backlog before it had
+/// been worked off (control release error p99 496 µs, max 821 µs; control
+/// RTT/2 p99 1.5 ms against the fifo arm's 0.14 ms). The scheduler now
+/// (detpath-sched `Scheduler::poll`) hands off the real-time packets of
+/// every begun slot before each best-effort hand-off, and uses a
+/// best-effort slot at most a ring less the lead late (96 µs here), so the
+/// lag stays within the ring; bulk loses no packets by it (a skipped slot's
+/// packet waits for the next), only slot opportunities it could not have
+/// used on time. Slots of 10-50 µs would not fix it the other way: one
+/// packet per slot caps bulk at 4/5 of 100,000-20,000 packets/s, under its
+/// rate alone.
 pub const PRIORITY_SCHED: &str =
     "sched=slots&slot_ns=2000&ring_slots=50&lead_slots=1&late_tolerance_ns=1000000&sched_mode=relaxed&classes=ctl:rt:0/5;bulk:be:1/5,2/5,3/5,4/5@2048";
 /// The scheduler class of the control writers.
