@@ -126,7 +126,10 @@ pub struct PayloadArgs {
     /// 4-byte encapsulation header as every DDS serializer makes it
     /// (`00 01 00 00` little-endian XCDR1, `00 07 00 00` XCDR2, ...; the
     /// bytes of CycloneDDS's or Fast DDS's serdata, rosbags' serialize_cdr).
-    /// Sent as it is: detpath does not look inside. At most 1 MiB.
+    /// Sent as it is (detpath does not look inside), padded to whole 4-byte
+    /// words as RTPS carries it, the padding named in the options' last two
+    /// bits as CycloneDDS does (a detpath sub takes it off again). At most
+    /// 1 MiB. Without --count and --duration, one sample is sent.
     #[arg(long, value_name = "HEX", conflicts_with = "payload_file")]
     pub payload_hex: Option<String>,
     /// The serialized sample read from FILE (the same bytes as --payload-hex).
@@ -349,6 +352,37 @@ struct RemoteJson {
     type_name: String,
 }
 
+/// A remote writer on our topic whose samples this node cannot take.
+#[derive(Serialize)]
+struct UndecodableJson {
+    writer: String,
+    type_name: String,
+    why: String,
+}
+
+/// Reports what discovery says about the node's endpoint: a peer on our
+/// topic with another type name, or QoS that does not match (once each, on
+/// stderr, as the engine reports them once).
+fn on_events(p: &mut Participant, topic: &str, undecodable: &mut Vec<UndecodableJson>) {
+    use detpath_pubsub::engine::Event;
+    while let Some(e) = p.poll_event() {
+        match e {
+            Event::UndecodableType { writer, type_name, why, .. } => {
+                let why = match why {
+                    detpath_pubsub::engine::Undecodable::OtherTypeName => "another type name on this topic: not matched".to_string(),
+                    detpath_pubsub::engine::Undecodable::Layout(w) => format!("its samples do not decode: {w}"),
+                };
+                eprintln!("detpath: writer {} on {topic} announces type {type_name}: {why}", guid_hex(&writer));
+                undecodable.push(UndecodableJson { writer: guid_hex(&writer), type_name, why });
+            }
+            Event::IncompatibleQos { remote, reason, .. } => {
+                eprintln!("detpath: {} on {topic} not matched: incompatible QoS ({reason:?})", guid_hex(&remote));
+            }
+            _ => {}
+        }
+    }
+}
+
 /// The summary (`--json`: the last line).
 #[derive(Serialize)]
 struct UserOutcome {
@@ -369,6 +403,7 @@ struct UserOutcome {
     matched: usize,
     unacknowledged: i64,
     remote_endpoints: Vec<RemoteJson>,
+    undecodable_writers: Vec<UndecodableJson>,
     transport_priority: i32,
     dscp: u8,
     engine: CountersJson,
@@ -507,6 +542,7 @@ pub fn run(n: UserNode, stop: &dyn Fn() -> bool) -> anyhow::Result<i32> {
     // reaches nobody); a transient-local one writes at once and keeps it.
     let tl_pub = n.publisher && n.types.durability() == DurabilityArg::TransientLocal;
     let mut discovery_ms = None;
+    let mut undecodable = Vec::new();
     while !tl_pub && discovery_ms.is_none() {
         let now = node.transport.now_ns();
         if matched(&node.participant) > 0 {
@@ -517,6 +553,7 @@ pub fn run(n: UserNode, stop: &dyn Fn() -> bool) -> anyhow::Result<i32> {
                 n.opts.discovery_timeout
             );
         } else {
+            on_events(&mut node.participant, &topic, &mut undecodable);
             node.turn(1_000_000, |_, _, _| {});
         }
     }
@@ -579,6 +616,7 @@ pub fn run(n: UserNode, stop: &dyn Fn() -> bool) -> anyhow::Result<i32> {
             }
         }
         let wait = if period > 0 && writer.is_some() { next_write.saturating_sub(node.transport.now_ns()).min(10_000_000) } else { 10_000_000 };
+        on_events(&mut node.participant, &topic, &mut undecodable);
         node.turn(wait, |_, _, _| {});
     }
     let duration_s = (node.transport.now_ns() - t0) as f64 / 1e9;
@@ -612,6 +650,7 @@ pub fn run(n: UserNode, stop: &dyn Fn() -> bool) -> anyhow::Result<i32> {
         matched: matched(p),
         unacknowledged: unacked,
         remote_endpoints,
+        undecodable_writers: undecodable,
         transport_priority: n.opts.transport_priority,
         dscp: mark.dscp,
         engine: p.counters().into(),

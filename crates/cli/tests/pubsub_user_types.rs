@@ -132,6 +132,16 @@ fn a_ros2_sub_of_chatter_gets_a_ros2_pubs_bytes_as_rt_chatter() {
     let s = summary(&out);
     assert_eq!((s["topic"].as_str(), s["type_name"].as_str()), (Some("Greeting"), Some("Hello::Msg")), "{s}");
     assert!(samples(&out).iter().all(|x| x["payload_base64"] == "AAEAAAYAAABoZWxsbwA="), "{out:?}");
+
+    // A writer of another type on the topic is named, and not taken.
+    let out = Command::new(BIN)
+        .args(node_args(&tb, false, "sub"))
+        .args(["--topic", "Greeting", "--type-name", "Other::Msg", "--discovery-timeout", "3s", "--json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "no writer of its type matched: {stderr}");
+    assert!(stderr.contains("on Greeting announces type Hello::Msg: another type name"), "{stderr}");
 }
 
 #[test]
