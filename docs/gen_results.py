@@ -10,7 +10,9 @@ A page marks each generated table; the prose around it is the page's own:
 
 KIND says which figures to read (see TABLES below); every row names its file and the CPU model
 that file recorded (its `Environment:` line, the `environment` object of its JSON, or of the
-JSON of the same run beside a .txt; "not recorded" when there is none).
+JSON of the same run beside a .txt; "not recorded" when there is none, which the test refuses:
+such a file backs no figure). Commands that record no machine of their own (examples, tests,
+the fuzz smoke run) are saved with docs/record_run.sh, which writes the `Environment:` line.
 crates/cli/tests/docs_results.rs runs `gen_results.py --check` (exit 1 when a page differs from
 what its files give) and checks every figure against its file.
 
@@ -132,17 +134,25 @@ def wait_sweep(name, only=None):
 
 def pubsub_matrix(name, only=None):
     """D / D&S / T&S latency rows beside ddsperf. ddsperf's p99 is its worst one-second p99:
-    a column of its own, never set under detpath's exact p99."""
+    a column of its own, never set under detpath's exact p99. Two layouts: the table since
+    2026-11-28 (p50, p99, worst-1s p99, p99.99, max) and the older one (mean, p99, p99.99, max)."""
+    lines = (RESULTS / name).read_text().splitlines()
+    old = "mean us" in lines[0]
     rows = []
-    for l in (RESULTS / name).read_text().splitlines()[1:]:
+    for l in lines[1:]:
         if "latency 32B" not in l:
             continue
         conf = l.split()[0]
         system = l.split("latency 32B")[0][len(conf):].strip()
-        mean, p99, _, mx = l.split("latency 32B 1kHz")[1].split()[:4]
+        system = re.sub(r"\s+(adaptive|busy|block|spin\S*|-)$", "", system)
+        v = l.split("latency 32B 1kHz")[1].split()
+        if old:
+            centre, p99, mx = v[0], v[1], v[3]
+        else:
+            centre, p99, mx = v[1], (v[3] if system == "ddsperf" else v[2]), v[5]
         exact, worst = ("-", p99) if system == "ddsperf" else (p99, "-")
-        rows.append([f"{conf} {system}", mean, exact, worst, mx])
-    return ["config and system", "mean µs", "detpath p99 µs (exact)", "ddsperf worst 1 s p99 µs", "max µs"], rows
+        rows.append([f"{conf} {system}", centre, exact, worst, mx])
+    return ["config and system", "mean µs" if old else "p50 µs", "detpath p99 µs (exact)", "ddsperf worst 1 s p99 µs", "max µs"], rows
 
 
 def sched_iat(name, only=None):
@@ -186,6 +196,72 @@ def pubsub_mixed(name, only=None):
             "bulk samples/s", "bulk Mb/s", "load (1 min)"], rows
 
 
+def rtt(name, only=None):
+    """`cargo run --release -p detpath --example rtt` (saved by docs/record_run.sh): closed-loop
+    echo round trips per datapath and payload size."""
+    rows = []
+    for l in (RESULTS / name).read_text().splitlines():
+        m = re.match(r"(\w+)\s+(\d+)\s+(\d+)\s+(\d+\.\d+)\s+(\d+\.\d+)\s+(.*)$", l)
+        if m:
+            rows.append([f"{m.group(1)} {m.group(2)} B", m.group(3), m.group(4), m.group(5), m.group(6).strip()])
+    return ["datapath and payload", "round trips/s", "median RTT µs", "p99 RTT µs", "obtained"], rows
+
+
+def burst(name, only=None):
+    """`cargo run --release -p detpath-pubsub --example burst_recovery` (saved by
+    docs/record_run.sh): when round trips resume after a corrupted-RTPS burst at each pong."""
+    rows = []
+    for l in (RESULTS / name).read_text().splitlines():
+        m = re.match(r"(\S.*?)\s{2,}(<= \S+ s|never \(in \d+ s\))\s+(\S+)\s+(\S+)$", l)
+        if m:
+            rows.append([m.group(1), m.group(2).replace("<=", "≤"), m.group(3), m.group(4)])
+    return ["pong", "round trips resume", "data_lost", "refused as implausible"], rows
+
+
+def ptp_slave(name, only=None):
+    """The IEEE 1588 tests' output (`cargo test -p detpath-sched --test ptp4l --test ptp --
+    --nocapture`, saved by docs/record_run.sh): each detpath slave's lock time and residual."""
+    runs = {"udp": "detpath slave (udp, kernel stamps) of a ptp4l master",
+            "afxdp": "detpath slave (afxdp, XDP stamps) of a ptp4l master",
+            "slave": "detpath slave (udp) of a detpath master"}
+    rows = []
+    for l in (RESULTS / name).read_text().splitlines():
+        m = re.search(r"\b(udp|afxdp|slave): (?:master .*?, )?lock Some\(([\d.]+)\) s, residual p50 Some\((\d+)\) "
+                      r"p99 Some\((\d+)\) max Some\((\d+)\) ns, path delay (\d+) ns", l)
+        if m:
+            rows.append([runs[m.group(1)], f"{float(m.group(2)):.2f}", m.group(3), m.group(4), m.group(5), m.group(6)])
+    return ["run", "lock s", "residual p50 ns", "p99 ns", "max ns", "path delay ns"], rows
+
+
+def ptp_master(name, only=None):
+    """The same file: ptp4l as the slave of a detpath master, its printed offset against the truth."""
+    rows = []
+    for l in (RESULTS / name).read_text().splitlines():
+        m = re.search(r"ptp4l: (\d+) offsets, .*?p50 (\d+) ns, p99 (\d+) ns; its path delay p50 (\d+) ns", l)
+        if m:
+            rows.append(["ptp4l slave (hybrid_e2e 1) of a detpath afxdp master", m.group(1), m.group(2), m.group(3), m.group(4)])
+    return ["run", "offsets printed", "error of its offset p50 ns", "p99 ns", "ptp4l's path delay p50 ns"], rows
+
+
+def fuzz(name, only=None):
+    """`make fuzz-smoke` (saved by docs/record_run.sh, libFuzzer's coverage lines left out): each
+    target's runs, seconds and its last exec/s; a target that did not build or crashed has no row."""
+    rows, target = [], None
+    for l in (RESULTS / name).read_text().splitlines():
+        m = re.match(r"\s+Running `\S*/release/(\w+) ", l)
+        if m:
+            target, rate = m.group(1), None
+        m = re.match(r"#\d+\s+DONE .*exec/s: (\d+)", l)
+        if m:
+            rate = m.group(1)
+        m = re.match(r"Done (\d+) runs in (\d+) second", l)
+        if m and target:
+            # libFuzzer prints exec/s 0 for a run under one second: no rate then.
+            rows.append([target, m.group(1), m.group(2), rate if m.group(2) != "0" and rate else "-"])
+            target = None
+    return ["fuzz target", "runs", "seconds", "exec/s"], rows
+
+
 TABLES = {
     "per-run": per_run,
     "per-run-short": per_run_short,
@@ -197,6 +273,11 @@ TABLES = {
     "sched-iat": sched_iat,
     "classify-cells": classify_cells,
     "pubsub-mixed": pubsub_mixed,
+    "rtt": rtt,
+    "burst": burst,
+    "ptp-slave": ptp_slave,
+    "ptp-master": ptp_master,
+    "fuzz": fuzz,
 }
 
 

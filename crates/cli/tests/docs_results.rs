@@ -4,7 +4,7 @@
 //! the file must exist, the row's `machine` cell must be the CPU model the
 //! file itself recorded (its `Environment: ... CPU <model> (N CPUs)` line,
 //! the `environment.cpu_model` of its JSON, or of the JSON of the same run
-//! beside a .txt; "not recorded" when there is none), and every number in the
+//! beside a .txt; a file that recorded none backs no figure), and every number in the
 //! row's other cells (the first, the row's label, aside) must be in the file,
 //! at the precision the page prints it (a header saying `Mpps` scales by 10^6).
 //!
@@ -183,6 +183,9 @@ fn check_page(page: &str, text: &str, root: &Path) -> Vec<String> {
             let machine = recorded_machine(&path);
             if row[mcol] != machine {
                 errs.push(format!("{page}:{line}: machine `{}`, but {src} recorded `{machine}`", row[mcol]));
+            } else if machine == "not recorded" {
+                // A figure is published only from a file that says where it ran.
+                errs.push(format!("{page}:{line}: {src} recorded no machine: re-run it (docs/record_run.sh for a command that records none) or drop the row"));
             }
             let have = numbers(&file);
             for (c, cell) in row.iter().enumerate() {
@@ -252,6 +255,8 @@ fn the_check_catches_a_wrong_figure_a_wrong_machine_and_a_missing_file() {
     assert!(check_page("p", &wrong_machine, &root).iter().any(|e| e.contains("recorded `AMD EPYC`")));
     let xeon = "| run | median µs | machine | source |\n|---|---|---|---|\n| udp 8 | 6.29 | AMD EPYC | `docs/results/2026-11-26-rate-sweep-1M-udp.txt` |\n";
     assert!(check_page("p", xeon, &root).iter().any(|e| e.contains("recorded `Intel(R) Xeon(R) Processor`")), "the 1M rate sweep ran on a Xeon host");
+    let unrecorded = "| run | mean µs | machine | source |\n|---|---|---|---|\n| D detpath afxdp | 13.2 | not recorded | `docs/results/2026-11-23-pubsub-matrix-shield.txt` |\n";
+    assert!(check_page("p", unrecorded, &root).iter().any(|e| e.contains("recorded no machine")), "a file without a machine record backs no figure");
     let missing = good.replace("2026-11-22-matrix-1M.txt", "2026-01-01-nothing.txt");
     assert!(check_page("p", &missing, &root).iter().any(|e| e.contains("does not exist")));
     let unfair = "| system | mean µs | p99 µs |\n|---|---|---|\n| ddsperf | 1 | 2 |\n";
