@@ -286,7 +286,7 @@ impl Participant {
         }
     }
 
-    /// Announces new local endpoints (and deleted writers' disposes) through
+    /// Announces new local endpoints (and deleted writers' and readers' disposes) through
     /// SEDP and matches them with what is known.
     pub(super) fn announce_pending(&mut self, now: u64, out: &mut dyn Outbox) {
         let builtin = std::mem::take(&mut self.pending_builtin);
@@ -294,8 +294,8 @@ impl Participant {
             self.match_builtin(now, out, prefix, bes, addr);
         }
         let gone = std::mem::take(&mut self.pending_disposals);
-        for (n, &g) in gone.iter().enumerate() {
-            if !self.sedp_dispose(now, out, SEDP_PUB, g) {
+        for (n, &(which, g)) in gone.iter().enumerate() {
+            if !self.sedp_dispose(now, out, which, g) {
                 self.pending_disposals.extend_from_slice(&gone[n..]);
                 break;
             }
@@ -370,7 +370,7 @@ impl Participant {
         match l {
             Local::Reader(ri) => {
                 let r = &self.readers[ri];
-                if r.topic != re.topic_name || r.type_name != re.type_name {
+                if r.deleted || r.topic != re.topic_name || r.type_name != re.type_name {
                     return None;
                 }
                 let repr_ok = matches!(re.data_representation.first(), Some(&repr::XCDR1) | Some(&repr::XCDR2));
@@ -456,7 +456,7 @@ impl Participant {
         let Local::Reader(i) = l else { return };
         let re = &self.remote_endpoints[k];
         let r = &self.readers[i];
-        if i < FIRST_USER || re.undecodable_reported || !re.data.is_writer() || r.topic != re.data.topic_name || r.type_name == re.data.type_name {
+        if i < FIRST_USER || r.deleted || re.undecodable_reported || !re.data.is_writer() || r.topic != re.data.topic_name || r.type_name == re.data.type_name {
             return;
         }
         let (writer, type_name) = (re.data.guid, re.data.type_name.clone());

@@ -594,8 +594,9 @@ pub struct Participant {
     /// Local endpoints created but not yet announced and matched.
     pending_writers: Vec<usize>,
     pending_readers: Vec<usize>,
-    /// Deleted writers whose SEDP dispose is still to be written.
-    pending_disposals: Vec<Guid>,
+    /// Deleted writers ([`SEDP_PUB`]) and readers ([`SEDP_SUB`]) whose SEDP
+    /// dispose is still to be written: the SEDP writer and the GUID.
+    pending_disposals: Vec<(usize, Guid)>,
     /// Participants to answer with a directed SPDP announcement.
     spdp_replies: Vec<Addr>,
     /// Serialized SEDP samples waiting to be processed (taken from the built-in readers).
@@ -815,9 +816,30 @@ impl Participant {
         self.pending_writers.retain(|&k| k != i);
         if self.pending_writers.len() == before {
             // Announced: peers may know it. (Never announced, it was never matched either.)
-            self.pending_disposals.push(guid);
+            self.pending_disposals.push((SEDP_PUB, guid));
         }
         self.writers[i] = WriterCore::tombstone(guid);
+        true
+    }
+
+    /// Deletes a user reader: what waits in its cache is dropped, and its
+    /// SEDP dispose goes out at the next [`handle_timeout`](Self::handle_timeout),
+    /// so remote writers unmatch it and stop sending to it. Its slot, its
+    /// [`ReaderId`] included, goes to the next reader created: the handle
+    /// must not be used again. False when `r` is not a user reader of this
+    /// participant (or was deleted).
+    pub fn delete_reader(&mut self, r: ReaderId) -> bool {
+        let i = r.0;
+        if i < FIRST_USER || i >= self.readers.len() || self.readers[i].deleted {
+            return false;
+        }
+        let guid = self.readers[i].guid;
+        let before = self.pending_readers.len();
+        self.pending_readers.retain(|&k| k != i);
+        if self.pending_readers.len() == before {
+            self.pending_disposals.push((SEDP_SUB, guid));
+        }
+        self.readers[i] = ReaderCore::tombstone(guid);
         true
     }
 
@@ -839,14 +861,24 @@ impl Participant {
         slot_size: usize,
     ) -> Result<ReaderId, EngineError> {
         let entity_kind = if keying.0 { kind::USER_READER_WITH_KEY } else { kind::USER_READER_NO_KEY };
-        let guid = self.new_user_guid(self.readers.len(), &qos, entity_kind)?;
+        let alive = self.readers.iter().filter(|r| !r.deleted).count();
+        let guid = self.new_user_guid(alive, &qos, entity_kind)?;
         let mut r = ReaderCore::new(guid, topic, type_name, keying, qos, slot_size.max(16), self.cfg.reorder_window, self.cfg.max_sample_size, now);
         r.clock = self.cfg.clock;
         r.budget_event_interval_ns = self.cfg.budget_event_interval_ns;
         r.budget.clock = if self.cfg.clock_synchronised { ClockSync::Synchronised } else { ClockSync::Unsynchronised };
         r.budget.budget_ns = r.qos.latency_budget_ns;
-        self.readers.push(r);
-        let i = self.readers.len() - 1;
+        // A deleted reader's slot is taken first, as for writers.
+        let i = match self.readers.iter().position(|r| r.deleted) {
+            Some(i) => {
+                self.readers[i] = r;
+                i
+            }
+            None => {
+                self.readers.push(r);
+                self.readers.len() - 1
+            }
+        };
         self.pending_readers.push(i);
         Ok(ReaderId(i))
     }

@@ -211,6 +211,9 @@ pub(crate) struct ReaderCore {
     pub ack_due: bool,
     /// Samples taken that did not deserialize as the reader's type.
     pub undecodable: u64,
+    /// Deleted: what stays in its table slot until a new reader takes it
+    /// ([`tombstone`](Self::tombstone)).
+    pub deleted: bool,
     /// Latency-budget accounting ([`crate::budget`]).
     pub budget: BudgetStats,
     /// The clocks a sample's latency is read on.
@@ -256,12 +259,21 @@ impl ReaderCore {
             implausible: 0,
             ack_due: false,
             undecodable: 0,
+            deleted: false,
             budget: BudgetStats::default(),
             clock: crate::budget::system_clocks,
             budget_event: None,
             last_budget_event_ns: 0,
             budget_event_interval_ns: 0,
         }
+    }
+
+    /// What stays of a deleted reader in its table slot: its GUID, no
+    /// topic, no proxies, a cache of one small slot.
+    pub fn tombstone(guid: Guid) -> ReaderCore {
+        let mut r = ReaderCore::new(guid, "", "", (false, None), Qos::best_effort(1), 16, 1, 16, 0);
+        r.deleted = true;
+        r
     }
 
     /// How proxy `g`'s samples are judged: whether its clock agrees with
