@@ -138,7 +138,7 @@ def test_bad_input_raises_what_was_wrong(testbed):
         w.write(Hello(id=1, count=1, text="late"))
 
 
-def cyclone_peer(tb, side, peer_side, *args):
+def cyclone_peer(tb, side, peer_side, *args, script="dds_cyclone_peer.py"):
     d = tempfile.mkdtemp(prefix="detpath-dds-py-")
     cfg = pathlib.Path(d) / "cyclonedds.xml"
     s, p = getattr(tb, side), getattr(tb, peer_side)
@@ -148,7 +148,7 @@ def cyclone_peer(tb, side, peer_side, *args):
         f'<Peers><Peer Address="{p["addr"]}"/></Peers></Discovery></Domain></CycloneDDS>'
     )
     env = dict(os.environ, CYCLONEDDS_URI=f"file://{cfg}", PYTHONPATH=f"{HERE}:{os.environ.get('PYTHONPATH', '')}")
-    proc = subprocess.Popen(["ip", "netns", "exec", s["netns"], sys.executable, str(HERE / "dds_cyclone_peer.py"), *args], env=env, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(["ip", "netns", "exec", s["netns"], sys.executable, str(HERE / script), *args], env=env, stdout=subprocess.PIPE, text=True)
     # CycloneDDS has read its configuration once the participant exists; the file goes with the test.
     request_cleanup.append(d)
     return proc

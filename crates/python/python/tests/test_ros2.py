@@ -5,16 +5,19 @@ DDS topic ``rt/cmd_vel`` of type ``geometry_msgs::msg::dds_::Twist_`` (a
 reader under exactly those names matches) and its bytes decode with
 rosbags' deserializer field for field; the reverse: messages rosbags
 serialized, written under ROS 2's DDS names, come out of a detpath
-``ros2=True`` reader field for field. Names ROS refuses raise DdsError.
-rosbags and pycdr2 come from deps/pip-dds.txt: missing, the tests fail under
-CI=true and skip elsewhere. Needs root (the testbed's namespaces)."""
+``ros2=True`` reader field for field; and CycloneDDS under the names
+rmw_cyclonedds_cpp gives a ROS 2 node (ros2_cyclone_node.py) exchanges
+Twist and String with detpath both ways. Names ROS refuses raise DdsError.
+rosbags and pycdr2 come from deps/pip-dds.txt, cyclonedds from
+deps/pip-pubsub.txt: missing, the tests fail under CI=true and skip
+elsewhere. Needs root (the testbed's namespaces)."""
 
 from dataclasses import dataclass
 
 import pytest
 
 import detpath
-from test_dds import need, participants, until
+from test_dds import _remove_peer_configs, cyclone_peer, need, participants, until  # noqa: F401 (the fixture removes the peers' configs)
 
 TWIST = "geometry_msgs/msg/Twist"
 # ROS 2's default QoS for publishers and subscriptions: reliable, volatile, KEEP_LAST 10.
@@ -130,3 +133,42 @@ def test_names_ros_refuses_raise_what_was_wrong(testbed):
 
         with pytest.raises(detpath.DdsError, match=r"ROS 2 message type \"Plain\".*std_msgs/msg/String"):
             Topic(a, "/plain", Plain, ros2=True)
+
+
+def test_a_cyclonedds_node_under_ros2_names_and_detpath_both_ways(testbed):
+    Vector3, Twist, String, _ = ros_types()
+    need("cyclonedds", "cyclonedds", "deps/pip-pubsub.txt")
+    import json
+
+    from detpath import dds
+    from detpath.dds import DataReader, DataWriter, Policy, Qos, Topic, duration
+
+    qos = Qos(Policy.Reliability.Reliable(duration(seconds=1)), Policy.History.KeepLast(10))
+    ep = testbed.uri("a", "udp", 7410)
+    # detpath -> the node: Twists on /cmd_vel.
+    node = cyclone_peer(testbed, "b", "a", "sub", "3", script="ros2_cyclone_node.py")
+    assert node.stdout.readline().strip() == "ready"
+    sent = [Twist(Vector3(i + 0.5, -1.0, 2.0 * i), Vector3(0.0, 0.25, -i)) for i in range(3)]
+    with dds.DomainParticipant(0, endpoint=ep, peers=[testbed.b["addr"]], netns=testbed.a["netns"]) as dp:
+        w = DataWriter(dp, Topic(dp, "/cmd_vel", Twist, ros2=True), qos=qos)
+        until("the node's reader matched", lambda: w.get_matched_subscriptions(), limit=20)
+        for m in sent:
+            w.write(m)
+        assert w.wait_for_acks(duration(seconds=10))
+        out, _ = node.communicate(timeout=60)
+    assert node.returncode == 0, out
+    assert [json.loads(l) for l in out.splitlines()] == [{"linear": vars(m.linear), "angular": vars(m.angular)} for m in sent]
+    # The node -> detpath: std_msgs/msg/String on /chatter.
+    with dds.DomainParticipant(0, endpoint=ep, peers=[testbed.b["addr"]], netns=testbed.a["netns"]) as dp:
+        r = DataReader(dp, Topic(dp, "chatter", String, ros2=True), qos=qos)
+        node = cyclone_peer(testbed, "b", "a", "pub", "3", script="ros2_cyclone_node.py")
+        try:
+            got = []
+            for s in r.take_iter(timeout=duration(seconds=20)):
+                got.append(s.data)
+                if len(got) == 3:
+                    break
+        finally:
+            node.communicate(timeout=60)
+        assert got == [f"hello from a ROS 2 node {i}" for i in range(3)]
+        assert r.status()["undecodable"] == 0 and dp.counters()["rx_malformed"] == 0
