@@ -16,6 +16,10 @@ on detpath by changing its imports and naming the endpoint::
     topic = Topic(dp, "HelloWorld", Hello)
     DataWriter(dp, topic, qos=Qos(Policy.Reliability.Reliable(duration(seconds=1)))).write(Hello(1, "hi"))
 
+ROS 2 nodes see a topic made with ``Topic(dp, "/cmd_vel", Twist, ros2=True)``
+(on the wire ``rt/cmd_vel`` of ``geometry_msgs::msg::dds_::Twist_`` when
+``Twist`` is declared with ``typename="geometry_msgs.msg.Twist"``).
+
 Samples are (de)serialized by the type's own ``serialize()`` /
 ``deserialize()`` and keyed by its own key machinery (RTPS key hash): the
 same class serves CycloneDDS and detpath. Default QoS is DDS's (writers
