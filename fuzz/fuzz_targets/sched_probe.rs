@@ -2,11 +2,11 @@
 //! sched bench`'s receiver parses every datagram on its port): never a
 //! panic, and an accepted header writes back to the same first 24 bytes but
 //! the reserved two. The parser is compiled from its production file
-//! (crates/bench/src/slots/probe_payload.rs) by path: no copy, and no need
+//! (crates/sched-bench/src/probe_payload.rs) by path: no copy, and no need
 //! to build the benchmark's dependencies here.
 #![no_main]
 
-#[path = "../../crates/bench/src/slots/probe_payload.rs"]
+#[path = "../../crates/sched-bench/src/probe_payload.rs"]
 #[allow(dead_code)]
 mod probe_payload;
 
