@@ -1,22 +1,21 @@
 //! The page of a `detpath bench` result directory (summary.json and the
-//! records) and of a `detpath pubsub bench` one (the same, plus rows.json):
+//! records), and the runs part of a `detpath pubsub bench` one (the same,
+//! plus rows.json, whose sections the pub-sub harness draws):
 //! the tables as the terminal prints them, with every figure read from the
 //! file; the figures of `detpath report` inline; the tail by cause; the
 //! environment and the command.
 
 use detpath_instrument::html::{bars, env};
 use detpath_instrument::html::page::{count, read_json, Cell, Page, Table};
-use crate::pubsub::table as ps;
 use detpath_instrument::report::{self, LoadedRun};
 use detpath_instrument::results::RunResult;
 use detpath_instrument::stats::Quantile;
 use detpath_instrument::table::{self, fmt_us, fmt_us_f, thousands};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::Value;
 use std::path::Path;
 
 const SUMMARY: &str = "summary.json";
-const ROWS: &str = "rows.json";
 
 /// A latency in ns as the terminal tables show it, in µs (`9.44`, `248.3`).
 fn ns(v: &Value) -> String {
@@ -36,12 +35,8 @@ fn missing(s: &detpath_instrument::Summary, q: Option<Quantile>) -> String {
 
 
 /// The page of a `detpath bench` result directory; a pub-sub one is
-/// composed with [`render_with`] (the CLI adds the pub-sub sections).
+/// composed with [`render_with`] (the CLI adds the pub-sub harness's sections).
 pub fn render(dir: &Path) -> Result<String> {
-    if read_json(dir, ROWS)?.is_some() {
-        let rows = PubsubRows::read(dir)?;
-        return render_with(dir, "detpath pubsub bench", |p| rows.table_section(p), |p| rows.terminal_section(p));
-    }
     render_with(dir, "detpath bench", |_| Ok(()), |_| Ok(()))
 }
 
@@ -315,74 +310,4 @@ fn tail_table(doc: &Value, runs: &[RunResult]) -> Table {
 /// The run configurations and notes (the terminal's lines under the environment).
 fn runs_note(runs: &[RunResult]) -> String {
     table::environment_note(runs).lines().filter(|l| !l.starts_with("Environment:")).map(|l| format!("{}\n", l.trim_start())).collect()
-}
-
-/// The rows.json of a `detpath pubsub bench` result directory, as read
-/// back for its page: the document (what figure cells point into) and its rows.
-pub struct PubsubRows {
-    doc: Value,
-    fig: Vec<ps::RowFigures>,
-}
-
-impl PubsubRows {
-    /// Reads `dir/rows.json`.
-    pub fn read(dir: &Path) -> Result<PubsubRows> {
-        let doc = read_json(dir, ROWS)?.with_context(|| format!("{}: no {ROWS}", dir.display()))?;
-        let fig = serde_json::from_value(doc.clone()).context("rows.json: not a list of pub-sub rows")?;
-        Ok(PubsubRows { doc, fig })
-    }
-
-    /// The pub-sub workloads' section: their table, each figure cell naming its row.
-    pub fn table_section(&self, page: &mut Page) -> Result<()> {
-        page.section("pubsub", "Pub-sub workloads");
-        page.table(&pubsub_table(&self.doc, &self.fig));
-        Ok(())
-    }
-
-    /// The pub-sub table as the terminal prints it.
-    pub fn terminal_section(&self, page: &mut Page) -> Result<()> {
-        page.details("terminal-pubsub-table", "The pub-sub table as `detpath pubsub bench` prints it", &ps::render_figures(&self.fig));
-        Ok(())
-    }
-}
-
-/// The pub-sub table of rows.json, its figure cells naming their row.
-fn pubsub_table(rows: &Value, fig: &[ps::RowFigures]) -> Table {
-    let mut head = vec!["conf", "system", "wait", "workload", "n"];
-    head.extend(ps::COLUMNS.iter().map(|c| c.title));
-    head.extend(["lost", "samples/s", "cpu % of a core", "samples/cpu-s"]);
-    let mut t = Table::new("pubsub-table", "Pub-sub workloads: one-way latency (RTT/2) in µs, throughput, CPU; median [min-max] over repeats", &head);
-    let gs = ps::groups(fig);
-    for g in &gs {
-        let r0 = g.first();
-        let mut row = vec![
-            Cell::text(r0.configuration.clone()),
-            Cell::text(r0.system.clone()),
-            Cell::text(if r0.wait.is_empty() { "-".into() } else { r0.wait.clone() }),
-            Cell::text(r0.workload.clone()),
-            Cell::text(g.rows.len().to_string()).class("num"),
-        ];
-        for c in &ps::COLUMNS {
-            let text = g.cell(c);
-            let one = g.rows.len() == 1 && (c.value)(r0).is_some() && text != "-";
-            row.push(match (one, c.pointer) {
-                (true, Some(p)) => Cell::figure(ROWS, rows, &format!("/{}{p}", g.rows[0].0), |v| format!("{:.1}", v.as_f64().unwrap_or(f64::NAN)), &text),
-                _ => Cell::text(text).class(if g.cell(c) == "-" { "na" } else { "num" }),
-            });
-        }
-        let idx = g.rows[0].0;
-        row.push(if g.rows.len() == 1 { Cell::figure(ROWS, rows, &format!("/{idx}/lost"), count, "-") } else { Cell::text(g.lost().to_string()).class("num") });
-        row.push(if g.rows.len() == 1 {
-            Cell::figure(ROWS, rows, &format!("/{idx}/samples_per_s"), |v| format!("{:.1}", v.as_f64().unwrap_or(f64::NAN)), "n/a")
-        } else {
-            Cell::text(g.samples_per_s()).class("num")
-        });
-        row.push(Cell::text(g.cpu_percent()).class("num"));
-        row.push(Cell::text(g.work_per_cpu_s()).class("num"));
-        t.rows.push(row);
-    }
-    if gs.iter().any(|g| g.first().p99_is_worst_second() && g.first().latency_us.is_some()) {
-        t.notes.push(ps::DDSPERF_NOTE.into());
-    }
-    t
 }

@@ -5,26 +5,26 @@
 //! The instrument it measures with (statistics, records, result
 //! directories, tables, tail attribution, report drawing) is
 //! `detpath-instrument`.
-//! [`pubsub`] is `detpath pubsub bench`: paper 001's DDS workloads over the
-//! `detpath-pubsub` protocol crate, with ddsperf as the reference.
+//! The slot scheduler's benchmark is `detpath-sched-bench`, the pub-sub's
+//! `detpath-pubsub-bench`.
 //!
 //! ```
-//! // 1,000 round trips of 1..=1000 ns: p99 by nearest rank; p99.99 needs 10,000 samples.
-//! let mut rtt_ns: Vec<u64> = (1..=1000).rev().collect();
-//! let s = detpath_bench::Summary::from_samples(&mut rtt_ns);
-//! assert_eq!((s.count, s.min_ns, s.max_ns), (1000, Some(1), Some(1000)));
-//! assert_eq!(s.p99_ns, Some(990));
+//! // 1,000 measured round trips after 100 of warm-up, one every 1 ms: 1,100 probes in all.
+//! let cfg = detpath_bench::run::PingPongConfig {
+//!     size: 64,
+//!     period_ns: 1_000_000,
+//!     rounds: 1000,
+//!     warmup: 100,
+//!     loss_timeout_ns: 50_000_000,
+//!     stall: None,
+//!     sleep_slack_ns: None,
+//! };
+//! assert_eq!(cfg.total_rounds(), 1100);
 //! ```
 
 #![warn(missing_docs)]
 
 pub mod bench_page;
 pub mod matrix;
-pub mod pubsub;
 pub mod run;
 pub mod sockperf;
-
-// The instrument's modules, re-exported while the harnesses still in this
-// crate name them as their own (`crate::records`, ...).
-pub use detpath_instrument::{child_cpu, ready, records, report, results, run_result, stats, stress, table, tail};
-pub use detpath_instrument::{Environment, LossCounts, Quantile, Record, RecordWriter, ResultDir, RunConfig, RunResult, Status, Summary};

@@ -4,8 +4,8 @@
 
 use crate::wait_arg::WaitArg;
 use detpath::sys::cleanup::{self, OnSignal};
-use detpath_bench::pubsub::mixed::{self, MixedRow};
-use detpath_bench::pubsub::{bench, BenchOptions, BenchRow, Pinning};
+use detpath_pubsub_bench::mixed::{self, MixedRow};
+use detpath_pubsub_bench::{bench, BenchOptions, BenchRow, Pinning};
 use detpath_pubsub::transport::Wait;
 use std::time::Duration;
 
@@ -46,7 +46,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DURATION", value_parser = crate::vocab::micros, default_value = "100us")]
     latency_budget: Duration,
     /// Mixed workload: the slot scheduler keys of its priority arm (appended to each side's spec).
-    #[arg(long, value_name = "KEYS", default_value = detpath_bench::pubsub::mixed::PRIORITY_SCHED)]
+    #[arg(long, value_name = "KEYS", default_value = detpath_pubsub_bench::mixed::PRIORITY_SCHED)]
     mixed_sched: String,
     /// Run each configuration once per wait (busy, adaptive, block, spin 50 µs then sleep)
     /// instead of --wait only: latency beside CPU per wait (the sides are not real-time here).
@@ -178,14 +178,14 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         }
     }
     let paper = a.workloads.iter().any(|w| w != mixed::WORKLOAD);
-    let mut table = if paper { detpath_bench::pubsub::table::render(&rows) } else { String::new() };
+    let mut table = if paper { detpath_pubsub_bench::table::render(&rows) } else { String::new() };
     if !mixed_rows.is_empty() {
         if paper {
             table.push('\n');
         }
-        table.push_str(&detpath_bench::pubsub::mixed_table::render(&mixed_rows, &detpath_instrument::results::Environment::capture()));
+        table.push_str(&detpath_pubsub_bench::mixed_table::render(&mixed_rows, &detpath_instrument::results::Environment::capture()));
         // The figure is a view of the saved timelines: a failure to draw it loses no figure.
-        match detpath_bench::pubsub::mixed_plot::render(dir.path(), &mixed_rows) {
+        match detpath_pubsub_bench::mixed_plot::render(dir.path(), &mixed_rows) {
             Ok(Some(png)) => eprintln!("control latency over time: {}", png.display()),
             Ok(None) => {}
             Err(e) => eprintln!("pubsub bench: the mixed figure was not drawn: {e:#}"),

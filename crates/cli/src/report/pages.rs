@@ -26,6 +26,7 @@
 
 use super::classify_page;
 use detpath_bench::bench_page;
+use detpath_pubsub_bench::page::{PubsubRows, ROWS};
 use detpath_instrument::html::{env, page};
 use detpath_sched_bench::page as sched_page;
 
@@ -93,6 +94,10 @@ pub fn kind(path: &Path) -> Result<Kind> {
 /// The page of the result at `path` (see [`kind`]).
 pub fn render(path: &Path) -> Result<String> {
     match kind(path)? {
+        Kind::Bench if path.join(ROWS).is_file() => {
+            let rows = PubsubRows::read(path)?;
+            bench_page::render_with(path, "detpath pubsub bench", |p| rows.table_section(p), |p| rows.terminal_section(p))
+        }
         Kind::Bench => bench_page::render(path),
         Kind::Sched => sched_page::render(path),
         Kind::Classify(files) => {

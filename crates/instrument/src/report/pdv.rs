@@ -1,7 +1,7 @@
 //! `detpath report`'s packet-delay-variation figure for pub-sub runs (their
 //! box plot, CCDF and timeline are the bench report's, drawn from the same
 //! records). `pdv`: the CCDF of each run's PDV, one-way latency minus the
-//! run's minimum (RFC 5481 §4.2, see `detpath_bench::pubsub::PdvSummary`), on log-log
+//! run's minimum (RFC 5481 §4.2, see `detpath_pubsub_bench::PdvSummary`), on log-log
 //! axes, one line per run: P(PDV > x).
 
 use super::LoadedRun;

@@ -15,7 +15,7 @@
 
 use super::mixed::sched_probe::ClassFigures;
 use super::mixed::{goals, MixedGoals, MixedRow, Percentiles};
-use crate::results::Environment;
+use detpath_instrument::results::Environment;
 use std::fmt::Write as _;
 
 fn f1(v: Option<f64>) -> String {
@@ -151,7 +151,7 @@ pub fn goal_lines(t: &mut String, g: &MixedGoals) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pubsub::mixed::{BulkFigures, ControlFigures};
+    use crate::mixed::{BulkFigures, ControlFigures};
 
     #[test]
     fn arms_are_lines_under_the_machine() {

@@ -65,9 +65,9 @@
 pub mod sched_probe;
 
 use super::{cpu_of, metered, on_own_thread, side_uri, wait_name, BenchError, BenchOptions, TUNED_SENDER_SPIN_NS};
-use crate::records::{LossCounts, Record, Status};
-use crate::results::{Environment, ResultDir, RunConfig, RunResult};
-use crate::stats::{quantile_unchecked, Quantile};
+use detpath_instrument::records::{LossCounts, Record, Status};
+use detpath_instrument::results::{Environment, ResultDir, RunConfig, RunResult};
+use detpath_instrument::stats::{quantile_unchecked, Quantile};
 use detpath::sys::cleanup;
 use detpath::sys::cputime::{CoreTicks, CpuReport, ThreadCpu};
 use detpath::testbed::{Side, Testbed, TestbedConfig};

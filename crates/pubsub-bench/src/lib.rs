@@ -1,5 +1,6 @@
-//! `detpath pubsub bench` (the harness lives here, outside the protocol
-//! crate `detpath-pubsub`, which it drives through `detpath_pubsub::app`):
+//! `detpath pubsub bench` (the harness lives here, beside the protocol
+//! crate `detpath-pubsub`, which it drives through `detpath_pubsub::app`,
+//! and on the instrument `detpath-instrument`):
 //! paper 001's three workloads (its Table I and
 //! §V.D) per datapath, detpath against detpath across the two-namespace
 //! testbed, with ddsperf against ddsperf (CycloneDDS over kernel UDP) as the
@@ -26,17 +27,20 @@
 //! `detpath bench`'s): detpath's two sides are threads of this process,
 //! metered by [`ThreadMeter`]; ddsperf's are processes, whose user and
 //! system time (all their threads) is read when they exit
-//! ([`crate::child_cpu`]): `ddsperf-ping` and `ddsperf-pong`,
+//! ([`detpath_instrument::child_cpu`]): `ddsperf-ping` and `ddsperf-pong`,
 //! `ddsperf-pub` and `ddsperf-sub`, each on its pinned core.
+
+#![warn(missing_docs)]
 
 pub mod mixed;
 pub mod mixed_plot;
 pub mod mixed_table;
+pub mod page;
 pub mod table;
 
-use crate::records::{LossCounts, Record, Status};
-use crate::results::{Environment, ResultDir, RunConfig, RunResult};
-use crate::stats::{quantile_unchecked, Quantile};
+use detpath_instrument::records::{LossCounts, Record, Status};
+use detpath_instrument::results::{Environment, ResultDir, RunConfig, RunResult};
+use detpath_instrument::stats::{quantile_unchecked, Quantile};
 use detpath::sys::cleanup::{self, TiedChild};
 use detpath::sys::cputime::{CoreTicks, CpuReport, ThreadCpu, ThreadMeter};
 use detpath::testbed::{Side, Testbed, TestbedConfig};
@@ -522,7 +526,7 @@ fn finish(mut c: TiedChild, kill: bool, name: &str, core: Option<u32>) -> (Strin
     if let Some(mut o) = c.child().stdout.take() {
         let _ = o.read_to_string(&mut s);
     }
-    let cpu = crate::child_cpu::exited_thread(name, core, c.id());
+    let cpu = detpath_instrument::child_cpu::exited_thread(name, core, c.id());
     let _ = c.child().wait();
     (s, cpu)
 }

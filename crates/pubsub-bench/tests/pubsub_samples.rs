@@ -4,10 +4,10 @@
 //! too), and `detpath report` draws the runs (box plot, CCDF, timeline and
 //! PDV). The ddsperf reference rows carry the CPU of ddsperf's processes.
 
-use detpath_bench::pubsub::{bench, table, BenchOptions};
-use detpath_bench::records::Status;
-use detpath_bench::report;
-use detpath_bench::results::ResultDir;
+use detpath_pubsub_bench::{bench, table, BenchOptions};
+use detpath_instrument::records::Status;
+use detpath_instrument::report;
+use detpath_instrument::results::ResultDir;
 
 #[test]
 fn samples_and_repeats_give_n_records_per_run_and_the_report_draws_them() {
@@ -73,7 +73,7 @@ fn paper_001_table_1_profile_runs_its_samples() {
     o.workloads = vec!["table1".into()];
     let rows = bench(&o, Some(&mut dir), |_| {}).unwrap();
     assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0].workload, detpath_bench::pubsub::TABLE1);
+    assert_eq!(rows[0].workload, detpath_pubsub_bench::TABLE1);
     let run = &ResultDir::load(dir.path()).unwrap()[0];
     let recs = ResultDir::load_records(dir.path(), run).unwrap();
     assert_eq!(recs.len() as u64, N);
@@ -88,7 +88,7 @@ fn paper_001_table_1_profile_runs_its_samples() {
 fn ddsperf_rows_carry_the_cpu_of_its_processes() {
     let mut o = BenchOptions::new(&[]);
     o.seconds = 2;
-    o.pinning = Some(detpath_bench::pubsub::Pinning { sender_cpu: 0, receiver_cpu: 1, rt_priority: None });
+    o.pinning = Some(detpath_pubsub_bench::Pinning { sender_cpu: 0, receiver_cpu: 1, rt_priority: None });
     let rows = bench(&o, None, |_| {}).unwrap();
     let names: Vec<&str> = rows.iter().map(|r| r.workload.as_str()).collect();
     assert_eq!(names, ["latency 32B 1kHz", "rate 32B", "bandwidth 1KiB"]);
