@@ -136,6 +136,13 @@ impl<B: Copy> Sender<B> {
     /// Sends one datagram (fragmented when above one frame), or parks it
     /// while its destination resolves. `tos`: the IPv4 type of service byte.
     pub(crate) fn send<P: TxPort<Buf = B>>(&mut self, port: &mut P, payload: &[u8], peer: SocketAddrV4, tos: u8) -> Result<()> {
+        let r = self.send_one(port, payload, peer, tos);
+        // A destination that resolved during the call: what waited for it goes now.
+        self.service_parked(port);
+        r
+    }
+
+    fn send_one<P: TxPort<Buf = B>>(&mut self, port: &mut P, payload: &[u8], peer: SocketAddrV4, tos: u8) -> Result<()> {
         if payload.len() > self.max_payload {
             return self.send_fragmented(port, payload, peer, tos);
         }
@@ -155,6 +162,13 @@ impl<B: Copy> Sender<B> {
     /// a failure after the first is reported by the count, as
     /// [`crate::Endpoint::send_batch`] says.
     pub(crate) fn send_batch<P: TxPort<Buf = B>>(&mut self, port: &mut P, batch: &[TxDatagram<'_>], chunk: usize) -> Result<usize> {
+        let r = self.send_chunks(port, batch, chunk);
+        // A destination that resolved during the call: what waited for it goes now.
+        self.service_parked(port);
+        r
+    }
+
+    fn send_chunks<P: TxPort<Buf = B>>(&mut self, port: &mut P, batch: &[TxDatagram<'_>], chunk: usize) -> Result<usize> {
         let partial = |sent: usize, e: Error| if sent == 0 { Err(e) } else { Ok(sent) };
         let mut sent = 0usize;
         while sent < batch.len() {
@@ -216,6 +230,14 @@ impl<B: Copy> Sender<B> {
         let mut queued = 0;
         while i < self.parked.len() {
             let p = self.parked[i];
+            // Those before `i` stay parked: one of them to the same
+            // destination keeps this one behind it (the resolver may answer
+            // between two frames of one pass), so a destination's frames
+            // leave in the order they were sent.
+            if self.parked[..i].iter().any(|q| q.ip == p.ip) {
+                i += 1;
+                continue;
+            }
             match port.resolve(p.ip) {
                 Lookup::Resolving => i += 1,
                 Lookup::Ready(mac) => {
@@ -260,6 +282,13 @@ impl<B: Copy> Sender<B> {
         }
     }
 
+    /// Whether datagrams to `ip` are parked: a later one to it parks behind
+    /// them even when its MAC is known now, so that they keep their order
+    /// (the call ends by servicing them all).
+    fn waiting_for(&self, ip: Ipv4Addr) -> bool {
+        !self.parked.is_empty() && self.parked.iter().any(|p| p.ip == ip)
+    }
+
     /// The headers of the next datagram to `peer` (a fresh IPv4 id).
     fn header(&mut self, peer: SocketAddrV4, dst_mac: MacAddr, tos: u8) -> UdpFrameHeader {
         self.ip_id = self.ip_id.wrapping_add(1);
@@ -270,7 +299,7 @@ impl<B: Copy> Sender<B> {
     /// stages it, or parks it while its destination resolves (the caller
     /// reserved room for one frame).
     fn stage_one<P: TxPort<Buf = B>>(&mut self, port: &mut P, payload: &[u8], peer: SocketAddrV4, tos: u8) -> Result<Staged> {
-        let dst_mac = self.lookup(port, *peer.ip())?;
+        let dst_mac = self.lookup(port, *peer.ip())?.filter(|_| !self.waiting_for(*peer.ip()));
         if dst_mac.is_none() && self.parked.len() >= PARK_SLOTS {
             port.counters().tx_no_neigh += 1;
             return Err(Error::NoNeighbour { peer: *peer.ip(), iface: port.name().clone(), why: "still resolving, and every parking slot is taken" });
@@ -296,7 +325,7 @@ impl<B: Copy> Sender<B> {
         if payload.len() > self.max_datagram {
             return Err(too_large(port, payload.len(), self.max_datagram));
         }
-        let dst_mac = self.lookup(port, *peer.ip())?;
+        let dst_mac = self.lookup(port, *peer.ip())?.filter(|_| !self.waiting_for(*peer.ip()));
         let mtu = self.max_payload + IPV4_HLEN + UDP_HLEN;
         let frags = udp_fragment_count(payload.len(), mtu);
         let h = self.header(peer, dst_mac.unwrap_or_default(), tos);

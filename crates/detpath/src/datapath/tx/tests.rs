@@ -31,6 +31,9 @@ struct BytesPort {
     wire: Vec<Vec<u8>>,
     /// Frames the queue takes before it is full (`send_parked` refuses).
     queue_room: usize,
+    /// Lookups answered so far, and after how many the peer resolves (if set).
+    lookups: usize,
+    ready_after: Option<usize>,
     counters: Counters,
 }
 
@@ -44,6 +47,8 @@ impl BytesPort {
             staged: Vec::new(),
             wire: Vec::new(),
             queue_room: usize::MAX,
+            lookups: 0,
+            ready_after: None,
             counters: Counters::default(),
         }
     }
@@ -63,6 +68,10 @@ impl BytesPort {
 impl TxPort for BytesPort {
     type Buf = usize;
     fn resolve(&mut self, ip: Ipv4Addr) -> Lookup {
+        self.lookups += 1;
+        if self.ready_after.is_some_and(|n| self.lookups > n) {
+            self.neigh.insert(ip, Lookup::Ready(PEER_MAC));
+        }
         self.neigh.get(&ip).copied().unwrap_or(Lookup::OffLink)
     }
     fn unresolved(&self, ip: Ipv4Addr) -> Error {
@@ -285,5 +294,39 @@ fn a_batch_sends_what_precedes_a_failure_and_says_how_many() {
     assert_eq!((port.counters.tx_packets, port.counters.tx_no_route), (3, 1));
     // A batch whose first datagram fails reports the error itself.
     assert!(matches!(tx.send_batch(&mut port, &batch[3..], 2), Err(Error::NoRoute { .. })));
+    port.assert_no_leak(0);
+}
+
+#[test]
+fn a_datagram_sent_as_its_peer_resolves_goes_after_those_parked_for_it() {
+    let mut port = BytesPort::new(16).with_peer(Lookup::Resolving);
+    let mut tx = sender();
+    let (first, second, third) = (fill(1, 40), fill(2, 3000), fill(3, 50));
+    tx.send(&mut port, &first, peer(), 0).unwrap();
+    // The resolver learns the MAC between two sends (or within one batch).
+    port.neigh.insert(*peer().ip(), Lookup::Ready(PEER_MAC));
+    tx.send(&mut port, &second, peer(), 0).unwrap();
+    tx.send_batch(&mut port, &[TxDatagram { payload: &third, peer: peer() }], 8).unwrap();
+    assert!(!tx.has_parked(), "the call that found the MAC sent what waited");
+    assert_eq!(datagrams(&port.wire), [(PEER_MAC, first), (PEER_MAC, second), (PEER_MAC, third)], "in the order sent");
+    assert_eq!(port.counters.tx_packets, 3);
+    port.assert_no_leak(0);
+}
+
+#[test]
+fn a_peer_resolving_in_the_middle_of_a_pass_gets_its_parked_frames_in_order() {
+    let mut port = BytesPort::new(16).with_peer(Lookup::Resolving);
+    let mut tx = sender();
+    let sent: Vec<Vec<u8>> = (0..6).map(|i| fill(i, 30 + i as usize)).collect();
+    for p in &sent {
+        tx.send(&mut port, p, peer(), 0).unwrap();
+    }
+    assert!(port.wire.is_empty());
+    // The resolver answers on the second lookup of the next pass (the kernel
+    // learnt the MAC between two parked frames).
+    port.ready_after = Some(port.lookups + 1);
+    tx.service_parked(&mut port);
+    tx.service_parked(&mut port);
+    assert_eq!(datagrams(&port.wire).into_iter().map(|d| d.1).collect::<Vec<_>>(), sent, "in the order sent");
     port.assert_no_leak(0);
 }
