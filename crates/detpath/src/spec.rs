@@ -9,26 +9,29 @@
 //!            <device>             dpdk://0000:03:00.0?addr=10.0.0.1&port=7000
 //! ```
 //!
-//! A spec is typed once parsed: the datapath, its keys (typed fields and
-//! [`EndpointSpec::extra`]) and an ordered list of layers
-//! ([`EndpointSpec::layers`], see [`crate::layer`]). Parsing routes each key:
-//! to a typed field, to the layer that claims it (the `rt_*` keys are the
-//! real-time layer's, `drop=`/`dup=`/... the fault injector's, `pcap=` the
-//! capture's, with the `detpath-open` facade `sched=...` the slot
-//! scheduler's), or to `extra` for the datapath. A program that adds keys
-//! builds on the typed value ([`EndpointSpec::with_key`],
-//! [`EndpointSpec::with_layer`]) and never appends text.
+//! A spec is typed once parsed: the datapath, the common keys (typed
+//! fields), the datapath's own keys as given ([`EndpointSpec::extra`]) and
+//! an ordered list of layers ([`EndpointSpec::layers`], see
+//! [`crate::layer`]). Parsing routes each key: to a typed field, to the
+//! layer that claims it (the `rt_*` keys are the real-time layer's,
+//! `drop=`/`dup=`/... the fault injector's, `pcap=` the capture's, with the
+//! `detpath-open` facade `sched=...` the slot scheduler's), or to `extra`
+//! for the datapath. A program that adds keys builds on the typed value
+//! ([`EndpointSpec::with_key`], [`EndpointSpec::with_layer`]) and never
+//! appends text.
 //!
 //! Every datapath takes [`COMMON_KEYS`]: `iface`, `addr`, `port`.
 //!
 //! `rx_stamp` (user|xdp|kernel: where `RxMeta::rx_ns` is taken; see
 //! [`EndpointSpec::rx_stamp`]) is read by the datapaths that offer more than `user`.
 //!
-//! Keys parsed here into typed fields, taken by the datapaths that declare
-//! them ([`crate::datapath::Datapath::keys`]): `queue`, `mode` (auto|native|skb),
-//! `zerocopy` (true|false), `busy_poll` (true|false), `ring` (ring size),
-//! `frame` (AF_XDP frame size), `batch`, `checksum` (verify|skip). Any other
-//! key lands in [`EndpointSpec::extra`] for its datapath to read. A key the
+//! Each datapath reads its own keys from `extra` into its own settings
+//! (e.g. [`crate::datapath::afxdp::AfxdpKeys::from_spec`]) and lists them in
+//! its registry entry ([`crate::datapath::Datapath::keys`]). Keys several
+//! datapaths share (`queue`, `mode`, `zerocopy`, `busy_poll`, `ring`,
+//! `frame`, `batch`, `checksum`) have one syntax, checked here as the
+//! string is read (a bad value is refused at once, naming the key), and,
+//! like the typed fields, a later one overrides an earlier one. A key the
 //! datapath does not declare is refused by [`crate::open_spec`], naming the
 //! key and the datapath: `udp://10.0.0.1:7000?zerocopy=true` is an error.
 //!
@@ -39,7 +42,7 @@ use crate::endpoint::RxStamp;
 use crate::error::{Error, Result};
 use crate::layer::{Layer, LayerKeys, LayerRef, LayerUse, Registry};
 use crate::realtime::RealtimeSpec;
-use detpath_sys::XdpMode;
+use crate::datapath::keys;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::Ipv4Addr;
@@ -61,27 +64,9 @@ pub struct EndpointSpec {
     pub addr: Option<Ipv4Addr>,
     /// Local UDP port (0: any, kernel sockets only).
     pub port: u16,
-    /// The NIC receive queue to serve (`queue=`, default 0).
-    pub queue: u32,
-    /// XDP mode asked for; `None` (`mode=auto`): native if the driver has it, else skb, reported.
-    pub mode: Option<XdpMode>,
-    /// `Some(true)`: zero-copy or fail; `Some(false)` / `None`: copy mode.
-    pub zero_copy: Option<bool>,
-    /// Ask for socket busy polling (`busy_poll=`, default true; what was
-    /// obtained is in `Capabilities::busy_poll`).
-    pub busy_poll: bool,
-    /// Descriptors per ring (`ring=`, a power of two; default 2048).
-    pub ring_size: u32,
-    /// AF_XDP UMEM chunk size (`frame=`, 2048 or 4096 bytes; default 4096).
-    pub frame_size: u32,
-    /// Most datagrams one batched call moves (`batch=`, at least 1; default 64).
-    pub batch: u32,
-    /// Verify UDP checksums on receive (default). `checksum=skip` accepts
-    /// frames from senders that leave partial checksums (kernel over veth with tx offload).
-    pub verify_checksum: bool,
     /// The layers over the datapath, innermost first (the order they wrap in).
     pub layers: Vec<LayerUse>,
-    /// The datapath's keys that have no typed field.
+    /// The datapath's own keys, as given (each datapath parses those it takes).
     pub extra: BTreeMap<String, String>,
     /// Every datapath key the spec gave, in order (what [`crate::datapath::Datapath::check_keys`] checks).
     pub given: GivenKeys,
@@ -128,14 +113,6 @@ impl EndpointSpec {
             device: None,
             addr: None,
             port: 0,
-            queue: 0,
-            mode: None,
-            zero_copy: None,
-            busy_poll: true,
-            ring_size: 2048,
-            frame_size: 4096,
-            batch: 64,
-            verify_checksum: true,
             layers: Vec::new(),
             extra: BTreeMap::new(),
             given: GivenKeys::default(),
@@ -196,7 +173,7 @@ impl EndpointSpec {
     /// already is replaced): a datapath key, or a layer's. A layer's keys
     /// are checked together when the endpoint opens (they may be set one by one).
     pub fn with_key(mut self, key: &str, value: impl fmt::Display) -> Result<EndpointSpec> {
-        self.set_key(key, &value.to_string(), true).and_then(|()| self.validate_fields()).map_err(|why| self.bad(why))?;
+        self.set_key(key, &value.to_string(), true).map_err(|why| self.bad(why))?;
         Ok(self)
     }
 
@@ -259,43 +236,19 @@ impl EndpointSpec {
         match k {
             "iface" => self.iface = Some(v.to_string()),
             "addr" => self.addr = Some(v.parse().map_err(|_| format!("`addr` takes an IPv4 address, not `{v}`"))?),
-            "port" => self.port = parse_num(k, v)?,
-            "queue" => self.queue = parse_num(k, v)?,
-            "mode" => {
-                self.mode = match v {
-                    "auto" => None,
-                    _ => Some(v.parse::<XdpMode>().map_err(|_| {
-                        // `mode` is the XDP mode; the slot scheduler's delivery mode has its own key.
-                        let hint = if matches!(v, "strict" | "relaxed") {
-                            format!(" (the slot scheduler's delivery mode is `sched_mode={v}`)")
-                        } else {
-                            String::new()
-                        };
-                        format!("`mode` takes auto, native or skb, not `{v}`{hint}")
-                    })?),
-                }
-            }
-            "zerocopy" => self.zero_copy = Some(parse_bool(k, v)?),
-            "busy_poll" => self.busy_poll = parse_bool(k, v)?,
-            "ring" => self.ring_size = parse_num(k, v)?,
-            "frame" => self.frame_size = parse_num(k, v)?,
-            "batch" => self.batch = parse_num(k, v)?,
-            "checksum" => {
-                self.verify_checksum = match v {
-                    "verify" => true,
-                    "skip" => false,
-                    _ => return Err(format!("`checksum` takes verify or skip, not `{v}`")),
-                }
-            }
+            "port" => self.port = keys::number(k, v)?,
             _ => {
-                if let Some(layer) = self.registry.0.iter().copied().find(|l| l.claims(k)) {
+                if let Some(valid) = keys::check(k, v) {
+                    // A shared datapath key: its syntax checked now; given again, it overrides.
+                    valid?;
+                    self.extra.insert(k.to_string(), v.to_string());
+                } else if let Some(layer) = self.registry.0.iter().copied().find(|l| l.claims(k)) {
                     let keys = self.use_layer(LayerRef::Registered(layer));
                     if keys.insert(k.to_string(), v.to_string()).is_some() && !replace {
                         return Err(format!("`{k}` given twice"));
                     }
                     return Ok(());
-                }
-                if self.extra.insert(k.to_string(), v.to_string()).is_some() && !replace {
+                } else if self.extra.insert(k.to_string(), v.to_string()).is_some() && !replace {
                     return Err(format!("`{k}` given twice"));
                 }
             }
@@ -307,21 +260,10 @@ impl EndpointSpec {
         Ok(())
     }
 
-    /// The checks of a whole spec (ring, batch, each layer's keys).
+    /// The checks of a whole spec (each layer's keys; the datapath's own
+    /// keys are checked as they are read, and by the datapath when it opens).
     fn validate(&self) -> std::result::Result<(), String> {
-        self.validate_fields()?;
         self.layers.iter().try_for_each(|u| u.layer.check(&u.keys))
-    }
-
-    /// The checks of the typed fields.
-    fn validate_fields(&self) -> std::result::Result<(), String> {
-        if self.ring_size == 0 || !self.ring_size.is_power_of_two() {
-            return Err(format!("`ring` must be a power of two, not {}", self.ring_size));
-        }
-        if self.batch == 0 {
-            return Err("`batch` must be at least 1".into());
-        }
-        Ok(())
     }
 
     fn bad(&self, why: impl Into<String>) -> Error {
@@ -349,6 +291,16 @@ impl EndpointSpec {
         }
     }
 
+    /// The datapath key `name` read with `parse` (a parser of
+    /// [`crate::datapath::keys`] or the datapath's own), or `default` when
+    /// the spec does not give it; a bad value is an error naming the spec.
+    pub(crate) fn key<T>(&self, name: &str, default: T, parse: impl FnOnce(&str) -> std::result::Result<T, String>) -> Result<T> {
+        match self.extra.get(name) {
+            None => Ok(default),
+            Some(v) => parse(v).map_err(|why| self.bad(why)),
+        }
+    }
+
     /// The port, or an error when it is 0 and the datapath cannot pick one.
     pub(crate) fn require_port(&self) -> Result<u16> {
         if self.port == 0 {
@@ -357,18 +309,6 @@ impl EndpointSpec {
             Ok(self.port)
         }
     }
-}
-
-fn parse_bool(key: &str, v: &str) -> std::result::Result<bool, String> {
-    match v {
-        "1" | "true" | "yes" | "on" => Ok(true),
-        "0" | "false" | "no" | "off" => Ok(false),
-        _ => Err(format!("`{key}` takes true or false, not `{v}`")),
-    }
-}
-
-fn parse_num<T: FromStr>(key: &str, v: &str) -> std::result::Result<T, String> {
-    v.parse().map_err(|_| format!("`{key}` takes a number, not `{v}`"))
 }
 
 impl FromStr for EndpointSpec {
@@ -418,15 +358,6 @@ impl fmt::Display for EndpointSpec {
         } else {
             write!(f, ":{}", self.port)?;
         }
-        if self.queue != 0 {
-            q.push(format!("queue={}", self.queue));
-        }
-        if let Some(m) = self.mode {
-            q.push(format!("mode={m}"));
-        }
-        if let Some(z) = self.zero_copy {
-            q.push(format!("zerocopy={z}"));
-        }
         for (k, v) in &self.extra {
             q.push(format!("{k}={v}"));
         }
@@ -458,7 +389,8 @@ mod tests {
     fn afxdp_interface_form() {
         let s: EndpointSpec = "afxdp://veth0?port=7000&queue=1&mode=native&zerocopy=true".parse().unwrap();
         assert_eq!(s.iface.as_deref(), Some("veth0"));
-        assert_eq!((s.port, s.queue, s.mode, s.zero_copy), (7000, 1, Some(XdpMode::Native), Some(true)));
+        assert_eq!(s.port, 7000);
+        assert_eq!(s.extra.get("mode").map(String::as_str), Some("native"), "the datapath's own keys stay as given");
         let again: EndpointSpec = s.to_string().parse().unwrap();
         assert_eq!(again, s);
     }

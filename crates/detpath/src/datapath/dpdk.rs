@@ -67,6 +67,7 @@
 //! says the build lacks DPDK and how to rebuild.
 
 use crate::datapath::entry::{Datapath, FrameDatapath, GroupReception};
+use crate::datapath::keys;
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
 use crate::frame::FrameEndpoint;
@@ -165,6 +166,10 @@ pub struct Config {
     pub burst: u16,
     /// RX and TX descriptors asked for (`ring=`, at most 16384; the driver may adjust).
     pub ring: u16,
+    /// The interface's queue a virtual device serves (`queue=`, default 0; a PCI port uses 0).
+    pub queue: u32,
+    /// Verify UDP checksums on receive (`checksum=verify`, default; `skip` accepts partial ones).
+    pub verify_checksum: bool,
     /// A frame endpoint of this EtherType (the frame datapath); `None`: UDP.
     pub ethertype: Option<u16>,
     /// `rx_stamp=xdp`: net_af_xdp loads our time-stamping program (bpf/xsk_stamp.bpf.c).
@@ -240,13 +245,17 @@ impl Config {
         if !["emergency", "error", "warning", "notice", "info", "debug"].contains(&log_level.as_str()) {
             return Err(bad(format!("`log` takes error, warning, notice, info or debug, not `{log_level}`")));
         }
-        if spec.queue != 0 && pci.is_some() {
+        let queue: u32 = spec.key("queue", 0, |v| keys::number("queue", v))?;
+        let ring = spec.key("ring", 2048, keys::ring)?;
+        let batch = spec.key("batch", 64, keys::batch)?;
+        let verify_checksum = spec.key("checksum", true, keys::checksum)?;
+        if queue != 0 && pci.is_some() {
             return Err(bad("a PCI port uses queue 0 only".into()));
         }
-        if spec.ring_size > 16384 {
-            return Err(bad(format!("`ring` at most 16384 for DPDK, not {}", spec.ring_size)));
+        if ring > 16384 {
+            return Err(bad(format!("`ring` at most 16384 for DPDK, not {ring}")));
         }
-        let burst = spec.batch.min(512) as u16;
+        let burst = batch.min(512) as u16;
         let xdp_stamp = spec.rx_stamp(&[crate::RxStamp::Xdp])? == crate::RxStamp::Xdp;
         if xdp_stamp && (pci.is_some() || vdev != Vdev::AfXdp) {
             return Err(bad("`rx_stamp=xdp` needs `vdev=af_xdp` over an interface (the stamp is written by the XDP program net_af_xdp loads)".into()));
@@ -271,7 +280,9 @@ impl Config {
             arp_timeout_ms: num("arp_timeout", 1000, 1, 60_000)?,
             log_level,
             burst,
-            ring: spec.ring_size as u16,
+            ring: ring as u16,
+            queue,
+            verify_checksum,
             ethertype: None,
             xdp_stamp,
             group,

@@ -11,6 +11,7 @@ pub(crate) mod defrag;
 pub mod dpdk;
 pub mod entry;
 pub mod filter;
+pub(crate) mod keys;
 pub mod packet;
 pub(crate) mod rx_rule;
 pub(crate) mod tx;

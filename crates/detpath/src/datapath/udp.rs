@@ -14,6 +14,7 @@
 //! them and caps them at net.core.rmem_max / wmem_max unless root).
 
 use crate::datapath::entry::{Datapath, GroupReception};
+use crate::datapath::keys;
 use crate::datapath::wait::{wait_readable, Step, Wait};
 use crate::endpoint::{check_no_class, monotonic_ns, Capabilities, Counters, Endpoint, Mark, RecvMode, RxBatch, RxMeta, RxStamp, TxDatagram};
 use crate::error::{last_os_error, Error, Result};
@@ -174,7 +175,7 @@ fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
         std::net::SocketAddr::V4(a) => a,
         std::net::SocketAddr::V6(_) => unreachable!("bound to an IPv4 address"),
     };
-    let batch = (spec.batch as usize).clamp(1, MAX_BATCH);
+    let batch = (spec.key("batch", 64, keys::batch)? as usize).clamp(1, MAX_BATCH);
     let rx_stamp = spec.rx_stamp(&[RxStamp::Kernel])?;
     let kernel_stamp = rx_stamp == RxStamp::Kernel;
     if kernel_stamp {
@@ -202,7 +203,7 @@ fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
     }
     // The kernel fragments what does not fit one frame.
     caps.max_datagram = detpath_wire::MAX_UDP_PAYLOAD;
-    if spec.busy_poll {
+    if spec.key("busy_poll", true, |v| keys::boolean("busy_poll", v))? {
         match setsockopt_int(&sock, libc::SOL_SOCKET, libc::SO_BUSY_POLL, BUSY_POLL_US) {
             Ok(()) => caps.busy_poll = true,
             Err(e) => caps.notes.push(format!("SO_BUSY_POLL refused ({e}); blocking reads sleep at once")),
@@ -278,7 +279,7 @@ fn open_group(spec: &EndpointSpec, group: Ipv4Addr, rcvbuf: Option<i32>) -> Resu
             .or_else(|_| setsockopt_int(&sock, libc::SOL_SOCKET, libc::SO_RCVBUF, n))
             .map_err(|e| Error::io(format!("setting rcvbuf={n} on the UDP socket"), e))?;
     }
-    let batch = (spec.batch as usize).clamp(1, MAX_BATCH);
+    let batch = (spec.key("batch", 64, keys::batch)? as usize).clamp(1, MAX_BATCH);
     let caps = Capabilities {
         datapath: "udp",
         max_batch: batch,

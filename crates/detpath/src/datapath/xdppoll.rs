@@ -8,6 +8,7 @@
 use crate::datapath::defrag::Defrag;
 use crate::datapath::entry::{Datapath, FrameDatapath, GroupReception};
 use crate::datapath::filter::{FilterConfig, FilterProgram};
+use crate::datapath::keys;
 use crate::datapath::rx_rule::{self, UdpRule, Verdict};
 use crate::datapath::wait::{wait_readable, Step, Wait};
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, Endpoint, RecvMode, RxMeta, RxStamp};
@@ -156,7 +157,7 @@ type Record<T> = Verdict<(T, usize, usize)>;
 impl PollFeed {
     fn attach(spec: &EndpointSpec, dev: &NetDev, filter: FilterConfig) -> Result<(PollFeed, RxStamp)> {
         let rx_stamp = spec.rx_stamp(&[RxStamp::Xdp])?;
-        let prog = FilterProgram::attach(OBJECT, "detpath_xdppoll", dev, spec.mode, filter.stamped(rx_stamp == RxStamp::Xdp))?;
+        let prog = FilterProgram::attach(OBJECT, "detpath_xdppoll", dev, spec.key("mode", None, keys::mode)?, filter.stamped(rx_stamp == RxStamp::Xdp))?;
         let map = prog.map_handle("dp_ring")?;
         let fd = map.as_fd().try_clone_to_owned().map_err(|e| Error::io("duplicating the ring buffer fd", e))?;
         let ring = RingConsumer::new(fd, 1 << 22)?;
@@ -249,7 +250,7 @@ fn open(spec: &EndpointSpec) -> Result<Box<dyn Endpoint>> {
         notes: vec!["rx: BPF ring buffer (copy), tx: kernel UDP socket".into()],
         ..Default::default()
     };
-    Ok(Box::new(XdpPollEndpoint { feed, tx, local, verify_checksum: spec.verify_checksum, defrag: Defrag::default(), caps, counters: Counters::default() }))
+    Ok(Box::new(XdpPollEndpoint { feed, tx, local, verify_checksum: spec.key("checksum", true, keys::checksum)?, defrag: Defrag::default(), caps, counters: Counters::default() }))
 }
 
 impl Endpoint for XdpPollEndpoint {

@@ -56,11 +56,13 @@
 //! Linux 5.11+ for busy polling, 5.9+ for the BPF link.
 
 mod feed;
+mod keys;
 mod ring;
 mod setup;
 mod tx_port;
 mod umem;
 
+pub use keys::{AfxdpKeys, FRAME_KEYS, KEYS};
 pub use setup::open_afxdp;
 
 use crate::datapath::defrag::Defrag;
@@ -89,7 +91,7 @@ use umem::Umem;
 pub static FRAME_DATAPATH: FrameDatapath = FrameDatapath {
     name: "afxdp",
     summary: "AF_XDP socket behind an XDP redirect of one EtherType; native/skb, copy/zero-copy",
-    keys: &["queue", "mode", "zerocopy", "busy_poll", "ring", "frame", "batch", "xdp", "rx_stamp"],
+    keys: FRAME_KEYS,
     open: |spec| Ok(Box::new(setup::open_afxdp_framing(spec, Framing::Ether { ethertype: spec.require_port()? })?)),
 };
 
@@ -101,7 +103,7 @@ pub(crate) static DATAPATH: Datapath = Datapath {
     summary: "AF_XDP socket (UMEM + 4 rings) behind an XDP redirect of this address:port; native/skb, copy/zero-copy",
     arrival_stamp: Some("rx_stamp=xdp"),
     group_reception: GroupReception::KernelSocket,
-    keys: &["queue", "mode", "zerocopy", "busy_poll", "ring", "frame", "batch", "checksum", "xdp", "rx_stamp"],
+    keys: KEYS,
     open: Some(open),
     frames: Some(&FRAME_DATAPATH),
 };

@@ -6,7 +6,7 @@
 use super::feed::XdpFeed;
 use super::ring::{Ring, RingKind};
 use super::umem::Umem;
-use super::{AfxdpEndpoint, Framing, XDP_PACKET_HEADROOM};
+use super::{AfxdpEndpoint, AfxdpKeys, Framing, XDP_PACKET_HEADROOM};
 use crate::datapath::filter::FilterConfig;
 use crate::datapath::tx::Sender;
 use crate::endpoint::{Capabilities, Counters, RxStamp};
@@ -54,6 +54,8 @@ struct Settings {
     want_zero_copy: bool,
     /// `rx_stamp=xdp`: our program writes a receive time stamp into each frame's metadata.
     xdp_stamp: bool,
+    /// The spec's typed keys.
+    keys: AfxdpKeys,
 }
 
 impl Settings {
@@ -63,7 +65,8 @@ impl Settings {
             Some("shared") => true,
             Some(v) => return Err(bad_spec(spec, format!("`xdp` takes own or shared, not `{v}`"))),
         };
-        let (frame_size, ring_size) = (spec.frame_size, spec.ring_size);
+        let keys = AfxdpKeys::from_spec(spec)?;
+        let (frame_size, ring_size) = (keys.frame_size, keys.ring_size);
         if !(2048..=4096).contains(&frame_size) || !frame_size.is_power_of_two() {
             return Err(bad_spec(spec, format!("`frame` must be 2048 or 4096 (an AF_XDP chunk is a power of two between 2 KiB and a page), not {frame_size}")));
         }
@@ -74,22 +77,22 @@ impl Settings {
         if xdp_stamp && shared {
             return Err(bad_spec(spec, "`rx_stamp=xdp` needs our own XDP program; with `xdp=shared` the program is someone else's".into()));
         }
-        Ok(Settings { shared, frame_size, ring_size, want_zero_copy: spec.zero_copy == Some(true), xdp_stamp })
+        Ok(Settings { shared, frame_size, ring_size, want_zero_copy: keys.zero_copy == Some(true), xdp_stamp, keys })
     }
 }
 
 /// Refuses an interface the endpoint cannot work on, before anything is created.
 fn check_device(spec: &EndpointSpec, dev: &NetDev, s: &Settings) -> Result<()> {
     dev.require_up()?;
-    if spec.queue >= dev.queues || spec.queue >= XSKMAP_ENTRIES {
-        return Err(Error::NoSuchQueue { iface: dev.name.clone(), queue: spec.queue, count: dev.queues.min(XSKMAP_ENTRIES) });
+    if s.keys.queue >= dev.queues || s.keys.queue >= XSKMAP_ENTRIES {
+        return Err(Error::NoSuchQueue { iface: dev.name.clone(), queue: s.keys.queue, count: dev.queues.min(XSKMAP_ENTRIES) });
     }
     // An interface with an XDP program already attached is refused with that
     // program's id, unless we are to join it.
     if !s.shared {
         xdp::require_free(dev)?;
     }
-    if spec.mode == Some(XdpMode::Native) && dev.mtu > xdp::NATIVE_MAX_MTU {
+    if s.keys.mode == Some(XdpMode::Native) && dev.mtu > xdp::NATIVE_MAX_MTU {
         return Err(detpath_sys::Error::MtuTooLarge { iface: dev.name.clone(), mtu: dev.mtu, max: xdp::NATIVE_MAX_MTU, mode: "native" }.into());
     }
     let frame_need = dev.mtu + 14 + XDP_PACKET_HEADROOM;
@@ -268,19 +271,19 @@ pub(crate) fn open_afxdp_framing(spec: &EndpointSpec, framing: Framing) -> Resul
 
     let fd = xdp_socket()?;
     let Rings { umem, fill, comp, rx, tx, tx_free } = umem_and_rings(&fd, &settings)?;
-    let bound = bind_queue(&fd, &dev, spec.queue, settings.want_zero_copy)?;
+    let bound = bind_queue(&fd, &dev, settings.keys.queue, settings.want_zero_copy)?;
     // The XDP program (ours, or the one we join), with our socket in its XSKMAP at our queue.
     let feed = if settings.shared {
-        XdpFeed::shared(&dev, spec.queue, fd.as_raw_fd())?
+        XdpFeed::shared(&dev, settings.keys.queue, fd.as_raw_fd())?
     } else {
-        XdpFeed::own(XSK_REDIRECT_OBJ, &dev, spec.mode, filter.stamped(settings.xdp_stamp), spec.queue, fd.as_raw_fd())?
+        XdpFeed::own(XSK_REDIRECT_OBJ, &dev, settings.keys.mode, filter.stamped(settings.xdp_stamp), settings.keys.queue, fd.as_raw_fd())?
     };
 
     let ring_size = settings.ring_size;
     let mut caps = Capabilities {
         datapath: "afxdp",
         iface: Some(dev.name.clone()),
-        queue: Some(spec.queue),
+        queue: Some(settings.keys.queue),
         xdp_mode: feed.mode(),
         zero_copy: Some(bound.zero_copy),
         need_wakeup: Some(bound.need_wakeup),
@@ -288,15 +291,15 @@ pub(crate) fn open_afxdp_framing(spec: &EndpointSpec, framing: Framing) -> Resul
         max_payload: max_payload.min((settings.frame_size - XDP_PACKET_HEADROOM) as usize - headers),
         // UDP datagrams above one frame go as IPv4 fragments (frames carry no IP).
         max_datagram: if framing == Framing::Udp { detpath_wire::MAX_UDP_PAYLOAD } else { 0 },
-        max_batch: spec.batch.min(ring_size) as usize,
+        max_batch: settings.keys.batch.min(ring_size) as usize,
         rx_stamp: if settings.xdp_stamp { RxStamp::Xdp } else { RxStamp::User },
         notes: feed.notes(),
     };
     if !bound.need_wakeup {
         caps.notes.push("the kernel refused XDP_USE_NEED_WAKEUP: every receive and send makes a syscall".into());
     }
-    if spec.busy_poll {
-        match enable_busy_poll(&fd, spec.batch.min(ring_size) as i32) {
+    if settings.keys.busy_poll {
+        match enable_busy_poll(&fd, settings.keys.batch.min(ring_size) as i32) {
             Ok(()) => caps.busy_poll = true,
             Err(note) => caps.notes.push(note),
         }
@@ -319,7 +322,7 @@ pub(crate) fn open_afxdp_framing(spec: &EndpointSpec, framing: Framing) -> Resul
         framing,
         local: SocketAddrV4::new(addr, port),
         src_mac: dev.mac,
-        verify_checksum: spec.verify_checksum,
+        verify_checksum: settings.keys.verify_checksum,
         xdp_stamp: settings.xdp_stamp,
         defrag: Default::default(),
         zero_copy: bound.zero_copy,

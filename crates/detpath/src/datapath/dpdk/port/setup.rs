@@ -49,8 +49,8 @@ pub(super) fn open_vdev(spec: &EndpointSpec, cfg: Config, port_no: u16, id: u32)
         Some(_) => spec.addr.unwrap_or(Ipv4Addr::UNSPECIFIED),
         None => dev.pick_ipv4(spec.addr)?,
     };
-    if spec.queue >= dev.queues {
-        return Err(Error::NoSuchQueue { iface: iface.clone(), queue: spec.queue, count: dev.queues });
+    if cfg.queue >= dev.queues {
+        return Err(Error::NoSuchQueue { iface: iface.clone(), queue: cfg.queue, count: dev.queues });
     }
     let ns = netns::current()?;
     let ino = netns::inode(&ns)?;
@@ -64,7 +64,7 @@ pub(super) fn open_vdev(spec: &EndpointSpec, cfg: Config, port_no: u16, id: u32)
     let stamp_object = if cfg.xdp_stamp { Some(StampObject::write(id)?) } else { None };
     let (name, args) = match cfg.vdev {
         Vdev::AfXdp => {
-            let mut args = format!("iface={iface},start_queue={},queue_count=1", spec.queue);
+            let mut args = format!("iface={iface},start_queue={},queue_count=1", cfg.queue);
             if let Some(obj) = &stamp_object {
                 args += &format!(",xdp_prog={}", obj.0.display());
             }
@@ -119,7 +119,7 @@ pub(super) fn open_vdev(spec: &EndpointSpec, cfg: Config, port_no: u16, id: u32)
             }
             Err(Configure::QueueBusy) => {
                 return Err(DpdkError::PortInUse {
-                    device: format!("{iface} queue {}", spec.queue),
+                    device: format!("{iface} queue {}", cfg.queue),
                     by: "by an AF_XDP socket the kernel has not let go of (net_af_xdp could not bind it for 1 s)".into(),
                 }
                 .into())
@@ -136,11 +136,11 @@ pub(super) fn open_vdev(spec: &EndpointSpec, cfg: Config, port_no: u16, id: u32)
         subnets: dev.ipv4.clone(),
         ifindex: Some(dev.ifindex),
         eal_note: eal.note(),
-        queue: spec.queue,
+        queue: cfg.queue,
     };
     // net_af_xdp loaded the program while configuring the queue.
     drop(stamp_object);
-    finish(spec, &cfg, owner, port, facts, setup)
+    finish(&cfg, owner, port, facts, setup)
 }
 
 /// Asks for every multicast frame (`group=`): a NIC drops group MACs nobody
@@ -271,7 +271,7 @@ pub(super) fn open_pci(spec: &EndpointSpec, cfg: Config, pci: String, port_no: u
         Err(Configure::Failed(e)) => return Err(e),
         Err(Configure::QueueBusy) => return Err(call_err(format!("setting up the queues of {}", setup.devargs), -libc::EINVAL)),
     };
-    finish(spec, &cfg, owner, port, facts, setup)
+    finish(&cfg, owner, port, facts, setup)
 }
 
 pub(super) struct Setup {
@@ -381,7 +381,7 @@ pub(super) fn configure(owner: &mut PortOwner, cfg: &Config, port: u16, id: u32,
     Ok(facts)
 }
 
-pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: u16, facts: PortFacts, s: Setup) -> Result<DpdkEndpoint> {
+pub(super) fn finish(cfg: &Config, owner: PortOwner, port: u16, facts: PortFacts, s: Setup) -> Result<DpdkEndpoint> {
     let pool = owner.pool;
     let PortFacts { driver, max_rx_pktlen, rxd, txd } = facts;
     // The XDP program the PMD attached, to remove it on close if the PMD does not.
@@ -472,7 +472,7 @@ pub(super) fn finish(spec: &EndpointSpec, cfg: &Config, owner: PortOwner, port: 
         mac: s.mac,
         caps,
         counters: Counters::default(),
-        verify_checksum: spec.verify_checksum,
+        verify_checksum: cfg.verify_checksum,
         xdp_stamp: cfg.xdp_stamp,
         burst,
         mbufs: cfg.mbufs,
