@@ -38,7 +38,7 @@ fn visible_args(cmd: &Command) -> impl Iterator<Item = &Arg> {
 /// Flag names that say a length of time.
 fn names_a_time(long: &str) -> bool {
     const EXEMPT: &[&str] = &[
-        // `10x` (times the run's median) or a latency: detpath_bench::tail::TailThreshold parses it.
+        // `10x` (times the run's median) or a latency: detpath_instrument::tail::TailThreshold parses it.
         "tail-threshold",
         // a packet rate, not a time
         "rate-threshold-pps",

@@ -32,7 +32,7 @@
 //!   [`SlotsEndpoint`]; the `detpath-open` facade lists it with detpath's layers.
 //!
 //! `detpath sched bench` (slots versus clock_nanosleep) is
-//! `detpath_bench::slots`: this crate depends on detpath only, so every
+//! `detpath_sched_bench`: this crate depends on detpath only, so every
 //! layer that opens a user's spec (bench, pubsub, the bindings, the CLI)
 //! opens it with `detpath_open::open`, whose registry has [`LAYER`].
 //!

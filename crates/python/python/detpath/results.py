@@ -1,6 +1,6 @@
 """Reading ``detpath bench`` result directories into pandas DataFrames.
 
-A result directory (see crates/bench/src/results.rs) holds ``summary.json``
+A result directory (see crates/instrument/src/results.rs) holds ``summary.json``
 (``{"format": "detpath-bench/1", "runs": [...]}``, one entry per run) and,
 per run, a CSV of raw per-round records named by the run's
 ``records_file``::
