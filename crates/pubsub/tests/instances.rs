@@ -64,7 +64,7 @@ fn keep_last_1_reader_keeps_the_last_sample_of_each_instance() {
     keys.sort();
     assert_eq!(keys, (0..10).map(|k| (k, 21 + k)).collect::<Vec<_>>(), "the last sample of each of the 10 instances");
     assert!(got.iter().all(|g| g.2 && g.3 == InstanceState::Alive));
-    assert_eq!(got[0].4, Some(key_hash_u32(got[0].0)), "key hash read from the payload (the writer sent none inline)");
+    assert_eq!(got[0].4, Some(key_hash_u32(got[0].0)), "the key hash of the sample (sent inline by the writer)");
     let st = net.nodes[1].reader_status(r);
     assert_eq!((st.replaced, st.instances, st.lost), (20, 10, 0));
 }

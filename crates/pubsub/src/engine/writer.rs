@@ -185,6 +185,14 @@ impl WriterCore {
     }
 
     /// The instance a serialized sample belongs to (keyed writers).
+    /// Whether its DATA carry the key hash inline (PID_KEY_HASH, as
+    /// CycloneDDS and Fast DDS send it): a user writer of a keyed type that
+    /// can compute it. Readers then sort samples into instances without
+    /// reading the payload (and a reader of another layout still can).
+    fn sends_key_hash(&self) -> bool {
+        self.keyed && self.key_of.is_some() && !self.guid.entity.is_builtin()
+    }
+
     fn key_of(&self, payload: &[u8]) -> Option<[u8; 16]> {
         if self.keyed {
             Some(self.key_of.and_then(|f| f(payload, false)).unwrap_or_default())
@@ -256,10 +264,11 @@ impl WriterCore {
         let first = self.first_available_after(sn);
         let (writer_id, hb_count) = (self.guid.entity, self.hb_count + 1);
         let has_reliable = self.reliable_proxies().next().is_some();
+        let inline_kh = self.sends_key_hash();
         let built = (|| -> Result<(usize, std::ops::Range<usize>), WireError> {
             let mut b = MessageBuilder::new(ctx.tx, ctx.prefix, VendorId::DETPATH)?;
             b.info_ts(source_ts)?;
-            let range = b.data_with_range(EntityId::UNKNOWN, writer_id, SequenceNumber(sn), None, |w| serialize(w))?;
+            let range = b.data_with_range(EntityId::UNKNOWN, writer_id, SequenceNumber(sn), inline_kh.then_some(&key_hash_placeholder), |w| serialize(w))?;
             if has_reliable {
                 b.heartbeat(EntityId::UNKNOWN, writer_id, SequenceNumber(first), SequenceNumber(sn), hb_count, !need_ack, false)?;
             }
@@ -269,6 +278,9 @@ impl WriterCore {
             Ok((len, range)) => {
                 self.last_len = range.len();
                 let meta = SampleMeta { key_hash: self.key_of(&ctx.tx[range.clone()]), ..meta };
+                if inline_kh {
+                    fill_key_hash(ctx.tx, range.start, meta.key_hash);
+                }
                 if !self.keep(meta, &ctx.tx[range]) {
                     return Err(WriteError::TooManyInstances);
                 }
@@ -349,7 +361,7 @@ impl WriterCore {
         let (writer_id, hb_count) = (self.guid.entity, self.hb_count + 1);
         let built = (|| -> Result<usize, WireError> {
             let mut b = MessageBuilder::new(ctx.tx, ctx.prefix, VendorId::DETPATH)?;
-            push_sample(&mut b, EntityId::UNKNOWN, writer_id, &SampleMeta { key_hash: Some(key), ..meta }, serialized_key)?;
+            push_sample(&mut b, EntityId::UNKNOWN, writer_id, &SampleMeta { key_hash: Some(key), ..meta }, serialized_key, false)?;
             if has_reliable {
                 b.heartbeat(EntityId::UNKNOWN, writer_id, SequenceNumber(first), SequenceNumber(sn), hb_count, true, false)?;
             }
@@ -382,6 +394,7 @@ impl WriterCore {
         }
         let sn = self.next_sn;
         let writer_id = self.guid.entity;
+        let inline_kh = self.sends_key_hash();
         for attempt in 0..2 {
             if self.batch_len == 0 {
                 match MessageBuilder::new(&mut self.batch, ctx.prefix, VendorId::DETPATH) {
@@ -391,13 +404,18 @@ impl WriterCore {
             }
             let mark = self.batch_len;
             let mut b = MessageBuilder::resume(&mut self.batch, mark);
-            let res = b.info_ts(source_ts).and_then(|_| b.data_with_range(EntityId::UNKNOWN, writer_id, SequenceNumber(sn), None, |w| serialize(w)));
+            let res = b
+                .info_ts(source_ts)
+                .and_then(|_| b.data_with_range(EntityId::UNKNOWN, writer_id, SequenceNumber(sn), inline_kh.then_some(&key_hash_placeholder), |w| serialize(w)));
             // Keep room for the heartbeat the flush appends.
             match res {
                 Ok(range) if b.remaining() >= HB_LEN => {
                     let end = b.finish();
                     self.last_len = range.len();
                     let key_hash = self.key_of(&self.batch[range.clone()]);
+                    if inline_kh {
+                        fill_key_hash(&mut self.batch, range.start, key_hash);
+                    }
                     let meta = SampleMeta { sn, writer: self.guid, source_ts, reception_ns: now, valid_data: true, key_hash, ..Default::default() };
                     let batch = std::mem::take(&mut self.batch);
                     let kept = self.keep(meta, &batch[range]);
@@ -612,6 +630,7 @@ impl WriterCore {
     fn resend(&mut self, ctx: &mut Ctx<'_>, i: usize, ranges: &[(i64, i64)]) {
         let p = self.proxies[i];
         let writer_id = self.guid.entity;
+        let inline_kh = self.sends_key_hash();
         let mut run: Option<(i64, i64)> = None;
         let mut big = [0i64; 16];
         let mut nbig = 0;
@@ -645,7 +664,7 @@ impl WriterCore {
                     if let Some(r) = run.take() {
                         gap(&mut s, r);
                     }
-                    match s.push(|b| push_sample(b, p.guid.entity, writer_id, &slot.meta, slot.payload())) {
+                    match s.push(|b| push_sample(b, p.guid.entity, writer_id, &slot.meta, slot.payload(), inline_kh)) {
                         Ok(()) => s.ctx.counters.retransmits += 1,
                         Err(WireError::BufferFull) if nbig < big.len() => {
                             big[nbig] = sn;
@@ -762,14 +781,34 @@ impl WriterCore {
     }
 }
 
-/// INFO_TS and the DATA of a kept sample: its payload, or for a dispose or
-/// unregister the inline key hash and status info, and the serialized key
-/// when the type gave one (the slot's payload).
-fn push_sample(b: &mut MessageBuilder<'_>, reader: EntityId, writer: EntityId, meta: &SampleMeta, payload: &[u8]) -> Result<(), WireError> {
+/// The inline QoS of a keyed writer's DATA: PID_KEY_HASH, zeros until
+/// [`fill_key_hash`] writes the hash read from the serialized payload
+/// (which follows it, so it is known only once the payload is written).
+fn key_hash_placeholder(pw: &mut crate::wire::ParamWriter<'_, '_>) -> Result<(), WireError> {
+    pw.bytes(pid::KEY_HASH, &[0; 16])
+}
+
+/// Writes `key` into the PID_KEY_HASH [`key_hash_placeholder`] left in
+/// `buf` before the payload starting at `payload_start` (the 16 bytes end
+/// where PID_SENTINEL, 4 bytes, begins).
+fn fill_key_hash(buf: &mut [u8], payload_start: usize, key: Option<[u8; 16]>) {
+    if let (Some(k), Some(at)) = (key, payload_start.checked_sub(20)) {
+        buf[at..at + 16].copy_from_slice(&k);
+    }
+}
+
+/// INFO_TS and the DATA of a kept sample: its payload (with its key hash
+/// inline when `inline_kh`), or for a dispose or unregister the inline key
+/// hash and status info, and the serialized key when the type gave one
+/// (the slot's payload).
+fn push_sample(b: &mut MessageBuilder<'_>, reader: EntityId, writer: EntityId, meta: &SampleMeta, payload: &[u8], inline_kh: bool) -> Result<(), WireError> {
     b.info_ts(meta.source_ts)?;
     let sn = SequenceNumber(meta.sn);
     if meta.valid_data {
-        b.data_bytes(reader, writer, sn, None, payload)
+        match meta.key_hash.filter(|_| inline_kh) {
+            Some(k) => b.data_bytes(reader, writer, sn, Some(&|pw| pw.bytes(pid::KEY_HASH, &k)), payload),
+            None => b.data_bytes(reader, writer, sn, None, payload),
+        }
     } else {
         let (key, status) = (meta.key_hash.unwrap_or_default(), meta.status_info);
         b.data_key(
