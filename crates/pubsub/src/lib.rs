@@ -14,7 +14,7 @@
 //! - [`driver`]: the polling loop over a transport; with feature `endpoint`,
 //!   `transport` (a `Box<dyn detpath::Endpoint>` as transport), `app` (the
 //!   ping/pong/pub/sub programs behind `detpath pubsub`). The benchmark
-//!   harness (`detpath pubsub bench`) is `detpath_bench::pubsub`.
+//!   harness (`detpath pubsub bench`) is `detpath_pubsub_bench` (crates/pubsub-bench).
 //!
 //! Two participants, a writer and a reader of one topic, over an in-memory
 //! network and a virtual clock: the engine takes datagrams and the time,
