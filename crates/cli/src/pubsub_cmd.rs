@@ -310,6 +310,7 @@ fn metrics_source(board: LiveBoard) -> detpath_metrics::pubsub::Source {
                     lost: r.lost,
                     rejected: r.rejected,
                     deadline_missed: r.deadline_missed,
+                    undecodable: r.undecodable,
                     within: b.within,
                     over_by_cause: detpath_pubsub::budget::Cause::ALL.iter().map(|c| (c.name().to_string(), b.cause(*c))).collect(),
                     unjudged: b.unjudged,

@@ -43,6 +43,8 @@ pub struct ReaderFigures {
     pub rejected: u64,
     /// Deadline periods without a sample.
     pub deadline_missed: u64,
+    /// Samples that did not deserialize as the reader's type.
+    pub undecodable: u64,
     /// Samples within the budget.
     pub within: u64,
     /// Samples over the budget, by cause name (every cause, zeros included).
@@ -175,6 +177,7 @@ pub(crate) fn register(reg: &mut Registry, readers: &[ReaderFigures]) {
     counter_family(reg, "detpath_pubsub_reader_lost", "Samples lost (never arrived)", readers, |r| r.lost);
     counter_family(reg, "detpath_pubsub_reader_rejected", "Samples refused while a KEEP_ALL cache was full", readers, |r| r.rejected);
     counter_family(reg, "detpath_pubsub_reader_deadline_missed", "DEADLINE periods that passed without a sample", readers, |r| r.deadline_missed);
+    counter_family(reg, "detpath_pubsub_reader_undecodable", "Samples that did not deserialize as the reader's type (another layout under its type name)", readers, |r| r.undecodable);
     counter_family(reg, "detpath_pubsub_budget_within", "Samples judged within their latency budget", readers, |r| r.within);
     counter_family(reg, "detpath_pubsub_budget_unjudged", "Samples not judged (no source timestamp, or the clocks are not known to agree)", readers, |r| r.unjudged);
     counter_family(reg, "detpath_pubsub_budget_implausible", "Samples whose source timestamp was implausible (kept out of the histogram)", readers, |r| r.implausible);
@@ -204,6 +207,7 @@ mod tests {
             topic: "T".into(),
             clock: "same-host".into(),
             received: 5,
+            undecodable: 2,
             within: 3,
             over_by_cause: vec![("network".into(), 1), ("sent_late".into(), 0)],
             unjudged: 1,
@@ -217,6 +221,7 @@ mod tests {
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &reg).unwrap();
         assert!(out.contains("detpath_pubsub_budget_within_total{topic=\"T\",clock=\"same-host\"} 3"), "{out}");
+        assert!(out.contains("detpath_pubsub_reader_undecodable_total{topic=\"T\",clock=\"same-host\"} 2"), "{out}");
         assert!(out.contains("detpath_pubsub_budget_over_total{topic=\"T\",clock=\"same-host\",cause=\"network\"} 1"), "{out}");
         // Buckets are cumulative on the wire.
         assert!(out.contains("detpath_pubsub_sample_latency_seconds_bucket{le=\"0.001\",topic=\"T\",clock=\"same-host\"} 4") || out.contains("detpath_pubsub_sample_latency_seconds_bucket{topic=\"T\",clock=\"same-host\",le=\"0.001\"} 4"), "{out}");

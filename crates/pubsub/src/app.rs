@@ -157,6 +157,8 @@ pub struct LiveReader {
     pub rejected: u64,
     /// Deadline periods that passed without a sample.
     pub deadline_missed: u64,
+    /// Samples that did not deserialize as the reader's type (another layout under its name).
+    pub undecodable: u64,
     /// Its budget accounting.
     pub budget: BudgetStats,
 }
@@ -861,6 +863,7 @@ fn publish_live(board: &LiveBoard, perf: &PerfNode, p: &Participant) {
                 lost: perf.stats.data_lost.max(st.lost),
                 rejected: st.rejected,
                 deadline_missed: st.requested_deadline_missed,
+                undecodable: st.undecodable,
                 budget: reader_budget(p, r),
             }
         })
