@@ -77,7 +77,11 @@ fn reader(side: Side, peer: std::net::Ipv4Addr, stop: Arc<AtomicBool>) -> (Budge
         let cfg = config(&t, peer);
         let now = t.now_ns();
         let mut n = Node::new(Participant::new(cfg, now), t);
-        let qos = Qos { latency_budget_ns: BUDGET_NS, ..Qos::best_effort(1) };
+        // A history deeper than what one turn can bring: a held sample arrives
+        // 150 ms late, often in the same turn as the next one on time, and with
+        // KEEP_LAST 1 (one instance) the later would replace it before `take`:
+        // judged twice, taken once.
+        let qos = Qos { latency_budget_ns: BUDGET_NS, ..Qos::best_effort(64) };
         let r = n.participant.create_reader_for(now, "Budget", qos, &KeyedSeq::default()).unwrap();
         let (mut rx, mut got, mut events) = (KeyedSeq::default(), 0u64, Vec::new());
         while !stop.load(Ordering::Relaxed) {
