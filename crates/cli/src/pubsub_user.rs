@@ -14,10 +14,10 @@
 use crate::pubsub_ptp::{node_clocks, PtpSummary};
 use detpath_pubsub::app::{BudgetJson, CountersJson, NodeOptions};
 use detpath_pubsub::driver::{Node, Transport, TransportOutbox};
-use detpath_pubsub::engine::{make_guid_prefix, Config, Participant, WriteError};
+use detpath_pubsub::engine::{Participant, WriteError};
 use detpath_pubsub::qos::{Durability, History, Qos, Reliability};
-use detpath_pubsub::transport::{EndpointTransport, GroupReception, Link};
-use detpath_pubsub::wire::{Addr, EthAddr, Guid, Time};
+use detpath_pubsub::transport::EndpointTransport;
+use detpath_pubsub::wire::{Guid, Time};
 use serde::Serialize;
 use std::sync::OnceLock;
 
@@ -418,80 +418,14 @@ struct ClockJson {
     ptp: Option<PtpSummary>,
 }
 
-/// Opens the endpoint as `detpath_pubsub::app::open_node` does, with the
-/// node's clock in the participant's configuration.
+/// Opens the endpoint as every pub-sub node does (`app::open_transport`),
+/// with the node's clock and the largest sample in the participant's
+/// configuration.
 fn open(opts: &NodeOptions, clock_synchronised: bool) -> anyhow::Result<Node<EndpointTransport>> {
-    use detpath_pubsub::transport as tr;
-    let scheme = opts.endpoint.split("://").next().unwrap_or("");
-    let reception = match opts.multicast && opts.peers.is_empty() && tr::raweth_spec(&opts.endpoint).is_none() {
-        true => Some(tr::spdp_group_reception(scheme).map_err(|why| anyhow::anyhow!("{}: no peers, and no multicast discovery: {why}", opts.endpoint))?),
-        false => None,
-    };
-    let spec = match reception {
-        Some(GroupReception::Endpoint) => tr::spdp_group_spec(&opts.endpoint, opts.domain),
-        _ => opts.endpoint.clone(),
-    };
-    let in_ns = |f: &dyn Fn() -> detpath::Result<Box<dyn detpath::Endpoint>>| -> anyhow::Result<Box<dyn detpath::Endpoint>> {
-        match &opts.netns {
-            Some(ns) => detpath::sys::netns::run_in(ns, f).map_err(|e| anyhow::anyhow!("entering network namespace {ns}: {e}"))?,
-            None => f(),
-        }
-        .map_err(|e| anyhow::anyhow!("opening endpoint {spec}: {e}"))
-    };
-    let link = match &opts.netns {
-        Some(ns) => detpath::sys::netns::run_in(ns, || tr::open(&spec)).map_err(|e| anyhow::anyhow!("entering network namespace {ns}: {e}"))?,
-        None => tr::open(&spec),
-    }
-    .map_err(|e| anyhow::anyhow!("opening endpoint {spec}: {e}"))?;
-    let mut t = EndpointTransport::on(link, opts.wait);
-    if opts.fair_slice_ns > 0 && detpath::sys::thread::is_fair_policy() {
-        detpath::sys::thread::request_fair_slice(opts.fair_slice_ns)
-            .map_err(|e| anyhow::anyhow!("asking the scheduler for a short slice (sched_setattr): {e}; --fair-slice-us 0 leaves the kernel's"))?;
-    }
-    if reception == Some(GroupReception::KernelSocket) {
-        let iface = match &t.link {
-            Link::Datagram(ep) => ep.capabilities().iface.clone(),
-            Link::Frames(_) => None,
-        };
-        let iface = iface.ok_or_else(|| {
-            anyhow::anyhow!("{}: no interface to join the SPDP multicast group on: name it (udp://<iface>?addr=A&port=P) or give --peer", opts.endpoint)
-        })?;
-        let group = in_ns(&|| tr::open_spdp_group(&iface, opts.domain))?;
-        t = t.with_group(group);
-    }
-    let local = t.local_addr();
-    let (host, port) = match local {
-        Addr::Udp(a) => (u32::from(*a.ip()), a.port()),
-        Addr::Eth(e) => (u32::from_be_bytes([e.mac[2], e.mac[3], e.mac[4], e.mac[5]]), e.ethertype),
-    };
-    let pid = std::process::id();
-    let mut cfg = Config::new(opts.domain, make_guid_prefix(host, pid, (t.now_ns() as u32) ^ (port as u32) << 16), local);
-    match local {
-        Addr::Udp(_) => {
-            for ip in &opts.peers {
-                cfg.add_peer(*ip, opts.max_index);
-            }
-            if reception.is_some() {
-                cfg.add_spdp_multicast();
-            }
-        }
-        Addr::Eth(e) => {
-            cfg.add_spdp_target(Addr::Eth(EthAddr::broadcast(e.ethertype)));
-            for mac in &opts.mac_peers {
-                cfg.add_spdp_target(Addr::Eth(EthAddr { mac: *mac, ethertype: e.ethertype }));
-            }
-        }
-    }
-    if opts.peers_only {
-        anyhow::ensure!(!opts.peers.is_empty() || !opts.mac_peers.is_empty(), "--peers-only needs at least one --peer (the hosts to accept RTPS from)");
-        cfg.peers_only = true;
-    }
-    cfg.max_datagram = t.max_datagram().min(opts.max_message);
+    let (t, mut cfg) = detpath_pubsub::app::open_transport(opts)?;
     cfg.max_sample_size = MAX_PAYLOAD;
     cfg.clock = node_clocks;
     cfg.clock_synchronised = clock_synchronised;
-    let policy = detpath_pubsub::priority::PriorityPolicy { dscp: opts.priority_map.clone(), classes: opts.priority_classes.clone() };
-    cfg.priority = t.priority_marks(&policy)?;
     let now = t.now_ns();
     Ok(Node::new(Participant::new(cfg, now), t))
 }

@@ -576,8 +576,14 @@ fn role_name(r: Role) -> &'static str {
     }
 }
 
-/// Opens the endpoint (inside the namespace when given) and builds the node.
-pub fn open_node(opts: &NodeOptions) -> Result<(Node<EndpointTransport>, PerfNode), AppError> {
+/// Opens the endpoint of `opts` (inside its namespace when given), joins the
+/// SPDP multicast group where the node discovers that way, and builds the
+/// participant's configuration: discovery peers and targets, `--peers-only`,
+/// the datagram size, whether other hosts' clocks are trusted, and the
+/// writers' priority marks. [`open_node`] starts here, and so does any node
+/// of another type (the CLI's nodes of a user's type), which sets what is
+/// its own (the clock, the sample size limit) before `Participant::new`.
+pub fn open_transport(opts: &NodeOptions) -> Result<(EndpointTransport, Config), AppError> {
     // Peerless UDP nodes discover over the SPDP multicast group; how the
     // group is heard depends on the datapath (see `GroupReception`).
     let scheme = opts.endpoint.split("://").next().unwrap_or("");
@@ -620,14 +626,13 @@ pub fn open_node(opts: &NodeOptions) -> Result<(Node<EndpointTransport>, PerfNod
         .map_err(|e| AppError::Open { spec: format!("SPDP multicast group on {iface}"), source: e })?;
         t = t.with_group(group);
     }
-    let pid = std::process::id();
     let local = t.local_addr();
     let (host, port) = match local {
         Addr::Udp(a) => (u32::from(*a.ip()), a.port()),
         Addr::Eth(e) => (u32::from_be_bytes([e.mac[2], e.mac[3], e.mac[4], e.mac[5]]), e.ethertype),
     };
     let instance = (t.now_ns() as u32) ^ (port as u32) << 16;
-    let mut cfg = Config::new(opts.domain, make_guid_prefix(host, pid, instance), local);
+    let mut cfg = Config::new(opts.domain, make_guid_prefix(host, std::process::id(), instance), local);
     match local {
         Addr::Udp(_) => {
             for ip in &opts.peers {
@@ -651,12 +656,18 @@ pub fn open_node(opts: &NodeOptions) -> Result<(Node<EndpointTransport>, PerfNod
         cfg.peers_only = true;
     }
     cfg.max_datagram = t.max_datagram().min(opts.max_message);
-    cfg.user_data = PerfNode::user_data_for(opts.role, pid, &opts.hostname);
     // Writers on this host share our clock (the engine tells them by the
     // host id in their SPDP); others only when the user says ours is synchronised.
     cfg.clock_synchronised = opts.clock == ClockMode::Synced;
     let policy = crate::priority::PriorityPolicy { dscp: opts.priority_map.clone(), classes: opts.priority_classes.clone() };
     cfg.priority = t.priority_marks(&policy)?;
+    Ok((t, cfg))
+}
+
+/// Opens the endpoint (inside the namespace when given) and builds the node.
+pub fn open_node(opts: &NodeOptions) -> Result<(Node<EndpointTransport>, PerfNode), AppError> {
+    let (t, mut cfg) = open_transport(opts)?;
+    cfg.user_data = PerfNode::user_data_for(opts.role, std::process::id(), &opts.hostname);
     let now = t.now_ns();
     let mut p = Participant::new(cfg, now);
     let mut pc = PerfConfig::new(opts.role);
