@@ -4,41 +4,17 @@
 //! capability labels; beyond loopback a token is required. Needs root.
 
 use detpath::testbed::{Testbed, TestbedConfig};
-use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_detpath");
-
-struct Reaper(Child);
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+mod common;
+use common::{start_with_metrics as start, BIN};
 
 fn scrape(addr: SocketAddr) -> String {
     let r = detpath_metrics::http::get(addr, "/metrics", None).unwrap();
     assert_eq!(r.status, 200, "{}", r.body);
     r.body
-}
-
-/// Starts the command; returns it and the metrics address it printed.
-fn start(args: &[&str]) -> (Reaper, SocketAddr) {
-    let mut child = Reaper(Command::new(BIN).args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap());
-    let mut lines = BufReader::new(child.0.stderr.take().unwrap()).lines();
-    let line = lines.next().and_then(Result::ok).unwrap_or_default();
-    let addr = line
-        .strip_prefix("metrics on http://")
-        .and_then(|s| s.strip_suffix("/metrics"))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no metrics address printed: {line:?}"));
-    // Keep draining stderr so the child never blocks on it.
-    std::thread::spawn(move || lines.for_each(drop));
-    (child, addr)
 }
 
 fn send_and_wait(tb: &Testbed, server: SocketAddrV4, n: usize) {

@@ -19,31 +19,15 @@
 //! cores, so they go one at a time.
 
 use detpath::testbed::{Testbed, TestbedConfig};
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_detpath");
+mod common;
+use common::{refused, start_with_metrics, BIN};
+use detpath_testkit::ChildProcess;
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 const PORT: u16 = 7410;
-
-struct Reaper(Child);
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn refused(args: &[&str], says: &str) {
-    let out = Command::new(BIN).args(args).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: exit 2 expected\n{stderr}");
-    assert!(stderr.contains(says), "{args:?}: stderr should say {says:?}:\n{stderr}");
-}
 
 #[test]
 fn bad_budgets_and_maps_exit_2_saying_why() {
@@ -100,8 +84,8 @@ fn json_lines(out: &Output) -> Vec<serde_json::Value> {
 }
 
 /// A publisher in namespace a at 1000 samples/s, with the budget.
-fn publisher(tb: &Testbed, budget: &str, secs: u32) -> Reaper {
-    Reaper(
+fn publisher(tb: &Testbed, budget: &str, secs: u32) -> ChildProcess {
+    ChildProcess(
         Command::new(BIN)
             .args(["pubsub", "pub", "--endpoint", &tb.a().uri("udp", PORT), "--netns", &tb.a().netns, "--peer", &tb.b().addr.to_string()])
             .args(["--rate", "1000", "--duration", &format!("{secs}s"), "--blocking", "--latency-budget", budget, "--transport-priority", "20"])
@@ -163,20 +147,6 @@ fn a_sub_holds_every_sample_to_its_budget_on_one_host() {
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
     let line = text.lines().find(|l| l.starts_with("latency budget")).unwrap_or_else(|| panic!("no budget line:\n{text}"));
     assert!(line.contains("(clock same-host)") && line.contains("within") && line.contains("unjudged 0"), "{line}");
-}
-
-/// Starts the sub with `--metrics`; returns it and the address it printed.
-fn start_with_metrics(args: &[String]) -> (Reaper, SocketAddr) {
-    let mut child = Reaper(Command::new(BIN).args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap());
-    let mut lines = BufReader::new(child.0.stderr.take().unwrap()).lines();
-    let line = lines.next().and_then(Result::ok).unwrap_or_default();
-    let addr = line
-        .strip_prefix("metrics on http://")
-        .and_then(|s| s.strip_suffix("/metrics"))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no metrics address printed: {line:?}"));
-    std::thread::spawn(move || lines.for_each(drop));
-    (child, addr)
 }
 
 /// The value of the one series of `name` whose labels contain all of `labels`.

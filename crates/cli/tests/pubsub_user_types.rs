@@ -24,18 +24,12 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_detpath");
+mod common;
+use common::{refused, BIN};
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 const PORT: u16 = 7410;
 /// A std_msgs/msg/String "hello", as ROS 2's CDR serializers write it.
 const HELLO: &str = "000100000600000068656c6c6f00";
-
-fn refused(args: &[&str], says: &str) {
-    let out = Command::new(BIN).args(args).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: exit 2 expected\n{stderr}");
-    assert!(stderr.contains(says), "{args:?}: stderr should say {says:?}:\n{stderr}");
-}
 
 #[test]
 fn bad_names_payloads_and_qos_exit_2_saying_why() {
