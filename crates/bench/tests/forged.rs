@@ -63,7 +63,7 @@ fn server_on(side: &Side, uri: String, stop: &Arc<AtomicBool>) -> (SocketAddrV4,
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let stop = stop.clone();
     let server = side.spawn(move || -> ServerEnd {
-        let mut ep = detpath::open(&uri).unwrap_or_else(|e| panic!("{uri}: {e}"));
+        let mut ep = detpath_open::open(&uri).unwrap_or_else(|e| panic!("{uri}: {e}"));
         ready_tx.send(ep.local_addr()).unwrap();
         let report = run_server(ep.as_mut(), &stop, detpath_instrument::noise::GAP_CAPACITY)?;
         Ok((report, ep.counters()))
@@ -88,7 +88,7 @@ fn client(tb: &Testbed, datapath: &str, port: u16, server: SocketAddrV4, cfg: &P
     let uri = tb.a().uri(datapath, port);
     tb.a()
         .run(|| {
-            let mut ep = detpath::open(&uri).unwrap_or_else(|e| panic!("{uri}: {e}"));
+            let mut ep = detpath_open::open(&uri).unwrap_or_else(|e| panic!("{uri}: {e}"));
             run_client(ep.as_mut(), server, cfg, &AtomicBool::new(false), |_| {}).unwrap()
         })
         .unwrap()
@@ -194,7 +194,7 @@ fn the_server_meter_starts_at_the_first_ping() {
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let stop_s = stop.clone();
     let server = std::thread::spawn(move || {
-        let mut ep = detpath::open("udp://127.0.0.1:0").unwrap();
+        let mut ep = detpath_open::open("udp://127.0.0.1:0").unwrap();
         ready_tx.send(ep.local_addr()).unwrap();
         run_server(ep.as_mut(), &stop_s, detpath_instrument::noise::GAP_CAPACITY).unwrap()
     });

@@ -42,7 +42,7 @@ fn ping_pong_faulty_client(tag: &str, datapath: &str, port: u16, cfg: &PingPongC
     };
     let stop_s = stop.clone();
     let server = tb.b().spawn(move || {
-        let mut ep = detpath::open(&uri).unwrap_or_else(|e| panic!("{uri}: {e}"));
+        let mut ep = detpath_open::open(&uri).unwrap_or_else(|e| panic!("{uri}: {e}"));
         ready_tx.send(ep.local_addr()).unwrap();
         run_server(ep.as_mut(), &stop_s, detpath_instrument::noise::GAP_CAPACITY).unwrap()
     });
@@ -54,7 +54,7 @@ fn ping_pong_faulty_client(tag: &str, datapath: &str, port: u16, cfg: &PingPongC
     let outcome = tb
         .a()
         .run(|| {
-            let mut ep = detpath::open(&client_uri).unwrap_or_else(|e| panic!("{client_uri}: {e}"));
+            let mut ep = detpath_open::open(&client_uri).unwrap_or_else(|e| panic!("{client_uri}: {e}"));
             run_client(ep.as_mut(), server_addr, cfg, &AtomicBool::new(false), |_| {}).unwrap()
         })
         .unwrap();

@@ -145,7 +145,7 @@ fn measure(tb: &Testbed, o: &Options, client_port: u16, server: SocketAddrV4) ->
     let uri = format!("{}&rt_core=0&rt_mlock=false", tb.a().uri(&o.datapath, client_port));
     tb.a()
         .run(|| {
-            let mut ep: Box<dyn Endpoint> = dp::open(&uri).map_err(|e| e.to_string())?;
+            let mut ep: Box<dyn Endpoint> = detpath_open::open(&uri).map_err(|e| e.to_string())?;
             // The round number leads each payload, so a late echo of a lost
             // round is recognised and skipped instead of timing the next one.
             let mut out = vec![0x5au8; o.size.max(8)];
@@ -190,7 +190,7 @@ fn call_costs(tb: &Testbed, o: &Options) {
     let spec = format!("{}&rt_core=1&rt_mlock=false", tb.b().uri(&o.datapath, 7790));
     println!("\nreceive call that finds nothing ({CALLS} calls, core 1):");
     let rust = tb.b().run(|| -> Result<f64, String> {
-        let mut ep = dp::open(&spec).map_err(|e| e.to_string())?;
+        let mut ep = detpath_open::open(&spec).map_err(|e| e.to_string())?;
         let mut buf = [0u8; 2048];
         let t0 = dp::monotonic_ns();
         for _ in 0..CALLS {
@@ -244,7 +244,7 @@ fn main() {
                 let (tx, rx) = std::sync::mpsc::channel();
                 let stop_s = stop.clone();
                 thread = Some(b.spawn(move || {
-                    let mut ep = match dp::open(&spec) {
+                    let mut ep = match detpath_open::open(&spec) {
                         Ok(ep) => ep,
                         Err(e) => return tx.send(Err(e.to_string())).unwrap(),
                     };

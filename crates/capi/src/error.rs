@@ -115,7 +115,7 @@ mod tests {
 
     #[test]
     fn detpath_errors_keep_their_text_and_map_to_errno() {
-        let e = dp::open("bogus://x").err().expect("unknown datapath");
+        let e = detpath_open::open("bogus://x").err().expect("unknown datapath");
         let text = e.to_string();
         let f = Failure::from(e);
         assert_eq!((f.errno, f.message), (libc::EINVAL, text));

@@ -171,7 +171,7 @@ fn echo_in_testbed(datapath: &str, batch: bool) {
 
     let server = SocketAddrV4::new(tb.b().addr, port);
     let client_uri = tb.a().uri("udp", port + 1);
-    let mut ep = tb.a().run(|| dp::open(&client_uri)).unwrap().expect("client endpoint");
+    let mut ep = tb.a().run(|| detpath_open::open(&client_uri)).unwrap().expect("client endpoint");
     let wait = RecvMode::BusyPoll { timeout: Some(Duration::from_secs(2)) };
     let mut back = vec![0u8; 2048];
     let burst = if batch { 8 } else { 1 };

@@ -143,7 +143,7 @@ mod tests {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (uri, stop) = (side.uri("udp", port), stop.clone());
         let server = side.spawn(move || {
-            let mut ep = detpath::open(&uri).unwrap_or_else(|e| panic!("{uri}: {e}"));
+            let mut ep = detpath_open::open(&uri).unwrap_or_else(|e| panic!("{uri}: {e}"));
             ready_tx.send(ep.local_addr()).unwrap();
             serve(ep.as_mut(), WAIT, None, || stop.load(Ordering::Relaxed))
         });
@@ -158,7 +158,7 @@ mod tests {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let stop_s = stop.clone();
         let server = std::thread::spawn(move || {
-            let mut ep = detpath::open("udp://127.0.0.1:0").unwrap();
+            let mut ep = detpath_open::open("udp://127.0.0.1:0").unwrap();
             ready_tx.send(ep.local_addr()).unwrap();
             serve(ep.as_mut(), WAIT, None, || stop_s.load(Ordering::Relaxed)).unwrap()
         });

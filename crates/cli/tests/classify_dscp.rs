@@ -5,7 +5,7 @@
 //! (`"topic": "Control", "priority": 40`: EF by the default map) steered to
 //! a CPU, a mid class by a priority range with a map of its own, and best
 //! effort by `"dscp": "CS0"`. From namespace a, the control datagrams go
-//! through `detpath::open` + `Endpoint::send_marked` (EF; on the udp and
+//! through `detpath_open::open` + `Endpoint::send_marked` (EF; on the udp and
 //! the afxdp datapath, one after the other), the mid class
 //! through a kernel socket with IP_TOS, best effort unmarked; each class's
 //! counter in `classify stats` counts exactly its own datagrams, and every
@@ -163,7 +163,7 @@ fn the_classifier_steers_each_topic_class_by_its_dscp() {
         tb.a()
             .run(|| {
                 let spec = a.uri(dp, PORT + 1 + round as u16);
-                let mut control = detpath::open(&spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+                let mut control = detpath_open::open(&spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
                 let mid = tos_socket(a.addr, 18 << 2);
                 let best_effort = UdpSocket::bind(SocketAddrV4::new(a.addr, 0)).unwrap();
                 for i in 0..N {

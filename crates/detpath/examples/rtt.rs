@@ -57,7 +57,7 @@ fn measure(tb: &Testbed, dp: &str, port: u16, size: usize, rounds: usize) -> Res
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let stop_s = stop.clone();
     let server = tb.b().spawn(move || {
-        let mut ep = match detpath::open(&server_uri) {
+        let mut ep = match detpath_open::open(&server_uri) {
             Ok(ep) => ep,
             Err(e) => return ready_tx.send(Err(e.to_string())).unwrap(),
         };
@@ -74,7 +74,7 @@ fn measure(tb: &Testbed, dp: &str, port: u16, size: usize, rounds: usize) -> Res
     let result = tb
         .a()
         .run(|| -> Result<Measured, String> {
-            let mut ep: Box<dyn Endpoint> = detpath::open(&client_uri).map_err(|e| e.to_string())?;
+            let mut ep: Box<dyn Endpoint> = detpath_open::open(&client_uri).map_err(|e| e.to_string())?;
             let out = vec![0x5au8; size];
             let mut back = vec![0u8; 2048];
             let mut rtts = Vec::with_capacity(rounds);

@@ -2,13 +2,17 @@
 //! (kernel UDP sockets, AF_XDP, XDP poll, DPDK), wire-compatible with each
 //! other, plus the two-namespace testbed that exercises them.
 //!
-//! Two kernel-UDP endpoints on the loopback interface (no root needed):
+//! Spec text opens through `detpath_open::open`, the one registry of every
+//! layer in the workspace (this crate's and the slot scheduler's); here the
+//! typed pipeline, [`open_spec`], which that facade calls. Two kernel-UDP
+//! endpoints on the loopback interface (no root needed):
 //!
 //! ```
 //! use std::time::Duration;
-//! use detpath::{open, RecvMode};
-//! let mut a = open("udp://127.0.0.1:0")?;
-//! let mut b = open("udp://127.0.0.1:0")?;
+//! use detpath::{open_spec, EndpointSpec, RecvMode};
+//! let spec: EndpointSpec = "udp://127.0.0.1:0".parse()?;
+//! let mut a = open_spec(&spec)?;
+//! let mut b = open_spec(&spec)?;
 //! a.send_to(b"ping", b.local_addr())?;
 //! let mut buf = [0u8; 2048];
 //! let rx = b.recv(&mut buf, RecvMode::Blocking { timeout: Some(Duration::from_secs(5)) })?.expect("loopback delivers");
@@ -20,8 +24,8 @@
 //! doc tests: it needs root and an interface that takes an XDP program):
 //!
 //! ```no_run
-//! use detpath::{open, RecvMode};
-//! let mut ep = open("afxdp://veth0?port=7000&mode=auto").unwrap();
+//! use detpath::{open_spec, RecvMode};
+//! let mut ep = open_spec(&"afxdp://veth0?port=7000&mode=auto".parse().unwrap()).unwrap();
 //! println!("{}", ep.capabilities().summary());
 //! let mut buf = [0u8; 2048];
 //! if let Some(rx) = ep.recv(&mut buf, RecvMode::BusyPoll { timeout: None }).unwrap() {
@@ -60,15 +64,16 @@ pub use layer::{Layer, LayerUse};
 pub use realtime::RealtimeSpec;
 pub use spec::EndpointSpec;
 
-/// Opens a datagram endpoint from a spec string such as `afxdp://veth0?port=7000`
-/// (the layers it can name: [`layers::LAYERS`]).
-pub fn open(spec: &str) -> Result<Box<dyn Endpoint>> {
+/// Spec text with this crate's layers only, for the unit tests (users open
+/// spec text through `detpath_open::open`, which knows every layer).
+#[cfg(test)]
+fn open(spec: &str) -> Result<Box<dyn Endpoint>> {
     open_spec(&spec.parse()?)
 }
 
-/// Opens a frame endpoint from a spec such as `packet://dpa?port=7400`
-/// (`port` is the EtherType).
-pub fn open_frames(spec: &str) -> Result<Box<dyn FrameEndpoint>> {
+/// Frame spec text with this crate's layers only, for the unit tests.
+#[cfg(test)]
+fn open_frames(spec: &str) -> Result<Box<dyn FrameEndpoint>> {
     open_frames_spec(&spec.parse()?)
 }
 

@@ -1,7 +1,7 @@
 //! Endpoints whose polling thread runs real-time (paper 000, Figure 4: the
 //! datapath integrates the endpoint with the OS tuning).
 //!
-//! With `rt_core=N` in its spec (the `rt` layer, [`LAYER`]), [`crate::open`] turns the *calling* thread
+//! With `rt_core=N` in its spec (the `rt` layer, [`LAYER`]), [`crate::open_spec`] turns the *calling* thread
 //! into the endpoint's polling thread before the endpoint is opened: pinned to
 //! core N, SCHED_FIFO at `rt_priority`, memory locked and the stack prefaulted
 //! (`rt_mlock`, on by default), so that the rings and buffers the datapath

@@ -24,7 +24,7 @@ fn testbed() -> Testbed {
 
 fn open(side: &Side, query: &str) -> detpath::Result<Box<dyn Endpoint>> {
     let uri = format!("dpdk://{}?addr={}&{query}", side.iface, side.addr);
-    side.run(|| detpath::open(&uri)).expect("entering the namespace")
+    side.run(|| detpath_open::open(&uri)).expect("entering the namespace")
 }
 
 fn kernel_socket(side: &Side, port: u16) -> UdpSocket {
@@ -184,10 +184,10 @@ fn arp_unresolved_is_typed_and_static_neighbours_work() {
 fn typed_errors() {
     let tb = testbed();
     let a = tb.a().clone();
-    let e = a.run(|| detpath::open("dpdk://nosuchif0?port=7000")).unwrap().err().unwrap();
+    let e = a.run(|| detpath_open::open("dpdk://nosuchif0?port=7000")).unwrap().err().unwrap();
     assert!(matches!(e, Error::Sys(detpath::sys::Error::NoSuchInterface { ref iface }) if iface == "nosuchif0"), "{e}");
 
-    let e = detpath::open("dpdk://0000:ff:1f.7?addr=10.0.0.1&port=7000").err().unwrap();
+    let e = detpath_open::open("dpdk://0000:ff:1f.7?addr=10.0.0.1&port=7000").err().unwrap();
     assert!(matches!(dpdk_err(&e), DpdkError::NoSuchPort { .. }), "{e}");
     assert!(e.to_string().contains("no such PCI device"), "{e}");
 

@@ -67,7 +67,7 @@ fn every_datapath_writes_each_datagrams_dscp_into_every_frame_it_sends() {
         let frames = tb
             .a()
             .run(|| {
-                let mut ep = detpath::open(&spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+                let mut ep = detpath_open::open(&spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
                 for (tag, dscp, len) in CASES {
                     ep.send_marked(&payload(tag, len), peer, Mark::dscp(dscp).unwrap()).unwrap_or_else(|e| panic!("{dp} {tag}: {e}"));
                 }

@@ -42,7 +42,7 @@ fn fragmented_datagrams_are_reassembled_and_others_reach_the_kernel() {
     for (i, dp) in ["afxdp", "xdppoll", "dpdk"].into_iter().enumerate() {
         let port = 7500 + 10 * i as u16;
         let uri = tb.b().uri(dp, port) + if dp == "dpdk" { "&huge=off" } else { "" };
-        let mut ep: Box<dyn Endpoint> = tb.b().run(|| detpath::open(&uri)).unwrap().unwrap_or_else(|e| panic!("{uri}: {e}"));
+        let mut ep: Box<dyn Endpoint> = tb.b().run(|| detpath_open::open(&uri)).unwrap().unwrap_or_else(|e| panic!("{uri}: {e}"));
         // A kernel socket on the same address, another port, beside the program.
         let kernel = tb.b().run(|| UdpSocket::bind((tb.b().addr, port + 1)).unwrap()).unwrap();
         kernel.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
@@ -117,7 +117,7 @@ fn a_fragmented_first_datagram_to_a_fresh_peer_arrives() {
         let port = 7700 + 10 * i as u16;
         let _ = std::process::Command::new("ip").args(["-n", &tb.b().netns, "neigh", "flush", "dev", &tb.b().iface]).status();
         let uri = tb.b().uri(dp, port) + if dp == "dpdk" { "&huge=off" } else { "" };
-        let mut ep: Box<dyn Endpoint> = tb.b().run(|| detpath::open(&uri)).unwrap().unwrap_or_else(|e| panic!("{uri}: {e}"));
+        let mut ep: Box<dyn Endpoint> = tb.b().run(|| detpath_open::open(&uri)).unwrap().unwrap_or_else(|e| panic!("{uri}: {e}"));
         let peer = tb.a().run(|| UdpSocket::bind((tb.a().addr, port)).unwrap()).unwrap();
         peer.set_nonblocking(true).unwrap();
         let to = std::net::SocketAddrV4::new(tb.a().addr, port);

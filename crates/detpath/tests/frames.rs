@@ -20,7 +20,7 @@ const WAIT: RecvMode = RecvMode::Blocking { timeout: Some(Duration::from_secs(2)
 
 fn open_in(side: &Side, spec: &str) -> Box<dyn FrameEndpoint> {
     let spec = spec.to_string();
-    side.run(move || detpath::open_frames(&spec)).expect("enter namespace").unwrap_or_else(|e| panic!("open frames: {e}"))
+    side.run(move || detpath_open::open_frames(&spec)).expect("enter namespace").unwrap_or_else(|e| panic!("open frames: {e}"))
 }
 
 fn mac(side: &Side) -> MacAddr {
@@ -132,8 +132,8 @@ fn a_frame_spec_with_rt_keys_opens_on_a_pinned_thread() {
     let (plain, pinned) = tb
         .b()
         .spawn(move || {
-            let plain = detpath::open_frames(&spec.replace("&rt_core=0", "")).unwrap().capabilities().notes.len();
-            let ep = detpath::open_frames(&spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+            let plain = detpath_open::open_frames(&spec.replace("&rt_core=0", "")).unwrap().capabilities().notes.len();
+            let ep = detpath_open::open_frames(&spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
             let cpus = std::fs::read_to_string("/proc/thread-self/status").unwrap();
             assert!(cpus.lines().any(|l| l.split_once(':').is_some_and(|(k, v)| k == "Cpus_allowed_list" && v.trim() == "0")), "not pinned to core 0: {cpus}");
             (plain, ep.capabilities().notes.len())

@@ -27,7 +27,7 @@ fn payload(i: u64, max: usize, buf: &mut [u8]) -> usize {
 
 fn open_in(side: &detpath::testbed::Side, datapath: &str, port: u16) -> Box<dyn Endpoint> {
     let uri = side.uri(datapath, port);
-    side.run(|| detpath::open(&uri)).unwrap().unwrap_or_else(|e| panic!("opening {uri} in {}: {e}", side.netns))
+    side.run(|| detpath_open::open(&uri)).unwrap().unwrap_or_else(|e| panic!("opening {uri} in {}: {e}", side.netns))
 }
 
 fn exchange(client_dp: &str, server_dp: &str) {

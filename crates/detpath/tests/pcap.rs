@@ -72,10 +72,10 @@ fn datagrams_are_captured(tb: &Testbed, dp: &str, port: u16, dir: &Path) {
     let file = dir.join(format!("{dp}.pcap"));
     let spec = format!("{}&pcap={}", tb.b().uri(dp, port), file.display());
     let (b, a): (&Side, &Side) = (tb.b(), tb.a());
-    let mut server = b.run(|| detpath::open(&spec)).unwrap().unwrap_or_else(|e| panic!("{spec}: {e}"));
+    let mut server = b.run(|| detpath_open::open(&spec)).unwrap().unwrap_or_else(|e| panic!("{spec}: {e}"));
     assert!(server.capabilities().notes.iter().any(|n| n.starts_with("pcap:")), "{:?}", server.capabilities().notes);
     let client_spec = a.uri("udp", port + 1);
-    let mut client = a.run(|| detpath::open(&client_spec)).unwrap().unwrap();
+    let mut client = a.run(|| detpath_open::open(&client_spec)).unwrap().unwrap();
     let (to, from) = (server.local_addr(), client.local_addr());
     let started = now_s();
     let payloads: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 10 + 40 * i as usize]).collect();
@@ -113,9 +113,9 @@ fn udp_and_afxdp_datagrams_and_afxdp_frames_are_captured() {
     // Frames: afxdp frames with pcap= on b, packet frames from a.
     let file = dir.path().join("frames.pcap");
     let spec = format!("afxdp://{}?port={ETHERTYPE}&pcap={}", tb.b().iface, file.display());
-    let mut rx = tb.b().run(|| detpath::open_frames(&spec)).unwrap().unwrap_or_else(|e| panic!("{spec}: {e}"));
+    let mut rx = tb.b().run(|| detpath_open::open_frames(&spec)).unwrap().unwrap_or_else(|e| panic!("{spec}: {e}"));
     let tx_spec = format!("packet://{}?port={ETHERTYPE}", tb.a().iface);
-    let mut tx = tb.a().run(|| detpath::open_frames(&tx_spec)).unwrap().unwrap();
+    let mut tx = tb.a().run(|| detpath_open::open_frames(&tx_spec)).unwrap().unwrap();
     let (a_mac, b_mac) = (MacAddr::parse(&tb.a().mac).unwrap(), MacAddr::parse(&tb.b().mac).unwrap());
     let mut buf = [0u8; 2048];
     let payloads: Vec<Vec<u8>> = (0..3u8).map(|i| vec![0xa0 + i; 60 + i as usize]).collect();
@@ -139,8 +139,8 @@ fn udp_and_afxdp_datagrams_and_afxdp_frames_are_captured() {
 
 #[test]
 fn a_capture_file_that_cannot_be_made_is_refused_before_the_endpoint_opens() {
-    let e = detpath::open("udp://127.0.0.1:0?pcap=/nonexistent-dir/x.pcap").err().unwrap().to_string();
+    let e = detpath_open::open("udp://127.0.0.1:0?pcap=/nonexistent-dir/x.pcap").err().unwrap().to_string();
     assert!(e.contains("capture file /nonexistent-dir/x.pcap"), "{e}");
-    let e = detpath::open("udp://127.0.0.1:0?pcap=").err().unwrap().to_string();
+    let e = detpath_open::open("udp://127.0.0.1:0?pcap=").err().unwrap().to_string();
     assert!(e.contains("`pcap` takes a file name"), "{e}");
 }

@@ -18,7 +18,7 @@ fn rt_keys_make_the_opening_thread_a_realtime_poller() {
     let before_latency = current_cpu_dma_latency().expect("read /dev/cpu_dma_latency");
     let uri = format!("{}&rt_core=1&rt_priority=10&rt_dma_latency=0", tb.b().uri("udp", 8601));
     let server = tb.b().spawn(move || {
-        let mut ep = detpath::open(&uri).unwrap_or_else(|e| panic!("{uri}: {e}"));
+        let mut ep = detpath_open::open(&uri).unwrap_or_else(|e| panic!("{uri}: {e}"));
         let policy = current_policy();
         let affinity = current_thread_affinity().unwrap().to_string();
         let latency = current_cpu_dma_latency().unwrap();
@@ -33,7 +33,7 @@ fn rt_keys_make_the_opening_thread_a_realtime_poller() {
         (policy, affinity, latency, latency_after, notes)
     });
     std::thread::sleep(Duration::from_millis(200));
-    let mut client = tb.a().run(|| detpath::open(&tb.a().uri("udp", 8602))).unwrap().unwrap();
+    let mut client = tb.a().run(|| detpath_open::open(&tb.a().uri("udp", 8602))).unwrap().unwrap();
     let server_addr = std::net::SocketAddrV4::new(tb.b().addr, 8601);
     client.send_to(b"ping", server_addr).unwrap();
     let mut buf = [0u8; 64];
@@ -60,7 +60,7 @@ fn rt_strict_refuses_a_core_that_is_not_isolated_and_changes_nothing() {
         .b()
         .run(|| {
             let affinity_before = current_thread_affinity().unwrap().to_string();
-            let err = detpath::open(&uri).err().expect("strict must refuse a non-isolated core");
+            let err = detpath_open::open(&uri).err().expect("strict must refuse a non-isolated core");
             (err, current_policy(), affinity_before, current_thread_affinity().unwrap().to_string())
         })
         .unwrap();

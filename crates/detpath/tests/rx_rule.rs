@@ -113,7 +113,7 @@ fn the_same_odd_frames_count_the_same_on_afxdp_xdppoll_and_dpdk() {
     for (i, dp) in datapaths.iter().enumerate() {
         let port = 7600 + 10 * i as u16;
         let uri = b.uri(dp, port) + if *dp == "dpdk" { "&huge=off" } else { "" };
-        let mut ep: Box<dyn Endpoint> = b.run(|| detpath::open(&uri)).unwrap().unwrap_or_else(|e| panic!("{uri}: {e}"));
+        let mut ep: Box<dyn Endpoint> = b.run(|| detpath_open::open(&uri)).unwrap().unwrap_or_else(|e| panic!("{uri}: {e}"));
         let (odd, end) = odd_frames(a_mac, b_mac, ep.local_addr());
         let before = rx(&ep.counters());
         let mut frames: Vec<Vec<u8>> = odd.iter().map(|o| o.frame.clone()).collect();

@@ -17,7 +17,7 @@ const HELD_NS: u64 = 40_000_000;
 
 fn open_in(side: &Side, datapath: &str, port: u16, extra: &str) -> Box<dyn Endpoint> {
     let uri = format!("{}{extra}", side.uri(datapath, port));
-    side.run(|| detpath::open(&uri)).expect("enter namespace").unwrap_or_else(|e| panic!("{uri}: {e}"))
+    side.run(|| detpath_open::open(&uri)).expect("enter namespace").unwrap_or_else(|e| panic!("{uri}: {e}"))
 }
 
 /// Sends one datagram from a kernel socket in side a to `ep`, holds it 40 ms,
@@ -96,7 +96,7 @@ fn a_stamp_the_datapath_cannot_take_is_named() {
         ("dpdk", "&huge=off&vdev=af_packet&rx_stamp=xdp", "needs `vdev=af_xdp`"),
     ] {
         let uri = format!("{}{extra}", tb.b().uri(dp, 7400));
-        let err = tb.b().run(|| detpath::open(&uri)).unwrap().err().unwrap_or_else(|| panic!("{uri} opened"));
+        let err = tb.b().run(|| detpath_open::open(&uri)).unwrap().err().unwrap_or_else(|| panic!("{uri} opened"));
         assert!(err.to_string().contains(needle), "{uri}: {err}");
     }
 }

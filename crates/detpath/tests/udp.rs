@@ -12,7 +12,7 @@ const WAIT: RecvMode = RecvMode::BusyPoll { timeout: Some(Duration::from_secs(2)
 
 fn open_in(side: &Side, port: u16, extra: &str) -> Box<dyn Endpoint> {
     let uri = format!("{}{extra}", side.uri("udp", port));
-    side.run(|| detpath::open(&uri)).unwrap().unwrap_or_else(|e| panic!("{uri}: {e}"))
+    side.run(|| detpath_open::open(&uri)).unwrap().unwrap_or_else(|e| panic!("{uri}: {e}"))
 }
 
 fn payload(i: usize) -> Vec<u8> {
@@ -100,6 +100,6 @@ fn kernel_drops_are_counted_exactly() {
 fn bad_buffer_size_is_named() {
     let tb = Testbed::up(TestbedConfig::unique("udpx")).unwrap();
     let uri = format!("{}&rcvbuf=lots", tb.b().uri("udp", 8130));
-    let e = tb.b().run(|| detpath::open(&uri)).unwrap().err().expect("refused");
+    let e = tb.b().run(|| detpath_open::open(&uri)).unwrap().err().expect("refused");
     assert!(e.to_string().contains("`rcvbuf` takes a positive number of bytes"), "{e}");
 }

@@ -18,7 +18,7 @@ const WAIT: RecvMode = RecvMode::BusyPoll { timeout: Some(Duration::from_secs(2)
 
 fn open_in(side: &Side, port: u16, extra: &str) -> detpath::Result<Box<dyn Endpoint>> {
     let uri = format!("{}{extra}", side.uri("xdppoll", port));
-    side.run(|| detpath::open(&uri)).expect("enter namespace")
+    side.run(|| detpath_open::open(&uri)).expect("enter namespace")
 }
 
 /// Echo to a kernel UDP client in both XDP modes, sizes 1..=max, every byte;
@@ -88,7 +88,7 @@ fn bad_input_is_named() {
     // `ring` is AF_XDP's, not xdppoll's (its BPF ring size is fixed): refused by name too.
     let e = open_in(tb.b(), PORT, "&ring=64").err().expect("another datapath's key refused");
     assert!(matches!(&e, Error::UnsupportedKey { datapath: "xdppoll", key, .. } if key == "ring"), "{e}");
-    let e = tb.b().run(|| detpath::open(&format!("xdppoll://nosuch0?port={PORT}"))).unwrap().err().expect("missing interface");
+    let e = tb.b().run(|| detpath_open::open(&format!("xdppoll://nosuch0?port={PORT}"))).unwrap().err().expect("missing interface");
     assert!(matches!(e, Error::Sys(detpath::sys::Error::NoSuchInterface { .. })), "{e}");
     // Two endpoints on one interface: the second is refused, naming the first's program.
     let first = open_in(tb.b(), PORT, "").unwrap();

@@ -65,7 +65,7 @@ fn loopback_scrape_counts_and_labels() {
     let local = server.to_string();
     let stop = Arc::new(AtomicBool::new(false));
     let t = echo(ep, stop.clone());
-    let mut client = detpath::open("udp://127.0.0.1:0").unwrap();
+    let mut client = detpath_open::open("udp://127.0.0.1:0").unwrap();
 
     exchange(client.as_mut(), server, 25, 100);
     let (status, ctype, body) = get(addr, "/metrics", None);
@@ -161,7 +161,7 @@ fn afxdp_endpoint_in_a_namespace() {
     let stop = Arc::new(AtomicBool::new(false));
     let t = echo(ep, stop.clone());
     let client_spec = tb.a().uri("udp", 7501);
-    let mut client = tb.a().run(|| detpath::open(&client_spec)).unwrap().unwrap();
+    let mut client = tb.a().run(|| detpath_open::open(&client_spec)).unwrap().unwrap();
     exchange(client.as_mut(), server, 40, 200);
 
     let s = parse(&get(metrics.addr().unwrap(), "/metrics", None).2);

@@ -10,12 +10,26 @@
 //! bench, pub-sub) opens it here, so a spec opens the same everywhere and
 //! no binding depends on the scheduler crate itself.
 //!
-//! Not run by the doc tests: the peer 10.77.0.2 is the testbed's
-//! (`detpath testbed up`, as root); any spec `detpath::open` takes works here.
+//! Two endpoints on the loopback interface, the sender's datagrams released
+//! by the slot scheduler (one best-effort class in slots 0 and 1 of its
+//! cycle) and captured to a pcap file on the way out (no root needed):
 //!
-//! ```no_run
-//! let mut ep = detpath_open::open("udp://10.77.0.2:7000?sched=slots&classes=bulk:be:0/2&pcap=/tmp/x.pcap").unwrap();
-//! # let _ = ep.capabilities();
+//! ```
+//! use std::time::Duration;
+//! use detpath::RecvMode;
+//! let pcap = std::env::temp_dir().join(format!("detpath-open-doc-{}.pcap", std::process::id()));
+//! let mut rx = detpath_open::open("udp://127.0.0.1:0")?;
+//! let spec = format!("udp://127.0.0.1:0?sched=slots&classes=bulk:be:0/2&pcap={}", pcap.display());
+//! let mut tx = detpath_open::open(&spec)?;
+//! assert!(tx.capabilities().notes.iter().any(|n| n.starts_with("sched=slots")));
+//! tx.send_to(b"in its slot", rx.local_addr())?;
+//! let mut buf = [0u8; 2048];
+//! let got = rx.recv(&mut buf, RecvMode::Blocking { timeout: Some(Duration::from_secs(5)) })?.expect("released within a cycle");
+//! assert_eq!(&buf[..got.len], b"in its slot");
+//! drop(tx); // closes the capture
+//! assert!(std::fs::metadata(&pcap)?.len() > 24, "the pcap holds the datagram");
+//! std::fs::remove_file(&pcap)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 #![warn(missing_docs)]

@@ -3,7 +3,7 @@
 //! frame [`detpath::FrameEndpoint`] (RTPS directly in Ethernet frames,
 //! CycloneDDS's `raweth`, on packet or afxdp).
 //!
-//! Spec: a datagram endpoint spec as `detpath::open` takes it
+//! Spec: a datagram endpoint spec as `detpath_open::open` takes it
 //! (`afxdp://dpa?port=7410`), or `raweth+<frame datapath>://<iface>?port=<EtherType>`
 //! (`raweth+afxdp://dpa?port=7400`; `raweth://dpa` is `raweth+packet://dpa`,
 //! and the EtherType defaults to 7400, CycloneDDS's for domain 0).
@@ -143,7 +143,7 @@ const GROUP_POLL_NS: u64 = 5_000_000;
 /// its own (all participants of a host share the group's port).
 pub fn open_spdp_group(iface: &str, domain: u32) -> detpath::Result<Box<dyn Endpoint>> {
     let port = crate::discovery::ports::metatraffic_multicast(domain);
-    detpath::open(&format!("udp://{iface}?addr={}&port={port}", crate::discovery::SPDP_MULTICAST))
+    detpath_open::open(&format!("udp://{iface}?addr={}&port={port}", crate::discovery::SPDP_MULTICAST))
 }
 
 /// How a datagram endpoint's node hears the SPDP multicast group.
@@ -418,8 +418,8 @@ mod tests {
     #[test]
     fn a_hybrid_wait_receives_while_spinning_and_after_it_sleeps() {
         use crate::driver::Transport as _;
-        let a = detpath::open("udp://127.0.0.1:0").unwrap();
-        let b = detpath::open("udp://127.0.0.1:0").unwrap();
+        let a = detpath_open::open("udp://127.0.0.1:0").unwrap();
+        let b = detpath_open::open("udp://127.0.0.1:0").unwrap();
         let b_addr = b.local_addr();
         let mut a = EndpointTransport::new(a, Wait::Hybrid { spin_ns: 50_000_000 });
         let mut b = EndpointTransport::new(b, Wait::Block);
@@ -462,8 +462,8 @@ mod tests {
             }
         });
         pin();
-        let a = detpath::open("udp://127.0.0.1:0").unwrap();
-        let mut b = detpath::open("udp://127.0.0.1:0").unwrap();
+        let a = detpath_open::open("udp://127.0.0.1:0").unwrap();
+        let mut b = detpath_open::open("udp://127.0.0.1:0").unwrap();
         let a_addr = a.local_addr();
         let mut a = EndpointTransport::new(a, Wait::ADAPTIVE);
         let mut buf = [0u8; 64];

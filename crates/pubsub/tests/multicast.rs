@@ -178,7 +178,7 @@ fn dpdk_group_endpoint_asks_for_all_multicast_and_restores_the_interface() {
         .a()
         .run(|| {
             let before = detpath::sys::netdev::flags("dpa").unwrap();
-            let ep = detpath::open(&spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+            let ep = detpath_open::open(&spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
             let during = detpath::sys::netdev::flags("dpa").unwrap();
             let notes = ep.capabilities().notes.clone();
             drop(ep);

@@ -771,7 +771,7 @@ fn run_one(tb: &Testbed, cfg: &BenchConfig, dp: &str, method: Method, port: u16,
     let nice = cfg.nice.filter(|_| cfg.rt_priority.is_none());
     let receiver = tb.b().spawn(move || -> anyhow::Result<recv::Received> {
         set_nice(nice);
-        let mut ep = match detpath::open(&rx_uri) {
+        let mut ep = match detpath_open::open(&rx_uri) {
             Ok(ep) => ep,
             Err(e) => {
                 let _ = ready_tx.send(Err(format!("{rx_uri}: {e}")));
@@ -791,7 +791,7 @@ fn run_one(tb: &Testbed, cfg: &BenchConfig, dp: &str, method: Method, port: u16,
     let (tx_tl_tx, tx_tl_rx) = std::sync::mpsc::channel::<Timeline>();
     let sender = tb.a().spawn(move || -> anyhow::Result<send::Sent> {
         set_nice(nice);
-        let ep = match detpath::open(&tx_uri) {
+        let ep = match detpath_open::open(&tx_uri) {
             Ok(ep) => ep,
             Err(e) => {
                 let _ = tx_ready_tx.send(Err(format!("{tx_uri}: {e}")));

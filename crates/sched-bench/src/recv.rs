@@ -215,7 +215,7 @@ mod tests {
     /// stays that of the real frames (it used to be ~1.8e19 ns).
     #[test]
     fn a_frame_with_an_implausible_delay_is_counted_and_left_out() {
-        let mut ep = detpath::open("udp://127.0.0.1:0").unwrap();
+        let mut ep = detpath_open::open("udp://127.0.0.1:0").unwrap();
         let at = ep.local_addr();
         let now = monotonic_ns();
         let tl = Timeline { start: now, measure_from: now, end: now + 200_000_000, on_ns: 200_000_000, off_ns: 0 };

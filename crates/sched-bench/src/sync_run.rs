@@ -101,7 +101,7 @@ pub fn run(tb: &Testbed, cfg: &SyncRunConfig) -> anyhow::Result<SyncRun> {
     let (stop_m, sched_m) = (stop.clone(), sched.clone());
     let slave_addr = std::net::SocketAddrV4::new(tb.b().addr, port + 1);
     let master = tb.a().spawn(move || -> anyhow::Result<u32> {
-        let ep = match detpath::open(&master_uri) {
+        let ep = match detpath_open::open(&master_uri) {
             Ok(ep) => ep,
             Err(e) => {
                 let _ = ready_tx.send(Err(format!("{master_uri}: {e}")));
@@ -115,7 +115,7 @@ pub fn run(tb: &Testbed, cfg: &SyncRunConfig) -> anyhow::Result<SyncRun> {
     let ((master_addr, master_mode), master) = detpath_instrument::ready::wait_ready("master", &ready_rx, master)?;
     let (offset, drift) = (cfg.offset_ns, cfg.drift_ppb);
     let slave = tb.b().spawn(move || -> anyhow::Result<(SyncReport, String)> {
-        let ep = detpath::open(&slave_uri).map_err(|e| anyhow::anyhow!("slave {slave_uri}: {e}"))?;
+        let ep = detpath_open::open(&slave_uri).map_err(|e| anyhow::anyhow!("slave {slave_uri}: {e}"))?;
         let mode = ep.capabilities().summary();
         // The slave's oscillator: from now on CLOCK_MONOTONIC `drift` fast and `offset` ahead;
         // its slot clock starts out reading CLOCK_MONOTONIC plus that error.

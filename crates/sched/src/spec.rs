@@ -417,7 +417,7 @@ mod tests {
     fn a_spec_without_sched_opens_plainly_and_with_it_schedules_over_loopback() {
         let plain = open("udp://127.0.0.1:0").unwrap();
         assert!(plain.capabilities().notes.iter().all(|n| !n.starts_with("sched=")));
-        let mut rx = detpath::open("udp://127.0.0.1:0").unwrap();
+        let mut rx = detpath::open_spec(&"udp://127.0.0.1:0".parse().unwrap()).unwrap();
         let mut tx = open_slots(
             &parse("udp://127.0.0.1:0?sched=slots&slot_ns=20000&ring_slots=10&lead_slots=2&late_tolerance_ns=200000000&classes=ctl:rt:0/5;bulk:be:1/5")
                 .unwrap(),

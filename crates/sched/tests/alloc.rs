@@ -114,9 +114,9 @@ fn scheduler_hot_path_allocates_nothing() {
 
 #[test]
 fn sched_endpoint_over_udp_allocates_nothing() {
-    let rx = detpath::open("udp://127.0.0.1:0").expect("udp endpoint on loopback");
+    let rx = detpath_open::open("udp://127.0.0.1:0").expect("udp endpoint on loopback");
     let to = rx.local_addr();
-    let tx = detpath::open("udp://127.0.0.1:0").expect("udp endpoint on loopback");
+    let tx = detpath_open::open("udp://127.0.0.1:0").expect("udp endpoint on loopback");
     let mut ep = SchedEndpoint::new(tx, &config(Mode::Strict)).unwrap();
     // Warm up once outside the watch (first send may set up lazily-initialised state in std/libc).
     let now = detpath::monotonic_ns();

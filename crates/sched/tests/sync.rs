@@ -46,7 +46,7 @@ fn a_sync_slave_follows_its_master_only() {
     let (stop_m, stop_f) = (stop.clone(), stop.clone());
     let master_uri = format!("{}&rx_stamp=kernel", tb.a().uri("udp", port));
     let master = tb.a().spawn(move || {
-        let ep = detpath::open(&master_uri).unwrap_or_else(|e| panic!("{master_uri}: {e}"));
+        let ep = detpath_open::open(&master_uri).unwrap_or_else(|e| panic!("{master_uri}: {e}"));
         let mut ep = SchedEndpoint::with_source(ep, &sched_config(), MonotonicSource { epoch_mono: 0 }, 0).expect("master scheduler");
         run_master(&mut ep, slave_addr, &live, &stop_m).expect("master")
     });
@@ -64,7 +64,7 @@ fn a_sync_slave_follows_its_master_only() {
     let r = tb
         .b()
         .run(|| {
-            let ep = detpath::open(&slave_uri).unwrap_or_else(|e| panic!("{slave_uri}: {e}"));
+            let ep = detpath_open::open(&slave_uri).unwrap_or_else(|e| panic!("{slave_uri}: {e}"));
             let epoch = detpath::monotonic_ns();
             let src = OverlaySource { epoch_mono: epoch, offset_ns: 37_000, drift_ppb: 50_000 };
             let mut ep = SchedEndpoint::with_source(ep, &sched_config(), src, epoch).expect("slave scheduler");

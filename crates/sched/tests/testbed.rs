@@ -21,7 +21,7 @@ fn a_sched_spec_endpoint_delivers_through_its_slots() {
         let rx_uri = tb.b().uri(dp, port);
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let echo = tb.b().spawn(move || -> u32 {
-            let mut ep = detpath::open(&rx_uri).expect("echo endpoint");
+            let mut ep = detpath_open::open(&rx_uri).expect("echo endpoint");
             ready_tx.send(ep.local_addr()).unwrap();
             let (mut buf, mut n) = ([0u8; 2048], 0);
             while let Some(rx) = ep.recv(&mut buf, RecvMode::Blocking { timeout: Some(Duration::from_millis(500)) }).unwrap() {

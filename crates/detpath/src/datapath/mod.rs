@@ -29,7 +29,7 @@ static REGISTERED: RwLock<Vec<&'static Datapath>> = RwLock::new(Vec::new());
 
 /// Adds a datapath to this process's registry, after [`DATAPATHS`]: from
 /// then on [`find`], [`transports`] and [`names`] list it, so
-/// [`open`](crate::open) opens its scheme and every caller that asks the
+/// [`open_spec`](crate::open_spec) opens its scheme and every caller that asks the
 /// registry (the benchmark, pub-sub discovery, the slot scheduler) uses it
 /// with no edit of theirs. Why at run time: a datapath built outside this
 /// crate (an out-of-tree plugin, or a test's wrapper that proves a new

@@ -9,7 +9,7 @@ pub mod pcap;
 
 pub use crate::realtime;
 
-/// The layers a spec opened through [`crate::open`] can use, innermost
+/// The layers a spec opened through [`crate::open_spec`] can use, innermost
 /// first: the order the pipeline wraps in (a capture sees what the
 /// datapath sends; the fault injector's drops never reach it).
 pub const LAYERS: Registry = &[&pcap::LAYER, &fault::LAYER, &realtime::LAYER];

@@ -266,7 +266,7 @@ impl Ports {
         if detpath::EndpointSpec::parse_with(spec, SCHED).map_err(open_err)?.layer_keys("sched").is_some() {
             return Err(PtpError::Scheduled { spec: spec.to_string() });
         }
-        let ep = detpath::open(spec).map_err(open_err)?;
+        let ep = spec.parse().and_then(|s| detpath::open_spec(&s)).map_err(open_err)?;
         let local = ep.local_addr();
         if local.port() != EVENT_PORT {
             return Err(PtpError::Port { spec: spec.to_string(), port: local.port() });
