@@ -6,19 +6,13 @@
 use clap::{Parser, Subcommand};
 
 mod bench;
-mod classify_bench_cmd;
-mod classify_cmd;
+mod classify;
 mod echo_cmd;
 mod generate_cmd;
 mod metrics_args;
-mod pubsub_bench_cmd;
-mod pubsub_cmd;
-mod pubsub_ptp;
-mod pubsub_user;
+mod pubsub;
 mod report;
-mod sched_cmd;
-mod sched_plan_cmd;
-mod sched_ptp_cmd;
+mod sched;
 mod testbed_cmd;
 mod tune_cmd;
 mod vocab;
@@ -46,11 +40,11 @@ enum Command {
     /// Audit, apply and revert the low-latency OS tuning.
     Tune(tune_cmd::Args),
     /// XDP classifier for encapsulated traffic, driven by intents.
-    Classify(classify_cmd::Args),
+    Classify(classify::Args),
     /// Time-slotted transmission (paper 003): benchmark, clock sync, NIC model, planner.
-    Sched(sched_cmd::Args),
+    Sched(sched::Args),
     /// DDS-interoperable publish-subscribe (RTPS) on any datapath (paper 001): ping, pong, pub, sub, bench.
-    Pubsub(pubsub_cmd::Args),
+    Pubsub(pubsub::Args),
     /// Man pages and shell completions from this CLI (for packaging; hidden).
     #[command(hide = true)]
     Generate(generate_cmd::Args),
@@ -85,9 +79,9 @@ fn dispatch(cli: Cli) -> i32 {
         Command::Echo(args) => echo_cmd::run(args),
         Command::Report(args) => report::run(args),
         Command::Tune(args) => tune_cmd::run(args),
-        Command::Classify(args) => classify_cmd::run(args),
-        Command::Sched(args) => sched_cmd::run(args),
-        Command::Pubsub(args) => pubsub_cmd::run(args),
+        Command::Classify(args) => classify::run(args),
+        Command::Sched(args) => sched::run(args),
+        Command::Pubsub(args) => pubsub::run(args),
         Command::Generate(args) => generate_cmd::run::<Cli>(args),
     };
     match result {

@@ -1,7 +1,7 @@
-//! `detpath sched plan` (crates/cli/src/sched_plan_cmd.rs, compiled here as well): exit statuses,
+//! `detpath sched plan` (crates/cli/src/sched/plan.rs, compiled here as well): exit statuses,
 //! input errors, and a small --evaluate run with its files.
 
-#[path = "../../cli/src/sched_plan_cmd.rs"]
+#[path = "../../cli/src/sched/plan.rs"]
 mod sched_plan_cmd;
 // The command's flags parse through the CLI's shared vocabulary.
 #[path = "../../cli/src/vocab.rs"]

@@ -7,9 +7,12 @@
 //! - `model`: the NIC ring model (simulated line-rate NIC): the paper's Table 3,
 //!   the clock-error sweep of its Figure 8 and the dual clock of its §5.2.
 //! - `probe`: what an interface offers (line rate, PTP clock, launch time).
-//! - `ptp`: the slot clock over IEEE 1588 with ptp4l (`sched_ptp_cmd`).
+//! - `ptp`: the slot clock over IEEE 1588 with ptp4l (`ptp.rs`).
 //!
 //! Argument parsing and printing only; the work is in `detpath_sched` and `detpath_sched_bench` (the bench).
+
+pub mod plan;
+pub mod ptp;
 
 use crate::vocab::ns;
 use anyhow::Context;
@@ -41,11 +44,11 @@ or outside its slots; 3 --plan: the traffic is proven not to fit; 4 --plan: the 
     #[command(after_help = crate::vocab::EXIT_0_2)]
     Probe(ProbeArgs),
     /// Does this periodic traffic fit the ring, and how (partitions and a validated schedule; paper 003's planner).
-    #[command(after_help = crate::sched_plan_cmd::EXIT_CODES)]
-    Plan(crate::sched_plan_cmd::Args),
+    #[command(after_help = crate::sched::plan::EXIT_CODES)]
+    Plan(crate::sched::plan::Args),
     /// The slot clock over IEEE 1588 (PTPv2, UDP/IPv4): master or slave, with linuxptp's ptp4l or another detpath.
     #[command(after_help = "Exit codes: 0 a master ran, or a slave locked; 1 a slave never locked; 2 an error.")]
-    Ptp(crate::sched_ptp_cmd::Args),
+    Ptp(crate::sched::ptp::Args),
 }
 
 #[derive(clap::Args)]
@@ -242,8 +245,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Cmd::Bench(a) => run_bench(*a),
         Cmd::Sync(a) => run_sync(a),
         Cmd::Model(a) => run_model(a),
-        Cmd::Plan(a) => crate::sched_plan_cmd::run(a),
-        Cmd::Ptp(a) => crate::sched_ptp_cmd::run(a),
+        Cmd::Plan(a) => crate::sched::plan::run(a),
+        Cmd::Ptp(a) => crate::sched::ptp::run(a),
         Cmd::Probe(a) => {
             let p = detpath_sched::probe::probe(&a.iface);
             if a.json {
@@ -487,6 +490,6 @@ fn run_model(a: ModelArgs) -> anyhow::Result<i32> {
             r.wave_error_p99_ns as f64 / 1000.0
         );
     }
-    crate::sched_ptp_cmd::print_dual_clock(&dual);
+    crate::sched::ptp::print_dual_clock(&dual);
     Ok(0)
 }

@@ -4,14 +4,14 @@
 //! a topic of any type can be injected and watched from the shell. With
 //! `--ros2` the names are ROS 2's (`rt/<topic>`, `pkg::msg::dds_::Type_`),
 //! with durability and history QoS, and with `--clock ptp:SPEC` on a clock
-//! steered by PTP (`pubsub_ptp`).
+//! steered by PTP (`ptp.rs`).
 //!
 //! The node runs on the calling thread, as the ddsperf nodes do
 //! (`detpath_pubsub::app`); it opens its endpoint the same way (peers,
 //! the SPDP multicast group, namespace, priority marks) but makes its own
-//! participant, whose clock is the node's ([`crate::pubsub_ptp::node_clocks`]).
+//! participant, whose clock is the node's ([`crate::pubsub::ptp::node_clocks`]).
 
-use crate::pubsub_ptp::{node_clocks, PtpSummary};
+use crate::pubsub::ptp::{node_clocks, PtpSummary};
 use detpath_pubsub::app::{BudgetJson, CountersJson, NodeOptions};
 use detpath_pubsub::driver::{Node, Transport, TransportOutbox};
 use detpath_pubsub::engine::{Participant, WriteError};
@@ -180,7 +180,7 @@ pub fn clock(s: &str) -> Result<ClockChoice, String> {
     }
 }
 
-/// A node of the user's type, as `pubsub_cmd` hands it over.
+/// A node of the user's type, as the `pubsub` command hands it over.
 pub struct UserNode {
     /// The common node options (endpoint, peers, QoS flags, ...).
     pub opts: NodeOptions,
@@ -600,9 +600,9 @@ pub fn run(n: UserNode, stop: &dyn Fn() -> bool) -> anyhow::Result<i32> {
 }
 
 fn injected_offset() -> i64 {
-    match crate::pubsub_ptp::installed() {
-        Some(crate::pubsub_ptp::NodeClock::System(o)) => *o,
-        Some(crate::pubsub_ptp::NodeClock::Ptp(c)) => c.injected().0,
+    match crate::pubsub::ptp::installed() {
+        Some(crate::pubsub::ptp::NodeClock::System(o)) => *o,
+        Some(crate::pubsub::ptp::NodeClock::Ptp(c)) => c.injected().0,
         None => 0,
     }
 }

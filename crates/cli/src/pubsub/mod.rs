@@ -3,7 +3,11 @@
 //! conventions so `ddsperf` can be the partner on the other side. Prints a
 //! line a second and a summary (or JSON with `--json`).
 
-use crate::pubsub_user::{ClockChoice, TypeArgs, UserNode};
+pub mod bench;
+pub mod ptp;
+pub mod user;
+
+use user::{ClockChoice, TypeArgs, UserNode};
 use crate::wait_arg::WaitArg;
 use detpath::sys::cleanup::{self, OnSignal};
 use detpath_pubsub::app::{run as run_node, BudgetJson, ClockMode, LatencySummaryJson, LiveBoard, NodeOptions, Outcome, SecondReport};
@@ -39,8 +43,8 @@ enum Cmd {
     #[command(after_help = NODE_EXIT_CODES)]
     Sub(SubArgs),
     /// The paper's three workloads per datapath in the testbed, with ddsperf as the reference row.
-    #[command(after_help = crate::pubsub_bench_cmd::BENCH_EXIT_CODES)]
-    Bench(crate::pubsub_bench_cmd::BenchArgs),
+    #[command(after_help = crate::pubsub::bench::BENCH_EXIT_CODES)]
+    Bench(crate::pubsub::bench::BenchArgs),
 }
 
 /// The exit codes of `detpath pubsub ping|pong|pub|sub`.
@@ -151,8 +155,8 @@ struct NodeArgs {
     /// until it locks to the master (ptp4l -4, `detpath sched ptp master`),
     /// then stamps INFO_TS and judges budgets on that steered clock (no host
     /// clock is touched; during the run it holds the rate the servo found).
-    #[arg(long, value_name = "CLOCK", value_parser = crate::pubsub_user::clock, default_value = "auto")]
-    clock: crate::pubsub_user::ClockChoice,
+    #[arg(long, value_name = "CLOCK", value_parser = crate::pubsub::user::clock, default_value = "auto")]
+    clock: crate::pubsub::user::ClockChoice,
     /// An error injected into the node's clock, e.g. `50ms` or `-37us` (a
     /// bare number is ns), to see a budget judged on a wrong clock (auto,
     /// synced) or corrected by PTP (ptp:SPEC). pub/sub with --type-name.
@@ -203,9 +207,9 @@ struct PubArgs {
     #[command(flatten)]
     node: NodeArgs,
     #[command(flatten)]
-    types: crate::pubsub_user::TypeArgs,
+    types: crate::pubsub::user::TypeArgs,
     #[command(flatten)]
-    payload: crate::pubsub_user::PayloadArgs,
+    payload: crate::pubsub::user::PayloadArgs,
     /// Sample rate: samples per second, e.g. `1000` or `1000/s` (0: as fast
     /// as reliable flow control allows).
     #[arg(long, value_name = "PER_SECOND", value_parser = crate::vocab::per_second, default_value = "0")]
@@ -217,11 +221,11 @@ struct SubArgs {
     #[command(flatten)]
     node: NodeArgs,
     #[command(flatten)]
-    types: crate::pubsub_user::TypeArgs,
+    types: crate::pubsub::user::TypeArgs,
     /// With --type-name: how each sample's bytes are printed (`payload_hex`
     /// or `payload_base64` in its --json line `{"sample": {...}}`).
-    #[arg(long, value_enum, default_value_t = crate::pubsub_user::PayloadFormat::Hex)]
-    payload_format: crate::pubsub_user::PayloadFormat,
+    #[arg(long, value_enum, default_value_t = crate::pubsub::user::PayloadFormat::Hex)]
+    payload_format: crate::pubsub::user::PayloadFormat,
 }
 
 fn options(a: &NodeArgs, role: Role) -> anyhow::Result<NodeOptions> {
@@ -436,7 +440,7 @@ fn user_node(
     a: &NodeArgs,
     types: &TypeArgs,
     publisher: bool,
-    extra: (Option<crate::pubsub_user::PayloadArgs>, f64, crate::pubsub_user::PayloadFormat),
+    extra: (Option<crate::pubsub::user::PayloadArgs>, f64, crate::pubsub::user::PayloadFormat),
 ) -> anyhow::Result<i32> {
     cleanup::install_signal_handler(OnSignal::SetFlag);
     let topic = a.topic.clone().ok_or_else(|| anyhow::anyhow!("--type-name needs --topic NAME (the topic's name)"))?;
@@ -449,12 +453,12 @@ fn user_node(
     let offset = a.clock_offset.map_or(0, |o| o.ns());
     let ptp = match &a.clock {
         ClockChoice::Ptp(spec) => {
-            let (clock, summary) = crate::pubsub_ptp::lock(spec, a.netns.as_deref(), offset, a.ptp_settle, a.ptp_lock_threshold)?;
-            crate::pubsub_ptp::install(crate::pubsub_ptp::NodeClock::Ptp(clock));
+            let (clock, summary) = crate::pubsub::ptp::lock(spec, a.netns.as_deref(), offset, a.ptp_settle, a.ptp_lock_threshold)?;
+            crate::pubsub::ptp::install(crate::pubsub::ptp::NodeClock::Ptp(clock));
             Some(summary)
         }
         _ => {
-            crate::pubsub_ptp::install(crate::pubsub_ptp::NodeClock::System(offset));
+            crate::pubsub::ptp::install(crate::pubsub::ptp::NodeClock::System(offset));
             None
         }
     };
@@ -465,7 +469,7 @@ fn user_node(
     };
     let (payload, rate_hz, format) = extra;
     let n = UserNode { opts, publisher, topic, types: types.clone(), payload, rate_hz, format, json: a.json, ptp, clock_name };
-    crate::pubsub_user::run(n, &cleanup::interrupted)
+    crate::pubsub::user::run(n, &cleanup::interrupted)
 }
 
 /// A ddsperf node refuses the flags of a node of the user's type.
@@ -477,12 +481,12 @@ fn ddsperf_only(types: &TypeArgs) -> anyhow::Result<()> {
 }
 
 /// Runs the `detpath pubsub` subcommand; returns its exit code
-/// ([`NODE_EXIT_CODES`] for the nodes, [`crate::pubsub_bench_cmd::BENCH_EXIT_CODES`] for bench).
+/// ([`NODE_EXIT_CODES`] for the nodes, [`crate::pubsub::bench::BENCH_EXIT_CODES`] for bench).
 pub fn run(args: Args) -> anyhow::Result<i32> {
     match args.cmd {
         Cmd::Ping(a) => node(&a.node, Role::Ping { rate_hz: a.rate }, "ping"),
         Cmd::Pong(a) => node(&a, Role::Pong, "pong"),
-        Cmd::Pub(a) if a.types.user_type() => user_node(&a.node, &a.types, true, (Some(a.payload), a.rate, crate::pubsub_user::PayloadFormat::Hex)),
+        Cmd::Pub(a) if a.types.user_type() => user_node(&a.node, &a.types, true, (Some(a.payload), a.rate, crate::pubsub::user::PayloadFormat::Hex)),
         Cmd::Pub(a) => {
             ddsperf_only(&a.types)?;
             anyhow::ensure!(
@@ -496,6 +500,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             ddsperf_only(&a.types)?;
             node(&a.node, Role::Sub, "sub")
         }
-        Cmd::Bench(a) => crate::pubsub_bench_cmd::run(a),
+        Cmd::Bench(a) => crate::pubsub::bench::run(a),
     }
 }

@@ -12,6 +12,8 @@
 //! socket themselves when one daemon runs (else `--iface` or `--socket`);
 //! `--server ADDR:PORT` goes over TCP with `--token-file`.
 
+pub mod bench;
+
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
 use detpath_classify::classifier::{parse_mac, AltNode, DefaultAction};
@@ -66,7 +68,7 @@ const CLIENT_EXIT_CODES: &str = "Exit codes: 0 the daemon answered 2xx; 1 it ref
 enum Cmd {
     /// The classifier against a no-op XDP program at paper 004's sizes (root).
     #[command(after_help = "Exit codes: 0 every cell ran; 2 an error (not root, bad arguments, a program that would not load).")]
-    Bench(crate::classify_bench_cmd::BenchArgs),
+    Bench(crate::classify::bench::BenchArgs),
     /// Attach the classifier to an interface and serve the intent API until SIGINT/SIGTERM.
     #[command(after_help = "Exit codes: 0 stopped by SIGINT/SIGTERM (the program detached); 2 an error (attach, socket, token, state file).")]
     Serve(ServeArgs),
@@ -294,7 +296,7 @@ fn report(status: u16, v: &serde_json::Value, json: bool, table: impl FnOnce(&se
 /// subcommand's `--help` lists them).
 pub fn run(a: Args) -> anyhow::Result<i32> {
     match a.cmd {
-        Cmd::Bench(b) => crate::classify_bench_cmd::run(b),
+        Cmd::Bench(b) => crate::classify::bench::run(b),
         Cmd::Serve(s) => {
             // The settings flags given override the stored ones; the rest
             // (and what `classify config` set) stay as the state file has them.

@@ -1,4 +1,4 @@
-//! The clock a pub-sub node of the user's type (`pubsub_user`) stamps
+//! The clock a pub-sub node of the user's type (`user.rs`) stamps
 //! INFO_TS with and judges latency budgets on, with `--clock ptp:SPEC`
 //! steered by an in-process PTP slave (`detpath_sched::ptp`, the same slave
 //! as `detpath sched ptp slave`, which follows ptp4l or a detpath master).
