@@ -32,10 +32,12 @@
 
 #![warn(missing_docs)]
 
+pub mod fastdds;
 pub mod mixed;
 pub mod mixed_plot;
 pub mod mixed_table;
 pub mod page;
+pub mod scale;
 pub mod table;
 
 use detpath_instrument::records::{LossCounts, Record, Status};

@@ -5,6 +5,7 @@
 
 pub mod bench;
 pub mod ptp;
+pub mod scale;
 pub mod user;
 
 use user::{ClockChoice, TypeArgs, UserNode};
@@ -45,6 +46,9 @@ enum Cmd {
     /// The paper's three workloads per datapath in the testbed, with ddsperf as the reference row.
     #[command(after_help = crate::pubsub::bench::BENCH_EXIT_CODES)]
     Bench(crate::pubsub::bench::BenchArgs),
+    /// Scale: discovery time and memory for 2 to 64 participants, fan-out latency to 1 to 16
+    /// readers, beside CycloneDDS.
+    Scale(scale::ScaleArgs),
 }
 
 /// The exit codes of `detpath pubsub ping|pong|pub|sub`.
@@ -501,5 +505,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             node(&a.node, Role::Sub, "sub")
         }
         Cmd::Bench(a) => crate::pubsub::bench::run(a),
+        Cmd::Scale(a) => scale::run(a),
     }
 }
