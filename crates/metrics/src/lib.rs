@@ -21,13 +21,15 @@
 //! body, bounded connections, cross-origin requests refused): no scraper or
 //! stray client can end or stall the command it serves. The command-line
 //! flags (`--metrics`, `--metrics-token`, `--metrics-token-file`) live in the
-//! CLI crate.
+//! CLI crate; the spec key `metrics=ADDR` ([`spec_key`], registered in
+//! `detpath-open`) serves an endpoint named by its spec text alone.
 
 #![warn(missing_docs)]
 
 pub mod encode;
 pub mod http;
 pub mod pubsub;
+pub mod spec_key;
 pub(crate) mod watch;
 
 use detpath::layer::{Layer, LayerKeys, LayerUse, Prepared};

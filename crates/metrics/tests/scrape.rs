@@ -96,6 +96,44 @@ fn loopback_scrape_counts_and_labels() {
     assert_eq!(value(&s, "detpath_endpoint_tx_packets_total", &local), 30.0);
 }
 
+/// A free TCP port on loopback (bound, then released for the listener).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// `metrics=ADDR` in the spec text alone serves the endpoint (the C and
+/// Python bindings open specs this way); a second endpoint naming the same
+/// address joins the same listener; bad values are refused at open with
+/// the key named, and beyond loopback a token is required.
+#[test]
+fn the_metrics_key_serves_endpoints_from_their_spec() {
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let spec = format!("udp://127.0.0.1:0?metrics={addr}");
+    let (a, b) = (detpath_open::open(&spec).unwrap(), detpath_open::open(&spec).unwrap());
+    let (sa, sb) = (a.local_addr(), b.local_addr());
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads = [echo(a, stop.clone()), echo(b, stop.clone())];
+    let mut client = detpath_open::open("udp://127.0.0.1:0").unwrap();
+    exchange(client.as_mut(), sa, 7, 100);
+    exchange(client.as_mut(), sb, 3, 10);
+    let (status, _, body) = get(addr, "/metrics", None);
+    assert_eq!(status, 200, "{body}");
+    let s = parse(&body);
+    assert_eq!(value(&s, "detpath_endpoint_rx_packets_total", &sa.to_string()), 7.0, "{body}");
+    assert_eq!(value(&s, "detpath_endpoint_rx_bytes_total", &sb.to_string()), 30.0, "{body}");
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().unwrap();
+    }
+
+    let e = detpath_open::open("udp://127.0.0.1:0?metrics=nowhere").err().expect("refused").to_string();
+    assert!(e.contains("`metrics` takes ADDR:PORT"), "{e}");
+    let e = detpath_open::open("udp://127.0.0.1:0?metrics=0.0.0.0:0").err().expect("refused").to_string();
+    assert!(e.contains("without a token"), "{e}");
+    let e = detpath_open::open("udp://127.0.0.1:0?metrics=0.0.0.0:0&metrics_token_file=/nonexistent/token").err().expect("refused").to_string();
+    assert!(e.contains("/nonexistent/token"), "{e}");
+}
+
 /// The connection limit's work shows on /metrics: more half-open
 /// connections than slots (64) are evicted, counted, and a scrape still
 /// gets its answer.

@@ -5,7 +5,8 @@
 //! registry's business. Layers live in different crates: the fault
 //! injector, the real-time thread and the capture in detpath, the slot
 //! scheduler in detpath-sched (which depends on detpath, so detpath cannot
-//! name it). This crate depends on both and lists every layer in [`LAYERS`];
+//! name it), `metrics=ADDR` in detpath-metrics. This crate depends on them
+//! and lists every layer in [`LAYERS`];
 //! everything that opens a user's spec (the C and Python bindings, the CLI,
 //! bench, pub-sub) opens it here, so a spec opens the same everywhere and
 //! no binding depends on the scheduler crate itself.
@@ -23,8 +24,18 @@
 //! let mut tx = detpath_open::open(&spec)?;
 //! assert!(tx.capabilities().notes.iter().any(|n| n.starts_with("sched=slots")));
 //! tx.send_to(b"in its slot", rx.local_addr())?;
-//! let mut buf = [0u8; 2048];
-//! let got = rx.recv(&mut buf, RecvMode::Blocking { timeout: Some(Duration::from_secs(5)) })?.expect("released within a cycle");
+//! // The scheduler releases due slots whenever its endpoint is called (a
+//! // receive, here, that finds nothing): call it until the datagram is out.
+//! let (mut buf, mut scratch) = ([0u8; 2048], [0u8; 2048]);
+//! let wait = RecvMode::BusyPoll { timeout: Some(Duration::from_micros(200)) };
+//! let deadline = std::time::Instant::now() + Duration::from_secs(5);
+//! let got = loop {
+//!     tx.recv(&mut scratch, wait)?;
+//!     if let Some(got) = rx.recv(&mut buf, wait)? {
+//!         break got;
+//!     }
+//!     assert!(std::time::Instant::now() < deadline, "released within a cycle");
+//! };
 //! assert_eq!(&buf[..got.len], b"in its slot");
 //! drop(tx); // closes the capture
 //! assert!(std::fs::metadata(&pcap)?.len() > 24, "the pcap holds the datagram");
@@ -42,20 +53,22 @@ const OWN: usize = detpath::layers::LAYERS.len();
 
 /// Every layer, innermost first (the order the pipeline wraps in):
 /// detpath's, in detpath's order (a new one there is here without an edit),
-/// then the slot scheduler's, outermost: its releases go through the
-/// capture and the fault injector.
-static ALL: [&dyn Layer; OWN + 1] = {
-    let mut all: [&dyn Layer; OWN + 1] = [&detpath_sched::LAYER; OWN + 1];
+/// then the slot scheduler's (its releases go through the capture and the
+/// fault injector), then the metrics key's, outermost: it counts what the
+/// application sees.
+static ALL: [&dyn Layer; OWN + 2] = {
+    let mut all: [&dyn Layer; OWN + 2] = [&detpath_sched::LAYER; OWN + 2];
     let mut i = 0;
     while i < OWN {
         all[i] = detpath::layers::LAYERS[i];
         i += 1;
     }
+    all[OWN + 1] = &detpath_metrics::spec_key::LAYER;
     all
 };
 
 /// The one registry: every layer of the workspace, innermost first: detpath's
-/// in detpath's order, then the slot scheduler's.
+/// in detpath's order, then the slot scheduler's, then `metrics=ADDR`'s.
 pub static LAYERS: detpath::layer::Registry = &ALL;
 
 /// Parses a spec with every layer's keys.
@@ -84,7 +97,7 @@ mod tests {
         let theirs = names(detpath::layers::LAYERS);
         // detpath's layers appear here in detpath's order, the scheduler among them.
         assert_eq!(ours.iter().filter(|n| theirs.contains(n)).copied().collect::<Vec<_>>(), theirs);
-        assert!(ours.contains(&"sched"));
+        assert_eq!(ours[ours.len() - 2..], ["sched", "metrics"]);
     }
 
     #[test]
