@@ -13,7 +13,7 @@ use detpath_pubsub::engine::{self, ReaderId, SampleInfo, WriterId};
 use detpath_pubsub::types::TopicType;
 use detpath_pubsub::wire::bytes::ByteWriter;
 use detpath_pubsub::wire::cdr::write_payload;
-use detpath_pubsub::wire::{CdrReader, Time, WireError, Xcdr};
+use detpath_pubsub::wire::{CdrReader, Guid, Time, WireError, Xcdr};
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::sync::{Arc, MutexGuard};
@@ -427,9 +427,14 @@ impl ReaderCore {
         Ok(ready.is_some())
     }
 
-    fn count_undecodable(&self, n: u64) {
+    /// Reports samples that did not deserialize, each with its writer, to
+    /// the engine ([`engine::Participant::report_undecodable`]): it counts
+    /// them in the reader's status and reports each writer's type once.
+    fn report_undecodable(&self, bad: impl IntoIterator<Item = (Guid, WireError)>) {
         if let Ok(mut g) = self.shared.lock() {
-            *g.undecodable.entry(self.id).or_default() += n;
+            for (writer, why) in bad {
+                g.p.report_undecodable(self.id, writer, why);
+            }
         }
     }
 
@@ -441,11 +446,23 @@ impl ReaderCore {
             matched_publications: detail.matched,
             lost: detail.lost,
             rejected: detail.rejected,
-            undecodable: g.undecodable.get(&self.id).copied().unwrap_or(0),
+            undecodable: detail.undecodable,
             incompatible_qos: t.incompatible_qos,
             unmatched: t.unmatched,
             detail,
         })
+    }
+}
+
+impl Drop for ReaderCore {
+    /// Deletes the reader in the engine: its SEDP dispose goes out at the
+    /// engine thread's next timeout, so remote writers unmatch it and stop
+    /// sending to it; samples `read` and not taken go with it.
+    fn drop(&mut self) {
+        if let Ok(mut g) = self.shared.lock() {
+            g.read_buffers.remove(&self.id);
+            g.p.delete_reader(self.id);
+        }
     }
 }
 
@@ -494,22 +511,22 @@ impl<T: TopicType + Default> DataReader<T> {
     }
 
     fn decode(&self, raw: Vec<RawSample>) -> Vec<(T, SampleInfo)> {
-        let mut bad = 0;
+        let mut bad = Vec::new();
         let out = raw
             .into_iter()
             .filter_map(|(bytes, info)| {
                 let mut s = T::default();
                 if info.valid_data {
-                    if let Err(_e) = CdrReader::from_payload(&bytes).and_then(|mut c| s.deserialize_into(&mut c)) {
-                        bad += 1;
+                    if let Err(e) = CdrReader::from_payload(&bytes).and_then(|mut c| s.deserialize_into(&mut c)) {
+                        bad.push((info.writer, e));
                         return None;
                     }
                 }
                 Some((s, info))
             })
             .collect();
-        if bad > 0 {
-            self.core.count_undecodable(bad);
+        if !bad.is_empty() {
+            self.core.report_undecodable(bad);
         }
         out
     }
@@ -537,9 +554,20 @@ impl RawReader {
     pub fn wait_for_data(&self, timeout: Duration) -> Result<bool> {
         self.core.wait_for_data(timeout)
     }
-    /// Counts samples the application could not deserialize (shown in [`ReaderStatus::undecodable`]).
+    /// Reports a sample the application could not deserialize, `why` in
+    /// the codec's words (a decoder of its own: the nearest, e.g.
+    /// [`WireError::Truncated`]): counted in [`ReaderStatus::undecodable`],
+    /// and the first from each writer is reported once by its type name
+    /// (the engine's `UndecodableType` event).
+    pub fn report_undecodable(&self, sample: &SampleInfo, why: WireError) {
+        self.core.report_undecodable([(sample.writer, why)])
+    }
+    /// Counts `n` samples the application could not deserialize without
+    /// saying whose they were ([`report_undecodable`](Self::report_undecodable)
+    /// names the writer): counted in [`ReaderStatus::undecodable`], not reported by type.
     pub fn count_undecodable(&self, n: u64) {
-        self.core.count_undecodable(n)
+        let nobody = Guid::from_bytes([0; 16]);
+        self.core.report_undecodable((0..n).map(|_| (nobody, WireError::Truncated)))
     }
     /// Matched writers, lost, rejected and undecodable samples.
     pub fn status(&self) -> Result<ReaderStatus> {

@@ -58,6 +58,9 @@ pub enum Error {
     /// The engine thread could not be started.
     #[error("starting the participant's thread: {0}")]
     Thread(std::io::Error),
+    /// The participant could not start for another reason (the message says which).
+    #[error("starting the participant: {0}")]
+    Start(String),
     /// The participant's engine thread is gone (it panicked or the participant closed).
     #[error("the participant is closed")]
     Closed,

@@ -9,9 +9,10 @@
 
 use crate::error::{Error, Result};
 use detpath_pubsub::driver::{Transport, TransportOutbox};
-use detpath_pubsub::engine::{make_guid_prefix, Config, Counters, Event, Participant, ReaderId, SampleInfo, VecOutbox};
-use detpath_pubsub::transport::{self, EndpointTransport, GroupReception, Link, Wait};
-use detpath_pubsub::wire::{Addr, Guid};
+use detpath_pubsub::app;
+use detpath_pubsub::engine::{Config, Counters, Event, Participant, ReaderId, SampleInfo, VecOutbox};
+use detpath_pubsub::transport::{EndpointTransport, Wait};
+use detpath_pubsub::wire::Guid;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -130,8 +131,6 @@ pub(crate) struct State {
     pub outbox: VecOutbox,
     pub tallies: HashMap<Guid, Tally>,
     pub participants_lost: u64,
-    /// Samples taken that did not deserialize, per reader.
-    pub undecodable: HashMap<ReaderId, u64>,
     /// Samples `read` and not yet taken, per reader (oldest first).
     pub read_buffers: HashMap<ReaderId, std::collections::VecDeque<RawSample>>,
     pub closed: bool,
@@ -175,30 +174,9 @@ impl DomainParticipant {
     /// [`new`](Self::new) with options.
     pub fn with_options(domain_id: u32, spec: &str, peers: &[&str], opts: ParticipantOptions) -> Result<DomainParticipant> {
         let peers: Vec<Ipv4Addr> = peers.iter().map(|p| p.trim().parse().map_err(|_| Error::BadPeer(p.to_string()))).collect::<Result<_>>()?;
-        let t = open_transport(domain_id, spec, &peers, &opts)?;
-        let local = t.local_addr();
-        let (host, port) = match local {
-            Addr::Udp(a) => (u32::from(*a.ip()), a.port()),
-            Addr::Eth(e) => (u32::from_be_bytes([e.mac[2], e.mac[3], e.mac[4], e.mac[5]]), e.ethertype),
-        };
-        let instance = (t.now_ns() as u32) ^ ((port as u32) << 16);
-        let mut cfg = Config::new(domain_id, make_guid_prefix(host, std::process::id(), instance), local);
-        match local {
-            Addr::Udp(_) => {
-                for ip in &peers {
-                    cfg.add_peer(*ip, opts.max_index);
-                }
-                if t.group().is_some() || (peers.is_empty() && transport::raweth_spec(spec).is_none()) {
-                    cfg.add_spdp_multicast();
-                }
-            }
-            Addr::Eth(e) => cfg.add_spdp_target(Addr::Eth(detpath_pubsub::wire::EthAddr::broadcast(e.ethertype))),
-        }
-        cfg.max_datagram = t.max_datagram().min(opts.max_message);
+        let (t, mut cfg) = open_transport(domain_id, spec, peers, &opts)?;
         cfg.max_sample_size = opts.max_sample_size;
         cfg.user_data = opts.user_data.clone();
-        cfg.priority = t.priority_marks(&opts.priority).map_err(|e| Error::BadQos(e.to_string()))?;
-        cfg.clock_synchronised = opts.clock_synchronised;
         let p = Participant::new(cfg, t.now_ns());
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -206,7 +184,6 @@ impl DomainParticipant {
                 outbox: VecOutbox::default(),
                 tallies: HashMap::new(),
                 participants_lost: 0,
-                undecodable: HashMap::new(),
                 read_buffers: HashMap::new(),
                 closed: false,
             }),
@@ -260,44 +237,35 @@ impl Drop for DomainParticipant {
     }
 }
 
-/// Opens the endpoint and, without peers, the SPDP multicast group beside it.
-fn open_transport(domain: u32, spec: &str, peers: &[Ipv4Addr], opts: &ParticipantOptions) -> Result<EndpointTransport> {
-    let scheme = spec.split("://").next().unwrap_or("");
-    let reception = match peers.is_empty() && transport::raweth_spec(spec).is_none() {
-        true => Some(transport::spdp_group_reception(scheme).map_err(|why| Error::NoDiscovery { spec: spec.into(), why })?),
-        false => None,
-    };
-    let spec_open = match reception {
-        Some(GroupReception::Endpoint) => transport::spdp_group_spec(spec, domain),
-        _ => spec.to_string(),
-    };
-    let in_ns = |f: &dyn Fn() -> detpath::Result<Link>| -> Result<Link> {
-        match &opts.netns {
-            Some(ns) => detpath::sys::netns::run_in(ns, f).map_err(|e| Error::Netns { ns: ns.clone(), source: e.into() })?,
-            None => f(),
-        }
-        .map_err(|e| Error::Open { spec: spec_open.clone(), source: e })
-    };
-    let link = in_ns(&|| transport::open(&spec_open))?;
-    let mut t = EndpointTransport::on(link, opts.wait);
-    if reception == Some(GroupReception::KernelSocket) {
-        let iface = match &t.link {
-            Link::Datagram(ep) => ep.capabilities().iface.clone(),
-            Link::Frames(_) => None,
-        };
-        let iface = iface.ok_or_else(|| Error::NoDiscovery {
-            spec: spec.into(),
-            why: "no interface to join the SPDP multicast group on: name it (udp://<iface>?addr=A&port=P) or give peers".into(),
-        })?;
-        let open_group = || transport::open_spdp_group(&iface, domain);
-        let group = match &opts.netns {
-            Some(ns) => detpath::sys::netns::run_in(ns, open_group).map_err(|e| Error::Netns { ns: ns.clone(), source: e.into() })?,
-            None => open_group(),
-        }
-        .map_err(|e| Error::Open { spec: format!("SPDP multicast group on {iface}"), source: e })?;
-        t = t.with_group(group);
-    }
-    Ok(t)
+/// Opens the endpoint (and, without peers, the SPDP multicast group beside
+/// it) and builds the engine's configuration through the pub-sub
+/// application's [`app::open_transport`], the one every detpath node opens
+/// with. What differs is said here: the engine runs on a thread of its own,
+/// so the calling thread's fair-scheduler slice is left alone
+/// (`fair_slice_ns` 0), and the errors speak of `peers`, this API's word,
+/// where the command line's speak of `--peer`.
+fn open_transport(domain: u32, spec: &str, peers: Vec<Ipv4Addr>, opts: &ParticipantOptions) -> Result<(EndpointTransport, Config)> {
+    let mut node = app::NodeOptions::new(spec, detpath_pubsub::ddsperf::Role::Sub);
+    node.domain = domain;
+    node.peers = peers;
+    node.max_index = opts.max_index;
+    node.netns = opts.netns.clone();
+    node.wait = opts.wait;
+    node.fair_slice_ns = 0;
+    node.max_message = opts.max_message;
+    node.clock = if opts.clock_synchronised { app::ClockMode::Synced } else { app::ClockMode::Auto };
+    node.priority_map = opts.priority.dscp.clone();
+    node.priority_classes = opts.priority.classes.clone();
+    app::open_transport(&node).map_err(|e| match e {
+        app::AppError::Open { spec, source } => Error::Open { spec, source },
+        app::AppError::Netns { ns, source } => Error::Netns { ns, source },
+        app::AppError::NoDiscovery { spec, why } => Error::NoDiscovery { spec, why: why.replace("give --peer", "give peers") },
+        app::AppError::Priority(e) => Error::BadQos(e.to_string()),
+        app::AppError::Engine(e) => Error::Create(e),
+        // Not asked for here (no fair slice, no peers-only, no discovery
+        // wait): should one come, it is said as it is.
+        other => Error::Start(other.to_string()),
+    })
 }
 
 /// The engine thread: timers, what the application wrote, then datagrams

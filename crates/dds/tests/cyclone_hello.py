@@ -4,6 +4,8 @@ hello world, with the same type (`hello::Hello`):
 
     cyclone_hello.py sub N     take N greetings, print each as a JSON line, exit 0
     cyclone_hello.py pub N     write N greetings once a reader matched, wait for acks
+    cyclone_hello.py watch N   a writer printing its matched readers at each change
+                               (JSON lines); exit 0 once N were matched and then none
 
 Reliable, transient-local, KEEP_LAST 10 (the examples' QoS). Unicast
 discovery comes from CYCLONEDDS_URI (the test writes it). Exit 3: the
@@ -54,6 +56,18 @@ def main():
             time.sleep(0.01)
         sys.exit(0 if got >= n else 1)
     writer = DataWriter(dp, topic, qos=qos)
+    if role == "watch":
+        seen, peak = -1, 0
+        while time.time() < end:
+            now = writer.get_publication_matched_status().current_count
+            if now != seen:
+                print(json.dumps({"ev": "matched", "n": now}), flush=True)
+                seen, peak = now, max(peak, now)
+            if peak >= n and now == 0:
+                sys.exit(0)
+            writer.write(Hello(id=3, count=0, text="watching"))
+            time.sleep(0.05)
+        sys.exit(1)
     while writer.get_matched_subscriptions() == [] and time.time() < end:
         time.sleep(0.02)
     for count in range(n):

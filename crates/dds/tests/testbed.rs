@@ -8,7 +8,9 @@
 //!   under the same type name counts what it cannot decode, and a sample
 //!   above the writer's limit is refused naming the limit;
 //! - CycloneDDS 11 (the `cyclonedds` Python package, tests/cyclone_hello.py)
-//!   with the same type, both ways.
+//!   with the same type, both ways;
+//! - a reader dropped while a detpath or CycloneDDS writer runs: the
+//!   writer's matched count drops (SEDP dispose), and a new reader matches again.
 //!
 //! Needs root (namespaces, XDP). A missing cyclonedds package fails with the
 //! fix (`make deps`) under CI=true, else says SKIP.
@@ -249,4 +251,74 @@ fn cyclonedds_python_with_the_same_type_both_ways() {
     assert_eq!(got, (0..10).map(|i| (2, i, format!("hello from cyclonedds {i}"))).collect::<Vec<_>>());
     assert_eq!(reader.status().unwrap().undecodable, 0);
     assert_eq!(dp.counters().unwrap().rx_malformed, 0);
+}
+
+#[test]
+fn a_dropped_reader_unmatches_a_detpath_writer() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tb = Testbed::up(TestbedConfig::unique("dds")).expect("testbed up (needs root)");
+    let (a, b) = (tb.a(), tb.b());
+    let pa = participant(a, "udp", b);
+    let pb = participant(b, "udp", a);
+    let qos = Qos::new().reliable().keep_last(10);
+    let w = DataWriter::new(&pa, &Topic::<Hello>::new(&pa, "Greetings"), &qos).unwrap();
+    let r = DataReader::new(&pb, &Topic::<Hello>::new(&pb, "Greetings"), &qos).unwrap();
+    let raw = pb.create_raw_reader("Greetings", "hello::Hello", true, &qos).unwrap();
+    until("the writer matches both readers", Duration::from_secs(5), || w.status().unwrap().matched_subscriptions == 2);
+    w.write(&Hello { id: 1, count: 1, text: "before".into() }).unwrap();
+    until("the raw reader has the sample", Duration::from_secs(5), || raw.read(1).unwrap().len() == 1);
+    drop(raw);
+    until("the writer unmatches the dropped reader", Duration::from_secs(5), || w.status().unwrap().matched_subscriptions == 1);
+    assert_eq!(w.status().unwrap().unmatched, 1, "one reader went away");
+    // The writer keeps going for the reader that stays; a new reader (in the dropped one's slot) matches.
+    w.write(&Hello { id: 1, count: 2, text: "after".into() }).unwrap();
+    let counts: Vec<u32> = std::iter::from_fn(|| Some(r.take_timeout(10, Duration::from_secs(2)).unwrap())).take_while(|g| !g.is_empty()).flatten().map(|(s, _)| s.count).take(2).collect();
+    assert_eq!(counts, [1, 2]);
+    let again = pb.create_raw_reader("Greetings", "hello::Hello", true, &qos).unwrap();
+    until("the writer matches the new reader", Duration::from_secs(5), || w.status().unwrap().matched_subscriptions == 2);
+    drop(r);
+    until("the writer unmatches the dropped typed reader", Duration::from_secs(5), || w.status().unwrap().matched_subscriptions == 1);
+    assert_eq!(again.status().unwrap().matched_publications, 1);
+    assert_eq!(pa.counters().unwrap().rx_malformed + pb.counters().unwrap().rx_malformed, 0);
+}
+
+#[test]
+fn a_dropped_reader_unmatches_a_cyclonedds_writer() {
+    let missing = cyclone_python_missing();
+    if !detpath_testkit::need("a_dropped_reader_unmatches_a_cyclonedds_writer", "the cyclonedds Python package", missing.is_none(), &missing.unwrap_or_default()) {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tb = Testbed::up(TestbedConfig::unique("dds")).expect("testbed up (needs root)");
+    let (a, b) = (tb.a(), tb.b());
+    let dp = participant(a, "udp", b);
+    let reader = DataReader::new(&dp, &Topic::<Hello>::new(&dp, "HelloWorld"), &Qos::new().reliable().transient_local().keep_last(10)).unwrap();
+    let (mut watch, dir) = cyclone_peer(b, a.addr, &["watch", "1"]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let out = watch.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let matched_now = |want: u64| {
+        let end = Instant::now() + Duration::from_secs(30);
+        while let Ok(line) = rx.recv_timeout(end.saturating_duration_since(Instant::now())) {
+            println!("cyclonedds writer: {line}");
+            if serde_json::from_str::<serde_json::Value>(&line).is_ok_and(|v| v["n"].as_u64() == Some(want)) {
+                return true;
+            }
+        }
+        false
+    };
+    let matched = matched_now(1);
+    let got = reader.take_timeout(10, Duration::from_secs(5)).unwrap();
+    drop(reader);
+    let unmatched = matched && matched_now(0);
+    let status = watch.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(matched, "the CycloneDDS writer never matched the reader");
+    assert!(got.iter().any(|(s, _)| s.text == "watching"), "samples from CycloneDDS: {got:?}");
+    assert!(unmatched, "the CycloneDDS writer did not unmatch the dropped reader");
+    assert!(status.success(), "cyclone_hello.py watch: {status}");
 }
