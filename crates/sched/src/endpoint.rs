@@ -46,9 +46,10 @@ impl<S: TickSource> SchedEndpoint<S> {
         self.sched.send_be(class, payload, peer)
     }
 
-    /// [`send_at`](Self::send_at) for a packet marked with `dscp`.
-    pub(crate) fn send_at_marked(&mut self, time_ns: u64, class: usize, payload: &[u8], peer: SocketAddrV4, dscp: u8) -> Result<Scheduled, Refusal> {
-        self.sched.send_at_marked(monotonic_ns(), time_ns, class, payload, peer, dscp)
+    /// A real-time packet marked with `dscp` in its class's first free slot
+    /// past the insertion lead (see `Scheduler::send_asap_marked`).
+    pub(crate) fn send_asap_marked(&mut self, class: usize, payload: &[u8], peer: SocketAddrV4, dscp: u8) -> Result<Scheduled, Refusal> {
+        self.sched.send_asap_marked(monotonic_ns(), class, payload, peer, dscp)
     }
 
     /// [`send_be`](Self::send_be) for a packet marked with `dscp`.

@@ -219,20 +219,11 @@ impl SlotsEndpoint {
         format!("the slot scheduler has no such class; its classes: {}", names.join(", "))
     }
 
-    /// A real-time send class: its first free owned slot past the insertion lead.
+    /// A real-time send class: its first free owned slot past the insertion
+    /// lead, chosen and taken at one clock reading (a busy slot or a slot
+    /// boundary crossed between two readings is not counted as a move).
     fn send_rt_asap(&mut self, class: usize, payload: &[u8], peer: SocketAddrV4, dscp: u8) -> Result<(), Refusal> {
-        let now = monotonic_ns();
-        let s = self.inner.scheduler();
-        let ring = s.ring().slots as u64;
-        let mut slot = s.next_owned(class, s.current_slot(now) + s.lead_slots() as u64 + 1).ok_or(Refusal::UnknownClass { class })?;
-        for _ in 0..ring {
-            let t = self.inner.scheduler().slot_time(slot);
-            match self.inner.send_at_marked(t, class, payload, peer, dscp) {
-                Err(Refusal::SlotTaken { .. }) => slot = self.inner.scheduler().next_owned(class, slot + 1).unwrap_or(slot + 1),
-                other => return other.map(|_| ()),
-            }
-        }
-        Err(Refusal::PrebufferFull { capacity: ring as usize })
+        self.inner.send_asap_marked(class, payload, peer, dscp).map(|_| ())
     }
 
     fn refusal(&self, r: Refusal) -> Error {
