@@ -37,6 +37,7 @@
 
 pub mod bmca;
 pub mod net;
+pub mod shared;
 pub mod wire;
 
 use crate::clock::{OverlaySource, SlotClock, TickSource};
@@ -46,6 +47,7 @@ use crate::sync::{path_delay_ns, plausible_delay, saturate, DelayFilter, SyncRep
 use bmca::ForeignMasters;
 use detpath::{monotonic_ns, Endpoint, RecvMode};
 use net::{PtpSocket, Received, EVENT_PORT, GENERAL_PORT, PTP_GROUP};
+pub use shared::{SharedPtpClock, SlaveClock};
 use serde::Serialize;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use thiserror::Error;
@@ -434,8 +436,9 @@ fn claimed_log_interval(log: i8, clamped: &mut u64) -> i8 {
 }
 
 /// Runs a slave-only port on `ports` for `cfg.duration_ns` (or until `stop`):
-/// follows the best master heard, steers `clock`, and reports.
-pub fn run_slave(ports: &mut Ports, clock: &mut PtpClock, cfg: &PtpConfig, stop: &dyn Fn() -> bool) -> Result<SlaveReport, PtpError> {
+/// follows the best master heard, steers `clock` (a [`PtpClock`] it owns,
+/// or a [`SharedPtpClock`] others read meanwhile), and reports.
+pub fn run_slave<C: SlaveClock>(ports: &mut Ports, clock: &mut C, cfg: &PtpConfig, stop: &dyn Fn() -> bool) -> Result<SlaveReport, PtpError> {
     let start = monotonic_ns();
     let end = start + cfg.duration_ns;
     let mut masters = ForeignMasters::default();
@@ -525,14 +528,16 @@ pub fn run_slave(ports: &mut Ports, clock: &mut PtpClock, cfg: &PtpConfig, stop:
                     if let Some(out) = s.sample(offset, t2.clamp(0, u64::MAX as i128) as u64) {
                         let now = monotonic_ns();
                         clock.apply(now, &out);
-                        samples.push(SyncSample {
+                        let sample = SyncSample {
                             t_s: (now - start) as f64 / 1e9,
                             state: out.state,
                             measured_offset_ns: offset,
                             delay_ns: delay.median(),
                             rate_ppb: out.rate_ppb,
                             true_offset_ns: clock.error_ns(now),
-                        });
+                        };
+                        clock.record(&sample);
+                        samples.push(sample);
                     }
                 }
                 // A Delay_Req after the Sync, at most once per the master's logMinDelayReqInterval.
