@@ -23,6 +23,10 @@
 //! cleanup, and when detpath dies), its configuration in a private
 //! temporary directory (`tempfile`), never a predictable name under /tmp.
 //!
+//! With `with_fastdds`, Fast DDS 2.9 against itself gives a second
+//! reference ([`fastdds`]): exact percentiles from per-sample times, and the
+//! table sets detpath's rows against it (issue 38's goals).
+//!
 //! Every row carries what it cost in CPU (`cpu`, the same record as
 //! `detpath bench`'s): detpath's two sides are threads of this process,
 //! metered by [`ThreadMeter`]; ddsperf's are processes, whose user and
@@ -67,6 +71,8 @@ pub struct BenchOptions {
     pub seconds: u64,
     /// Also run ddsperf against ddsperf (the reference rows).
     pub with_ddsperf: bool,
+    /// Also run Fast DDS against Fast DDS ([`fastdds`]: its reference rows, and the table's ratios to them).
+    pub with_fastdds: bool,
     /// How detpath's polling threads wait for datagrams (busy, block, hybrid, adaptive).
     pub wait: Wait,
     /// The fair-scheduler slice detpath's sides ask for (`NodeOptions::fair_slice_ns`).
@@ -100,6 +106,7 @@ impl BenchOptions {
             datapaths: datapaths.iter().map(|d| d.to_string()).collect(),
             seconds: 10,
             with_ddsperf: true,
+            with_fastdds: false,
             wait: Wait::ADAPTIVE,
             fair_slice_ns: 100_000,
             configuration: "D".into(),
@@ -242,6 +249,10 @@ pub enum BenchError {
     /// thread panicked, a run could not be saved).
     #[error("ddsperf: {0}")]
     Ddsperf(String),
+    /// The Fast DDS reference program could not be built (what to install
+    /// is in the message) or run.
+    #[error("Fast DDS: {0}")]
+    FastDds(String),
     /// The mixed workload could not set up or finish an arm.
     #[error("mixed workload: {0}")]
     Mixed(String),
@@ -674,7 +685,7 @@ fn ddsperf_rows(tb: &Testbed, o: &BenchOptions, repeat: u32) -> Result<Vec<Bench
 }
 
 /// Runs every workload on every datapath (one fresh testbed per datapath),
-/// then the ddsperf reference; all of it `o.repeat` times. The latency
+/// then the ddsperf reference, then Fast DDS's when asked; all of it `o.repeat` times. The latency
 /// runs' per-sample records and summaries go to `dir` when given (a result
 /// directory `detpath report` reads).
 pub fn bench(o: &BenchOptions, mut dir: Option<&mut ResultDir>, mut progress: impl FnMut(&BenchRow)) -> Result<Vec<BenchRow>, BenchError> {
@@ -711,6 +722,12 @@ pub fn bench(o: &BenchOptions, mut dir: Option<&mut ResultDir>, mut progress: im
         if o.with_ddsperf && !cleanup::interrupted() {
             let tb = Testbed::up(TestbedConfig::unique("psb")).map_err(Box::new)?;
             for r in ddsperf_rows(&tb, o, repeat)? {
+                progress(&r);
+                rows.push(r);
+            }
+        }
+        if o.with_fastdds && !cleanup::interrupted() {
+            for r in fastdds::rows(o, dir.as_deref_mut(), repeat)? {
                 progress(&r);
                 rows.push(r);
             }

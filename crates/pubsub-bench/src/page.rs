@@ -1,9 +1,11 @@
 //! The pub-sub sections of a `detpath pubsub bench` result directory's
 //! page (rows.json): the workloads' table, each figure cell naming its row,
-//! and the table as the terminal prints it. The CLI puts them into the runs
+//! detpath against Fast DDS when the directory has Fast DDS rows, and the
+//! table as the terminal prints it. The CLI puts them into the runs
 //! page of the ping-pong harness (`detpath_bench::bench_page::render_with`),
 //! which shows the same directory's summary.json.
 
+use crate::fastdds::ratios;
 use crate::table as ps;
 use detpath_instrument::html::page::{count, read_json, Cell, Page, Table};
 use anyhow::{Context, Result};
@@ -32,6 +34,10 @@ impl PubsubRows {
     pub fn table_section(&self, page: &mut Page) -> Result<()> {
         page.section("pubsub", "Pub-sub workloads");
         page.table(&pubsub_table(&self.doc, &self.fig));
+        let against = ratios::compare(&self.fig);
+        if !against.is_empty() {
+            page.table(&fastdds_table(&against));
+        }
         Ok(())
     }
 
@@ -79,6 +85,19 @@ fn pubsub_table(rows: &Value, fig: &[ps::RowFigures]) -> Table {
     }
     if gs.iter().any(|g| g.first().p99_is_worst_second() && g.first().latency_us.is_some()) {
         t.notes.push(ps::DDSPERF_NOTE.into());
+    }
+    t
+}
+
+/// detpath against Fast DDS, per configuration and datapath (issue 38's goals).
+fn fastdds_table(against: &[ratios::Comparison]) -> Table {
+    let mut head = vec!["conf", "system", "wait"];
+    head.extend(ratios::HEAD);
+    let mut t = Table::new("pubsub-fastdds", ratios::TITLE, &head);
+    for c in against {
+        let mut row = vec![Cell::text(c.configuration.clone()), Cell::text(c.system.clone()), Cell::text(if c.wait.is_empty() { "-".into() } else { c.wait.clone() })];
+        row.extend(ratios::cells(c).into_iter().map(|x| Cell::text(x).class("num")));
+        t.rows.push(row);
     }
     t
 }

@@ -11,6 +11,11 @@
 //! `p99 us` column is empty (`-`) on ddsperf rows, so no reader lines them up
 //! as one column and no ratio is formed between them.
 //!
+//! Fast DDS's rows (`--fastdds`) have exact percentiles over all their
+//! samples, as detpath's do; with them the table ends with detpath against
+//! Fast DDS per configuration (mean, p99.9 and 32 B rate ratios against
+//! issue 38's goals, [`crate::fastdds::ratios`]).
+//!
 //! The table is built from the rows' JSON ([`RowFigures`], rows.json's
 //! shape) so that the terminal, table.txt and `detpath report --html` show
 //! the same figures, whether the rows were just measured or read back.
@@ -58,10 +63,16 @@ pub struct RowFigures {
 /// The latency figures of a row, µs.
 #[derive(Clone, Copy, Debug, Default, Deserialize)]
 pub struct LatencyFigures {
+    /// Mean (for the Fast DDS comparison, [`crate::fastdds::ratios`]).
+    #[serde(default)]
+    pub mean: Option<f64>,
     /// Median.
     pub p50: f64,
     /// p99: exact over all samples for detpath; ddsperf's worst second's p99.
     pub p99: f64,
+    /// p99.9 (null below 1,000 samples, and for ddsperf).
+    #[serde(default)]
+    pub p99_9: Option<f64>,
     /// p99.99 (null below 10,000 samples, and for ddsperf).
     #[serde(default)]
     pub p99_99: Option<f64>,
@@ -240,6 +251,11 @@ pub fn render_figures(rows: &[RowFigures]) -> String {
     if gs.iter().any(|g| g.first().p99_is_worst_second() && g.first().latency_us.is_some()) {
         let _ = writeln!(t, "{DDSPERF_NOTE}");
     }
+    let against = crate::fastdds::ratios::render(rows);
+    if !against.is_empty() {
+        t.push('\n');
+        t.push_str(&against);
+    }
     t
 }
 
@@ -260,7 +276,7 @@ mod tests {
             configuration: "D".into(),
             system: system.into(),
             workload: "latency 32B 1kHz".into(),
-            latency_us: Some(LatencyFigures { p50: 40.0, p99, p99_99: None, max: 900.0 }),
+            latency_us: Some(LatencyFigures { p50: 40.0, p99, p99_99: None, max: 900.0, ..LatencyFigures::default() }),
             ..RowFigures::default()
         }
     }

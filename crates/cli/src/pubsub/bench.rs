@@ -1,6 +1,6 @@
 //! `detpath pubsub bench`: paper 001's workloads (and the mixed-criticality
 //! experiment) per datapath in the testbed, with ddsperf as the reference
-//! row; stress and tuning set up around each configuration.
+//! row (and Fast DDS's with `--fastdds`); stress and tuning set up around each configuration.
 
 use crate::wait_arg::WaitArg;
 use detpath::sys::cleanup::{self, OnSignal};
@@ -10,7 +10,8 @@ use detpath_pubsub::transport::Wait;
 use std::time::Duration;
 
 /// The exit codes of `detpath pubsub bench`.
-pub const BENCH_EXIT_CODES: &str = "Exit codes: 0 every workload ran; 2 an error (testbed, permissions, ddsperf missing without --no-ddsperf); \
+pub const BENCH_EXIT_CODES: &str = "Exit codes: 0 every workload ran; 2 an error (testbed, permissions, ddsperf missing without --no-ddsperf, \
+Fast DDS, fastddsgen or g++ missing with --fastdds); \
 130 interrupted (Ctrl-C: the rows so far are saved).";
 
 #[derive(clap::Args)]
@@ -55,6 +56,14 @@ pub struct BenchArgs {
     /// Skip the ddsperf reference row.
     #[arg(long)]
     no_ddsperf: bool,
+    /// Also run the Fast DDS reference rows: Fast DDS 2.9 against itself over its own UDP
+    /// transport (a small C++ program of ours, built once with fastddsgen and g++; needs
+    /// `apt-get install libfastrtps-dev fastddsgen g++`), same type, sizes, QoS and rates as
+    /// detpath's rows, exact percentiles from per-sample times, its CPU; the table then sets
+    /// every detpath datapath against it (mean and p99.9 latency ratios, 32 B rate ratio) with
+    /// issue 38's goals (mean <= 0.1x, p99.9 <= 0.05x, rate >= 3x).
+    #[arg(long)]
+    fastdds: bool,
     /// How the detpath sides wait for datagrams when they are not real-time
     /// (D, D&S): adaptive, busy or block (see `detpath pubsub ping --help`).
     #[arg(long, value_enum, default_value_t = WaitArg::Adaptive)]
@@ -110,6 +119,11 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     );
     let configurations = if a.matrix { Configuration::paper_matrix(a.matrix_stress) } else { vec![Configuration { stress: a.stress, tuned: a.tuned }] };
     let (sender_cpu, receiver_cpu) = (a.cpu.first().copied().unwrap_or(0), a.cpu.get(1).copied().unwrap_or(1));
+    // Fast DDS's program is built (or found) before anything runs: a missing package fails now, not after the detpath rows.
+    if a.fastdds && a.workloads.iter().any(|w| w != mixed::WORKLOAD) {
+        let exe = detpath_pubsub_bench::fastdds::program()?;
+        eprintln!("pubsub bench: Fast DDS reference program {}", exe.display());
+    }
     let mut dir = detpath_instrument::results::ResultDir::create_named(
         &a.out,
         &format!("pubsub-{}", detpath_instrument::results::utc_compact(detpath_instrument::results::now_unix())),
@@ -142,6 +156,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
                 seconds,
                 // The reference row once per configuration.
                 with_ddsperf: !a.no_ddsperf && i == 0,
+                with_fastdds: a.fastdds && i == 0,
                 wait,
                 fair_slice_ns: crate::vocab::ns(a.fair_slice),
                 configuration: conf.label().to_string(),
