@@ -337,19 +337,46 @@ struct ReaderCore {
     seen_over: std::sync::atomic::AtomicU64,
 }
 
-fn take_from(st: &mut State, id: ReaderId, n: usize, keep: bool) -> Vec<RawSample> {
+/// How samples leave a reader.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// Removed (what was read first, then what waits in the engine).
+    Take,
+    /// Left for a later take or read, now READ (what was read, then what waits).
+    Read,
+    /// Left, and only those no read returned before (DDS's NOT_READ), now READ.
+    ReadUnread,
+    /// Left, and their sample state with them (a condition looking);
+    /// `unread`: only those no read returned before.
+    Peek { unread: bool },
+}
+
+fn take_from(st: &mut State, id: ReaderId, n: usize, access: Access) -> Vec<RawSample> {
     let buffered = st.read_buffers.entry(id).or_default();
     let mut out: Vec<RawSample> = Vec::new();
-    if keep {
-        out.extend(buffered.iter().take(n).cloned());
-    } else {
-        let k = n.min(buffered.len());
-        out.extend(buffered.drain(..k));
+    match access {
+        Access::Take => {
+            let k = n.min(buffered.len());
+            out.extend(buffered.drain(..k).map(|(s, _)| s));
+        }
+        Access::Read => {
+            for (s, read) in buffered.iter_mut().take(n) {
+                *read = true;
+                out.push(s.clone());
+            }
+        }
+        Access::Peek { unread } => out.extend(buffered.iter().filter(|(_, read)| !(unread && *read)).take(n).map(|(s, _)| s.clone())),
+        Access::ReadUnread => {
+            for (s, read) in buffered.iter_mut().filter(|(_, read)| !*read).take(n) {
+                *read = true;
+                out.push(s.clone());
+            }
+        }
     }
     while out.len() < n {
         let Some(s) = st.p.take_raw(id, |info, payload| (payload.to_vec(), *info)) else { break };
-        if keep {
-            st.read_buffers.entry(id).or_default().push_back(s.clone());
+        if access != Access::Take {
+            st.read_buffers.entry(id).or_default().push_back((s.clone(), !matches!(access, Access::Peek { .. })));
         }
         out.push(s);
     }
@@ -404,15 +431,15 @@ impl ReaderCore {
         }
     }
 
-    fn get(&self, n: usize, keep: bool) -> Result<Vec<RawSample>> {
+    fn get(&self, n: usize, access: Access) -> Result<Vec<RawSample>> {
         let mut g = self.shared.lock()?;
-        Ok(take_from(&mut g, self.id, n, keep))
+        Ok(take_from(&mut g, self.id, n, access))
     }
 
     /// Takes up to `n`, waiting at most `timeout` for the first.
     fn take_timeout(&self, n: usize, timeout: Duration) -> Result<Vec<RawSample>> {
         let got = self.wait_until(timeout, |g| {
-            let got = take_from(g, self.id, n, false);
+            let got = take_from(g, self.id, n, Access::Take);
             (!got.is_empty()).then_some(got)
         })?;
         Ok(got.unwrap_or_default())
@@ -425,6 +452,19 @@ impl ReaderCore {
             (buffered || g.p.reader_status(self.id).waiting > 0).then_some(())
         })?;
         Ok(ready.is_some())
+    }
+
+    /// Waits until a sample not read before is there, at most `timeout`.
+    fn wait_for_unread(&self, timeout: Duration) -> Result<bool> {
+        let unread = |g: &mut State| {
+            let buffered = g.read_buffers.get(&self.id).is_some_and(|b| b.iter().any(|(_, read)| !read));
+            (buffered || g.p.reader_status(self.id).waiting > 0).then_some(())
+        };
+        Ok(self.wait_until(timeout, unread)?.is_some())
+    }
+
+    fn instance_state(&self, key: &[u8; 16]) -> Result<Option<engine::InstanceState>> {
+        Ok(self.shared.lock()?.p.instance_state(self.id, key))
     }
 
     /// Reports samples that did not deserialize, each with its writer, to
@@ -482,11 +522,11 @@ impl<T: TopicType + Default> DataReader<T> {
     /// unregister comes as `T::default()` with `valid_data` false. Samples
     /// that do not deserialize are counted ([`ReaderStatus::undecodable`]) and dropped.
     pub fn take(&self, n: usize) -> Result<Vec<(T, SampleInfo)>> {
-        Ok(self.decode(self.core.get(n, false)?))
+        Ok(self.decode(self.core.get(n, Access::Take)?))
     }
     /// As [`take`](Self::take), but the samples stay for a later take or read.
     pub fn read(&self, n: usize) -> Result<Vec<(T, SampleInfo)>> {
-        Ok(self.decode(self.core.get(n, true)?))
+        Ok(self.decode(self.core.get(n, Access::Read)?))
     }
     /// Takes up to `n` samples, waiting at most `timeout` for the first
     /// (asleep: the engine thread wakes it when datagrams were handled).
@@ -540,11 +580,55 @@ pub struct RawReader {
 impl RawReader {
     /// Takes up to `n` samples without waiting.
     pub fn take(&self, n: usize) -> Result<Vec<RawSample>> {
-        self.core.get(n, false)
+        self.core.get(n, Access::Take)
     }
     /// As [`take`](Self::take), but the samples stay for a later take or read.
     pub fn read(&self, n: usize) -> Result<Vec<RawSample>> {
-        self.core.get(n, true)
+        self.core.get(n, Access::Read)
+    }
+    /// As [`read`](Self::read), but only samples no read returned before
+    /// (DDS's NOT_READ sample state): what `read_iter` and `read_next` of
+    /// the bindings walk through.
+    pub fn read_unread(&self, n: usize) -> Result<Vec<RawSample>> {
+        self.core.get(n, Access::ReadUnread)
+    }
+    /// As [`read`](Self::read), but what no read returned before stays so
+    /// (NOT_READ): a condition looks without changing what `read_unread`
+    /// returns. `unread`: only those (as [`read_unread`](Self::read_unread)).
+    pub fn peek(&self, n: usize, unread: bool) -> Result<Vec<RawSample>> {
+        self.core.get(n, Access::Peek { unread })
+    }
+    /// Takes the samples named by writer and sequence number that a read
+    /// or peek returned and no take has yet (others are left out): how a binding
+    /// takes one instance, or the samples a condition selects, after
+    /// deciding on what it read. Oldest first.
+    pub fn take_these(&self, which: &[(Guid, i64)]) -> Result<Vec<RawSample>> {
+        self.these(which, true)
+    }
+    /// As [`take_these`](Self::take_these), but they stay, now READ.
+    pub fn read_these(&self, which: &[(Guid, i64)]) -> Result<Vec<RawSample>> {
+        self.these(which, false)
+    }
+    fn these(&self, which: &[(Guid, i64)], take: bool) -> Result<Vec<RawSample>> {
+        let mut g = self.core.shared.lock()?;
+        let buffered = g.read_buffers.entry(self.core.id).or_default();
+        let named = |i: &SampleInfo| which.contains(&(i.writer, i.sn.0));
+        if !take {
+            return Ok(buffered.iter_mut().filter(|((_, i), _)| named(i)).map(|(s, read)| (*read = true, s.clone()).1).collect());
+        }
+        let (chosen, rest): (Vec<_>, Vec<_>) = buffered.drain(..).partition(|((_, i), _)| named(i));
+        buffered.extend(rest);
+        Ok(chosen.into_iter().map(|(s, _)| s).collect())
+    }
+    /// Waits until a sample no read returned before is there, at most `timeout`: false when none came.
+    pub fn wait_for_unread(&self, timeout: Duration) -> Result<bool> {
+        self.core.wait_for_unread(timeout)
+    }
+    /// The state of the reader's instance of key hash `key`, `None` when it
+    /// has none (an unkeyed topic has one, whatever the key; a keyed
+    /// reader sorts by the key hashes writers send inline, which CycloneDDS's do not).
+    pub fn instance_state(&self, key: &[u8; 16]) -> Result<Option<engine::InstanceState>> {
+        self.core.instance_state(key)
     }
     /// Takes up to `n` samples, waiting at most `timeout` for the first.
     pub fn take_timeout(&self, n: usize, timeout: Duration) -> Result<Vec<RawSample>> {
@@ -554,13 +638,14 @@ impl RawReader {
     pub fn wait_for_data(&self, timeout: Duration) -> Result<bool> {
         self.core.wait_for_data(timeout)
     }
-    /// Reports a sample the application could not deserialize, `why` in
+    /// Reports a sample of `writer` (its [`SampleInfo::writer`]) the
+    /// application could not deserialize, `why` in
     /// the codec's words (a decoder of its own: the nearest, e.g.
     /// [`WireError::Truncated`]): counted in [`ReaderStatus::undecodable`],
     /// and the first from each writer is reported once by its type name
     /// (the engine's `UndecodableType` event).
-    pub fn report_undecodable(&self, sample: &SampleInfo, why: WireError) {
-        self.core.report_undecodable([(sample.writer, why)])
+    pub fn report_undecodable(&self, writer: Guid, why: WireError) {
+        self.core.report_undecodable([(writer, why)])
     }
     /// Counts `n` samples the application could not deserialize without
     /// saying whose they were ([`report_undecodable`](Self::report_undecodable)

@@ -62,6 +62,7 @@ pub mod ros2;
 pub use detpath_pubsub::engine::{InstanceState, SampleInfo, WriteError};
 pub use detpath_pubsub::types::TopicType;
 pub use detpath_pubsub::transport::Wait;
+pub use detpath_pubsub::wire::Guid;
 pub use detpath_pubsub::budget::{Cause, ClockSync, LatencyHistogram, BUCKET_BOUNDS_NS};
 pub use endpoint::{DataReader, DataWriter, LatencyBudgetStatus, RawReader, RawWriter, ReaderStatus, Topic, WriterStatus};
 pub use error::{Error, Result};

@@ -131,8 +131,10 @@ pub(crate) struct State {
     pub outbox: VecOutbox,
     pub tallies: HashMap<Guid, Tally>,
     pub participants_lost: u64,
-    /// Samples `read` and not yet taken, per reader (oldest first).
-    pub read_buffers: HashMap<ReaderId, std::collections::VecDeque<RawSample>>,
+    /// Samples out of the engine's cache and not yet taken, per reader
+    /// (oldest first), each with whether a read returned it (DDS's READ
+    /// sample state; a peek leaves it NOT_READ).
+    pub read_buffers: HashMap<ReaderId, std::collections::VecDeque<(RawSample, bool)>>,
     pub closed: bool,
 }
 
@@ -217,6 +219,17 @@ impl DomainParticipant {
     /// Remote participants known now.
     pub fn remote_participants(&self) -> Result<usize> {
         Ok(self.shared.lock()?.p.remote_participants().count())
+    }
+    /// Waits until the engine thread handled datagrams (samples, matches and
+    /// statuses may have changed) or `timeout` passed, asleep: what a
+    /// binding's listener or wait set looks again after.
+    pub fn wait_for_activity(&self, timeout: Duration) -> Result<()> {
+        let g = self.shared.lock()?;
+        let g = self.shared.arrived.wait_timeout(g, timeout).unwrap_or_else(|e| e.into_inner()).0;
+        if g.closed {
+            return Err(Error::Closed);
+        }
+        Ok(())
     }
     /// Remote participants lost since creation (lease expired, goodbye, evicted).
     pub fn participants_lost(&self) -> Result<u64> {

@@ -76,6 +76,14 @@ impl Participant {
         py.detach(|| drop(dp));
     }
 
+    /// Waits until the engine handled datagrams or `timeout` s passed (GIL
+    /// released): listeners and wait sets look again after it.
+    fn wait_for_activity(&self, py: Python<'_>, timeout: f64) -> PyResult<()> {
+        let dp = self.get()?;
+        let t = Duration::from_secs_f64(timeout.clamp(0.0, 3600.0));
+        py.detach(|| dp.wait_for_activity(t)).map_err(dds_to_py)
+    }
+
     /// Remote participants known now.
     fn remote_participants(&self) -> PyResult<usize> {
         self.get()?.remote_participants().map_err(dds_to_py)
@@ -177,16 +185,17 @@ fn info_dict<'py>(py: Python<'py>, i: &SampleInfo) -> PyResult<Bound<'py, PyDict
     d.set_item("source_timestamp", i.source_timestamp.map(|t| t.to_nanos()))?;
     d.set_item("reception_timestamp", i.reception_ns)?;
     d.set_item("valid_data", i.valid_data)?;
-    d.set_item(
-        "instance_state",
-        match i.instance_state {
-            InstanceState::Alive => "alive",
-            InstanceState::Disposed => "disposed",
-            InstanceState::NoWriters => "no_writers",
-        },
-    )?;
+    d.set_item("instance_state", instance_state_name(i.instance_state))?;
     d.set_item("key_hash", i.key_hash.map(|k| PyBytes::new(py, &k)))?;
     Ok(d)
+}
+
+fn instance_state_name(s: InstanceState) -> &'static str {
+    match s {
+        InstanceState::Alive => "alive",
+        InstanceState::Disposed => "disposed",
+        InstanceState::NoWriters => "no_writers",
+    }
 }
 
 fn to_py_samples(py: Python<'_>, got: Vec<detpath_dds::RawSample>) -> PyResult<Vec<Taken>> {
@@ -220,9 +229,65 @@ impl Reader {
         }
     }
 
-    /// Counts samples the Python type could not deserialize.
-    fn count_undecodable(&self, n: u64) {
-        self.r.count_undecodable(n)
+    /// Up to `n` samples no read returned before, left in the reader.
+    fn read_unread(&self, py: Python<'_>, n: usize) -> PyResult<Vec<Taken>> {
+        let got = self.r.read_unread(n).map_err(dds_to_py)?;
+        to_py_samples(py, got)
+    }
+
+    /// Up to `n` samples left in the reader without changing their sample
+    /// state (`unread`: only those no read returned before).
+    #[pyo3(signature = (n, unread=false))]
+    fn peek(&self, py: Python<'_>, n: usize, unread: bool) -> PyResult<Vec<Taken>> {
+        let got = self.r.peek(n, unread).map_err(dds_to_py)?;
+        to_py_samples(py, got)
+    }
+
+    /// Takes (`keep`: reads, now READ) the samples a read or peek returned,
+    /// named by (publication_handle, sequence_number).
+    #[pyo3(signature = (which, keep=false))]
+    fn take_these(&self, py: Python<'_>, which: Vec<(Vec<u8>, i64)>, keep: bool) -> PyResult<Vec<Taken>> {
+        let mut ids = Vec::with_capacity(which.len());
+        for (g, sn) in which {
+            let g: [u8; 16] = g.as_slice().try_into().map_err(|_| SampleError::new_err(format!("a publication handle is 16 bytes, not {}", g.len())))?;
+            ids.push((detpath_dds::Guid::from_bytes(g), sn));
+        }
+        let got = if keep { self.r.read_these(&ids) } else { self.r.take_these(&ids) }.map_err(dds_to_py)?;
+        to_py_samples(py, got)
+    }
+
+    /// Waits until a sample is there (`unread`: one no read returned
+    /// before), at most `timeout` s (GIL released): True when one is.
+    #[pyo3(signature = (timeout, unread=false))]
+    fn wait_for_data(&self, py: Python<'_>, timeout: f64, unread: bool) -> PyResult<bool> {
+        let end = Instant::now() + Duration::from_secs_f64(timeout.clamp(0.0, 1e9));
+        loop {
+            let left = end.saturating_duration_since(Instant::now()).min(SIGNAL_SLICE);
+            let got = py.detach(|| if unread { self.r.wait_for_unread(left) } else { self.r.wait_for_data(left) }).map_err(dds_to_py)?;
+            if got {
+                return Ok(true);
+            }
+            py.check_signals()?;
+            if Instant::now() >= end {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// The state of the reader's instance of `key_hash` ("alive",
+    /// "disposed", "no_writers"), None when it has none.
+    fn instance_state(&self, key_hash: &[u8]) -> PyResult<Option<&'static str>> {
+        let k = key16(Some(key_hash))?.unwrap_or_default();
+        Ok(self.r.instance_state(&k).map_err(dds_to_py)?.map(instance_state_name))
+    }
+
+    /// Reports a sample of the writer `publication_handle` (its GUID, 16
+    /// bytes) the Python type could not deserialize: counted in the
+    /// reader's status, the writer's type reported once.
+    fn report_undecodable(&self, publication_handle: &[u8]) -> PyResult<()> {
+        let g: [u8; 16] = publication_handle.try_into().map_err(|_| SampleError::new_err(format!("a publication handle is 16 bytes, not {}", publication_handle.len())))?;
+        self.r.report_undecodable(detpath_dds::Guid::from_bytes(g), detpath_dds::cdr::WireError::Truncated);
+        Ok(())
     }
 
     /// The LATENCY_BUDGET status as a dict (reading it resets `over_change`):

@@ -33,6 +33,8 @@ import time
 from collections import namedtuple
 
 from . import _detpath
+from ._dds_conditions import GuardCondition, InstanceState, ReadCondition, SampleState, ViewState, WaitSet
+from ._dds_listener import Dispatcher, Listener
 from ._detpath import ClosedError, DdsError, Error, QosError, SampleError
 
 __all__ = [
@@ -44,6 +46,13 @@ __all__ = [
     "Policy",
     "duration",
     "SampleInfo",
+    "Listener",
+    "WaitSet",
+    "ReadCondition",
+    "GuardCondition",
+    "SampleState",
+    "ViewState",
+    "InstanceState",
     "Error",
     "DdsError",
     "QosError",
@@ -64,20 +73,46 @@ def _dur(ns):
     return "infinite" if ns is None or ns >= 2**63 - 1 else f"{int(ns)}ns"
 
 
+_SCOPES = {
+    "reliability": "Reliability",
+    "durability": "Durability",
+    "history": "History",
+    "deadline": "Deadline",
+    "liveliness": "Liveliness",
+    "partition": "Partition",
+    "ownership": "Ownership",
+    "limits": "ResourceLimits",
+    "transport_priority": "TransportPriority",
+    "latency_budget": "LatencyBudget",
+    "max_sample_size": "MaxSampleSize",
+}
+
+
 class _P:
-    """One policy: its text form for the native layer and a repr."""
+    """One policy: its text form for the native layer and a repr;
+    ``__scope__`` names its kind as cyclonedds does (``"Reliability"``)."""
 
     def __init__(self, scope, text, shown):
         self._scope, self._text, self._shown = scope, text, shown
+        self.__scope__ = _SCOPES[scope]
 
     def __repr__(self):
         return f"Policy.{self._shown}"
 
     def __eq__(self, other):
-        return isinstance(other, _P) and other._text == self._text
+        return isinstance(other, _P) and (other._text, other._shown) == (self._text, self._shown)
 
     def __hash__(self):
         return hash(self._text)
+
+
+def _unsupported(name, why):
+    def refuse(*args, **kwargs):
+        raise QosError(f"Policy.{name}: {why}")
+
+    refuse.__scope__ = name
+    refuse.__doc__ = f"Not in detpath: {why}"
+    return staticmethod(refuse)
 
 
 class Policy:
@@ -154,22 +189,94 @@ class Policy:
         """detpath's own: the largest serialized sample a writer sends (default 1 MiB)."""
         return _P("max_sample_size", f"max_sample_size={int(size)}", f"MaxSampleSize({size})")
 
+    Lifespan = _unsupported("Lifespan", "detpath's engine keeps no LIFESPAN (samples do not expire in its caches); leave it out")
+    OwnershipStrength = _unsupported("OwnershipStrength", "detpath's engine has no OWNERSHIP_STRENGTH (exclusive ownership goes by writer GUID); leave it out")
+    DestinationOrder = _unsupported("DestinationOrder", "detpath's engine orders by reception only (no DESTINATION_ORDER); leave it out")
+    TimeBasedFilter = _unsupported("TimeBasedFilter", "detpath's engine has no TIME_BASED_FILTER; leave it out")
+
+
+for _cls, _scope in ((Policy.Reliability, "Reliability"), (Policy.Durability, "Durability"), (Policy.History, "History"), (Policy.Liveliness, "Liveliness"), (Policy.Ownership, "Ownership")):
+    _cls.__scope__ = _scope
+for _name in ("Deadline", "Partition", "ResourceLimits", "TransportPriority", "LatencyBudget", "MaxSampleSize"):
+    getattr(Policy, _name).__scope__ = _name
+
 
 class Qos:
     """A set of policies (``Qos(Policy.Reliability.BestEffort, Policy.History.KeepLast(10))``);
-    what it does not name keeps DDS's default."""
+    what it does not name keeps DDS's default. As cyclonedds's: one policy
+    of a kind (two raise QosError), ``base=`` inherits what is not named,
+    ``a + b`` is ``a`` with ``b``'s policies over it, ``a - b`` without
+    ``b``'s, ``==``, ``len``, iteration, ``Policy.X.Y in qos`` (that policy)
+    and ``Policy.X in qos`` (any of that kind), ``qos[Policy.X]`` (the
+    policy of that kind, or None)."""
 
-    def __init__(self, *policies):
+    def __init__(self, *policies, base=None):
+        policies = list(policies)
         for p in policies:
             if not isinstance(p, _P):
                 raise QosError(f"{p!r} is not a detpath.dds.Policy (use Policy.Reliability.Reliable(...), Policy.History.KeepLast(n), ...)")
-        self.policies = list(policies)
+        if base is not None:
+            if not isinstance(base, Qos):
+                raise QosError(f"base={base!r}: expected a detpath.dds.Qos")
+            named = {p.__scope__ for p in policies}
+            policies += [p for p in base.policies if p.__scope__ not in named]
+        scopes = [p.__scope__ for p in policies]
+        twice = sorted({x for x in scopes if scopes.count(x) > 1})
+        if twice:
+            raise QosError(f"Qos names {', '.join(twice)} more than once: one policy of a kind")
+        self._policies = tuple(sorted(policies, key=lambda p: p.__scope__))
+
+    @property
+    def policies(self):
+        return self._policies
 
     def _text(self):
         return ";".join(p._text for p in self.policies)
 
     def __repr__(self):
         return f"Qos({', '.join(map(repr, self.policies))})"
+
+    def __iter__(self):
+        return iter(self._policies)
+
+    def __len__(self):
+        return len(self._policies)
+
+    def __eq__(self, other):
+        return isinstance(other, Qos) and self._policies == other._policies
+
+    def __hash__(self):
+        return hash(self._policies)
+
+    def __add__(self, other):
+        if not isinstance(other, Qos):
+            return NotImplemented
+        return Qos(*other.policies, base=self)
+
+    def __sub__(self, other):
+        if not isinstance(other, Qos):
+            return NotImplemented
+        for p in other:
+            if p not in self:
+                raise QosError(f"{p!r} cannot be removed: it is not in {self!r}")
+        return Qos(*[p for p in self._policies if p not in other._policies])
+
+    @staticmethod
+    def _scope_of(key):
+        scope = getattr(key, "__scope__", None)
+        if scope is None:
+            raise QosError(f"{key!r} is not a policy or a kind of policy (e.g. Policy.Reliability)")
+        return scope
+
+    def __contains__(self, key):
+        if isinstance(key, _P):
+            return key in self._policies
+        scope = self._scope_of(key)
+        return any(p.__scope__ == scope for p in self._policies)
+
+    def __getitem__(self, key):
+        scope = self._scope_of(key)
+        return next((p for p in self._policies if p.__scope__ == scope), None)
 
 
 class SampleInfo:
@@ -206,9 +313,9 @@ class _Changes:
         return change
 
 
-def _no_condition(condition, instance_handle=None):
-    if condition is not None or instance_handle is not None:
-        raise DdsError("read conditions and instance handles are not supported by detpath.dds (take or read everything, then filter)")
+def _check_condition(reader, condition):
+    if condition is not None and not (isinstance(condition, ReadCondition) and condition.reader is reader):
+        raise DdsError(f"condition={condition!r}: detpath.dds readers take a ReadCondition of the same reader")
 
 
 class DomainParticipant:
@@ -234,8 +341,10 @@ class DomainParticipant:
         if priority_classes is not None:
             options.append(f"priority_classes={priority_classes}")
         self._native = _detpath._DdsParticipant(domain_id, endpoint, [str(p) for p in peers], netns, busy_poll, ";".join(options))
+        self._dispatcher = Dispatcher(self._native)
 
     def close(self):
+        self._dispatcher.stop()
         self._native.close()
 
     def __enter__(self):
@@ -282,6 +391,26 @@ class Topic:
             self.name, self.typename = _detpath._ros2_names(name, self.typename)
         self.keyed = not self._idl.keyless
         self.qos = qos
+        # Instance handles of this topic in this program: key hash <-> handle (from 1).
+        self._handles = {}
+        self._keys = {}
+
+    def _handle(self, key_hash, serialized_key=b""):
+        """The handle of the instance of `key_hash` (None: unkeyed, its one instance), made on first use."""
+        k = key_hash or bytes(16)
+        h = self._handles.get(k)
+        if h is None:
+            h = self._handles[k] = len(self._handles) + 1
+            self._keys[h] = (k, serialized_key)
+        elif serialized_key and not self._keys[h][1]:
+            self._keys[h] = (k, serialized_key)
+        return h
+
+    def _key_of_handle(self, handle):
+        got = self._keys.get(handle)
+        if got is None:
+            raise DdsError(f"no instance with handle {handle!r} on topic {self.name!r} (handles come from register_instance / lookup_instance)")
+        return got
 
     def get_name(self):
         """Its name on the wire (as cyclonedds's ``Topic.get_name()``)."""
@@ -320,12 +449,56 @@ def _qos_text(qos):
 
 
 class DataWriter:
-    """A writer on ``topic``; ``qos`` names policies (default: DDS's, reliable)."""
+    """A writer on ``topic``; ``qos`` names policies (default: DDS's,
+    reliable); ``listener``: a Listener whose writer callbacks are called."""
 
-    def __init__(self, participant, topic, qos=None):
+    def __init__(self, participant, topic, qos=None, listener=None):
         self.participant, self.topic = participant, topic
         self._native = participant._native.create_writer(topic.name, topic.typename, topic.keyed, _qos_text(qos))
         self._changes = _Changes()
+        self._instances = set()
+        self._listener = None
+        self.set_listener(listener)
+
+    def set_listener(self, listener):
+        """Sets (or, None, removes) the Listener."""
+        _set_listener(self, listener, is_reader=False)
+
+    def get_listener(self):
+        return self._listener
+
+    def register_instance(self, sample):
+        """The handle of ``sample``'s instance, registered with this writer
+        (detpath announces nothing for it: its first write does)."""
+        h = self.topic._handle(self.topic.key_hash(sample), self.topic.serialized_key(sample))
+        self._instances.add(h)
+        return h
+
+    def lookup_instance(self, sample):
+        """The handle of ``sample``'s instance if this writer registered or wrote it, else None."""
+        h = self.topic._handles.get(self.topic.key_hash(sample) or bytes(16))
+        return h if h in self._instances else None
+
+    def dispose_instance_handle(self, handle, timestamp=None):
+        """Disposes the instance of ``handle``."""
+        if timestamp is not None:
+            raise DdsError("dispose_instance_handle(timestamp=...): detpath stamps with this host's clock; leave timestamp out")
+        key, serialized = self._own(handle)
+        self._native.write_status(key, 1, serialized)
+
+    def unregister_instance_handle(self, handle, timestamp=None):
+        """Unregisters the instance of ``handle``."""
+        if timestamp is not None:
+            raise DdsError("unregister_instance_handle(timestamp=...): detpath stamps with this host's clock; leave timestamp out")
+        key, serialized = self._own(handle)
+        self._native.write_status(key, 2, serialized)
+        self._instances.discard(handle)
+
+    def _own(self, handle):
+        got = self.topic._key_of_handle(handle)
+        if handle not in self._instances:
+            raise DdsError(f"instance handle {handle} is not registered with this writer (register_instance or write it first)")
+        return got
 
     def write(self, sample, timestamp=None):
         """Writes one sample (serialized by its own type). ``timestamp``
@@ -335,7 +508,9 @@ class DataWriter:
             raise DdsError("write(timestamp=...): detpath stamps samples with this host's clock; leave timestamp out")
         if not isinstance(sample, self.topic.data_type):
             raise SampleError(f"{type(sample).__name__} sample written on topic {self.topic.name!r} of type {self.topic.data_type.__name__}")
-        self._native.write(sample.serialize(), self.topic.key_hash(sample))
+        key = self.topic.key_hash(sample)
+        self._native.write(sample.serialize(), key)
+        self._instances.add(self.topic._handles.get(key or bytes(16)) or self.topic._handle(key, self.topic.serialized_key(sample)))
 
     def dispose(self, sample, timestamp=None):
         """Disposes the instance of ``sample``'s key."""
@@ -353,6 +528,7 @@ class DataWriter:
         if timestamp is not None:
             raise DdsError("unregister_instance(timestamp=...): detpath stamps with this host's clock; leave timestamp out")
         self._native.write_status(self.topic.key_hash(sample) or bytes(16), 2, self.topic.serialized_key(sample))
+        self._instances.discard(self.topic._handles.get(self.topic.key_hash(sample) or bytes(16)))
 
     def get_matched_subscriptions(self):
         """How many readers are matched (cyclonedds returns their handles; detpath a count as a list of that length)."""
@@ -383,72 +559,172 @@ class DataWriter:
         return self._native.wait_for_acks((timeout or 0) / 1e9)
 
 
-class DataReader:
-    """A reader on ``topic``; ``qos`` names policies (default: DDS's, best effort)."""
+def _set_listener(entity, listener, is_reader):
+    if listener is not None and not isinstance(listener, Listener):
+        raise DdsError(f"listener={listener!r}: expected a detpath.dds.Listener")
+    first = entity._listener is None and not getattr(entity, "_watched", False)
+    entity._listener = listener
+    if listener is not None and first:
+        entity._watched = True
+        entity.participant._dispatcher.watch(entity, is_reader)
 
-    def __init__(self, participant, topic, qos=None):
+
+_ALL = 1 << 16  # "every sample there" for a native read
+
+
+class DataReader:
+    """A reader on ``topic``; ``qos`` names policies (default: DDS's, best
+    effort); ``listener``: a Listener whose reader callbacks are called."""
+
+    def __init__(self, participant, topic, qos=None, listener=None):
         self.participant, self.topic = participant, topic
         self._native = participant._native.create_reader(topic.name, topic.typename, topic.keyed, _qos_text(qos))
         self._changes = _Changes()
+        self._seen_keys = set()
+        self._listener = None
+        self.set_listener(listener)
+
+    def set_listener(self, listener):
+        """Sets (or, None, removes) the Listener."""
+        _set_listener(self, listener, is_reader=True)
+
+    def get_listener(self):
+        return self._listener
+
+    def _decode_one(self, payload, info, report=True):
+        """The sample with its info attached, or None (a dispose or unregister,
+        or a payload of another layout: reported to the engine, unless only
+        looked at: it is reported when read or taken)."""
+        if not info["valid_data"]:
+            return None  # a dispose or unregister: the instance state, no sample
+        try:
+            s = self.topic.data_type.deserialize(payload)
+        except Exception:  # another layout under the same type name
+            if report:
+                self._native.report_undecodable(info["publication_handle"])
+            return None
+        if info["key_hash"] is None and self.topic.keyed:
+            # The writer sent none inline (detpath's and CycloneDDS's writers by default): the type's own.
+            info["key_hash"] = self.topic.key_hash(s)
+        self._seen_keys.add(info["key_hash"] or bytes(16))
+        try:
+            s.sample_info = SampleInfo(info)
+        except AttributeError:  # a slotted dataclass
+            pass
+        return s
 
     def _decode(self, raw):
-        out, bad = [], 0
+        return [s for s in (self._decode_one(p, i) for p, i in raw) if s is not None]
+
+    def _select(self, condition, raw, key=None):
+        """Of ``raw``, the samples ``condition`` (and the instance ``key``) selects, decoded: (sample, info) pairs."""
+        out = []
         for payload, info in raw:
-            if not info["valid_data"]:
-                continue  # a dispose or unregister: the instance state, no sample
-            try:
-                s = self.topic.data_type.deserialize(payload)
-            except Exception:  # another layout under the same type name
-                bad += 1
+            if condition is not None and not condition._selects(info):
                 continue
-            if info["key_hash"] is None and self.topic.keyed:
-                # The writer sent none inline (detpath's and CycloneDDS's writers by default): the type's own.
-                info["key_hash"] = self.topic.key_hash(s)
-            try:
-                s.sample_info = SampleInfo(info)
-            except AttributeError:  # a slotted dataclass
-                pass
-            out.append(s)
-        if bad:
-            self._native.count_undecodable(bad)
+            s = self._decode_one(payload, info, report=False)
+            if s is None or (key is not None and (info["key_hash"] or bytes(16)) != key):
+                continue
+            out.append((s, info))
         return out
 
+    def _narrowed(self, N, keep, condition, instance_handle):
+        _check_condition(self, condition)
+        key = None if instance_handle is None else self.topic._key_of_handle(instance_handle)[0]
+        if key is None and (condition is None or not condition._narrow):
+            unread = condition is not None and condition._unread_only
+            raw = self._native.read_unread(N) if unread and keep else self._native.take(N, keep)
+            return self._decode(raw)
+        # Look without changing sample states, choose, then take or read just those.
+        raw = self._native.peek(_ALL, condition is not None and condition._unread_only)
+        chosen = self._select(condition, raw, key)[:N]
+        if chosen:
+            self._native.take_these([(i["publication_handle"], i["sequence_number"]) for _, i in chosen], keep)
+        return [s for s, _ in chosen]
+
     def take(self, N=1, condition=None, instance_handle=None):
-        """Up to N samples, removed from the reader, without waiting."""
-        _no_condition(condition, instance_handle)
-        return self._decode(self._native.take(N, False))
+        """Up to N samples, removed from the reader, without waiting; of the
+        ReadCondition ``condition`` and of the instance ``instance_handle`` when given."""
+        return self._narrowed(N, False, condition, instance_handle)
 
     def read(self, N=1, condition=None, instance_handle=None):
-        """Up to N samples, left in the reader, without waiting."""
-        _no_condition(condition, instance_handle)
-        return self._decode(self._native.take(N, True))
+        """Up to N samples, left in the reader, without waiting; of the
+        ReadCondition ``condition`` and of the instance ``instance_handle`` when given."""
+        return self._narrowed(N, True, condition, instance_handle)
 
     def take_next(self):
         """The oldest sample, removed, or None when there is none."""
-        got = self.take(1)
-        return got[0] if got else None
+        while True:
+            raw = self._native.take(1, False)
+            if not raw:
+                return None
+            got = self._decode(raw)
+            if got:
+                return got[0]
+
+    def read_next(self):
+        """The oldest sample no read returned before, left in the reader, or None."""
+        while True:
+            raw = self._native.read_unread(1)
+            if not raw:
+                return None
+            got = self._decode(raw)
+            if got:
+                return got[0]
 
     def take_iter(self, condition=None, timeout=None):
-        """Yields samples as they arrive, until none came for ``timeout`` ns (``duration(...)``; None: forever)."""
-        _no_condition(condition)
+        """Yields samples as they arrive (removed), until none came for
+        ``timeout`` ns (``duration(...)``; None: forever)."""
+        _check_condition(self, condition)
         wait_s = 1e9 if timeout is None else timeout / 1e9
         while True:
+            if condition is not None:
+                got = self.take(64, condition)
+                if got:
+                    yield from got
+                elif not WaitSet._one(self.participant, condition, wait_s):
+                    return
+                continue
             raw = self._native.take_timeout(64, wait_s)
             if not raw:
                 return
             yield from self._decode(raw)
 
+    def read_iter(self, condition=None, timeout=None):
+        """Yields samples no read returned before as they arrive (left in the
+        reader), until none came for ``timeout`` ns (None: forever)."""
+        _check_condition(self, condition)
+        wait_s = 1e9 if timeout is None else timeout / 1e9
+        while True:
+            got = self.read(64, condition) if condition is not None else self._decode(self._native.read_unread(64))
+            if got:
+                yield from got
+                continue
+            ok = WaitSet._one(self.participant, condition, wait_s) if condition is not None else self._native.wait_for_data(wait_s, True)
+            if not ok:
+                return
+
     def take_one(self, condition=None, timeout=None):
         """One sample, waiting at most ``timeout`` ns; TimeoutError when none came."""
-        _no_condition(condition)
+        _check_condition(self, condition)
         end = None if timeout is None else time.monotonic() + timeout / 1e9
         while True:
             left = 1e9 if end is None else max(0.0, end - time.monotonic())
-            got = self._decode(self._native.take_timeout(1, left))
+            got = self.take(1, condition) if condition is not None else self._decode(self._native.take_timeout(1, left))
             if got:
                 return got[0]
+            if condition is not None:
+                WaitSet._one(self.participant, condition, left)
             if end is not None and time.monotonic() >= end:
                 raise TimeoutError(f"no sample on {self.topic.name!r} within {timeout / 1e9} s")
+
+    def lookup_instance(self, sample):
+        """The handle of ``sample``'s instance if this reader has it (a sample
+        of it was taken or read here, or it waits in the reader), else None."""
+        key = self.topic.key_hash(sample) or bytes(16)
+        if key in self._seen_keys or self._native.instance_state(key) is not None:
+            return self.topic._handle(key)
+        return None
 
     def latency_budget_status(self):
         """The LATENCY_BUDGET status (a dict; reading it resets ``over_change``):
