@@ -416,3 +416,45 @@ fn a_sched_result_page_renders_with_its_figure() {
         }
     }
 }
+
+/// A mixed-criticality pub-sub result (`--workloads mixed`: control beside
+/// bulk, a priority arm and a one-FIFO arm) has no rows.json: its page is
+/// composed from summary.json (one control run per arm). It renders without
+/// a console message and shows each arm's control latency as summary.json
+/// has it, the arms told apart by name.
+#[test]
+fn a_mixed_pubsub_result_page_renders_with_each_arms_control_latency() {
+    let test = "a_mixed_pubsub_result_page_renders_with_each_arms_control_latency";
+    if !browser_ok(test) {
+        return;
+    }
+    let s = Scratch::new("mixed");
+    let out = s.0.join("results");
+    let o = run_limited(
+        Command::new(BIN).args(["pubsub", "bench", "--workloads", "mixed", "--datapath", "udp", "--duration", "2s", "--no-ddsperf", "--out"]).arg(&out),
+        Duration::from_secs(180),
+    );
+    assert!(o.status.success(), "pubsub bench --workloads mixed: {}", String::from_utf8_lossy(&o.stderr));
+    let dir = only_dir(&out);
+    assert!(dir.join("mixed.json").is_file() && !dir.join("rows.json").exists(), "a mixed-only result: mixed.json, no rows.json");
+    let page = write_page(&dir);
+    let r = open_in_browser(&page, &s.0);
+    assert!(r.console.is_empty(), "console messages: {:#?}", r.console);
+    assert_eq!(root_attr(&r.dom, "data-errors"), None, "errors on the page");
+    assert_eq!(root_attr(&r.dom, "data-ok"), Some("1"), "the page's own check did not pass");
+    let checked = check_against_files(&dir, &figure_cells(&r.dom));
+    let summary: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let runs = summary["runs"].as_array().unwrap();
+    let arms: Vec<&str> = runs.iter().map(|r| r["config"]["datapath"].as_str().unwrap()).collect();
+    assert_eq!(arms, ["pubsub+udp-mixed-priority", "pubsub+udp-mixed-fifo"], "one control run per arm");
+    for (i, arm) in arms.iter().enumerate() {
+        for f in ["count", "median_ns", "p99_ns", "max_ns"] {
+            let src = format!("summary.json#/runs/{i}/latency/{f}");
+            assert!(checked.contains(&src), "{arm}: {src} is not on the page");
+        }
+        assert!(r.dom.contains(arm), "{arm} is not named on the page");
+    }
+    for id in ["fig-ccdf", "fig-timeline", "environment", "command"] {
+        assert!(r.dom.contains(&format!("id=\"{id}\"")), "no #{id} on the page");
+    }
+}
