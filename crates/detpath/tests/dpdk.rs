@@ -373,3 +373,58 @@ fn an_endpoint_that_only_sends_resolves_its_peer() {
     }
     assert_eq!(got, (0..50).collect::<Vec<_>>(), "every datagram, in order, with no receive call: {:?}", ep.counters());
 }
+
+/// This thread's voluntary context switches so far (each sleep that ended is one).
+fn voluntary_switches() -> u64 {
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("voluntary_ctxt_switches:")).expect("a voluntary_ctxt_switches line");
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// A blocking receive on net_af_xdp sleeps in the kernel on the PMD's
+/// AF_XDP socket, not in naps between polls: an empty 300 ms wait wakes
+/// the thread a handful of times at most (20 µs naps would wake it
+/// thousands of times) and ends empty. Each datagram that arrives while
+/// the receive sleeps wakes it and is delivered by that call, the first
+/// one included: its request went to a peer still resolving (parked), so
+/// the sleeping receive also read the ARP reply, sent the parked datagram
+/// and answered the peer's own ARP request.
+#[test]
+fn a_blocking_receive_sleeps_on_the_socket_and_wakes_for_each_datagram() {
+    const ROUNDS: u32 = 20;
+    let tb = testbed();
+    let (a, b) = (tb.a().clone(), tb.b().clone());
+    let mut ep = open(&a, "port=7000").unwrap();
+    let notes = ep.capabilities().notes.clone();
+    assert!(notes.iter().any(|n| n.contains("sleeps in poll(2) on net_af_xdp's socket")), "{notes:?}");
+    let mut buf = [0u8; 64];
+
+    let before = voluntary_switches();
+    let got = ep.recv(&mut buf, RecvMode::Blocking { timeout: Some(Duration::from_millis(300)) }).unwrap();
+    let woken = voluntary_switches() - before;
+    assert!(got.is_none(), "nothing was sent: {got:?}");
+    assert!(woken < 100, "an empty blocking wait of 300 ms woke the thread {woken} times: it naps instead of sleeping on the socket");
+
+    let sock = kernel_socket(&b, 7302);
+    let echo = std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        for _ in 0..ROUNDS {
+            let (n, from) = sock.recv_from(&mut buf).expect("kernel echo: no datagram within 2 s");
+            // Answer only once the endpoint's receive has gone to sleep.
+            std::thread::sleep(Duration::from_millis(20));
+            sock.send_to(&buf[..n], from).unwrap();
+        }
+    });
+    let to = SocketAddrV4::new(b.addr, 7302);
+    for i in 0..ROUNDS {
+        ep.send_to(&i.to_be_bytes(), to).unwrap();
+        let rx = ep
+            .recv(&mut buf, RecvMode::Blocking { timeout: Some(Duration::from_secs(5)) })
+            .unwrap()
+            .unwrap_or_else(|| panic!("no echo of #{i} within 5 s: {:?}", ep.counters()));
+        assert_eq!((rx.peer, &buf[..rx.len]), (to, &i.to_be_bytes()[..]), "#{i}");
+    }
+    echo.join().unwrap();
+    let c = ep.counters();
+    assert_eq!((c.tx_packets, c.rx_packets, c.tx_no_neigh), (ROUNDS as u64, ROUNDS as u64, 0), "{c:?}");
+}

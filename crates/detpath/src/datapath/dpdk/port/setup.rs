@@ -434,6 +434,10 @@ pub(super) fn finish(cfg: &Config, owner: PortOwner, port: u16, facts: PortFacts
             Some(et) => format!("frames of EtherType {et:#06x} (no ARP)"),
         },
     ];
+    notes.push(match owner.xsk {
+        Some(_) => "blocking receive sleeps in poll(2) on net_af_xdp's socket".into(),
+        None => format!("blocking receive naps {} µs between polls", BLOCKING_NAP.as_micros()),
+    });
     if let Some(g) = cfg.group {
         notes.push(format!("group={g} received besides {}, {}", s.local, all_multicast(port, &s)));
     }
@@ -490,6 +494,7 @@ pub(super) fn finish(cfg: &Config, owner: PortOwner, port: u16, facts: PortFacts
         subnets: s.subnets,
         arp_timeout: Duration::from_millis(cfg.arp_timeout_ms),
         stats_base,
+        rx_fd: owner.xsk.map(|(fd, _)| fd),
         _owner: owner,
     })
 }
