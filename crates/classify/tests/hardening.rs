@@ -152,6 +152,9 @@ fn half_open_connections_do_not_lock_out_a_real_request_and_are_closed() {
     assert_eq!(d.req("GET", "/v1/intents", None).0, 200);
     let unix_latency = t.elapsed();
     eprintln!("with 300 half-open connections: TCP request answered in {tcp_latency:?}, Unix socket in {unix_latency:?}");
+    // A request stuck behind the half-open ones would be answered only
+    // once the header timeout evicted them: any answer before it shows the
+    // real request was not queued behind them, however loaded the machine.
     assert!(tcp_latency < header_timeout, "the real request waited for the header timeout: {tcp_latency:?}");
 
     // Every half-open connection is closed by the server (EOF or reset) by
@@ -210,7 +213,13 @@ fn a_slow_client_does_not_delay_the_stop() {
     d.stop();
     let took = t.elapsed();
     eprintln!("stopped in {took:?} with two slow clients connected");
-    assert!(took < Duration::from_secs(1), "the stop waited for a slow client: {took:?}");
+    // The bound is the mechanism's, not a speed: a stop that waited for
+    // the slow clients would return only when the header timeout closed
+    // them (5 s by default, `Limits::header_timeout`), counted from their
+    // connect 300 ms before the stop. Half of it tells the two apart with
+    // seconds to spare for a loaded VM (a stop takes milliseconds idle).
+    let header_timeout = config(&b).limits.header_timeout;
+    assert!(took < header_timeout / 2, "the stop waited for a slow client: {took:?} (header timeout {header_timeout:?})");
     assert!(!has_xdp(&b.e, &b.ee), "detached");
     let mut buf = [0u8; 16];
     slow.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
