@@ -248,8 +248,28 @@ fn the_sweeps_hold_best_effort_to_its_reservation_and_trade_cpu_for_release_erro
     let cost = |batch: u32| r.points.iter().find(|p| p.label.series == Some("batch") && p.label.batch == batch).expect("cost point");
     let (busy, batched) = (cost(0), cost(32));
     let share = |p: &sweep::SweepPoint| bench::thread_share(&p.run, "sender").unwrap_or(0.0);
+    // CPU: a busy poller spins, so it holds its core whenever it is
+    // scheduled (at least a third of it with two other runnable tasks on it,
+    // load 6 on these 2 vCPUs); a poll every 32 slots of 10 µs sleeps
+    // 320 µs between polls of a few µs (a few % of a core, less when loaded
+    // since it then wakes later). The order holds under load, only the gap
+    // narrows.
     assert!(share(batched) < share(busy), "polling every 32 slots used {} of a core, busy polling {}", share(batched), share(busy));
-    assert!(batched.run.release_error_ns.p50 > busy.run.release_error_ns.p50, "{:?} vs {:?}", batched.run.release_error_ns, busy.run.release_error_ns);
+    // Release error: not compared with busy polling, whose median on a
+    // loaded VM is whatever the scheduler leaves it (a figure, in the table
+    // above). What batching itself guarantees is a floor: a packet due in a
+    // slot leaves at the next poll, and polls come every 32 slots, so its
+    // lateness is spread over 0..32 slots (the flow's 10-slot period against
+    // the 32-slot poll visits every even offset), median about 16 slots.
+    // Load only delays polls further. A quarter of that, 4 slots, is the
+    // bound: it fails only if batching stopped delaying releases.
+    let slot_ns = batched.label.slot_ns;
+    assert!(
+        batched.run.release_error_ns.p50 >= 4 * slot_ns,
+        "a poll every 32 slots of {slot_ns} ns: median release error {:?} below 4 slots (busy polling: {:?})",
+        batched.run.release_error_ns,
+        busy.run.release_error_ns
+    );
     let out = tempfile::tempdir().expect("temp dir");
     let dir = sweep::write_results(out.path(), &r).expect("results written");
     for f in ["report.json", "table.txt", "be_share.png", "be_delivery.svg", "iat_size.png", "cost.png"] {
