@@ -409,3 +409,56 @@ fn an_endpoint_past_the_limit_or_with_unbounded_keep_all_is_refused_and_those_ma
     let r = net.nodes[1].create_reader_for(0, "T3", Qos::reliable_keep_all(4), &proto).unwrap();
     net.run_until(3000, |n| matched(n, ws[3], r)).expect("the writer made before the refusal matches its reader");
 }
+
+/// Whether an RTPS message carries a DATA_FRAG (submessage id 0x16).
+fn has_data_frag(m: &[u8]) -> bool {
+    let mut at = 20;
+    while at + 4 <= m.len() {
+        let (id, flags) = (m[at], m[at + 1]);
+        let len = if flags & 1 != 0 { u16::from_le_bytes([m[at + 2], m[at + 3]]) } else { u16::from_be_bytes([m[at + 2], m[at + 3]]) } as usize;
+        if id == 0x16 {
+            return true;
+        }
+        at += 4 + len;
+    }
+    false
+}
+
+#[test]
+fn a_reliable_writer_of_1_mib_samples_sends_a_window_of_fragments_at_a_time_and_loses_nothing() {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    for qos in [Qos::reliable_keep_last(4), Qos::reliable_keep_all(4)] {
+        let mut net = Net::new(2);
+        // The longest run of DATA_FRAG datagrams the writer sent without a
+        // datagram from the reader in between (what a reader's ring must hold).
+        let (run, longest) = (Rc::new(Cell::new(0u64)), Rc::new(Cell::new(0u64)));
+        let (run2, longest2) = (run.clone(), longest.clone());
+        let mut rng = Lcg(11);
+        net.drop = Box::new(move |from, _, bytes, _| {
+            if from == 1 {
+                run2.set(0);
+            } else if has_data_frag(bytes) {
+                run2.set(run2.get() + 1);
+                longest2.set(longest2.get().max(run2.get()));
+            }
+            rng.next().is_multiple_of(50)
+        });
+        let size = 1 << 20;
+        let proto = KeyedSeq::with_size(size);
+        let w = net.nodes[0].create_writer_for("Big", qos.clone(), &proto).unwrap();
+        let r = net.nodes[1].create_reader_for(0, "Big", Qos::reliable_keep_all(8), &proto).unwrap();
+        net.run_until(5000, |n| matched(n, w, r)).expect("no match");
+        run.set(0);
+        longest.set(0);
+        let got = send_all(&mut net, w, r, 6, size);
+        assert_eq!(got, (1..=6).collect::<Vec<_>>(), "{:?}", qos.history);
+        let window = net.nodes[0].config().frag_window as u64;
+        let (cw, cr) = (net.nodes[0].counters(), net.nodes[1].counters());
+        assert!(cw.frag_window_waits >= 6 * 10, "{:?}: the writer never waited for a window: {cw:?}", qos.history);
+        assert!(cr.frag_confirms_sent > 0, "{:?}: {cr:?}", qos.history);
+        assert!(longest.get() <= 2 * window, "{:?}: {} fragments in a row without hearing from the reader (window {window})", qos.history, longest.get());
+        assert_eq!(net.nodes[1].reader_status(r).lost, 0, "{:?}", qos.history);
+        println!("{:?}: longest run {} fragments, writer {cw:?}", qos.history, longest.get());
+    }
+}

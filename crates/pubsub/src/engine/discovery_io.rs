@@ -247,10 +247,10 @@ impl Participant {
         let mut ctx = Ctx::new(self.cfg.guid_prefix, &mut self.tx, out, &mut self.counters);
         let mark = self.cfg.priority.discovery();
         if bes & builtin::PUBLICATIONS_DETECTOR != 0 {
-            self.writers[SEDP_PUB].add_proxy(&mut ctx, Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_READER), addr, true);
+            self.writers[SEDP_PUB].add_proxy(&mut ctx, now, Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_READER), addr, true);
         }
         if bes & builtin::SUBSCRIPTIONS_DETECTOR != 0 {
-            self.writers[SEDP_SUB].add_proxy(&mut ctx, Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_READER), addr, true);
+            self.writers[SEDP_SUB].add_proxy(&mut ctx, now, Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_READER), addr, true);
         }
         if bes & builtin::PUBLICATIONS_ANNOUNCER != 0 {
             self.readers[SEDP_PUB].add_proxy(&mut ctx, now, Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_WRITER), addr, true, mark);
@@ -428,7 +428,7 @@ impl Participant {
                 Event::ReaderMatched { reader: ReaderId(i), writer: g }
             }
             Local::Writer(i) => {
-                self.writers[i].add_proxy(&mut ctx, g, addr, reliable);
+                self.writers[i].add_proxy(&mut ctx, now, g, addr, reliable);
                 Event::WriterMatched { writer: WriterId(i), reader: g }
             }
         };

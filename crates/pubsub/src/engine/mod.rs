@@ -109,6 +109,11 @@ pub struct Config {
     /// announcing the same one share our clock ([`ClockSync::SameHost`]).
     /// Default [`this_host_id`](crate::budget::this_host_id) (the boot id).
     pub host_id: Option<[u8; 16]>,
+    /// Fragments of large samples a reliable writer has out unconfirmed per
+    /// reader (default 32, about 43 KB): it asks with HEARTBEAT_FRAG, the
+    /// reader confirms with NACK_FRAG, and the next fragments go; so a
+    /// 1 MiB sample never overruns the reader's socket or a datapath's ring.
+    pub frag_window: u32,
     /// Shortest time between two [`Event::BudgetExceeded`] of one reader,
     /// ns (the counts in [`Participant::reader_budget`] are exact; events
     /// are a wake-up, not a log). Default 1 ms.
@@ -143,6 +148,7 @@ impl Config {
             clock_synchronised: false,
             host_id: crate::budget::this_host_id(),
             budget_event_interval_ns: 1_000_000,
+            frag_window: writer::DEFAULT_FRAG_WINDOW,
         }
     }
     /// Adds a unicast peer: SPDP goes to its metatraffic ports for participant
@@ -229,6 +235,21 @@ pub struct Counters {
     pub frag_abandoned: u64,
     /// DATA_FRAG submessages sent (first transmissions and retransmissions).
     pub frags_sent: u64,
+    /// DATA_FRAG submessages sent again because a reader named them
+    /// missing in a NACK_FRAG (part of `frags_sent`).
+    pub frags_resent: u64,
+    /// Times a reliable writer's fragment stream to a reader stopped at a
+    /// full window ([`Config::frag_window`]) to wait for the reader's
+    /// confirmation: the pacing of large samples at work.
+    pub frag_window_waits: u64,
+    /// Windows of fragments a reader did not confirm within a millisecond:
+    /// asked for again (a reader that confirmed before: busy, or a
+    /// HEARTBEAT_FRAG or NACK_FRAG lost), or sent past (readers of other
+    /// vendors, which confirm nothing: the interval is their pacing).
+    pub frag_window_timeouts: u64,
+    /// NACK_FRAGs sent that confirm fragments (all of them received up to
+    /// what a HEARTBEAT_FRAG named), so a paced writer sends the next window.
+    pub frag_confirms_sent: u64,
     /// Datagrams handed to the [`Outbox`].
     pub tx_datagrams: u64,
     /// Their bytes.
@@ -784,6 +805,7 @@ impl Participant {
         let guid = self.new_user_guid(alive, &qos, entity_kind)?;
         let mut w = WriterCore::new(guid, topic, type_name, keying, qos, slot_size.max(16), self.tx.len(), self.cfg.heartbeat_period_ns);
         w.mark = mark;
+        w.frag_window = self.cfg.frag_window;
         // A deleted writer's slot is taken first: the table grows only with the writers alive at once.
         let i = match self.writers.iter().position(|w| w.deleted) {
             Some(i) => {
@@ -1365,7 +1387,7 @@ impl Participant {
                     }
                 }
                 Submessage::NackFrag(n) => {
-                    let hit = self.writers.iter_mut().any(|w| w.guid.entity == n.writer_id && w.on_nack_frag(&mut ctx, src_prefix, &n));
+                    let hit = self.writers.iter_mut().any(|w| w.guid.entity == n.writer_id && w.on_nack_frag(&mut ctx, now, src_prefix, &n));
                     if !hit {
                         ctx.counters.rx_unmatched += 1;
                     }

@@ -872,10 +872,21 @@ impl ReaderCore {
         };
         let p = &mut self.proxies[i];
         p.last_seen_ns = now;
-        if !p.reliable || (p.synced && h.writer_sn.0 < p.next_sn) {
+        if !p.reliable {
             return true;
         }
-        if !sn_plausible(h.writer_sn.0) || (p.synced && h.writer_sn.0 > p.bound()) {
+        let sn = h.writer_sn.0;
+        let last = h.last_fragment_num.min(MAX_FRAGMENTS);
+        // A detpath writer paces its fragments: it sends the next window
+        // once we confirm this one (a NACK_FRAG naming nothing missing
+        // below `last + 1`). Other vendors' writers are not told: they do
+        // not wait for it.
+        let confirms = p.guid.prefix.0[..2] == crate::wire::VendorId::DETPATH.0;
+        let have_all = p.synced && (sn < p.next_sn || p.window.get(sn).is_some_and(|s| !s.meta.irrelevant));
+        if p.synced && sn < p.next_sn && !confirms {
+            return true;
+        }
+        if !sn_plausible(sn) || (p.synced && sn > p.bound()) {
             implausible(ctx, &mut self.implausible);
             return true;
         }
@@ -883,10 +894,16 @@ impl ReaderCore {
             return true;
         }
         let r = &p.frag;
-        let last = h.last_fragment_num.min(MAX_FRAGMENTS);
-        let (base, mut set) = if r.active && r.sn == h.writer_sn.0 {
+        let (base, mut set) = if have_all {
+            (last + 1, BitSet256::new(0))
+        } else if r.active && r.sn == sn {
             let first_missing = (1..=last.min(r.total())).find(|&f| !r.has(f));
-            let Some(b) = first_missing else { return true };
+            let Some(b) = first_missing else {
+                if confirms {
+                    Self::send_nack_frag(ctx, p, self.guid.entity, sn, last + 1, &BitSet256::new(0));
+                }
+                return true;
+            };
             let mut s = BitSet256::new((last - b + 1).min(MAX_SET_BITS));
             for f in b..b + s.num_bits {
                 if f > r.total() || !r.has(f) {
@@ -904,15 +921,25 @@ impl ReaderCore {
         while set.num_bits > 0 && !set.get(set.num_bits - 1) {
             set.num_bits -= 1;
         }
-        if set.num_bits == 0 {
+        if set.num_bits == 0 && !(have_all && confirms) {
             return true;
         }
+        Self::send_nack_frag(ctx, p, self.guid.entity, sn, base, &set);
+        true
+    }
+
+    /// NACK_FRAG to proxy `p` for sample `sn`: fragments below `base`
+    /// received, those in `missing` (relative to `base`) wanted; an empty
+    /// set confirms everything below `base` (counted).
+    fn send_nack_frag(ctx: &mut Ctx<'_>, p: &mut WriterProxy, reader: crate::wire::EntityId, sn: i64, base: u32, missing: &BitSet256) {
         p.nackfrag_count = p.nackfrag_count.wrapping_add(1).max(1);
-        let (count, writer, reader, sn) = (p.nackfrag_count, p.guid.entity, self.guid.entity, h.writer_sn);
+        let (count, writer) = (p.nackfrag_count, p.guid.entity);
+        if missing.num_bits == 0 {
+            ctx.counters.frag_confirms_sent += 1;
+        }
         ctx.mark = p.mark;
         let mut s = Sender::new(ctx, p.addr, Some(p.guid.prefix));
-        let _ = s.push(|b| b.nack_frag(reader, writer, sn, base, &set, count));
-        true
+        let _ = s.push(|b| b.nack_frag(reader, writer, SequenceNumber(sn), base, missing, count));
     }
 
     /// Periodic work: the requested deadline.
