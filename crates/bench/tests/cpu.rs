@@ -118,13 +118,27 @@ fn a_bench_run_records_its_cpu(tag: &str, datapath: &str) {
     assert!(t.contains("CPU per run") && t.contains("rounds/cpu-s") && t.contains("client ") && t.contains("cpu0 "), "{t}");
 }
 
+/// Every test here runs in the testbed's namespaces (root) with the client
+/// and the server pinned to cores 0 and 1 (two CPUs).
+fn ready(test: &str) -> bool {
+    detpath_testkit::need_root(test, "the testbed's namespaces") && detpath_testkit::need_cpus(test, 2)
+}
+
 #[test]
 fn a_udp_bench_run_records_its_cpu() {
+    const TEST: &str = "a_udp_bench_run_records_its_cpu";
+    if !ready(TEST) {
+        return;
+    }
     a_bench_run_records_its_cpu("u", "udp");
 }
 
 #[test]
 fn an_afxdp_bench_run_records_its_cpu() {
+    const TEST: &str = "an_afxdp_bench_run_records_its_cpu";
+    if !ready(TEST) {
+        return;
+    }
     a_bench_run_records_its_cpu("x", "afxdp");
 }
 
@@ -133,6 +147,10 @@ fn an_afxdp_bench_run_records_its_cpu() {
 /// it was pinned to, in the same shape as the detpath row beside it.
 #[test]
 fn the_sockperf_row_carries_the_cpu_of_its_processes() {
+    const TEST: &str = "the_sockperf_row_carries_the_cpu_of_its_processes";
+    if !ready(TEST) || !detpath_testkit::need_tool(TEST, "sockperf", "sockperf") {
+        return;
+    }
     let (runs, json) = bench_runs("s", &["udp"], 3_000, |c| c.with_sockperf = true);
     let names: Vec<&str> = runs.iter().map(|r| r.config.datapath.as_str()).collect();
     assert_eq!(names, ["udp", "sockperf"]);
@@ -165,6 +183,10 @@ fn the_sockperf_row_carries_the_cpu_of_its_processes() {
 /// threads (`ktrace-reader`), so what tracing cost is in the record.
 #[test]
 fn a_traced_run_lists_the_kernel_tracers_reader() {
+    const TEST: &str = "a_traced_run_lists_the_kernel_tracers_reader";
+    if !ready(TEST) {
+        return;
+    }
     let (runs, _) = bench_runs("t", &["udp"], 3_000, |c| c.trace_kernel = true);
     let cpu = runs[0].cpu.as_ref().expect("a cpu record");
     println!("traced udp: {}", cpu.summary());
@@ -281,11 +303,19 @@ fn busy_poll_costs_a_core_and_sleeping_does_not(tag: &str, datapath: &str, port:
 
 #[test]
 fn busy_poll_costs_a_core_and_sleeping_does_not_over_udp() {
+    const TEST: &str = "busy_poll_costs_a_core_and_sleeping_does_not_over_udp";
+    if !ready(TEST) {
+        return;
+    }
     busy_poll_costs_a_core_and_sleeping_does_not("cpuu", "udp", 7500);
 }
 
 #[test]
 fn busy_poll_costs_a_core_and_sleeping_does_not_over_afxdp() {
+    const TEST: &str = "busy_poll_costs_a_core_and_sleeping_does_not_over_afxdp";
+    if !ready(TEST) {
+        return;
+    }
     busy_poll_costs_a_core_and_sleeping_does_not("cpux", "afxdp", 7510);
 }
 

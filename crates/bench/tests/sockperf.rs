@@ -14,6 +14,10 @@ fn config(binary: &str) -> SockperfConfig {
 
 #[test]
 fn sockperf_ping_pong_gives_a_table_row() {
+    const TEST: &str = "sockperf_ping_pong_gives_a_table_row";
+    if !detpath_testkit::need_root(TEST, "the testbed's namespaces") || !detpath_testkit::need_tool(TEST, "sockperf", "sockperf") {
+        return;
+    }
     let tb = Testbed::up(TestbedConfig::unique("spk")).expect("testbed up");
     let outcome = run(&tb, &config("sockperf")).unwrap_or_else(|e| panic!("{e}"));
     // 1 s at 10,000 msg/s; sockperf keeps the middle of the run (warm-up and
@@ -50,6 +54,9 @@ fn sockperf_ping_pong_gives_a_table_row() {
 
 #[test]
 fn missing_sockperf_is_named_with_the_fix() {
+    if !detpath_testkit::need_root("missing_sockperf_is_named_with_the_fix", "the testbed's namespaces") {
+        return;
+    }
     let tb = Testbed::up(TestbedConfig::unique("spk")).expect("testbed up");
     let e = run(&tb, &config("/nonexistent/sockperf")).unwrap_err();
     assert!(matches!(e, SockperfError::Missing(_)), "{e}");
