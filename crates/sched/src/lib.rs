@@ -77,4 +77,4 @@ pub use mask::SlotMask;
 pub use sched::{ClassCounters, ErrorSummary, PollSummary, Refusal, Release, Scheduled, Scheduler};
 pub use servo::{PiServo, ServoConfig, ServoOutput, ServoState, SpikeFilter};
 pub use slot::{Ring, Slot};
-pub use spec::{open_slots, SlotsEndpoint, LAYER};
+pub use spec::{open_slots, ReleaseObserver, SlotsEndpoint, LAYER};

@@ -131,6 +131,11 @@ impl EdfQueue {
         Ok(())
     }
 
+    /// The latest slot a queued packet has (`None`: empty).
+    pub(crate) fn latest_slot(&self) -> Option<crate::slot::Slot> {
+        self.heap.iter().map(|p| p.slot).max()
+    }
+
     /// The earliest packet, without removing it.
     pub fn peek(&self) -> Option<&Pending> {
         self.heap.first()

@@ -479,7 +479,15 @@ impl<S: TickSource> Scheduler<S> {
         let current = self.clock.count(self.source.elapsed_ns(now));
         let w = self.window(current);
         let from = (current + self.lead as u64 + 1).max(w.earliest);
-        let target = self.free_owned_from(class, from, w.end);
+        let mut target = self.free_owned_from(class, from, w.end);
+        if target >= w.end {
+            // Past the ring: after the class's packets already waiting
+            // there, each in a slot of its own (in one slot they would
+            // conflict on entering the ring, be moved, and be overtaken).
+            if let Some(last) = self.classes[class].edf.latest_slot() {
+                target = self.classes[class].mask.next_owned(target.max(last + 1));
+            }
+        }
         let time = self.clock.slot_time(target);
         self.send_at_marked(now, time, class, payload, peer, dscp)
     }
@@ -981,6 +989,28 @@ mod asap_tests {
         assert_eq!(order, vec![(5, 0, 46), (10, 1, 46), (15, 2, 46)]);
         let k = s.counters(0).unwrap();
         assert_eq!((k.accepted, k.sent, k.moved, k.late), (3, 3, 0, 0));
+    }
+
+    #[test]
+    fn packets_past_the_ring_wait_in_slots_of_their_own_and_keep_their_order() {
+        let mut s = scheduler();
+        // The ring (20 slots from 0) has ctl slots 5, 10, 15; six packets at once.
+        let got: Vec<Slot> = (0..6u8).map(|i| s.send_asap_marked(2_500, 0, &[i; 8], peer(), 0).unwrap().slot).collect();
+        assert_eq!(got, vec![5, 10, 15, 25, 30, 35]);
+        let clock = Cell::new(0u64);
+        let mut order = Vec::new();
+        for now in (0..40_000).step_by(1_000) {
+            clock.set(now);
+            s.poll(now, || clock.get(), |r| {
+                if r.class == 0 {
+                    order.push((r.slot, r.payload[0]));
+                }
+                true
+            });
+        }
+        assert_eq!(order, vec![(5, 0), (10, 1), (15, 2), (25, 3), (30, 4), (35, 5)]);
+        let k = s.counters(0).unwrap();
+        assert_eq!((k.sent, k.moved, k.conflicts), (6, 0, 0));
     }
 
     #[test]

@@ -19,7 +19,7 @@
 use crate::clock::MonotonicSource;
 use crate::config::{ClassKind, ConfigError, SchedConfig, SPEC_KEYS};
 use crate::endpoint::SchedEndpoint;
-use crate::sched::{Refusal, Scheduled, Scheduler};
+use crate::sched::{Refusal, Release, Scheduled, Scheduler};
 use detpath::layer::{Layer, LayerKeys, Prepared};
 use detpath::{monotonic_ns, Capabilities, Counters, Endpoint, EndpointSpec, Error, FrameEndpoint, Mark, RecvMode, RxBatch, RxMeta};
 use std::io;
@@ -161,7 +161,13 @@ pub struct SlotsEndpoint {
     inner: SchedEndpoint<MonotonicSource>,
     caps: Capabilities,
     send_class: Option<usize>,
+    /// Told of every release ([`observe_releases`](Self::observe_releases)).
+    observer: Option<ReleaseObserver>,
 }
+
+/// Called with each packet a [`SlotsEndpoint`] hands to its datapath and
+/// whether the datapath took it (see [`SlotsEndpoint::observe_releases`]).
+pub type ReleaseObserver = Box<dyn FnMut(&Release<'_>, bool) + Send>;
 
 impl SlotsEndpoint {
     /// Wraps an open endpoint; `send_to` goes to class `send_class` (`None`: `send_to` is refused).
@@ -176,7 +182,7 @@ impl SlotsEndpoint {
             classes.join(";"),
             send_class.map(|i| cfg.classes[i].name.as_str()).unwrap_or("refused (no best-effort class)")
         ));
-        Ok(SlotsEndpoint { inner: SchedEndpoint::new(ep, cfg)?, caps, send_class })
+        Ok(SlotsEndpoint { inner: SchedEndpoint::new(ep, cfg)?, caps, send_class, observer: None })
     }
 
     /// Schedules a real-time packet for slot-clock time `time_ns` (see [`Scheduler::send_at`]).
@@ -191,7 +197,24 @@ impl SlotsEndpoint {
 
     /// Releases every slot due now.
     pub fn poll(&mut self) {
-        self.inner.poll(monotonic_ns());
+        self.release_due(monotonic_ns());
+    }
+
+    /// Calls `observer` with every later release (its slot, the slot's
+    /// start and the hand-off's time, the payload) and whether the datapath
+    /// took it: how a measurement learns when each packet left, e.g. the
+    /// mixed benchmark's `sent_late` cause. One call per release, on the
+    /// releasing thread; replaces an earlier observer.
+    pub fn observe_releases(&mut self, observer: ReleaseObserver) {
+        self.observer = Some(observer);
+    }
+
+    /// Releases every slot due by `now`, telling the observer.
+    fn release_due(&mut self, now: u64) {
+        match &mut self.observer {
+            Some(f) => self.inner.poll_observed(now, |r, ok| f(r, ok)),
+            None => self.inner.poll(now),
+        };
     }
 
     /// The scheduler (classes, counters, release-error histograms, clock).
@@ -257,12 +280,12 @@ impl SlotsEndpoint {
         let deadline = Self::deadline(mode, monotonic_ns());
         loop {
             let now = monotonic_ns();
-            self.inner.poll(now);
+            self.release_due(now);
             if !self.holding() {
                 return look(self.inner.endpoint_mut(), Self::remaining(mode, deadline, now));
             }
             if let Some(x) = look(self.inner.endpoint_mut(), RecvMode::NonBlocking)? {
-                self.inner.poll(monotonic_ns());
+                self.release_due(monotonic_ns());
                 return Ok(Some(x));
             }
             if deadline.is_some_and(|d| monotonic_ns() >= d) {
@@ -305,7 +328,7 @@ impl Endpoint for SlotsEndpoint {
         };
         r.map_err(|r| self.refusal(r))?;
         // A slot of the class may be due already.
-        self.inner.poll(monotonic_ns());
+        self.release_due(monotonic_ns());
         Ok(())
     }
 
