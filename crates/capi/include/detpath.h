@@ -196,7 +196,7 @@ struct detpath_dds_reader_status {
   uint64_t lost;
   // Samples refused because a KEEP_ALL cache was full.
   uint64_t rejected;
-  // Samples the application could not decode (`detpath_dds_reader_count_undecodable()`).
+  // Samples that could not be decoded (`detpath_dds_reader_report_undecodable()`, `detpath_dds_reader_count_undecodable()`).
   uint64_t undecodable;
   // Remote writers of the topic and type not matched because their QoS does not fit.
   uint64_t incompatible_qos;
@@ -547,6 +547,24 @@ long detpath_dds_take(struct detpath_dds_reader *r,
 // # Safety
 // Any value may be passed as `r`; it is checked.
 int detpath_dds_reader_count_undecodable(struct detpath_dds_reader *r, uint64_t n);
+
+// Reports a sample the application could not decode, by its `info` (as
+// a take filled it): counted in the reader's status as `undecodable`, and
+// the first from each writer is reported once by the writer's type name.
+//
+// # Safety
+// `info` is NULL or points to a `struct detpath_dds_sample_info`.
+int detpath_dds_reader_report_undecodable(struct detpath_dds_reader *r,
+                                          const struct detpath_dds_sample_info *info);
+
+// Waits until a sample is there to take, at most `timeout_ns` (0: only
+// looks; negative: until one comes), asleep: the participant's thread
+// wakes it. Returns 1 when one is, 0 when none came in time, a negative
+// errno on error (-EBADF: not a reader, or its participant closed).
+//
+// # Safety
+// Any value may be passed as `r`; it is checked.
+int detpath_dds_reader_wait(struct detpath_dds_reader *r, int64_t timeout_ns);
 
 // The reader's status into `out`.
 //

@@ -82,7 +82,7 @@ pub struct detpath_dds_reader_status {
     pub lost: u64,
     /// Samples refused because a KEEP_ALL cache was full.
     pub rejected: u64,
-    /// Samples the application could not decode (`detpath_dds_reader_count_undecodable()`).
+    /// Samples that could not be decoded (`detpath_dds_reader_report_undecodable()`, `detpath_dds_reader_count_undecodable()`).
     pub undecodable: u64,
     /// Remote writers of the topic and type not matched because their QoS does not fit.
     pub incompatible_qos: u64,
@@ -641,6 +641,51 @@ pub unsafe extern "C" fn detpath_dds_reader_count_undecodable(r: *mut detpath_dd
             let (_, r) = reader(r)?;
             r.count_undecodable(n);
             Ok(0)
+        },
+    )
+}
+
+/// Reports a sample the application could not decode, by its `info` (as
+/// a take filled it): counted in the reader's status as `undecodable`, and
+/// the first from each writer is reported once by the writer's type name.
+///
+/// # Safety
+/// `info` is NULL or points to a `struct detpath_dds_sample_info`.
+#[no_mangle]
+pub unsafe extern "C" fn detpath_dds_reader_report_undecodable(r: *mut detpath_dds_reader, info: *const detpath_dds_sample_info) -> c_int {
+    call(
+        |e| -e,
+        || {
+            let (_, r) = reader(r)?;
+            if info.is_null() {
+                return Err(Failure::invalid("info is NULL"));
+            }
+            // SAFETY: caller contract.
+            let guid = unsafe { info.read_unaligned() }.writer_guid;
+            r.report_undecodable(detpath_dds::Guid::from_bytes(guid), detpath_dds::cdr::WireError::Truncated);
+            Ok(0)
+        },
+    )
+}
+
+/// Waits until a sample is there to take, at most `timeout_ns` (0: only
+/// looks; negative: until one comes), asleep: the participant's thread
+/// wakes it. Returns 1 when one is, 0 when none came in time, a negative
+/// errno on error (-EBADF: not a reader, or its participant closed).
+///
+/// # Safety
+/// Any value may be passed as `r`; it is checked.
+#[no_mangle]
+pub unsafe extern "C" fn detpath_dds_reader_wait(r: *mut detpath_dds_reader, timeout_ns: i64) -> c_int {
+    call(
+        |e| -e,
+        || {
+            let (_, r) = reader(r)?;
+            if timeout_ns >= 0 {
+                return Ok(r.wait_for_data(Duration::from_nanos(timeout_ns as u64))? as c_int);
+            }
+            while !r.wait_for_data(Duration::from_secs(1))? {}
+            Ok(1)
         },
     )
 }

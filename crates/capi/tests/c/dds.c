@@ -1,6 +1,6 @@
 /*
- * The DDS API from C with bad input and the corner cases of a take: every
- * case is an error with a message, never a crash. Two participants on
+ * The DDS API from C with bad input and the corner cases of a take and of
+ * the reader's wait: every case is an error with a message, never a crash. Two participants on
  * 127.0.0.1 in domain 71 (ports 25160 and 25162), so it runs anywhere.
  * Run by tests/c_abi.rs; prints "ok: N checks" and exits 0, or names the
  * failed check and exits 1.
@@ -58,10 +58,14 @@ int main(void)
 		usleep(10000);
 	CHECK(ws.matched_subscriptions == 1, "matched");
 
+	CHECK(detpath_dds_reader_wait(r, 100000000LL) == 0, "nothing to wait for");
+	CHECK(detpath_dds_reader_wait((struct detpath_dds_reader *)w, 0) == -EBADF, "a writer handle as a reader");
 	unsigned char s[40] = {0, 1, 0, 0};
 	for (int i = 4; i < 40; i++)
 		s[i] = (unsigned char)i;
 	CHECK(detpath_dds_write(w, s, sizeof s, NULL) == 0, "write");
+	CHECK(detpath_dds_reader_wait(r, 5000000000LL) == 1, "the wait wakes on the sample");
+	CHECK(detpath_dds_reader_wait(r, 0) == 1, "it stays until taken");
 	/* Too small a buffer: the sample stays and info says how much room it needs. */
 	CHECK(detpath_dds_take(r, buf, 8, &info, 5000000000LL) == -EMSGSIZE, "small buffer");
 	CHECK(info.len == sizeof s, "needed %zu", info.len);
@@ -69,9 +73,12 @@ int main(void)
 	CHECK(memcmp(buf, s, sizeof s) == 0 && info.valid_data == 1 && info.sequence_number == 1, "the same bytes");
 	CHECK(detpath_dds_writer_wait_acks(w, 5000000000LL) == 1, "acknowledged");
 
+	CHECK(detpath_dds_reader_wait(r, 0) == 0, "taken: nothing waits");
 	CHECK(detpath_dds_reader_count_undecodable(r, 3) == 0, "count undecodable");
+	CHECK(detpath_dds_reader_report_undecodable(r, &info) == 0, "report undecodable");
+	CHECK(detpath_dds_reader_report_undecodable(r, NULL) == -EINVAL, "report without info");
 	struct detpath_dds_reader_status rs;
-	CHECK(detpath_dds_reader_status(r, &rs) == 0 && rs.undecodable == 3 && rs.matched_publications == 1 && rs.lost == 0, "status");
+	CHECK(detpath_dds_reader_status(r, &rs) == 0 && rs.undecodable == 4 && rs.matched_publications == 1 && rs.lost == 0, "status");
 	CHECK(detpath_dds_reader_status(r, NULL) == -EINVAL, "NULL out");
 
 	CHECK(detpath_dds_writer_delete(w) == 0, "delete");
