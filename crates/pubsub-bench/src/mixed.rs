@@ -62,7 +62,9 @@
 //! acknowledgements to it carry the control writer's DSCP and class;
 //! discovery and bulk go unmarked in the scheduler's best-effort class.
 
+pub mod causes;
 pub mod sched_probe;
+pub mod send_log;
 
 use super::{cpu_of, metered, on_own_thread, side_uri, wait_name, BenchError, BenchOptions, TUNED_SENDER_SPIN_NS};
 use detpath_instrument::records::{LossCounts, Record, Status};
@@ -83,7 +85,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use causes::ViolationCauses;
 use sched_probe::{ClassFigures, Probed, SchedProbe};
+use send_log::{Logged, SendLog};
 use std::time::Duration;
 
 /// The workload's `--workloads` name.
@@ -221,6 +225,11 @@ pub struct ControlFigures {
     /// clock (`Participant::reader_budget`), with each over-budget
     /// sample's cause. Null for ddsperf.
     pub engine_budget: Option<EngineBudget>,
+    /// Where the time of each over-budget ping went while bulk ran, from
+    /// both sides' evidence ([`causes`]: `sent_late`, `retransmission`,
+    /// `reader_late`, `network`). Null for ddsperf.
+    #[serde(default)]
+    pub violation_causes: Option<ViolationCauses>,
     /// Pings sent over the whole run.
     pub pings_sent: u64,
     /// Pings never answered.
@@ -343,6 +352,8 @@ struct Node {
     budget_ns: u64,
     /// The scheduler's counters (priority arm).
     probe: Option<Arc<SchedProbe>>,
+    /// When each ping's datagram was handed to the datapath.
+    sends: Arc<SendLog>,
 }
 
 impl Node {
@@ -397,13 +408,25 @@ fn open_side(side: &Side, peer: &Side, spec: &str, wait: Wait, arm: &Arm, fair_s
     // The priority arm's endpoint is opened as the scheduler's concrete
     // type, so its counters can be read (sched_probe); the same layers.
     let probe = arm.priority.then(|| Arc::new(SchedProbe::default()));
+    // Each ping's hand-off to the datapath, for its `sent_late` cause: the
+    // scheduler's release, or (no scheduler) the send's return.
+    let sends = Arc::new(SendLog::default());
     let open = || -> detpath::Result<Link> {
         match &probe {
             Some(p) => {
-                let slots = detpath_sched::open_slots(&detpath_open::parse(spec)?)?;
+                let mut slots = detpath_sched::open_slots(&detpath_open::parse(spec)?)?;
+                let log = sends.clone();
+                slots.observe_releases(Box::new(move |r, ok| {
+                    if ok {
+                        log.note(r.payload, r.release_ns);
+                    }
+                }));
                 Ok(Link::Datagram(Box::new(Probed::new(slots, p.clone()))))
             }
-            None => detpath_pubsub::transport::open(spec),
+            None => Ok(match detpath_pubsub::transport::open(spec)? {
+                Link::Datagram(ep) => Link::Datagram(Box::new(Logged::new(ep, sends.clone()))),
+                other => other,
+            }),
         }
     };
     let link = detpath::sys::netns::run_in(&side.netns, open)
@@ -430,7 +453,7 @@ fn open_side(side: &Side, peer: &Side, spec: &str, wait: Wait, arm: &Arm, fair_s
     // best-effort one (`bulk`). The fifo arm has no scheduler and priority 0.
     cfg.priority = t.priority_marks(&PriorityPolicy::default()).map_err(|e| fail("the priority marks of", e.to_string()))?;
     let p = Participant::new(cfg, t.now_ns());
-    Ok(Node { p, t, buf: vec![0; 65536], priority: arm.priority, budget_ns, probe })
+    Ok(Node { p, t, buf: vec![0; 65536], priority: arm.priority, budget_ns, probe, sends })
 }
 
 /// The control topics' QoS in an arm: reliable KEEP_LAST 1 with the budget, top priority in the priority arm.
@@ -529,6 +552,8 @@ struct PingSide {
     send_errors: u64,
     /// The scheduler's counters, marked at bulk on, bulk off, alone on, alone off.
     probe: Option<Arc<SchedProbe>>,
+    /// When each ping's datagram was handed to the datapath.
+    sends: Arc<SendLog>,
 }
 
 /// The answering and receiving side's outcome.
@@ -704,8 +729,9 @@ fn ping_side(mut n: Node, mut phases: Phases, go: Arc<AtomicBool>) -> Result<Pin
     let send_errors = n.t.send_errors;
     let control_mark = n.p.writer_mark(ping_w);
     let probe = n.probe.clone();
+    let sends = n.sends.clone();
     n.p.shutdown(&mut TransportOutbox(&mut n.t));
-    Ok(PingSide { records, start_ns: start, phases, control_mark, pings_sent: seq, bulk_written, bulk_blocked, send_errors, probe })
+    Ok(PingSide { records, start_ns: start, phases, control_mark, pings_sent: seq, bulk_written, bulk_blocked, send_errors, probe, sends })
 }
 
 /// The control QoS of a node's arm (priority when its control mark has a class).
@@ -864,6 +890,7 @@ fn detpath_arm(dp: &str, arm: &Arm, o: &BenchOptions, dir: Option<&mut ResultDir
     control.dscp = ping.control_mark.dscp;
     control.class = ping.control_mark.class.map(|_| CONTROL_CLASS.to_string());
     control.engine_budget = Some(pong.budget.clone());
+    control.violation_causes = Some(causes::violation_causes(&records, phases, o.latency_budget_ns, &ping.sends));
     // Samples received per second in a phase's window (ns since the start).
     let rate_in = |from: u64, to: u64| {
         let s = to.saturating_sub(from) as f64 / 1e9;
@@ -1130,7 +1157,9 @@ pub struct MixedGoals {
     pub conditions: String,
     /// Zero budget violations in the priority arm while bulk ran.
     pub zero_budget_violations: Goal,
-    /// The engine's causes of the priority arm's over-budget samples (whole run).
+    /// The causes of the priority arm's over-budget samples: the bench's
+    /// ([`ControlFigures::violation_causes`], bulk on) where measured, else
+    /// the engine's (whole run).
     pub violation_causes: BTreeMap<String, u64>,
     /// The priority arm's bulk keeps at least 80 % of its throughput alone.
     pub bulk_kept: Goal,
@@ -1160,8 +1189,14 @@ pub fn goals(rows: &[MixedRow]) -> Vec<MixedGoals> {
 fn goals_of(p: &MixedRow, fifo: Option<&MixedRow>, dds: Option<&MixedRow>) -> MixedGoals {
     let n = p.control.latency_us.map_or(0, |l| l.count);
     let budget = p.control.budget_us;
-    let causes: BTreeMap<String, u64> =
-        p.control.engine_budget.as_ref().map(|b| b.causes.iter().filter(|(_, n)| **n > 0).map(|(c, n)| (c.clone(), *n)).collect()).unwrap_or_default();
+    // The bench's own causes (both sides' evidence, bulk on) where it has
+    // them; else the engine's (its reader's view, whole run).
+    let nonzero = |m: &BTreeMap<String, u64>| -> BTreeMap<String, u64> { m.iter().filter(|(_, n)| **n > 0).map(|(c, n)| (c.clone(), *n)).collect() };
+    let causes: BTreeMap<String, u64> = match (&p.control.violation_causes, &p.control.engine_budget) {
+        (Some(v), _) => nonzero(&v.causes),
+        (None, Some(b)) => nonzero(&b.causes),
+        (None, None) => BTreeMap::new(),
+    };
     let zero = match p.control.budget_violations {
         None => Goal::not_measured(0.0, "no per-sample budget count".into()),
         Some(_) if p.control.pings_sent == 0 => Goal::not_measured(0.0, "no control samples while bulk ran".into()),

@@ -8,7 +8,8 @@
 //! counts pings whose one-way latency passed the budget (ddsperf: `n/a`);
 //! `off p50`/`off max` are the control figures while bulk did not run.
 //! `kept %` is the bulk rate beside control over its rate alone on the same
-//! endpoint (`bulk.kept_fraction`). Under the table, the engine's own
+//! endpoint (`bulk.kept_fraction`). Under the table, per detpath arm, where
+//! the time of each over-budget ping went ([`super::mixed::causes`]), the engine's own
 //! budget count per detpath arm (its control reader, whole run) with the
 //! causes it named, then issue 39's goals per datapath ([`super::mixed::goals`]):
 //! each `met`, `NOT MET` or `not measured`, with its figures.
@@ -64,6 +65,24 @@ pub fn render(rows: &[MixedRow], env: &Environment) -> String {
             f1(r.bulk.kept_fraction.map(|k| k * 100.0)),
             f1(r.cpu_percent),
         );
+    }
+    for r in rows {
+        if let Some(v) = &r.control.violation_causes {
+            let causes: Vec<String> = v.causes.iter().filter(|(_, n)| **n > 0).map(|(c, n)| format!("{c} {n}")).collect();
+            let _ = writeln!(
+                t,
+                "{} {} {}: where the time went, bulk on ({} one-way): {} of {} over{}, {} lost{}",
+                r.configuration,
+                r.datapath,
+                r.arm,
+                v.judged_on,
+                v.over,
+                v.judged,
+                if causes.is_empty() { String::new() } else { format!(" ({})", causes.join(", ")) },
+                v.lost,
+                if v.unseen_sends > 0 { format!(", {} with no send seen", v.unseen_sends) } else { String::new() }
+            );
+        }
     }
     for r in rows {
         if let Some(b) = &r.control.engine_budget {

@@ -22,14 +22,22 @@
 //!   announcement; when it offers none (0), the reader's own. With no
 //!   budget at all latencies go into the histogram and count neither
 //!   within nor over.
-//! - Causes, first that applies: [`Cause::Retransmission`] when the
-//!   sample was NACKed by this reader or waited in its reorder window for
-//!   an earlier one to be repaired; [`Cause::ReaderLate`] when it arrived
-//!   within the budget and was delivered over it; else [`Cause::Network`].
-//!   [`Cause::SentLate`] is not attributed yet: the writer would have to
-//!   say so in the sample (a second timestamp), which detpath does not
-//!   send; its late sends show as Network here and in the writer's
-//!   scheduler counters.
+//! - Causes ([`attribute`], the instrument's rule for a slow round applied
+//!   to one sample): the sample's latency is split into the parts detpath
+//!   can measure, and the first part, in the order sender, repair,
+//!   reader, that covers at least [`ATTRIBUTION_SHARE`] of the sample's
+//!   excess over its budget is its cause; the network only gets what no
+//!   part explains. [`Cause::SentLate`]: the time from INFO_TS to the
+//!   datagram leaving the writer (the slot scheduler held it);
+//!   [`Cause::Retransmission`]: the sample was NACKed by this reader or
+//!   waited in its reorder window for an earlier one to be repaired (a
+//!   repair takes a heartbeat and a round trip, so the flag alone counts);
+//!   [`Cause::ReaderLate`]: the time from the datagram's arrival (the
+//!   datapath's receive stamp) to delivery. The engine's reader knows the
+//!   last two; the sender's part is only known where the writer's release
+//!   is observed (the mixed benchmark observes the scheduler's releases),
+//!   since detpath sends no second timestamp: in the engine's own counts a
+//!   late send is Network.
 //! - Implausible: an INFO_TS more than [`FUTURE_SLACK_NS`] ahead of the
 //!   reader's clock or more than [`MAX_AGE_NS`] behind it.
 //! - [`ClockSync::SameHost`]: the writer's participant announced, in a
@@ -296,15 +304,48 @@ pub fn judge(source_ns: Option<i64>, clock: ClockSync, budget_ns: i64, at: Clock
     if latency_ns <= budget {
         return Verdict::Within { latency_ns };
     }
-    let waited_here = at.mono_ns.saturating_sub(arrival_mono_ns);
-    let cause = if repaired {
+    let parts = Parts { sender_ns: None, repaired, reader_ns: Some(at.mono_ns.saturating_sub(arrival_mono_ns)) };
+    Verdict::Over { latency_ns, cause: attribute(latency_ns, budget, parts) }
+}
+
+/// The share of a sample's excess over its budget that one part of its
+/// latency must cover to be its cause: the instrument's share for a slow
+/// round's gap (`detpath_instrument::tail::GAP_SHARE`, one rule for both;
+/// the mixed benchmark's tests check they agree).
+pub const ATTRIBUTION_SHARE: f64 = 0.5;
+
+/// The parts of one over-budget sample's latency that detpath measured
+/// (`None`: not known where it is judged).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Parts {
+    /// From the sample's INFO_TS to its datagram leaving the writer's
+    /// side (the slot scheduler's hand-off, or the send call), ns.
+    pub sender_ns: Option<u64>,
+    /// It was lost and repaired (NACKed, or it waited for an earlier repair).
+    pub repaired: bool,
+    /// From its datagram's arrival (the receive stamp) to its delivery, ns.
+    pub reader_ns: Option<u64>,
+}
+
+/// Why a sample of latency `latency_ns` went over `budget_ns`: the first of
+/// the sender's part, the repair and the reader's part that covers at
+/// least [`ATTRIBUTION_SHARE`] of the excess (`latency_ns - budget_ns`),
+/// as the instrument gives a slow round the cause of the first piece of
+/// evidence that covers its share of the excess; [`Cause::Network`]
+/// (what lies between leaving the writer and arriving) when none does.
+pub fn attribute(latency_ns: u64, budget_ns: u64, parts: Parts) -> Cause {
+    let excess = latency_ns.saturating_sub(budget_ns);
+    let needed = (excess as f64 * ATTRIBUTION_SHARE).ceil() as u64;
+    let covers = |part: Option<u64>| part.is_some_and(|p| p > 0 && p >= needed);
+    if covers(parts.sender_ns) {
+        Cause::SentLate
+    } else if parts.repaired {
         Cause::Retransmission
-    } else if latency_ns.saturating_sub(waited_here) <= budget {
+    } else if covers(parts.reader_ns) {
         Cause::ReaderLate
     } else {
         Cause::Network
-    };
-    Verdict::Over { latency_ns, cause }
+    }
 }
 
 #[cfg(test)]
@@ -330,6 +371,23 @@ mod tests {
         // A forged INFO_TS at the far ends of time never overflows.
         assert_eq!(judge(Some(i64::MIN), s, 1, at, 0, false), Verdict::Implausible);
         assert_eq!(judge(Some(i64::MAX), s, 1, at, 0, false), Verdict::Implausible);
+    }
+
+    #[test]
+    fn the_first_part_covering_half_the_excess_is_the_cause() {
+        // 150 µs against 100 µs: 50 µs over, a part needs 25 µs.
+        let p = |sender, repaired, reader| Parts { sender_ns: sender, repaired, reader_ns: reader };
+        assert_eq!(attribute(150_000, 100_000, p(Some(30_000), false, Some(40_000))), Cause::SentLate);
+        assert_eq!(attribute(150_000, 100_000, p(Some(20_000), true, Some(40_000))), Cause::Retransmission);
+        assert_eq!(attribute(150_000, 100_000, p(Some(20_000), false, Some(25_000))), Cause::ReaderLate);
+        assert_eq!(attribute(150_000, 100_000, p(Some(20_000), false, Some(24_999))), Cause::Network);
+        // Unknown parts explain nothing: the network gets only what remains.
+        assert_eq!(attribute(150_000, 100_000, p(None, false, None)), Cause::Network);
+        // The sender comes first even when the reader's part is larger (the instrument's order).
+        assert_eq!(attribute(1_000_000, 100_000, p(Some(450_000), false, Some(500_000))), Cause::SentLate);
+        // A sample just over: any measured part of it counts, a zero part does not.
+        assert_eq!(attribute(100_001, 100_000, p(Some(1), false, None)), Cause::SentLate);
+        assert_eq!(attribute(100_001, 100_000, p(Some(0), false, Some(0))), Cause::Network);
     }
 
     #[test]
