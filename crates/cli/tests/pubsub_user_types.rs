@@ -12,7 +12,9 @@
 //! - a transient-local late joiner gets the writer's history;
 //! - `--clock ptp:SPEC`: a sub whose clock is 50 ms off judges every sample
 //!   over a 30 ms budget; with an in-process PTP slave following a master in
-//!   the other namespace, the same offset is corrected before it judges.
+//!   the other namespace, the same offset is corrected before it judges;
+//! - `--metrics`: a pub's writer and a sub's reader served while they run
+//!   (samples, undecodable, budget by cause, the latency histogram).
 //!
 //! Counts, not times: the runs assert what arrived and how it was judged.
 //! The testbed runs need root (a failure in CI, a named skip elsewhere)
@@ -25,7 +27,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 mod common;
-use common::{refused, BIN};
+use common::{refused, start_with_metrics, BIN};
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 const PORT: u16 = 7410;
 /// A std_msgs/msg/String "hello", as ROS 2's CDR serializers write it.
@@ -52,11 +54,11 @@ fn bad_names_payloads_and_qos_exit_2_saying_why() {
     refused(&pubt(&["--payload-hex", HELLO, "--keyed"]), "--keyed on pub needs --key-hex");
     refused(&pubt(&["--payload-hex", HELLO, "--history", "keep-last:0"]), "from 1 to 100000");
     refused(&pubt(&["--payload-hex", HELLO, "--clock", "ptp:dpb"]), "the PTP event port's endpoint");
-    // QoS and clock flags of a user-type node on ddsperf's topics.
+    // QoS flags of a user-type node on ddsperf's topics.
     refused(&node("sub", &["--durability", "transient-local"]), "--durability: give --type-name");
     refused(&node("pub", &["--history", "keep-last:3"]), "--history: give --type-name");
-    refused(&node("sub", &["--clock", "ptp:udp://lo?port=319"]), "give --type-name (pub, sub) for a PTP-steered clock");
-    refused(&node("sub", &["--clock-offset", "50ms"]), "--clock-offset");
+    // A ddsperf node takes a PTP clock too: with no master, exit 2 naming the clock.
+    refused(&node("sub", &["--clock", "ptp:udp://lo?port=319", "--ptp-settle", "1s"]), "--clock ptp:udp://lo?port=319");
     refused(&node("pub", &["--payload-hex", HELLO]), "give --type-name NAME and --topic NAME");
     // A PTP clock with no master: exit 2 naming what the slave saw.
     refused(&pubt(&["--payload-hex", HELLO, "--clock", "ptp:udp://lo?port=319", "--ptp-settle", "1s"]), "--clock ptp:udp://lo?port=319");
@@ -230,6 +232,7 @@ fn ptp_corrects_an_injected_offset_before_budgets_are_judged() {
     let ptp = &right["clock"]["ptp"];
     assert!(ptp["master"].is_string() && ptp["syncs"].as_u64().unwrap_or(0) > 0, "the slave followed the master: {ptp}");
     assert_eq!(ptp["injected_offset_ns"], 50_000_000, "{ptp}");
+    assert_eq!(ptp["steered_during_run"], true, "the slave steered until the end: {ptp}");
 }
 
 #[test]
@@ -252,4 +255,74 @@ fn a_keyed_pub_reaches_a_keyed_sub() {
         assert_eq!(x["payload_hex"], sample, "{x}");
     }
     assert_eq!(s["received"], 2, "{s}");
+}
+
+/// A metric's value in a scrape: the first series of `name` whose labels
+/// include every one of `labels`.
+fn value(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
+        .find(|l| labels.iter().all(|x| l.contains(x)))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+#[test]
+fn metrics_serve_a_user_type_nodes_reader_and_writer_while_they_run() {
+    if !detpath_testkit::need_root("metrics_serve_a_user_type_nodes_reader_and_writer_while_they_run", "namespaces") {
+        return;
+    }
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tb = Testbed::up(TestbedConfig::unique("psumx")).expect("testbed up");
+    let names = ["--topic", "Telemetry", "--type-name", "Telemetry::Frame"];
+    let with = |a_side: bool, role: &str, extra: &[&str]| -> Vec<String> {
+        let mut v = node_args(&tb, a_side, role);
+        v.extend(names.iter().chain(extra).map(|s| s.to_string()));
+        v
+    };
+    let (_pub, pub_addr) = start_with_metrics(&with(
+        true,
+        "pub",
+        &["--payload-hex", HELLO, "--rate", "500", "--duration", "40s", "--transport-priority", "20", "--metrics", "127.0.0.1:0"],
+    ));
+    let (_sub, addr) = start_with_metrics(&with(false, "sub", &["--latency-budget", "5ms", "--duration", "35s", "--metrics", "127.0.0.1:0"]));
+    let scrape = |a| {
+        let r = detpath_metrics::http::get(a, "/metrics", None).expect("scrape");
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.body
+    };
+    let topic = "topic=\"Telemetry\"";
+    // Wait for judged samples, then scrape again: the counters move during the run.
+    let end = std::time::Instant::now() + Duration::from_secs(25);
+    let first = loop {
+        let t = scrape(addr);
+        if value(&t, "detpath_pubsub_sample_latency_seconds_count", &[topic]).is_some_and(|n| n >= 100.0) {
+            break t;
+        }
+        assert!(std::time::Instant::now() < end, "no judged samples within 25 s:\n{t}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    std::thread::sleep(Duration::from_millis(600));
+    let second = scrape(addr);
+    let received =
+        value(&second, "detpath_pubsub_reader_samples_total", &[topic, "clock=\"same-host\""]).unwrap_or_else(|| panic!("reader samples:\n{second}"));
+    assert_eq!(value(&second, "detpath_pubsub_reader_matched_writers", &[topic]), Some(1.0), "{second}");
+    assert_eq!(value(&second, "detpath_pubsub_reader_undecodable_total", &[topic]), Some(0.0), "a raw reader decodes every sample:\n{second}");
+    assert_eq!(value(&second, "detpath_pubsub_latency_budget_seconds", &[topic]), Some(0.005), "{second}");
+    let within = value(&second, "detpath_pubsub_budget_within_total", &[topic]).unwrap();
+    let over: f64 = ["sent_late", "retransmission", "reader_late", "network"]
+        .iter()
+        .map(|c| value(&second, "detpath_pubsub_budget_over_total", &[topic, &format!("cause=\"{c}\"")]).unwrap_or_else(|| panic!("over by {c}:\n{second}")))
+        .sum();
+    let count = value(&second, "detpath_pubsub_sample_latency_seconds_count", &[topic]).unwrap();
+    assert_eq!(count, within + over, "the histogram holds the judged samples:\n{second}");
+    assert_eq!(value(&second, "detpath_pubsub_sample_latency_seconds_bucket", &[topic, "le=\"+Inf\""]), Some(count), "{second}");
+    assert!(received >= count, "{second}");
+    assert!(count > value(&first, "detpath_pubsub_sample_latency_seconds_count", &[topic]).unwrap(), "the histogram grows during the run");
+    // The publisher's writer: priority 20 is AF31 (26) by the default map.
+    let w = scrape(pub_addr);
+    let written =
+        value(&w, "detpath_pubsub_writer_samples_total", &[topic, "priority=\"20\"", "dscp=\"26\""]).unwrap_or_else(|| panic!("the writer's series:\n{w}"));
+    assert!(written >= received, "{w}");
+    assert_eq!(value(&w, "detpath_pubsub_writer_matched_readers", &[topic]), Some(1.0), "{w}");
 }

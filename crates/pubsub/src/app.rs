@@ -2,7 +2,7 @@
 //! node on a detpath endpoint, run on the calling thread, reporting once a
 //! second and summarising at the end.
 
-use crate::budget::{BudgetStats, Cause, BUCKET_BOUNDS_NS};
+use crate::budget::{BudgetStats, Cause, ClockFn, BUCKET_BOUNDS_NS};
 use crate::ddsperf::{summarize, LatencySummary, PerfConfig, PerfNode, Role, TopicKind};
 use crate::driver::{Node, Transport};
 use crate::engine::{make_guid_prefix, Config, Counters, Participant};
@@ -85,6 +85,11 @@ pub struct NodeOptions {
     pub priority_classes: Option<crate::priority::ClassMap>,
     /// What this host's clock is known to agree with ([`ClockMode`]).
     pub clock: ClockMode,
+    /// The clock the node stamps its samples' INFO_TS with and judges
+    /// latency budgets on (default: the system's CLOCK_REALTIME,
+    /// [`system_clocks`](crate::budget::system_clocks)); e.g. a PTP-steered
+    /// clock, with [`ClockMode::Synced`].
+    pub clocks: ClockFn,
     /// Where the node publishes its readers' figures while it runs (a few
     /// times a second), for `/metrics`; `None`: nowhere.
     pub live: Option<LiveBoard>,
@@ -197,6 +202,7 @@ impl NodeOptions {
             priority_map: detpath_wire::dscp::PriorityMap::default(),
             priority_classes: None,
             clock: ClockMode::Auto,
+            clocks: crate::budget::system_clocks,
             live: None,
         }
     }
@@ -346,6 +352,14 @@ pub struct BudgetJson {
     pub budget_us: f64,
     /// `same-host`, `synchronised` or `unsynchronised` (then nothing is judged).
     pub clock: &'static str,
+    /// Whether the counts below say anything about the budget: `judged`
+    /// (every sample's latency measured), `partly_judged` (some were not),
+    /// `unjudged` (none could be: `within` and `over` are 0 because nothing
+    /// was measured, not because nothing was late) or `no_samples`.
+    pub status: &'static str,
+    /// Why samples went unjudged, when some did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unjudged_why: Option<&'static str>,
     /// Samples judged within the budget.
     pub within: u64,
     /// Samples judged over the budget.
@@ -403,9 +417,23 @@ impl From<&BudgetStats> for BudgetJson {
     fn from(b: &BudgetStats) -> Self {
         let h = &b.histogram;
         let us = |ns: Option<u64>| ns.map(|n| n as f64 / 1e3);
+        let measured = h.count;
+        let status = match (measured, b.unjudged) {
+            (0, 0) => "no_samples",
+            (0, _) => "unjudged",
+            (_, 0) => "judged",
+            _ => "partly_judged",
+        };
+        let unjudged_why = (b.unjudged > 0).then_some(if b.clock.judges() {
+            "samples without a source timestamp (INFO_TS): no latency to measure"
+        } else {
+            "the writer's clock is not known to agree with this reader's (another host, no synchronised clock): no latency was measured; run both on one host, or give --clock synced (clocks disciplined by ptp4l/phc2sys) or --clock ptp:SPEC"
+        });
         BudgetJson {
             budget_us: b.budget_ns as f64 / 1e3,
             clock: b.clock.name(),
+            status,
+            unjudged_why,
             within: b.within,
             over: b.over,
             causes: Cause::ALL.iter().map(|c| (c.name(), b.cause(*c))).collect(),
@@ -659,6 +687,7 @@ pub fn open_transport(opts: &NodeOptions) -> Result<(EndpointTransport, Config),
     // Writers on this host share our clock (the engine tells them by the
     // host id in their SPDP); others only when the user says ours is synchronised.
     cfg.clock_synchronised = opts.clock == ClockMode::Synced;
+    cfg.clock = opts.clocks;
     let policy = crate::priority::PriorityPolicy { dscp: opts.priority_map.clone(), classes: opts.priority_classes.clone() };
     cfg.priority = t.priority_marks(&policy)?;
     Ok((t, cfg))
@@ -730,8 +759,8 @@ pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl Fn
         while perf.stats.pongs_received == 0 && node.transport.now_ns() < until && !stop() {
             let now = node.transport.now_ns();
             perf.on_events(&mut node.participant);
-            perf.poll(&mut node.participant, &mut crate::driver::TransportOutbox(&mut node.transport), now, crate::driver::wall_ns());
-            node.turn(1_000_000, |p, out, rx| perf.poll(p, out, rx, crate::driver::wall_ns()));
+            perf.poll(&mut node.participant, &mut crate::driver::TransportOutbox(&mut node.transport), now, (opts.clocks)().wall_ns);
+            node.turn(1_000_000, |p, out, rx| perf.poll(p, out, rx, (opts.clocks)().wall_ns));
         }
         perf.cfg.count = saved;
         perf.reset_stats();
@@ -742,8 +771,10 @@ pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl Fn
     let (mut last_rx, mut last_bytes, mut last_lost) = (0u64, 0u64, 0u64);
     let mut drain_until: Option<u64> = None;
     let mut next_live = 0u64;
-    node.run_perf(
+    run_perf(
+        &mut node,
         &mut perf,
+        opts.clocks,
         |p, pp, t| {
             if let Some(board) = opts.live.as_ref().filter(|_| t >= next_live) {
                 // A few times a second: a scrape sees figures at most 250 ms old.
@@ -851,6 +882,39 @@ pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl Fn
         latency_budget: budget.as_ref().map(BudgetJson::from),
         rounds,
     })
+}
+
+/// Runs a ddsperf node until `stop` says so (it may end the pinging:
+/// `cfg.count`), stamping its samples with `clocks`' wall time;
+/// `each_second` is called about once a second with the node (to print a
+/// window of figures). As [`Node::run_perf`], on the node's clock.
+fn run_perf(
+    node: &mut Node<EndpointTransport>,
+    perf: &mut PerfNode,
+    clocks: ClockFn,
+    mut stop: impl FnMut(&mut PerfNode, &Participant, u64) -> bool,
+    mut each_second: impl FnMut(&mut PerfNode, u64),
+) {
+    let start = node.transport.now_ns();
+    let mut next_report = start + 1_000_000_000;
+    loop {
+        let now = node.transport.now_ns();
+        if stop(perf, &node.participant, now - start) {
+            break;
+        }
+        perf.on_events(&mut node.participant);
+        perf.poll(&mut node.participant, &mut crate::driver::TransportOutbox(&mut node.transport), now, clocks().wall_ns);
+        if now >= next_report {
+            each_second(perf, now - start);
+            next_report += 1_000_000_000;
+            if next_report < now {
+                next_report = now + 1_000_000_000;
+            }
+        }
+        let due = perf.next_due().min(next_report);
+        let wait = due.saturating_sub(node.transport.now_ns()).min(10_000_000);
+        node.turn(wait, |p, out, rx_ns| perf.poll(p, out, rx_ns, clocks().wall_ns));
+    }
 }
 
 /// A reader's budget accounting, from the engine (which judges every

@@ -8,7 +8,6 @@ pub mod ptp;
 pub mod scale;
 pub mod user;
 
-use user::{ClockChoice, TypeArgs, UserNode};
 use crate::wait_arg::WaitArg;
 use detpath::sys::cleanup::{self, OnSignal};
 use detpath_pubsub::app::{run as run_node, BudgetJson, ClockMode, LatencySummaryJson, LiveBoard, NodeOptions, Outcome, SecondReport};
@@ -18,6 +17,7 @@ use detpath_pubsub::transport::Wait;
 use detpath_wire::dscp::PriorityMap;
 use std::net::Ipv4Addr;
 use std::time::Duration;
+use user::{ClockChoice, TypeArgs, UserNode};
 
 /// Arguments of `detpath pubsub`: one node role (ping, pong, pub, sub) or
 /// the benchmark.
@@ -154,21 +154,23 @@ struct NodeArgs {
     /// (one clock; writers elsewhere are `unsynchronised`, nothing judged);
     /// synced says CLOCK_REALTIME is disciplined to a common reference
     /// (ptp4l + phc2sys on both hosts), so every writer is judged;
-    /// `ptp:SPEC` (pub/sub with --type-name) runs a PTP slave in the node on
-    /// SPEC, the event port's endpoint (e.g. `ptp:udp://dpb?port=319`),
-    /// until it locks to the master (ptp4l -4, `detpath sched ptp master`),
-    /// then stamps INFO_TS and judges budgets on that steered clock (no host
-    /// clock is touched; during the run it holds the rate the servo found).
+    /// `ptp:SPEC` runs a PTP slave in the node on SPEC, the event port's
+    /// endpoint (e.g. `ptp:udp://dpb?port=319`); once it is locked to the
+    /// master (ptp4l -4, `detpath sched ptp master`) the node stamps INFO_TS
+    /// and judges budgets on that steered clock, which the slave keeps
+    /// steering for the whole run (no host clock is touched; `clock.ptp` in
+    /// the summary says where the servo was at the end).
     #[arg(long, value_name = "CLOCK", value_parser = crate::pubsub::user::clock, default_value = "auto")]
     clock: crate::pubsub::user::ClockChoice,
     /// An error injected into the node's clock, e.g. `50ms` or `-37us` (a
     /// bare number is ns), to see a budget judged on a wrong clock (auto,
-    /// synced) or corrected by PTP (ptp:SPEC). pub/sub with --type-name.
+    /// synced) or corrected by PTP (ptp:SPEC).
     #[arg(long, value_name = "OFFSET", value_parser = crate::vocab::offset, allow_hyphen_values = true)]
     clock_offset: Option<crate::vocab::Offset>,
-    /// With --clock ptp:SPEC: how long the PTP slave steers the clock
-    /// before the node starts, e.g. `8s` (a bare number is seconds); it must
-    /// be locked by then, or the node exits 2 saying what the slave saw.
+    /// With --clock ptp:SPEC: how long the PTP slave may steer the clock
+    /// before the node starts, e.g. `8s` (a bare number is seconds); the node
+    /// starts once it is locked, and exits 2 saying what the slave saw if it
+    /// is not locked by then.
     #[arg(long, value_name = "DURATION", value_parser = crate::vocab::secs, default_value = "8s")]
     ptp_settle: Duration,
     /// With --clock ptp:SPEC: locked means the servo's last 4 measured
@@ -271,17 +273,34 @@ fn options(a: &NodeArgs, role: Role) -> anyhow::Result<NodeOptions> {
     o.latency_budget_ns = a.latency_budget.map_or(0, |d| crate::vocab::ns(d) as i64);
     o.priority_map = a.priority_map.clone();
     o.priority_classes = a.priority_classes.clone();
+    // A PTP-steered clock agrees with the master's, as other hosts' do
+    // when they follow it: every writer is judged.
     o.clock = match a.clock {
         ClockChoice::Auto => ClockMode::Auto,
-        ClockChoice::Synced => ClockMode::Synced,
-        ClockChoice::Ptp(_) => {
-            anyhow::bail!("--clock ptp:SPEC: a node of ddsperf's types stamps CLOCK_REALTIME; give --type-name (pub, sub) for a PTP-steered clock")
-        }
+        ClockChoice::Synced | ClockChoice::Ptp(_) => ClockMode::Synced,
     };
-    if a.clock_offset.is_some() {
-        anyhow::bail!("--clock-offset: a node of ddsperf's types reads CLOCK_REALTIME as it is; give --type-name (pub, sub)");
-    }
+    // The clock `install_clock` puts in place (CLOCK_REALTIME until then).
+    o.clocks = crate::pubsub::ptp::node_clocks;
     Ok(o)
+}
+
+/// Installs the node's clock: CLOCK_REALTIME plus `--clock-offset`, or
+/// with `--clock ptp:SPEC` a clock steered by a PTP slave, locked first
+/// and steered for the whole run (the [`ptp::Steering`] to finish at the
+/// end). Returns it with `--clock`'s name for the summary.
+fn install_clock(a: &NodeArgs) -> anyhow::Result<(Option<ptp::Steering>, String)> {
+    let offset = a.clock_offset.map_or(0, |o| o.ns());
+    match &a.clock {
+        ClockChoice::Ptp(spec) => {
+            let steering = ptp::lock(spec, a.netns.as_deref(), offset, a.ptp_settle, a.ptp_lock_threshold)?;
+            ptp::install(ptp::NodeClock::Ptp(steering.clock()));
+            Ok((Some(steering), format!("ptp:{spec}")))
+        }
+        c => {
+            ptp::install(ptp::NodeClock::System(offset));
+            Ok((None, if *c == ClockChoice::Synced { "synced" } else { "auto" }.to_string()))
+        }
+    }
 }
 
 /// The node's readers and writers as `/metrics` shows them.
@@ -334,7 +353,17 @@ fn metrics_source(board: LiveBoard) -> detpath_metrics::pubsub::Source {
 }
 
 /// The text summary's budget line.
-fn budget_line(b: &BudgetJson) -> String {
+/// The text summary's budget line: the counts, or why there are none.
+pub(crate) fn budget_line(b: &BudgetJson) -> String {
+    if b.status == "unjudged" {
+        return format!(
+            "latency budget {} us (clock {}): not judged, {} samples unjudged: {}",
+            b.budget_us,
+            b.clock,
+            b.unjudged,
+            b.unjudged_why.unwrap_or("no latency was measured")
+        );
+    }
     let causes: Vec<String> = b.causes.iter().filter(|(_, n)| **n > 0).map(|(c, n)| format!("{c} {n}")).collect();
     let l = &b.latency_us;
     let opt = |x: Option<f64>| x.map_or_else(|| "n/a".to_string(), |v| format!("{v:.1}"));
@@ -382,9 +411,12 @@ fn print_second(role: &str, json: bool, r: &SecondReport) {
     }
 }
 
-fn print_outcome(o: &Outcome, json: bool) {
+fn print_outcome(o: &Outcome, clock: &ptp::ClockJson, json: bool) {
     if json {
-        println!("{}", serde_json::to_string(o).unwrap_or_default());
+        // The engine's outcome with the node's clock beside it.
+        let mut v = serde_json::to_value(o).unwrap_or_default();
+        v["clock"] = serde_json::to_value(clock).unwrap_or_default();
+        println!("{v}");
         return;
     }
     println!(
@@ -414,6 +446,9 @@ fn print_outcome(o: &Outcome, json: bool) {
     if let Some(b) = &o.latency_budget {
         println!("{}", budget_line(b));
     }
+    if let Some(p) = &clock.ptp {
+        println!("{}", ptp_line(p));
+    }
     let e = &o.engine;
     println!(
         "engine: rx {} tx {} malformed {} retransmits {} heartbeats {} acknacks {} send errors {} core yields {}",
@@ -421,19 +456,45 @@ fn print_outcome(o: &Outcome, json: bool) {
     );
 }
 
+/// The text summary's line of a PTP-steered clock.
+pub(crate) fn ptp_line(p: &ptp::PtpSummary) -> String {
+    let opt = |x: Option<i64>| x.map_or_else(|| "n/a".to_string(), |v| v.to_string());
+    format!(
+        "clock: PTP on {} following {}, locked after {:.1} s at offset {} ns; steered during the run: {} ({} samples, |offset| at most {} ns), offset at the end {} ns ({})",
+        p.endpoint,
+        p.master.as_deref().unwrap_or("?"),
+        p.settle_s,
+        opt(p.last_offsets_ns.last().copied()),
+        p.steered_during_run,
+        p.samples_during_run,
+        p.max_abs_offset_during_run_ns.map_or_else(|| "n/a".to_string(), |v| v.to_string()),
+        opt(p.offset_at_end_ns),
+        if p.locked_at_end { "locked" } else { "not locked" }
+    )
+}
+
+/// Starts `--metrics` (its listener in the namespace the command starts
+/// in): the live board the node publishes its readers and writers on.
+fn start_metrics(a: &NodeArgs) -> anyhow::Result<(detpath_metrics::Metrics, Option<LiveBoard>)> {
+    let metrics = a.metrics.start()?;
+    let board = metrics.addr().is_some().then(LiveBoard::default);
+    if let Some(b) = &board {
+        metrics.add_pubsub_source(metrics_source(b.clone()));
+    }
+    Ok((metrics, board))
+}
+
 fn node(a: &NodeArgs, role: Role, name: &str) -> anyhow::Result<i32> {
     cleanup::install_signal_handler(OnSignal::SetFlag);
     let mut o = options(a, role)?;
     // Metrics first: the listener is made in the namespace the command starts in.
-    let metrics = a.metrics.start()?;
-    if metrics.addr().is_some() {
-        let board = LiveBoard::default();
-        metrics.add_pubsub_source(metrics_source(board.clone()));
-        o.live = Some(board);
-    }
+    let (_metrics, board) = start_metrics(a)?;
+    o.live = board;
+    let (steering, mode) = install_clock(a)?;
     let json = a.json;
     let out = run_node(&o, &cleanup::interrupted, |r| print_second(name, json, r))?;
-    print_outcome(&out, json);
+    let clock = ptp::ClockJson { mode, injected_offset_ns: ptp::injected_offset(), ptp: steering.map(ptp::Steering::finish) };
+    print_outcome(&out, &clock, json);
     // Exit 1 when reliable samples were lost (as ddsperf does).
     Ok(if o.reliable && out.lost > 0 { 1 } else { 0 })
 }
@@ -449,28 +510,10 @@ fn user_node(
     cleanup::install_signal_handler(OnSignal::SetFlag);
     let topic = a.topic.clone().ok_or_else(|| anyhow::anyhow!("--type-name needs --topic NAME (the topic's name)"))?;
     // The ddsperf options, with --topic taken as a name here.
-    let opts = options(
-        &NodeArgs { topic: None, clock: ClockChoice::Auto, clock_offset: None, ..a.clone() },
-        if publisher { Role::Pub { rate_hz: extra.1 } } else { Role::Sub },
-    )?;
-    anyhow::ensure!(a.metrics.metrics.is_none(), "--metrics: not served by a node of the user's type yet (ddsperf's types only)");
-    let offset = a.clock_offset.map_or(0, |o| o.ns());
-    let ptp = match &a.clock {
-        ClockChoice::Ptp(spec) => {
-            let (clock, summary) = crate::pubsub::ptp::lock(spec, a.netns.as_deref(), offset, a.ptp_settle, a.ptp_lock_threshold)?;
-            crate::pubsub::ptp::install(crate::pubsub::ptp::NodeClock::Ptp(clock));
-            Some(summary)
-        }
-        _ => {
-            crate::pubsub::ptp::install(crate::pubsub::ptp::NodeClock::System(offset));
-            None
-        }
-    };
-    let clock_name = match &a.clock {
-        ClockChoice::Auto => "auto".to_string(),
-        ClockChoice::Synced => "synced".to_string(),
-        ClockChoice::Ptp(spec) => format!("ptp:{spec}"),
-    };
+    let mut opts = options(&NodeArgs { topic: None, ..a.clone() }, if publisher { Role::Pub { rate_hz: extra.1 } } else { Role::Sub })?;
+    let (_metrics, board) = start_metrics(a)?;
+    opts.live = board;
+    let (ptp, clock_name) = install_clock(a)?;
     let (payload, rate_hz, format) = extra;
     let n = UserNode { opts, publisher, topic, types: types.clone(), payload, rate_hz, format, json: a.json, ptp, clock_name };
     crate::pubsub::user::run(n, &cleanup::interrupted)

@@ -11,10 +11,10 @@
 //! the SPDP multicast group, namespace, priority marks) but makes its own
 //! participant, whose clock is the node's ([`crate::pubsub::ptp::node_clocks`]).
 
-use crate::pubsub::ptp::{node_clocks, PtpSummary};
-use detpath_pubsub::app::{BudgetJson, CountersJson, NodeOptions};
+use crate::pubsub::ptp::{node_clocks, ClockJson, Steering};
+use detpath_pubsub::app::{BudgetJson, CountersJson, LiveBoard, LiveReader, LiveWriter, NodeOptions};
 use detpath_pubsub::driver::{Node, Transport, TransportOutbox};
-use detpath_pubsub::engine::{Participant, WriteError};
+use detpath_pubsub::engine::{Participant, ReaderId, WriteError, WriterId};
 use detpath_pubsub::qos::{Durability, History, Qos, Reliability};
 use detpath_pubsub::transport::EndpointTransport;
 use detpath_pubsub::wire::{Guid, Time};
@@ -198,8 +198,8 @@ pub struct UserNode {
     pub format: PayloadFormat,
     /// JSON lines.
     pub json: bool,
-    /// The clock (ptp: steered, with the lock's summary).
-    pub ptp: Option<PtpSummary>,
+    /// With `--clock ptp:SPEC`: the slave steering the node's clock, finished at the end.
+    pub ptp: Option<Steering>,
     /// `--clock`'s name for the summary.
     pub clock_name: String,
 }
@@ -411,11 +411,45 @@ struct UserOutcome {
     clock: ClockJson,
 }
 
-#[derive(Serialize)]
-struct ClockJson {
-    mode: String,
-    injected_offset_ns: i64,
-    ptp: Option<PtpSummary>,
+/// Writes the node's reader or writer figures to the live board (`--metrics`).
+fn publish_live(board: &LiveBoard, p: &Participant, topic: &str, endpoint: (Option<WriterId>, Option<ReaderId>), received: u64, priority: i32) {
+    let readers = endpoint
+        .1
+        .map(|r| {
+            let st = p.reader_status(r);
+            LiveReader {
+                topic: topic.to_string(),
+                matched: st.matched,
+                received,
+                lost: st.lost,
+                rejected: st.rejected,
+                deadline_missed: st.requested_deadline_missed,
+                undecodable: st.undecodable,
+                budget: p.reader_budget(r).clone(),
+            }
+        })
+        .into_iter()
+        .collect();
+    let writers = endpoint
+        .0
+        .map(|w| {
+            let (st, mark) = (p.writer_status(w), p.writer_mark(w));
+            LiveWriter {
+                topic: topic.to_string(),
+                priority,
+                dscp: mark.dscp,
+                class: mark.class,
+                matched: st.matched,
+                written: st.written,
+                unacknowledged: st.unacknowledged,
+            }
+        })
+        .into_iter()
+        .collect();
+    if let Ok(mut b) = board.lock() {
+        b.readers = readers;
+        b.writers = writers;
+    }
 }
 
 /// Opens the endpoint as every pub-sub node does (`app::open_transport`),
@@ -443,7 +477,8 @@ fn qos(n: &UserNode) -> Qos {
 }
 
 /// Runs the node; its exit code (1: a reliable sub lost samples).
-pub fn run(n: UserNode, stop: &dyn Fn() -> bool) -> anyhow::Result<i32> {
+pub fn run(mut n: UserNode, stop: &dyn Fn() -> bool) -> anyhow::Result<i32> {
+    let steering = n.ptp.take();
     let (topic, type_name) = dds_names(&n.topic, &n.types)?;
     let payload = match (&n.payload, n.publisher) {
         (Some(p), true) => Some(payload(p)?),
@@ -501,6 +536,12 @@ pub fn run(n: UserNode, stop: &dyn Fn() -> bool) -> anyhow::Result<i32> {
     let period = if n.rate_hz > 0.0 { (1e9 / n.rate_hz) as u64 } else { 0 };
     let (mut written, mut received, mut next_write) = (0u64, 0u64, t0);
     let mut drain_until: Option<u64> = None;
+    let mut next_live = 0u64;
+    let live = |p: &Participant, received: u64| {
+        if let Some(board) = &n.opts.live {
+            publish_live(board, p, &topic, (writer, reader), received, n.opts.transport_priority);
+        }
+    };
     loop {
         let now = node.transport.now_ns();
         if stop() || limit.is_some_and(|l| now - t0 >= l) {
@@ -551,9 +592,16 @@ pub fn run(n: UserNode, stop: &dyn Fn() -> bool) -> anyhow::Result<i32> {
         }
         let wait = if period > 0 && writer.is_some() { next_write.saturating_sub(node.transport.now_ns()).min(10_000_000) } else { 10_000_000 };
         on_events(&mut node.participant, &topic, &mut undecodable);
+        if now >= next_live {
+            // A few times a second, with every delivered sample taken: a
+            // scrape sees figures at most 250 ms old.
+            next_live = now + 250_000_000;
+            live(&node.participant, received);
+        }
         node.turn(wait, |_, _, _| {});
     }
     let duration_s = (node.transport.now_ns() - t0) as f64 / 1e9;
+    live(&node.participant, received);
     let p = &node.participant;
     let (lost, budget, unacked, mark) = match (writer, reader) {
         (Some(w), _) => (0, None, p.writer_status(w).unacknowledged, p.writer_mark(w)),
@@ -589,7 +637,7 @@ pub fn run(n: UserNode, stop: &dyn Fn() -> bool) -> anyhow::Result<i32> {
         dscp: mark.dscp,
         engine: p.counters().into(),
         latency_budget: budget,
-        clock: ClockJson { mode: n.clock_name.clone(), injected_offset_ns: injected_offset(), ptp: n.ptp.clone() },
+        clock: ClockJson { mode: n.clock_name.clone(), injected_offset_ns: crate::pubsub::ptp::injected_offset(), ptp: steering.map(Steering::finish) },
     };
     node.participant.shutdown(&mut TransportOutbox(&mut node.transport));
     print_outcome(&out, n.json);
@@ -597,14 +645,6 @@ pub fn run(n: UserNode, stop: &dyn Fn() -> bool) -> anyhow::Result<i32> {
         anyhow::bail!("no reader matched within {:?} to take the transient-local history (give --duration to keep it longer)", n.opts.discovery_timeout);
     }
     Ok(if n.opts.reliable && out.lost > 0 { 1 } else { 0 })
-}
-
-fn injected_offset() -> i64 {
-    match crate::pubsub::ptp::installed() {
-        Some(crate::pubsub::ptp::NodeClock::System(o)) => *o,
-        Some(crate::pubsub::ptp::NodeClock::Ptp(c)) => c.injected().0,
-        None => 0,
-    }
 }
 
 fn sample_json(info: &detpath_pubsub::engine::SampleInfo, bytes: &[u8], format: PayloadFormat) -> SampleJson {
@@ -653,13 +693,10 @@ fn print_outcome(o: &UserOutcome, json: bool) {
         println!("received {} samples from {} writer(s), lost {}", o.received, o.matched, o.lost);
     }
     if let Some(b) = &o.latency_budget {
-        println!(
-            "latency budget {} us (clock {}): within {} over {} unjudged {} implausible {}",
-            b.budget_us, b.clock, b.within, b.over, b.unjudged, b.implausible
-        );
+        println!("{}", crate::pubsub::budget_line(b));
     }
     if let Some(p) = &o.clock.ptp {
-        println!("clock: PTP on {} following {}, offset at start {:?} ns", p.endpoint, p.master.as_deref().unwrap_or("?"), p.last_offsets_ns.last());
+        println!("{}", crate::pubsub::ptp_line(p));
     }
 }
 
