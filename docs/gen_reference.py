@@ -37,6 +37,7 @@ LAYERS = [
     ("fault", "crates/detpath/src/layers/fault.rs", "KEYS", "misbehaves on purpose (0-based send indices); also `fault://...?inner=<datapath>`"),
     ("rt", "crates/detpath/src/realtime.rs", "KEYS", "the opening thread becomes a real-time polling thread"),
     ("sched", "crates/sched/src/config.rs", "SPEC_KEYS", "the slot scheduler (opened by the CLI, the bindings and `detpath_open::open`)"),
+    ("metrics", "crates/metrics/src/spec_key.rs", "KEYS", "serves the endpoint's counters at `http://ADDR/metrics`, one listener per address and process (a token file beyond loopback)"),
 ]
 
 
@@ -120,7 +121,7 @@ def spec_keys_page(bin_, root, out):
     for name, path, const, what in LAYERS:
         ks = layer_keys(root, path, const, name)
         lines.append(f"| `{name}` | {', '.join(f'`{k}`' for k in ks)} | {what} | `{path}` |")
-    lines += ["", "`--metrics ADDR` adds one more layer, `metrics`, outermost.", ""]
+    lines += ["", "The CLI's `--metrics ADDR` adds the `metrics` layer to the endpoints a command opens.", ""]
     (out / "reference" / "spec-keys.md").write_text("\n".join(lines))
 
 

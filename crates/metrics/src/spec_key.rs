@@ -24,6 +24,9 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
+/// The keys of the layer (read by docs/gen_reference.py for the book's spec keys page).
+const KEYS: &[&str] = &["metrics", "metrics_token_file"];
+
 /// The layer of the `metrics` key.
 pub static LAYER: MetricsKey = MetricsKey;
 
@@ -49,7 +52,7 @@ impl Layer for MetricsKey {
         "serves the endpoint's counters as Prometheus metrics at http://ADDR/metrics (metrics=ADDR, metrics_token_file=FILE beyond loopback)"
     }
     fn keys(&self) -> &'static [&'static str] {
-        &["metrics", "metrics_token_file"]
+        KEYS
     }
     fn check(&self, keys: &LayerKeys) -> Result<(), String> {
         addr(keys)?;
