@@ -262,6 +262,38 @@ def fuzz(name, only=None):
     return ["fuzz target", "runs", "seconds", "exec/s"], rows
 
 
+def pubsub_scale_discovery(name, only=None):
+    """`pubsub scale` summary.json: discovery time and memory per participant count and system
+    (a FAILED row says why in the file; here it shows as "failed")."""
+    doc = json.loads((RESULTS / name).read_text())
+    load = doc.get("environment", {}).get("load") or ["?"]
+    rows = []
+    for r in doc["discovery"]:
+        if only and not any(w in r["system"] for w in only):
+            continue
+        ok = r["discovery_ms"] is not None
+        rows.append([r["system"], str(r["participants"]), f"{r['discovery_ms']:.1f}" if ok else "failed",
+                     f"{r['rss_total_kb'] / 1024:.1f}" if ok else "-", f"{r['rss_per_participant_kb']:.0f}" if ok else "-", str(load[0])])
+    return ["system", "participants", "discovery ms", "RSS MiB (all)", "KiB per participant", "load (1 min)"], rows
+
+
+def pubsub_scale_fanout(name, only=None):
+    """`pubsub scale` summary.json: fan-out latency pooled over the readers, per reader count and
+    system. detpath's is one way over every sample; ddsperf's is RTT/2 from its per-second lines, so
+    its p99 is the worst second's, in a column of its own (never set beside an exact p99)."""
+    doc = json.loads((RESULTS / name).read_text())
+    load = doc.get("environment", {}).get("load") or ["?"]
+    f = lambda v: "-" if v is None else f"{v:.1f}"
+    rows = []
+    for r in doc["fanout"]:
+        if r["reader"] is not None or r["note"].startswith("FAILED") or (only and not any(w in r["system"] for w in only)):
+            continue
+        l = r["latency_us"]
+        exact, worst = ("-", f(l["p99"])) if "ddsperf" in r["system"] else (f(l["p99"]), "-")
+        rows.append([r["system"], str(r["readers"]), f(l["p50"]), exact, worst, f(l["p99_9"]), f(l["max"]), r["method"].split(" (")[0], str(load[0])])
+    return ["system", "readers", "p50 µs", "detpath p99 µs (exact)", "ddsperf worst 1 s p99 µs", "p99.9 µs", "max µs", "method", "load (1 min)"], rows
+
+
 TABLES = {
     "per-run": per_run,
     "per-run-short": per_run_short,
@@ -278,6 +310,8 @@ TABLES = {
     "ptp-slave": ptp_slave,
     "ptp-master": ptp_master,
     "fuzz": fuzz,
+    "pubsub-scale-discovery": pubsub_scale_discovery,
+    "pubsub-scale-fanout": pubsub_scale_fanout,
 }
 
 
