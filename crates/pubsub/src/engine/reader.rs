@@ -664,6 +664,12 @@ impl ReaderCore {
                 self.slot_growths += 1;
             }
         }
+        if r.meta.key_hash.is_none() && f.inline_qos.is_some() {
+            // The key hash rides on the first fragment, which may come after others.
+            let (status_info, key_hash) = inline_info(f.inline_qos);
+            r.meta.key_hash = key_hash;
+            r.meta.status_info |= status_info;
+        }
         let off = f.offset();
         let end = off + f.payload.len();
         if end > r.sample_size {

@@ -163,6 +163,10 @@ pub(crate) struct WriterCore {
 /// INFO_TS, DATA_FRAG header and a trailing HEARTBEAT.
 const FRAG_OVERHEAD: usize = 20 + 16 + 12 + 36 + 32;
 
+/// Room the inline QoS of a first fragment takes: PID_KEY_HASH (4 + 16)
+/// and PID_SENTINEL (4).
+const FRAG_KEY_HASH_LEN: usize = 24;
+
 impl WriterCore {
     pub fn new(
         guid: Guid,
@@ -174,7 +178,8 @@ impl WriterCore {
         max_datagram: usize,
         hb_period_ns: u64,
     ) -> WriterCore {
-        let frag_size = (max_datagram.saturating_sub(FRAG_OVERHEAD) / 4 * 4).clamp(64, 1344);
+        let room = if keyed { FRAG_OVERHEAD + FRAG_KEY_HASH_LEN } else { FRAG_OVERHEAD };
+        let frag_size = (max_datagram.saturating_sub(room) / 4 * 4).clamp(64, 1344);
         let history = WriterHistory::new(&qos, keyed, slot_size);
         WriterCore {
             guid,
@@ -557,6 +562,7 @@ impl WriterCore {
         };
         let total = slot.len.div_ceil(self.frag_size);
         let (writer_id, frag_size, ts) = (self.guid.entity, self.frag_size, slot.meta.source_ts);
+        let key = slot.meta.key_hash.filter(|_| self.sends_key_hash());
         let payload = slot.payload();
         let mut s = Sender::new(ctx, dst, dst_prefix);
         // A NACK_FRAG's fragments go again at most a window at a time (the
@@ -573,7 +579,7 @@ impl WriterCore {
             let bytes = &payload[f * frag_size..((f + 1) * frag_size).min(payload.len())];
             let _ = s.push(|b| {
                 b.info_ts(ts)?;
-                b.data_frag(reader, writer_id, SequenceNumber(sn), num, 1, frag_size as u16, payload.len() as u32, bytes)
+                push_frag(b, reader, writer_id, SequenceNumber(sn), (num, frag_size, payload.len()), key, bytes)
             });
             s.ctx.counters.frags_sent += 1;
         }
@@ -589,6 +595,7 @@ impl WriterCore {
             return;
         };
         let (writer_id, reader_id, frag_size, ts) = (self.guid.entity, p.guid.entity, self.frag_size, slot.meta.source_ts);
+        let key = slot.meta.key_hash.filter(|_| self.sends_key_hash());
         let payload = slot.payload();
         let total = payload.len().div_ceil(frag_size) as u32;
         let mut hb_count = self.hbfrag_count;
@@ -599,7 +606,7 @@ impl WriterCore {
             let bytes = &payload[f * frag_size..((f + 1) * frag_size).min(payload.len())];
             let _ = s.push(|b| {
                 b.info_ts(ts)?;
-                b.data_frag(reader_id, writer_id, SequenceNumber(sn), num, 1, frag_size as u16, payload.len() as u32, bytes)
+                push_frag(b, reader_id, writer_id, SequenceNumber(sn), (num, frag_size, payload.len()), key, bytes)
             });
             s.ctx.counters.frags_sent += 1;
             since_hb += 1;
@@ -1014,6 +1021,26 @@ fn key_hash_placeholder(pw: &mut crate::wire::ParamWriter<'_, '_>) -> Result<(),
 fn fill_key_hash(buf: &mut [u8], payload_start: usize, key: Option<[u8; 16]>) {
     if let (Some(k), Some(at)) = (key, payload_start.checked_sub(20)) {
         buf[at..at + 16].copy_from_slice(&k);
+    }
+}
+
+/// DATA_FRAG number `num` of a sample of `sample_size` bytes cut in
+/// `frag_size` pieces; the first fragment of a keyed writer's sample
+/// carries its key hash inline (PID_KEY_HASH, as on DATA), so a reader has
+/// it whichever fragment starts its reassembly (it keeps the first it sees).
+fn push_frag(
+    b: &mut MessageBuilder<'_>,
+    reader: EntityId,
+    writer: EntityId,
+    sn: SequenceNumber,
+    (num, frag_size, sample_size): (u32, usize, usize),
+    key: Option<[u8; 16]>,
+    bytes: &[u8],
+) -> Result<(), WireError> {
+    let shape = (num, 1, frag_size as u16, sample_size as u32);
+    match key.filter(|_| num == 1) {
+        Some(k) => b.data_frag_with_qos(reader, writer, sn, shape, Some(&|pw| pw.bytes(pid::KEY_HASH, &k)), bytes),
+        None => b.data_frag_with_qos(reader, writer, sn, shape, None, bytes),
     }
 }
 

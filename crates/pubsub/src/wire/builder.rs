@@ -297,7 +297,22 @@ impl<'b> MessageBuilder<'b> {
         sample_size: u32,
         bytes: &[u8],
     ) -> Result<(), WireError> {
-        self.submessage(id::DATA_FRAG, 0, |w| {
+        self.data_frag_with_qos(reader, writer, sn, (frag_start, frags, frag_size, sample_size), None, bytes)
+    }
+    /// DATA_FRAG with inline QoS (e.g. a keyed writer's PID_KEY_HASH on a
+    /// sample's first fragment); `(frag_start, frags, frag_size,
+    /// sample_size)` as in [`data_frag`](Self::data_frag).
+    pub fn data_frag_with_qos(
+        &mut self,
+        reader: EntityId,
+        writer: EntityId,
+        sn: SequenceNumber,
+        (frag_start, frags, frag_size, sample_size): (u32, u16, u16, u32),
+        inline_qos: Option<InlineQos<'_, 'b>>,
+        bytes: &[u8],
+    ) -> Result<(), WireError> {
+        let flags = if inline_qos.is_some() { flag::INLINE_QOS } else { 0 };
+        self.submessage(id::DATA_FRAG, flags, |w| {
             w.u16(0)?;
             w.u16(DATAFRAG_TO_INLINE_QOS)?;
             w.bytes(&reader.0)?;
@@ -307,6 +322,11 @@ impl<'b> MessageBuilder<'b> {
             w.u16(frags)?;
             w.u16(frag_size)?;
             w.u32(sample_size)?;
+            if let Some(q) = inline_qos {
+                let mut pw = ParamWriter::new(w);
+                q(&mut pw)?;
+                pw.sentinel()?;
+            }
             w.bytes(bytes)
         })
     }
