@@ -78,7 +78,8 @@ const LINK_WAIT: Duration = Duration::from_secs(3);
 const QUEUE_RELEASE_WAIT: Duration = Duration::from_secs(1);
 /// Nap between empty polls in `RecvMode::Blocking` on a device with no
 /// socket to sleep on (net_af_packet, net_tap, a PCI port). A nap of 20 µs
-/// lasts 70 to 110 µs (timer slack), so these devices answer late when blocking.
+/// lasts about 120 µs on the project's VM (timer slack, wake-up), so these
+/// devices answer late when blocking.
 const BLOCKING_NAP: Duration = Duration::from_micros(20);
 /// Longest sleep on net_af_xdp's socket while frames are parked for ARP, so
 /// they go out (or are dropped) on time even if nothing arrives.
@@ -509,7 +510,7 @@ impl DpdkEndpoint {
     /// Sleeps until a frame may be there, for at most `ms` (-1: no limit).
     /// On net_af_xdp, in poll(2) on its socket: woken as soon as the kernel
     /// puts a frame on the RX ring (DPDK's ethdev has no such wait; napping
-    /// instead cost each blocking receive 70 to 110 µs). A frame that came
+    /// instead left a frame waiting up to a whole nap, about 120 µs). A frame that came
     /// after the last poll makes the socket readable at once, so none waits
     /// out the sleep. Other devices nap between polls.
     fn sleep_until_rx(&mut self, ms: i32) {
