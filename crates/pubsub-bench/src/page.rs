@@ -43,7 +43,9 @@ impl PubsubRows {
 
     /// The pub-sub table as the terminal prints it.
     pub fn terminal_section(&self, page: &mut Page) -> Result<()> {
-        page.details("terminal-pubsub-table", "The pub-sub table as `detpath pubsub bench` prints it", &ps::render_figures(&self.fig));
+        let against = ratios::render(&self.fig);
+        let text = if against.is_empty() { ps::render_figures(&self.fig) } else { format!("{}\n{against}", ps::render_figures(&self.fig)) };
+        page.details("terminal-pubsub-table", "The pub-sub table as `detpath pubsub bench` prints it", &text);
         Ok(())
     }
 }

@@ -12,9 +12,10 @@
 //! as one column and no ratio is formed between them.
 //!
 //! Fast DDS's rows (`--fastdds`) have exact percentiles over all their
-//! samples, as detpath's do; with them the table ends with detpath against
-//! Fast DDS per configuration (mean, p99.9 and 32 B rate ratios against
-//! issue 38's goals, [`crate::fastdds::ratios`]).
+//! samples, as detpath's do; beside them the terminal and the page show
+//! detpath against Fast DDS per configuration (mean, p99.9 and 32 B rate
+//! ratios against issue 38's goals: `fastdds::ratios`, which reads these
+//! figures).
 //!
 //! The table is built from the rows' JSON ([`RowFigures`], rows.json's
 //! shape) so that the terminal, table.txt and `detpath report --html` show
@@ -250,11 +251,6 @@ pub fn render_figures(rows: &[RowFigures]) -> String {
     }
     if gs.iter().any(|g| g.first().p99_is_worst_second() && g.first().latency_us.is_some()) {
         let _ = writeln!(t, "{DDSPERF_NOTE}");
-    }
-    let against = crate::fastdds::ratios::render(rows);
-    if !against.is_empty() {
-        t.push('\n');
-        t.push_str(&against);
     }
     t
 }

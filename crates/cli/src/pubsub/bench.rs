@@ -193,7 +193,12 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         }
     }
     let paper = a.workloads.iter().any(|w| w != mixed::WORKLOAD);
-    let mut table = if paper { detpath_pubsub_bench::table::render(&rows) } else { String::new() };
+    let mut table = if paper {
+        // The workloads' table, then detpath against Fast DDS when its rows are in.
+        detpath_pubsub_bench::table::render(&rows) + &detpath_pubsub_bench::fastdds::ratios::render_rows(&rows)
+    } else {
+        String::new()
+    };
     if !mixed_rows.is_empty() {
         if paper {
             table.push('\n');

@@ -148,6 +148,17 @@ pub fn cells(c: &Comparison) -> [String; 9] {
     ]
 }
 
+/// The comparison of measured rows as text, after a blank line ("" without Fast DDS rows):
+/// what the terminal and table.txt show under the workloads' table.
+pub fn render_rows(rows: &[crate::BenchRow]) -> String {
+    let t = render(&crate::table::figures(rows));
+    if t.is_empty() {
+        t
+    } else {
+        format!("\n{t}")
+    }
+}
+
 /// The comparison as text ("" without Fast DDS rows).
 pub fn render(rows: &[RowFigures]) -> String {
     let cs = compare(rows);
