@@ -142,6 +142,7 @@ def pubsub_matrix(name, only=None):
     for l in lines[1:]:
         if "latency 32B" not in l:
             continue
+        l = re.sub(r" \[[^\]]*\]", "", l)  # a run with --repeat: the median stays, its [min-max] goes
         conf = l.split()[0]
         system = l.split("latency 32B")[0][len(conf):].strip()
         system = re.sub(r"\s+(adaptive|busy|block|spin\S*|-)$", "", system)
