@@ -462,3 +462,39 @@ fn a_reliable_writer_of_1_mib_samples_sends_a_window_of_fragments_at_a_time_and_
         println!("{:?}: longest run {} fragments, writer {cw:?}", qos.history, longest.get());
     }
 }
+
+#[test]
+fn a_late_transient_local_reader_does_not_count_what_the_keep_last_writer_no_longer_held_as_lost() {
+    use detpath_pubsub::qos::Durability;
+    // Unkeyed (one ring of 5) and keyed (5 per instance, two instances: the
+    // holes between what each instance keeps go as GAPs).
+    for keys in [1u32, 2] {
+        let mut net = Net::new(2);
+        let q = Qos { durability: Durability::TransientLocal, ..Qos::reliable_keep_last(5) };
+        let proto = KeyedSeq::with_size(32);
+        let w = net.nodes[0].create_writer_for("TL", q.clone(), &proto).unwrap();
+        net.run_until(50, |_| false);
+        for seq in 1..=40u32 {
+            let now = net.now;
+            let s = KeyedSeq { seq, keyval: if keys == 2 && seq % 4 == 0 { 1 } else { 0 }, ..KeyedSeq::with_size(32) };
+            net.nodes[0].write(now, &mut net.outs[0], w, None, &s).unwrap();
+        }
+        let held: Vec<u32> = if keys == 1 { (36..=40).collect() } else { (1..=40).filter(|s| s % 4 != 0).skip(25).chain([24, 28, 32, 36, 40]).collect() };
+        let now = net.now;
+        let r = net.nodes[1].create_reader_for(now, "TL", q, &proto).unwrap();
+        net.run_until(3000, |n| n.nodes[1].reader_status(r).waiting >= held.len()).expect("history replayed");
+        net.run_until(300, |_| false);
+        let mut rx = KeyedSeq::default();
+        let mut got = Vec::new();
+        while net.nodes[1].take(r, &mut rx).unwrap().is_some() {
+            got.push(rx.seq);
+        }
+        got.sort();
+        let mut want = held.clone();
+        want.sort();
+        assert_eq!(got, want, "{keys} instance(s): the history replayed");
+        let st = net.nodes[1].reader_status(r);
+        assert_eq!(st.lost, 0, "{keys} instance(s): samples gone before the reader matched counted lost");
+        assert_eq!(net.nodes[1].counters().data_lost, 0, "{keys} instance(s)");
+    }
+}

@@ -117,6 +117,21 @@ pub(crate) struct WriterProxy {
     pub lost: u64,
     pub received: u64,
     pub last_seen_ns: u64,
+    /// A heartbeat of this writer was taken (before it, its firstSN says
+    /// where our stream starts, not what we lost).
+    heard_hb: bool,
+}
+
+/// How [`ReaderCore::skip_to`] counts what it skips.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Skip {
+    /// Gone from the writer's history while we waited: lost.
+    Lost,
+    /// Declared irrelevant by a GAP: `gap_skipped`.
+    Gap,
+    /// Written and dropped from the history before we matched (a
+    /// transient-local reader's first heartbeat): not counted.
+    BeforeUs,
 }
 
 impl WriterProxy {
@@ -344,6 +359,7 @@ impl ReaderCore {
             lost: 0,
             received: 0,
             last_seen_ns: now,
+            heard_hb: false,
         });
         if reliable {
             let i = self.proxies.len() - 1;
@@ -542,7 +558,7 @@ impl ReaderCore {
 
     /// Skips `[from, to)` as far as this proxy is concerned: present samples
     /// in the window are delivered, the rest counted as `lost` (or not, for a GAP).
-    fn skip_to(&mut self, ctx: &mut Ctx<'_>, i: usize, now: u64, to: i64, count_lost: bool) {
+    fn skip_to(&mut self, ctx: &mut Ctx<'_>, i: usize, now: u64, to: i64, how: Skip) {
         let p = &mut self.proxies[i];
         if to <= p.next_sn {
             return;
@@ -562,11 +578,11 @@ impl ReaderCore {
             for sn in p.next_sn..p.next_sn + span.min(cap) {
                 p.window.clear(sn);
             }
-            if count_lost {
+            if how == Skip::Lost {
                 let from = p.next_sn;
                 p.count_lost(from, span as u64);
             } else {
-                ctx.counters.gap_skipped += span as u64;
+                ctx.counters.gap_skipped += if how == Skip::Gap { span as u64 } else { 0 };
             }
             p.next_sn = to;
             self.drain(i, now);
@@ -577,20 +593,20 @@ impl ReaderCore {
                     let slot = p.window.slot_for(sn);
                     slot.meta = SampleMeta { sn, irrelevant: true, ..Default::default() };
                     slot.len = 0;
-                    if count_lost {
+                    if how == Skip::Lost {
                         p.count_lost(sn, 1);
                     } else {
-                        ctx.counters.gap_skipped += 1;
+                        ctx.counters.gap_skipped += u64::from(how == Skip::Gap);
                     }
                 }
             }
             let beyond = span - span.min(cap);
             if beyond > 0 {
-                if count_lost {
+                if how == Skip::Lost {
                     let from = p.next_sn + span.min(cap);
                     p.count_lost(from, beyond as u64);
                 } else {
-                    ctx.counters.gap_skipped += beyond as u64;
+                    ctx.counters.gap_skipped += if how == Skip::Gap { beyond as u64 } else { 0 };
                 }
             }
             let walked_to = self.proxies[i].next_sn + span.min(cap);
@@ -753,10 +769,15 @@ impl ReaderCore {
         }
         let p = &mut self.proxies[i];
         if hb.first_sn.0 > p.next_sn {
-            self.skip_to(ctx, i, now, hb.first_sn.0, true);
+            // A transient-local reader starts at 1; what the writer no
+            // longer held when we met it (its first heartbeat's firstSN)
+            // was never ours to lose, as CycloneDDS counts it: not at all.
+            let how = if p.heard_hb || p.delivered_high > 0 { Skip::Lost } else { Skip::BeforeUs };
+            self.skip_to(ctx, i, now, hb.first_sn.0, how);
         }
         let p = &mut self.proxies[i];
         p.hb_last = last;
+        p.heard_hb = true;
         let missing = self.missing(i);
         // A stream of final heartbeats (one per DATA) must not draw a NACK
         // each for the same hole: re-ask at most every NACK_INTERVAL_NS,
@@ -843,7 +864,7 @@ impl ReaderCore {
         }
         let list_base = list_base.min(known + 1);
         if start <= p.next_sn {
-            self.skip_to(ctx, i, now, list_base, false);
+            self.skip_to(ctx, i, now, list_base, Skip::Gap);
         } else {
             let p = &mut self.proxies[i];
             let cap = p.window.capacity() as i64;
