@@ -4,14 +4,41 @@
 //! (`detpath_endpoint_info{datapath,iface,queue,xdp_mode,zero_copy,...}`),
 //! in OpenMetrics text made by prometheus-client.
 //!
-//! ```no_run
+//! An endpoint on loopback, watched, and one scrape of it (runs as a doc test):
+//!
+//! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let metrics = detpath_metrics::Metrics::start(Some("127.0.0.1:9460".parse()?), None)?; // before entering a netns: scraped from here
-//! let spec: detpath::EndpointSpec = "udp://127.0.0.1:7000".parse()?;
+//! use detpath::RecvMode;
+//! use std::time::Duration;
+//! let metrics = detpath_metrics::Metrics::start(Some("127.0.0.1:0".parse()?), None)?; // before entering a netns: scraped from here
+//! let spec: detpath::EndpointSpec = "udp://127.0.0.1:0".parse()?;
 //! let mut ep = detpath::open_spec(&spec.with_layer(metrics.layer()))?;
-//! // ... use `ep` as before; scrapes are answered between its calls.
+//! let to = ep.local_addr();
+//! std::thread::spawn(move || {
+//!     // The endpoint's own thread: scrapes are answered between its calls.
+//!     let mut buf = [0u8; 64];
+//!     loop {
+//!         let _ = ep.recv(&mut buf, RecvMode::Blocking { timeout: Some(Duration::from_millis(10)) });
+//!     }
+//! });
+//! std::net::UdpSocket::bind("127.0.0.1:0")?.send_to(b"hello", to)?;
+//! let received = |body: &str| {
+//!     let line = body.lines().find(|l| l.starts_with("detpath_endpoint_rx_packets_total") && l.contains(&to.to_string()));
+//!     line.and_then(|l| l.rsplit(' ').next()).map(str::to_string)
+//! };
+//! for _ in 0..500 {
+//!     let page = detpath_metrics::http::get(metrics.addr().unwrap(), "/metrics", None)?;
+//!     if received(&page.body).as_deref() == Some("1") {
+//!         return Ok(()); // the scrape counted the datagram
+//!     }
+//!     std::thread::sleep(Duration::from_millis(10));
+//! }
+//! panic!("the datagram never showed on /metrics");
 //! # Ok(()) }
 //! ```
+//!
+//! The same from spec text alone, in any language that opens specs through
+//! `detpath-open`: `udp://127.0.0.1:7000?metrics=127.0.0.1:9460` ([`spec_key`]).
 //!
 //! The endpoint keeps its one polling thread: the metrics thread asks for a
 //! snapshot and the polling thread answers between calls (the crate's
