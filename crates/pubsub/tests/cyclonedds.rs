@@ -571,7 +571,10 @@ fn transient_local_detpath_writer_serves_a_late_cyclonedds_reader_udp() {
 
 /// CycloneDDS 11's transient-local writer writes 5 samples before any
 /// reader exists; detpath's transient-local reader, created afterwards,
-/// gets them in order.
+/// gets them in order (and a volatile reader created with it, in the same
+/// participant, does not: CycloneDDS resends the history to the
+/// participant, and the volatile reader starts after what its first
+/// heartbeat named).
 #[test]
 fn transient_local_cyclonedds_writer_serves_a_late_detpath_reader_udp() {
     require_cyclonedds_python();
@@ -587,6 +590,7 @@ fn transient_local_cyclonedds_writer_serves_a_late_detpath_reader_udp() {
     let now = node.transport.now_ns();
     let tl = Qos { durability: Durability::TransientLocal, ..Qos::reliable_keep_last(8) };
     let r = node.participant.create_reader_for(now, topic, tl, &KeyedLong::default()).unwrap();
+    let v = node.participant.create_reader_for(now, topic, Qos::reliable_keep_last(8), &KeyedLong::default()).unwrap();
     let got = run_until(&mut node, &mut peer, Duration::from_secs(10), |n, _| n.participant.reader_status(r).waiting >= 5);
     assert!(got, "the late reader did not get the history: {:?} {:?}", node.participant.reader_status(r), peer.seen);
     let mut rx = KeyedLong::default();
@@ -596,6 +600,11 @@ fn transient_local_cyclonedds_writer_serves_a_late_detpath_reader_udp() {
         seqs.push(rx.seq);
     }
     assert_eq!(seqs, [0, 100, 200, 300, 400], "the history, in order");
+    // Give the resends for the transient-local reader time to reach the volatile one too.
+    run_until(&mut node, &mut peer, Duration::from_millis(500), |_, _| false);
+    assert!(node.participant.reader_status(v).matched > 0, "the volatile reader matched too");
+    assert_eq!(node.participant.take(v, &mut rx).unwrap(), None, "a volatile reader gets no history");
+    assert_eq!(node.participant.reader_status(v).lost, 0, "nor counts it lost");
 }
 
 #[test]

@@ -420,11 +420,13 @@ impl Participant {
         }
         let mark = self.remote_writer_mark(g);
         let (clock, offered) = self.remote_writer_budget(g);
+        let writer_durable = self.remote_endpoints.iter().find(|e| e.data.guid == g).is_some_and(|e| e.data.qos.durability >= crate::qos::Durability::TransientLocal);
         let mut ctx = Ctx::new(self.cfg.guid_prefix, &mut self.tx, out, &mut self.counters);
         let event = match l {
             Local::Reader(i) => {
                 self.readers[i].add_proxy(&mut ctx, now, g, addr, reliable, mark);
                 self.readers[i].set_budget(g, clock, offered);
+                self.readers[i].set_writer_keeps_history(g, writer_durable);
                 Event::ReaderMatched { reader: ReaderId(i), writer: g }
             }
             Local::Writer(i) => {

@@ -120,6 +120,12 @@ pub(crate) struct WriterProxy {
     /// A heartbeat of this writer was taken (before it, its firstSN says
     /// where our stream starts, not what we lost).
     heard_hb: bool,
+    /// A volatile reader's proxy of a writer that keeps history for late
+    /// joiners (transient-local or more): the stream starts after its
+    /// first heartbeat's lastSN, so the history the writer sends on (to a
+    /// transient-local reader of ours, readerId ENTITYID_UNKNOWN as
+    /// CycloneDDS resends) is not taken.
+    skip_history: bool,
 }
 
 /// How [`ReaderCore::skip_to`] counts what it skips.
@@ -301,6 +307,15 @@ impl ReaderCore {
         }
     }
 
+    /// Writer `g` keeps history for late joiners (its durability is
+    /// transient-local or more): a volatile reader takes none of it.
+    pub fn set_writer_keeps_history(&mut self, g: Guid, durable: bool) {
+        let volatile = !self.transient_local();
+        for p in self.proxies.iter_mut().filter(|p| p.guid == g) {
+            p.skip_history = durable && volatile && p.reliable;
+        }
+    }
+
     /// Judges a sample proxy `i` delivered against its budget ([`crate::budget::judge`]);
     /// `repaired`: it was NACKed or waited for a repair. Reads the clocks
     /// only for samples that can be judged; allocates nothing.
@@ -360,6 +375,7 @@ impl ReaderCore {
             received: 0,
             last_seen_ns: now,
             heard_hb: false,
+            skip_history: false,
         });
         if reliable {
             let i = self.proxies.len() - 1;
@@ -764,6 +780,15 @@ impl ReaderCore {
             // (volatile), so nothing written after the match is skipped, even
             // when its data raced ahead of our discovery of it.
             p.next_sn = hb.first_sn.0;
+            if p.skip_history && last >= p.next_sn {
+                // What the writer held when it first told us is history:
+                // not for a volatile reader. Drop what of it waits.
+                let cap = p.window.capacity() as i64;
+                for sn in (last + 1 - cap).max(p.next_sn)..=last {
+                    p.window.clear(sn);
+                }
+                p.next_sn = last + 1;
+            }
             p.synced = true;
             self.drain(i, now);
         }
