@@ -1,5 +1,5 @@
 //! A writer's TRANSPORT_PRIORITY marks every datagram of that writer in the
-//! engine (DATA, DATA_FRAG, HEARTBEAT, GAP, retransmissions) and the
+//! engine (DATA, DATA_FRAG, HEARTBEAT, HEARTBEAT_FRAG, GAP, retransmissions) and the
 //! ACKNACKs and NACK_FRAGs a reader sends it, read from what two engines
 //! hand their outboxes; discovery is unmarked. A priority no class of the
 //! endpoint's scheduler covers is refused at writer creation, naming the
@@ -28,6 +28,7 @@ fn about(bytes: &[u8]) -> Option<(EntityId, Vec<&'static str>)> {
             Submessage::Gap(g) => (g.writer_id, "gap"),
             Submessage::AckNack(a) => (a.writer_id, "acknack"),
             Submessage::NackFrag(n) => (n.writer_id, "nack_frag"),
+            Submessage::HeartbeatFrag(h) => (h.writer_id, "heartbeat_frag"),
             _ => continue,
         };
         w = Some(id);
@@ -128,8 +129,10 @@ fn every_datagram_of_a_writer_and_every_acknowledgement_to_it_carries_its_priori
             *seen.entry((*from, *w == g_hi, k)).or_default() += 1;
         }
     }
-    for k in ["data", "data_frag", "heartbeat", "acknack"] {
-        let from = if k == "acknack" { 1 } else { 0 };
+    // The paced fragment stream's HEARTBEAT_FRAGs and the reader's
+    // NACK_FRAGs (its confirmations and requests) included.
+    for k in ["data", "data_frag", "heartbeat", "heartbeat_frag", "acknack", "nack_frag"] {
+        let from = if k == "acknack" || k == "nack_frag" { 1 } else { 0 };
         assert!(seen.get(&(from, true, k)).copied().unwrap_or(0) > 0, "no {k} of the priority writer seen: {seen:?}");
     }
     assert!(net.nodes[0].counters().retransmits > 0);
