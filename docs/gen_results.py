@@ -274,8 +274,8 @@ def pubsub_scale_discovery(name, only=None):
             continue
         ok = r["discovery_ms"] is not None
         rows.append([r["system"], str(r["participants"]), f"{r['discovery_ms']:.1f}" if ok else "failed",
-                     f"{r['rss_total_kb'] / 1024:.1f}" if ok else "-", f"{r['rss_per_participant_kb']:.0f}" if ok else "-", str(load[0])])
-    return ["system", "participants", "discovery ms", "RSS MiB (all)", "KiB per participant", "load (1 min)"], rows
+                     str(r['rss_total_kb']) if ok else "-", f"{r['rss_per_participant_kb']:.0f}" if ok else "-", str(load[0])])
+    return ["system", "participants", "discovery ms", "RSS KiB (all)", "KiB per participant", "load (1 min)"], rows
 
 
 def pubsub_scale_fanout(name, only=None):
@@ -292,8 +292,31 @@ def pubsub_scale_fanout(name, only=None):
         l = r["latency_us"]
         exact, worst = ("-", f(l["p99"])) if "ddsperf" in r["system"] else (f(l["p99"]), "-")
         rows.append([r["system"], str(r["readers"]), f(l["p50"]), exact, worst, f(l["p99_9"]), f(l["max"]), r["method"].split(" (")[0], str(load[0])])
-    return ["system", "readers", "p50 µs", "detpath p99 µs (exact)", "ddsperf worst 1 s p99 µs", "p99.9 µs", "max µs", "method", "load (1 min)"], rows
+    return ["system", "readers", "p50 µs", "detpath p99 µs (exact)", "ddsperf worst 1 s p99 µs", "detpath p99.9 µs (exact)", "max µs", "method", "load (1 min)"], rows
 
+
+def pubsub_fastdds(name, only=None):
+    """`pubsub bench --fastdds` table.txt, its "Against Fast DDS" section: per configuration and
+    detpath datapath, mean and p99.9 latency (32 B, 1 kHz, reliable) and the 32 B rate, each beside
+    Fast DDS's of the same run, with the ratio and whether issue 38's goal holds."""
+    lines = (RESULTS / name).read_text().splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith("Against Fast DDS"))
+    triple = r"\s+(\S+)\s+(\S+)\s+(\S+) (met|not met)"
+    rows = []
+    for l in lines[start + 2:]:
+        if not l.strip() or l.startswith("#"):
+            break
+        m = re.match(r"(\S+)\s+detpath (\S+)\s+\S+" + triple * 3 + r"\s*$", l)
+        if not m:
+            continue
+        g = m.groups()
+        cells = [f"{g[0]} {g[1]}"]
+        for k in range(3):
+            mine, theirs, ratio, verdict = g[2 + 4 * k: 6 + 4 * k]
+            cells += [mine, theirs, f"{ratio} ({verdict})"]
+        rows.append(cells)
+    return ["config and datapath", "mean µs", "Fast DDS mean µs", "mean ratio (goal ≤ 0.1)", "p99.9 µs", "Fast DDS p99.9 µs",
+            "p99.9 ratio (goal ≤ 0.05)", "32 B samples/s", "Fast DDS samples/s", "rate ratio (goal ≥ 3)"], rows
 
 TABLES = {
     "per-run": per_run,
@@ -313,6 +336,7 @@ TABLES = {
     "fuzz": fuzz,
     "pubsub-scale-discovery": pubsub_scale_discovery,
     "pubsub-scale-fanout": pubsub_scale_fanout,
+    "pubsub-fastdds": pubsub_fastdds,
 }
 
 
