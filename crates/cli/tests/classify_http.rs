@@ -147,19 +147,28 @@ fn socket_token_file_cli_and_sigterm_with_slow_clients() {
     slower.write_all(b"POST /v1/intents HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n{\"Res").unwrap();
     std::thread::sleep(Duration::from_millis(300));
 
+    // `classify serve` keeps the server's default limits: a stop that
+    // waited for the slow clients would end only when the header timeout
+    // closed them (counted from their connect 300 ms before the SIGTERM).
+    let header_timeout = detpath_metrics::http::Limits::default().header_timeout;
     let t = Instant::now();
     let _ = Command::new("kill").args(["-TERM", &daemon.0.id().to_string()]).status();
     let status = loop {
         if let Some(s) = daemon.0.try_wait().unwrap() {
             break s;
         }
-        assert!(t.elapsed() < Duration::from_secs(5), "the daemon did not stop");
+        // Liveness only: twice the timeout, so a stop that waited for the
+        // clients still ends here and is judged by the bound below.
+        assert!(t.elapsed() < header_timeout * 2, "the daemon did not stop");
         std::thread::sleep(Duration::from_millis(10));
     };
     let took = t.elapsed();
     eprintln!("SIGTERM with two slow clients: the daemon exited ({status}) in {took:?}");
     assert!(status.success(), "{status}");
-    assert!(took < Duration::from_secs(1), "stopping took {took:?}");
+    // The bound is the mechanism's, not a speed: half the header timeout
+    // tells a stop that waited for the slow clients from one that did not,
+    // with seconds to spare on a loaded VM (idle, a stop takes milliseconds).
+    assert!(took < header_timeout / 2, "the stop waited for a slow client: {took:?} (header timeout {header_timeout:?})");
     assert!(no_xdp(&tb), "XDP program left on {}", tb.b().iface);
     assert!(!sock.exists(), "the socket file is removed");
 

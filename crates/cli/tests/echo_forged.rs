@@ -58,6 +58,9 @@ fn scrape(port: u16) -> String {
         });
         match got {
             Ok(body) if body.starts_with("HTTP/1.") && body.contains(" 200 ") => return body,
+            // Liveness: the listener comes up with the endpoint, in well
+            // under a second idle; 10 s allows for a loaded VM, and a
+            // server that never serves metrics never answers at all.
             other if started.elapsed() > Duration::from_secs(10) => panic!("no metrics on 127.0.0.1:{port}: {other:?}"),
             _ => std::thread::sleep(Duration::from_millis(100)),
         }
@@ -90,6 +93,10 @@ fn forged_at_echo(datapath: &str, metrics_port: u16) {
     let mut hello_echoed = 0u64;
     let started = Instant::now();
     while hello_echoed == 0 {
+        // Liveness: the first echo needs the XDP program loaded and
+        // attached and the endpoint polling (a second or two idle, more on
+        // a loaded VM for the verifier); 20 s is generous for that, and an
+        // echo that never polls never answers.
         assert!(started.elapsed() < Duration::from_secs(20), "{datapath}: detpath echo never answered");
         if let Some(s) = server.0.try_wait().unwrap() {
             let mut err = String::new();
@@ -150,6 +157,9 @@ fn forged_at_echo(datapath: &str, metrics_port: u16) {
         if let Some(s) = server.0.try_wait().unwrap() {
             break s;
         }
+        // Liveness, not speed: the poll loop sees the stop flag on its next
+        // pass, then detaches and prints its counts (milliseconds idle);
+        // 10 s covers a loaded VM, and an echo that ignored SIGTERM never ends.
         assert!(t.elapsed() < Duration::from_secs(10), "{datapath}: still running 10 s after SIGTERM");
         std::thread::sleep(Duration::from_millis(20));
     };

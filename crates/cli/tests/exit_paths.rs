@@ -166,6 +166,9 @@ fn start_stressed(tag: &str, scratch: &Scratch, testbed: &str) -> (Run, i32) {
         .spawn()
         .unwrap();
     let run = Run { child: Some(child), state: scratch.state() };
+    // Liveness: before stress-ng starts, the run brings up the testbed and
+    // tunes the machine (seconds idle, tens on a 2-core VM busy with other
+    // suites); 60 s only tells a slow start from none.
     let pgid = stress_group_of(run.pid(), Duration::from_secs(60));
     assert!(journal_pending(&scratch.state()), "the tuning journal is there while the run is tuned");
     // Let the measured run get going.
@@ -188,10 +191,16 @@ fn a_second_sigint_leaves_no_tuning_no_stress_and_no_namespace() {
     signal(run.pid(), libc::SIGINT);
     std::thread::sleep(Duration::from_millis(200));
     signal(run.pid(), libc::SIGINT);
+    // Liveness: a second SIGINT still undoes the tuning, stops stress-ng
+    // and removes the namespaces before exiting (seconds idle); 60 s, as for
+    // the start, only tells a slow clean-up from a hung one.
     let st = run.wait(Duration::from_secs(60));
     let err = stderr_of(&scratch, "int");
     assert_eq!(st.code(), Some(130), "exit code; stderr:\n{err}");
     assert!(!journal_pending(&scratch.state()), "tuning left in force; stderr:\n{err}");
+    // Liveness: detpath has already exited, having stopped stress-ng on
+    // its way out; the workers leave within ms of their signal. 5 s allows
+    // for a loaded VM, and a group nobody signalled keeps running.
     wait_group_gone(pgid, Duration::from_secs(5));
     for side in ["a", "b"] {
         assert!(!Path::new("/run/netns").join(format!("{testbed}-{side}")).exists(), "namespace {testbed}-{side} left; stderr:\n{err}");
@@ -207,8 +216,13 @@ fn sigkill_takes_stress_along_and_tune_revert_restores() {
     let _ns = Namespaces(vec![format!("{testbed}-a"), format!("{testbed}-b")]);
     let (mut run, pgid) = start_stressed("kill", &scratch, &testbed);
     signal(run.pid(), libc::SIGKILL);
+    // Liveness: a SIGKILL ends a process at once, the 10 s only bound the
+    // kernel's reaping on a loaded VM.
     run.wait(Duration::from_secs(10));
     // PR_SET_PDEATHSIG: stress-ng goes with detpath, and its workers with it.
+    // Liveness: the kernel sends the death signal when detpath dies, so the
+    // group goes within ms; 5 s allows for a loaded VM, and a stress-ng
+    // without PR_SET_PDEATHSIG would keep running.
     wait_group_gone(pgid, Duration::from_secs(5));
     // Nothing could revert the tuning: the journal says what to undo.
     assert!(journal_pending(&scratch.state()), "a SIGKILL leaves the journal for `detpath tune revert`");
