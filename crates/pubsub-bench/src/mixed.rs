@@ -46,6 +46,13 @@
 //! samples the reader received in their phase's window (1 ms buckets of
 //! the shared clock) over the window's length.
 //!
+//! Each over-budget ping gets a cause from both sides' evidence
+//! ([`causes`], `control.violation_causes`): `sent_late` (the scheduler's
+//! release observer, or the send's return, came late after the write),
+//! `retransmission` (the ping came by a second hand-off), `reader_late`
+//! (the receive stamp, taken in XDP on afxdp, was in time and the take was
+//! not), `network` for the rest; judged on the delivered latency.
+//!
 //! [`goals`] judges issue 39's goals from the rows, per configuration,
 //! datapath and repeat ([`MixedGoals`]): zero budget violations in the
 //! priority arm, bulk kept >= 80 % there, the priority arm's control p99.99
