@@ -533,6 +533,15 @@ impl<T: TopicType + Default> DataReader<T> {
     pub fn take_timeout(&self, n: usize, timeout: Duration) -> Result<Vec<(T, SampleInfo)>> {
         Ok(self.decode(self.core.take_timeout(n, timeout)?))
     }
+    /// As [`read`](Self::read), but only samples no read returned before (DDS's NOT_READ).
+    pub fn read_unread(&self, n: usize) -> Result<Vec<(T, SampleInfo)>> {
+        Ok(self.decode(self.core.get(n, Access::ReadUnread)?))
+    }
+    /// Waits until a sample is there to take or read, at most `timeout`
+    /// (asleep): false when none came.
+    pub fn wait_for_data(&self, timeout: Duration) -> Result<bool> {
+        self.core.wait_for_data(timeout)
+    }
     /// Matched writers, lost, rejected and undecodable samples.
     pub fn status(&self) -> Result<ReaderStatus> {
         self.core.status()

@@ -138,8 +138,11 @@ fn typed_and_raw_endpoints_statuses_and_bad_input() {
     assert_eq!(got[0].1.key_hash, Some([0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]));
 
     // read keeps, take removes.
+    assert!(!r.wait_for_data(Duration::from_millis(50)).unwrap(), "nothing waits");
     w.write(&Hello { id: 7, count: 2, text: "two".into() }).unwrap();
-    until("sample 2", Duration::from_secs(5), || r.read(10).unwrap().len() == 1);
+    assert!(r.wait_for_data(Duration::from_secs(5)).unwrap(), "the wait wakes on sample 2");
+    assert_eq!(r.read_unread(10).unwrap()[0].0.count, 2);
+    assert!(r.read_unread(10).unwrap().is_empty(), "read once: no longer NOT_READ");
     assert_eq!(r.read(10).unwrap().len(), 1, "read leaves the sample");
     assert_eq!(r.take(10).unwrap()[0].0.count, 2);
     assert!(r.take(10).unwrap().is_empty());

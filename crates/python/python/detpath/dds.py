@@ -20,6 +20,15 @@ ROS 2 nodes see a topic made with ``Topic(dp, "/cmd_vel", Twist, ros2=True)``
 (on the wire ``rt/cmd_vel`` of ``geometry_msgs::msg::dds_::Twist_`` when
 ``Twist`` is declared with ``typename="geometry_msgs.msg.Twist"``).
 
+Beyond write and take, as cyclonedds has them: ``read_iter``/``read_next``
+(samples no read returned before), instance handles (``register_instance``,
+``lookup_instance``, ``dispose_instance_handle``, ``take(instance_handle=)``),
+``Listener`` callbacks (``DataReader(dp, topic, listener=Listener(on_data_available=...))``,
+called from a thread of the participant), ``WaitSet`` with ``ReadCondition``
+and ``GuardCondition``, and ``Qos`` as a container (``a + b``, ``qos[Policy.History]``,
+``Policy.Deadline in qos``). Policies detpath does not have (``Lifespan``,
+``OwnershipStrength``, ...) raise QosError naming what is missing.
+
 Samples are (de)serialized by the type's own ``serialize()`` /
 ``deserialize()`` and keyed by its own key machinery (RTPS key hash): the
 same class serves CycloneDDS and detpath. Default QoS is DDS's (writers
