@@ -14,7 +14,7 @@ mod guard;
 mod instances;
 pub mod outbox;
 mod reader;
-pub mod slots;
+pub(crate) mod slots;
 mod tx;
 mod writer;
 

@@ -119,10 +119,6 @@ impl FifoRing {
     pub fn len(&self) -> usize {
         self.len
     }
-    /// Nothing held.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
     /// No free slot.
     pub fn is_full(&self) -> bool {
         self.len == self.slots.len()
@@ -155,10 +151,6 @@ impl FifoRing {
     /// Removes the oldest sample (after reading it with [`front`](Self::front)).
     pub fn pop(&mut self) {
         self.drop_oldest()
-    }
-    /// Number of slots.
-    pub fn capacity(&self) -> usize {
-        self.slots.len()
     }
     /// The `i`-th oldest sample.
     pub fn nth(&self, i: usize) -> Option<&Slot> {
