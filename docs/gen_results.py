@@ -197,6 +197,22 @@ def pubsub_mixed(name, only=None):
             "bulk samples/s", "bulk Mb/s", "load (1 min)"], rows
 
 
+
+def pubsub_mixed_causes(name, only=None):
+    """`pubsub bench --workloads mixed` mixed.json since session 21: per detpath arm, the pings whose
+    delivered one-way latency (write to take) went over the budget, and the cause of each
+    (sent_late, retransmission, reader_late, network: the instrument's half-the-excess rule)."""
+    doc = json.loads((RESULTS / name).read_text())
+    load = doc.get("environment", {}).get("load") or ["?"]
+    rows = []
+    for r in doc["rows"]:
+        vc = r["control"].get("violation_causes")
+        if not vc:
+            continue
+        causes = ", ".join(f"{k} {v}" for k, v in sorted(vc["causes"].items(), key=lambda kv: -kv[1]) if v)
+        rows.append([f"{r['datapath']} {r['arm']}", r["configuration"], f"{vc['over']} of {vc['judged']}", causes or "-", str(vc["lost"]), str(load[0])])
+    return ["datapath and arm", "config", "over 100 µs (delivered)", "causes", "lost", "load (1 min)"], rows
+
 def rtt(name, only=None):
     """`cargo run --release -p detpath --example rtt` (saved by docs/record_run.sh): closed-loop
     echo round trips per datapath and payload size."""
@@ -329,6 +345,7 @@ TABLES = {
     "sched-iat": sched_iat,
     "classify-cells": classify_cells,
     "pubsub-mixed": pubsub_mixed,
+    "pubsub-mixed-causes": pubsub_mixed_causes,
     "rtt": rtt,
     "burst": burst,
     "ptp-slave": ptp_slave,
