@@ -156,6 +156,8 @@ fn divisor(file: &str, pointer: &str) -> f64 {
         "summary.json" if (under("latency") || under("server_time") || under("send_lateness")) && pointer.ends_with("_ns") => 1_000.0,
         "report.json" if pointer.split('/').any(|s| s.ends_with("_ns")) && !pointer.ends_with("/mean") => 1_000.0,
         _ if pointer.rsplit('/').next().is_some_and(|last| last == "pps" || last.ends_with("_pps")) => 1e6,
+        // mixed.json's latencies are µs already; the bulk's kept share is a fraction shown in %.
+        "mixed.json" if pointer.ends_with("/kept_fraction") => 0.01,
         _ => 1.0,
     }
 }
@@ -419,9 +421,11 @@ fn a_sched_result_page_renders_with_its_figure() {
 
 /// A mixed-criticality pub-sub result (`--workloads mixed`: control beside
 /// bulk, a priority arm and a one-FIFO arm) has no rows.json: its page is
-/// composed from summary.json (one control run per arm). It renders without
-/// a console message and shows each arm's control latency as summary.json
-/// has it, the arms told apart by name.
+/// composed from summary.json (one control run per arm) and mixed.json. It
+/// renders without a console message and shows each arm's control latency
+/// as summary.json has it, the arms told apart by name, and mixed.json's
+/// figures as the file has them (control latency and budget violations by
+/// cause, bulk rate and kept share), its goals and the timeline figure.
 #[test]
 fn a_mixed_pubsub_result_page_renders_with_each_arms_control_latency() {
     let test = "a_mixed_pubsub_result_page_renders_with_each_arms_control_latency";
@@ -454,7 +458,45 @@ fn a_mixed_pubsub_result_page_renders_with_each_arms_control_latency() {
         }
         assert!(r.dom.contains(arm), "{arm} is not named on the page");
     }
-    for id in ["fig-ccdf", "fig-timeline", "environment", "command"] {
+    let mixed: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("mixed.json")).unwrap()).unwrap();
+    let rows = mixed["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "one mixed.json row per arm");
+    let (_, table) = table_cells(&r.dom, "mixed-table");
+    assert_eq!(table.len(), rows.len(), "one table row per mixed.json row");
+    for (i, row) in rows.iter().enumerate() {
+        assert!(table[i].iter().any(|(text, _)| text.trim() == row["arm"].as_str().unwrap()), "row {i}: arm not named: {:?}", table[i]);
+        let mut fields = vec!["control/latency_us/p50", "control/latency_us/p99", "control/latency_us/max", "control/budget_us", "control/budget_violations", "bulk/mbps"];
+        // Causes and the kept share exist when the run could judge them; then they are on the page.
+        let causes: Vec<String> = row["control"]["engine_budget"]["causes"].as_object().map_or(Vec::new(), |c| c.keys().map(|k| format!("control/engine_budget/causes/{k}")).collect());
+        fields.extend(causes.iter().map(String::as_str));
+        if row["bulk"]["kept_fraction"].is_number() {
+            fields.push("bulk/kept_fraction");
+        }
+        for f in fields {
+            let src = format!("mixed.json#/rows/{i}/{f}");
+            if row.pointer(&format!("/{f}")).is_some_and(Value::is_number) {
+                assert!(checked.contains(&src), "{src} is not on the page");
+            }
+        }
+    }
+    assert!(checked.iter().any(|c| c.starts_with("mixed.json#")), "no mixed.json figure on the page");
+    // The goals (with the scheduler's lines), as the terminal prints them:
+    // each goal of mixed.json with its verdict's detail.
+    let at = r.dom.find("<pre id=\"terminal-mixed-table\">").expect("no terminal mixed table on the page");
+    let pre = unescape(&r.dom[at..at + r.dom[at..].find("</pre>").unwrap()]);
+    let goals = mixed["goals"].as_array().unwrap();
+    assert!(!goals.is_empty(), "mixed.json judged no goals");
+    for g in goals {
+        let head = format!("goals, {} {} (repeat {})", g["configuration"].as_str().unwrap(), g["datapath"].as_str().unwrap(), g["repeat"]);
+        assert!(pre.contains(&head), "{head:?} not on the page:\n{pre}");
+        for goal in ["zero_budget_violations", "bulk_kept", "p9999_vs_fifo"] {
+            let detail = g[goal]["detail"].as_str().unwrap_or_else(|| panic!("{goal}: no detail in {g}"));
+            assert!(pre.contains(detail), "{goal}: {detail:?} not on the page:\n{pre}");
+        }
+    }
+    let timeline = dir.join("mixed-timeline.png").is_file() || dir.join("mixed-timeline.svg").is_file();
+    assert!(timeline, "the bench drew no mixed-timeline figure");
+    for id in ["fig-ccdf", "fig-timeline", "fig-mixed-timeline", "environment", "command"] {
         assert!(r.dom.contains(&format!("id=\"{id}\"")), "no #{id} on the page");
     }
 }

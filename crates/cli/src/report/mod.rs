@@ -6,6 +6,7 @@
 //! sched bench and classify bench results; its path is printed.
 
 mod classify_page;
+mod mixed_page;
 mod pages;
 
 use anyhow::{bail, Context};

@@ -20,11 +20,13 @@
 //! laid out with a size.
 //!
 //! Result directories read: `detpath bench` (summary.json and the records
-//! CSVs), `detpath pubsub bench` (the same and rows.json), `detpath sched
+//! CSVs), `detpath pubsub bench` (the same and rows.json, or mixed.json
+//! for `--workloads mixed`: its arms, goals and timeline), `detpath sched
 //! bench` (report.json and its figures), and `detpath classify bench
 //! --json` output (a directory of such files, or one file).
 
 use super::classify_page;
+use super::mixed_page::{Mixed, MIXED};
 use detpath_bench::bench_page;
 use detpath_pubsub_bench::page::{PubsubRows, ROWS};
 use detpath_instrument::html::{env, page};
@@ -96,7 +98,24 @@ pub fn render(path: &Path) -> Result<String> {
     match kind(path)? {
         Kind::Bench if path.join(ROWS).is_file() => {
             let rows = PubsubRows::read(path)?;
-            bench_page::render_with(path, "detpath pubsub bench", |p| rows.table_section(p), |p| rows.terminal_section(p))
+            // The paper's workloads and mixed together: both parts.
+            let mixed = if path.join(MIXED).is_file() { Some(Mixed::read(path)?) } else { None };
+            bench_page::render_with(
+                path,
+                "detpath pubsub bench",
+                |p| {
+                    rows.table_section(p)?;
+                    mixed.as_ref().map_or(Ok(()), |m| m.table_section(path, p))
+                },
+                |p| {
+                    rows.terminal_section(p)?;
+                    mixed.as_ref().map_or(Ok(()), |m| m.terminal_section(p))
+                },
+            )
+        }
+        Kind::Bench if path.join(MIXED).is_file() => {
+            let mixed = Mixed::read(path)?;
+            bench_page::render_with(path, "detpath pubsub bench --workloads mixed", |p| mixed.table_section(path, p), |p| mixed.terminal_section(p))
         }
         Kind::Bench => bench_page::render(path),
         Kind::Sched => sched_page::render(path),
