@@ -132,7 +132,7 @@ impl FrameEndpoint for PacketEndpoint {
             match wait.after_empty() {
                 Step::GiveUp => return Ok(None),
                 Step::Spin => std::hint::spin_loop(),
-                Step::Sleep(ms) => wait_readable(self.sock.raw_fd(), ms, "the AF_PACKET socket")?,
+                Step::Sleep(left) => wait_readable(self.sock.raw_fd(), left, "the AF_PACKET socket")?,
             }
         }
     }

@@ -529,7 +529,7 @@ impl Endpoint for UdpEndpoint {
             match wait.after_empty() {
                 Step::GiveUp => return Ok(0),
                 Step::Spin => std::hint::spin_loop(),
-                Step::Sleep(ms) => wait_readable(self.sock.as_raw_fd(), ms, "the UDP socket")?,
+                Step::Sleep(left) => wait_readable(self.sock.as_raw_fd(), left, "the UDP socket")?,
             }
         }
     }
@@ -548,7 +548,7 @@ impl Endpoint for UdpEndpoint {
             match wait.after_empty() {
                 Step::GiveUp => return Ok(None),
                 Step::Spin => std::hint::spin_loop(),
-                Step::Sleep(ms) => wait_readable(self.sock.as_raw_fd(), ms, "the UDP socket")?,
+                Step::Sleep(left) => wait_readable(self.sock.as_raw_fd(), left, "the UDP socket")?,
             }
         }
     }

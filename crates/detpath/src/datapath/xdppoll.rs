@@ -189,7 +189,7 @@ impl PollFeed {
                 Step::GiveUp => return Ok(None),
                 // A record may be in the ring that try_take could not take yet (being written): spin for it.
                 Step::Sleep(_) if self.ring.has_data() => std::hint::spin_loop(),
-                Step::Sleep(ms) => wait_readable(self.ring.fd.as_raw_fd(), ms, "the BPF ring buffer")?,
+                Step::Sleep(left) => wait_readable(self.ring.fd.as_raw_fd(), left, "the BPF ring buffer")?,
                 Step::Spin => std::hint::spin_loop(),
             }
         }

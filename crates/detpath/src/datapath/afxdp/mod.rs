@@ -70,7 +70,7 @@ use crate::datapath::entry::{Datapath, FrameDatapath, GroupReception};
 use crate::datapath::filter::{self, FilterStats};
 use crate::datapath::rx_rule::{self, UdpRule, Verdict};
 use crate::datapath::tx::Sender;
-use crate::datapath::wait::{wait_readable, Step, Wait};
+use crate::datapath::wait::{wait_readable, Step, Wait, PARKED_SLEEP};
 use crate::endpoint::{check_no_class, monotonic_ns, Capabilities, Counters, Endpoint, Mark, RecvMode, RxBatch, RxMeta, TxDatagram};
 use crate::error::{last_os_error, Error, Result};
 use crate::frame::{FrameEndpoint, FrameMeta};
@@ -483,9 +483,9 @@ impl AfxdpEndpoint {
             }
             match wait.after_empty() {
                 // While datagrams are parked, sleep 1 ms at a time to send them when their MAC comes.
-                Step::Sleep(ms) => {
-                    let ms = if !self.sender.has_parked() || (0..=1).contains(&ms) { ms } else { 1 };
-                    wait_readable(self.fd.as_raw_fd(), ms, "the AF_XDP socket")?
+                Step::Sleep(left) => {
+                    let left = if self.sender.has_parked() { Some(left.map_or(PARKED_SLEEP, |l| l.min(PARKED_SLEEP))) } else { left };
+                    wait_readable(self.fd.as_raw_fd(), left, "the AF_XDP socket")?
                 }
                 step => {
                     // The kernel moves frames into the RX ring when kicked: when the

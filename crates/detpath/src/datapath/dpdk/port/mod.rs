@@ -28,7 +28,7 @@ use super::{Config, DpdkError, Vdev};
 use crate::datapath::defrag::Defrag;
 use crate::datapath::rx_rule::{self, UdpRule, Verdict};
 use crate::datapath::tx::Sender;
-use crate::datapath::wait::{wait_readable, Step, Wait};
+use crate::datapath::wait::{wait_readable, Step, Wait, PARKED_SLEEP};
 use crate::endpoint::{monotonic_ns, Capabilities, Counters, Endpoint, Mark, RecvMode, RxBatch, RxMeta, RxStamp, TxDatagram};
 use crate::error::{Error, Result};
 use crate::frame::{FrameEndpoint, FrameMeta};
@@ -81,9 +81,6 @@ const QUEUE_RELEASE_WAIT: Duration = Duration::from_secs(1);
 /// lasts about 120 µs on the project's VM (timer slack, wake-up), so these
 /// devices answer late when blocking.
 const BLOCKING_NAP: Duration = Duration::from_micros(20);
-/// Longest sleep on net_af_xdp's socket while frames are parked for ARP, so
-/// they go out (or are dropped) on time even if nothing arrives.
-const PARKED_SLEEP_MS: i32 = 1;
 /// Data bytes of one mbuf (RTE_MBUF_DEFAULT_BUF_SIZE minus the headroom).
 const MBUF_DATA: usize = 2048;
 
@@ -502,21 +499,21 @@ impl DpdkEndpoint {
             match wait.after_empty() {
                 Step::GiveUp => return false,
                 Step::Spin => std::hint::spin_loop(),
-                Step::Sleep(ms) => self.sleep_until_rx(ms),
+                Step::Sleep(left) => self.sleep_until_rx(left),
             }
         }
     }
 
-    /// Sleeps until a frame may be there, for at most `ms` (-1: no limit).
+    /// Sleeps until a frame may be there, for at most `left` (None: no limit).
     /// On net_af_xdp, in poll(2) on its socket: woken as soon as the kernel
     /// puts a frame on the RX ring (DPDK's ethdev has no such wait; napping
     /// instead left a frame waiting up to a whole nap, about 120 µs). A frame that came
     /// after the last poll makes the socket readable at once, so none waits
     /// out the sleep. Other devices nap between polls.
-    fn sleep_until_rx(&mut self, ms: i32) {
+    fn sleep_until_rx(&mut self, left: Option<Duration>) {
         let Some(fd) = self.rx_fd else { return std::thread::sleep(BLOCKING_NAP) };
-        let ms = if self.sender.has_parked() && !(0..=PARKED_SLEEP_MS).contains(&ms) { PARKED_SLEEP_MS } else { ms };
-        if wait_readable(fd, ms, "net_af_xdp's AF_XDP socket").is_err() {
+        let left = if self.sender.has_parked() { Some(left.map_or(PARKED_SLEEP, |l| l.min(PARKED_SLEEP))) } else { left };
+        if wait_readable(fd, left, "net_af_xdp's AF_XDP socket").is_err() {
             // poll(2) on the PMD's socket failed (it cannot while the port is open): nap, as other devices do.
             std::thread::sleep(BLOCKING_NAP);
         }
