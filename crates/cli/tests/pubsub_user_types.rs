@@ -319,7 +319,10 @@ fn metrics_serve_a_user_type_nodes_reader_and_writer_while_they_run() {
     assert_eq!(value(&second, "detpath_pubsub_sample_latency_seconds_bucket", &[topic, "le=\"+Inf\""]), Some(count), "{second}");
     assert!(received >= count, "{second}");
     assert!(count > value(&first, "detpath_pubsub_sample_latency_seconds_count", &[topic]).unwrap(), "the histogram grows during the run");
-    // The publisher's writer: priority 20 is AF31 (26) by the default map.
+    // The publisher's writer: priority 20 is AF31 (26) by the default map. A node refreshes
+    // its figures every 250 ms, so the writer is scraped more than that after the reader:
+    // what it shows was written after every sample the reader's scrape counted.
+    std::thread::sleep(Duration::from_millis(600));
     let w = scrape(pub_addr);
     let written =
         value(&w, "detpath_pubsub_writer_samples_total", &[topic, "priority=\"20\"", "dscp=\"26\""]).unwrap_or_else(|| panic!("the writer's series:\n{w}"));

@@ -29,7 +29,7 @@ pub struct ScaleArgs {
     /// Skip CycloneDDS (its Python binding for discovery, ddsperf for fan-out).
     #[arg(long)]
     no_cyclonedds: bool,
-    /// Print one JSON object per row as it is measured instead of the table.
+    /// Print JSON lines (one object per row, as it is measured) instead of the table.
     #[arg(long)]
     json: bool,
     /// Where the result directory goes: summary.json (rows and the environment record),
