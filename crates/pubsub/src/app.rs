@@ -771,10 +771,10 @@ pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl Fn
     let (mut last_rx, mut last_bytes, mut last_lost) = (0u64, 0u64, 0u64);
     let mut drain_until: Option<u64> = None;
     let mut next_live = 0u64;
-    run_perf(
-        &mut node,
+    let clocks = opts.clocks;
+    node.run_perf_on(
         &mut perf,
-        opts.clocks,
+        || clocks().wall_ns,
         |p, pp, t| {
             if let Some(board) = opts.live.as_ref().filter(|_| t >= next_live) {
                 // A few times a second: a scrape sees figures at most 250 ms old.
@@ -882,39 +882,6 @@ pub fn run(opts: &NodeOptions, stop: &dyn Fn() -> bool, mut each_second: impl Fn
         latency_budget: budget.as_ref().map(BudgetJson::from),
         rounds,
     })
-}
-
-/// Runs a ddsperf node until `stop` says so (it may end the pinging:
-/// `cfg.count`), stamping its samples with `clocks`' wall time;
-/// `each_second` is called about once a second with the node (to print a
-/// window of figures). As [`Node::run_perf`], on the node's clock.
-fn run_perf(
-    node: &mut Node<EndpointTransport>,
-    perf: &mut PerfNode,
-    clocks: ClockFn,
-    mut stop: impl FnMut(&mut PerfNode, &Participant, u64) -> bool,
-    mut each_second: impl FnMut(&mut PerfNode, u64),
-) {
-    let start = node.transport.now_ns();
-    let mut next_report = start + 1_000_000_000;
-    loop {
-        let now = node.transport.now_ns();
-        if stop(perf, &node.participant, now - start) {
-            break;
-        }
-        perf.on_events(&mut node.participant);
-        perf.poll(&mut node.participant, &mut crate::driver::TransportOutbox(&mut node.transport), now, clocks().wall_ns);
-        if now >= next_report {
-            each_second(perf, now - start);
-            next_report += 1_000_000_000;
-            if next_report < now {
-                next_report = now + 1_000_000_000;
-            }
-        }
-        let due = perf.next_due().min(next_report);
-        let wait = due.saturating_sub(node.transport.now_ns()).min(10_000_000);
-        node.turn(wait, |p, out, rx_ns| perf.poll(p, out, rx_ns, clocks().wall_ns));
-    }
 }
 
 /// A reader's budget accounting, from the engine (which judges every

@@ -90,9 +90,23 @@ impl<T: Transport> Node<T> {
     /// Runs a ddsperf node until `stop` says so (it may end the pinging:
     /// `cfg.count`); `each_second` is called
     /// about once a second with the node (to print a window of figures).
+    /// Samples are stamped with the system's wall clock ([`Node::run_perf_on`]
+    /// takes another).
     pub fn run_perf(
         &mut self,
         perf: &mut PerfNode,
+        stop: impl FnMut(&mut PerfNode, &Participant, u64) -> bool,
+        each_second: impl FnMut(&mut PerfNode, u64),
+    ) {
+        self.run_perf_on(perf, wall_ns, stop, each_second)
+    }
+
+    /// [`Node::run_perf`] stamping its samples with `wall` (the node's
+    /// clock: steered by PTP, or offset on purpose), in ns.
+    pub fn run_perf_on(
+        &mut self,
+        perf: &mut PerfNode,
+        wall: impl Fn() -> i64,
         mut stop: impl FnMut(&mut PerfNode, &Participant, u64) -> bool,
         mut each_second: impl FnMut(&mut PerfNode, u64),
     ) {
@@ -104,7 +118,7 @@ impl<T: Transport> Node<T> {
                 break;
             }
             perf.on_events(&mut self.participant);
-            perf.poll(&mut self.participant, &mut TransportOutbox(&mut self.transport), now, wall_ns());
+            perf.poll(&mut self.participant, &mut TransportOutbox(&mut self.transport), now, wall());
             if now >= next_report {
                 each_second(perf, now - start);
                 next_report += 1_000_000_000;
@@ -114,7 +128,7 @@ impl<T: Transport> Node<T> {
             }
             let due = perf.next_due().min(next_report);
             let wait = due.saturating_sub(self.transport.now_ns()).min(10_000_000);
-            self.turn(wait, |p, out, rx_ns| perf.poll(p, out, rx_ns, wall_ns()));
+            self.turn(wait, |p, out, rx_ns| perf.poll(p, out, rx_ns, wall()));
         }
     }
 }
