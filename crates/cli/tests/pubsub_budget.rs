@@ -24,7 +24,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{refused, start_with_metrics, BIN};
+use common::{metric_value, refused, start_with_metrics, BIN};
 use detpath_testkit::ChildProcess;
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 const PORT: u16 = 7410;
@@ -149,15 +149,6 @@ fn a_sub_holds_every_sample_to_its_budget_on_one_host() {
     assert!(line.contains("(clock same-host)") && line.contains("within") && line.contains("unjudged 0"), "{line}");
 }
 
-/// The value of the one series of `name` whose labels contain all of `labels`.
-fn value(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
-    text.lines()
-        .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
-        .find(|l| labels.iter().all(|x| l.contains(x)))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-}
-
 #[test]
 fn metrics_show_the_readers_budget_while_it_runs() {
     if !detpath_testkit::need_root("metrics_show_the_readers_budget_while_it_runs", "namespaces") {
@@ -184,7 +175,7 @@ fn metrics_show_the_readers_budget_while_it_runs() {
     let end = Instant::now() + Duration::from_secs(20);
     let first = loop {
         let t = scrape();
-        if value(&t, "detpath_pubsub_sample_latency_seconds_count", &[]).is_some_and(|n| n >= 100.0) {
+        if metric_value(&t, "detpath_pubsub_sample_latency_seconds_count", &[]).is_some_and(|n| n >= 100.0) {
             break t;
         }
         assert!(Instant::now() < end, "no judged samples within 20 s:\n{t}");
@@ -194,27 +185,27 @@ fn metrics_show_the_readers_budget_while_it_runs() {
     let second = scrape();
     let topic = "topic=\"DDSPerfRDataKS\"";
     let clock = "clock=\"same-host\"";
-    let received = value(&second, "detpath_pubsub_reader_samples_total", &[topic, clock]).unwrap_or_else(|| panic!("reader samples:\n{second}"));
-    let within = value(&second, "detpath_pubsub_budget_within_total", &[topic]).unwrap();
-    let unjudged = value(&second, "detpath_pubsub_budget_unjudged_total", &[topic]).unwrap();
+    let received = metric_value(&second, "detpath_pubsub_reader_samples_total", &[topic, clock]).unwrap_or_else(|| panic!("reader samples:\n{second}"));
+    let within = metric_value(&second, "detpath_pubsub_budget_within_total", &[topic]).unwrap();
+    let unjudged = metric_value(&second, "detpath_pubsub_budget_unjudged_total", &[topic]).unwrap();
     let over: f64 = ["sent_late", "retransmission", "reader_late", "network"]
         .iter()
-        .map(|c| value(&second, "detpath_pubsub_budget_over_total", &[topic, &format!("cause=\"{c}\"")]).unwrap_or_else(|| panic!("over by {c}:\n{second}")))
+        .map(|c| metric_value(&second, "detpath_pubsub_budget_over_total", &[topic, &format!("cause=\"{c}\"")]).unwrap_or_else(|| panic!("over by {c}:\n{second}")))
         .sum();
     assert_eq!(unjudged, 0.0, "{second}");
-    let count = value(&second, "detpath_pubsub_sample_latency_seconds_count", &[topic]).unwrap();
+    let count = metric_value(&second, "detpath_pubsub_sample_latency_seconds_count", &[topic]).unwrap();
     assert_eq!(count, within + over, "the histogram holds the judged samples:\n{second}");
     assert!(received >= count && received > 0.0, "{second}");
-    assert!(count > value(&first, "detpath_pubsub_sample_latency_seconds_count", &[topic]).unwrap(), "the histogram grows during the run");
+    assert!(count > metric_value(&first, "detpath_pubsub_sample_latency_seconds_count", &[topic]).unwrap(), "the histogram grows during the run");
     // The fixed buckets, cumulative, ending in +Inf with the count.
     for le in ["0.0001", "0.001", "0.01", "1.0", "+Inf"] {
-        assert!(value(&second, "detpath_pubsub_sample_latency_seconds_bucket", &[topic, &format!("le=\"{le}\"")]).is_some(), "bucket le={le}:\n{second}");
+        assert!(metric_value(&second, "detpath_pubsub_sample_latency_seconds_bucket", &[topic, &format!("le=\"{le}\"")]).is_some(), "bucket le={le}:\n{second}");
     }
-    assert_eq!(value(&second, "detpath_pubsub_sample_latency_seconds_bucket", &[topic, "le=\"+Inf\""]), Some(count), "{second}");
-    assert_eq!(value(&second, "detpath_pubsub_latency_budget_seconds", &[topic]), Some(0.005), "{second}");
+    assert_eq!(metric_value(&second, "detpath_pubsub_sample_latency_seconds_bucket", &[topic, "le=\"+Inf\""]), Some(count), "{second}");
+    assert_eq!(metric_value(&second, "detpath_pubsub_latency_budget_seconds", &[topic]), Some(0.005), "{second}");
 
     let w = detpath_metrics::http::get(pub_addr, "/metrics", None).expect("scrape the publisher").body;
-    let written = value(&w, "detpath_pubsub_writer_samples_total", &[topic, "priority=\"20\"", "dscp=\"26\""]).unwrap_or_else(|| panic!("the writer's series:\n{w}"));
+    let written = metric_value(&w, "detpath_pubsub_writer_samples_total", &[topic, "priority=\"20\"", "dscp=\"26\""]).unwrap_or_else(|| panic!("the writer's series:\n{w}"));
     assert!(written > 0.0, "{w}");
-    assert_eq!(value(&w, "detpath_pubsub_writer_matched_readers", &[topic, "dscp=\"26\""]), Some(1.0), "{w}");
+    assert_eq!(metric_value(&w, "detpath_pubsub_writer_matched_readers", &[topic, "dscp=\"26\""]), Some(1.0), "{w}");
 }

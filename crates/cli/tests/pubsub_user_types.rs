@@ -27,7 +27,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 mod common;
-use common::{refused, start_with_metrics, BIN};
+use common::{metric_value, refused, start_with_metrics, BIN};
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 const PORT: u16 = 7410;
 /// A std_msgs/msg/String "hello", as ROS 2's CDR serializers write it.
@@ -257,16 +257,6 @@ fn a_keyed_pub_reaches_a_keyed_sub() {
     assert_eq!(s["received"], 2, "{s}");
 }
 
-/// A metric's value in a scrape: the first series of `name` whose labels
-/// include every one of `labels`.
-fn value(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
-    text.lines()
-        .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
-        .find(|l| labels.iter().all(|x| l.contains(x)))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-}
-
 #[test]
 fn metrics_serve_a_user_type_nodes_reader_and_writer_while_they_run() {
     if !detpath_testkit::need_root("metrics_serve_a_user_type_nodes_reader_and_writer_while_they_run", "namespaces") {
@@ -296,7 +286,7 @@ fn metrics_serve_a_user_type_nodes_reader_and_writer_while_they_run() {
     let end = std::time::Instant::now() + Duration::from_secs(25);
     let first = loop {
         let t = scrape(addr);
-        if value(&t, "detpath_pubsub_sample_latency_seconds_count", &[topic]).is_some_and(|n| n >= 100.0) {
+        if metric_value(&t, "detpath_pubsub_sample_latency_seconds_count", &[topic]).is_some_and(|n| n >= 100.0) {
             break t;
         }
         assert!(std::time::Instant::now() < end, "no judged samples within 25 s:\n{t}");
@@ -305,27 +295,27 @@ fn metrics_serve_a_user_type_nodes_reader_and_writer_while_they_run() {
     std::thread::sleep(Duration::from_millis(600));
     let second = scrape(addr);
     let received =
-        value(&second, "detpath_pubsub_reader_samples_total", &[topic, "clock=\"same-host\""]).unwrap_or_else(|| panic!("reader samples:\n{second}"));
-    assert_eq!(value(&second, "detpath_pubsub_reader_matched_writers", &[topic]), Some(1.0), "{second}");
-    assert_eq!(value(&second, "detpath_pubsub_reader_undecodable_total", &[topic]), Some(0.0), "a raw reader decodes every sample:\n{second}");
-    assert_eq!(value(&second, "detpath_pubsub_latency_budget_seconds", &[topic]), Some(0.005), "{second}");
-    let within = value(&second, "detpath_pubsub_budget_within_total", &[topic]).unwrap();
+        metric_value(&second, "detpath_pubsub_reader_samples_total", &[topic, "clock=\"same-host\""]).unwrap_or_else(|| panic!("reader samples:\n{second}"));
+    assert_eq!(metric_value(&second, "detpath_pubsub_reader_matched_writers", &[topic]), Some(1.0), "{second}");
+    assert_eq!(metric_value(&second, "detpath_pubsub_reader_undecodable_total", &[topic]), Some(0.0), "a raw reader decodes every sample:\n{second}");
+    assert_eq!(metric_value(&second, "detpath_pubsub_latency_budget_seconds", &[topic]), Some(0.005), "{second}");
+    let within = metric_value(&second, "detpath_pubsub_budget_within_total", &[topic]).unwrap();
     let over: f64 = ["sent_late", "retransmission", "reader_late", "network"]
         .iter()
-        .map(|c| value(&second, "detpath_pubsub_budget_over_total", &[topic, &format!("cause=\"{c}\"")]).unwrap_or_else(|| panic!("over by {c}:\n{second}")))
+        .map(|c| metric_value(&second, "detpath_pubsub_budget_over_total", &[topic, &format!("cause=\"{c}\"")]).unwrap_or_else(|| panic!("over by {c}:\n{second}")))
         .sum();
-    let count = value(&second, "detpath_pubsub_sample_latency_seconds_count", &[topic]).unwrap();
+    let count = metric_value(&second, "detpath_pubsub_sample_latency_seconds_count", &[topic]).unwrap();
     assert_eq!(count, within + over, "the histogram holds the judged samples:\n{second}");
-    assert_eq!(value(&second, "detpath_pubsub_sample_latency_seconds_bucket", &[topic, "le=\"+Inf\""]), Some(count), "{second}");
+    assert_eq!(metric_value(&second, "detpath_pubsub_sample_latency_seconds_bucket", &[topic, "le=\"+Inf\""]), Some(count), "{second}");
     assert!(received >= count, "{second}");
-    assert!(count > value(&first, "detpath_pubsub_sample_latency_seconds_count", &[topic]).unwrap(), "the histogram grows during the run");
+    assert!(count > metric_value(&first, "detpath_pubsub_sample_latency_seconds_count", &[topic]).unwrap(), "the histogram grows during the run");
     // The publisher's writer: priority 20 is AF31 (26) by the default map. A node refreshes
     // its figures every 250 ms, so the writer is scraped more than that after the reader:
     // what it shows was written after every sample the reader's scrape counted.
     std::thread::sleep(Duration::from_millis(600));
     let w = scrape(pub_addr);
     let written =
-        value(&w, "detpath_pubsub_writer_samples_total", &[topic, "priority=\"20\"", "dscp=\"26\""]).unwrap_or_else(|| panic!("the writer's series:\n{w}"));
+        metric_value(&w, "detpath_pubsub_writer_samples_total", &[topic, "priority=\"20\"", "dscp=\"26\""]).unwrap_or_else(|| panic!("the writer's series:\n{w}"));
     assert!(written >= received, "{w}");
-    assert_eq!(value(&w, "detpath_pubsub_writer_matched_readers", &[topic]), Some(1.0), "{w}");
+    assert_eq!(metric_value(&w, "detpath_pubsub_writer_matched_readers", &[topic]), Some(1.0), "{w}");
 }

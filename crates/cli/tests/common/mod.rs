@@ -1,6 +1,6 @@
 //! What several of the CLI's tests do the same way: run `detpath` and expect
-//! a refusal, or start a command that serves `/metrics` and read the address
-//! it printed. (`tests/common/mod.rs`, so cargo does not take it for a test
+//! a refusal, or start a command that serves `/metrics`, read the address
+//! it printed and read a metric from a scrape. (`tests/common/mod.rs`, so cargo does not take it for a test
 //! of its own; a test uses what it needs.)
 #![allow(dead_code)]
 
@@ -34,4 +34,14 @@ pub fn start_with_metrics<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (ChildProces
     // Keep draining stderr so the child never blocks on it.
     std::thread::spawn(move || lines.for_each(drop));
     (child, addr)
+}
+
+/// A metric's value in a scrape (Prometheus text): the first series of
+/// `name` whose labels include every one of `labels`.
+pub fn metric_value(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
+        .find(|l| labels.iter().all(|x| l.contains(x)))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
 }
