@@ -36,7 +36,7 @@ use detpath_pubsub::app::LatencySummaryJson;
 use detpath_pubsub::ddsperf::{summarize, Role};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// What the rows' notes say the system is.
@@ -54,14 +54,7 @@ pub fn program() -> Result<std::path::PathBuf, BenchError> {
 /// Runs the program in a side's namespace, on `cpu` (and SCHED_FIFO `rt`)
 /// when given, discovering `peer` by unicast; its stdout piped, tied to this process.
 fn perf_in(exe: &Path, side: &Side, peer: &Side, args: &[String], cpu: Option<u32>, rt: Option<u8>) -> Result<TiedChild, BenchError> {
-    let mut cmd = Command::new("ip");
-    cmd.args(["netns", "exec", &side.netns]);
-    if let Some(c) = cpu {
-        cmd.args(["taskset", "-c", &c.to_string()]);
-    }
-    if let Some(p) = rt {
-        cmd.args(["chrt", "-f", &p.to_string()]);
-    }
+    let mut cmd = crate::pinned_in(side, cpu, rt);
     cmd.arg(exe).args(args).args(["--addr", &side.addr.to_string(), "--peer", &peer.addr.to_string()]);
     cmd.stdout(Stdio::piped()).stderr(Stdio::null());
     cleanup::spawn_tied(&mut cmd, "fastdds perf").map_err(|e| err(format!("cannot run {}: {e}", exe.display())))

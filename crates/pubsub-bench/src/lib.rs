@@ -502,6 +502,21 @@ fn config_dir() -> Result<tempfile::TempDir, BenchError> {
         .map_err(|e| BenchError::Ddsperf(format!("temporary directory for ddsperf's configuration: {e}")))
 }
 
+/// `ip netns exec NS [taskset -c CPU] [chrt -f RT]`: the start of a reference
+/// peer's command (ddsperf, Fast DDS) in a side's namespace, pinned and
+/// real-time as detpath's own sides are.
+pub(crate) fn pinned_in(side: &Side, cpu: Option<u32>, rt: Option<u8>) -> Command {
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &side.netns]);
+    if let Some(c) = cpu {
+        cmd.args(["taskset", "-c", &c.to_string()]);
+    }
+    if let Some(p) = rt {
+        cmd.args(["chrt", "-f", &p.to_string()]);
+    }
+    cmd
+}
+
 /// Runs ddsperf in a namespace with a unicast-peer configuration (written
 /// into `dir`), on `cpu` (and SCHED_FIFO `rt`) when given; returns the
 /// child (its stdout piped), tied to this process.
@@ -516,14 +531,7 @@ fn ddsperf_in(dir: &Path, side: &Side, peer: &Side, args: &[&str], cpu: Option<u
         .as_bytes(),
     )
     .map_err(|e| BenchError::Ddsperf(e.to_string()))?;
-    let mut cmd = Command::new("ip");
-    cmd.args(["netns", "exec", &side.netns]);
-    if let Some(c) = cpu {
-        cmd.args(["taskset", "-c", &c.to_string()]);
-    }
-    if let Some(p) = rt {
-        cmd.args(["chrt", "-f", &p.to_string()]);
-    }
+    let mut cmd = pinned_in(side, cpu, rt);
     cmd.arg("ddsperf").args(args).env("CYCLONEDDS_URI", format!("file://{}", cfg.display())).stdout(Stdio::piped()).stderr(Stdio::null());
     cleanup::spawn_tied(&mut cmd, "ddsperf").map_err(|e| BenchError::Ddsperf(format!("cannot run ddsperf (apt-get install cyclonedds-tools): {e}")))
 }
